@@ -1,0 +1,24 @@
+# Third-party dependencies, all from Debian packages (see scripts/install-deps.sh).
+find_package(Threads REQUIRED)
+find_package(OpenMP REQUIRED COMPONENTS CXX)
+find_package(tomlplusplus 3 REQUIRED)
+find_package(nlohmann_json 3 REQUIRED)
+find_package(CLI11 2 REQUIRED)
+
+# OpenBLAS through its CBLAS interface. Debian ships the pthread build under an
+# include sub-folder; prefer it so cblas.h and openblas_set_num_threads match.
+find_path(OPENBLAS_INCLUDE_DIR cblas.h
+  PATHS /usr/include/x86_64-linux-gnu/openblas-pthread /usr/include/aarch64-linux-gnu/openblas-pthread
+        /usr/include/openblas /usr/include
+  NO_DEFAULT_PATH)
+find_library(OPENBLAS_LIBRARY NAMES openblas)
+if(NOT OPENBLAS_INCLUDE_DIR OR NOT OPENBLAS_LIBRARY)
+  message(FATAL_ERROR "OpenBLAS not found: install libopenblas-dev (scripts/install-deps.sh)")
+endif()
+add_library(moebench_blas INTERFACE)
+target_include_directories(moebench_blas SYSTEM INTERFACE ${OPENBLAS_INCLUDE_DIR})
+target_link_libraries(moebench_blas INTERFACE ${OPENBLAS_LIBRARY})
+
+if(MOEBENCH_BUILD_TESTS OR MOEBENCH_BUILD_GUI)
+  find_package(Qt6 6.2 REQUIRED COMPONENTS Core Test)
+endif()

@@ -1,0 +1,77 @@
+#pragma once
+// The resolved configuration of a run: plain structs with the defaults every key has.
+// config_loader.h fills them from TOML (+ --set overrides) and validates them; the meaning of
+// each key is documented in README.md ("Config reference").
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace moebench {
+
+struct RunConfig {
+  std::string name = "run";   // human-readable run name
+  uint64_t seed = 1234;       // seeds init, synthetic data and batch sampling
+  std::string out_dir = "runs";  // checkpoints and outputs go to <out_dir>/<name>/
+  int threads = 0;            // BLAS/OpenMP threads; 0 = all cores
+};
+
+struct ModelConfig {
+  int vocab_size = 256;
+  int seq_len = 64;           // context length T (also the position-embedding size)
+  int hidden = 128;           // C
+  int layers = 4;             // transformer blocks
+  int heads = 4;              // attention heads; must divide hidden
+  int ffn_mult = 4;           // dense FFN and expert FFN width = ffn_mult * hidden
+  bool tied_head = true;      // LM head shares the token embedding
+  float init_std = 0.02f;
+};
+
+struct MoeConfig {
+  std::vector<int> moe_layers;    // block indices (0-based) whose FFN is an MoE block
+  std::vector<int> experts;       // experts per MoE block; one entry per moe_layers entry
+  int top_k = 2;
+  float capacity_factor = 0.0f;   // 0 = dropless; else capacity = ceil(cf * tokens * k / E)
+  float aux_loss_weight = 0.01f;  // weight of the GShard load-balancing loss
+  bool gate_normalize = true;     // renormalise the top-k gate weights to sum to 1
+};
+
+struct DataConfig {
+  std::string source = "synthetic";  // synthetic | bin | text
+  std::string path;                  // bin: train shard; text: a text file
+  std::string val_path;              // bin: optional held-out shard
+  float val_fraction = 0.1f;         // held-out tail when no val_path is given
+  // synthetic corpus: a mixture of Markov-chain "languages" over the vocabulary
+  int languages = 4;
+  int64_t corpus_tokens = 200000;
+  int branching = 4;                 // likely successors per state in each language
+};
+
+struct TrainConfig {
+  int steps = 200;
+  int batch_size = 8;
+  float lr = 3e-3f;
+  float min_lr_ratio = 0.1f;   // cosine decays to lr * min_lr_ratio
+  int warmup_steps = 20;
+  float weight_decay = 0.1f;
+  float beta1 = 0.9f;
+  float beta2 = 0.95f;
+  float eps = 1e-8f;
+  float grad_clip = 1.0f;      // global grad-norm clip; 0 = off
+  int eval_every = 50;         // eval loss on the held-out split every N steps (0 = only at end)
+  int eval_batches = 4;
+  int checkpoint_every = 0;    // 0 = only at the end
+};
+
+struct Config {
+  std::string source_file;     // the TOML file it came from (for messages)
+  RunConfig run;
+  ModelConfig model;
+  MoeConfig moe;
+  DataConfig data;
+  TrainConfig train;
+
+  bool is_moe_block(int block) const;
+  int experts_in_block(int block) const;  // 0 for a dense block
+};
+
+}  // namespace moebench
