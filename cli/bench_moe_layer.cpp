@@ -1,0 +1,107 @@
+// moebench bench moe-layer --tokens T --hidden H --ffn-mult A --experts E --top-k K
+//                          [--threads N] [--iters N] [--json]
+// Times one MoE block (router + dispatch + experts + combine) forward and backward on CPU.
+// FLOPs counted (matmuls only): forward = 2*T*H*E (router) + 4*T_kept*H*(A*H) (two expert
+// matmuls per kept assignment); backward = 2 x forward (input and weight gradients).
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+
+#include "bench.h"
+#include "moebench/moe/moe_layer.h"
+#include "moebench/tensor/matmul.h"
+#include "moebench/tensor/rng.h"
+
+namespace moebench::cli {
+namespace {
+
+struct MoeBenchOptions {
+  int tokens = 4096, hidden = 256, ffn_mult = 4, experts = 8, top_k = 2, threads = 0, iters = 10;
+  bool json = false;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+int bench_moe_layer(const MoeBenchOptions& o) {
+  if (o.top_k > o.experts) throw std::invalid_argument("--top-k must be <= --experts");
+  set_num_threads(o.threads);
+  const int N = o.tokens, C = o.hidden, F = o.ffn_mult * o.hidden, E = o.experts, K = o.top_k;
+  Rng rng(42);
+  auto fill = [&](std::vector<float>& v, size_t n, float scale) {
+    v.resize(n);
+    for (auto& x : v) x = rng.normal() * scale;
+  };
+  std::vector<float> x, router, weights, grads, dout, dx, drouter, out((size_t)N * C);
+  fill(x, (size_t)N * C, 1.0f);
+  fill(router, (size_t)E * C, 0.02f);
+  fill(dout, (size_t)N * C, 1.0f / N);
+  const size_t per_expert = (size_t)F * C + F + (size_t)C * F + C;
+  fill(weights, per_expert * E, 0.02f);
+  grads.assign(per_expert * E, 0.0f);
+  std::vector<ExpertParams> ep, eg;
+  for (int e = 0; e < E; ++e) {
+    float* w = weights.data() + per_expert * e;
+    float* g = grads.data() + per_expert * e;
+    ep.push_back({w, w + (size_t)F * C, w + (size_t)F * C + F, w + (size_t)F * C + F + (size_t)C * F});
+    eg.push_back({g, g + (size_t)F * C, g + (size_t)F * C + F, g + (size_t)F * C + F + (size_t)C * F});
+  }
+  dx.assign((size_t)N * C, 0.0f);
+  drouter.assign((size_t)E * C, 0.0f);
+  MoeLayer layer;
+  const MoeLayerShape shape{N, C, F, E, K, 0.0f, true};
+  auto fwd = [&] { layer.forward(out.data(), x.data(), router.data(), ep, shape); };
+  auto bwd = [&] { layer.backward(dx.data(), drouter.data(), eg, dout.data(), 0.01f, x.data(), router.data(), ep); };
+  fwd();
+  bwd();  // warm-up, also sizes the buffers
+  std::vector<double> tf, tb;
+  for (int i = 0; i < o.iters; ++i) {
+    tf.push_back(time_iterations(0, 1, fwd)[0]);
+    tb.push_back(time_iterations(0, 1, bwd)[0]);
+  }
+  long kept = 0;
+  for (int c : layer.routing().counts) kept += c;
+  const double fwd_flops = 2.0 * N * C * E + 4.0 * kept * C * F;
+  const double total_flops = 3.0 * fwd_flops;
+  const double mf = median(tf), mb = median(tb), mt = mf + mb;
+  const double gflops = total_flops / mt / 1e9;
+  if (o.json) {
+    nlohmann::json j = {{"tokens", N}, {"hidden", C}, {"ffn_mult", o.ffn_mult}, {"experts", E},
+                        {"top_k", K}, {"threads", num_threads()}, {"iters", o.iters},
+                        {"kept_assignments", kept}, {"forward_ms", mf * 1e3}, {"backward_ms", mb * 1e3},
+                        {"total_ms", mt * 1e3}, {"tokens_per_s", N / mt}, {"gflops", gflops},
+                        {"flops", total_flops},
+                        {"flop_formula", "3 x (2*T*H*E + 4*T_kept*H*(A*H))"}};
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::printf("# MoE layer fwd+bwd: T=%d H=%d A=%d E=%d K=%d, %d threads, median of %d\n", N, C,
+              o.ffn_mult, E, K, num_threads(), o.iters);
+  std::printf("# flops = 3 x (2*T*H*E + 4*T_kept*H*(A*H)) = %.3f GFLOP (T_kept = %ld)\n",
+              total_flops / 1e9, kept);
+  std::printf("forward  %9.2f ms\nbackward %9.2f ms\ntotal    %9.2f ms | %.0f tokens/s | %.2f GFLOP/s\n",
+              mf * 1e3, mb * 1e3, mt * 1e3, N / mt, gflops);
+  return 0;
+}
+
+}  // namespace
+
+void add_bench_moe_layer(CLI::App& bench, Action& action) {
+  auto* cmd = bench.add_subcommand("moe-layer", "One MoE block forward+backward on CPU");
+  auto o = std::make_shared<MoeBenchOptions>();
+  cmd->add_option("--tokens", o->tokens, "Tokens T")->check(CLI::PositiveNumber);
+  cmd->add_option("--hidden", o->hidden, "Hidden size H")->check(CLI::PositiveNumber);
+  cmd->add_option("--ffn-mult", o->ffn_mult, "Expert FFN width multiplier A")->check(CLI::PositiveNumber);
+  cmd->add_option("--experts", o->experts, "Experts E")->check(CLI::PositiveNumber);
+  cmd->add_option("--top-k", o->top_k, "Experts per token K")->check(CLI::PositiveNumber);
+  cmd->add_option("--threads", o->threads, "Threads (0 = all cores)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--iters", o->iters, "Timed iterations")->check(CLI::PositiveNumber);
+  cmd->add_flag("--json", o->json, "Print JSON");
+  cmd->callback([&action, o] { action = [o] { return bench_moe_layer(*o); }; });
+}
+
+}  // namespace moebench::cli

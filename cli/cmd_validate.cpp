@@ -1,0 +1,29 @@
+// moebench validate CONFIG [--set key=value]... [--json]: prints the resolved config or the errors.
+#include <cstdio>
+#include <iostream>
+
+#include "commands.h"
+#include "moebench/config/config_loader.h"
+
+namespace moebench::cli {
+
+void add_validate_command(CLI::App& app, Action& action) {
+  auto* cmd = app.add_subcommand("validate", "Check a config and print it fully resolved");
+  auto config = std::make_shared<std::string>();
+  auto sets = std::make_shared<std::vector<std::string>>();
+  auto json = std::make_shared<bool>(false);
+  cmd->add_option("config", *config, "TOML config file")->required();
+  cmd->add_option("--set", *sets, "Override a key, e.g. --set moe.top_k=1 (repeatable)");
+  cmd->add_flag("--json", *json, "Print canonical JSON instead of TOML");
+  cmd->callback([&action, config, sets, json] {
+    action = [config, sets, json] {
+      const Config cfg = load_config(*config, *sets);
+      if (*json) std::cout << config_to_json(cfg).dump(2) << "\n";
+      else std::cout << config_to_toml(cfg);
+      std::fprintf(stderr, "%s: OK\n", config->c_str());
+      return 0;
+    };
+  });
+}
+
+}  // namespace moebench::cli

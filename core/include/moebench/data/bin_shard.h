@@ -1,0 +1,25 @@
+#pragma once
+// llm.c / nanoGPT token shards (.bin): a header of 256 little-endian int32
+//   [0] magic 20240520, [1] version (1 = uint16 tokens, 2 = uint32 tokens), [2] token count,
+// the rest zero; then the tokens, little-endian. Reading checks the whole layout and throws a
+// DataError naming the file for: a missing/unreadable file, a file shorter than the header, a
+// wrong magic, an unknown version, truncated token data and trailing bytes.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "moebench/data/data_error.h"
+
+namespace moebench {
+
+inline constexpr int32_t kBinShardMagic = 20240520;
+inline constexpr int kBinShardHeaderInts = 256;
+inline constexpr int kBinShardHeaderBytes = kBinShardHeaderInts * 4;
+
+std::vector<int32_t> read_bin_shard(const std::string& path);
+
+// version 1 needs every token in [0, 65535], version 2 in [0, 2^31). Throws DataError on a
+// token that does not fit, an unknown version or a write failure.
+void write_bin_shard(const std::string& path, const std::vector<int32_t>& tokens, int version = 1);
+
+}  // namespace moebench

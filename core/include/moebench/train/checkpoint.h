@@ -1,0 +1,31 @@
+#pragma once
+// Training checkpoints: a directory holding
+//   model.safetensors      the parameters under their arena names ("blocks.3.moe.experts.5.w1")
+//   optimizer.safetensors  AdamW moments as "m.<name>" and "v.<name>"
+// Both carry __metadata__ {"format": "moebench-checkpoint-1", "step": "<steps done>",
+// "config": "<canonical JSON>"}. Any safetensors reader can load the weights.
+#include <string>
+
+#include "moebench/model/param_arena.h"
+#include "moebench/optim/adamw.h"
+
+namespace moebench {
+
+struct CheckpointState {
+  long step = 0;          // optimizer steps completed
+  std::string config_json;
+};
+
+// Writes <dir>/model.safetensors and <dir>/optimizer.safetensors (each atomically).
+void save_checkpoint(const std::string& dir, const ParamArena& params, const AdamW& opt,
+                     const CheckpointState& state);
+
+// Loads a checkpoint into params/opt; every tensor of the arena must be present with the same
+// shape (CheckpointError naming the tensor otherwise). Returns the stored state.
+CheckpointState load_checkpoint(const std::string& dir, ParamArena& params, AdamW& opt);
+
+// Resolves --resume PATH: a checkpoint directory, or a run directory whose checkpoints/ holds
+// step_NNNNNN folders (the highest step is taken). Throws CheckpointError when none is found.
+std::string resolve_checkpoint_dir(const std::string& path);
+
+}  // namespace moebench

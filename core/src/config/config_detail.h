@@ -1,0 +1,66 @@
+#pragma once
+// Internal to the config loader (config_loader.cpp, config_schema.cpp, config_validate.cpp):
+// the key table, where each key was set, and the collected issues.
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "moebench/config/config.h"
+#include "moebench/config/config_loader.h"
+
+namespace moebench::config_detail {
+
+enum class Kind { Int, Int64, UInt64, Float, Bool, String, Path, IntList, Experts };
+
+struct FieldDef {
+  const char* section;
+  const char* key;
+  Kind kind;
+  const char* doc;
+  void* (*ref)(Config&);  // address of the field inside a Config
+
+  std::string name() const { return std::string(section) + "." + key; }
+  template <class T>
+  T& get(Config& c) const { return *static_cast<T*>(ref(c)); }
+  template <class T>
+  const T& get(const Config& c) const { return *static_cast<const T*>(ref(const_cast<Config&>(c))); }
+};
+
+const std::vector<FieldDef>& fields();             // in file order
+const std::vector<std::string>& section_names();   // run, model, moe, data, train
+const FieldDef* find_field(std::string_view section, std::string_view key);
+
+inline constexpr int kDefaultExperts = 8;  // moe.experts when not given
+
+// Where a key got its value.
+struct Origin {
+  std::string file;  // source name or "--set"
+  int line = 0;
+};
+
+struct LoadState {
+  std::string source_name;
+  std::map<std::string, Origin> origins;  // "model.hidden" -> where it was last set
+  std::set<std::string> bad;              // keys whose value was rejected while reading
+  bool experts_scalar = true;             // moe.experts given as one integer
+  int experts_value = kDefaultExperts;    // ... that integer
+  std::vector<ConfigIssue> issues;
+
+  bool is_set(const std::string& key) const { return origins.count(key) > 0; }
+  // An issue at the origin of `key`; when `key` kept its default, at the origin of `fallback`.
+  void fail(const std::string& key, const std::string& message, const std::string& fallback = {});
+};
+
+// Expands moe.experts to one entry per MoE block and checks every rule; adds to st.issues.
+void validate(Config& c, LoadState& st);
+
+// Shortest text that reads back as the same float ("0.003", "1e-08").
+std::string float_text(float v);
+
+// Damerau-Levenshtein (optimal string alignment) distance, case-insensitive.
+int edit_distance(std::string_view a, std::string_view b);
+
+}  // namespace moebench::config_detail

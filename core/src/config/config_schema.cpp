@@ -1,0 +1,226 @@
+// The key table of the config (one row per field of config.h, with its meaning) and the
+// writers: config_to_toml (every key, commented, loadable again) and config_to_json
+// (canonical: sorted keys, floats in their shortest round-trip form).
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+
+#include "config_detail.h"
+
+namespace moebench::config_detail {
+
+#define MB_FIELD(sec, k, kind, doc) \
+  FieldDef{#sec, #k, Kind::kind, doc, [](Config& c) -> void* { return &c.sec.k; }}
+
+const std::vector<FieldDef>& fields() {
+  static const std::vector<FieldDef> table = {
+      MB_FIELD(run, name, String, "run name; outputs go to <out_dir>/<name>/"),
+      MB_FIELD(run, seed, UInt64, "seeds init, synthetic data and batch sampling"),
+      MB_FIELD(run, out_dir, String, "checkpoints and outputs go to <out_dir>/<name>/"),
+      MB_FIELD(run, threads, Int, "BLAS/OpenMP threads; 0 = all cores"),
+
+      MB_FIELD(model, vocab_size, Int, "vocabulary size (>= 2; 256 for data.source = text)"),
+      MB_FIELD(model, seq_len, Int, "context length T (also the position-embedding size)"),
+      MB_FIELD(model, hidden, Int, "hidden size C"),
+      MB_FIELD(model, layers, Int, "transformer blocks"),
+      MB_FIELD(model, heads, Int, "attention heads; must divide hidden"),
+      MB_FIELD(model, ffn_mult, Int, "dense FFN and expert FFN width = ffn_mult * hidden"),
+      MB_FIELD(model, tied_head, Bool, "LM head shares the token embedding"),
+      MB_FIELD(model, init_std, Float, "std of the normal weight init"),
+
+      MB_FIELD(moe, moe_layers, IntList, "0-based blocks whose FFN is an MoE block; [] = dense"),
+      MB_FIELD(moe, experts, Experts,
+               "experts per MoE block: one integer, or one per moe_layers entry (PR-MoE)"),
+      MB_FIELD(moe, top_k, Int, "experts per token (<= the experts of every MoE block)"),
+      MB_FIELD(moe, capacity_factor, Float, "0 = dropless; else capacity = ceil(cf*tokens*k/E)"),
+      MB_FIELD(moe, aux_loss_weight, Float, "weight of the GShard load-balancing loss"),
+      MB_FIELD(moe, gate_normalize, Bool, "renormalise the top-k gate weights to sum to 1"),
+
+      MB_FIELD(data, source, String, "synthetic | bin | text"),
+      MB_FIELD(data, path, Path, "bin: train shard (uint16 tokens); text: a text file"),
+      MB_FIELD(data, val_path, Path, "bin: optional held-out shard"),
+      MB_FIELD(data, val_fraction, Float, "held-out tail when no val_path is given, in [0, 1)"),
+      MB_FIELD(data, languages, Int, "synthetic: Markov-chain languages in the mixture"),
+      MB_FIELD(data, corpus_tokens, Int64, "synthetic: corpus length (> seq_len + 1)"),
+      MB_FIELD(data, branching, Int, "synthetic: likely successors per state"),
+
+      MB_FIELD(train, steps, Int, "optimizer steps"),
+      MB_FIELD(train, batch_size, Int, "sequences per step"),
+      MB_FIELD(train, lr, Float, "peak learning rate (after warmup)"),
+      MB_FIELD(train, min_lr_ratio, Float, "cosine decays to lr * min_lr_ratio, in [0, 1]"),
+      MB_FIELD(train, warmup_steps, Int, "linear warmup steps"),
+      MB_FIELD(train, weight_decay, Float, "AdamW decoupled weight decay"),
+      MB_FIELD(train, beta1, Float, "AdamW beta1, in [0, 1)"),
+      MB_FIELD(train, beta2, Float, "AdamW beta2, in [0, 1)"),
+      MB_FIELD(train, eps, Float, "AdamW epsilon (> 0)"),
+      MB_FIELD(train, grad_clip, Float, "global grad-norm clip; 0 = off"),
+      MB_FIELD(train, eval_every, Int, "eval on the held-out split every N steps; 0 = at end"),
+      MB_FIELD(train, eval_batches, Int, "batches per evaluation"),
+      MB_FIELD(train, checkpoint_every, Int, "checkpoint every N steps; 0 = only at the end"),
+  };
+  return table;
+}
+
+#undef MB_FIELD
+
+const std::vector<std::string>& section_names() {
+  static const std::vector<std::string> names = {"run", "model", "moe", "data", "train"};
+  return names;
+}
+
+const FieldDef* find_field(std::string_view section, std::string_view key) {
+  for (const auto& f : fields())
+    if (section == f.section && key == f.key) return &f;
+  return nullptr;
+}
+
+std::string float_text(float v) {
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, res.ptr);
+}
+
+int edit_distance(std::string_view a, std::string_view b) {
+  const size_t n = a.size(), m = b.size();
+  std::vector<std::vector<int>> d(n + 1, std::vector<int>(m + 1));
+  for (size_t i = 0; i <= n; ++i) d[i][0] = (int)i;
+  for (size_t j = 0; j <= m; ++j) d[0][j] = (int)j;
+  auto lower = [](char ch) { return (char)std::tolower((unsigned char)ch); };
+  for (size_t i = 1; i <= n; ++i)
+    for (size_t j = 1; j <= m; ++j) {
+      const int cost = lower(a[i - 1]) == lower(b[j - 1]) ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && lower(a[i - 1]) == lower(b[j - 2]) && lower(a[i - 2]) == lower(b[j - 1]))
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[n][m];
+}
+
+namespace {
+
+std::string toml_quote(std::string_view s) {
+  std::string out = "\"";
+  for (unsigned char ch : s) {
+    switch (ch) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      default:
+        if (ch < 0x20 || ch == 0x7f) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04X", ch);
+          out += buf;
+        } else {
+          out += (char)ch;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string int_list_text(const std::vector<int>& v) {
+  std::string out = "[";
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) out += ", ";
+    out += std::to_string(v[i]);
+  }
+  return out + "]";
+}
+
+std::string value_text(const FieldDef& f, const Config& c) {
+  switch (f.kind) {
+    case Kind::Int: return std::to_string(f.get<int>(c));
+    case Kind::Int64: return std::to_string(f.get<int64_t>(c));
+    case Kind::UInt64: return std::to_string(f.get<uint64_t>(c));
+    case Kind::Float: {
+      const float v = f.get<float>(c);
+      std::string s = float_text(v);
+      if (s.find_first_of(".eEn") == std::string::npos) s += ".0";  // "1" -> "1.0"; inf/nan kept
+      return s;
+    }
+    case Kind::Bool: return f.get<bool>(c) ? "true" : "false";
+    case Kind::String:
+    case Kind::Path: return toml_quote(f.get<std::string>(c));
+    case Kind::IntList:
+    case Kind::Experts: return int_list_text(f.get<std::vector<int>>(c));
+  }
+  return {};
+}
+
+nlohmann::json value_json(const FieldDef& f, const Config& c) {
+  switch (f.kind) {
+    case Kind::Int: return f.get<int>(c);
+    case Kind::Int64: return f.get<int64_t>(c);
+    case Kind::UInt64: return f.get<uint64_t>(c);
+    case Kind::Float: return std::strtod(float_text(f.get<float>(c)).c_str(), nullptr);
+    case Kind::Bool: return f.get<bool>(c);
+    case Kind::String:
+    case Kind::Path: return f.get<std::string>(c);
+    case Kind::IntList:
+    case Kind::Experts: return f.get<std::vector<int>>(c);
+  }
+  return nullptr;
+}
+
+const char* kind_name(Kind k) {
+  switch (k) {
+    case Kind::Int:
+    case Kind::Int64:
+    case Kind::UInt64: return "integer";
+    case Kind::Float: return "float";
+    case Kind::Bool: return "boolean";
+    case Kind::String: return "string";
+    case Kind::Path: return "path";
+    case Kind::IntList: return "integer array";
+    case Kind::Experts: return "integer or integer array";
+  }
+  return "";
+}
+
+}  // namespace
+}  // namespace moebench::config_detail
+
+namespace moebench {
+
+using namespace config_detail;
+
+std::string config_to_toml(const Config& config) {
+  std::ostringstream out;
+  out << "# moebench config, fully resolved: every key, defaults included.\n";
+  if (!config.source_file.empty()) out << "# from: " << config.source_file << "\n";
+  std::string section;
+  for (const auto& f : fields()) {
+    if (section != f.section) {
+      section = f.section;
+      out << "\n[" << section << "]\n";
+    }
+    std::string line = std::string(f.key) + " = " + value_text(f, config);
+    if (line.size() < 32) line.resize(32, ' ');
+    out << line << "  # " << f.doc << "\n";
+  }
+  return out.str();
+}
+
+nlohmann::json config_to_json(const Config& config) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& f : fields()) j[f.section][f.key] = value_json(f, config);
+  return j;
+}
+
+const std::vector<ConfigKeyInfo>& config_keys() {
+  static const std::vector<ConfigKeyInfo> keys = [] {
+    std::vector<ConfigKeyInfo> v;
+    for (const auto& f : fields()) v.push_back({f.name(), kind_name(f.kind), f.doc});
+    return v;
+  }();
+  return keys;
+}
+
+}  // namespace moebench

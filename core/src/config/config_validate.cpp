@@ -1,0 +1,217 @@
+// The rules a resolved config must satisfy: value ranges, consistency between keys (heads vs
+// hidden, MoE blocks vs layers, top_k vs experts, vocab vs data source) and readable data files.
+// A rule that involves a key already rejected while reading is skipped, so one typo gives one
+// message rather than a cascade.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <set>
+
+#include "config_detail.h"
+
+namespace moebench::config_detail {
+namespace {
+
+namespace fs = std::filesystem;
+
+class Checker {
+ public:
+  Checker(Config& c, LoadState& st) : c_(c), st_(st) {}
+
+  bool ok(std::initializer_list<const char*> keys) const {
+    for (const char* k : keys)
+      if (st_.bad.count(k)) return false;
+    return true;
+  }
+  void fail(const std::string& key, const std::string& msg, const std::string& fallback = {}) {
+    st_.fail(key, msg, fallback);
+  }
+
+  void at_least(const char* key, int64_t v, int64_t lo, const char* note = "") {
+    if (ok({key}) && v < lo)
+      fail(key, "must be >= " + std::to_string(lo) + note + ", got " + std::to_string(v));
+  }
+  void positive(const char* key, float v) {
+    if (ok({key}) && !(v > 0.0f)) fail(key, "must be > 0, got " + float_text(v));
+  }
+  void non_negative(const char* key, float v, const char* note = "") {
+    if (ok({key}) && !(v >= 0.0f)) fail(key, std::string("must be >= 0") + note + ", got " + float_text(v));
+  }
+  // [0, 1) or, with closed, [0, 1].
+  void unit(const char* key, float v, bool closed = false) {
+    if (!ok({key})) return;
+    const bool in = v >= 0.0f && (closed ? v <= 1.0f : v < 1.0f);
+    if (!in) fail(key, std::string("must be in [0, 1") + (closed ? "]" : ")") + ", got " + float_text(v));
+  }
+
+  void readable_file(const char* key, const std::string& path, const char* fallback) {
+    std::error_code ec;
+    const auto status = fs::status(path, ec);
+    if (!fs::exists(status)) return fail(key, "file not found: " + path, fallback);
+    if (!fs::is_regular_file(status)) return fail(key, "not a regular file: " + path, fallback);
+    std::ifstream in(path, std::ios::binary);
+    if (!in) fail(key, "file cannot be read: " + path, fallback);
+  }
+
+  void run();
+
+ private:
+  void check_run();
+  void check_model();
+  void check_moe();
+  void check_data();
+  void check_train();
+
+  Config& c_;
+  LoadState& st_;
+};
+
+void Checker::run() {
+  // moe.experts: one integer for every MoE block -> one entry per block.
+  if (ok({"moe.experts"}) && st_.experts_scalar)
+    c_.moe.experts.assign(c_.moe.moe_layers.size(), st_.experts_value);
+  check_run();
+  check_model();
+  check_moe();
+  check_data();
+  check_train();
+}
+
+void Checker::check_run() {
+  const auto& r = c_.run;
+  if (ok({"run.name"})) {
+    if (r.name.empty()) fail("run.name", "must not be empty");
+    else if (r.name.find_first_of("/\\") != std::string::npos)
+      fail("run.name", "must not contain '/' or '\\' (it names the folder <out_dir>/<name>), got \"" +
+                           r.name + "\"");
+  }
+  if (ok({"run.out_dir"}) && r.out_dir.empty()) fail("run.out_dir", "must not be empty");
+  at_least("run.threads", r.threads, 0, " (0 = all cores)");
+}
+
+void Checker::check_model() {
+  const auto& m = c_.model;
+  at_least("model.vocab_size", m.vocab_size, 2);
+  at_least("model.seq_len", m.seq_len, 1);
+  at_least("model.hidden", m.hidden, 1);
+  at_least("model.layers", m.layers, 1);
+  at_least("model.heads", m.heads, 1);
+  at_least("model.ffn_mult", m.ffn_mult, 1);
+  positive("model.init_std", m.init_std);
+  if (ok({"model.hidden", "model.heads"}) && m.hidden >= 1 && m.heads >= 1 && m.hidden % m.heads != 0)
+    fail("model.heads", "must divide model.hidden (" + std::to_string(m.hidden) + "), got " +
+                            std::to_string(m.heads), "model.hidden");
+}
+
+void Checker::check_moe() {
+  auto& moe = c_.moe;
+  const int layers = c_.model.layers;
+  if (ok({"moe.moe_layers"})) {
+    const bool range_ok = ok({"model.layers"}) && layers >= 1;
+    std::set<int> seen;
+    for (int b : moe.moe_layers) {
+      if (range_ok && (b < 0 || b >= layers))
+        fail("moe.moe_layers", "block index " + std::to_string(b) + " out of range [0, " +
+                                   std::to_string(layers) + ") (model.layers = " +
+                                   std::to_string(layers) + ")");
+      else if (!seen.insert(b).second)
+        fail("moe.moe_layers", "block " + std::to_string(b) + " is listed twice");
+    }
+  }
+  bool experts_ok = ok({"moe.experts", "moe.moe_layers"});
+  if (experts_ok && moe.experts.size() != moe.moe_layers.size()) {
+    fail("moe.experts", "has " + std::to_string(moe.experts.size()) + " entries but moe.moe_layers has " +
+                            std::to_string(moe.moe_layers.size()) +
+                            "; give one integer or one entry per MoE block");
+    experts_ok = false;
+  }
+  if (experts_ok) {
+    if (st_.experts_scalar && st_.experts_value < 1) {
+      fail("moe.experts", "must be >= 1, got " + std::to_string(st_.experts_value));
+      experts_ok = false;
+    }
+    for (size_t i = 0; i < moe.experts.size() && !st_.experts_scalar; ++i)
+      if (moe.experts[i] < 1) {
+        fail("moe.experts", "must be >= 1 for every block, entry " + std::to_string(i) + " (block " +
+                                std::to_string(moe.moe_layers[i]) + ") is " + std::to_string(moe.experts[i]));
+        experts_ok = false;
+      }
+  }
+  if (ok({"moe.top_k"}) && moe.top_k < 1) {
+    fail("moe.top_k", "must be >= 1, got " + std::to_string(moe.top_k));
+  } else if (ok({"moe.top_k"}) && experts_ok && !moe.experts.empty()) {
+    size_t min_i = 0;
+    for (size_t i = 1; i < moe.experts.size(); ++i)
+      if (moe.experts[i] < moe.experts[min_i]) min_i = i;
+    if (moe.top_k > moe.experts[min_i])
+      fail("moe.top_k", "must be <= the experts of every MoE block (block " +
+                            std::to_string(moe.moe_layers[min_i]) + " has " +
+                            std::to_string(moe.experts[min_i]) + "), got " + std::to_string(moe.top_k),
+           "moe.experts");
+  }
+  non_negative("moe.capacity_factor", moe.capacity_factor, " (0 = dropless)");
+  non_negative("moe.aux_loss_weight", moe.aux_loss_weight);
+}
+
+void Checker::check_data() {
+  const auto& d = c_.data;
+  const int vocab = c_.model.vocab_size;
+  unit("data.val_fraction", d.val_fraction);
+  at_least("data.languages", d.languages, 1);
+  at_least("data.branching", d.branching, 1);
+  at_least("data.corpus_tokens", d.corpus_tokens, 1);
+  if (!ok({"data.source"})) return;
+  if (d.source != "synthetic" && d.source != "bin" && d.source != "text") {
+    fail("data.source", "must be one of synthetic, bin, text; got \"" + d.source + "\"");
+    return;
+  }
+  const std::string src = "data.source = \"" + d.source + "\"";
+  if (d.source == "synthetic") {
+    const int seq = c_.model.seq_len;
+    if (ok({"data.corpus_tokens", "model.seq_len"}) && d.corpus_tokens >= 1 && seq >= 1 &&
+        d.corpus_tokens <= (int64_t)seq + 1)
+      fail("data.corpus_tokens", "must be > model.seq_len + 1 (" + std::to_string(seq + 1) +
+                                     ") to hold one training window, got " +
+                                     std::to_string(d.corpus_tokens), "model.seq_len");
+    if (ok({"data.branching", "model.vocab_size"}) && d.branching >= 1 && vocab >= 2 && d.branching > vocab)
+      fail("data.branching", "must be <= model.vocab_size (" + std::to_string(vocab) + "), got " +
+                                 std::to_string(d.branching), "model.vocab_size");
+    return;
+  }
+  if (ok({"data.path"})) {
+    if (d.path.empty()) fail("data.path", "required when " + src, "data.source");
+    else readable_file("data.path", d.path, "data.source");
+  }
+  if (ok({"data.val_path"}) && !d.val_path.empty()) readable_file("data.val_path", d.val_path, "data.source");
+  if (!ok({"model.vocab_size"}) || vocab < 2) return;
+  if (d.source == "text" && vocab != 256)
+    fail("model.vocab_size", "must be 256 for " + src + " (byte-level tokens), got " + std::to_string(vocab),
+         "data.source");
+  if (d.source == "bin" && vocab > 65536)
+    fail("model.vocab_size", "must be <= 65536 for " + src + " (uint16 tokens), got " + std::to_string(vocab),
+         "data.source");
+}
+
+void Checker::check_train() {
+  const auto& t = c_.train;
+  at_least("train.steps", t.steps, 1);
+  at_least("train.batch_size", t.batch_size, 1);
+  positive("train.lr", t.lr);
+  unit("train.min_lr_ratio", t.min_lr_ratio, /*closed=*/true);
+  at_least("train.warmup_steps", t.warmup_steps, 0);
+  non_negative("train.weight_decay", t.weight_decay);
+  unit("train.beta1", t.beta1);
+  unit("train.beta2", t.beta2);
+  positive("train.eps", t.eps);
+  non_negative("train.grad_clip", t.grad_clip, " (0 = off)");
+  at_least("train.eval_every", t.eval_every, 0, " (0 = only at the end)");
+  at_least("train.eval_batches", t.eval_batches, 1);
+  at_least("train.checkpoint_every", t.checkpoint_every, 0, " (0 = only at the end)");
+}
+
+}  // namespace
+
+void validate(Config& c, LoadState& st) { Checker(c, st).run(); }
+
+}  // namespace moebench::config_detail

@@ -1,0 +1,119 @@
+// ctest-labels: unit
+// The moebench executable: exit codes (0 ok, 1 run failed, 2 bad usage or config), messages
+// that name file, line and key, progress lines, and checkpoint/resume through the CLI.
+#include <QtTest>
+
+#include <QProcess>
+
+using namespace Qt::StringLiterals;
+
+namespace {
+struct Result {
+  int code;
+  QString out, err;
+};
+Result moebench(const QStringList& args) {
+  QProcess p;
+  p.start(QStringLiteral(MOEBENCH_CLI), args);
+  if (!p.waitForFinished(120000)) return {-1, {}, u"timeout"_s};
+  return {p.exitCode(), QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError())};
+}
+QString write(const QTemporaryDir& dir, const QString& name, const QByteArray& text) {
+  QFile f(dir.filePath(name));
+  f.open(QIODevice::WriteOnly);
+  f.write(text);
+  return f.fileName();
+}
+const QByteArray kTiny = R"([model]
+vocab_size = 32
+seq_len = 16
+hidden = 32
+layers = 2
+heads = 2
+ffn_mult = 2
+[moe]
+moe_layers = [1]
+experts = 4
+top_k = 2
+[data]
+corpus_tokens = 20000
+[train]
+steps = 3
+batch_size = 2
+eval_every = 0
+eval_batches = 1
+)";
+}  // namespace
+
+class TestCli : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void validate_prints_the_resolved_config() {
+    Result r = moebench({u"validate"_s, QStringLiteral(MOEBENCH_SOURCE_DIR "/sample_configs/quickstart.toml")});
+    QCOMPARE(r.code, 0);
+    QVERIFY(r.out.contains(u"[model]"_s) && r.out.contains(u"top_k"_s));
+  }
+
+  void broken_configs_exit_2_naming_line_and_key_data() {
+    QTest::addColumn<QByteArray>("text");
+    QTest::addColumn<QString>("expected");  // substring of stderr
+    QTest::newRow("unknown key") << QByteArray("[model]\nhiden = 64\n") << u"broken.toml:2: model.hiden"_s;
+    QTest::newRow("wrong type") << QByteArray("[model]\n\nhidden = \"big\"\n") << u"broken.toml:3: model.hidden"_s;
+    QTest::newRow("top_k > experts") << QByteArray("[moe]\nmoe_layers = [1]\nexperts = 2\ntop_k = 3\n") << u"moe.top_k"_s;
+    QTest::newRow("heads do not divide hidden") << QByteArray("[model]\nhidden = 30\nheads = 4\n") << u"model.heads"_s;
+    QTest::newRow("moe block out of range") << QByteArray("[model]\nlayers = 4\n[moe]\nmoe_layers = [1, 4]\n") << u"moe.moe_layers"_s;
+    QTest::newRow("missing data file") << QByteArray("[data]\nsource = \"bin\"\npath = \"nope.bin\"\n") << u"nope.bin"_s;
+  }
+  void broken_configs_exit_2_naming_line_and_key() {
+    QFETCH(QByteArray, text);
+    QFETCH(QString, expected);
+    QTemporaryDir dir;
+    Result r = moebench({u"validate"_s, write(dir, u"broken.toml"_s, text)});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains(expected), qPrintable(r.err));
+    r = moebench({u"run"_s, dir.filePath(u"broken.toml"_s)});
+    QCOMPARE(r.code, 2);
+  }
+
+  void bad_usage_exits_2() {
+    QCOMPARE(moebench({u"run"_s}).code, 2);
+    QCOMPARE(moebench({u"frobnicate"_s}).code, 2);
+    QCOMPARE(moebench({u"run"_s, u"x.toml"_s, u"--steps"_s, u"-3"_s}).code, 2);
+    Result r = moebench({u"validate"_s, u"/nonexistent/x.toml"_s});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains(u"/nonexistent/x.toml"_s), qPrintable(r.err));
+  }
+
+  void run_prints_progress_and_resumes() {
+    QTemporaryDir dir;
+    const QString cfg = write(dir, u"tiny.toml"_s, kTiny);
+    const QString out = dir.filePath(u"out"_s);
+    Result r = moebench({u"run"_s, cfg, u"--out"_s, out, u"--stop-at"_s, u"2"_s});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QVERIFY2(r.out.contains(u"step 1/3 | loss"_s) && r.out.contains(u"tok/s"_s), qPrintable(r.out));
+    QVERIFY(!r.out.contains(u"step 3/3"_s));
+    QVERIFY(QFile::exists(out + u"/checkpoints/step_000002/model.safetensors"_s));
+    r = moebench({u"run"_s, cfg, u"--out"_s, out, u"--resume"_s, out});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QVERIFY2(r.out.contains(u"resumed at step 2"_s) && r.out.contains(u"step 3/3"_s) &&
+                 !r.out.contains(u"step 1/3"_s) && r.out.contains(u"done: 3 steps"_s),
+             qPrintable(r.out));
+  }
+
+  void failures_exit_1_with_the_reason() {
+    QTemporaryDir dir;
+    const QString cfg = write(dir, u"tiny.toml"_s, kTiny);
+    Result r = moebench({u"run"_s, cfg, u"--resume"_s, dir.filePath(u"nothing"_s)});
+    QCOMPARE(r.code, 1);
+    QVERIFY2(r.err.contains(u"no checkpoint"_s), qPrintable(r.err));
+    QByteArray bad(2048, '\0');  // a .bin whose magic is 0
+    const QString bin = write(dir, u"bad.bin"_s, bad);
+    r = moebench({u"run"_s, cfg, u"--set"_s, u"data.source=bin"_s, u"--set"_s, u"data.path="_s + bin});
+    QCOMPARE(r.code, 1);
+    QVERIFY2(r.err.contains(u"bad.bin"_s) && r.err.contains(u"magic"_s), qPrintable(r.err));
+  }
+};
+
+QTEST_APPLESS_MAIN(TestCli)
+#include "tst_cli.moc"

@@ -1,0 +1,511 @@
+// ctest-labels: unit
+// The TOML config loader (config_loader.h): every kind of error names file, line and key; defaults,
+// experts expansion, --set overrides, relative data paths, TOML/JSON round trip, sample configs.
+#include <QtTest>
+
+#include <QDir>
+#include <QTemporaryDir>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "moebench/config/config_loader.h"
+
+using namespace moebench;
+
+namespace {
+
+std::vector<std::string> to_std(const QStringList& list) {
+  std::vector<std::string> out;
+  for (const auto& s : list) out.push_back(s.toStdString());
+  return out;
+}
+
+std::vector<ConfigIssue> issues_of(const std::string& text, const std::vector<std::string>& sets,
+                                   const std::string& base_dir) {
+  try {
+    parse_config(text, "test.toml", sets, base_dir);
+  } catch (const ConfigError& e) {
+    return e.issues();
+  }
+  return {};
+}
+
+std::string dump(const std::vector<ConfigIssue>& issues) {
+  std::string s;
+  for (const auto& i : issues) s += "\n  " + i.to_string() + "   [line " + std::to_string(i.line) + "]";
+  return s;
+}
+
+void write_file(const std::string& path, const std::string& content) {
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::ofstream(path, std::ios::binary) << content;
+}
+
+// A small valid MoE config to build rows on.
+const char* kMoeBase = "[moe]\nmoe_layers = [1, 3]\nexperts = 4\ntop_k = 2\n";
+
+}  // namespace
+
+class TestConfig : public QObject {
+  Q_OBJECT
+
+ private:
+  QTemporaryDir dir_;
+  std::string base() const { return dir_.path().toStdString(); }
+  std::string at(const char* rel) const { return base() + "/" + rel; }
+
+ private slots:
+  void initTestCase() {
+    QVERIFY(dir_.isValid());
+    write_file(at("train.bin"), std::string(1024, '\x01'));
+    write_file(at("val.bin"), std::string(256, '\x02'));
+    write_file(at("corpus.txt"), "hello world\n");
+    std::filesystem::create_directories(at("adir"));
+  }
+
+  void errors_data() {
+    QTest::addColumn<QString>("toml");
+    QTest::addColumn<QStringList>("sets");
+    QTest::addColumn<QString>("file");
+    QTest::addColumn<int>("line");
+    QTest::addColumn<QString>("key");
+    QTest::addColumn<QString>("message");
+    auto row = [](const char* name, const char* toml, int line, const char* key, const char* msg) {
+      QTest::newRow(name) << QString(toml) << QStringList() << "test.toml" << line << key << msg;
+    };
+    auto set_row = [](const char* name, const char* toml, QStringList sets, const char* key, const char* msg) {
+      QTest::newRow(name) << QString(toml) << sets << "--set" << 0 << key << msg;
+    };
+    // syntax and structure
+    row("syntax", "[model]\nhidden = 64\nheads = = 4\n", 3, "", "TOML syntax error");
+    row("syntax column", "[model]\nhidden = 64\nheads = = 4\n", 3, "", "(column ");
+    row("unterminated string", "[run]\nname = \"abc\n", 2, "", "TOML syntax error");
+    row("unknown section", "[model]\nhidden = 64\n[modle]\nlayers = 2\n", 3, "modle",
+        "unknown section [modle]; did you mean `model`?");
+    row("unknown section far", "[cluster]\nnodes = 2\n", 1, "cluster", "unknown section [cluster]");
+    row("unknown key", "[model]\n\nhiden = 64\n", 3, "model.hiden", "did you mean `hidden`?");
+    row("unknown key other section", "[model]\nlr = 1e-3\n", 2, "model.lr", "did you mean `train.lr`?");
+    row("unknown key no suggestion", "[train]\nfrobnicate = 1\n", 2, "train.frobnicate",
+        "unknown key in [train]");
+    row("top-level key", "hidden = 64\n", 1, "hidden", "did you mean `model.hidden`?");
+    row("nested table", "[model]\nsub = { a = 1 }\n", 2, "model.sub", "unknown key");
+    // types
+    row("string for int", "[model]\nhidden = \"big\"\n", 2, "model.hidden",
+        "expected an integer, got string \"big\"");
+    row("float for int", "[model]\n\nhidden = 128.0\n", 3, "model.hidden", "expected an integer, got float");
+    row("float for int hint", "[model]\nlayers = 4.0\n", 2, "model.layers", "write 4 without the fraction");
+    row("int for bool", "[model]\ntied_head = 1\n", 2, "model.tied_head", "expected a boolean");
+    row("string for float", "[train]\nlr = \"fast\"\n", 2, "train.lr", "expected a number, got string");
+    row("int for string", "[data]\nsource = 3\n", 2, "data.source", "expected a string, got integer");
+    row("int overflow", "[model]\nhidden = 9999999999\n", 2, "model.hidden", "out of range for a 32-bit integer");
+    row("inf float", "[train]\nlr = inf\n", 2, "train.lr", "must be a finite number");
+    row("float overflow", "[train]\nlr = 1e60\n", 2, "train.lr", "out of range for a 32-bit float");
+    row("scalar for list", "[moe]\nmoe_layers = 1\n", 2, "moe.moe_layers", "expected an array of integers");
+    row("list element type", "[moe]\nmoe_layers = [1, \"x\"]\n", 2, "moe.moe_layers",
+        "element 1 is string \"x\"");
+    row("experts type", "[moe]\nexperts = \"four\"\n", 2, "moe.experts",
+        "expected an integer or an array of integers");
+    row("negative seed", "[run]\nseed = -1\n", 2, "run.seed", "must be >= 0");
+    // ranges
+    row("empty name", "[run]\nname = \"\"\n", 2, "run.name", "must not be empty");
+    row("name with slash", "[run]\nname = \"a/b\"\n", 2, "run.name", "must not contain '/'");
+    row("threads", "[run]\nthreads = -1\n", 2, "run.threads", "must be >= 0 (0 = all cores), got -1");
+    row("vocab 1", "[model]\nvocab_size = 1\n", 2, "model.vocab_size", "must be >= 2, got 1");
+    row("seq_len 0", "[model]\nseq_len = 0\n", 2, "model.seq_len", "must be >= 1, got 0");
+    row("hidden 0", "[model]\nhidden = 0\n", 2, "model.hidden", "must be >= 1, got 0");
+    row("layers 0", "[model]\nlayers = 0\n", 2, "model.layers", "must be >= 1, got 0");
+    row("heads 0", "[model]\nheads = 0\n", 2, "model.heads", "must be >= 1, got 0");
+    row("ffn_mult 0", "[model]\nffn_mult = 0\n", 2, "model.ffn_mult", "must be >= 1, got 0");
+    row("init_std 0", "[model]\ninit_std = 0\n", 2, "model.init_std", "must be > 0, got 0");
+    row("heads divide", "[model]\nhidden = 64\nheads = 5\n", 3, "model.heads",
+        "must divide model.hidden (64), got 5");
+    row("heads divide default heads", "[model]\nhidden = 30\n", 2, "model.heads",
+        "must divide model.hidden (30), got 4");
+    row("capacity_factor", "[moe]\ncapacity_factor = -0.5\n", 2, "moe.capacity_factor",
+        "must be >= 0 (0 = dropless), got -0.5");
+    row("aux weight", "[moe]\naux_loss_weight = -1\n", 2, "moe.aux_loss_weight", "must be >= 0");
+    row("lr 0", "[train]\nlr = 0\n", 2, "train.lr", "must be > 0, got 0");
+    row("lr negative", "[train]\nlr = -1e-3\n", 2, "train.lr", "must be > 0, got -0.001");
+    row("beta1 1", "[train]\nbeta1 = 1.0\n", 2, "train.beta1", "must be in [0, 1), got 1");
+    row("beta2 negative", "[train]\nbeta2 = -0.1\n", 2, "train.beta2", "must be in [0, 1)");
+    row("eps 0", "[train]\neps = 0.0\n", 2, "train.eps", "must be > 0");
+    row("min_lr_ratio", "[train]\nmin_lr_ratio = 1.5\n", 2, "train.min_lr_ratio", "must be in [0, 1]");
+    row("weight_decay", "[train]\nweight_decay = -0.1\n", 2, "train.weight_decay", "must be >= 0");
+    row("grad_clip", "[train]\ngrad_clip = -1\n", 2, "train.grad_clip", "must be >= 0 (0 = off)");
+    row("steps 0", "[train]\nsteps = 0\n", 2, "train.steps", "must be >= 1, got 0");
+    row("batch_size 0", "[train]\n\nbatch_size = 0\n", 3, "train.batch_size", "must be >= 1, got 0");
+    row("warmup negative", "[train]\nwarmup_steps = -5\n", 2, "train.warmup_steps", "must be >= 0");
+    row("eval_every negative", "[train]\neval_every = -1\n", 2, "train.eval_every", "must be >= 0");
+    row("eval_batches 0", "[train]\neval_batches = 0\n", 2, "train.eval_batches", "must be >= 1");
+    row("checkpoint_every", "[train]\ncheckpoint_every = -2\n", 2, "train.checkpoint_every", "must be >= 0");
+    row("val_fraction 1", "[data]\nval_fraction = 1.0\n", 2, "data.val_fraction", "must be in [0, 1), got 1");
+    row("val_fraction negative", "[data]\nval_fraction = -0.1\n", 2, "data.val_fraction", "must be in [0, 1)");
+    // MoE structure
+    row("top_k 0", "[moe]\nmoe_layers = [1]\nexperts = 4\ntop_k = 0\n", 4, "moe.top_k", "must be >= 1, got 0");
+    row("top_k > experts", "[moe]\nmoe_layers = [1, 3]\nexperts = [4, 2]\ntop_k = 3\n", 4, "moe.top_k",
+        "must be <= the experts of every MoE block (block 3 has 2), got 3");
+    row("default top_k > experts", "[moe]\nmoe_layers = [1]\nexperts = 1\n", 3, "moe.top_k",
+        "(block 1 has 1), got 2");
+    row("block out of range", "[model]\nlayers = 4\n[moe]\nmoe_layers = [1, 4]\n", 4, "moe.moe_layers",
+        "block index 4 out of range [0, 4)");
+    row("block negative", "[moe]\nmoe_layers = [-1]\n", 2, "moe.moe_layers", "block index -1 out of range");
+    row("block duplicated", "[moe]\nmoe_layers = [1, 2, 1]\n", 2, "moe.moe_layers", "block 1 is listed twice");
+    row("block duplicated, layers bad", "[model]\nlayers = 4.0\n[moe]\nmoe_layers = [3, 3]\n", 4,
+        "moe.moe_layers", "block 3 is listed twice");
+    row("experts length", "[moe]\nmoe_layers = [1, 3]\nexperts = [4, 4, 4]\n", 3, "moe.experts",
+        "has 3 entries but moe.moe_layers has 2");
+    row("experts 0", "[moe]\nmoe_layers = [1]\nexperts = 0\ntop_k = 1\n", 3, "moe.experts", "must be >= 1, got 0");
+    row("experts entry 0", "[moe]\nmoe_layers = [1, 2]\nexperts = [4, 0]\ntop_k = 1\n", 3, "moe.experts",
+        "entry 1 (block 2) is 0");
+    // data
+    row("source", "[data]\nsource = \"csv\"\n", 2, "data.source", "must be one of synthetic, bin, text; got \"csv\"");
+    row("bin without path", "[data]\nsource = \"bin\"\n", 2, "data.path", "required when data.source = \"bin\"");
+    row("text without path", "[data]\n\nsource = \"text\"\n", 3, "data.path", "required when data.source = \"text\"");
+    row("bin file missing", "[data]\nsource = \"bin\"\npath = \"nope.bin\"\n", 3, "data.path", "file not found: ");
+    row("bin path is dir", "[data]\nsource = \"bin\"\npath = \"adir\"\n", 3, "data.path", "not a regular file");
+    row("val file missing", "[data]\nsource = \"bin\"\npath = \"train.bin\"\nval_path = \"v.bin\"\n", 4,
+        "data.val_path", "file not found");
+    row("text vocab", "[model]\nvocab_size = 64\n[data]\nsource = \"text\"\npath = \"corpus.txt\"\n", 2,
+        "model.vocab_size", "must be 256 for data.source = \"text\" (byte-level");
+    row("bin vocab", "[model]\nvocab_size = 70000\n[data]\nsource = \"bin\"\npath = \"train.bin\"\n", 2,
+        "model.vocab_size", "must be <= 65536");
+    row("languages 0", "[data]\nlanguages = 0\n", 2, "data.languages", "must be >= 1, got 0");
+    row("branching 0", "[data]\nbranching = 0\n", 2, "data.branching", "must be >= 1, got 0");
+    row("branching > vocab", "[model]\nvocab_size = 8\n[data]\nbranching = 9\n", 4, "data.branching",
+        "must be <= model.vocab_size (8)");
+    row("corpus_tokens 0", "[data]\ncorpus_tokens = 0\n", 2, "data.corpus_tokens", "must be >= 1, got 0");
+    row("corpus_tokens short", "[model]\nseq_len = 32\n[data]\ncorpus_tokens = 33\n", 4, "data.corpus_tokens",
+        "must be > model.seq_len + 1 (33)");
+    // --set
+    set_row("set without =", "", {"moe.top_k"}, "moe.top_k", "expected key=value");
+    set_row("set unknown key", "", {"model.hiden=3"}, "model.hiden", "did you mean `model.hidden`?");
+    set_row("set unqualified key", "", {"hidden=3"}, "hidden", "did you mean `model.hidden`?");
+    set_row("set unknown section", "", {"modle.hidden=3"}, "modle.hidden", "unknown section [modle]");
+    set_row("set empty key", "", {"=3"}, "", "the key is empty");
+    set_row("set wrong type", "", {"model.hidden=abc"}, "model.hidden", "expected an integer, got string \"abc\"");
+    set_row("set float for int", "", {"model.hidden=1.5"}, "model.hidden", "expected an integer, got float");
+    set_row("set out of range", kMoeBase, {"moe.top_k=0"}, "moe.top_k", "must be >= 1, got 0");
+    set_row("set top_k > experts", kMoeBase, {"moe.top_k=5"}, "moe.top_k", "(block 1 has 4), got 5");
+    set_row("set layers out of range", kMoeBase, {"moe.moe_layers=[1,9]"}, "moe.moe_layers",
+            "block index 9 out of range [0, 4)");
+    set_row("set bad source", "", {"data.source=csv"}, "data.source", "must be one of");
+    set_row("set missing file", "", {"data.source=bin", "data.path=/nonexistent/x.bin"}, "data.path",
+            "file not found: /nonexistent/x.bin");
+  }
+
+  void errors() {
+    QFETCH(QString, toml);
+    QFETCH(QStringList, sets);
+    QFETCH(QString, file);
+    QFETCH(int, line);
+    QFETCH(QString, key);
+    QFETCH(QString, message);
+    const auto issues = issues_of(toml.toStdString(), to_std(sets), base());
+    QVERIFY2(!issues.empty(), "expected a ConfigError, the config was accepted");
+    bool found = false;
+    for (const auto& i : issues) {
+      if (i.file == file.toStdString() && i.line == line && i.key == key.toStdString() &&
+          i.message.find(message.toStdString()) != std::string::npos) {
+        found = true;
+        if (file == "--set") QVERIFY(i.to_string().rfind("--set " + key.toStdString() + ": ", 0) == 0);
+        else QVERIFY(i.to_string().rfind("test.toml:" + std::to_string(line) + ": ", 0) == 0);
+      }
+    }
+    const std::string want = file.toStdString() + ":" + std::to_string(line) + " " + key.toStdString() +
+                             " ~ \"" + message.toStdString() + "\"";
+    QVERIFY2(found, ("no issue like " + want + "; got:" + dump(issues)).c_str());
+  }
+
+  void defaults_when_sections_omitted() {
+    const Config def;
+    const Config empty = parse_config("", "empty.toml");
+    QCOMPARE(config_to_json(empty), config_to_json(def));
+    QCOMPARE(empty.source_file, std::string("empty.toml"));
+    // Only [run] given: the other sections keep every default.
+    const Config c = parse_config("[run]\nname = \"x\"\n", "run.toml");
+    QCOMPARE(c.run.name, std::string("x"));
+    QCOMPARE(config_to_json(c)["model"], config_to_json(def)["model"]);
+    QCOMPARE(config_to_json(c)["moe"], config_to_json(def)["moe"]);
+    QCOMPARE(config_to_json(c)["train"], config_to_json(def)["train"]);
+    QCOMPARE(c.train.lr, 3e-3f);
+    QVERIFY(c.moe.moe_layers.empty() && c.moe.experts.empty());
+    // An empty section is fine too.
+    QCOMPARE(config_to_json(parse_config("[model]\n[moe]\n", "e.toml")), config_to_json(def));
+  }
+
+  void experts_expansion_data() {
+    QTest::addColumn<QString>("toml");
+    QTest::addColumn<QStringList>("sets");
+    QTest::addColumn<QList<int>>("layers");
+    QTest::addColumn<QList<int>>("experts");
+    QTest::newRow("scalar") << "[moe]\nmoe_layers = [1, 3]\nexperts = 4\n" << QStringList() << QList<int>{1, 3}
+                            << QList<int>{4, 4};
+    QTest::newRow("list") << "[moe]\nmoe_layers = [1, 3]\nexperts = [8, 4]\ntop_k = 1\n" << QStringList()
+                          << QList<int>{1, 3} << QList<int>{8, 4};
+    QTest::newRow("default experts") << "[moe]\nmoe_layers = [0, 1, 2]\n" << QStringList()
+                                     << QList<int>{0, 1, 2} << QList<int>{8, 8, 8};
+    QTest::newRow("dense") << "" << QStringList() << QList<int>{} << QList<int>{};
+    QTest::newRow("dense with scalar") << "[moe]\nexperts = 4\n" << QStringList() << QList<int>{} << QList<int>{};
+    QTest::newRow("set scalar over list") << "[moe]\nmoe_layers = [1, 3]\nexperts = [8, 4]\n"
+                                          << QStringList{"moe.moe_layers=[0,1,2]", "moe.experts=2"}
+                                          << QList<int>{0, 1, 2} << QList<int>{2, 2, 2};
+    QTest::newRow("set list over scalar") << "[moe]\nmoe_layers = [1, 3]\nexperts = 4\n"
+                                          << QStringList{"moe.experts=[2, 6]"} << QList<int>{1, 3}
+                                          << QList<int>{2, 6};
+    QTest::newRow("set layers, file scalar") << "[moe]\nmoe_layers = [1, 3]\nexperts = 4\n"
+                                             << QStringList{"moe.moe_layers=[0]"} << QList<int>{0}
+                                             << QList<int>{4};
+  }
+
+  void experts_expansion() {
+    QFETCH(QString, toml);
+    QFETCH(QStringList, sets);
+    QFETCH(QList<int>, layers);
+    QFETCH(QList<int>, experts);
+    Config c;
+    try {
+      c = parse_config(toml.toStdString(), "t.toml", to_std(sets));
+    } catch (const ConfigError& e) {
+      QFAIL(e.what());
+    }
+    QCOMPARE(c.moe.moe_layers, std::vector<int>(layers.begin(), layers.end()));
+    QCOMPARE(c.moe.experts, std::vector<int>(experts.begin(), experts.end()));
+    for (int b = 0; b < c.model.layers; ++b) {
+      const auto it = std::find(layers.begin(), layers.end(), b);
+      const int want = it == layers.end() ? 0 : experts[(int)(it - layers.begin())];
+      QCOMPARE(c.experts_in_block(b), want);
+      QCOMPARE(c.is_moe_block(b), want > 0);
+    }
+  }
+
+  void overrides_data() {
+    QTest::addColumn<QStringList>("sets");
+    QTest::addColumn<QString>("pointer");  // JSON pointer into config_to_json
+    QTest::addColumn<QString>("expected");  // JSON text
+    QTest::newRow("int") << QStringList{"moe.top_k=1"} << "/moe/top_k" << "1";
+    QTest::newRow("float") << QStringList{"train.lr=1e-3"} << "/train/lr" << "0.001";
+    QTest::newRow("int for float") << QStringList{"train.lr=1"} << "/train/lr" << "1.0";
+    QTest::newRow("bool") << QStringList{"model.tied_head=false"} << "/model/tied_head" << "false";
+    QTest::newRow("list") << QStringList{"moe.moe_layers=[0,2]"} << "/moe/moe_layers" << "[0, 2]";
+    QTest::newRow("list expands experts") << QStringList{"moe.moe_layers=[0,2]"} << "/moe/experts" << "[4, 4]";
+    QTest::newRow("bare word") << QStringList{"run.name=experiment_7"} << "/run/name" << "\"experiment_7\"";
+    QTest::newRow("quoted string") << QStringList{"run.name=\"my run\""} << "/run/name" << "\"my run\"";
+    QTest::newRow("number as string") << QStringList{"run.name=2024"} << "/run/name" << "\"2024\"";
+    QTest::newRow("spaces") << QStringList{"  train.steps = 5 "} << "/train/steps" << "5";
+    QTest::newRow("last wins") << QStringList{"moe.top_k=1", "moe.top_k=3"} << "/moe/top_k" << "3";
+    QTest::newRow("big seed") << QStringList{"run.seed=9007199254740993"} << "/run/seed" << "9007199254740993";
+    QTest::newRow("untouched") << QStringList{"moe.top_k=1"} << "/train/steps" << "7";
+  }
+
+  void overrides() {
+    QFETCH(QStringList, sets);
+    QFETCH(QString, pointer);
+    QFETCH(QString, expected);
+    const std::string file = std::string(kMoeBase) + "[train]\nsteps = 7\n";
+    Config c;
+    try {
+      c = parse_config(file, "t.toml", to_std(sets));
+    } catch (const ConfigError& e) {
+      QFAIL(e.what());
+    }
+    const auto got = config_to_json(c).at(nlohmann::json::json_pointer(pointer.toStdString()));
+    QCOMPARE(QString::fromStdString(got.dump()),
+             QString::fromStdString(nlohmann::json::parse(expected.toStdString()).dump()));
+  }
+
+  void relative_paths() {
+    namespace fs = std::filesystem;
+    // From the text: against base_dir, normalised.
+    Config c = parse_config("[data]\nsource = \"bin\"\npath = \"train.bin\"\nval_path = \"adir/../val.bin\"\n",
+                            "x.toml", {}, base());
+    QCOMPARE(c.data.path, at("train.bin"));
+    QCOMPARE(c.data.val_path, at("val.bin"));
+    QVERIFY(fs::path(c.data.path).is_absolute());
+    // From a file: against the file's folder.
+    write_file(at("cfg/run.toml"), "[data]\nsource = \"text\"\npath = \"../corpus.txt\"\n");
+    c = load_config(at("cfg/run.toml"));
+    QCOMPARE(c.data.path, at("corpus.txt"));
+    QCOMPARE(c.source_file, at("cfg/run.toml"));
+    // Absolute paths are kept.
+    c = parse_config("[data]\nsource = \"bin\"\npath = \"" + at("train.bin") + "\"\n", "x.toml", {}, "/elsewhere");
+    QCOMPARE(c.data.path, at("train.bin"));
+    // From --set: against the current directory, not the file's.
+    const QString old_cwd = QDir::currentPath();
+    QVERIFY(QDir::setCurrent(dir_.path() + "/adir"));
+    try {
+      c = load_config(at("cfg/run.toml"), {"data.path=../corpus.txt", "data.val_path=../val.bin"});
+    } catch (const ConfigError& e) {
+      QDir::setCurrent(old_cwd);
+      QFAIL(e.what());
+    }
+    QDir::setCurrent(old_cwd);
+    QCOMPARE(c.data.path, at("corpus.txt"));
+    QCOMPARE(c.data.val_path, at("val.bin"));
+  }
+
+  void roundtrip_full_config() {
+    // Every key set to a non-default value.
+    const std::string text =
+        "[run]\nname = \"a \\\"quoted\\\" name\\twith tab\"\nseed = 99\nout_dir = \"out/dir\"\nthreads = 2\n"
+        "[model]\nvocab_size = 1000\nseq_len = 16\nhidden = 48\nlayers = 6\nheads = 3\nffn_mult = 2\n"
+        "tied_head = false\ninit_std = 0.015\n"
+        "[moe]\nmoe_layers = [0, 2, 5]\nexperts = [2, 4, 6]\ntop_k = 1\ncapacity_factor = 1.25\n"
+        "aux_loss_weight = 0.001\ngate_normalize = false\n"
+        "[data]\nsource = \"bin\"\npath = \"train.bin\"\nval_path = \"val.bin\"\nval_fraction = 0.05\n"
+        "languages = 3\ncorpus_tokens = 5000\nbranching = 2\n"
+        "[train]\nsteps = 7\nbatch_size = 3\nlr = 0.0007\nmin_lr_ratio = 0.2\nwarmup_steps = 3\n"
+        "weight_decay = 0.05\nbeta1 = 0.8\nbeta2 = 0.99\neps = 1e-7\ngrad_clip = 0.5\neval_every = 2\n"
+        "eval_batches = 1\ncheckpoint_every = 5\n";
+    Config c1;
+    try {
+      c1 = parse_config(text, "full.toml", {}, base());
+    } catch (const ConfigError& e) {
+      QFAIL(e.what());
+    }
+    const nlohmann::json j1 = config_to_json(c1);
+    const nlohmann::json jd = config_to_json(Config{});
+    // The row really covers every key of the schema.
+    size_t json_keys = 0;
+    for (const auto& section : j1) json_keys += section.size();
+    QCOMPARE(json_keys, config_keys().size());
+    for (const auto& k : config_keys()) {
+      std::string ptr = k.name;
+      ptr[ptr.find('.')] = '/';
+      ptr.insert(ptr.begin(), '/');
+      QVERIFY2(j1.at(nlohmann::json::json_pointer(ptr)) != jd.at(nlohmann::json::json_pointer(ptr)), ptr.c_str());
+    }
+    const std::string toml = config_to_toml(c1);
+    for (const auto& k : config_keys()) {
+      std::string line = k.name.substr(k.name.find('.') + 1);
+      line.insert(line.begin(), '\n');
+      line += " = ";
+      QVERIFY2(toml.find(line) != std::string::npos, k.name.c_str());
+    }
+    Config c2;
+    try {
+      c2 = parse_config(toml, "resolved.toml", {}, "/some/other/dir");
+    } catch (const ConfigError& e) {
+      QFAIL((std::string(e.what()) + "\n" + toml).c_str());
+    }
+    QCOMPARE(QString::fromStdString(config_to_json(c2).dump(1)), QString::fromStdString(j1.dump(1)));
+    QCOMPARE(c2.run.name, std::string("a \"quoted\" name\twith tab"));
+    QCOMPARE(c2.train.eps, 1e-7f);
+    QCOMPARE(c2.moe.capacity_factor, 1.25f);
+    // And the defaults round-trip too.
+    QCOMPARE(config_to_json(parse_config(config_to_toml(Config{}), "d.toml")), jd);
+  }
+
+  void json_is_canonical() {
+    const nlohmann::json j = config_to_json(parse_config(kMoeBase, "t.toml"));
+    QCOMPARE(QString::fromStdString(j.dump()).left(9), QString("{\"data\":{"));
+    std::vector<std::string> sections;
+    for (auto it = j.begin(); it != j.end(); ++it) sections.push_back(it.key());
+    QCOMPARE(sections, (std::vector<std::string>{"data", "model", "moe", "run", "train"}));
+    QCOMPARE(j["train"]["lr"].dump(), std::string("0.003"));  // shortest float text, not 0.0030000000
+    QCOMPARE(j["moe"]["experts"].dump(), std::string("[4,4]"));
+    QVERIFY(!j.contains("source_file"));
+  }
+
+  void sample_configs_data() {
+    QTest::addColumn<QString>("path");
+    QTest::addColumn<QList<int>>("layers");
+    QTest::addColumn<QList<int>>("experts");
+    QTest::addColumn<int>("top_k");
+    QTest::newRow("quickstart") << "sample_configs/quickstart.toml" << QList<int>{1, 3} << QList<int>{4, 4} << 2;
+    QTest::newRow("pr_moe_tiny") << "sample_configs/models/pr_moe_tiny.toml" << QList<int>{1, 3, 5}
+                                 << QList<int>{2, 4, 8} << 1;
+  }
+
+  void sample_configs() {
+    QFETCH(QString, path);
+    QFETCH(QList<int>, layers);
+    QFETCH(QList<int>, experts);
+    QFETCH(int, top_k);
+    Config c;
+    try {
+      c = load_config(std::string(MOEBENCH_SOURCE_DIR) + "/" + path.toStdString());
+    } catch (const ConfigError& e) {
+      QFAIL(e.what());
+    }
+    QCOMPARE(c.moe.moe_layers, std::vector<int>(layers.begin(), layers.end()));
+    QCOMPARE(c.moe.experts, std::vector<int>(experts.begin(), experts.end()));
+    QCOMPARE(c.moe.top_k, top_k);
+    QCOMPARE(c.data.source, std::string("synthetic"));
+    if (path.contains("quickstart")) {
+      QCOMPARE(c.model.vocab_size, 64);
+      QCOMPARE(c.model.seq_len, 32);
+      QCOMPARE(c.model.hidden, 64);
+      QCOMPARE(c.model.layers, 4);
+      QCOMPARE(c.train.batch_size, 16);
+      QCOMPARE(c.train.steps, 300);
+      QCOMPARE(c.train.lr, 3e-3f);
+      QCOMPARE(c.train.warmup_steps, 20);
+      QCOMPARE(c.train.eval_every, 50);
+      QCOMPARE(c.data.languages, 4);
+      QCOMPARE(c.data.branching, 3);
+    }
+  }
+
+  void multiple_errors_reported_together() {
+    const std::string text = "[model]\nhidden = 0\n[moe]\ntop_k = 0\n[train]\nlr = -1\nbogus = 1\n";
+    try {
+      parse_config(text, "multi.toml", {"train.steps", "moe.top_k=1"});
+      QFAIL("expected a ConfigError");
+    } catch (const ConfigError& e) {
+      const auto& is = e.issues();
+      QCOMPARE(is.size(), size_t(4));  // --set moe.top_k=1 fixes the top_k error of the file
+      QCOMPARE(is[0].key, std::string("model.hidden"));
+      QCOMPARE(is[0].line, 2);
+      QCOMPARE(is[1].key, std::string("train.lr"));
+      QCOMPARE(is[1].line, 6);
+      QCOMPARE(is[2].key, std::string("train.bogus"));
+      QCOMPARE(is[2].line, 7);
+      QCOMPARE(is[3].file, std::string("--set"));
+      std::string joined;
+      for (const auto& i : is) {
+        if (!joined.empty()) joined += '\n';
+        joined += i.to_string();
+      }
+      QCOMPARE(std::string(e.what()), joined);
+    }
+  }
+
+  void type_error_does_not_cascade() {
+    // hidden is rejected, so "heads must divide hidden" is not checked against the default.
+    const auto issues = issues_of("[model]\nhidden = \"x\"\nheads = 5\n", {}, base());
+    QVERIFY2(issues.size() == 1, dump(issues).c_str());
+    QCOMPARE(issues[0].key, std::string("model.hidden"));
+  }
+
+  void issue_formatting() {
+    QCOMPARE(ConfigIssue({"quickstart.toml", 12, "moe.top_k", "bad"}).to_string(),
+             std::string("quickstart.toml:12: moe.top_k: bad"));
+    QCOMPARE(ConfigIssue({"--set", 0, "moe.top_k", "bad"}).to_string(), std::string("--set moe.top_k: bad"));
+    QCOMPARE(ConfigIssue({"a.toml", 3, "", "TOML syntax error: x"}).to_string(),
+             std::string("a.toml:3: TOML syntax error: x"));
+    QCOMPARE(ConfigIssue({"a.toml", 0, "model.heads", "bad"}).to_string(), std::string("a.toml: model.heads: bad"));
+    const auto issues = issues_of("[model]\nlayers = 6\n[moe]\nmoe_layers = [1, 4]\nexperts = [4, 2]\ntop_k = 3\n",
+                                  {}, base());
+    QCOMPARE(issues.size(), size_t(1));
+    QCOMPARE(issues[0].to_string(),
+             std::string("test.toml:6: moe.top_k: must be <= the experts of every MoE block (block 4 has 2), got 3"));
+  }
+
+  void load_config_missing_file() {
+    try {
+      load_config(at("does_not_exist.toml"));
+      QFAIL("expected a ConfigError");
+    } catch (const ConfigError& e) {
+      QCOMPARE(e.issues().size(), size_t(1));
+      QCOMPARE(e.issues()[0].file, at("does_not_exist.toml"));
+      QVERIFY2(std::string(e.what()).find("not found") != std::string::npos, e.what());
+    }
+    QVERIFY_THROWS_EXCEPTION(ConfigError, load_config(at("adir")));
+  }
+};
+
+QTEST_APPLESS_MAIN(TestConfig)
+#include "tst_config.moc"
