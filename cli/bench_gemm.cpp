@@ -40,8 +40,8 @@ void add_bench_gemm(CLI::App& bench, Action& action) {
   auto* cmd = bench.add_subcommand("gemm", "sgemm GFLOP/s of this machine");
   auto threads = std::make_shared<int>(0);
   auto iters = std::make_shared<int>(10);
-  cmd->add_option("--threads", *threads, "Threads (0 = all cores)")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--iters", *iters, "Timed runs per shape")->check(CLI::PositiveNumber);
+  cmd->add_option("--threads", *threads, "Threads (0 = all cores)")->check(non_negative());
+  cmd->add_option("--iters", *iters, "Timed runs per shape")->check(positive());
   cmd->callback([&action, threads, iters] { action = [=] { return bench_gemm(*threads, *iters); }; });
 }
 

@@ -61,12 +61,12 @@ void add_run_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<RunOptions>();
   cmd->add_option("config", o->config, "TOML config file")->required();
   cmd->add_option("--set", o->sets, "Override a key, e.g. --set train.lr=1e-3 (repeatable)");
-  cmd->add_option("--steps", o->steps, "Train this many steps (sets train.steps)")->check(CLI::PositiveNumber);
+  cmd->add_option("--steps", o->steps, "Train this many steps (sets train.steps)")->check(positive());
   cmd->add_option("--out", o->out, "Output directory (default: <run.out_dir>/<run.name>)");
   cmd->add_option("--resume", o->resume, "Continue from a checkpoint directory or a run directory");
   cmd->add_option("--stop-at", o->stop_at,
                   "Stop after this step; the LR schedule still spans train.steps (for interrupting)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative());
   cmd->callback([&action, o] { action = [o] { return run_training(*o); }; });
 }
 

@@ -112,7 +112,8 @@ class TestTrain : public QObject {
   }
 
   void quickstart_learns_the_synthetic_corpus() {
-    Config cfg = load_config(MOEBENCH_SOURCE_DIR "/sample_configs/quickstart.toml");
+    // The quickstart model, shortened to 120 steps to keep the suite quick.
+    Config cfg = load_config(MOEBENCH_SOURCE_DIR "/sample_configs/quickstart.toml", {"train.steps=120"});
     QTemporaryDir dir;
     Trainer t(cfg, dir.path().toStdString());
     const float before = t.evaluate();
