@@ -3,6 +3,7 @@
 #include <QtTest>
 
 #include <cmath>
+#include <exception>
 #include <functional>
 #include <string>
 #include <vector>
@@ -45,5 +46,22 @@ inline void check_gradient(const char* what, std::vector<float>& x, const std::v
     QFAIL(qPrintable(QString("%1: gradient mismatch at %2: analytic %3 vs numeric %4")
                          .arg(what).arg(worst_i).arg(worst_a, 0, 'g', 8).arg(worst_n, 0, 'g', 8)));
 }
+
+// Runs f and returns the message of the E it throws; a marker string when it throws something
+// else or nothing, so a QVERIFY on the expected text fails with a readable message.
+template <class E>
+QString error_message(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return QString::fromStdString(e.what());
+  } catch (const std::exception& e) {
+    return QStringLiteral("<not the expected exception type: %1>").arg(e.what());
+  }
+  return QStringLiteral("<no exception>");
+}
+
+// tests/data/tiny.toml: a tiny MoE-GPT config shared by the trainer and CLI tests.
+inline const char* tiny_config_path() { return MOEBENCH_SOURCE_DIR "/tests/data/tiny.toml"; }
 
 }  // namespace moebench::test

@@ -5,6 +5,8 @@
 
 #include <QProcess>
 
+#include "test_support.h"
+
 using namespace Qt::StringLiterals;
 
 namespace {
@@ -12,7 +14,7 @@ struct Result {
   int code;
   QString out, err;
 };
-Result moebench(const QStringList& args) {
+Result run_cli(const QStringList& args) {
   QProcess p;
   p.start(QStringLiteral(MOEBENCH_CLI), args);
   if (!p.waitForFinished(120000)) return {-1, {}, u"timeout"_s};
@@ -24,25 +26,9 @@ QString write(const QTemporaryDir& dir, const QString& name, const QByteArray& t
   f.write(text);
   return f.fileName();
 }
-const QByteArray kTiny = R"([model]
-vocab_size = 32
-seq_len = 16
-hidden = 32
-layers = 2
-heads = 2
-ffn_mult = 2
-[moe]
-moe_layers = [1]
-experts = 4
-top_k = 2
-[data]
-corpus_tokens = 20000
-[train]
-steps = 3
-batch_size = 2
-eval_every = 0
-eval_batches = 1
-)";
+// The shared tiny config (tests/data/tiny.toml), run for 3 steps without intermediate evals.
+const QString kTiny = QString::fromUtf8(moebench::test::tiny_config_path());
+const QStringList kShort = {u"--set"_s, u"train.steps=3"_s, u"--set"_s, u"train.eval_every=0"_s};
 }  // namespace
 
 class TestCli : public QObject {
@@ -50,7 +36,7 @@ class TestCli : public QObject {
 
  private slots:
   void validate_prints_the_resolved_config() {
-    Result r = moebench({u"validate"_s, QStringLiteral(MOEBENCH_SOURCE_DIR "/sample_configs/quickstart.toml")});
+    Result r = run_cli({u"validate"_s, QStringLiteral(MOEBENCH_SOURCE_DIR "/sample_configs/quickstart.toml")});
     QCOMPARE(r.code, 0);
     QVERIFY(r.out.contains(u"[model]"_s) && r.out.contains(u"top_k"_s));
   }
@@ -69,32 +55,32 @@ class TestCli : public QObject {
     QFETCH(QByteArray, text);
     QFETCH(QString, expected);
     QTemporaryDir dir;
-    Result r = moebench({u"validate"_s, write(dir, u"broken.toml"_s, text)});
+    Result r = run_cli({u"validate"_s, write(dir, u"broken.toml"_s, text)});
     QCOMPARE(r.code, 2);
     QVERIFY2(r.err.contains(expected), qPrintable(r.err));
-    r = moebench({u"run"_s, dir.filePath(u"broken.toml"_s)});
+    r = run_cli({u"run"_s, dir.filePath(u"broken.toml"_s)});
     QCOMPARE(r.code, 2);
   }
 
   void bad_usage_exits_2() {
-    QCOMPARE(moebench({u"run"_s}).code, 2);
-    QCOMPARE(moebench({u"frobnicate"_s}).code, 2);
-    QCOMPARE(moebench({u"run"_s, u"x.toml"_s, u"--steps"_s, u"-3"_s}).code, 2);
-    Result r = moebench({u"validate"_s, u"/nonexistent/x.toml"_s});
+    QCOMPARE(run_cli({u"run"_s}).code, 2);
+    QCOMPARE(run_cli({u"frobnicate"_s}).code, 2);
+    QCOMPARE(run_cli({u"run"_s, u"x.toml"_s, u"--steps"_s, u"-3"_s}).code, 2);
+    Result r = run_cli({u"validate"_s, u"/nonexistent/x.toml"_s});
     QCOMPARE(r.code, 2);
     QVERIFY2(r.err.contains(u"/nonexistent/x.toml"_s), qPrintable(r.err));
   }
 
   void run_prints_progress_and_resumes() {
     QTemporaryDir dir;
-    const QString cfg = write(dir, u"tiny.toml"_s, kTiny);
+    const QString cfg = kTiny;
     const QString out = dir.filePath(u"out"_s);
-    Result r = moebench({u"run"_s, cfg, u"--out"_s, out, u"--stop-at"_s, u"2"_s});
+    Result r = run_cli(QStringList{u"run"_s, cfg, u"--out"_s, out, u"--stop-at"_s, u"2"_s} + kShort);
     QVERIFY2(r.code == 0, qPrintable(r.err));
     QVERIFY2(r.out.contains(u"step 1/3 | loss"_s) && r.out.contains(u"tok/s"_s), qPrintable(r.out));
     QVERIFY(!r.out.contains(u"step 3/3"_s));
     QVERIFY(QFile::exists(out + u"/checkpoints/step_000002/model.safetensors"_s));
-    r = moebench({u"run"_s, cfg, u"--out"_s, out, u"--resume"_s, out});
+    r = run_cli(QStringList{u"run"_s, cfg, u"--out"_s, out, u"--resume"_s, out} + kShort);
     QVERIFY2(r.code == 0, qPrintable(r.err));
     QVERIFY2(r.out.contains(u"resumed at step 2"_s) && r.out.contains(u"step 3/3"_s) &&
                  !r.out.contains(u"step 1/3"_s) && r.out.contains(u"done: 3 steps"_s),
@@ -103,13 +89,13 @@ class TestCli : public QObject {
 
   void failures_exit_1_with_the_reason() {
     QTemporaryDir dir;
-    const QString cfg = write(dir, u"tiny.toml"_s, kTiny);
-    Result r = moebench({u"run"_s, cfg, u"--resume"_s, dir.filePath(u"nothing"_s)});
+    const QString cfg = kTiny;
+    Result r = run_cli({u"run"_s, cfg, u"--resume"_s, dir.filePath(u"nothing"_s)});
     QCOMPARE(r.code, 1);
     QVERIFY2(r.err.contains(u"no checkpoint"_s), qPrintable(r.err));
     QByteArray bad(2048, '\0');  // a .bin whose magic is 0
     const QString bin = write(dir, u"bad.bin"_s, bad);
-    r = moebench({u"run"_s, cfg, u"--set"_s, u"data.source=bin"_s, u"--set"_s, u"data.path="_s + bin});
+    r = run_cli({u"run"_s, cfg, u"--set"_s, u"data.source=bin"_s, u"--set"_s, u"data.path="_s + bin});
     QCOMPARE(r.code, 1);
     QVERIFY2(r.err.contains(u"bad.bin"_s) && r.err.contains(u"magic"_s), qPrintable(r.err));
   }

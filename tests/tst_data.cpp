@@ -17,6 +17,8 @@
 #include "moebench/data/synthetic_corpus.h"
 #include "moebench/data/text_corpus.h"
 
+#include "test_support.h"
+
 using namespace moebench;
 
 namespace {
@@ -43,18 +45,6 @@ DataConfig synth_cfg() {
   cfg.corpus_tokens = 20000;
   cfg.val_fraction = 0.1f;
   return cfg;
-}
-
-// Runs f and returns the DataError message; fails the test if nothing (or something else) is thrown.
-QString data_error(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const DataError& e) {
-    return QString::fromStdString(e.what());
-  } catch (const std::exception& e) {
-    return QStringLiteral("<not a DataError: %1>").arg(e.what());
-  }
-  return QStringLiteral("<no exception>");
 }
 
 }  // namespace
@@ -151,10 +141,10 @@ class TestData : public QObject {
   void synthetic_bad_config() {
     DataConfig cfg = synth_cfg();
     cfg.languages = 0;
-    QVERIFY(data_error([&] { load_corpus(cfg, 256, 64, 1); }).contains("data.languages"));
+    QVERIFY(test::error_message<DataError>([&] { load_corpus(cfg, 256, 64, 1); }).contains("data.languages"));
     cfg = synth_cfg();
     cfg.corpus_tokens = 500;
-    const QString msg = data_error([&] { load_corpus(cfg, 256, 64, 1); });
+    const QString msg = test::error_message<DataError>([&] { load_corpus(cfg, 256, 64, 1); });
     QVERIFY2(msg.contains("synthetic corpus") && msg.contains("held-out split") && msg.contains("seq_len + 1 = 65"),
              qPrintable(msg));
   }
@@ -189,7 +179,7 @@ class TestData : public QObject {
   void bin_write_rejects_unfit_token() {
     QTemporaryDir dir;
     const std::string path = dir.filePath("w.bin").toStdString();
-    const QString msg = data_error([&] { write_bin_shard(path, {1, 70000}, 1); });
+    const QString msg = test::error_message<DataError>([&] { write_bin_shard(path, {1, 70000}, 1); });
     QVERIFY2(msg.contains("w.bin") && msg.contains("70000") && msg.contains("index 1"), qPrintable(msg));
   }
 
@@ -237,7 +227,7 @@ class TestData : public QObject {
     } else if (kind != "missing") {
       write_bytes(path, bytes);
     }
-    const QString msg = data_error(f);
+    const QString msg = test::error_message<DataError>(f);
     QVERIFY2(msg.contains(QString::fromStdString(name)), qPrintable(msg));
     QVERIFY2(msg.contains(expected), qPrintable(msg));
   }
@@ -285,7 +275,7 @@ class TestData : public QObject {
     cfg.source = "bin";
     cfg.path = path;
     cfg.val_fraction = val_fraction;
-    const QString msg = data_error([&] { load_corpus(cfg, 256, 64, 1); });
+    const QString msg = test::error_message<DataError>([&] { load_corpus(cfg, 256, 64, 1); });
     QVERIFY2(msg.contains("small.bin") && msg.contains(expected), qPrintable(msg));
   }
 
@@ -310,17 +300,17 @@ class TestData : public QObject {
 
     const std::string empty = dir.filePath("empty.txt").toStdString();
     write_bytes(empty, "");
-    const QString msg = data_error([&] { read_text_bytes(empty); });
+    const QString msg = test::error_message<DataError>([&] { read_text_bytes(empty); });
     QVERIFY2(msg.contains("empty.txt") && msg.contains("empty file"), qPrintable(msg));
   }
 
   void unknown_source() {
     DataConfig cfg;
     cfg.source = "parquet";
-    const QString msg = data_error([&] { load_corpus(cfg, 256, 64, 1); });
+    const QString msg = test::error_message<DataError>([&] { load_corpus(cfg, 256, 64, 1); });
     QVERIFY2(msg.contains("data.source") && msg.contains("parquet"), qPrintable(msg));
     cfg.source = "bin";
-    QVERIFY(data_error([&] { load_corpus(cfg, 256, 64, 1); }).contains("data.path"));
+    QVERIFY(test::error_message<DataError>([&] { load_corpus(cfg, 256, 64, 1); }).contains("data.path"));
   }
 
   void sample_batch_deterministic() {
@@ -358,7 +348,7 @@ class TestData : public QObject {
     }
     QVERIFY(starts == (std::set<int32_t>{0, 1, 2}));
     int32_t in[8], tg[8];
-    QVERIFY(data_error([&] { sample_batch(tokens, 1, 7, 1, 0, 0, in, tg); }).contains("seq_len + 1 = 8"));
+    QVERIFY(test::error_message<DataError>([&] { sample_batch(tokens, 1, 7, 1, 0, 0, in, tg); }).contains("seq_len + 1 = 8"));
   }
 };
 

@@ -12,6 +12,8 @@
 
 #include "moebench/train/safetensors.h"
 
+#include "test_support.h"
+
 using namespace moebench;
 
 namespace {
@@ -47,17 +49,6 @@ std::vector<float> ramp(size_t n, float scale) {
   std::vector<float> v(n);
   for (size_t i = 0; i < n; ++i) v[i] = scale * (float)i - 0.37f * (float)(i % 7);
   return v;
-}
-
-QString checkpoint_error(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const CheckpointError& e) {
-    return QString::fromStdString(e.what());
-  } catch (const std::exception& e) {
-    return QStringLiteral("<not a CheckpointError: %1>").arg(e.what());
-  }
-  return QStringLiteral("<no exception>");
 }
 
 }  // namespace
@@ -144,10 +135,10 @@ class TestSafetensors : public QObject {
     QTemporaryDir dir;
     const std::string path = dir.filePath("w.safetensors").toStdString();
     const float x[2] = {1, 2};
-    QVERIFY(checkpoint_error([&] { write_safetensors(path, {{"a", {2}, x}, {"a", {2}, x}}); }).contains("duplicate"));
-    QVERIFY(checkpoint_error([&] { write_safetensors(path, {{"a", {-2}, x}}); }).contains("invalid shape"));
+    QVERIFY(test::error_message<CheckpointError>([&] { write_safetensors(path, {{"a", {2}, x}, {"a", {2}, x}}); }).contains("duplicate"));
+    QVERIFY(test::error_message<CheckpointError>([&] { write_safetensors(path, {{"a", {-2}, x}}); }).contains("invalid shape"));
     const std::string bad = dir.filePath("no/such/dir/x.safetensors").toStdString();
-    QVERIFY(checkpoint_error([&] { write_safetensors(bad, {{"a", {2}, x}}); }).contains("x.safetensors.tmp"));
+    QVERIFY(test::error_message<CheckpointError>([&] { write_safetensors(bad, {{"a", {2}, x}}); }).contains("x.safetensors.tmp"));
   }
 
   void corrupt_files_data() {
@@ -206,7 +197,7 @@ class TestSafetensors : public QObject {
       file = make_file(R"({"__metadata__": {"n": 5}, )" + ok_a + "}", 16);
     }
     if (kind != "missing") write_bytes(path, file);
-    const QString msg = checkpoint_error([&] { read_safetensors(path); });
+    const QString msg = test::error_message<CheckpointError>([&] { read_safetensors(path); });
     QVERIFY2(msg.contains(QString::fromStdString(name)), qPrintable(msg));
     QVERIFY2(msg.contains(expected), qPrintable(msg));
   }

@@ -10,36 +10,12 @@
 #include "moebench/train/checkpoint.h"
 #include "moebench/train/safetensors.h"
 #include "moebench/train/trainer.h"
+#include "test_support.h"
 
 using namespace moebench;
 
 namespace {
-Config tiny_config() {
-  return parse_config(R"(
-[run]
-seed = 7
-threads = 2
-[model]
-vocab_size = 32
-seq_len = 16
-hidden = 32
-layers = 2
-heads = 2
-ffn_mult = 2
-[moe]
-moe_layers = [1]
-experts = 4
-top_k = 2
-[data]
-corpus_tokens = 20000
-[train]
-steps = 12
-batch_size = 4
-warmup_steps = 3
-eval_every = 4
-eval_batches = 2
-)", "tiny.toml");
-}
+Config tiny_config() { return load_config(test::tiny_config_path()); }
 
 std::vector<float> losses_of(Trainer& t, long stop_at) {
   std::vector<float> out;
