@@ -1,13 +1,29 @@
 // moebench: the command-line entry point. Exit codes: 0 ok, 1 run failed, 2 bad usage or config.
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 
 #include "commands.h"
 #include "moebench/config/config_loader.h"
 
+namespace {
+// libgomp reads OMP_WAIT_POLICY once, when it loads. Its default spin-waiting fights
+// OpenBLAS's worker threads for the cores (measured on 2 cores: quickstart 24.8 s active vs
+// 4.9 s passive; bench moe-layer 77 vs 136 GFLOP/s), so unless the user chose a policy the
+// CLI re-executes itself once with the passive one.
+void prefer_passive_omp_wait(char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY")) return;
+  setenv("OMP_WAIT_POLICY", "passive", 1);
+  execv("/proc/self/exe", argv);  // returns only on failure: carry on with the default policy
+}
+}  // namespace
+
 int main(int argc, char** argv) {
+  prefer_passive_omp_wait(argv);
   CLI::App app{"moebench: a workbench for distributed Mixture-of-Experts training"};
   app.require_subcommand(1);
   moebench::cli::Action action;
