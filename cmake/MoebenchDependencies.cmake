@@ -19,6 +19,6 @@ add_library(moebench_blas INTERFACE)
 target_include_directories(moebench_blas SYSTEM INTERFACE ${OPENBLAS_INCLUDE_DIR})
 target_link_libraries(moebench_blas INTERFACE ${OPENBLAS_LIBRARY})
 
-if(MOEBENCH_BUILD_TESTS OR MOEBENCH_BUILD_GUI)
+if(MOEBENCH_BUILD_TESTS)
   find_package(Qt6 6.2 REQUIRED COMPONENTS Core Test)
 endif()
