@@ -1,11 +1,22 @@
-// moebench run CONFIG [--set key=value]... [--steps N] [--out DIR] [--resume PATH] [--stop-at N]
-// Trains the configured MoE-GPT and prints one progress line per step and a summary.
+// moebench run CONFIG [--set key=value]... [--steps N] [--ranks N] [--out DIR] [--resume PATH]
+//                     [--stop-at N]
+// Trains the configured MoE-GPT and prints one progress line per step and a summary. With
+// run.ranks > 1 outside an MPI launch it starts the ranks itself through mpirun; under
+// mpirun / srun every rank trains its share and rank 0 prints. A rank that fails prints its
+// message and brings the whole job down (MPI_Abort), so nothing hangs.
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
+#include <thread>
 
 #include "commands.h"
 #include "moebench/config/config_loader.h"
+#include "moebench/dist/mpi_communicator.h"
+#include "moebench/train/distributed.h"
 #include "moebench/train/trainer.h"
 
 namespace moebench::cli {
@@ -14,44 +25,99 @@ namespace {
 struct RunOptions {
   std::string config, out, resume;
   std::vector<std::string> sets;
-  int steps = 0, stop_at = -1;
+  int steps = 0, stop_at = -1, ranks = 0;
 };
 
-int run_training(const RunOptions& o) {
-  std::vector<std::string> sets = o.sets;
-  if (o.steps > 0) sets.push_back("train.steps=" + std::to_string(o.steps));
-  const Config cfg = load_config(o.config, sets);
-  const std::string out_dir = o.out.empty() ? cfg.run.out_dir + "/" + cfg.run.name : o.out;
-  std::filesystem::create_directories(out_dir);
+// Re-executes this command under `mpirun -np ranks`; returns only on failure.
+int launch_local_ranks(int ranks) {
+  std::vector<std::string> args = {"mpirun", "-np", std::to_string(ranks), "--bind-to", "none"};
+  if ((unsigned)ranks > std::thread::hardware_concurrency()) args.push_back("--oversubscribe");
+  if (geteuid() == 0) {  // OpenMPI refuses root unless told; its ranks check these too
+    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
+    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
+  }
+  std::error_code ec;
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  args.push_back(ec ? program_args().at(0) : self);
+  const auto& own = program_args();
+  args.insert(args.end(), own.begin() + 1, own.end());
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::fflush(stdout);
+  execvp("mpirun", argv.data());
+  std::fprintf(stderr, "moebench: cannot start mpirun for %d ranks (%s): install openmpi-bin "
+               "(scripts/install-deps.sh) or launch with mpirun/srun yourself\n", ranks, std::strerror(errno));
+  return 1;
+}
 
-  Trainer trainer(cfg, out_dir);
-  const auto& m = cfg.model;
-  std::printf("moebench run: %s | %d layers, hidden %d, heads %d, vocab %d, seq %d | MoE blocks %zu "
-              "(top-%d) | %zu parameters | data %s (%zu train / %zu val tokens)\n",
-              cfg.run.name.c_str(), m.layers, m.hidden, m.heads, m.vocab_size, m.seq_len,
-              cfg.moe.moe_layers.size(), cfg.moe.top_k, trainer.model().params().size(),
-              cfg.data.source.c_str(), trainer.corpus().train.size(), trainer.corpus().val.size());
-  std::printf("uniform-guess loss ln(vocab) = %.4f\n", std::log((double)m.vocab_size));
-  if (!o.resume.empty()) std::printf("resumed at step %ld from %s\n", trainer.resume(o.resume), o.resume.c_str());
-
-  TrainCallbacks cb;
+void print_step(const Config& cfg, const StepStats& s, bool distributed) {
   const int width = (int)std::to_string(cfg.train.steps).size();
-  cb.on_step = [&](const StepStats& s) {
-    std::printf("step %*ld/%d | loss %.4f | aux %.4f | lr %.2e | grad %.3f | %7.1f ms | %8.0f tok/s\n",
-                width, s.step + 1, cfg.train.steps, s.loss.ce, s.loss.aux, s.lr, s.grad_norm, s.ms,
-                s.tokens_per_s);
-    std::fflush(stdout);
-  };
+  std::printf("step %*ld/%d | loss %.4f | aux %.4f | lr %.2e | grad %.3f | %7.1f ms | %8.0f tok/s",
+              width, s.step + 1, cfg.train.steps, s.loss.ce, s.loss.aux, s.lr, s.grad_norm, s.ms, s.tokens_per_s);
+  if (distributed)
+    std::printf(" | comm %3.0f%% | sent intra %.2f MB inter %.2f MB", 100.0 * s.comm_ms / s.ms,
+                s.bytes_intra / 1e6, s.bytes_inter / 1e6);
+  std::printf("\n");
+  std::fflush(stdout);
+}
+
+int train(const RunOptions& o, const Config& cfg, Communicator* world) {
+  const std::string out_dir = o.out.empty() ? cfg.run.out_dir + "/" + cfg.run.name : o.out;
+  if (!world || world->rank() == 0) std::filesystem::create_directories(out_dir);
+  Trainer trainer(cfg, out_dir, world);
+  const bool main = trainer.is_main();
+  if (main) {
+    const auto& m = cfg.model;
+    std::printf("moebench run: %s | %d layers, hidden %d, heads %d, vocab %d, seq %d | MoE blocks %zu "
+                "(top-%d, routing %s) | %zu parameters on rank 0 | data %s (%zu train / %zu val tokens)\n",
+                cfg.run.name.c_str(), m.layers, m.hidden, m.heads, m.vocab_size, m.seq_len,
+                cfg.moe.moe_layers.size(), cfg.moe.top_k, cfg.moe.routing.c_str(), trainer.model().params().size(),
+                cfg.data.source.c_str(), trainer.corpus().train.size(), trainer.corpus().val.size());
+    if (trainer.distributed())
+      std::printf("distributed: %s | strategy %s | global batch %d\n", trainer.distributed()->describe().c_str(),
+                  cfg.strategy.name.c_str(), cfg.train.batch_size);
+    std::printf("uniform-guess loss ln(vocab) = %.4f\n", std::log((double)m.vocab_size));
+  }
+  if (!o.resume.empty()) {
+    const long at = trainer.resume(o.resume);
+    if (main) std::printf("resumed at step %ld from %s\n", at, o.resume.c_str());
+  }
+  TrainCallbacks cb;
+  const bool distributed = trainer.distributed() != nullptr;
+  cb.on_step = [&](const StepStats& s) { print_step(cfg, s, distributed); };
   cb.on_eval = [&](const EvalStats& e) {
     std::printf("eval after step %ld | val loss %.4f\n", e.step, e.loss);
     std::fflush(stdout);
   };
   const TrainSummary s = trainer.run(o.stop_at, cb);
-  std::printf("done: %ld steps in %.1f s | %.0f tok/s | final train loss %.4f | val loss %.4f | "
-              "checkpoint %s\n",
-              s.steps_done, s.seconds, s.tokens_per_s, s.final_train_loss, s.final_eval_loss,
-              s.last_checkpoint.c_str());
+  if (main)
+    std::printf("done: %ld steps in %.1f s | %.0f tok/s | final train loss %.4f | val loss %.4f | "
+                "checkpoint %s\n",
+                s.steps_done, s.seconds, s.tokens_per_s, s.final_train_loss, s.final_eval_loss,
+                s.last_checkpoint.c_str());
   return 0;
+}
+
+int run_training(const RunOptions& o) {
+  std::vector<std::string> sets = o.sets;
+  if (o.steps > 0) sets.push_back("train.steps=" + std::to_string(o.steps));
+  if (o.ranks > 0) sets.push_back("run.ranks=" + std::to_string(o.ranks));
+  const Config cfg = load_config(o.config, sets);
+  const bool launched = MpiRuntime::under_mpi_launcher();
+  if (!launched && cfg.run.ranks > 1) return launch_local_ranks(cfg.run.ranks);
+  if (!launched) return train(o, cfg, nullptr);
+
+  MpiRuntime mpi;
+  std::unique_ptr<MpiCommunicator> world = MpiCommunicator::world();
+  try {
+    return train(o, cfg, world->size() > 1 ? world.get() : nullptr);
+  } catch (const std::exception& e) {
+    if (world->size() == 1) throw;
+    std::fprintf(stderr, "moebench: rank %d of %d failed: %s\n", world->rank(), world->size(), e.what());
+    std::fflush(stderr);
+    MpiRuntime::abort_job(1);
+  }
 }
 
 }  // namespace
@@ -62,6 +128,7 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_option("config", o->config, "TOML config file")->required();
   cmd->add_option("--set", o->sets, "Override a key, e.g. --set train.lr=1e-3 (repeatable)");
   cmd->add_option("--steps", o->steps, "Train this many steps (sets train.steps)")->check(positive());
+  cmd->add_option("--ranks", o->ranks, "Local ranks to start through mpirun (sets run.ranks)")->check(positive());
   cmd->add_option("--out", o->out, "Output directory (default: <run.out_dir>/<run.name>)");
   cmd->add_option("--resume", o->resume, "Continue from a checkpoint directory or a run directory");
   cmd->add_option("--stop-at", o->stop_at,

@@ -6,6 +6,8 @@
 
 #include <climits>
 #include <functional>
+#include <string>
+#include <vector>
 
 namespace moebench::cli {
 
@@ -14,6 +16,13 @@ using Action = std::function<int()>;
 // Integer option checks with readable messages ("Value 0 not in range 1 to 2147483647").
 inline CLI::Range positive() { return CLI::Range(1, INT_MAX); }
 inline CLI::Range non_negative() { return CLI::Range(0, INT_MAX); }
+
+// The command line as started (argv), for re-launching under mpirun.
+void set_program_args(int argc, char** argv);
+const std::vector<std::string>& program_args();
+// The MPI rank a launcher gave this process (from its environment), or -1 when not launched
+// by one; used before MPI is initialised (e.g. to print config errors on rank 0 only).
+int launcher_rank();
 
 void add_run_command(CLI::App& app, Action& action);
 void add_validate_command(CLI::App& app, Action& action);

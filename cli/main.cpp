@@ -24,6 +24,7 @@ void prefer_passive_omp_wait(char** argv) {
 
 int main(int argc, char** argv) {
   prefer_passive_omp_wait(argv);
+  moebench::cli::set_program_args(argc, argv);
   CLI::App app{"moebench: a workbench for distributed Mixture-of-Experts training"};
   app.require_subcommand(1);
   moebench::cli::Action action;
@@ -39,7 +40,7 @@ int main(int argc, char** argv) {
   try {
     return action ? action() : 0;
   } catch (const moebench::ConfigError& e) {
-    std::fprintf(stderr, "moebench: config error:\n%s\n", e.what());
+    if (moebench::cli::launcher_rank() <= 0) std::fprintf(stderr, "moebench: config error:\n%s\n", e.what());
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "moebench: error: %s\n", e.what());

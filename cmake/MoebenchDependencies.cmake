@@ -4,6 +4,7 @@ find_package(OpenMP REQUIRED COMPONENTS CXX)
 find_package(tomlplusplus 3 REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)
 find_package(CLI11 2 REQUIRED)
+find_package(MPI REQUIRED COMPONENTS C)
 
 # OpenBLAS through its CBLAS interface. Debian ships the pthread build under an
 # include sub-folder; prefer it so cblas.h and openblas_set_num_threads match.

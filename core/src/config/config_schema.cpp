@@ -20,7 +20,11 @@ const std::vector<FieldDef>& fields() {
       MB_FIELD(run, name, String, "run name; outputs go to <out_dir>/<name>/"),
       MB_FIELD(run, seed, UInt64, "seeds init, synthetic data and batch sampling"),
       MB_FIELD(run, out_dir, String, "checkpoints and outputs go to <out_dir>/<name>/"),
-      MB_FIELD(run, threads, Int, "BLAS/OpenMP threads; 0 = all cores"),
+      MB_FIELD(run, threads, Int, "BLAS/OpenMP threads per rank; 0 = all cores / local ranks"),
+      MB_FIELD(run, ranks, Int, "ranks `moebench run` starts through mpirun when not launched by MPI"),
+
+      MB_FIELD(cluster, nodes, Int, "nodes (virtual on one machine: ranks in node blocks)"),
+      MB_FIELD(cluster, devices_per_node, Int, "ranks per node; 0 = world size / nodes"),
 
       MB_FIELD(model, vocab_size, Int, "vocabulary size (>= 2; 256 for data.source = text)"),
       MB_FIELD(model, seq_len, Int, "context length T (also the position-embedding size)"),
@@ -31,6 +35,8 @@ const std::vector<FieldDef>& fields() {
       MB_FIELD(model, tied_head, Bool, "LM head shares the token embedding"),
       MB_FIELD(model, init_std, Float, "std of the normal weight init"),
 
+      MB_FIELD(parallel, ep, Int, "expert-parallel group size; 0 = all data-parallel ranks"),
+
       MB_FIELD(moe, moe_layers, IntList, "0-based blocks whose FFN is an MoE block; [] = dense"),
       MB_FIELD(moe, experts, Experts,
                "experts per MoE block: one integer, or one per moe_layers entry (PR-MoE)"),
@@ -38,6 +44,10 @@ const std::vector<FieldDef>& fields() {
       MB_FIELD(moe, capacity_factor, Float, "0 = dropless; else capacity = ceil(cf*tokens*k/E)"),
       MB_FIELD(moe, aux_loss_weight, Float, "weight of the GShard load-balancing loss"),
       MB_FIELD(moe, gate_normalize, Bool, "renormalise the top-k gate weights to sum to 1"),
+      MB_FIELD(moe, routing, String,
+               "learned | uniform | zipf:S | hot:E,F | rotating (synthetic expert choice)"),
+
+      MB_FIELD(strategy, name, String, "MoE exchange strategy: expert_centric | hier_a2a"),
 
       MB_FIELD(data, source, String, "synthetic | bin | text"),
       MB_FIELD(data, path, Path, "bin: train shard (uint16 tokens); text: a text file"),
@@ -67,7 +77,7 @@ const std::vector<FieldDef>& fields() {
 #undef MB_FIELD
 
 const std::vector<std::string>& section_names() {
-  static const std::vector<std::string> names = {"run", "model", "moe", "data", "train"};
+  static const std::vector<std::string> names = {"run", "cluster", "model", "parallel", "moe", "strategy", "data", "train"};
   return names;
 }
 

@@ -9,6 +9,8 @@
 #include <set>
 
 #include "config_detail.h"
+#include "moebench/moe/synthetic_routing.h"
+#include "moebench/strategies/strategy.h"
 
 namespace moebench::config_detail {
 namespace {
@@ -58,6 +60,7 @@ class Checker {
 
  private:
   void check_run();
+  void check_parallel();
   void check_model();
   void check_moe();
   void check_data();
@@ -74,6 +77,7 @@ void Checker::run() {
   check_run();
   check_model();
   check_moe();
+  check_parallel();
   check_data();
   check_train();
 }
@@ -88,6 +92,56 @@ void Checker::check_run() {
   }
   if (ok({"run.out_dir"}) && r.out_dir.empty()) fail("run.out_dir", "must not be empty");
   at_least("run.threads", r.threads, 0, " (0 = all cores)");
+}
+
+// [run] ranks, [cluster], [parallel], [strategy] and [moe] routing. Rules that need the
+// launched world size (e.g. under mpirun -np N) are checked again when the run starts.
+void Checker::check_parallel() {
+  at_least("run.ranks", c_.run.ranks, 1);
+  at_least("cluster.nodes", c_.cluster.nodes, 1);
+  at_least("cluster.devices_per_node", c_.cluster.devices_per_node, 0, " (0 = ranks / nodes)");
+  at_least("parallel.ep", c_.parallel.ep, 0, " (0 = all data-parallel ranks)");
+  const int ranks = c_.run.ranks, nodes = c_.cluster.nodes, dpn = c_.cluster.devices_per_node;
+  if (ok({"run.ranks", "cluster.nodes", "cluster.devices_per_node"}) && ranks >= 1 && nodes >= 1 && dpn >= 0) {
+    if (dpn > 0 && nodes * dpn != ranks)
+      fail("cluster.devices_per_node", "cluster.nodes x devices_per_node = " + std::to_string(nodes * dpn) +
+                                           " must equal run.ranks = " + std::to_string(ranks), "run.ranks");
+    else if (dpn == 0 && ranks % nodes != 0)
+      fail("cluster.nodes", "must divide run.ranks = " + std::to_string(ranks) + ", got " + std::to_string(nodes),
+           "run.ranks");
+  }
+  const int ep = c_.parallel.ep;
+  if (ok({"parallel.ep", "moe.experts", "moe.moe_layers"}) && ep > 0)
+    for (size_t i = 0; i < c_.moe.experts.size() && i < c_.moe.moe_layers.size(); ++i)
+      if (c_.moe.experts[i] % ep != 0) {
+        fail("parallel.ep", "must divide the experts of every MoE block (block " +
+                                std::to_string(c_.moe.moe_layers[i]) + " has " +
+                                std::to_string(c_.moe.experts[i]) + "), got " + std::to_string(ep));
+        break;
+      }
+  if (ok({"moe.routing"})) {
+    try {
+      const RoutingSpec spec = parse_routing(c_.moe.routing);
+      if (spec.kind == RoutingSpec::Kind::hot && ok({"moe.experts"}))
+        for (size_t i = 0; i < c_.moe.experts.size(); ++i)
+          if (spec.hot_expert >= c_.moe.experts[i]) {
+            fail("moe.routing", "hot expert " + std::to_string(spec.hot_expert) + " does not exist in MoE block " +
+                                    std::to_string(c_.moe.moe_layers[i]) + " (" + std::to_string(c_.moe.experts[i]) +
+                                    " experts)");
+            break;
+          }
+    } catch (const std::invalid_argument& e) {
+      fail("moe.routing", e.what());
+    }
+  }
+  if (ok({"strategy.name"})) {
+    const auto& names = strategy_names();
+    if (std::find(names.begin(), names.end(), c_.strategy.name) == names.end()) {
+      std::string known;
+      for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+      fail("strategy.name", "unknown strategy \"" + c_.strategy.name + "\" (known: " + known + ")");
+    }
+  }
 }
 
 void Checker::check_model() {

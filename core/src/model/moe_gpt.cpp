@@ -10,6 +10,7 @@
 #include "moebench/model/gelu.h"
 #include "moebench/model/layernorm.h"
 #include "moebench/model/residual.h"
+#include "moebench/strategies/strategy.h"
 #include "moebench/tensor/matmul.h"
 #include "moebench/tensor/rng.h"
 
@@ -39,9 +40,12 @@ void zero(std::vector<float>& v, size_t n) {
 }
 }  // namespace
 
-MoeGpt::MoeGpt(const ModelConfig& model, const MoeConfig& moe) : model_(model), moe_(moe) {
+MoeGpt::MoeGpt(const ModelConfig& model, const MoeConfig& moe, ExpertShard shard)
+    : model_(model), moe_(moe), shard_(shard) {
   if (model_.hidden % model_.heads != 0)
     throw std::invalid_argument("model.heads must divide model.hidden");
+  if (shard_.size < 1 || shard_.rank < 0 || shard_.rank >= shard_.size)
+    throw std::invalid_argument("bad expert shard");
   build_params();
 }
 
@@ -72,8 +76,12 @@ void MoeGpt::build_params() {
     } else {
       if (moe_.top_k > b->experts)
         throw std::invalid_argument("moe.top_k exceeds the experts of block " + std::to_string(l));
+      if (b->experts % shard_.size != 0)
+        throw std::invalid_argument("block " + std::to_string(l) + ": " + std::to_string(b->experts) +
+                                    " experts do not divide over " + std::to_string(shard_.size) + " EP ranks");
       b->router_w = params_.add(p + "moe.router.w", {b->experts, C}, true);
-      for (int e = 0; e < b->experts; ++e) {
+      const int local = b->experts / shard_.size, first = shard_.rank * local;
+      for (int e = first; e < first + local; ++e) {
         const std::string q = p + "moe.experts." + std::to_string(e) + ".";
         b->expert_first.push_back(params_.add(q + "w1", {F, C}, true));
         params_.add(q + "b1", {F}, false);
@@ -111,16 +119,70 @@ void MoeGpt::init(uint64_t seed) {
     const bool residual_out = v.name.ends_with("attn.proj.weight") ||
                               v.name.ends_with("ffn.proj.weight") || v.name.ends_with(".w2");
     const float std = model_.init_std * (residual_out ? resid_scale : 1.0f);
-    Rng rng = Rng::keyed({seed, 0x1417ull, i});
+    uint64_t name_key = 1469598103934665603ull;  // FNV-1a of the name: same stream on any shard
+    for (unsigned char ch : v.name) name_key = (name_key ^ ch) * 1099511628211ull;
+    Rng rng = Rng::keyed({seed, 0x1417ull, name_key});
     for (size_t j = 0; j < v.numel; ++j) p[j] = rng.normal() * std;
   }
+}
+
+void MoeGpt::distribute(const MoeDistribution& d) {
+  for (size_t l = 0; l < blocks_.size(); ++l) {
+    Block& b = *blocks_[l];
+    if (b.experts == 0) continue;
+    MoeContext ctx;
+    ctx.ep = d.ep;
+    ctx.topology = d.topology;
+    ctx.executor = d.executor;
+    ctx.layer = (int)l;
+    ctx.experts = b.experts;
+    ctx.C = model_.hidden;
+    ctx.F = model_.ffn_mult * model_.hidden;
+    ctx.first_local = shard_.rank * (b.experts / shard_.size);
+    ctx.local = b.expert_params;
+    ctx.local_grads = b.expert_grads;
+    b.moe->set_strategy(make_strategy(d.strategy), std::move(ctx));
+    b.moe->set_stats_communicator(d.dp);
+  }
+}
+
+void MoeGpt::set_routing(const RoutingSpec& spec, uint64_t seed, long first_token) {
+  routing_ = spec;
+  routing_seed_ = seed;
+  first_token_ = first_token;
+}
+
+std::vector<ArenaRange> MoeGpt::dense_ranges() const {
+  std::vector<ArenaRange> out;
+  const auto& v = params_.views();
+  size_t start = 0;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const bool expert = v[i].name.find(".moe.experts.") != std::string::npos;
+    if (expert) {
+      if (v[i].offset > start) out.push_back({start, v[i].offset - start});
+      start = v[i].offset + v[i].numel;
+    }
+  }
+  if (params_.size() > start) out.push_back({start, params_.size() - start});
+  return out;
+}
+
+std::vector<ArenaRange> MoeGpt::expert_ranges() const {
+  std::vector<ArenaRange> out;
+  for (const auto& b : blocks_)
+    if (!b->expert_first.empty()) {
+      const ParamView& first = params_.views()[b->expert_first.front()];
+      const ParamView& last = params_.views()[b->expert_first.back() + 3];
+      out.push_back({first.offset, last.offset + last.numel - first.offset});
+    }
+  return out;
 }
 
 const MoeLayer* MoeGpt::moe_layer(int block) const {
   return blocks_.at((size_t)block)->moe.get();
 }
 
-LossParts MoeGpt::forward(const int* inputs, const int* targets, int B, int T) {
+LossParts MoeGpt::forward(const int* inputs, const int* targets, int B, int T, long step) {
   if (T > model_.seq_len) throw std::invalid_argument("sequence longer than model.seq_len");
   const int C = model_.hidden, F = model_.ffn_mult * C, V = model_.vocab_size, NH = model_.heads;
   const long N = (long)B * T;
@@ -160,7 +222,15 @@ LossParts MoeGpt::forward(const int* inputs, const int* targets, int B, int T) {
                      params_.param(b.fcproj_b), (int)N, F, C);
     } else {
       MoeLayerShape s{(int)N, C, F, b.experts, moe_.top_k, moe_.capacity_factor, moe_.gate_normalize};
-      parts.aux += b.moe->forward(b.ffn_out.data(), b.ln2.data(), params_.param(b.router_w), b.expert_params, s);
+      const int* forced = nullptr;
+      if (routing_.kind != RoutingSpec::Kind::learned) {
+        forced_.resize((size_t)N * moe_.top_k);
+        synthetic_expert_choice(forced_.data(), routing_, (int)N, moe_.top_k, b.experts, routing_seed_, step,
+                                (int)l, first_token_);
+        forced = forced_.data();
+      }
+      parts.aux += b.moe->forward(b.ffn_out.data(), b.ln2.data(), params_.param(b.router_w), b.expert_params,
+                                  s, forced);
     }
   }
   ensure(x_final_, N * C);
@@ -192,6 +262,8 @@ void MoeGpt::backward() {
   zero(dresid_, N * C);  // d x_final = d (res1 + ffn_out) of the last block
   layernorm_backward(dresid_.data(), params_.grad(lnf_w_), params_.grad(lnf_b_), dscratch_.data(),
                      x_final_.data(), params_.param(lnf_w_), lnf_mean_.data(), lnf_rstd_.data(), (int)N, C);
+  const ParamView& lnf = params_.views()[lnf_w_];
+  if (grad_ready_) grad_ready_({lnf.offset, params_.size() - lnf.offset});  // ln_f (+ untied head)
 
   std::vector<float> dpreatt, datt;
   for (size_t li = blocks_.size(); li-- > 0;) {
@@ -226,8 +298,17 @@ void MoeGpt::backward() {
                     b.ln1.data(), params_.param(b.qkv_w), (int)N, C, 3 * C);
     layernorm_backward(dresid_.data(), params_.grad(b.ln1_w), params_.grad(b.ln1_b), dscratch_.data(),
                        b.x.data(), params_.param(b.ln1_w), b.ln1_mean.data(), b.ln1_rstd.data(), (int)N, C);
+    if (grad_ready_) {  // the block's dense part: ln1 .. ln2 (+ FFN or router); experts follow it
+      const ParamView& first = params_.views()[b.ln1_w];
+      const ParamView& last = params_.views()[b.experts ? b.router_w : b.fcproj_b];
+      grad_ready_({first.offset, last.offset + last.numel - first.offset});
+    }
   }
   encoder_backward(params_.grad(wte_), params_.grad(wpe_), dresid_.data(), inputs_.data(), B, T, C);
+  if (grad_ready_) {
+    const ParamView& wpe = params_.views()[wpe_];
+    grad_ready_({0, wpe.offset + wpe.numel});  // embeddings (tied head included)
+  }
 }
 
 double MoeGpt::forward_flops_per_token(int T) const {

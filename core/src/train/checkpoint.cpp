@@ -39,7 +39,8 @@ SafetensorsFile read_checked(const std::string& path) {
 }  // namespace
 
 void save_checkpoint(const std::string& dir, const ParamArena& params, const AdamW& opt,
-                     const CheckpointState& state) {
+                     const CheckpointState& state, const std::vector<TensorRef>& extra_weights,
+                     const std::vector<TensorRef>& extra_moments) {
   fs::create_directories(dir);
   const std::map<std::string, std::string> meta{
       {"format", kFormat}, {"step", std::to_string(state.step)}, {"config", state.config_json}};
@@ -50,6 +51,8 @@ void save_checkpoint(const std::string& dir, const ParamArena& params, const Ada
     moments.push_back({"m." + v.name, v.shape, opt.m().data() + v.offset});
     moments.push_back({"v." + v.name, v.shape, opt.v().data() + v.offset});
   }
+  weights.insert(weights.end(), extra_weights.begin(), extra_weights.end());
+  moments.insert(moments.end(), extra_moments.begin(), extra_moments.end());
   write_safetensors(dir + "/model.safetensors", weights, meta);
   write_safetensors(dir + "/optimizer.safetensors", moments, meta);
 }
@@ -68,9 +71,9 @@ CheckpointState load_checkpoint(const std::string& dir, ParamArena& params, Adam
     copy_into(moments, opt_path, "m." + v.name, v, opt.m().data() + v.offset);
     copy_into(moments, opt_path, "v." + v.name, v, opt.v().data() + v.offset);
   }
-  if (model.tensors.size() != params.views().size())
-    throw CheckpointError(model_path + ": holds " + std::to_string(model.tensors.size()) +
-                          " tensors, the model has " + std::to_string(params.views().size()));
+  for (const auto& [name, tensor] : model.tensors)
+    if (!params.find(name) && name.find(".moe.experts.") == std::string::npos)
+      throw CheckpointError(model_path + ": tensor '" + name + "' is not part of this model");
   CheckpointState state;
   try {
     state.step = std::stol(model.metadata["step"]);

@@ -1,12 +1,18 @@
 #include "moebench/train/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+#include <thread>
 
 #include "moebench/config/config_loader.h"
 #include "moebench/data/batch_sampler.h"
+#include "moebench/dist/communicator.h"
 #include "moebench/tensor/matmul.h"
 #include "moebench/train/checkpoint.h"
+#include "moebench/train/distributed.h"
 
 namespace moebench {
 namespace {
@@ -16,19 +22,43 @@ double seconds_since(Clock::time_point t0) {
 }
 }  // namespace
 
-Trainer::Trainer(const Config& cfg, std::string out_dir) : cfg_(cfg), out_dir_(std::move(out_dir)) {
-  set_num_threads(cfg_.run.threads);
+Trainer::Trainer(const Config& cfg, std::string out_dir, Communicator* world)
+    : cfg_(cfg), out_dir_(std::move(out_dir)) {
+  ExpertShard shard;
+  local_batch_ = cfg_.train.batch_size;
+  if (world && world->size() > 1) {
+    dist_ = std::make_unique<Distributed>(*world, cfg_);
+    shard = dist_->shard();
+    local_batch_ = cfg_.train.batch_size / dist_->dp_size();
+    first_row_ = (uint64_t)dist_->dp_rank() * local_batch_;
+  }
+  int threads = cfg_.run.threads;
+  if (dist_ && threads == 0)  // share the cores among the ranks of this machine
+    threads = std::max(1, (int)std::thread::hardware_concurrency() / dist_->ranks_on_host());
+  set_num_threads(threads);
+  if (const char* fault = std::getenv("MOEBENCH_FAULT")) {
+    int rank = -1;
+    long step = -1;
+    if (std::sscanf(fault, "%d:%ld", &rank, &step) != 2)
+      throw std::invalid_argument(std::string("MOEBENCH_FAULT must be RANK:STEP, got \"") + fault + "\"");
+    if (rank == (dist_ ? dist_->rank() : 0)) fault_step_ = step;
+  }
   corpus_ = load_corpus(cfg_.data, cfg_.model.vocab_size, cfg_.model.seq_len, cfg_.run.seed);
-  model_ = std::make_unique<MoeGpt>(cfg_.model, cfg_.moe);
+  model_ = std::make_unique<MoeGpt>(cfg_.model, cfg_.moe, shard);
   model_->init(cfg_.run.seed);
+  if (dist_) dist_->attach(*model_, cfg_.strategy.name);
+  model_->set_routing(parse_routing(cfg_.moe.routing), cfg_.run.seed,
+                      (long)first_row_ * cfg_.model.seq_len);
   AdamWHyper h{cfg_.train.beta1, cfg_.train.beta2, cfg_.train.eps, cfg_.train.weight_decay};
   opt_ = std::make_unique<AdamW>(model_->params().size(), h);
-  const size_t n = (size_t)cfg_.train.batch_size * cfg_.model.seq_len;
+  const size_t n = (size_t)local_batch_ * cfg_.model.seq_len;
   inputs_.resize(n);
   targets_.resize(n);
 }
 
 Trainer::~Trainer() = default;
+
+bool Trainer::is_main() const { return !dist_ || dist_->rank() == 0; }
 
 long Trainer::resume(const std::string& path) {
   const std::string dir = resolve_checkpoint_dir(path);
@@ -38,23 +68,27 @@ long Trainer::resume(const std::string& path) {
 }
 
 float Trainer::evaluate() {
-  const int B = cfg_.train.batch_size, T = cfg_.model.seq_len;
+  const int T = cfg_.model.seq_len;
   double sum = 0.0;
   for (int i = 0; i < cfg_.train.eval_batches; ++i) {
-    sample_batch(corpus_.val, B, T, cfg_.run.seed, (uint64_t)i, kEvalStream, inputs_.data(), targets_.data());
-    sum += model_->forward(inputs_.data(), targets_.data(), B, T).ce;
+    sample_batch(corpus_.val, local_batch_, T, cfg_.run.seed, (uint64_t)i, kEvalStream, inputs_.data(),
+                 targets_.data(), first_row_);
+    sum += model_->forward(inputs_.data(), targets_.data(), local_batch_, T, i).ce;
   }
-  return (float)(sum / cfg_.train.eval_batches);
+  const double mean = sum / cfg_.train.eval_batches;
+  return (float)(dist_ ? dist_->dp_mean(mean) : mean);
 }
 
 std::string Trainer::save(const std::string& dir) const {
-  save_checkpoint(dir, model_->params(), *opt_, {step_, config_to_json(cfg_).dump()});
+  const std::string config_json = config_to_json(cfg_).dump();
+  if (dist_) dist_->save(dir, *model_, *opt_, step_, config_json);
+  else save_checkpoint(dir, model_->params(), *opt_, {step_, config_json});
   return dir;
 }
 
 TrainSummary Trainer::run(long stop_at, const TrainCallbacks& cb) {
   const TrainConfig& tc = cfg_.train;
-  const int B = tc.batch_size, T = cfg_.model.seq_len;
+  const int T = cfg_.model.seq_len;
   if (stop_at < 0 || stop_at > tc.steps) stop_at = tc.steps;
   TrainSummary summary;
   const auto t_start = Clock::now();
@@ -63,29 +97,50 @@ TrainSummary Trainer::run(long stop_at, const TrainCallbacks& cb) {
     char name[32];
     std::snprintf(name, sizeof name, "step_%06ld", step_);
     summary.last_checkpoint = save(out_dir_ + "/checkpoints/" + name);
-    if (cb.on_checkpoint) cb.on_checkpoint(summary.last_checkpoint);
+    if (cb.on_checkpoint && is_main()) cb.on_checkpoint(summary.last_checkpoint);
   };
   auto eval = [&] {
     summary.final_eval_loss = evaluate();
-    if (cb.on_eval) cb.on_eval({step_, summary.final_eval_loss});
+    if (cb.on_eval && is_main()) cb.on_eval({step_, summary.final_eval_loss});
   };
   while (step_ < stop_at) {
     const auto t0 = Clock::now();
-    sample_batch(corpus_.train, B, T, cfg_.run.seed, (uint64_t)step_, kTrainStream, inputs_.data(), targets_.data());
+    if (step_ == fault_step_)
+      throw std::runtime_error("fault injected by MOEBENCH_FAULT at step " + std::to_string(step_));
+    if (dist_) {
+      dist_->meter().reset();
+      dist_->executor().set_step(step_);
+      dist_->executor().take_spans();
+    }
+    sample_batch(corpus_.train, local_batch_, T, cfg_.run.seed, (uint64_t)step_, kTrainStream, inputs_.data(),
+                 targets_.data(), first_row_);
     model_->params().zero_grad();
     StepStats st;
     st.step = step_;
-    st.loss = model_->forward(inputs_.data(), targets_.data(), B, T);
+    st.loss = model_->forward(inputs_.data(), targets_.data(), local_batch_, T, step_);
     model_->backward();
-    st.grad_norm = clip_grad_norm(model_->params(), tc.grad_clip);
+    if (dist_) {
+      st.comm_ms = dist_->finish_gradients(*model_) * 1e3;
+      st.grad_norm = dist_->clip_gradients(*model_, tc.grad_clip);
+      st.loss.ce = (float)dist_->dp_mean(st.loss.ce);  // aux is already global-batch
+      st.loss.total = st.loss.ce + cfg_.moe.aux_loss_weight * st.loss.aux;
+    } else {
+      st.grad_norm = clip_grad_norm(model_->params(), tc.grad_clip);
+    }
     st.lr = lr_at(step_, tc.lr, tc.warmup_steps, tc.steps, tc.min_lr_ratio);
     opt_->step(model_->params(), st.lr, step_ + 1);
     ++step_;
     st.ms = seconds_since(t0) * 1e3;
-    st.tokens_per_s = (double)B * T / (st.ms / 1e3);
-    tokens += (long)B * T;
+    st.tokens_per_s = (double)tc.batch_size * T / (st.ms / 1e3);
+    if (dist_) {
+      for (const Span& s : dist_->executor().take_spans())
+        if (s.stream == "compute.comm") st.comm_ms += (s.end - s.start) * 1e3;
+      st.bytes_intra = dist_->meter().bytes(LinkClass::intra_node);
+      st.bytes_inter = dist_->meter().bytes(LinkClass::inter_node);
+    }
+    tokens += (long)tc.batch_size * T;
     summary.final_train_loss = st.loss.ce;
-    if (cb.on_step) cb.on_step(st);
+    if (cb.on_step && is_main()) cb.on_step(st);
     if (tc.eval_every > 0 && step_ % tc.eval_every == 0 && step_ < stop_at) eval();
     if (tc.checkpoint_every > 0 && step_ % tc.checkpoint_every == 0 && step_ < stop_at) checkpoint();
   }

@@ -13,6 +13,20 @@ struct RunConfig {
   uint64_t seed = 1234;       // seeds init, synthetic data and batch sampling
   std::string out_dir = "runs";  // checkpoints and outputs go to <out_dir>/<name>/
   int threads = 0;            // BLAS/OpenMP threads; 0 = all cores
+  int ranks = 1;              // local ranks `moebench run` starts through mpirun (outside MPI)
+};
+
+struct ClusterConfig {
+  int nodes = 1;              // nodes of the (virtual on one machine) topology
+  int devices_per_node = 0;   // ranks per node; 0 = world size / nodes
+};
+
+struct ParallelConfig {
+  int ep = 0;                 // expert-parallel group size; 0 = the whole data-parallel group
+};
+
+struct StrategyConfig {
+  std::string name = "expert_centric";  // MoE exchange strategy (strategies/registry.h)
 };
 
 struct ModelConfig {
@@ -33,6 +47,9 @@ struct MoeConfig {
   float capacity_factor = 0.0f;   // 0 = dropless; else capacity = ceil(cf * tokens * k / E)
   float aux_loss_weight = 0.01f;  // weight of the GShard load-balancing loss
   bool gate_normalize = true;     // renormalise the top-k gate weights to sum to 1
+  // Expert choice: "learned" (the router's top-k) or a synthetic override for reproducible
+  // imbalance: "uniform", "zipf:S", "hot:E,F" (expert E gets a fraction F), "rotating".
+  std::string routing = "learned";
 };
 
 struct DataConfig {
@@ -65,8 +82,11 @@ struct TrainConfig {
 struct Config {
   std::string source_file;     // the TOML file it came from (for messages)
   RunConfig run;
+  ClusterConfig cluster;
   ModelConfig model;
+  ParallelConfig parallel;
   MoeConfig moe;
+  StrategyConfig strategy;
   DataConfig data;
   TrainConfig train;
 

@@ -14,9 +14,11 @@ namespace moebench {
 inline constexpr uint64_t kTrainStream = 0;
 inline constexpr uint64_t kEvalStream = 1;
 
+// Rows first_row .. first_row + B - 1 of the batch (a data-parallel rank takes its slice of
+// the global batch; the rows equal those of one rank sampling the whole batch).
 // inputs and targets hold B*T tokens each. Throws DataError when tokens.size() < T + 1 or
 // B, T < 1.
 void sample_batch(const std::vector<int32_t>& tokens, int B, int T, uint64_t seed, uint64_t step,
-                  uint64_t stream, int32_t* inputs, int32_t* targets);
+                  uint64_t stream, int32_t* inputs, int32_t* targets, uint64_t first_row = 0);
 
 }  // namespace moebench

@@ -3,6 +3,7 @@
 // [moe] moe_layers. Token + position embedding, pre-LayerNorm blocks with causal multi-head
 // attention, GeLU FFN or MoE block, final LayerNorm, tied or untied LM head, cross-entropy.
 // Loss = mean cross-entropy + aux_loss_weight * sum over MoE blocks of the GShard aux loss.
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "moebench/config/config.h"
 #include "moebench/model/param_arena.h"
 #include "moebench/moe/moe_layer.h"
+#include "moebench/moe/synthetic_routing.h"
 
 namespace moebench {
 
@@ -19,21 +21,55 @@ struct LossParts {
   float total = 0.0f; // ce + aux_loss_weight * aux: what backward() differentiates
 };
 
+// Expert parallelism: this rank owns experts [rank * E / size, (rank + 1) * E / size) of
+// every MoE block; only those are in its arena, under their global names.
+struct ExpertShard {
+  int rank = 0, size = 1;
+};
+
+// How the MoE blocks run distributed (set by the trainer of a multi-rank run).
+struct MoeDistribution {
+  std::string strategy;            // registry name, e.g. "expert_centric"
+  Communicator* ep = nullptr;      // expert-parallel group
+  Communicator* dp = nullptr;      // data-parallel group: global-batch aux statistics
+  const Topology* topology = nullptr;
+  Executor* executor = nullptr;
+};
+
+// A contiguous range of the parameter/gradient arena, in floats.
+struct ArenaRange {
+  size_t offset = 0, count = 0;
+};
+
 class MoeGpt {
  public:
-  MoeGpt(const ModelConfig& model, const MoeConfig& moe);
+  MoeGpt(const ModelConfig& model, const MoeConfig& moe, ExpertShard shard = {});
   ~MoeGpt();
   MoeGpt(const MoeGpt&) = delete;
   MoeGpt& operator=(const MoeGpt&) = delete;
 
   // GPT-2 style init from a seed: N(0, init_std) matrices, residual projections scaled by
-  // 1/sqrt(2 * layers), zero biases, unit LayerNorm weights.
+  // 1/sqrt(2 * layers), zero biases, unit LayerNorm weights. Each tensor's stream is keyed by
+  // its name, so every sharding of the experts gets the same weights.
   void init(uint64_t seed);
 
+  // Runs the MoE blocks through a distributed strategy (see MoeDistribution).
+  void distribute(const MoeDistribution& d);
+  // Synthetic expert choice ([moe] routing); first_token = global index of this rank's first
+  // token in a batch (rank-count independent choices).
+  void set_routing(const RoutingSpec& spec, uint64_t seed, long first_token);
+
   // inputs/targets: [B,T] token ids, T <= seq_len. Keeps the activations for backward().
-  LossParts forward(const int* inputs, const int* targets, int B, int T);
+  // step keys the synthetic routing.
+  LossParts forward(const int* inputs, const int* targets, int B, int T, long step = 0);
   // Gradients of the last forward's total loss, accumulated into params().grads().
   void backward();
+  // Called during backward() with each range of dense (non-expert) gradients as soon as no
+  // later part of the backward adds to it: final norm + head, each block, embeddings.
+  void set_grad_ready_hook(std::function<void(ArenaRange)> hook) { grad_ready_ = std::move(hook); }
+  std::vector<ArenaRange> dense_ranges() const;   // every non-expert parameter
+  std::vector<ArenaRange> expert_ranges() const;  // this rank's experts
+  const ExpertShard& shard() const { return shard_; }
 
   ParamArena& params() { return params_; }
   const ParamArena& params() const { return params_; }
@@ -50,7 +86,13 @@ class MoeGpt {
 
   ModelConfig model_;
   MoeConfig moe_;
+  ExpertShard shard_;
   ParamArena params_;
+  std::function<void(ArenaRange)> grad_ready_;
+  RoutingSpec routing_;
+  uint64_t routing_seed_ = 0;
+  long first_token_ = 0;
+  std::vector<int> forced_;
   std::vector<std::unique_ptr<Block>> blocks_;
   size_t wte_ = 0, wpe_ = 0, lnf_w_ = 0, lnf_b_ = 0, head_ = 0;
 

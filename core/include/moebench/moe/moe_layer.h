@@ -1,40 +1,46 @@
 #pragma once
-// MoeLayer: one MoE block on CPU (fp32, single rank): router -> dispatch (gather the kept
-// tokens grouped by expert) -> experts (FFN C -> F -> C with GeLU, one BLAS call per expert
-// and matrix) -> gate-weighted combine; and its backward. It keeps the routing and the
-// activations of the last forward for backward, and reuses its buffers across calls.
+// MoeLayer: one MoE block on one rank: router -> dispatch (gather the kept assignments'
+// tokens grouped by expert) -> experts -> gate-weighted combine; and its backward. The
+// experts run locally (ExpertBank, all E experts on this rank) or, once set_strategy() is
+// called, through a distributed MoeStrategy that owns the exchange (expert_centric,
+// hier_a2a, ...). It keeps the routing and activations of the last forward for backward.
 //
 // Determinism: every OpenMP loop is schedule(static) and partitioned by destination row
-// (combine and scatter-add by token, gathers by slot), sums run in a fixed order, and the
-// elementwise passes work on whole rows, so results are bit-identical run to run and do not
-// depend on the OpenMP thread count. (OpenBLAS's sgemm itself may round differently when its
-// own thread count changes, so the whole layer is bitwise reproducible for a fixed count.)
+// (combine and scatter-add by token, gathers by slot), sums run in a fixed order, so results
+// are bit-identical run to run.
+#include <memory>
 #include <vector>
 
+#include "moebench/moe/expert_bank.h"
 #include "moebench/moe/router.h"
+#include "moebench/strategies/strategy.h"
 
 namespace moebench {
 
-// One expert's FFN parameters (or their gradients, same layout).
-struct ExpertParams {
-  float* w1;  // [F,C]
-  float* b1;  // [F]
-  float* w2;  // [C,F]
-  float* b2;  // [C]
-};
+class Communicator;
 
 struct MoeLayerShape {
-  int N;                  // tokens
+  int N;                  // tokens on this rank
   int C;                  // hidden size
   int F;                  // expert FFN width
-  int E;                  // experts
+  int E;                  // experts (over the whole EP group)
   int K;                  // top-k
-  float capacity_factor;  // 0 = dropless
+  float capacity_factor;  // 0 = dropless (capacity is per rank, as in GShard)
   bool gate_normalize;    // renormalise the top-k gates to sum to 1
 };
 
 class MoeLayer {
  public:
+  MoeLayer();
+  ~MoeLayer();
+  // Distributed experts: from now on `experts` arguments are ignored and ctx.local (the
+  // experts this rank owns) is used through the strategy.
+  void set_strategy(std::unique_ptr<MoeStrategy> strategy, MoeContext ctx);
+  // Computes the aux loss from the statistics of the whole global batch (all-reduced over
+  // `dp`, the data-parallel group) instead of this rank's tokens, so the loss and its
+  // gradient equal those of one rank holding the global batch.
+  void set_stats_communicator(Communicator* dp) { stats_ = dp; }
+
   // out[N,C] (overwritten) = sum over kept (n,k) of gate[n,k] * expert_{e[n,k]}(x[n]);
   // expert(x) = W2 gelu(W1 x + b1) + b2. router_w is [E,C]. Returns the unweighted aux loss.
   // forced_experts: optional [N,K] override of the top-k choice (synthetic routing).
@@ -43,15 +49,15 @@ class MoeLayer {
                 const int* forced_experts = nullptr);
 
   // Accumulates (+=) dx[N,C], drouter_w[E,C] and the expert gradients (dexperts: same layout
-  // as experts) given dout[N,C]; aux_weight is the weight of this block's aux loss in the
-  // total loss. x, router_w and experts must be those of the preceding forward.
+  // as experts; with a strategy, ctx.local_grads) given dout[N,C]; aux_weight is the weight
+  // of this block's aux loss in the total loss.
   void backward(float* dx, float* drouter_w, const std::vector<ExpertParams>& dexperts,
                 const float* dout, float aux_weight, const float* x, const float* router_w,
                 const std::vector<ExpertParams>& experts);
 
-  // Routing of the last forward.
   const Routing& routing() const { return routing_; }
   const MoeLayerShape& shape() const { return s_; }
+  const MoeStrategy* strategy() const { return strategy_.get(); }
   // Dispatch layout of the last forward: expert e owns slots [offsets[e], offsets[e+1]) of
   // the gathered buffers; slot_of[n*K+k] is the slot of an assignment (-1 when dropped).
   const std::vector<int>& expert_offsets() const { return offsets_; }
@@ -61,23 +67,26 @@ class MoeLayer {
   MoeLayerShape s_{};
   bool have_forward_ = false;
   Routing routing_;
+  std::unique_ptr<MoeStrategy> strategy_;
+  MoeContext ctx_;
+  Communicator* stats_ = nullptr;
+  ExpertBank bank_;
   std::vector<int> offsets_;   // [E+1]
   std::vector<int> slot_of_;   // [N*K]
   std::vector<int> token_of_;  // [S] token of each slot
-  std::vector<int> nk_of_;     // [S] n*K+k of each slot
   std::vector<int> cursor_;    // [E] dispatch scratch
-  // forward activations (S = kept assignments)
-  std::vector<float> xg_;  // [S,C] gathered inputs
-  std::vector<float> h_;   // [S,F] pre-GeLU
-  std::vector<float> a_;   // [S,F] post-GeLU
-  std::vector<float> y_;   // [S,C] expert outputs (unweighted)
-  // backward scratch
-  std::vector<float> dgate_;    // [N,K]
-  std::vector<float> dlogits_;  // [N,E]
-  std::vector<float> dy_;       // [S,C]
-  std::vector<float> da_;       // [S,F]
-  std::vector<float> dh_;       // [S,F]
-  std::vector<float> dxg_;      // [S,C]
+  std::vector<float> xg_;      // [S,C] gathered inputs
+  std::vector<float> y_;       // [S,C] expert outputs (unweighted)
+  std::vector<float> dgate_;   // [N,K]
+  std::vector<float> dlogits_; // [N,E]
+  std::vector<float> dy_;      // [S,C]
+  std::vector<float> dxg_;     // [S,C]
 };
+
+// Replaces the aux-loss statistics of r (computed from this rank's tokens) by those of the
+// whole group: f_e from the summed selections over N_total * K, P_e from the summed
+// probabilities over N_total, aux = E * sum f_e P_e. r.N stays local, so the router's
+// gradient, once averaged over the group, is that of the global-batch aux loss.
+void globalize_aux(Routing& r, Communicator& group);
 
 }  // namespace moebench

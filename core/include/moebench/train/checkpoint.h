@@ -5,8 +5,10 @@
 // Both carry __metadata__ {"format": "moebench-checkpoint-1", "step": "<steps done>",
 // "config": "<canonical JSON>"}. Any safetensors reader can load the weights.
 #include <string>
+#include <vector>
 
 #include "moebench/model/param_arena.h"
+#include "moebench/train/safetensors.h"
 #include "moebench/optim/adamw.h"
 
 namespace moebench {
@@ -17,11 +19,15 @@ struct CheckpointState {
 };
 
 // Writes <dir>/model.safetensors and <dir>/optimizer.safetensors (each atomically).
+// extra_weights / extra_moments: tensors held by other ranks (their experts, gathered by
+// rank 0), so the file always holds the whole model whatever the number of ranks.
 void save_checkpoint(const std::string& dir, const ParamArena& params, const AdamW& opt,
-                     const CheckpointState& state);
+                     const CheckpointState& state, const std::vector<TensorRef>& extra_weights = {},
+                     const std::vector<TensorRef>& extra_moments = {});
 
 // Loads a checkpoint into params/opt; every tensor of the arena must be present with the same
-// shape (CheckpointError naming the tensor otherwise). Returns the stored state.
+// shape (CheckpointError naming the tensor otherwise). Experts the arena does not hold (other
+// ranks' shards) are skipped; any other unknown tensor is an error. Returns the stored state.
 CheckpointState load_checkpoint(const std::string& dir, ParamArena& params, AdamW& opt);
 
 // Resolves --resume PATH: a checkpoint directory, or a run directory whose checkpoints/ holds

@@ -20,7 +20,9 @@ struct StepStats {
   float lr = 0.0f;
   double grad_norm = 0.0;  // before clipping
   double ms = 0.0;
-  double tokens_per_s = 0.0;
+  double tokens_per_s = 0.0;     // global batch tokens / step time
+  double comm_ms = 0.0;          // compute thread blocked on communication (MoE exchange + grad sync wait)
+  uint64_t bytes_intra = 0, bytes_inter = 0;  // sent by this rank during the step
 };
 
 struct EvalStats {
@@ -43,10 +45,18 @@ struct TrainCallbacks {
   std::function<void(const std::string&)> on_checkpoint;
 };
 
+class Distributed;
+class Communicator;
+
+// Fault injection for testing failure handling: MOEBENCH_FAULT="RANK:STEP" makes world rank
+// RANK throw at step STEP (0-based) as a real failure would.
 class Trainer {
  public:
-  // out_dir: where checkpoints/ goes. Loads the data (DataError on bad data).
-  Trainer(const Config& cfg, std::string out_dir);
+  // out_dir: where checkpoints/ goes. Loads the data (DataError on bad data). With a world
+  // communicator of more than one rank the run is distributed (collective construction):
+  // dense parameters data-parallel, MoE blocks expert-parallel through [strategy] name;
+  // train.batch_size is the global batch, split over the data-parallel ranks.
+  Trainer(const Config& cfg, std::string out_dir, Communicator* world = nullptr);
   ~Trainer();
 
   // Continues from a checkpoint (see resolve_checkpoint_dir); returns the step it resumes at.
@@ -59,17 +69,23 @@ class Trainer {
   std::string save(const std::string& dir) const;
 
   long step() const { return step_; }
+  bool is_main() const;  // rank 0 (prints, writes files)
+  Distributed* distributed() { return dist_.get(); }
   MoeGpt& model() { return *model_; }
   const TokenCorpus& corpus() const { return corpus_; }
 
  private:
   Config cfg_;
   std::string out_dir_;
+  std::unique_ptr<Distributed> dist_;
+  int local_batch_ = 0;
+  uint64_t first_row_ = 0;  // this rank's first row of the global batch
   TokenCorpus corpus_;
   std::unique_ptr<MoeGpt> model_;
   std::unique_ptr<AdamW> opt_;
   long step_ = 0;
   std::vector<int32_t> inputs_, targets_;
+  long fault_step_ = -1;  // MOEBENCH_FAULT: throw on this rank at this step (failure-handling tests)
 };
 
 }  // namespace moebench

@@ -1,0 +1,74 @@
+#pragma once
+// Distributed: everything one rank of a multi-rank run needs besides the model math —
+// topology (virtual or detected), process groups, traffic meter, executor with its compute
+// and comm streams — and the data-parallel steps of training:
+//   * dense gradients: all-reduced over the DP group in buckets (one per block, the head and
+//     the embeddings) on the comm stream while backward continues on the compute thread;
+//   * expert gradients: summed over the expert-data-parallel replicas; both scaled so the
+//     result is the gradient of the global-batch mean loss;
+//   * global gradient norm, loss averaging, and checkpoints that always hold the whole model
+//     (rank 0 gathers the experts of the other EP ranks), so a run resumes on any rank count.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "moebench/config/config.h"
+#include "moebench/dist/communicator.h"
+#include "moebench/dist/process_groups.h"
+#include "moebench/dist/topology.h"
+#include "moebench/dist/traffic_meter.h"
+#include "moebench/model/moe_gpt.h"
+#include "moebench/optim/adamw.h"
+#include "moebench/runtime/executor.h"
+
+namespace moebench {
+
+class Distributed {
+ public:
+  // Collective over world. Resolves the topology from [cluster] and the ranks' host names,
+  // builds the groups ([parallel] ep) and checks the global batch divides over DP ranks.
+  // Throws std::runtime_error / std::invalid_argument naming the problem.
+  Distributed(Communicator& world, const Config& cfg);
+  ~Distributed();
+
+  int rank() const { return world_.rank(); }
+  int size() const { return world_.size(); }
+  int dp_rank() const { return groups_->dp().rank(); }
+  int dp_size() const { return groups_->dp_size(); }
+  ExpertShard shard() const { return {groups_->ep().rank(), groups_->ep_size()}; }
+  int ranks_on_host() const { return ranks_on_host_; }  // ranks sharing this rank's machine
+  const Topology& topology() const { return topology_; }
+  TrafficMeter& meter() { return *meter_; }
+  Executor& executor() { return executor_; }
+  ProcessGroups& groups() { return *groups_; }
+  std::string describe() const;
+
+  // Wires the model: strategy on every MoE block, and the gradient hook that starts each
+  // dense bucket's all-reduce on the comm stream.
+  void attach(MoeGpt& model, const std::string& strategy);
+  // After backward: waits for the bucket all-reduces, reduces the expert gradients. Returns
+  // the seconds the compute thread waited for communication here.
+  double finish_gradients(MoeGpt& model);
+  // Global L2 norm of the gradients (dense counted once, experts summed over the EP group),
+  // scaling all gradients so the norm is at most max_norm (0 = no clipping). Returns the norm
+  // before clipping.
+  double clip_gradients(MoeGpt& model, float max_norm);
+  // Mean of a per-rank value over the DP group.
+  double dp_mean(double v);
+
+  // Collective: rank 0 writes the whole model (its arena + the other EP ranks' experts).
+  void save(const std::string& dir, MoeGpt& model, const AdamW& opt, long step, const std::string& config_json);
+
+ private:
+  Communicator& world_;
+  Topology topology_;
+  std::unique_ptr<TrafficMeter> meter_;
+  std::unique_ptr<ProcessGroups> groups_;
+  std::unique_ptr<Communicator> grad_comm_;  // dup of DP, used only by the comm stream
+  Executor executor_;
+  std::vector<Event*> pending_;
+  float dp_scale_ = 1.0f;
+  int ranks_on_host_ = 1;
+};
+
+}  // namespace moebench

@@ -1,0 +1,107 @@
+#include "moebench/moe/synthetic_routing.h"
+
+#include <cmath>
+#include <stdexcept>
+#include <vector>
+
+#include "moebench/tensor/rng.h"
+
+namespace moebench {
+namespace {
+
+[[noreturn]] void bad(const std::string& text, const std::string& why) {
+  throw std::invalid_argument("routing \"" + text + "\": " + why +
+                              " (expected learned | uniform | zipf:S | hot:E,F | rotating)");
+}
+
+double number(const std::string& text, const std::string& s) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(s, &used);
+  } catch (const std::exception&) {
+    bad(text, "\"" + s + "\" is not a number");
+  }
+  if (used != s.size() || !std::isfinite(v)) bad(text, "\"" + s + "\" is not a number");
+  return v;
+}
+
+// Draws one expert from weights w (w[e] = 0 for experts already taken).
+int draw(Rng& rng, const std::vector<double>& w) {
+  double total = 0;
+  for (double x : w) total += x;
+  double u = (double)rng.uniform() * total;
+  int last = -1;
+  for (int e = 0; e < (int)w.size(); ++e) {
+    if (w[e] <= 0) continue;
+    last = e;
+    if (u < w[e]) return e;
+    u -= w[e];
+  }
+  return last;
+}
+
+}  // namespace
+
+RoutingSpec parse_routing(const std::string& text) {
+  RoutingSpec s;
+  const auto colon = text.find(':');
+  const std::string head = text.substr(0, colon), arg = colon == std::string::npos ? "" : text.substr(colon + 1);
+  if (head == "learned" || head == "uniform" || head == "rotating") {
+    if (colon != std::string::npos) bad(text, head + " takes no argument");
+    s.kind = head == "learned" ? RoutingSpec::Kind::learned
+             : head == "uniform" ? RoutingSpec::Kind::uniform : RoutingSpec::Kind::rotating;
+  } else if (head == "zipf") {
+    s.kind = RoutingSpec::Kind::zipf;
+    s.zipf_s = number(text, arg);
+    if (s.zipf_s <= 0) bad(text, "the zipf exponent must be > 0");
+  } else if (head == "hot") {
+    s.kind = RoutingSpec::Kind::hot;
+    const auto comma = arg.find(',');
+    if (comma == std::string::npos) bad(text, "hot needs an expert and a fraction, e.g. hot:3,0.5");
+    const double e = number(text, arg.substr(0, comma));
+    if (e < 0 || e != std::floor(e)) bad(text, "the hot expert must be a non-negative integer");
+    s.hot_expert = (int)e;
+    s.hot_fraction = number(text, arg.substr(comma + 1));
+    if (s.hot_fraction < 0 || s.hot_fraction > 1) bad(text, "the hot fraction must be in [0, 1]");
+  } else {
+    bad(text, "unknown kind \"" + head + "\"");
+  }
+  return s;
+}
+
+void synthetic_expert_choice(int* forced, const RoutingSpec& spec, int N, int K, int E,
+                             uint64_t seed, long step, int layer, long first_token) {
+  if (spec.kind == RoutingSpec::Kind::learned) throw std::logic_error("learned routing has no synthetic choice");
+  if (K > E) throw std::invalid_argument("top_k exceeds the experts");
+  int hot = spec.hot_expert;
+  double fraction = spec.hot_fraction;
+  if (spec.kind == RoutingSpec::Kind::rotating) {
+    hot = (int)((step + layer) % E);
+    fraction = 0.5;
+  }
+  if ((spec.kind == RoutingSpec::Kind::hot) && hot >= E)
+    throw std::invalid_argument("routing hot expert " + std::to_string(hot) + " >= experts " + std::to_string(E));
+  std::vector<double> base(E, 1.0);
+  if (spec.kind == RoutingSpec::Kind::zipf)
+    for (int e = 0; e < E; ++e) base[e] = 1.0 / std::pow(e + 1.0, spec.zipf_s);
+  std::vector<double> w(E);
+  for (int n = 0; n < N; ++n) {
+    Rng rng = Rng::keyed({seed, 0x5e7a11ull, (uint64_t)step, (uint64_t)layer, (uint64_t)(first_token + n)});
+    w = base;
+    for (int k = 0; k < K; ++k) {
+      int e;
+      const bool hot_kind = spec.kind == RoutingSpec::Kind::hot || spec.kind == RoutingSpec::Kind::rotating;
+      if (hot_kind && k == 0 && (double)rng.uniform() < fraction) e = hot;
+      else {
+        if (hot_kind && k == 0 && E > 1) w[hot] = 0;  // "else uniform over the others"
+        e = draw(rng, w);
+        if (hot_kind && k == 0 && E > 1) w[hot] = 1.0;
+      }
+      forced[n * K + k] = e;
+      w[e] = 0;
+    }
+  }
+}
+
+}  // namespace moebench

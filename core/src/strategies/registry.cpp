@@ -1,0 +1,40 @@
+// The strategy registry: one line per strategy (name -> factory in strategies/<name>.cpp).
+#include <stdexcept>
+#include <utility>
+
+#include "moebench/strategies/strategy.h"
+
+namespace moebench {
+
+std::unique_ptr<MoeStrategy> make_expert_centric();
+std::unique_ptr<MoeStrategy> make_hier_a2a();
+
+namespace {
+using Factory = std::unique_ptr<MoeStrategy> (*)();
+const std::vector<std::pair<std::string, Factory>>& table() {
+  static const std::vector<std::pair<std::string, Factory>> t = {
+      {"expert_centric", make_expert_centric},
+      {"hier_a2a", make_hier_a2a},
+  };
+  return t;
+}
+}  // namespace
+
+const std::vector<std::string>& strategy_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+    for (const auto& [name, f] : table()) n.push_back(name);
+    return n;
+  }();
+  return names;
+}
+
+std::unique_ptr<MoeStrategy> make_strategy(const std::string& name) {
+  for (const auto& [n, f] : table())
+    if (n == name) return f();
+  std::string known;
+  for (const auto& n : strategy_names()) known += (known.empty() ? "" : ", ") + n;
+  throw std::invalid_argument("unknown strategy \"" + name + "\" (known: " + known + ")");
+}
+
+}  // namespace moebench
