@@ -85,8 +85,11 @@ int train(const RunOptions& o, const Config& cfg, Communicator* world) {
   }
   TrainCallbacks cb;
   const bool distributed = trainer.distributed() != nullptr;
-  cb.on_step = [&](const StepStats& s) { print_step(cfg, s, distributed); };
+  cb.on_step = [&](const StepStats& s) {
+    if (main) print_step(cfg, s, distributed);
+  };
   cb.on_eval = [&](const EvalStats& e) {
+    if (!main) return;
     std::printf("eval after step %ld | val loss %.4f\n", e.step, e.loss);
     std::fflush(stdout);
   };

@@ -85,7 +85,16 @@ class TestConfig : public QObject {
     row("unterminated string", "[run]\nname = \"abc\n", 2, "", "TOML syntax error");
     row("unknown section", "[model]\nhidden = 64\n[modle]\nlayers = 2\n", 3, "modle",
         "unknown section [modle]; did you mean `model`?");
-    row("unknown section far", "[cluster]\nnodes = 2\n", 1, "cluster", "unknown section [cluster]");
+    row("unknown strategy", "[strategy]\nname = \"janus2\"\n", 2, "strategy.name", "unknown strategy \"janus2\" (known: expert_centric, hier_a2a)");
+    row("bad routing kind", "[moe]\nrouting = \"zipfian\"\n", 2, "moe.routing", "unknown kind \"zipfian\"");
+    row("zipf without exponent", "[moe]\nrouting = \"zipf:x\"\n", 2, "moe.routing", "\"x\" is not a number");
+    row("hot expert missing", "[moe]\nmoe_layers = [1]\nexperts = 4\nrouting = \"hot:4,0.5\"\n", 4, "moe.routing", "hot expert 4 does not exist in MoE block 1 (4 experts)");
+    row("hot fraction above 1", "[moe]\nrouting = \"hot:0,1.5\"\n", 2, "moe.routing", "the hot fraction must be in [0, 1]");
+    row("ep does not divide experts", "[moe]\nmoe_layers = [1]\nexperts = 6\n[parallel]\nep = 4\n", 5, "parallel.ep", "must divide the experts of every MoE block (block 1 has 6), got 4");
+    row("nodes do not divide ranks", "[run]\nranks = 4\n[cluster]\nnodes = 3\n", 4, "cluster.nodes", "must divide run.ranks = 4, got 3");
+    row("nodes x devices != ranks", "[run]\nranks = 4\n[cluster]\nnodes = 2\ndevices_per_node = 3\n", 5, "cluster.devices_per_node", "= 6 must equal run.ranks = 4");
+    row("zero ranks", "[run]\nranks = 0\n", 2, "run.ranks", "must be >= 1, got 0");
+    row("unknown section far", "[tracing]\nnodes = 2\n", 1, "tracing", "unknown section [tracing]");
     row("unknown key", "[model]\n\nhiden = 64\n", 3, "model.hiden", "did you mean `hidden`?");
     row("unknown key other section", "[model]\nlr = 1e-3\n", 2, "model.lr", "did you mean `train.lr`?");
     row("unknown key no suggestion", "[train]\nfrobnicate = 1\n", 2, "train.frobnicate",
@@ -349,11 +358,12 @@ class TestConfig : public QObject {
   void roundtrip_full_config() {
     // Every key set to a non-default value.
     const std::string text =
-        "[run]\nname = \"a \\\"quoted\\\" name\\twith tab\"\nseed = 99\nout_dir = \"out/dir\"\nthreads = 2\n"
+        "[run]\nname = \"a \\\"quoted\\\" name\\twith tab\"\nseed = 99\nout_dir = \"out/dir\"\nthreads = 2\nranks = 6\n"
+        "[cluster]\nnodes = 2\ndevices_per_node = 3\n[parallel]\nep = 2\n[strategy]\nname = \"hier_a2a\"\n"
         "[model]\nvocab_size = 1000\nseq_len = 16\nhidden = 48\nlayers = 6\nheads = 3\nffn_mult = 2\n"
         "tied_head = false\ninit_std = 0.015\n"
         "[moe]\nmoe_layers = [0, 2, 5]\nexperts = [2, 4, 6]\ntop_k = 1\ncapacity_factor = 1.25\n"
-        "aux_loss_weight = 0.001\ngate_normalize = false\n"
+        "aux_loss_weight = 0.001\ngate_normalize = false\nrouting = \"zipf:1.5\"\n"
         "[data]\nsource = \"bin\"\npath = \"train.bin\"\nval_path = \"val.bin\"\nval_fraction = 0.05\n"
         "languages = 3\ncorpus_tokens = 5000\nbranching = 2\n"
         "[train]\nsteps = 7\nbatch_size = 3\nlr = 0.0007\nmin_lr_ratio = 0.2\nwarmup_steps = 3\n"
@@ -400,10 +410,10 @@ class TestConfig : public QObject {
 
   void json_is_canonical() {
     const nlohmann::json j = config_to_json(parse_config(kMoeBase, "t.toml"));
-    QCOMPARE(QString::fromStdString(j.dump()).left(9), QString("{\"data\":{"));
+    QCOMPARE(QString::fromStdString(j.dump()).left(12), QString("{\"cluster\":{"));
     std::vector<std::string> sections;
     for (auto it = j.begin(); it != j.end(); ++it) sections.push_back(it.key());
-    QCOMPARE(sections, (std::vector<std::string>{"data", "model", "moe", "run", "train"}));
+    QCOMPARE(sections, (std::vector<std::string>{"cluster", "data", "model", "moe", "parallel", "run", "strategy", "train"}));
     QCOMPARE(j["train"]["lr"].dump(), std::string("0.003"));  // shortest float text, not 0.0030000000
     QCOMPARE(j["moe"]["experts"].dump(), std::string("[4,4]"));
     QVERIFY(!j.contains("source_file"));

@@ -38,6 +38,7 @@ void ExpertBank::forward(float* y, const float* x, const std::vector<int>& offse
   C_ = C;
   F_ = F;
   x_ = x;
+  have_forward_ = true;
   offsets_ = offsets;
   const int E = (int)experts.size(), S = offsets_.back();
   expert_of_.resize(S);
@@ -63,7 +64,7 @@ void ExpertBank::forward(float* y, const float* x, const std::vector<int>& offse
 
 void ExpertBank::backward(float* dx, const float* dy, const std::vector<ExpertParams>& dexperts,
                           const std::vector<ExpertParams>& experts) {
-  if (!x_) throw std::logic_error("ExpertBank::backward without forward");
+  if (!have_forward_) throw std::logic_error("ExpertBank::backward without forward");
   if (dexperts.size() != experts.size() || experts.size() + 1 != offsets_.size())
     throw std::invalid_argument("ExpertBank::backward: expert count differs from the forward");
   const int E = (int)experts.size(), S = offsets_.back(), C = C_, F = F_;

@@ -97,11 +97,11 @@ TrainSummary Trainer::run(long stop_at, const TrainCallbacks& cb) {
     char name[32];
     std::snprintf(name, sizeof name, "step_%06ld", step_);
     summary.last_checkpoint = save(out_dir_ + "/checkpoints/" + name);
-    if (cb.on_checkpoint && is_main()) cb.on_checkpoint(summary.last_checkpoint);
+    if (cb.on_checkpoint) cb.on_checkpoint(summary.last_checkpoint);
   };
   auto eval = [&] {
     summary.final_eval_loss = evaluate();
-    if (cb.on_eval && is_main()) cb.on_eval({step_, summary.final_eval_loss});
+    if (cb.on_eval) cb.on_eval({step_, summary.final_eval_loss});
   };
   while (step_ < stop_at) {
     const auto t0 = Clock::now();
@@ -140,7 +140,7 @@ TrainSummary Trainer::run(long stop_at, const TrainCallbacks& cb) {
     }
     tokens += (long)tc.batch_size * T;
     summary.final_train_loss = st.loss.ce;
-    if (cb.on_step && is_main()) cb.on_step(st);
+    if (cb.on_step) cb.on_step(st);
     if (tc.eval_every > 0 && step_ % tc.eval_every == 0 && step_ < stop_at) eval();
     if (tc.checkpoint_every > 0 && step_ % tc.checkpoint_every == 0 && step_ < stop_at) checkpoint();
   }

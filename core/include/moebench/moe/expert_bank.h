@@ -28,7 +28,8 @@ class ExpertBank {
 
  private:
   int C_ = 0, F_ = 0;
-  const float* x_ = nullptr;
+  const float* x_ = nullptr;  // may be null when no rows were routed here
+  bool have_forward_ = false;
   std::vector<int> offsets_, expert_of_;  // [E+1], [S]
   std::vector<float> h_, a_;              // [S,F] pre- and post-GeLU
   std::vector<float> da_, dh_;            // backward scratch [S,F]

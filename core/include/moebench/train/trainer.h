@@ -39,6 +39,7 @@ struct TrainSummary {
   std::string last_checkpoint;
 };
 
+// Called on every rank (a CLI prints on rank 0 only).
 struct TrainCallbacks {
   std::function<void(const StepStats&)> on_step;
   std::function<void(const EvalStats&)> on_eval;

@@ -1,0 +1,88 @@
+// ctest-labels: mpi slow
+// Failure handling of a multi-rank `moebench run` (4 local ranks started through mpirun):
+// an exception on one rank, or a rank killed with SIGKILL, ends every rank within 10 s with
+// a non-zero exit and the failing rank's message; nothing hangs.
+#include <QtTest>
+
+#include <QDir>
+#include <QElapsedTimer>
+#include <QProcess>
+
+#include <csignal>
+
+#include "test_support.h"
+
+using namespace Qt::StringLiterals;
+
+namespace {
+QStringList run_args(const QString& out, int steps) {
+  return {u"run"_s, QString::fromUtf8(moebench::test::tiny_config_path()), u"--ranks"_s, u"4"_s,
+          u"--set"_s, u"cluster.nodes=2"_s, u"--set"_s, u"train.batch_size=8"_s, u"--set"_s,
+          u"train.eval_every=0"_s, u"--steps"_s, QString::number(steps), u"--out"_s, out};
+}
+
+// Child processes of pid (the ranks under mpirun).
+QList<int> children_of(qint64 pid) {
+  QList<int> out;
+  for (const QString& entry : QDir(u"/proc"_s).entryList(QDir::Dirs)) {
+    bool ok = false;
+    const int p = entry.toInt(&ok);
+    if (!ok) continue;
+    QFile stat(u"/proc/%1/stat"_s.arg(p));
+    if (!stat.open(QIODevice::ReadOnly)) continue;
+    const QString s = QString::fromUtf8(stat.readAll());
+    const QStringList f = s.mid(s.lastIndexOf(u')') + 2).split(u' ');
+    if (f.size() > 1 && f[1].toLongLong() == pid) out << p;
+  }
+  return out;
+}
+}  // namespace
+
+class TestFaults : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void exception_on_one_rank_ends_the_job() {
+    QTemporaryDir dir;
+    QProcess p;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert(u"MOEBENCH_FAULT"_s, u"1:2"_s);
+    p.setProcessEnvironment(env);
+    QElapsedTimer timer;
+    timer.start();
+    p.start(QStringLiteral(MOEBENCH_CLI), run_args(dir.path(), 200));
+    QVERIFY2(p.waitForFinished(30000), "the job hung after a rank failed");
+    QVERIFY2(timer.elapsed() < 10000, qPrintable(u"took %1 ms"_s.arg(timer.elapsed())));
+    const QString err = QString::fromUtf8(p.readAllStandardError());
+    QVERIFY(p.exitCode() != 0 || p.exitStatus() != QProcess::NormalExit);
+    QVERIFY2(err.contains(u"rank 1 of 4 failed: fault injected by MOEBENCH_FAULT at step 2"_s), qPrintable(err));
+  }
+
+  void killed_rank_ends_the_job() {
+    QTemporaryDir dir;
+    QProcess p;
+    p.start(QStringLiteral(MOEBENCH_CLI), run_args(dir.path(), 1000000));  // runs until killed
+    QString out;
+    QElapsedTimer wait;
+    wait.start();
+    while (!out.contains(u"3/1000000 |"_s) && wait.elapsed() < 60000) {
+      p.waitForReadyRead(1000);
+      out += QString::fromUtf8(p.readAllStandardOutput());
+    }
+    QVERIFY2(out.contains(u"3/1000000 |"_s), qPrintable(out + QString::fromUtf8(p.readAllStandardError())));
+    const QList<int> ranks = children_of(p.processId());
+    QVERIFY2(ranks.size() == 4, qPrintable(u"found %1 rank processes"_s.arg(ranks.size())));
+    QElapsedTimer timer;
+    timer.start();
+    ::kill(ranks[2], SIGKILL);
+    if (!p.waitForFinished(30000)) {
+      p.kill();
+      QFAIL("the job hung after a rank was killed");
+    }
+    QVERIFY2(timer.elapsed() < 10000, qPrintable(u"took %1 ms"_s.arg(timer.elapsed())));
+    QVERIFY(p.exitCode() != 0 || p.exitStatus() != QProcess::NormalExit);
+  }
+};
+
+QTEST_APPLESS_MAIN(TestFaults)
+#include "tst_faults.moc"

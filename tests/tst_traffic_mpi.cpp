@@ -1,0 +1,119 @@
+// ctest-labels: mpi np=4
+// TrafficMeter against the exact byte counts the routing implies, for one MoE layer forward
+// + backward on 4 ranks (2 virtual nodes x 2) with expert_centric and hier_a2a:
+//   expert_centric  to peer d: 2 x (rows me->d + rows d->me) x C x 4 bytes (dispatch and
+//                   combine, forward and backward), plus the ring all-gather of the slot
+//                   counts ((P-1) x E x 8 bytes to the right neighbour);
+//   hier_a2a        phase 1 to the node peer with local index l: the rows bound for local
+//                   index l on any node; phase 2 to the peer with my local index on node n:
+//                   the rows of my whole node bound for it (same for the return trip with the
+//                   transposed matrix), plus the same all-gather.
+#include <QtTest>
+
+#include <mpi.h>
+
+#include "moebench/dist/mpi_communicator.h"
+#include "moebench/dist/traffic_meter.h"
+#include "moebench/moe/moe_layer.h"
+#include "mpi_test_main.h"
+#include "test_support.h"
+
+using namespace moebench;
+
+namespace {
+constexpr int P = 4, E = 8, L = E / P, C = 6, F = 8, N = 10, K = 2;
+
+// Bytes one transfer sends from `me` to each peer, given the row matrix R[s][d].
+std::vector<uint64_t> transfer_bytes(const std::string& strategy, const std::vector<long>& R, int me,
+                                     const Topology& topo) {
+  std::vector<uint64_t> out(P, 0);
+  auto rows = [&](int s, int d) { return (uint64_t)R[(size_t)s * P + d]; };
+  if (strategy == "expert_centric") {
+    for (int d = 0; d < P; ++d)
+      if (d != me) out[d] = rows(me, d) * C * 4;
+    return out;
+  }
+  const int n = topo.node_of(me), l = topo.local_index(me);
+  for (int l2 = 0; l2 < topo.devices_per_node(); ++l2) {  // phase 1
+    if (l2 == l) continue;
+    for (int n2 = 0; n2 < topo.nodes(); ++n2) out[topo.rank_at(n, l2)] += rows(me, topo.rank_at(n2, l2)) * C * 4;
+  }
+  for (int n2 = 0; n2 < topo.nodes(); ++n2) {  // phase 2
+    if (n2 == n) continue;
+    for (int q = 0; q < topo.devices_per_node(); ++q)
+      out[topo.rank_at(n2, l)] += rows(topo.rank_at(n, q), topo.rank_at(n2, l)) * C * 4;
+  }
+  return out;
+}
+}  // namespace
+
+class TestTrafficMpi : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void meter_equals_routing_formula_data() {
+    QTest::addColumn<QString>("strategy");
+    QTest::newRow("expert_centric") << "expert_centric";
+    QTest::newRow("hier_a2a") << "hier_a2a";
+  }
+  void meter_equals_routing_formula() {
+    QFETCH(QString, strategy);
+    auto world = MpiCommunicator::world();
+    QCOMPARE(world->size(), P);
+    const int me = world->rank();
+    const Topology topo = Topology::virtual_blocks(2, 2);
+    TrafficMeter meter(me, topo);
+
+    // Rank-dependent tokens, shared router, this rank's two experts.
+    std::vector<float> x = test::random_vector((size_t)N * C, 100 + me);
+    std::vector<float> router = test::random_vector((size_t)E * C, 7);
+    std::vector<float> w = test::random_vector((size_t)L * (2 * F * C + F + C), 50 + me, 0.3f);
+    std::vector<float> g(w.size(), 0.0f);
+    MoeContext ctx;
+    ctx.ep = world.get();
+    ctx.topology = &topo;
+    ctx.experts = E;
+    ctx.C = C;
+    ctx.F = F;
+    ctx.first_local = me * L;
+    for (int j = 0; j < L; ++j) {
+      float* p = w.data() + (size_t)j * (2 * F * C + F + C);
+      float* q = g.data() + (size_t)j * (2 * F * C + F + C);
+      ctx.local.push_back({p, p + F * C, p + F * C + F, p + 2 * F * C + F});
+      ctx.local_grads.push_back({q, q + F * C, q + F * C + F, q + 2 * F * C + F});
+    }
+    MoeLayer layer;
+    layer.set_strategy(make_strategy(strategy.toStdString()), ctx);
+    world->set_traffic_meter(&meter);
+    std::vector<float> out((size_t)N * C), dx((size_t)N * C, 0.0f), drouter((size_t)E * C, 0.0f);
+    const MoeLayerShape shape{N, C, F, E, K, 0.0f, true};
+    layer.forward(out.data(), x.data(), router.data(), {}, shape);
+    layer.backward(dx.data(), drouter.data(), {}, out.data(), 0.01f, x.data(), router.data(), {});
+    world->set_traffic_meter(nullptr);
+
+    // Rows s -> d from every rank's routing (gathered outside the meter).
+    std::vector<int> mine(layer.routing().counts.begin(), layer.routing().counts.end()), all(P * E);
+    MPI_Allgather(mine.data(), E, MPI_INT, all.data(), E, MPI_INT, MPI_COMM_WORLD);
+    std::vector<long> R((size_t)P * P, 0), RT((size_t)P * P, 0);
+    for (int s = 0; s < P; ++s)
+      for (int e = 0; e < E; ++e) R[(size_t)s * P + e / L] += all[(size_t)s * E + e];
+    for (int s = 0; s < P; ++s)
+      for (int d = 0; d < P; ++d) RT[(size_t)d * P + s] = R[(size_t)s * P + d];
+    const auto out_bytes = transfer_bytes(strategy.toStdString(), R, me, topo);
+    const auto back_bytes = transfer_bytes(strategy.toStdString(), RT, me, topo);
+    uint64_t intra = 0, inter = 0;
+    for (int p = 0; p < P; ++p) {
+      uint64_t expected = 2 * (out_bytes[p] + back_bytes[p]);
+      if (p == (me + 1) % P) expected += (uint64_t)(P - 1) * E * 8;  // counts all-gather (ring)
+      QVERIFY2(meter.bytes_to(p) == expected,
+               qPrintable(QString("rank %1 -> %2: meter %3, routing implies %4")
+                              .arg(me).arg(p).arg(meter.bytes_to(p)).arg(expected)));
+      (topo.link(me, p) == LinkClass::intra_node ? intra : inter) += p == me ? 0 : expected;
+    }
+    QCOMPARE(meter.bytes(LinkClass::intra_node), intra);
+    QCOMPARE(meter.bytes(LinkClass::inter_node), inter);
+  }
+};
+
+MOEBENCH_MPI_TEST_MAIN(TestTrafficMpi)
+#include "tst_traffic_mpi.moc"
