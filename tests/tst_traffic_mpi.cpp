@@ -1,6 +1,7 @@
 // ctest-labels: mpi np=4
 // TrafficMeter against the exact byte counts the routing implies, for one MoE layer forward
-// + backward on 4 ranks (2 virtual nodes x 2) with expert_centric and hier_a2a:
+// + backward on the launched ranks (CTest: 4 = 2 virtual nodes x 2; any even count works)
+// with expert_centric and hier_a2a:
 //   expert_centric  to peer d: 2 x (rows me->d + rows d->me) x C x 4 bytes (dispatch and
 //                   combine, forward and backward), plus the ring all-gather of the slot
 //                   counts ((P-1) x E x 8 bytes to the right neighbour);
@@ -21,11 +22,12 @@
 using namespace moebench;
 
 namespace {
-constexpr int P = 4, E = 8, L = E / P, C = 6, F = 8, N = 10, K = 2;
+constexpr int L = 2, C = 6, F = 8, N = 10, K = 2;  // L experts per rank
 
 // Bytes one transfer sends from `me` to each peer, given the row matrix R[s][d].
 std::vector<uint64_t> transfer_bytes(const std::string& strategy, const std::vector<long>& R, int me,
                                      const Topology& topo) {
+  const int P = topo.world_size();
   std::vector<uint64_t> out(P, 0);
   auto rows = [&](int s, int d) { return (uint64_t)R[(size_t)s * P + d]; };
   if (strategy == "expert_centric") {
@@ -59,9 +61,10 @@ class TestTrafficMpi : public QObject {
   void meter_equals_routing_formula() {
     QFETCH(QString, strategy);
     auto world = MpiCommunicator::world();
-    QCOMPARE(world->size(), P);
+    const int P = world->size(), E = L * P;
+    if (P % 2 != 0) QSKIP("needs an even number of ranks (2 virtual nodes)");
     const int me = world->rank();
-    const Topology topo = Topology::virtual_blocks(2, 2);
+    const Topology topo = Topology::virtual_blocks(2, P / 2);
     TrafficMeter meter(me, topo);
 
     // Rank-dependent tokens, shared router, this rank's two experts.
