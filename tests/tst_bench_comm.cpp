@@ -1,4 +1,4 @@
-// ctest-labels: unit
+// ctest-labels: unit mpi
 // `moebench bench comm` through the built CLI: nccl-tests columns, one row per size, exact
 // correctness (#wrong 0) over 2 MPI ranks, JSON output, and exit code 2 on bad flags.
 // (Speed itself is never judged here.)

@@ -20,6 +20,7 @@
 #include "moebench/dist/topology.h"
 #include "moebench/dist/traffic_meter.h"
 #include "test_support.h"
+#include "mpi_test_main.h"
 
 using namespace moebench;
 using moebench::test::error_message;
@@ -629,19 +630,6 @@ class TestCommMpi : public QObject {
   }
 };
 
-int main(int argc, char** argv) {
-  moebench::MpiRuntime mpi(&argc, &argv);
-  int rc = 0;
-  {
-    TestCommMpi t;
-    std::vector<char*> args(argv, argv + argc);
-    char silent[] = "-silent";
-    if (MpiRuntime::world_rank() != 0) args.push_back(silent);
-    rc = QTest::qExec(&t, (int)args.size(), args.data());
-  }  // communicators are freed before MPI_Finalize
-  int all = 0;
-  MPI_Allreduce(&rc, &all, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  return all;
-}
+MOEBENCH_MPI_TEST_MAIN(TestCommMpi)
 
 #include "tst_comm_mpi.moc"

@@ -30,6 +30,7 @@
 #include "moebench/dist/topology.h"
 #include "moebench/dist/traffic_meter.h"
 #endif
+#include "mpi_test_main.h"
 
 using namespace moebench;
 
@@ -380,16 +381,6 @@ class TestCommNccl : public QObject {
   }
 };
 
-int main(int argc, char** argv) {
-  moebench::MpiRuntime mpi(&argc, &argv);
-  int rc = 0;
-  {
-    TestCommNccl t;
-    rc = QTest::qExec(&t, argc, argv);
-  }
-  int all = 0;
-  MPI_Allreduce(&rc, &all, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  return all;
-}
+MOEBENCH_MPI_TEST_MAIN(TestCommNccl)
 
 #include "tst_comm_nccl.moc"

@@ -11,6 +11,7 @@
 #include "moebench/dist/mpi_communicator.h"
 #include "moebench/dist/process_groups.h"
 #include "test_support.h"
+#include "mpi_test_main.h"
 
 using namespace moebench;
 using namespace Qt::StringLiterals;
@@ -125,12 +126,5 @@ class TestGroupsMpi : public QObject {
   }
 };
 
-int main(int argc, char** argv) {
-  moebench::MpiRuntime mpi(&argc, &argv);
-  TestGroupsMpi t;
-  int rc = QTest::qExec(&t, argc, argv);
-  int all = 0;
-  MPI_Allreduce(&rc, &all, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  return all;
-}
+MOEBENCH_MPI_TEST_MAIN(TestGroupsMpi)
 #include "tst_groups_mpi.moc"

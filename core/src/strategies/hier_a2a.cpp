@@ -135,7 +135,7 @@ class HierA2a : public TokenExchange {
       for (int q = 0; q < p; ++q) {
         const int s = grid_.at[n][q];
         const size_t len = (size_t)R(s, me) * C;
-        std::memcpy(recv + recv_off[s] * C, mid_.data() + off, len * sizeof(float));
+        if (len) std::memcpy(recv + recv_off[s] * C, mid_.data() + off, len * sizeof(float));
         off += len;
       }
     }

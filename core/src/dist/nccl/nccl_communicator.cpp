@@ -46,16 +46,6 @@ ncclRedOp_t to_nccl(ReduceOp op) {
   throw std::invalid_argument("NcclCommunicator: unknown reduce op");
 }
 
-size_t elem_size(DType t) {
-  switch (t) {
-    case DType::f32: return 4;
-    case DType::f64: return 8;
-    case DType::i32: return 4;
-    case DType::i64: return 8;
-    case DType::u8: return 1;
-  }
-  throw std::invalid_argument("NcclCommunicator: unknown dtype");
-}
 
 // Makes `device` current for the scope and restores the caller's device afterwards.
 class DeviceGuard {
@@ -308,7 +298,7 @@ RequestPtr NcclCommunicator::queue_p2p(bool is_send, void* buf, size_t count, DT
                             std::to_string(impl_->size));
   auto slot = std::make_shared<Slot>();
   impl_->pending.push_back({is_send, buf, count, type, peer, slot});
-  if (is_send && peer != impl_->rank && count > 0) count_send(peer, count * elem_size(type));
+  if (is_send && peer != impl_->rank && count > 0) count_send(peer, count * dtype_size(type));
   return std::make_unique<NcclRequest>(impl_.get(), std::move(slot));
 }
 
@@ -339,7 +329,7 @@ void NcclCommunicator::enqueue_all_reduce(void* data, size_t count, DType type, 
              "ncclAllReduce");
   const int P = impl_->size;
   if (P > 1) {
-    uint64_t bytes = static_cast<uint64_t>(count) * elem_size(type);
+    uint64_t bytes = static_cast<uint64_t>(count) * dtype_size(type);
     count_send((impl_->rank + 1) % P, 2 * static_cast<uint64_t>(P - 1) * bytes / P);
   }
 }
@@ -351,7 +341,7 @@ void NcclCommunicator::enqueue_all_gather(const void* send, void* recv, size_t c
   check_nccl(ncclAllGather(send, recv, count, to_nccl(type), impl_->comm, impl_->stream),
              "ncclAllGather");
   const int P = impl_->size;
-  if (P > 1) count_send((impl_->rank + 1) % P, static_cast<uint64_t>(P - 1) * count * elem_size(type));
+  if (P > 1) count_send((impl_->rank + 1) % P, static_cast<uint64_t>(P - 1) * count * dtype_size(type));
 }
 
 void NcclCommunicator::enqueue_all_to_all_v(const void* send, const size_t* send_counts,
@@ -361,7 +351,7 @@ void NcclCommunicator::enqueue_all_to_all_v(const void* send, const size_t* send
   impl_->flush_p2p();
   const int P = impl_->size;
   const int me = impl_->rank;
-  const size_t es = elem_size(type);
+  const size_t es = dtype_size(type);
   const ncclDataType_t nt = to_nccl(type);
   const char* sbase = static_cast<const char*>(send);
   char* rbase = static_cast<char*>(recv);
@@ -404,7 +394,7 @@ void NcclCommunicator::enqueue_broadcast(void* data, size_t count, DType type, i
   check_nccl(ncclBroadcast(data, data, count, to_nccl(type), root, impl_->comm, impl_->stream),
              "ncclBroadcast");
   const int next = (impl_->rank + 1) % P;
-  if (P > 1 && next != root) count_send(next, static_cast<uint64_t>(count) * elem_size(type));
+  if (P > 1 && next != root) count_send(next, static_cast<uint64_t>(count) * dtype_size(type));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -430,7 +420,7 @@ void NcclCommunicator::reduce_scatter(const void* send, void* recv, size_t count
                "ncclReduceScatter");
     const int P = impl_->size;
     if (P > 1)
-      count_send((impl_->rank + 1) % P, static_cast<uint64_t>(P - 1) * count * elem_size(type));
+      count_send((impl_->rank + 1) % P, static_cast<uint64_t>(P - 1) * count * dtype_size(type));
   }
   impl_->sync_stream();
 }
