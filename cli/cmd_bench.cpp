@@ -11,6 +11,7 @@ void add_bench_command(CLI::App& app, Action& action) {
   bench->require_subcommand(1);
   add_bench_gemm(*bench, action);
   add_bench_moe_layer(*bench, action);
+  add_bench_recording(*bench, action);
   add_bench_comm(*bench, action);
 }
 

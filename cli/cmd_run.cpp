@@ -4,31 +4,65 @@
 // run.ranks > 1 outside an MPI launch it starts the ranks itself through mpirun; under
 // mpirun / srun every rank trains its share and rank 0 prints. A rank that fails prints its
 // message and brings the whole job down (MPI_Abort), so nothing hangs.
+#include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <atomic>
+#include <csignal>
 
 #include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "commands.h"
 #include "moebench/config/config_loader.h"
 #include "moebench/dist/mpi_communicator.h"
 #include "moebench/train/distributed.h"
+#include "moebench/train/run_recorder.h"
 #include "moebench/train/trainer.h"
 
 namespace moebench::cli {
 namespace {
 
 struct RunOptions {
-  std::string config, out, resume;
+  std::string config, out, resume, db, experiment;
   std::vector<std::string> sets;
   int steps = 0, stop_at = -1, ranks = 0;
 };
 
-// Re-executes this command under `mpirun -np ranks`; returns only on failure.
+// The rank processes of a local launch: the children of the mpirun process.
+std::vector<pid_t> children_of(pid_t parent) {
+  std::vector<pid_t> out;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    const auto close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 2));
+    char state;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    if (ppid == parent) out.push_back((pid_t)std::stoi(name));
+  }
+  return out;
+}
+
+std::atomic<bool> g_forward{false};
+extern "C" void note_signal(int) { g_forward = true; }
+
+// Runs this command under `mpirun -np ranks` and waits for it. mpirun gets its own process
+// group, so Ctrl-C reaches only this process, which forwards SIGTERM to the ranks: each
+// finishes its step, checkpoints and marks the run KILLED (mpirun on its own would stop
+// reading the ranks' output and leave them blocked until it kills them).
 int launch_local_ranks(int ranks) {
   std::vector<std::string> args = {"mpirun", "-np", std::to_string(ranks), "--bind-to", "none"};
   if ((unsigned)ranks > std::thread::hardware_concurrency()) args.push_back("--oversubscribe");
@@ -45,10 +79,35 @@ int launch_local_ranks(int ranks) {
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   std::fflush(stdout);
-  execvp("mpirun", argv.data());
-  std::fprintf(stderr, "moebench: cannot start mpirun for %d ranks (%s): install openmpi-bin "
-               "(scripts/install-deps.sh) or launch with mpirun/srun yourself\n", ranks, std::strerror(errno));
-  return 1;
+  std::fflush(stderr);
+  const pid_t child = fork();
+  if (child < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
+  if (child == 0) {
+    setpgid(0, 0);
+    execvp("mpirun", argv.data());
+    std::fprintf(stderr, "moebench: cannot start mpirun for %d ranks (%s): install openmpi-bin "
+                 "(scripts/install-deps.sh) or launch with mpirun/srun yourself\n", ranks, std::strerror(errno));
+    _exit(1);
+  }
+  struct sigaction sa {};
+  sa.sa_handler = note_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  bool forwarded = false;
+  int status = 0;
+  for (;;) {
+    const pid_t r = waitpid(child, &status, 0);
+    if (r == child) break;
+    if (r < 0 && errno != EINTR) throw std::runtime_error("waitpid on mpirun failed");
+    if (g_forward && !forwarded) {
+      forwarded = true;
+      std::fprintf(stderr, "moebench: stopping the %d ranks after their current step\n", ranks);
+      for (pid_t rank : children_of(child)) kill(rank, SIGTERM);
+    }
+  }
+  if (forwarded) return 130;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 void print_step(const Config& cfg, const StepStats& s, bool distributed) {
@@ -62,7 +121,30 @@ void print_step(const Config& cfg, const StepStats& s, bool distributed) {
   std::fflush(stdout);
 }
 
+// SIGINT / SIGTERM: finish the current step on every rank, checkpoint, mark the run KILLED.
+// During a job shutdown mpirun stops reading the ranks' output: a rank blocked writing a
+// progress line would never reach the stop, so the handler also makes stdout/stderr
+// non-blocking (and is installed without SA_RESTART): unread lines are dropped instead.
+std::atomic<bool> g_stop{false};
+extern "C" void request_stop(int) {
+  g_stop = true;
+  for (int fd : {STDOUT_FILENO, STDERR_FILENO}) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
+
+void install_stop_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = request_stop;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;  // no SA_RESTART: a blocked write returns
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  // When mpirun shuts a job down it closes the ranks' output pipes: a progress line must not
+  // kill rank 0 (SIGPIPE) before it has marked the run.
+  std::signal(SIGPIPE, SIG_IGN);
+}
+
 int train(const RunOptions& o, const Config& cfg, Communicator* world) {
+  install_stop_handlers();
   const std::string out_dir = o.out.empty() ? cfg.run.out_dir + "/" + cfg.run.name : o.out;
   if (!world || world->rank() == 0) std::filesystem::create_directories(out_dir);
   Trainer trainer(cfg, out_dir, world);
@@ -83,29 +165,52 @@ int train(const RunOptions& o, const Config& cfg, Communicator* world) {
     const long at = trainer.resume(o.resume);
     if (main) std::printf("resumed at step %ld from %s\n", at, o.resume.c_str());
   }
-  TrainCallbacks cb;
   const bool distributed = trainer.distributed() != nullptr;
+  std::unique_ptr<RunRecorder> recorder;
+  if (cfg.store.enabled) {
+    trainer.set_recording(true, cfg.store.spans_every);
+    if (main) {
+      recorder = std::make_unique<RunRecorder>(cfg, trainer.topology_description(),
+                                               distributed ? &trainer.distributed()->topology() : nullptr,
+                                               world ? world->size() : 1);
+      std::printf("recording run %s (%s) in %s, experiment %s\n", recorder->run().uuid.substr(0, 8).c_str(),
+                  recorder->run().name.c_str(), cfg.store.db.c_str(), cfg.store.experiment.c_str());
+    }
+  }
+  trainer.set_stop_flag(&g_stop);
+  TrainCallbacks cb;
   cb.on_step = [&](const StepStats& s) {
-    if (main) print_step(cfg, s, distributed);
+    if (!main) return;
+    if (recorder) recorder->on_step(s);  // committed before it is shown
+    print_step(cfg, s, distributed);
   };
   cb.on_eval = [&](const EvalStats& e) {
     if (!main) return;
     std::printf("eval after step %ld | val loss %.4f\n", e.step, e.loss);
     std::fflush(stdout);
+    if (recorder) recorder->on_eval(e);
   };
   const TrainSummary s = trainer.run(o.stop_at, cb);
+  if (recorder) recorder->finish(s.interrupted ? RunStatus::killed : RunStatus::finished);
+  if (main && s.interrupted) {
+    std::printf("stopped by signal after %ld steps: run marked KILLED, checkpoint %s\n", s.steps_done,
+                s.last_checkpoint.c_str());
+    return 130;
+  }
   if (main)
     std::printf("done: %ld steps in %.1f s | %.0f tok/s | final train loss %.4f | val loss %.4f | "
                 "checkpoint %s\n",
                 s.steps_done, s.seconds, s.tokens_per_s, s.final_train_loss, s.final_eval_loss,
                 s.last_checkpoint.c_str());
-  return 0;
+  return s.interrupted ? 130 : 0;
 }
 
 int run_training(const RunOptions& o) {
   std::vector<std::string> sets = o.sets;
   if (o.steps > 0) sets.push_back("train.steps=" + std::to_string(o.steps));
   if (o.ranks > 0) sets.push_back("run.ranks=" + std::to_string(o.ranks));
+  if (!o.db.empty()) sets.push_back("store.db=" + o.db);
+  if (!o.experiment.empty()) sets.push_back("store.experiment=" + o.experiment);
   const Config cfg = load_config(o.config, sets);
   const bool launched = MpiRuntime::under_mpi_launcher();
   if (!launched && cfg.run.ranks > 1) return launch_local_ranks(cfg.run.ranks);
@@ -133,6 +238,8 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_option("--steps", o->steps, "Train this many steps (sets train.steps)")->check(positive());
   cmd->add_option("--ranks", o->ranks, "Local ranks to start through mpirun (sets run.ranks)")->check(positive());
   cmd->add_option("--out", o->out, "Output directory (default: <run.out_dir>/<run.name>)");
+  cmd->add_option("--db", o->db, "Run database (sets store.db; default runs.db)");
+  cmd->add_option("--experiment", o->experiment, "Experiment name (sets store.experiment)");
   cmd->add_option("--resume", o->resume, "Continue from a checkpoint directory or a run directory");
   cmd->add_option("--stop-at", o->stop_at,
                   "Stop after this step; the LR schedule still spans train.steps (for interrupting)")

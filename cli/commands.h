@@ -25,7 +25,11 @@ const std::vector<std::string>& program_args();
 int launcher_rank();
 
 void add_run_command(CLI::App& app, Action& action);
+void add_ablate_command(CLI::App& app, Action& action);
 void add_validate_command(CLI::App& app, Action& action);
 void add_bench_command(CLI::App& app, Action& action);
+void add_runs_command(CLI::App& app, Action& action);
+void add_trace_command(CLI::App& app, Action& action);
+void add_export_command(CLI::App& app, Action& action);
 
 }  // namespace moebench::cli

@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "moebench/config/config_loader.h"
+#include "moebench/store/run_store.h"
 
 namespace {
 // libgomp reads OMP_WAIT_POLICY once, when it loads. Its default spin-waiting fights
@@ -29,8 +30,12 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   moebench::cli::Action action;
   moebench::cli::add_run_command(app, action);
+  moebench::cli::add_ablate_command(app, action);
   moebench::cli::add_validate_command(app, action);
   moebench::cli::add_bench_command(app, action);
+  moebench::cli::add_runs_command(app, action);
+  moebench::cli::add_trace_command(app, action);
+  moebench::cli::add_export_command(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -42,6 +47,10 @@ int main(int argc, char** argv) {
   } catch (const moebench::ConfigError& e) {
     if (moebench::cli::launcher_rank() <= 0) std::fprintf(stderr, "moebench: config error:\n%s\n", e.what());
     return 2;
+  } catch (const moebench::StoreError& e) {
+    // The run store's messages name the file: "moebench: runs.db: does not exist".
+    std::fprintf(stderr, "moebench: %s\n", e.what());
+    return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "moebench: error: %s\n", e.what());
     return 1;

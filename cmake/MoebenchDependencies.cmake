@@ -5,6 +5,7 @@ find_package(tomlplusplus 3 REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)
 find_package(CLI11 2 REQUIRED)
 find_package(MPI REQUIRED COMPONENTS C)
+find_package(SQLite3 REQUIRED)
 
 # OpenBLAS through its CBLAS interface. Debian ships the pthread build under an
 # include sub-folder; prefer it so cblas.h and openblas_set_num_threads match.

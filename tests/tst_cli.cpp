@@ -28,7 +28,8 @@ QString write(const QTemporaryDir& dir, const QString& name, const QByteArray& t
 }
 // The shared tiny config (tests/data/tiny.toml), run for 3 steps without intermediate evals.
 const QString kTiny = QString::fromUtf8(moebench::test::tiny_config_path());
-const QStringList kShort = {u"--set"_s, u"train.steps=3"_s, u"--set"_s, u"train.eval_every=0"_s};
+const QStringList kShort = {u"--set"_s, u"train.steps=3"_s, u"--set"_s, u"train.eval_every=0"_s, u"--set"_s,
+                            u"store.enabled=false"_s};
 }  // namespace
 
 class TestCli : public QObject {
@@ -95,7 +96,8 @@ class TestCli : public QObject {
     QVERIFY2(r.err.contains(u"no checkpoint"_s), qPrintable(r.err));
     QByteArray bad(2048, '\0');  // a .bin whose magic is 0
     const QString bin = write(dir, u"bad.bin"_s, bad);
-    r = run_cli({u"run"_s, cfg, u"--set"_s, u"data.source=bin"_s, u"--set"_s, u"data.path="_s + bin});
+    r = run_cli({u"run"_s, cfg, u"--set"_s, u"data.source=bin"_s, u"--set"_s, u"data.path="_s + bin, u"--set"_s,
+                 u"store.enabled=false"_s});
     QCOMPARE(r.code, 1);
     QVERIFY2(r.err.contains(u"bad.bin"_s) && r.err.contains(u"magic"_s), qPrintable(r.err));
   }

@@ -368,7 +368,8 @@ class TestConfig : public QObject {
         "languages = 3\ncorpus_tokens = 5000\nbranching = 2\n"
         "[train]\nsteps = 7\nbatch_size = 3\nlr = 0.0007\nmin_lr_ratio = 0.2\nwarmup_steps = 3\n"
         "weight_decay = 0.05\nbeta1 = 0.8\nbeta2 = 0.99\neps = 1e-7\ngrad_clip = 0.5\neval_every = 2\n"
-        "eval_batches = 1\ncheckpoint_every = 5\n";
+        "eval_batches = 1\ncheckpoint_every = 5\n"
+        "[store]\nenabled = false\ndb = \"other.db\"\nexperiment = \"abl\"\nspans_every = 10\n";
     Config c1;
     try {
       c1 = parse_config(text, "full.toml", {}, base());
@@ -413,7 +414,7 @@ class TestConfig : public QObject {
     QCOMPARE(QString::fromStdString(j.dump()).left(12), QString("{\"cluster\":{"));
     std::vector<std::string> sections;
     for (auto it = j.begin(); it != j.end(); ++it) sections.push_back(it.key());
-    QCOMPARE(sections, (std::vector<std::string>{"cluster", "data", "model", "moe", "parallel", "run", "strategy", "train"}));
+    QCOMPARE(sections, (std::vector<std::string>{"cluster", "data", "model", "moe", "parallel", "run", "store", "strategy", "train"}));
     QCOMPARE(j["train"]["lr"].dump(), std::string("0.003"));  // shortest float text, not 0.0030000000
     QCOMPARE(j["moe"]["experts"].dump(), std::string("[4,4]"));
     QVERIFY(!j.contains("source_file"));

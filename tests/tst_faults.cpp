@@ -18,7 +18,8 @@ namespace {
 QStringList run_args(const QString& out, int steps) {
   return {u"run"_s, QString::fromUtf8(moebench::test::tiny_config_path()), u"--ranks"_s, u"4"_s,
           u"--set"_s, u"cluster.nodes=2"_s, u"--set"_s, u"train.batch_size=8"_s, u"--set"_s,
-          u"train.eval_every=0"_s, u"--steps"_s, QString::number(steps), u"--out"_s, out};
+          u"train.eval_every=0"_s, u"--steps"_s, QString::number(steps), u"--out"_s, out,
+          u"--db"_s, out + u"/runs.db"_s};
 }
 
 // Child processes of pid (the ranks under mpirun).

@@ -70,6 +70,11 @@ const std::vector<FieldDef>& fields() {
       MB_FIELD(train, eval_every, Int, "eval on the held-out split every N steps; 0 = at end"),
       MB_FIELD(train, eval_batches, Int, "batches per evaluation"),
       MB_FIELD(train, checkpoint_every, Int, "checkpoint every N steps; 0 = only at the end"),
+
+      MB_FIELD(store, enabled, Bool, "record the run (metrics, spans, traffic, routing) in the run store"),
+      MB_FIELD(store, db, String, "SQLite run database (relative: to the current directory)"),
+      MB_FIELD(store, experiment, String, "experiment the run belongs to"),
+      MB_FIELD(store, spans_every, Int, "record spans every k-th step (1 = every step)"),
   };
   return table;
 }
@@ -77,7 +82,7 @@ const std::vector<FieldDef>& fields() {
 #undef MB_FIELD
 
 const std::vector<std::string>& section_names() {
-  static const std::vector<std::string> names = {"run", "cluster", "model", "parallel", "moe", "strategy", "data", "train"};
+  static const std::vector<std::string> names = {"run", "cluster", "model", "parallel", "moe", "strategy", "data", "train", "store"};
   return names;
 }
 

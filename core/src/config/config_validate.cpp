@@ -98,6 +98,9 @@ void Checker::check_run() {
 // launched world size (e.g. under mpirun -np N) are checked again when the run starts.
 void Checker::check_parallel() {
   at_least("run.ranks", c_.run.ranks, 1);
+  at_least("store.spans_every", c_.store.spans_every, 1);
+  if (ok({"store.db"}) && c_.store.db.empty()) fail("store.db", "must not be empty");
+  if (ok({"store.experiment"}) && c_.store.experiment.empty()) fail("store.experiment", "must not be empty");
   at_least("cluster.nodes", c_.cluster.nodes, 1);
   at_least("cluster.devices_per_node", c_.cluster.devices_per_node, 0, " (0 = ranks / nodes)");
   at_least("parallel.ep", c_.parallel.ep, 0, " (0 = all data-parallel ranks)");

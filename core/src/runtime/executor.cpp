@@ -269,3 +269,13 @@ void Executor::record(Span span) {
 }
 
 }  // namespace moebench
+
+namespace moebench {
+
+void Executor::add_span(Span span) {
+  span.rank = rank_;
+  span.step = step_.load();
+  record(std::move(span));
+}
+
+}  // namespace moebench

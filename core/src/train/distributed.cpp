@@ -98,7 +98,11 @@ void Distributed::attach(MoeGpt& model, const std::string& strategy) {
 
 double Distributed::finish_gradients(MoeGpt& model) {
   const auto t0 = std::chrono::steady_clock::now();
-  executor_.synchronize();
+  Task wait;
+  wait.name = "grad.wait";
+  wait.category = TaskCategory::comm;
+  wait.action = [this] { executor_.synchronize(); };
+  executor_.run_inline(wait, "compute.comm");
   pending_.clear();
   executor_.clear_events();
   const double waited = seconds_since(t0);
@@ -133,6 +137,32 @@ double Distributed::clip_gradients(MoeGpt& model, float max_norm) {
 double Distributed::dp_mean(double v) {
   groups_->dp().all_reduce(&v, 1, DType::f64);
   return v / groups_->dp_size();
+}
+
+bool Distributed::any(bool flag) {
+  int v = flag ? 1 : 0;
+  world_.all_reduce(&v, 1, DType::i32, ReduceOp::max);
+  return v != 0;
+}
+
+std::vector<std::vector<uint8_t>> Distributed::gather_to_root(const std::vector<uint8_t>& mine) {
+  constexpr int kSizeTag = 21, kDataTag = 22;
+  std::vector<std::vector<uint8_t>> all;
+  if (world_.rank() != 0) {
+    const int64_t n = (int64_t)mine.size();
+    world_.send(&n, 1, DType::i64, 0, kSizeTag);
+    if (n > 0) world_.send(mine.data(), mine.size(), DType::u8, 0, kDataTag);
+    return all;
+  }
+  all.resize(world_.size());
+  all[0] = mine;
+  for (int r = 1; r < world_.size(); ++r) {
+    int64_t n = 0;
+    world_.recv(&n, 1, DType::i64, r, kSizeTag);
+    all[r].resize((size_t)n);
+    if (n > 0) world_.recv(all[r].data(), (size_t)n, DType::u8, r, kDataTag);
+  }
+  return all;
 }
 
 void Distributed::save(const std::string& dir, MoeGpt& model, const AdamW& opt, long step,

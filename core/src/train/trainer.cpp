@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 #include <thread>
 
@@ -86,6 +87,121 @@ std::string Trainer::save(const std::string& dir) const {
   return dir;
 }
 
+Executor& Trainer::executor() {
+  if (dist_) return dist_->executor();
+  if (!local_executor_) local_executor_ = std::make_unique<Executor>(0);
+  return *local_executor_;
+}
+
+std::string Trainer::topology_description() const {
+  return dist_ ? dist_->describe() : "1 rank";
+}
+
+bool Trainer::stop_requested() {
+  const bool local = stop_flag_ && stop_flag_->load();
+  return dist_ ? dist_->any(local) : local;
+}
+
+namespace {
+
+// Span and routing serialisation for shipping a step's records to rank 0.
+struct Writer {
+  std::vector<uint8_t> buf;
+  template <class T>
+  void put(const T& v) {
+    const auto* p = reinterpret_cast<const uint8_t*>(&v);
+    buf.insert(buf.end(), p, p + sizeof(T));
+  }
+  void put_str(const std::string& s) {
+    put<uint32_t>((uint32_t)s.size());
+    buf.insert(buf.end(), s.begin(), s.end());
+  }
+};
+struct Reader {
+  const std::vector<uint8_t>& buf;
+  size_t at = 0;
+  template <class T>
+  T get() {
+    if (at + sizeof(T) > buf.size()) throw std::runtime_error("corrupt step records from a rank");
+    T v;
+    std::memcpy(&v, buf.data() + at, sizeof(T));
+    at += sizeof(T);
+    return v;
+  }
+  std::string get_str() {
+    const uint32_t n = get<uint32_t>();
+    if (at + n > buf.size()) throw std::runtime_error("corrupt step records from a rank");
+    std::string s(buf.begin() + (long)at, buf.begin() + (long)(at + n));
+    at += n;
+    return s;
+  }
+};
+
+}  // namespace
+
+StepRecords Trainer::collect_records(const std::vector<Span>& spans, bool with_spans) {
+  StepRecords rec;
+  for (int b = 0; b < cfg_.model.layers; ++b)
+    if (model_->moe_layer(b)) rec.moe_blocks.push_back(b);
+  Writer w;
+  w.put<uint32_t>(with_spans ? (uint32_t)spans.size() : 0);
+  if (with_spans)
+    for (const Span& s : spans) {
+      w.put<int32_t>(s.rank);
+      w.put_str(s.stream);
+      w.put_str(s.name);
+      w.put<int32_t>((int32_t)s.category);
+      w.put<double>(s.start);
+      w.put<double>(s.end);
+      w.put<uint64_t>(s.bytes);
+      w.put<int32_t>(s.peer);
+      w.put<int32_t>(s.layer);
+      w.put<int32_t>(s.expert);
+      w.put<int64_t>(s.step);
+    }
+  const std::vector<uint64_t> traffic = dist_ ? dist_->meter().per_peer() : std::vector<uint64_t>(1, 0);
+  w.put<uint32_t>((uint32_t)traffic.size());
+  for (uint64_t t : traffic) w.put<uint64_t>(t);
+  for (int b : rec.moe_blocks) {
+    const std::vector<int>& counts = model_->moe_layer(b)->routing().counts;
+    w.put<uint32_t>((uint32_t)counts.size());
+    for (int c : counts) w.put<int64_t>(c);
+  }
+  std::vector<std::vector<uint8_t>> all;
+  if (dist_) all = dist_->gather_to_root(w.buf);
+  else all.push_back(std::move(w.buf));
+  for (const auto& buf : all) {  // empty loop on ranks other than 0
+    Reader r{buf};
+    const uint32_t n = r.get<uint32_t>();
+    for (uint32_t i = 0; i < n; ++i) {
+      Span s;
+      s.rank = r.get<int32_t>();
+      s.stream = r.get_str();
+      s.name = r.get_str();
+      s.category = (TaskCategory)r.get<int32_t>();
+      s.start = r.get<double>();
+      s.end = r.get<double>();
+      s.bytes = r.get<uint64_t>();
+      s.peer = r.get<int32_t>();
+      s.layer = r.get<int32_t>();
+      s.expert = r.get<int32_t>();
+      s.step = r.get<int64_t>();
+      rec.spans.push_back(std::move(s));
+    }
+    std::vector<uint64_t> peers(r.get<uint32_t>());
+    for (auto& t : peers) t = r.get<uint64_t>();
+    rec.traffic.push_back(std::move(peers));
+    std::vector<std::vector<int64_t>> blocks;
+    for (size_t b = 0; b < rec.moe_blocks.size(); ++b) {
+      std::vector<int64_t> counts(r.get<uint32_t>());
+      for (auto& c : counts) c = r.get<int64_t>();
+      blocks.push_back(std::move(counts));
+    }
+    rec.routing.push_back(std::move(blocks));
+  }
+  return rec;
+}
+
 TrainSummary Trainer::run(long stop_at, const TrainCallbacks& cb) {
   const TrainConfig& tc = cfg_.train;
   const int T = cfg_.model.seq_len;
@@ -93,6 +209,7 @@ TrainSummary Trainer::run(long stop_at, const TrainCallbacks& cb) {
   TrainSummary summary;
   const auto t_start = Clock::now();
   long tokens = 0;
+  Executor& ex = executor();
   auto checkpoint = [&] {
     char name[32];
     std::snprintf(name, sizeof name, "step_%06ld", step_);
@@ -103,24 +220,34 @@ TrainSummary Trainer::run(long stop_at, const TrainCallbacks& cb) {
     summary.final_eval_loss = evaluate();
     if (cb.on_eval) cb.on_eval({step_, summary.final_eval_loss});
   };
+  auto phase = [&](const char* name, const std::function<void()>& fn) {
+    Task t;
+    t.name = name;
+    t.category = TaskCategory::compute;
+    t.action = fn;
+    ex.run_inline(t, "compute");
+  };
   while (step_ < stop_at) {
+    if (stop_requested()) {
+      summary.interrupted = true;
+      break;
+    }
     const auto t0 = Clock::now();
+    const double step_start = ex.now();
     if (step_ == fault_step_)
       throw std::runtime_error("fault injected by MOEBENCH_FAULT at step " + std::to_string(step_));
-    if (dist_) {
-      dist_->meter().reset();
-      dist_->executor().set_step(step_);
-      dist_->executor().take_spans();
-    }
+    if (dist_) dist_->meter().reset();
+    ex.set_step(step_);
+    ex.take_spans();
     sample_batch(corpus_.train, local_batch_, T, cfg_.run.seed, (uint64_t)step_, kTrainStream, inputs_.data(),
                  targets_.data(), first_row_);
     model_->params().zero_grad();
     StepStats st;
     st.step = step_;
-    st.loss = model_->forward(inputs_.data(), targets_.data(), local_batch_, T, step_);
-    model_->backward();
+    phase("forward", [&] { st.loss = model_->forward(inputs_.data(), targets_.data(), local_batch_, T, step_); });
+    phase("backward", [&] { model_->backward(); });
     if (dist_) {
-      st.comm_ms = dist_->finish_gradients(*model_) * 1e3;
+      dist_->finish_gradients(*model_);
       st.grad_norm = dist_->clip_gradients(*model_, tc.grad_clip);
       st.loss.ce = (float)dist_->dp_mean(st.loss.ce);  // aux is already global-batch
       st.loss.total = st.loss.ce + cfg_.moe.aux_loss_weight * st.loss.aux;
@@ -128,16 +255,24 @@ TrainSummary Trainer::run(long stop_at, const TrainCallbacks& cb) {
       st.grad_norm = clip_grad_norm(model_->params(), tc.grad_clip);
     }
     st.lr = lr_at(step_, tc.lr, tc.warmup_steps, tc.steps, tc.min_lr_ratio);
-    opt_->step(model_->params(), st.lr, step_ + 1);
-    ++step_;
+    phase("optimizer", [&] { opt_->step(model_->params(), st.lr, step_ + 1); });
+    Span whole;
+    whole.stream = "host";
+    whole.name = "step";
+    whole.start = step_start;
+    whole.end = ex.now();
+    ex.add_span(whole);
     st.ms = seconds_since(t0) * 1e3;
     st.tokens_per_s = (double)tc.batch_size * T / (st.ms / 1e3);
     if (dist_) {
-      for (const Span& s : dist_->executor().take_spans())
-        if (s.stream == "compute.comm") st.comm_ms += (s.end - s.start) * 1e3;
       st.bytes_intra = dist_->meter().bytes(LinkClass::intra_node);
       st.bytes_inter = dist_->meter().bytes(LinkClass::inter_node);
     }
+    const std::vector<Span> spans = ex.take_spans();
+    for (const Span& s : spans)  // the compute thread blocked on communication
+      if (s.stream == "compute.comm") st.comm_ms += (s.end - s.start) * 1e3;
+    if (record_) st.records = collect_records(spans, step_ % spans_every_ == 0);
+    ++step_;
     tokens += (long)tc.batch_size * T;
     summary.final_train_loss = st.loss.ce;
     if (cb.on_step) cb.on_step(st);
@@ -147,7 +282,7 @@ TrainSummary Trainer::run(long stop_at, const TrainCallbacks& cb) {
   summary.seconds = seconds_since(t_start);
   summary.steps_done = step_;
   summary.tokens_per_s = summary.seconds > 0 ? (double)tokens / summary.seconds : 0.0;
-  eval();
+  if (!summary.interrupted) eval();
   checkpoint();
   return summary;
 }

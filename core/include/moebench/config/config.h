@@ -79,6 +79,13 @@ struct TrainConfig {
   int checkpoint_every = 0;    // 0 = only at the end
 };
 
+struct StoreConfig {
+  bool enabled = true;             // record the run in the SQLite run store
+  std::string db = "runs.db";      // database file (relative: to the current directory)
+  std::string experiment = "default";
+  int spans_every = 1;             // record spans every k-th step (metrics/traffic/routing: every step)
+};
+
 struct Config {
   std::string source_file;     // the TOML file it came from (for messages)
   RunConfig run;
@@ -89,6 +96,7 @@ struct Config {
   StrategyConfig strategy;
   DataConfig data;
   TrainConfig train;
+  StoreConfig store;
 
   bool is_moe_block(int block) const;
   int experts_in_block(int block) const;  // 0 for a dense block

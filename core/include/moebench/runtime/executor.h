@@ -94,6 +94,8 @@ class Executor {
 
   // Spans recorded since the last take_spans(), in completion order.
   std::vector<Span> take_spans();
+  // Records a span measured by the caller (start/end from now()); rank and step are filled in.
+  void add_span(Span span);
   void set_step(long step) { step_ = step; }
   double now() const;  // seconds since the executor's epoch
   int rank() const { return rank_; }

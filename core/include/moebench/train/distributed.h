@@ -55,6 +55,10 @@ class Distributed {
   double clip_gradients(MoeGpt& model, float max_norm);
   // Mean of a per-rank value over the DP group.
   double dp_mean(double v);
+  // True on every rank when `flag` is true on any rank.
+  bool any(bool flag);
+  // Every rank's buffer on rank 0 (index = rank); empty on the other ranks. Collective.
+  std::vector<std::vector<uint8_t>> gather_to_root(const std::vector<uint8_t>& mine);
 
   // Collective: rank 0 writes the whole model (its arena + the other EP ranks' experts).
   void save(const std::string& dir, MoeGpt& model, const AdamW& opt, long step, const std::string& config_json);

@@ -2,6 +2,7 @@
 // The training loop: data -> forward -> backward -> clip -> AdamW, with warmup + cosine LR,
 // held-out evaluation every train.eval_every steps, and checkpoints. Batches depend only on
 // (seed, step), so a resumed run replays exactly the batches of an uninterrupted one.
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -11,8 +12,17 @@
 #include "moebench/data/corpus.h"
 #include "moebench/model/moe_gpt.h"
 #include "moebench/optim/adamw.h"
+#include "moebench/runtime/executor.h"
 
 namespace moebench {
+
+// What every rank did in one step, gathered on rank 0 when recording is on (empty elsewhere).
+struct StepRecords {
+  std::vector<Span> spans;                         // all ranks' spans (on span-sampled steps)
+  std::vector<std::vector<uint64_t>> traffic;      // [rank][peer] bytes sent this step
+  std::vector<int> moe_blocks;                     // block index of each MoE block
+  std::vector<std::vector<std::vector<int64_t>>> routing;  // [rank][moe block][expert] kept tokens
+};
 
 struct StepStats {
   long step = 0;        // 0-based index of the step just done
@@ -23,6 +33,7 @@ struct StepStats {
   double tokens_per_s = 0.0;     // global batch tokens / step time
   double comm_ms = 0.0;          // compute thread blocked on communication (MoE exchange + grad sync wait)
   uint64_t bytes_intra = 0, bytes_inter = 0;  // sent by this rank during the step
+  StepRecords records;
 };
 
 struct EvalStats {
@@ -37,6 +48,7 @@ struct TrainSummary {
   double seconds = 0.0;
   double tokens_per_s = 0.0;
   std::string last_checkpoint;
+  bool interrupted = false;  // stopped early by the stop flag (SIGINT/SIGTERM)
 };
 
 // Called on every rank (a CLI prints on rank 0 only).
@@ -68,6 +80,13 @@ class Trainer {
   // Mean loss over train.eval_batches fixed held-out batches.
   float evaluate();
   std::string save(const std::string& dir) const;
+  // Records StepStats::records (spans on every spans_every-th step) for a run store.
+  void set_recording(bool on, int spans_every) { record_ = on, spans_every_ = spans_every; }
+  // Checked before every step (all ranks agree: a flag on any rank stops all of them at the
+  // same step); run() then checkpoints and returns with interrupted = true.
+  void set_stop_flag(const std::atomic<bool>* flag) { stop_flag_ = flag; }
+  Executor& executor();
+  std::string topology_description() const;
 
   long step() const { return step_; }
   bool is_main() const;  // rank 0 (prints, writes files)
@@ -86,7 +105,13 @@ class Trainer {
   std::unique_ptr<AdamW> opt_;
   long step_ = 0;
   std::vector<int32_t> inputs_, targets_;
-  long fault_step_ = -1;  // MOEBENCH_FAULT: throw on this rank at this step (failure-handling tests)
+  long fault_step_ = -1;
+  std::unique_ptr<Executor> local_executor_;  // single-process runs (spans of the step phases)
+  bool record_ = false;
+  int spans_every_ = 1;
+  const std::atomic<bool>* stop_flag_ = nullptr;
+  bool stop_requested();
+  StepRecords collect_records(const std::vector<Span>& spans, bool with_spans);  // MOEBENCH_FAULT: throw on this rank at this step (failure-handling tests)
 };
 
 }  // namespace moebench

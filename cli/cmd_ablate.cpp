@@ -1,0 +1,151 @@
+// moebench ablate CONFIG --vary key=a,b [--vary key=c,d]... [--experiment NAME] [--db PATH]
+//                       [--set key=value]... [--steps N]
+// Runs the cartesian product of the varied keys as one experiment (each variant a child
+// `moebench run`, so multi-rank configs launch their ranks as usual), then prints the
+// comparison table of `moebench runs compare` over the variants (speedups against the first).
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <stdexcept>
+
+#include "commands.h"
+#include "moebench/config/config_loader.h"
+#include "moebench/store/run_store.h"
+
+namespace moebench::cli {
+namespace {
+
+struct AblateOptions {
+  std::string config, experiment, db;
+  std::vector<std::string> vary, sets;
+  int steps = 0;
+};
+
+struct Axis {
+  std::string key;
+  std::vector<std::string> values;
+};
+
+// "moe.top_k=1,2" -> {moe.top_k, [1, 2]}; commas inside [...] or "..." do not split.
+Axis parse_axis(const std::string& text) {
+  const auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+    throw CLI::ValidationError("--vary", "expected key=value1,value2,..., got \"" + text + "\"");
+  Axis a{text.substr(0, eq), {}};
+  std::string cur;
+  int depth = 0;
+  bool quoted = false;
+  for (char c : text.substr(eq + 1)) {
+    if (c == '"') quoted = !quoted;
+    if (!quoted && c == '[') ++depth;
+    if (!quoted && c == ']') --depth;
+    if (c == ',' && depth == 0 && !quoted) {
+      a.values.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  a.values.push_back(cur);
+  for (const auto& v : a.values)
+    if (v.empty()) throw CLI::ValidationError("--vary", "empty value in \"" + text + "\"");
+  return a;
+}
+
+int run_child(const std::vector<std::string>& args) {
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  std::fflush(stdout);
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+int ablate(const AblateOptions& o) {
+  std::vector<Axis> axes;
+  for (const auto& v : o.vary) axes.push_back(parse_axis(v));
+  // Check every variant's config before running any.
+  std::vector<std::vector<std::string>> variants(1);
+  for (const Axis& a : axes) {
+    std::vector<std::vector<std::string>> next;
+    for (const auto& partial : variants)
+      for (const auto& value : a.values) {
+        auto v = partial;
+        v.push_back(a.key + "=" + value);
+        next.push_back(v);
+      }
+    variants = next;
+  }
+  std::vector<std::string> base = o.sets;
+  if (o.steps > 0) base.push_back("train.steps=" + std::to_string(o.steps));
+  for (const auto& v : variants) {
+    auto sets = base;
+    sets.insert(sets.end(), v.begin(), v.end());
+    load_config(o.config, sets);  // ConfigError -> exit 2 before anything runs
+  }
+  const Config cfg = load_config(o.config, base);
+  const std::string experiment = o.experiment.empty() ? cfg.run.name + "-ablation" : o.experiment;
+  const std::string db = o.db.empty() ? cfg.store.db : o.db;
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  std::printf("ablate: %zu variants -> experiment %s in %s\n", variants.size(), experiment.c_str(), db.c_str());
+
+  std::vector<std::string> run_ids;
+  int failures = 0;
+  for (size_t i = 0; i < variants.size(); ++i) {
+    std::string label;
+    for (const auto& kv : variants[i]) label += (label.empty() ? "" : " ") + kv;
+    const std::string name = experiment + "." + std::to_string(i + 1);
+    std::printf("\n=== variant %zu/%zu: %s (run name %s)\n", i + 1, variants.size(), label.c_str(), name.c_str());
+    std::vector<std::string> args = {self, "run", o.config, "--db", db, "--experiment", experiment,
+                                     "--set", "run.name=" + name, "--set", "store.enabled=true"};
+    for (const auto& s : base) args.insert(args.end(), {"--set", s});
+    for (const auto& s : variants[i]) args.insert(args.end(), {"--set", s});
+    const int rc = run_child(args);
+    if (rc != 0) {
+      std::printf("variant %zu failed (exit %d)\n", i + 1, rc);
+      ++failures;
+    }
+    // The newest run with this name in the experiment is this variant's.
+    RunStore store(db);
+    int64_t newest = 0;
+    for (const RunInfo& r : store.list_runs(experiment))
+      if (r.name == name && r.id > newest) newest = r.id;
+    if (newest > 0) {
+      run_ids.push_back(std::to_string(newest));
+      store.set_tag(newest, "ablation.variant", label);
+    }
+  }
+  if (run_ids.size() >= 1) {
+    std::printf("\n=== %s: %zu runs (speedups against variant 1)\n", experiment.c_str(), run_ids.size());
+    std::vector<std::string> args = {self, "runs", "compare", "--db", db};
+    args.insert(args.end(), run_ids.begin(), run_ids.end());
+    run_child(args);
+  }
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+void add_ablate_command(CLI::App& app, Action& action) {
+  auto* cmd = app.add_subcommand("ablate", "Run the cartesian product of config variants as one experiment");
+  auto o = std::make_shared<AblateOptions>();
+  cmd->add_option("config", o->config, "TOML config file")->required();
+  cmd->add_option("--vary", o->vary, "key=value1,value2,... (repeatable; the product is run)")->required();
+  cmd->add_option("--set", o->sets, "Override a key in every variant (repeatable)");
+  cmd->add_option("--steps", o->steps, "Steps per variant (sets train.steps)")->check(positive());
+  cmd->add_option("--experiment", o->experiment, "Experiment name (default: <run.name>-ablation)");
+  cmd->add_option("--db", o->db, "Run database (default: store.db of the config)");
+  cmd->callback([&action, o] { action = [o] { return ablate(*o); }; });
+}
+
+}  // namespace moebench::cli

@@ -1,0 +1,37 @@
+// moebench export RUN --csv DIR [--db PATH]: a run's info, params, tags, metrics, spans,
+// traffic and routing as CSV files in DIR (layout in csv_export.h).
+#include <cstdio>
+#include <memory>
+
+#include "commands.h"
+#include "run_db.h"
+#include "moebench/store/csv_export.h"
+
+namespace moebench::cli {
+
+void add_export_command(CLI::App& app, Action& action) {
+  auto* cmd = app.add_subcommand("export", "Export a run as CSV files");
+  auto ref = std::make_shared<std::string>();
+  auto db = std::make_shared<std::string>(kDefaultRunDb);
+  auto dir = std::make_shared<std::string>();
+  cmd->add_option("run", *ref, "Run id, uuid (prefix) or name")->required();
+  cmd->add_option("--csv", *dir, "Folder to write run.csv, params.csv, tags.csv, metrics.csv, spans.csv, "
+                                 "traffic.csv and routing.csv into (created when missing)")
+      ->required();
+  cmd->add_option("--db", *db, "Run database (default: runs.db in the current directory)");
+  cmd->callback([&action, ref, db, dir] {
+    action = [ref, db, dir] {
+      return with_run_db(*db, [&] {
+        auto store = open_run_db(*db, RunStore::Mode::read_only);
+        const RunInfo run = store->find_run(*ref);
+        export_csv(*store, run, *dir);
+        std::fprintf(stderr, "run %lld (%s): wrote run.csv params.csv tags.csv metrics.csv spans.csv traffic.csv "
+                             "routing.csv to %s\n",
+                     static_cast<long long>(run.id), run.name.c_str(), dir->c_str());
+        return 0;
+      });
+    };
+  });
+}
+
+}  // namespace moebench::cli

@@ -1,0 +1,29 @@
+#pragma once
+// export_csv: one stored run as CSV files (RFC 4180 quoting: a field with a comma, quote, CR,
+// LF or leading/trailing space is quoted and its quotes doubled; "\n" line ends; a header
+// row in every file; numbers in shortest round-trip form), for pandas, R or a spreadsheet.
+//
+//   run.csv      id,uuid,name,experiment,status,strategy,topology,git_rev,host,pid,
+//                start_time,end_time,ranks,config_json        (one row)
+//   params.csv   key,value
+//   tags.csv     key,value
+//   metrics.csv  step,key,value,timestamp
+//   spans.csv    step,rank,stream,name,category,start,duration,bytes,peer,layer,expert
+//   traffic.csv  step,rank,peer,link,bytes
+//   routing.csv  step,layer,source_rank,expert,tokens
+//
+// Times are seconds (start_time/end_time/timestamp: unix; span start: from the rank's epoch).
+// `dir` is created when missing; existing files of these names are replaced. Throws
+// std::runtime_error naming the file when one cannot be written.
+#include <string>
+
+#include "moebench/store/run_store.h"
+
+namespace moebench {
+
+void export_csv(const RunStore& store, const RunInfo& run, const std::string& dir);
+
+// One CSV field, quoted when needed.
+std::string csv_field(const std::string& value);
+
+}  // namespace moebench

@@ -1,0 +1,128 @@
+#pragma once
+// RunStore: the SQLite run database (MLflow's tracking schema as the model) that every run,
+// measured or predicted, is kept in. WAL mode, versioned schema with migrations, every SQL
+// statement parameterised. One RunStore is one connection; readers and a writer may use the
+// same file at once (WAL). Errors throw StoreError naming the file and what is wrong.
+// A RunStore may be shared between threads (each call holds its lock); one connection each.
+// Every method taking a run id throws StoreError "no run 42 in runs.db" for an unknown id.
+// Metric values may be NaN or +-Inf (NaN is stored as NULL and read back as NaN).
+//
+// Tables: experiments, runs, params, metrics, tags, spans, traffic, routing (see schema.cpp).
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace moebench {
+
+class StoreError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class RunStatus { running, finished, failed, killed };
+const char* run_status_name(RunStatus s);  // "RUNNING", "FINISHED", "FAILED", "KILLED"
+RunStatus parse_run_status(const std::string& s);
+
+struct RunInfo {
+  int64_t id = 0;            // row id
+  std::string uuid;          // 32 hex chars
+  std::string name;
+  std::string experiment;    // experiment name ("default" when none)
+  RunStatus status = RunStatus::running;
+  std::string strategy;
+  std::string config_json;   // canonical resolved config
+  std::string topology;      // "2 nodes x 2 devices (virtual)"
+  std::string git_rev;
+  std::string host;
+  int64_t pid = 0;
+  double start_time = 0;     // unix seconds
+  double end_time = 0;       // 0 while running
+  int ranks = 1;
+};
+
+struct MetricPoint {
+  std::string key;
+  int64_t step = 0;
+  double value = 0;
+  double timestamp = 0;  // unix seconds
+};
+
+// One executed task (runtime Span) as stored.
+struct SpanRow {
+  int64_t step = 0;
+  int rank = 0;
+  std::string stream, name, category;
+  double start = 0, duration = 0;  // seconds; start relative to the rank's executor epoch
+  int64_t bytes = 0;
+  int peer = -1, layer = -1, expert = -1;
+};
+
+struct TrafficRow {
+  int64_t step = 0;
+  int rank = 0, peer = 0;
+  std::string link;  // "intra_node" | "inter_node"
+  int64_t bytes = 0;
+};
+
+struct RoutingRow {
+  int64_t step = 0;
+  int layer = 0, source_rank = 0, expert = 0;
+  int64_t tokens = 0;
+};
+
+class RunStore {
+ public:
+  enum class Mode { read_write, read_only };
+  // Opens (read_write: creates if missing) and migrates the database; marks runs whose process
+  // is gone as FAILED (same host, pid not alive). Throws StoreError for a file that is not a
+  // SQLite database, is corrupt, or has a newer schema than this build knows ("runs.db has
+  // schema version 7; this moebench knows up to 2: upgrade moebench"). A file that fails the
+  // checks is never written to. An empty (0-byte) file is an empty SQLite database: read_write
+  // makes it a new store, read_only refuses it ("runs.db is empty"). read_only never writes.
+  explicit RunStore(const std::string& path, Mode mode = Mode::read_write);
+  ~RunStore();
+  RunStore(const RunStore&) = delete;
+  RunStore& operator=(const RunStore&) = delete;
+
+  const std::string& path() const { return path_; }
+  static int schema_version();  // the version this build writes
+
+  // --- writing (rank 0 of a run) ---
+  // Creates the experiment when needed; fills id, uuid, start_time, host, pid when empty.
+  RunInfo create_run(RunInfo info);
+  // end_time <= 0 with a status other than RUNNING means now.
+  void set_status(int64_t run, RunStatus status, double end_time);
+  // Logging a key again replaces its value (as set_tag does).
+  void log_params(int64_t run, const std::vector<std::pair<std::string, std::string>>& params);
+  void set_tag(int64_t run, const std::string& key, const std::string& value);
+  // One step's records in one transaction (a crash never leaves half a step). A metric
+  // timestamp <= 0 means now.
+  void log_step(int64_t run, const std::vector<MetricPoint>& metrics, const std::vector<SpanRow>& spans,
+                const std::vector<TrafficRow>& traffic, const std::vector<RoutingRow>& routing);
+  // Marks RUNNING runs of this host whose pid is not alive as FAILED; returns how many.
+  int mark_vanished_runs();
+
+  // --- reading ---
+  std::vector<RunInfo> list_runs(const std::string& experiment = "") const;
+  // By row id, full uuid, unique uuid prefix (>= 4 chars) or unique name; StoreError
+  // ("no run 'abc' in runs.db") when there is none, or when a prefix/name is ambiguous.
+  RunInfo find_run(const std::string& ref) const;
+  std::vector<std::pair<std::string, std::string>> params(int64_t run) const;
+  std::vector<std::pair<std::string, std::string>> tags(int64_t run) const;
+  std::vector<std::string> metric_keys(int64_t run) const;
+  std::vector<MetricPoint> metrics(int64_t run, const std::string& key = "") const;  // by step
+  // Steps [first, last] (inclusive; -1 = open end).
+  std::vector<SpanRow> spans(int64_t run, int64_t first = 0, int64_t last = -1) const;
+  std::vector<TrafficRow> traffic(int64_t run, int64_t first = 0, int64_t last = -1) const;
+  std::vector<RoutingRow> routing(int64_t run, int64_t first = 0, int64_t last = -1) const;
+  void delete_run(int64_t run);  // the run and all its rows
+
+ private:
+  struct Impl;
+  std::string path_;
+  Impl* impl_;
+};
+
+}  // namespace moebench

@@ -1,0 +1,38 @@
+#pragma once
+// RunRecorder: writes a training run into the run store (rank 0 only): the run row (RUNNING
+// until finish()), the flattened config as params, and per step one transaction with the
+// metrics, the spans of every rank (on span-sampled steps), traffic by rank/peer/link class
+// and the routing (kept tokens per MoE block, source rank and expert).
+#include <memory>
+#include <string>
+
+#include "moebench/config/config.h"
+#include "moebench/dist/topology.h"
+#include "moebench/store/run_store.h"
+#include "moebench/train/trainer.h"
+
+namespace moebench {
+
+// The git revision this binary was built from ("unknown" outside a git checkout).
+const char* build_git_revision();
+
+class RunRecorder {
+ public:
+  // topology: the run's topology (nullptr for a single rank).
+  RunRecorder(const Config& cfg, const std::string& topology_text, const Topology* topology, int ranks);
+  ~RunRecorder();
+
+  void on_step(const StepStats& s);
+  void on_eval(const EvalStats& e);
+  void finish(RunStatus status);
+  const RunInfo& run() const { return run_; }
+  RunStore& store() { return *store_; }
+
+ private:
+  std::unique_ptr<RunStore> store_;
+  RunInfo run_;
+  const Topology* topology_;
+  bool finished_ = false;
+};
+
+}  // namespace moebench

@@ -1,0 +1,283 @@
+// RunStore: opening (checks, migrations, recovery of vanished runs) and writing.
+// Reading is in run_store_read.cpp; the schema in schema.cpp.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <filesystem>
+#include <random>
+#include <vector>
+
+#include "moebench/store/run_store.h"
+#include "run_store_impl.h"
+#include "schema.h"
+
+namespace moebench {
+
+using store_detail::Stmt;
+using store_detail::Txn;
+
+namespace store_detail {
+
+double unix_now() {
+  using namespace std::chrono;
+  return duration<double>(system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace store_detail
+
+namespace {
+
+std::string this_host() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof(buf) - 1) != 0) return "unknown";
+  return buf;
+}
+
+std::string new_uuid() {
+  std::random_device rd;
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (int w = 0; w < 4; ++w) {
+    uint32_t x = rd();
+    for (int k = 0; k < 8; ++k) out += hex[(x >> (4 * k)) & 0xf];
+  }
+  return out;
+}
+
+// True only when the process certainly does not exist (EPERM means it exists, not ours).
+bool pid_vanished(int64_t pid) {
+  if (pid <= 0 || pid > INT_MAX) return false;  // unknown: never kill(0) or kill(-1)
+  return ::kill((pid_t)pid, 0) == -1 && errno == ESRCH;
+}
+
+}  // namespace
+
+const char* run_status_name(RunStatus s) {
+  switch (s) {
+    case RunStatus::running: return "RUNNING";
+    case RunStatus::finished: return "FINISHED";
+    case RunStatus::failed: return "FAILED";
+    case RunStatus::killed: return "KILLED";
+  }
+  return "UNKNOWN";
+}
+
+RunStatus parse_run_status(const std::string& s) {
+  std::string up;
+  for (char c : s) up += (char)std::toupper((unsigned char)c);
+  for (RunStatus r : {RunStatus::running, RunStatus::finished, RunStatus::failed, RunStatus::killed})
+    if (up == run_status_name(r)) return r;
+  throw StoreError("unknown run status '" + s + "' (RUNNING, FINISHED, FAILED or KILLED)");
+}
+
+int RunStore::schema_version() { return store_detail::known_schema_version(); }
+
+RunStore::RunStore(const std::string& path, Mode mode) : path_(path), impl_(new Impl) {
+  namespace fs = std::filesystem;
+  try {
+    impl_->read_only = mode == Mode::read_only;
+    std::error_code ec;
+    fs::file_status st = fs::status(path, ec);
+    bool exists = fs::exists(st);
+    if (exists && fs::is_directory(st)) throw StoreError(path + " is a directory, not a run database");
+    if (exists && !fs::is_regular_file(st)) throw StoreError(path + " is not a regular file");
+    if (!exists) {
+      if (impl_->read_only) throw StoreError(path + " does not exist");
+      fs::path parent = fs::path(path).parent_path();
+      if (!parent.empty() && !fs::is_directory(parent, ec))
+        throw StoreError("cannot create " + path + ": directory " + parent.string() + " does not exist");
+    }
+    int64_t size = exists ? (int64_t)fs::file_size(path, ec) : 0;
+    // Read-write even for readers, so WAL's shared-memory file can be used; query_only then
+    // keeps a reader from writing. A write-protected file falls back to read-only by itself.
+    int flags = SQLITE_OPEN_READWRITE | (exists ? 0 : SQLITE_OPEN_CREATE);
+    impl_->db.open(path, flags);
+    sqlite3_busy_timeout(impl_->db.handle(), 5000);
+    // Until the file has passed the checks, closing must not checkpoint a WAL into it (the
+    // file may be another application's); readers never checkpoint on close at all.
+    sqlite3_db_config(impl_->db.handle(), SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int*)nullptr);
+    store_detail::prepare_schema(impl_->db, impl_->read_only, size);
+  } catch (...) {
+    delete impl_;
+    throw;
+  }
+  if (!impl_->read_only) {
+    try {
+      mark_vanished_runs();
+    } catch (...) {
+      delete impl_;
+      throw;
+    }
+  }
+}
+
+RunStore::~RunStore() { delete impl_; }
+
+RunInfo RunStore::create_run(RunInfo info) {
+  std::lock_guard lock(impl_->mu);
+  Impl& I = *impl_;
+  I.require_writable("create_run");
+  if (info.experiment.empty()) info.experiment = "default";
+  if (info.uuid.empty()) info.uuid = new_uuid();
+  if (info.start_time == 0) info.start_time = store_detail::unix_now();
+  if (info.host.empty()) info.host = this_host();
+  if (info.pid == 0) info.pid = (int64_t)::getpid();
+
+  Txn txn(I.db, "create_run");
+  I.stmt("INSERT INTO experiments (name, created) VALUES (?1, ?2) ON CONFLICT (name) DO NOTHING")
+      .bind(1, info.experiment)
+      .bind(2, store_detail::unix_now())
+      .run();
+  int64_t experiment_id = 0;
+  {
+    Stmt& s = I.stmt("SELECT id FROM experiments WHERE name = ?1");
+    Stmt::Scope scope(s);
+    s.bind(1, info.experiment);
+    if (!s.step()) throw StoreError(path_ + ": create_run: experiment '" + info.experiment + "' vanished");
+    experiment_id = s.i64(0);
+  }
+  I.stmt("INSERT INTO runs (uuid, name, experiment_id, status, strategy, config_json, topology, git_rev, host, "
+         "pid, ranks, start_time, end_time) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)")
+      .bind(1, info.uuid)
+      .bind(2, info.name)
+      .bind(3, experiment_id)
+      .bind(4, std::string(run_status_name(info.status)))
+      .bind(5, info.strategy)
+      .bind(6, info.config_json)
+      .bind(7, info.topology)
+      .bind(8, info.git_rev)
+      .bind(9, info.host)
+      .bind(10, info.pid)
+      .bind(11, info.ranks)
+      .bind(12, info.start_time)
+      .bind(13, info.end_time)
+      .run();
+  info.id = I.db.last_insert_rowid();
+  txn.commit();
+  return info;
+}
+
+void RunStore::set_status(int64_t run, RunStatus status, double end_time) {
+  std::lock_guard lock(impl_->mu);
+  Impl& I = *impl_;
+  I.require_writable("set_status");
+  if (status != RunStatus::running && end_time <= 0) end_time = store_detail::unix_now();
+  Txn txn(I.db, "set_status");
+  I.require_run(run);
+  I.stmt("UPDATE runs SET status = ?1, end_time = ?2 WHERE id = ?3")
+      .bind(1, std::string(run_status_name(status)))
+      .bind(2, end_time)
+      .bind(3, run)
+      .run();
+  txn.commit();
+}
+
+void RunStore::log_params(int64_t run, const std::vector<std::pair<std::string, std::string>>& params) {
+  std::lock_guard lock(impl_->mu);
+  Impl& I = *impl_;
+  I.require_writable("log_params");
+  Txn txn(I.db, "log_params");
+  I.require_run(run);
+  Stmt& s = I.stmt("INSERT INTO params (run, key, value) VALUES (?1, ?2, ?3) "
+                   "ON CONFLICT (run, key) DO UPDATE SET value = excluded.value");
+  for (const auto& [key, value] : params) s.bind(1, run).bind(2, key).bind(3, value).run();
+  txn.commit();
+}
+
+void RunStore::set_tag(int64_t run, const std::string& key, const std::string& value) {
+  std::lock_guard lock(impl_->mu);
+  Impl& I = *impl_;
+  I.require_writable("set_tag");
+  Txn txn(I.db, "set_tag");
+  I.require_run(run);
+  I.stmt("INSERT INTO tags (run, key, value) VALUES (?1, ?2, ?3) "
+         "ON CONFLICT (run, key) DO UPDATE SET value = excluded.value")
+      .bind(1, run)
+      .bind(2, key)
+      .bind(3, value)
+      .run();
+  txn.commit();
+}
+
+void RunStore::log_step(int64_t run, const std::vector<MetricPoint>& metrics, const std::vector<SpanRow>& spans,
+                        const std::vector<TrafficRow>& traffic, const std::vector<RoutingRow>& routing) {
+  std::lock_guard lock(impl_->mu);
+  Impl& I = *impl_;
+  I.require_writable("log_step");
+  double now = store_detail::unix_now();
+  Txn txn(I.db, "log_step");
+  I.require_run(run);
+  if (!metrics.empty()) {
+    Stmt& s = I.stmt("INSERT INTO metrics (run, key, step, value, timestamp) VALUES (?1, ?2, ?3, ?4, ?5)");
+    for (const MetricPoint& m : metrics)
+      s.bind(1, run).bind(2, m.key).bind(3, m.step).bind(4, m.value).bind(5, m.timestamp > 0 ? m.timestamp : now).run();
+  }
+  if (!spans.empty()) {
+    Stmt& s = I.stmt(
+        "INSERT INTO spans (run, step, rank, stream, name, category, start, duration, bytes, peer, layer, expert) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)");
+    for (const SpanRow& r : spans)
+      s.bind(1, run).bind(2, r.step).bind(3, r.rank).bind(4, r.stream).bind(5, r.name).bind(6, r.category)
+          .bind(7, r.start).bind(8, r.duration).bind(9, r.bytes).bind(10, r.peer).bind(11, r.layer)
+          .bind(12, r.expert).run();
+  }
+  if (!traffic.empty()) {
+    Stmt& s = I.stmt("INSERT INTO traffic (run, step, rank, peer, link, bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+    for (const TrafficRow& r : traffic)
+      s.bind(1, run).bind(2, r.step).bind(3, r.rank).bind(4, r.peer).bind(5, r.link).bind(6, r.bytes).run();
+  }
+  if (!routing.empty()) {
+    Stmt& s = I.stmt(
+        "INSERT INTO routing (run, step, layer, source_rank, expert, tokens) VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+    for (const RoutingRow& r : routing)
+      s.bind(1, run).bind(2, r.step).bind(3, r.layer).bind(4, r.source_rank).bind(5, r.expert).bind(6, r.tokens).run();
+  }
+  txn.commit();
+}
+
+int RunStore::mark_vanished_runs() {
+  std::lock_guard lock(impl_->mu);
+  Impl& I = *impl_;
+  I.require_writable("mark_vanished_runs");
+  const int64_t self = (int64_t)::getpid();
+  std::vector<int64_t> vanished;
+  {
+    Stmt& s = I.stmt("SELECT id, pid FROM runs WHERE status = 'RUNNING' AND host = ?1");
+    Stmt::Scope scope(s);
+    s.bind(1, this_host());
+    while (s.step()) {
+      int64_t pid = s.i64(1);
+      if (pid != self && pid_vanished(pid)) vanished.push_back(s.i64(0));
+    }
+  }
+  if (vanished.empty()) return 0;  // no write lock taken on the common path
+  int marked = 0;
+  Txn txn(I.db, "mark_vanished_runs");
+  Stmt& u = I.stmt(
+      "UPDATE runs SET status = 'FAILED', "
+      "end_time = COALESCE((SELECT max(timestamp) FROM metrics WHERE run = ?1), start_time) "
+      "WHERE id = ?1 AND status = 'RUNNING'");
+  for (int64_t id : vanished) {
+    u.bind(1, id).run();
+    marked += (int)I.db.changes();
+  }
+  txn.commit();
+  return marked;
+}
+
+void RunStore::delete_run(int64_t run) {
+  std::lock_guard lock(impl_->mu);
+  Impl& I = *impl_;
+  I.require_writable("delete_run");
+  Txn txn(I.db, "delete_run");
+  I.require_run(run);
+  // params, tags, metrics, spans, traffic and routing follow by ON DELETE CASCADE.
+  I.stmt("DELETE FROM runs WHERE id = ?1").bind(1, run).run();
+  txn.commit();
+}
+
+}  // namespace moebench

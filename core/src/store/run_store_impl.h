@@ -1,0 +1,42 @@
+#pragma once
+// Internal: RunStore::Impl, shared by run_store.cpp (open, writing) and run_store_read.cpp.
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "moebench/store/run_store.h"
+#include "sqlite_db.h"
+
+namespace moebench {
+
+struct RunStore::Impl {
+  // Declared first so it is destroyed last: the cached statements are finalized before close.
+  store_detail::Db db;
+  bool read_only = false;
+  // One connection, used by one thread at a time: every public method holds this lock.
+  std::mutex mu;
+  std::unordered_map<std::string, std::unique_ptr<store_detail::Stmt>> cache;
+
+  // A prepared statement for `sql`, prepared once and reused (callers reset it: Stmt::Scope).
+  store_detail::Stmt& stmt(const std::string& sql) {
+    auto it = cache.find(sql);
+    if (it == cache.end()) it = cache.emplace(sql, std::make_unique<store_detail::Stmt>(db, sql)).first;
+    return *it->second;
+  }
+
+  const std::string& path() const { return db.path(); }
+  void require_writable(const char* op) const {
+    if (read_only) throw StoreError(path() + ": " + op + ": the run store is open read-only");
+  }
+  // StoreError "no run 42 in runs.db" unless the run exists.
+  void require_run(int64_t run);
+  std::optional<RunInfo> load_run(int64_t run);
+};
+
+namespace store_detail {
+double unix_now();
+}
+
+}  // namespace moebench

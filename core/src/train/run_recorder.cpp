@@ -1,0 +1,98 @@
+#include "moebench/train/run_recorder.h"
+
+#include <chrono>
+
+#include "moebench/config/config_loader.h"
+
+#ifndef MOEBENCH_GIT_REV
+#define MOEBENCH_GIT_REV "unknown"
+#endif
+
+namespace moebench {
+namespace {
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// "model.hidden" -> "128" for every key of the resolved config.
+std::vector<std::pair<std::string, std::string>> flatten(const Config& cfg) {
+  std::vector<std::pair<std::string, std::string>> out;
+  const nlohmann::json j = config_to_json(cfg);
+  for (auto section = j.begin(); section != j.end(); ++section)
+    for (auto key = section->begin(); key != section->end(); ++key)
+      out.emplace_back(section.key() + "." + key.key(),
+                       key->is_string() ? key->get<std::string>() : key->dump());
+  return out;
+}
+
+}  // namespace
+
+const char* build_git_revision() { return MOEBENCH_GIT_REV; }
+
+RunRecorder::RunRecorder(const Config& cfg, const std::string& topology_text, const Topology* topology,
+                         int ranks)
+    : topology_(topology) {
+  store_ = std::make_unique<RunStore>(cfg.store.db);
+  RunInfo info;
+  info.name = cfg.run.name;
+  info.experiment = cfg.store.experiment;
+  info.strategy = ranks > 1 ? cfg.strategy.name : "local";
+  info.config_json = config_to_json(cfg).dump();
+  info.topology = topology_text;
+  info.git_rev = build_git_revision();
+  info.ranks = ranks;
+  run_ = store_->create_run(info);
+  store_->log_params(run_.id, flatten(cfg));
+}
+
+RunRecorder::~RunRecorder() {
+  if (!finished_) {
+    try {
+      finish(RunStatus::failed);
+    } catch (...) {
+    }
+  }
+}
+
+void RunRecorder::on_step(const StepStats& s) {
+  const double ts = unix_now();
+  const int64_t step = s.step;
+  std::vector<MetricPoint> m = {
+      {"loss", step, s.loss.ce, ts},           {"aux_loss", step, s.loss.aux, ts},
+      {"total_loss", step, s.loss.total, ts},  {"lr", step, s.lr, ts},
+      {"grad_norm", step, s.grad_norm, ts},    {"step_ms", step, s.ms, ts},
+      {"tokens_per_s", step, s.tokens_per_s, ts}, {"comm_ms", step, s.comm_ms, ts},
+      {"bytes_intra", step, (double)s.bytes_intra, ts}, {"bytes_inter", step, (double)s.bytes_inter, ts}};
+  std::vector<SpanRow> spans;
+  spans.reserve(s.records.spans.size());
+  for (const Span& sp : s.records.spans)
+    spans.push_back({step, sp.rank, sp.stream, sp.name, task_category_name(sp.category), sp.start,
+                     sp.end - sp.start, (int64_t)sp.bytes, sp.peer, sp.layer, sp.expert});
+  std::vector<TrafficRow> traffic;
+  for (size_t r = 0; r < s.records.traffic.size(); ++r)
+    for (size_t p = 0; p < s.records.traffic[r].size(); ++p) {
+      const uint64_t bytes = s.records.traffic[r][p];
+      if (bytes == 0 || r == p) continue;
+      const bool intra = topology_ && topology_->link((int)r, (int)p) == LinkClass::intra_node;
+      traffic.push_back({step, (int)r, (int)p, intra ? "intra_node" : "inter_node", (int64_t)bytes});
+    }
+  std::vector<RoutingRow> routing;
+  for (size_t r = 0; r < s.records.routing.size(); ++r)
+    for (size_t b = 0; b < s.records.routing[r].size(); ++b)
+      for (size_t e = 0; e < s.records.routing[r][b].size(); ++e)
+        routing.push_back({step, s.records.moe_blocks[b], (int)r, (int)e, s.records.routing[r][b][e]});
+  store_->log_step(run_.id, m, spans, traffic, routing);
+}
+
+void RunRecorder::on_eval(const EvalStats& e) {
+  store_->log_step(run_.id, {{"eval_loss", e.step, e.loss, unix_now()}}, {}, {}, {});
+}
+
+void RunRecorder::finish(RunStatus status) {
+  finished_ = true;
+  store_->set_status(run_.id, status, unix_now());
+  run_.status = status;
+}
+
+}  // namespace moebench

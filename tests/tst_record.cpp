@@ -1,0 +1,167 @@
+// ctest-labels: mpi slow
+// `moebench run` recording into the run store: metrics, spans, traffic and routing of 1 and 4
+// ranks; SIGTERM marks the run KILLED after its last step is stored; kill -9 leaves a run
+// that the next open marks FAILED with its steps kept; `ablate` with 2 x 2 variants.
+#include <QtTest>
+
+#include <QProcess>
+
+#include <csignal>
+#include <set>
+
+#include "moebench/store/run_store.h"
+#include "test_support.h"
+
+using namespace moebench;
+using namespace Qt::StringLiterals;
+
+namespace {
+QStringList tiny_run(const QString& db, const QString& out, int steps) {
+  return {u"run"_s, QString::fromUtf8(test::tiny_config_path()), u"--db"_s, db, u"--out"_s, out,
+          u"--steps"_s, QString::number(steps), u"--set"_s, u"train.batch_size=8"_s, u"--set"_s,
+          u"train.eval_every=0"_s};
+}
+struct Result {
+  int code;
+  QString out, err;
+};
+Result cli(const QStringList& args) {
+  QProcess p;
+  p.start(QStringLiteral(MOEBENCH_CLI), args);
+  if (!p.waitForFinished(180000)) return {-1, {}, u"timeout"_s};
+  return {p.exitCode(), QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError())};
+}
+// Starts a run and returns once `steps` progress lines were printed.
+bool start_and_wait(QProcess& p, const QStringList& args, int steps) {
+  p.start(QStringLiteral(MOEBENCH_CLI), args);
+  QString out;
+  for (int i = 0; i < 600 && out.count(u"\nstep "_s) < steps; ++i) {
+    p.waitForReadyRead(100);
+    out += QString::fromUtf8(p.readAllStandardOutput());
+  }
+  return out.count(u"\nstep "_s) >= steps;
+}
+}  // namespace
+
+class TestRecord : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void single_rank_run_is_recorded() {
+    QTemporaryDir dir;
+    const QString db = dir.filePath(u"runs.db"_s);
+    Result r = cli(tiny_run(db, dir.filePath(u"o"_s), 6));
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    RunStore store(db.toStdString(), RunStore::Mode::read_only);
+    const auto runs = store.list_runs();
+    QCOMPARE(runs.size(), size_t(1));
+    const RunInfo& run = runs[0];
+    QCOMPARE(run.status, RunStatus::finished);
+    QVERIFY(run.end_time >= run.start_time);
+    QCOMPARE(store.metrics(run.id, "loss").size(), size_t(6));
+    QCOMPARE(store.metrics(run.id, "eval_loss").size(), size_t(1));
+    const auto params = store.params(run.id);
+    QVERIFY(std::find(params.begin(), params.end(), std::make_pair(std::string("model.hidden"), std::string("32"))) != params.end());
+    std::set<std::string> names;
+    for (const SpanRow& s : store.spans(run.id)) names.insert(s.name);
+    for (const char* n : {"step", "forward", "backward", "optimizer"}) QVERIFY2(names.count(n), n);
+    // routing: 6 steps x 1 MoE block x 4 experts, kept tokens = tokens x top_k per step.
+    const auto routing = store.routing(run.id);
+    QCOMPARE(routing.size(), size_t(6 * 4));
+    int64_t step0 = 0;
+    for (const RoutingRow& row : routing)
+      if (row.step == 0) step0 += row.tokens;
+    QCOMPARE(step0, int64_t(8 * 16 * 2));
+  }
+
+  void four_ranks_ship_spans_traffic_and_routing() {
+    QTemporaryDir dir;
+    const QString db = dir.filePath(u"runs.db"_s);
+    QStringList args = tiny_run(db, dir.filePath(u"o"_s), 4);
+    args << u"--ranks"_s << u"4"_s << u"--set"_s << u"cluster.nodes=2"_s;
+    Result r = cli(args);
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    RunStore store(db.toStdString(), RunStore::Mode::read_only);
+    const RunInfo run = store.list_runs().at(0);
+    QCOMPARE(run.ranks, 4);
+    QCOMPARE(run.strategy, std::string("expert_centric"));
+    std::set<int> span_ranks, routing_sources;
+    std::set<std::string> streams;
+    for (const SpanRow& s : store.spans(run.id)) span_ranks.insert(s.rank), streams.insert(s.stream);
+    QCOMPARE(span_ranks, (std::set<int>{0, 1, 2, 3}));
+    for (const char* s : {"host", "compute", "compute.comm", "comm"}) QVERIFY2(streams.count(s), s);
+    std::set<std::string> links;
+    for (const TrafficRow& t : store.traffic(run.id)) links.insert(t.link);
+    QCOMPARE(links, (std::set<std::string>{"inter_node", "intra_node"}));
+    for (const RoutingRow& row : store.routing(run.id)) routing_sources.insert(row.source_rank);
+    QCOMPARE(routing_sources, (std::set<int>{0, 1, 2, 3}));
+  }
+
+  void sigterm_marks_the_run_killed() {
+    QTemporaryDir dir;
+    const QString db = dir.filePath(u"runs.db"_s);
+    QProcess p;
+    QVERIFY(start_and_wait(p, tiny_run(db, dir.filePath(u"o"_s), 1000000), 5));
+    ::kill((pid_t)p.processId(), SIGTERM);
+    QVERIFY(p.waitForFinished(30000));
+    QCOMPARE(p.exitCode(), 130);
+    RunStore store(db.toStdString(), RunStore::Mode::read_only);
+    const RunInfo run = store.list_runs().at(0);
+    QCOMPARE(run.status, RunStatus::killed);
+    QVERIFY(store.metrics(run.id, "loss").size() >= 5);
+  }
+
+  void ctrl_c_on_four_ranks_marks_the_run_killed() {
+    QTemporaryDir dir;
+    const QString db = dir.filePath(u"runs.db"_s);
+    QStringList args = tiny_run(db, dir.filePath(u"o"_s), 1000000);
+    args << u"--ranks"_s << u"4"_s << u"--set"_s << u"cluster.nodes=2"_s;
+    QProcess p;
+    QVERIFY(start_and_wait(p, args, 3));
+    ::kill((pid_t)p.processId(), SIGINT);
+    QVERIFY2(p.waitForFinished(30000), "the job did not stop after SIGINT");
+    QCOMPARE(p.exitCode(), 130);
+    RunStore store(db.toStdString(), RunStore::Mode::read_only);
+    const RunInfo run = store.list_runs().at(0);
+    QCOMPARE(run.status, RunStatus::killed);
+    QVERIFY(store.metrics(run.id, "loss").size() >= 3);
+  }
+
+  void kill_9_leaves_a_failed_run_with_its_steps() {
+    QTemporaryDir dir;
+    const QString db = dir.filePath(u"runs.db"_s);
+    QProcess p;
+    QVERIFY(start_and_wait(p, tiny_run(db, dir.filePath(u"o"_s), 1000000), 5));
+    p.kill();  // SIGKILL
+    QVERIFY(p.waitForFinished(30000));
+    RunStore store(db.toStdString());  // opening marks the vanished run
+    const RunInfo run = store.list_runs().at(0);
+    QCOMPARE(run.status, RunStatus::failed);
+    QVERIFY(store.metrics(run.id, "loss").size() >= 5);
+  }
+
+  void ablate_runs_the_product_as_one_experiment() {
+    QTemporaryDir dir;
+    const QString db = dir.filePath(u"runs.db"_s);
+    Result r = cli({u"ablate"_s, QString::fromUtf8(test::tiny_config_path()), u"--db"_s, db, u"--steps"_s, u"3"_s,
+                    u"--experiment"_s, u"abl"_s, u"--vary"_s, u"moe.top_k=1,2"_s, u"--vary"_s,
+                    u"moe.routing=learned,uniform"_s, u"--set"_s, u"train.eval_every=0"_s, u"--set"_s,
+                    u"run.out_dir="_s + dir.filePath(u"o"_s)});
+    QVERIFY2(r.code == 0, qPrintable(r.out + r.err));
+    RunStore store(db.toStdString(), RunStore::Mode::read_only);
+    const auto runs = store.list_runs("abl");
+    QCOMPARE(runs.size(), size_t(4));
+    std::set<std::string> variants;
+    for (const RunInfo& run : runs) {
+      QCOMPARE(run.status, RunStatus::finished);
+      for (const auto& [k, v] : store.tags(run.id))
+        if (k == "ablation.variant") variants.insert(v);
+    }
+    QCOMPARE(variants, (std::set<std::string>{"moe.top_k=1 moe.routing=learned", "moe.top_k=1 moe.routing=uniform",
+                                              "moe.top_k=2 moe.routing=learned", "moe.top_k=2 moe.routing=uniform"}));
+    QVERIFY2(r.out.contains(u"speedup"_s, Qt::CaseInsensitive), qPrintable(r.out));
+  }
+};
+
+QTEST_APPLESS_MAIN(TestRecord)
+#include "tst_record.moc"
