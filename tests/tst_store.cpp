@@ -378,8 +378,19 @@ class TestStore : public QObject {
       finished = store.create_run(f);
     }
     {
-      RunStore reader(path, RunStore::Mode::read_only);  // readers never change runs
-      QCOMPARE(reader.find_run("gone").status, RunStatus::running);
+      RunStore reader(path, RunStore::Mode::read_only);  // readers never change runs...
+      QCOMPARE(reader.find_run("gone").status, RunStatus::failed);  // ...but show the vanished one failed
+      QCOMPARE(reader.find_run("alive").status, RunStatus::running);
+    }
+    {
+      sqlite3* raw = nullptr;  // and nothing was written: the row still says RUNNING
+      QCOMPARE(sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+      sqlite3_stmt* st = nullptr;
+      sqlite3_prepare_v2(raw, "SELECT status FROM runs WHERE name = 'gone'", -1, &st, nullptr);
+      QCOMPARE(sqlite3_step(st), SQLITE_ROW);
+      QCOMPARE(QString((const char*)sqlite3_column_text(st, 0)), QString("RUNNING"));
+      sqlite3_finalize(st);
+      sqlite3_close(raw);
     }
     RunStore store(path);
     RunInfo g = store.find_run("gone");

@@ -27,15 +27,28 @@ double unix_now() {
   return duration<double>(system_clock::now().time_since_epoch()).count();
 }
 
-}  // namespace store_detail
-
-namespace {
-
 std::string this_host() {
   char buf[256] = {};
   if (gethostname(buf, sizeof(buf) - 1) != 0) return "unknown";
   return buf;
 }
+
+// True only when the process certainly does not exist (EPERM means it exists, not ours).
+bool pid_vanished(int64_t pid) {
+  if (pid <= 0 || pid > INT_MAX) return false;  // unknown: never kill(0) or kill(-1)
+  return ::kill((pid_t)pid, 0) == -1 && errno == ESRCH;
+}
+
+bool run_vanished(const RunInfo& r) {
+  return r.status == RunStatus::running && r.host == this_host() && r.pid != (int64_t)::getpid() &&
+         pid_vanished(r.pid);
+}
+
+}  // namespace store_detail
+
+namespace {
+using store_detail::pid_vanished;
+using store_detail::this_host;
 
 std::string new_uuid() {
   std::random_device rd;
@@ -46,12 +59,6 @@ std::string new_uuid() {
     for (int k = 0; k < 8; ++k) out += hex[(x >> (4 * k)) & 0xf];
   }
   return out;
-}
-
-// True only when the process certainly does not exist (EPERM means it exists, not ours).
-bool pid_vanished(int64_t pid) {
-  if (pid <= 0 || pid > INT_MAX) return false;  // unknown: never kill(0) or kill(-1)
-  return ::kill((pid_t)pid, 0) == -1 && errno == ESRCH;
 }
 
 }  // namespace

@@ -36,6 +36,13 @@ struct RunStore::Impl {
 };
 
 namespace store_detail {
+
+// This host's name; whether a pid certainly does not exist; whether a RUNNING run of this
+// host lost its process (it is shown, and on a read-write open stored, as FAILED).
+std::string this_host();
+bool pid_vanished(int64_t pid);
+bool run_vanished(const RunInfo& r);
+
 double unix_now();
 }
 

@@ -34,6 +34,8 @@ RunInfo read_run(const Stmt& s) {
   r.start_time = s.f64(11);
   r.end_time = s.f64(12);
   r.ranks = s.i32(13);
+  // A read-only view cannot store the FAILED mark of a vanished run, but still shows it.
+  if (store_detail::run_vanished(r)) r.status = RunStatus::failed;
   return r;
 }
 

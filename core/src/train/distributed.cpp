@@ -63,6 +63,7 @@ Distributed::~Distributed() {
     executor_.synchronize();
   } catch (...) {
   }
+  world_.set_traffic_meter(nullptr);  // the world communicator outlives this meter
 }
 
 std::string Distributed::describe() const {

@@ -1,5 +1,6 @@
 #include "moebench/train/run_recorder.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "moebench/config/config_loader.h"
@@ -86,7 +87,8 @@ void RunRecorder::on_step(const StepStats& s) {
 }
 
 void RunRecorder::on_eval(const EvalStats& e) {
-  store_->log_step(run_.id, {{"eval_loss", e.step, e.loss, unix_now()}}, {}, {}, {});
+  // "eval after N steps" belongs to step index N - 1, like that step's training metrics.
+  store_->log_step(run_.id, {{"eval_loss", std::max<int64_t>(0, e.step - 1), e.loss, unix_now()}}, {}, {}, {});
 }
 
 void RunRecorder::finish(RunStatus status) {
