@@ -105,22 +105,22 @@ json chrome_trace(const RunStore& store, const RunInfo& run, int64_t first_step,
                       {"args", args}});
   }
 
-  // Flows: (step, name, layer, rank, peer) -> spans in start order; the k-th span from r to p
-  // is paired with the k-th span from p to r.
-  using FlowKey = std::tuple<int64_t, std::string, int, int, int>;
-  std::map<FlowKey, std::vector<const SpanRow*>> with_peer;
-  for (const auto& s : spans)
-    if (s.peer >= 0 && s.peer != s.rank) with_peer[{s.step, s.name, s.layer, s.rank, s.peer}].push_back(&s);
-  for (auto& [key, list] : with_peer)
+  // Flows: a span on rank r that sends to peer p is linked to the span of the same step, name
+  // and layer on rank p that holds the receive: the k-th such span on r (in start order) to
+  // the k-th on p. Ring collectives (r sends to r+1, which sends to r+2) pair up this way too.
+  using OpKey = std::tuple<int64_t, std::string, int, int>;  // step, name, layer, rank
+  std::map<OpKey, std::vector<const SpanRow*>> by_op;
+  for (const auto& s : spans) by_op[{s.step, s.name, s.layer, s.rank}].push_back(&s);
+  for (auto& [key, list] : by_op)
     std::stable_sort(list.begin(), list.end(), [](const SpanRow* a, const SpanRow* b) { return a->start < b->start; });
   int64_t flow_id = 0;
-  for (const auto& [key, list] : with_peer) {
-    const auto& [step, name, layer, rank, peer] = key;
-    auto match = with_peer.find({step, name, layer, peer, rank});
-    if (match == with_peer.end()) continue;
-    const size_t n = std::min(list.size(), match->second.size());
-    for (size_t k = 0; k < n; ++k) {
+  for (const auto& [key, list] : by_op) {
+    const auto& [step, name, layer, rank] = key;
+    for (size_t k = 0; k < list.size(); ++k) {
       const SpanRow& a = *list[k];
+      if (a.peer < 0 || a.peer == a.rank) continue;
+      auto match = by_op.find({step, name, layer, a.peer});
+      if (match == by_op.end() || k >= match->second.size()) continue;
       const SpanRow& b = *match->second[k];
       ++flow_id;
       events.push_back({{"ph", "s"}, {"id", flow_id}, {"name", a.name}, {"cat", a.category}, {"pid", a.rank},

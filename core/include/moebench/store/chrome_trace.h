@@ -12,8 +12,8 @@
 // - one "X" event per span: ts and dur in microseconds, name, cat = the span's category,
 //   args {"step", and "bytes" when > 0, "peer", "layer", "expert" when >= 0};
 // - flows: for every span with a peer, the span of the same step and name (and layer) on the
-//   peer rank whose peer is this rank is its match (the k-th such span on each side are paired
-//   in start order); a "s" event on the span and a "f" event ("bp": "e") on the match share a
+//   peer rank is its match, the receive side (the k-th such span on each rank are paired in
+//   start order, so ring collectives, where r sends to r+1, pair too); a "s" event on the span and a "f" event ("bp": "e") on the match share a
 //   unique id, cat and name, so Perfetto draws an arrow from sender to receiver. Both ends sit
 //   at the middle of their span, so each binds to that span and to no neighbour. Spans with no
 //   match in the range get no flow.
