@@ -48,6 +48,8 @@ const std::vector<FieldDef>& fields() {
                "learned | uniform | zipf:S | hot:E,F | rotating (synthetic expert choice)"),
 
       MB_FIELD(strategy, name, String, "MoE exchange strategy: expert_centric | hier_a2a"),
+      MB_FIELD(strategy, credits, Int, "data_centric: credit-based buffer size C (experts pulled ahead)"),
+      MB_FIELD(strategy, janus_threshold, Float, "janus: data_centric where R = BSk/(4nHE) > threshold"),
 
       MB_FIELD(data, source, String, "synthetic | bin | text"),
       MB_FIELD(data, path, Path, "bin: train shard (uint16 tokens); text: a text file"),

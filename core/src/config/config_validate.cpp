@@ -99,6 +99,8 @@ void Checker::check_run() {
 void Checker::check_parallel() {
   at_least("run.ranks", c_.run.ranks, 1);
   at_least("store.spans_every", c_.store.spans_every, 1);
+  at_least("strategy.credits", c_.strategy.credits, 1);
+  non_negative("strategy.janus_threshold", c_.strategy.janus_threshold);
   if (ok({"store.db"}) && c_.store.db.empty()) fail("store.db", "must not be empty");
   if (ok({"store.experiment"}) && c_.store.experiment.empty()) fail("store.experiment", "must not be empty");
   at_least("cluster.nodes", c_.cluster.nodes, 1);

@@ -27,6 +27,9 @@ struct ParallelConfig {
 
 struct StrategyConfig {
   std::string name = "expert_centric";  // MoE exchange strategy (strategies/registry.h)
+  // Janus (data_centric / janus)
+  int credits = 2;                // credit-based buffer: pulled experts in flight at once
+  float janus_threshold = 1.0f;   // janus: data_centric where R = BSk/(4nHE) > threshold
 };
 
 struct ModelConfig {
