@@ -23,6 +23,7 @@
 #include "commands.h"
 #include "moebench/config/config_loader.h"
 #include "moebench/dist/mpi_communicator.h"
+#include "moebench/strategies/janus.h"
 #include "moebench/train/distributed.h"
 #include "moebench/train/run_recorder.h"
 #include "moebench/train/trainer.h"
@@ -160,6 +161,10 @@ int train(const RunOptions& o, const Config& cfg, Communicator* world) {
       std::printf("distributed: %s | strategy %s | global batch %d\n", trainer.distributed()->describe().c_str(),
                   cfg.strategy.name.c_str(), cfg.train.batch_size);
     std::printf("uniform-guess loss ln(vocab) = %.4f\n", std::log((double)m.vocab_size));
+    if (trainer.distributed() && cfg.strategy.name == "janus") {
+      const Topology& t = trainer.distributed()->topology();
+      std::printf("%s", janus_decision_table(cfg, t.nodes(), t.devices_per_node()).c_str());
+    }
   }
   if (!o.resume.empty()) {
     const long at = trainer.resume(o.resume);
@@ -173,6 +178,11 @@ int train(const RunOptions& o, const Config& cfg, Communicator* world) {
       recorder = std::make_unique<RunRecorder>(cfg, trainer.topology_description(),
                                                distributed ? &trainer.distributed()->topology() : nullptr,
                                                world ? world->size() : 1);
+      if (distributed) {  // the strategy each MoE block runs with (janus decides per block)
+        const Topology& t = trainer.distributed()->topology();
+        for (const auto& [block, name] : block_strategies(cfg, t.nodes(), t.devices_per_node()))
+          recorder->store().set_tag(recorder->run().id, "strategy.block." + std::to_string(block), name);
+      }
       std::printf("recording run %s (%s) in %s, experiment %s\n", recorder->run().uuid.substr(0, 8).c_str(),
                   recorder->run().name.c_str(), cfg.store.db.c_str(), cfg.store.experiment.c_str());
     }

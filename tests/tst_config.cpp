@@ -85,7 +85,7 @@ class TestConfig : public QObject {
     row("unterminated string", "[run]\nname = \"abc\n", 2, "", "TOML syntax error");
     row("unknown section", "[model]\nhidden = 64\n[modle]\nlayers = 2\n", 3, "modle",
         "unknown section [modle]; did you mean `model`?");
-    row("unknown strategy", "[strategy]\nname = \"janus2\"\n", 2, "strategy.name", "unknown strategy \"janus2\" (known: expert_centric, hier_a2a)");
+    row("unknown strategy", "[strategy]\nname = \"janus2\"\n", 2, "strategy.name", "unknown strategy \"janus2\" (known: expert_centric, hier_a2a");
     row("bad routing kind", "[moe]\nrouting = \"zipfian\"\n", 2, "moe.routing", "unknown kind \"zipfian\"");
     row("zipf without exponent", "[moe]\nrouting = \"zipf:x\"\n", 2, "moe.routing", "\"x\" is not a number");
     row("hot expert missing", "[moe]\nmoe_layers = [1]\nexperts = 4\nrouting = \"hot:4,0.5\"\n", 4, "moe.routing", "hot expert 4 does not exist in MoE block 1 (4 experts)");

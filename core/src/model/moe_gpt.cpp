@@ -141,7 +141,7 @@ void MoeGpt::distribute(const MoeDistribution& d) {
     ctx.first_local = shard_.rank * (b.experts / shard_.size);
     ctx.local = b.expert_params;
     ctx.local_grads = b.expert_grads;
-    b.moe->set_strategy(make_strategy(d.strategy), std::move(ctx));
+    b.moe->set_strategy(make_strategy(d.block_strategy.at((int)l)), std::move(ctx));
     b.moe->set_stats_communicator(d.dp);
   }
 }

@@ -8,6 +8,7 @@ namespace moebench {
 
 std::unique_ptr<MoeStrategy> make_expert_centric();
 std::unique_ptr<MoeStrategy> make_hier_a2a();
+std::unique_ptr<MoeStrategy> make_data_centric();
 
 namespace {
 using Factory = std::unique_ptr<MoeStrategy> (*)();
@@ -15,6 +16,7 @@ const std::vector<std::pair<std::string, Factory>>& table() {
   static const std::vector<std::pair<std::string, Factory>> t = {
       {"expert_centric", make_expert_centric},
       {"hier_a2a", make_hier_a2a},
+      {"data_centric", make_data_centric},
   };
   return t;
 }
@@ -24,12 +26,15 @@ const std::vector<std::string>& strategy_names() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> n;
     for (const auto& [name, f] : table()) n.push_back(name);
+    n.push_back("janus");  // per MoE block: data_centric or expert_centric (strategies/janus.h)
     return n;
   }();
   return names;
 }
 
 std::unique_ptr<MoeStrategy> make_strategy(const std::string& name) {
+  if (name == "janus")
+    throw std::invalid_argument("janus is chosen per MoE block (block_strategies() in strategies/janus.h)");
   for (const auto& [n, f] : table())
     if (n == name) return f();
   std::string known;

@@ -7,6 +7,7 @@
 #include <map>
 #include <stdexcept>
 
+#include "moebench/strategies/janus.h"
 #include "moebench/train/checkpoint.h"
 
 #include <unistd.h>
@@ -70,9 +71,9 @@ std::string Distributed::describe() const {
   return std::to_string(world_.size()) + " ranks, " + topology_.describe() + "; " + groups_->describe();
 }
 
-void Distributed::attach(MoeGpt& model, const std::string& strategy) {
+void Distributed::attach(MoeGpt& model, const Config& cfg) {
   MoeDistribution d;
-  d.strategy = strategy;
+  d.block_strategy = block_strategies(cfg, topology_.nodes(), topology_.devices_per_node());
   d.ep = &groups_->ep();
   d.dp = &groups_->dp();
   d.topology = &topology_;

@@ -47,7 +47,7 @@ Trainer::Trainer(const Config& cfg, std::string out_dir, Communicator* world)
   corpus_ = load_corpus(cfg_.data, cfg_.model.vocab_size, cfg_.model.seq_len, cfg_.run.seed);
   model_ = std::make_unique<MoeGpt>(cfg_.model, cfg_.moe, shard);
   model_->init(cfg_.run.seed);
-  if (dist_) dist_->attach(*model_, cfg_.strategy.name);
+  if (dist_) dist_->attach(*model_, cfg_);
   model_->set_routing(parse_routing(cfg_.moe.routing), cfg_.run.seed,
                       (long)first_row_ * cfg_.model.seq_len);
   AdamWHyper h{cfg_.train.beta1, cfg_.train.beta2, cfg_.train.eps, cfg_.train.weight_decay};

@@ -4,6 +4,7 @@
 // attention, GeLU FFN or MoE block, final LayerNorm, tied or untied LM head, cross-entropy.
 // Loss = mean cross-entropy + aux_loss_weight * sum over MoE blocks of the GShard aux loss.
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,7 +30,7 @@ struct ExpertShard {
 
 // How the MoE blocks run distributed (set by the trainer of a multi-rank run).
 struct MoeDistribution {
-  std::string strategy;            // registry name, e.g. "expert_centric"
+  std::map<int, std::string> block_strategy;  // MoE block -> registry name (strategies/janus.h)
   Communicator* ep = nullptr;      // expert-parallel group
   Communicator* dp = nullptr;      // data-parallel group: global-batch aux statistics
   const Topology* topology = nullptr;

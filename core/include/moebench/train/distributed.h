@@ -43,9 +43,9 @@ class Distributed {
   ProcessGroups& groups() { return *groups_; }
   std::string describe() const;
 
-  // Wires the model: strategy on every MoE block, and the gradient hook that starts each
-  // dense bucket's all-reduce on the comm stream.
-  void attach(MoeGpt& model, const std::string& strategy);
+  // Wires the model: the strategy of every MoE block (strategies/janus.h: janus picks per
+  // block), and the gradient hook that starts each dense bucket's all-reduce on the comm stream.
+  void attach(MoeGpt& model, const Config& cfg);
   // After backward: waits for the bucket all-reduces, reduces the expert gradients. Returns
   // the seconds the compute thread waited for communication here.
   double finish_gradients(MoeGpt& model);
