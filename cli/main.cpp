@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   moebench::cli::add_runs_command(app, action);
   moebench::cli::add_trace_command(app, action);
   moebench::cli::add_export_command(app, action);
+  moebench::cli::add_plan_command(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

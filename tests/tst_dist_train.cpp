@@ -11,22 +11,16 @@
 
 #include "moebench/config/config_loader.h"
 #include "moebench/dist/mpi_communicator.h"
+#include "moebench/strategies/janus.h"
 #include "moebench/train/distributed.h"
 #include "moebench/train/trainer.h"
 #include "mpi_test_main.h"
+#include "equivalence_support.h"
 #include "test_support.h"
 
 using namespace moebench;
 
 namespace {
-
-std::vector<float> train_losses(Trainer& t) {
-  std::vector<float> losses;
-  TrainCallbacks cb;
-  cb.on_step = [&](const StepStats& s) { losses.push_back(s.loss.total); };
-  t.run(-1, cb);
-  return losses;
-}
 
 }  // namespace
 
@@ -68,32 +62,48 @@ class TestDistTrain : public QObject {
     QTemporaryDir ref_dir, dist_dir;
 
     Trainer ref(cfg, ref_dir.path().toStdString());
-    const std::vector<float> expected = train_losses(ref);
+    const std::vector<float> expected = test::train_losses(ref);
     Trainer dist(cfg, dist_dir.path().toStdString() + "/r" + std::to_string(world->rank()), world.get());
     QVERIFY(dist.distributed());
-    const std::vector<float> got = train_losses(dist);
+    const std::vector<float> got = test::train_losses(dist);
 
-    QCOMPARE(got.size(), expected.size());
-    for (size_t i = 0; i < got.size(); ++i)
-      QVERIFY2(std::abs(got[i] - expected[i]) <= 1e-5f * std::abs(expected[i]),
-               qPrintable(QString("rank %1 step %2: loss %3 vs single-rank %4")
-                              .arg(world->rank()).arg(i + 1).arg(got[i], 0, 'g', 9).arg(expected[i], 0, 'g', 9)));
+    const QString loss_diff = test::compare_losses(got, expected, world->rank());
+    QVERIFY2(loss_diff.isEmpty(), qPrintable(loss_diff));
     // Parameters: every tensor this rank holds (dense replicas and its own experts).
-    const ParamArena& mine = dist.model().params();
-    const ParamArena& all = ref.model().params();
-    double worst = 0;
-    std::string worst_name;
-    for (size_t v = 0; v < mine.views().size(); ++v) {
-      const ParamView& pv = mine.views()[v];
-      const ParamView* rv = all.find(pv.name);
-      QVERIFY2(rv, pv.name.c_str());
-      for (size_t i = 0; i < pv.numel; ++i) {
-        const double d = std::abs(mine.data()[pv.offset + i] - all.data()[rv->offset + i]);
-        if (d > worst) worst = d, worst_name = pv.name;
-      }
-    }
-    QVERIFY2(worst < 1e-4, qPrintable(QString("rank %1: %2 differs by %3").arg(world->rank())
-                                          .arg(QString::fromStdString(worst_name)).arg(worst)));
+    const QString param_diff = test::compare_params(dist.model().params(), ref.model().params(), world->rank());
+    QVERIFY2(param_diff.isEmpty(), qPrintable(param_diff));
+  }
+
+  // janus with a PR-MoE layout: R = BSk/(a n H E) (a = ffn_mult = 2 in the tiny config) is
+  // 0.5 for block 0 (4 experts, E = 1) and 0.25 for block 1 (8 experts, E = 2); threshold 0.3
+  // -> data_centric, expert_centric.
+  void janus_mixed_blocks_match_single_rank_data() {
+    QTest::addColumn<int>("credits");
+    QTest::newRow("credits 1") << 1;
+    QTest::newRow("credits 2") << 2;
+  }
+  void janus_mixed_blocks_match_single_rank() {
+    QFETCH(int, credits);
+    auto world = MpiCommunicator::world();
+    if (world->size() != 4) QSKIP("written for 4 ranks (2 nodes x 2)");
+    const Config cfg = load_config(test::tiny_config_path(),
+                                   {"train.steps=20", "train.batch_size=8", "train.eval_every=0", "cluster.nodes=2",
+                                    "run.ranks=4", "run.threads=1", "moe.moe_layers=[0,1]", "moe.experts=[4,8]",
+                                    "strategy.name=janus", "strategy.janus_threshold=0.3",
+                                    "strategy.credits=" + std::to_string(credits)});
+    const auto chosen = block_strategies(cfg, 2, 2);
+    QCOMPARE(chosen.at(0), std::string("data_centric"));
+    QCOMPARE(chosen.at(1), std::string("expert_centric"));
+    QTemporaryDir ref_dir, dist_dir;
+    Trainer ref(cfg, ref_dir.path().toStdString());
+    const std::vector<float> expected = test::train_losses(ref);
+    Trainer dist(cfg, dist_dir.path().toStdString() + "/r" + std::to_string(world->rank()), world.get());
+    QCOMPARE(dist.model().moe_layer(0)->strategy()->name(), std::string("data_centric"));
+    QCOMPARE(dist.model().moe_layer(1)->strategy()->name(), std::string("expert_centric"));
+    const QString loss_diff = test::compare_losses(test::train_losses(dist), expected, world->rank());
+    QVERIFY2(loss_diff.isEmpty(), qPrintable(loss_diff));
+    const QString param_diff = test::compare_params(dist.model().params(), ref.model().params(), world->rank());
+    QVERIFY2(param_diff.isEmpty(), qPrintable(param_diff));
   }
 
   void bad_layouts_are_reported() {

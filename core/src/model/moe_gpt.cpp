@@ -134,6 +134,7 @@ void MoeGpt::distribute(const MoeDistribution& d) {
     ctx.ep = d.ep;
     ctx.topology = d.topology;
     ctx.executor = d.executor;
+    ctx.credits = d.credits;
     ctx.layer = (int)l;
     ctx.experts = b.experts;
     ctx.C = model_.hidden;

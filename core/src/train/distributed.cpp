@@ -74,6 +74,7 @@ std::string Distributed::describe() const {
 void Distributed::attach(MoeGpt& model, const Config& cfg) {
   MoeDistribution d;
   d.block_strategy = block_strategies(cfg, topology_.nodes(), topology_.devices_per_node());
+  d.credits = cfg.strategy.credits;
   d.ep = &groups_->ep();
   d.dp = &groups_->dp();
   d.topology = &topology_;

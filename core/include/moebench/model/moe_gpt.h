@@ -35,6 +35,7 @@ struct MoeDistribution {
   Communicator* dp = nullptr;      // data-parallel group: global-batch aux statistics
   const Topology* topology = nullptr;
   Executor* executor = nullptr;
+  int credits = 2;                 // data_centric: strategy.credits
 };
 
 // A contiguous range of the parameter/gradient arena, in floats.

@@ -29,6 +29,8 @@ struct MoeContext {
   // experts accumulate into local_grads.
   int first_local = 0;
   std::vector<ExpertParams> local, local_grads;
+  // data_centric (Janus): credit-based buffer size, pulled experts in flight at once.
+  int credits = 2;
 };
 
 // Analytical cost of one forward pass of one MoE block (per rank); "predicted", never measured.

@@ -1,0 +1,96 @@
+// moebench plan CONFIG [--set key=value]... [--json]: the Janus model's PREDICTED per-block
+// plan (R, paradigm, inter-node traffic of both paradigms) for the config's cluster layout.
+#include <cstdio>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "moebench/config/config_loader.h"
+#include "moebench/perf/janus_model.h"
+
+namespace moebench::cli {
+
+namespace {
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+int plan_main(const std::string& path, const std::vector<std::string>& sets, bool json) {
+  const Config cfg = load_config(path, sets);
+  const int n = cfg.cluster.nodes;
+  const int m = cfg.cluster.devices_per_node > 0 ? cfg.cluster.devices_per_node : cfg.run.ranks / n;
+  const int world = n * m;
+  const double b = (double)cfg.train.batch_size / world;
+  const auto plan = janus_plan(cfg, n, m);
+  double ec_total = 0, dc_total = 0;
+  for (const auto& p : plan) {
+    ec_total += p.ec_bytes;
+    dc_total += p.dc_bytes;
+  }
+  const char* what =
+      "predicted by the Janus model (SIGCOMM'23 §5.1.3, eq. 1: R = BSk/(4nHE)); traffic is inter-node, "
+      "per machine, per iteration, forward (backward moves the same)";
+  if (json) {
+    nlohmann::json j;
+    j["predicted"] = true;
+    j["model"] = "janus";
+    j["note"] = what;
+    j["config"] = path;
+    j["nodes"] = n;
+    j["workers_per_node"] = m;
+    j["world"] = world;
+    j["sequences_per_worker"] = b;
+    j["seq_len"] = cfg.model.seq_len;
+    j["top_k"] = cfg.moe.top_k;
+    j["hidden"] = cfg.model.hidden;
+    j["ffn_mult"] = cfg.model.ffn_mult;
+    j["janus_threshold"] = cfg.strategy.janus_threshold;
+    j["blocks"] = nlohmann::json::array();
+    for (const auto& p : plan)
+      j["blocks"].push_back({{"block", p.block},
+                             {"experts", p.experts},
+                             {"experts_per_worker", p.experts_per_worker},
+                             {"R", p.R},
+                             {"paradigm", p.paradigm},
+                             {"ec_bytes", p.ec_bytes},
+                             {"dc_bytes", p.dc_bytes},
+                             {"ec_gib", p.ec_bytes / kGiB},
+                             {"dc_gib", p.dc_bytes / kGiB}});
+    j["total"] = {{"ec_bytes", ec_total}, {"dc_bytes", dc_total}, {"ec_gib", ec_total / kGiB},
+                  {"dc_gib", dc_total / kGiB}};
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::printf("Janus plan for %s: %s\n", path.c_str(), what);
+  std::printf("n = %d machines x m = %d workers, B = %g sequences/worker, S = %d, k = %d, H = %d, ffn_mult = %d, "
+              "janus_threshold = %g\n",
+              n, m, b, cfg.model.seq_len, cfg.moe.top_k, cfg.model.hidden, cfg.model.ffn_mult,
+              (double)cfg.strategy.janus_threshold);
+  if (plan.empty()) {
+    std::printf("no MoE blocks: nothing to plan\n");
+    return 0;
+  }
+  std::printf("%6s %8s %12s %9s %15s %14s %14s\n", "block", "experts", "E per worker", "R", "paradigm",
+              "E.C. GiB", "D.C. GiB");
+  for (const auto& p : plan)
+    std::printf("%6d %8d %12d %9.2f %15s %14.4f %14.4f\n", p.block, p.experts, p.experts_per_worker, p.R,
+                p.paradigm.c_str(), p.ec_bytes / kGiB, p.dc_bytes / kGiB);
+  std::printf("%6s %8s %12s %9s %15s %14.4f %14.4f\n", "total", "", "", "", "", ec_total / kGiB, dc_total / kGiB);
+  return 0;
+}
+}  // namespace
+
+void add_plan_command(CLI::App& app, Action& action) {
+  auto* cmd = app.add_subcommand(
+      "plan", "Predict per MoE block Janus's R, paradigm and inter-node traffic (analytical model)");
+  auto config = std::make_shared<std::string>();
+  auto sets = std::make_shared<std::vector<std::string>>();
+  auto json = std::make_shared<bool>(false);
+  cmd->add_option("config", *config, "TOML config file")->required();
+  cmd->add_option("--set", *sets, "Override a key, e.g. --set cluster.nodes=4 (repeatable)");
+  cmd->add_flag("--json", *json, "Print JSON instead of a table");
+  cmd->callback([&action, config, sets, json] {
+    action = [config, sets, json] { return plan_main(*config, *sets, *json); };
+  });
+}
+
+}  // namespace moebench::cli

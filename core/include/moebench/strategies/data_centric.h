@@ -1,0 +1,87 @@
+#pragma once
+// DataCentric: Janus' data-centric paradigm (SIGCOMM'23 §3.2, §5.1). Tokens stay where they
+// are; every rank PULLS the parameters of the remote experts its tokens were routed to, with
+// one-sided gets on a window over each owner's contiguous expert block (w1|b1|w2|b2 per
+// expert, L experts per rank), runs them locally and, in backward, pushes each pulled
+// expert's gradient back to its owner with one-sided accumulate (sum).
+//
+// Forward, per block: window barrier (every owner finished its previous optimizer step);
+// then one task per used expert: up to `credits` pulls are in flight or held uncomputed at
+// once (credit-based buffer, §5.1.1): a pull takes a credit, finishing that expert's compute
+// returns it and issues the next pull, so computing one expert overlaps pulling the next.
+// Owned experts are computed first (they need no credit) while the first pulls travel.
+// Pulled experts stay in a host cache until the end of backward (backward never pulls).
+//
+// Backward: ExpertBank backward per used expert where the tokens are (dxg directly; owned
+// experts' gradients into ctx.local_grads, pulled experts' into zeroed scratch); window
+// barrier (every owner's local gradient writes are done); accumulate of every pulled
+// expert's gradient into the owner's gradient block; window barrier (all contributions
+// visible before the optimizer). The cache is freed after backward.
+//
+// Spans (when ctx.executor is set): "janus.pull" (comm, peer = owner world rank, bytes =
+// expert bytes, expert = e; the span covers waiting for the pull: get is issued when the
+// credit is taken, flush(owner) completes it), "moe.experts" (compute, one per expert),
+// "moe.experts_backward" (compute, one per expert), "janus.push_grad" (comm, one per pulled
+// expert), "janus.sync" (comm, the window barriers).
+//
+// Traffic (MPI backend): gets are counted on the PULLING rank's meter with peer = owner
+// (mpi_communicator.h), accumulates on the pushing rank's meter with peer = owner; so per
+// forward + backward a rank counts 2 x (distinct remote experts it routed rows to) x expert
+// bytes, split by owner.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "moebench/strategies/strategy.h"
+
+namespace moebench {
+
+class Window;
+
+struct DataCentricStats {
+  int credits = 0;            // the C of the last forward
+  int max_in_use = 0;         // most credits ever held at once (never above C)
+  long pulls = 0;             // expert pulls issued (all forwards)
+  uint64_t bytes_pulled = 0;  // bytes of those pulls
+  long pushes = 0;            // gradient blocks accumulated into owners (all backwards)
+  uint64_t bytes_pushed = 0;
+  long cache_hits = 0;        // backward uses of a cached pulled expert (never a pull)
+  int last_pulls = 0;         // pulls of the last forward
+};
+
+class DataCentric : public MoeStrategy {
+ public:
+  // credits <= 0: use ctx.credits (MoeContext, default 2).
+  explicit DataCentric(int credits = 0);
+  ~DataCentric() override;
+  std::string name() const override { return "data_centric"; }
+  void forward(float* y, const float* xg, const std::vector<int>& offsets, MoeContext& ctx) override;
+  void backward(float* dxg, const float* dy, MoeContext& ctx) override;
+  StrategyCost predict(const CostInputs& in) const override;
+
+  void set_credits(int credits) { credits_override_ = credits; }  // <= 0: ctx.credits
+  const DataCentricStats& stats() const { return stats_; }
+  // Experts (global ids) pulled in the last forward, in pull order.
+  const std::vector<int>& last_pulled() const { return pulled_order_; }
+
+ private:
+  struct Slot;  // one used expert: its bank, cache and gradient scratch
+  void ensure_windows(MoeContext& ctx);
+  void release_cache();
+
+  int credits_override_ = 0;
+  int P_ = 1, L_ = 0, C_ = 0, F_ = 0, E_ = 0, me_ = 0;
+  size_t expert_floats_ = 0;
+  std::unique_ptr<Window> params_win_, grads_win_;
+  const float* win_params_base_ = nullptr;
+  const float* win_grads_base_ = nullptr;
+  std::vector<int> offsets_;
+  std::vector<std::unique_ptr<Slot>> slots_;  // used experts, compute order
+  std::vector<int> pulled_order_;
+  bool have_forward_ = false;
+  DataCentricStats stats_;
+};
+
+std::unique_ptr<MoeStrategy> make_data_centric();
+
+}  // namespace moebench

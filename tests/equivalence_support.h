@@ -1,0 +1,52 @@
+#pragma once
+// Shared by the multi-rank equivalence suites: train a config on the launched ranks and as
+// the single-process reference, then compare per-step losses and parameters. Helpers return
+// an empty string on success, else a message for QVERIFY2.
+#include <QString>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "moebench/train/trainer.h"
+
+namespace moebench::test {
+
+inline std::vector<float> train_losses(Trainer& t) {
+  std::vector<float> losses;
+  TrainCallbacks cb;
+  cb.on_step = [&](const StepStats& s) { losses.push_back(s.loss.total); };
+  t.run(-1, cb);
+  return losses;
+}
+
+// Every step's loss within rel_tol (relative) of the reference.
+inline QString compare_losses(const std::vector<float>& got, const std::vector<float>& expected, int rank,
+                              float rel_tol = 1e-5f) {
+  if (got.size() != expected.size())
+    return QString("rank %1: %2 steps vs %3 in the reference").arg(rank).arg(got.size()).arg(expected.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    if (!(std::abs(got[i] - expected[i]) <= rel_tol * std::abs(expected[i])))
+      return QString("rank %1 step %2: loss %3 vs single-rank %4")
+          .arg(rank).arg(i + 1).arg(got[i], 0, 'g', 9).arg(expected[i], 0, 'g', 9);
+  return {};
+}
+
+// Every tensor of `mine` (dense replicas and this rank's experts) within abs_tol of the
+// reference tensor of the same name.
+inline QString compare_params(const ParamArena& mine, const ParamArena& reference, int rank, double abs_tol = 1e-4) {
+  double worst = 0;
+  std::string worst_name;
+  for (const ParamView& pv : mine.views()) {
+    const ParamView* rv = reference.find(pv.name);
+    if (!rv) return QString("rank %1: %2 missing in the reference").arg(rank).arg(QString::fromStdString(pv.name));
+    for (size_t i = 0; i < pv.numel; ++i) {
+      const double d = std::abs(mine.data()[pv.offset + i] - reference.data()[rv->offset + i]);
+      if (d > worst) worst = d, worst_name = pv.name;
+    }
+  }
+  if (worst < abs_tol) return {};
+  return QString("rank %1: %2 differs by %3").arg(rank).arg(QString::fromStdString(worst_name)).arg(worst);
+}
+
+}  // namespace moebench::test

@@ -1,0 +1,242 @@
+// ctest-labels: unit
+// The Janus model (perf/janus_model.h: PREDICTED traffic and R, SIGCOMM'23 §5.1.3, eq. 1):
+// Table 1 and §7.5's PR-MoE decisions reproduced from sample_configs/models, the formulas on
+// hand-computed rows, and `moebench plan --json`.
+#include <QtTest>
+
+#include <QProcess>
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "moebench/config/config_loader.h"
+#include "moebench/perf/janus_model.h"
+#include "test_support.h"
+
+using namespace Qt::StringLiterals;
+using namespace moebench;
+
+namespace {
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+std::string model_config(const char* name) {
+  return std::string(MOEBENCH_SOURCE_DIR "/sample_configs/models/") + name;
+}
+
+// The 32-GPU row of Table 1: 4 machines x 8, #Expert = #GPU, B sequences per GPU kept.
+std::vector<std::string> gpus32(int b) {
+  return {"run.ranks=32", "cluster.nodes=4", "moe.experts=32", "train.batch_size=" + std::to_string(b * 32)};
+}
+
+std::vector<JanusBlockPlan> plan_of(const Config& c) {
+  const int m = c.cluster.devices_per_node > 0 ? c.cluster.devices_per_node : c.run.ranks / c.cluster.nodes;
+  return janus_plan(c, c.cluster.nodes, m);
+}
+
+double round2(double x) { return std::round(x * 100.0) / 100.0; }
+
+struct Totals {
+  double ec_gib = 0, dc_gib = 0;
+};
+Totals totals(const std::vector<JanusBlockPlan>& plan) {
+  Totals t;
+  for (const auto& p : plan) {
+    t.ec_gib += p.ec_bytes / kGiB;
+    t.dc_gib += p.dc_bytes / kGiB;
+  }
+  return t;
+}
+}  // namespace
+
+class TestPlan : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void table1_traffic_from_the_sample_configs_data() {
+    QTest::addColumn<QString>("file");
+    QTest::addColumn<int>("b");  // sequences per GPU
+    QTest::addColumn<bool>("gpus32");
+    QTest::addColumn<int>("moe_blocks");
+    QTest::addColumn<double>("ec_gib");
+    QTest::addColumn<double>("dc_gib");
+    QTest::addColumn<double>("r");
+    QTest::newRow("MoE-BERT 16") << u"moe_bert.toml"_s << 256 << false << 4 << 6.0 << 0.56 << 10.67;
+    QTest::newRow("MoE-BERT 32") << u"moe_bert.toml"_s << 256 << true << 4 << 9.0 << 1.69 << 5.33;
+    QTest::newRow("MoE-GPT 16") << u"moe_gpt.toml"_s << 256 << false << 1 << 1.5 << 0.14 << 10.67;
+    QTest::newRow("MoE-GPT 32") << u"moe_gpt.toml"_s << 256 << true << 1 << 2.25 << 0.42 << 5.33;
+    QTest::newRow("MoE-Transformer-xl 16") << u"moe_transformer_xl.toml"_s << 64 << false << 12 << 6.0 << 0.19 << 32.0;
+    QTest::newRow("MoE-Transformer-xl 32") << u"moe_transformer_xl.toml"_s << 64 << true << 12 << 9.0 << 0.56 << 16.0;
+  }
+  void table1_traffic_from_the_sample_configs() {
+    QFETCH(QString, file);
+    QFETCH(int, b);
+    QFETCH(bool, gpus32);
+    QFETCH(int, moe_blocks);
+    QFETCH(double, ec_gib);
+    QFETCH(double, dc_gib);
+    QFETCH(double, r);
+    const Config c = load_config(model_config(file.toUtf8().constData()), gpus32 ? ::gpus32(b) : std::vector<std::string>{});
+    QCOMPARE(c.run.ranks, gpus32 ? 32 : 16);
+    QCOMPARE(c.train.batch_size / c.run.ranks, b);
+    const auto plan = plan_of(c);
+    QCOMPARE((int)plan.size(), moe_blocks);
+    for (const auto& p : plan) {
+      QCOMPARE(p.experts, c.run.ranks);  // #Expert = #GPU
+      QCOMPARE(p.experts_per_worker, 1);
+      QCOMPARE(round2(p.R), r);
+      QCOMPARE(p.paradigm, std::string("data_centric"));
+    }
+    const Totals t = totals(plan);
+    QCOMPARE(round2(t.ec_gib), ec_gib);
+    QCOMPARE(round2(t.dc_gib), dc_gib);
+  }
+
+  void pr_moe_picks_data_centric_then_expert_centric() {
+    const Config c = load_config(model_config("pr_moe_transformer_xl.toml"));
+    const auto plan = plan_of(c);
+    QCOMPARE((int)plan.size(), 4);
+    const std::vector<double> r = {4, 4, 1, 1};
+    const std::vector<int> e = {1, 1, 4, 4};
+    const std::vector<std::string> paradigm = {"data_centric", "data_centric", "expert_centric", "expert_centric"};
+    for (size_t i = 0; i < 4; ++i) {
+      QCOMPARE(plan[i].R, r[i]);
+      QCOMPARE(plan[i].experts_per_worker, e[i]);
+      QCOMPARE(plan[i].paradigm, paradigm[i]);
+    }
+  }
+
+  void formulas_on_hand_computed_rows_data() {
+    QTest::addColumn<int>("n");
+    QTest::addColumn<int>("m");
+    QTest::addColumn<double>("e");
+    QTest::addColumn<int>("h");
+    QTest::addColumn<double>("b");
+    QTest::addColumn<int>("s");
+    QTest::addColumn<int>("k");
+    QTest::addColumn<int>("a");  // ffn_mult
+    QTest::addColumn<double>("r");
+    QTest::addColumn<double>("ec");  // bytes
+    QTest::addColumn<double>("dc");  // bytes
+    // T = B*S*k; R = T/(a*n*H*E); EC = 2*m*H*T*(n-1)/n*4; DC = (2aH^2 + (a+1)H)*E*m*(n-1)*4.
+    QTest::newRow("BERT 2x8") << 2 << 8 << 1.0 << 768 << 256.0 << 128 << 2 << 4 << 32.0 / 3.0 << 1610612736.0
+                              << 151117824.0;
+    QTest::newRow("4x2 E=2") << 4 << 2 << 2.0 << 64 << 4.0 << 32 << 1 << 4 << 0.0625 << 98304.0 << 1588224.0;
+    QTest::newRow("one machine") << 1 << 4 << 1.0 << 128 << 8.0 << 64 << 2 << 4 << 2.0 << 0.0 << 0.0;
+    QTest::newRow("ffn_mult 2, E=1/2") << 2 << 1 << 0.5 << 100 << 3.0 << 10 << 3 << 2 << 0.45 << 36000.0 << 80600.0;
+    QTest::newRow("8x8 E=4 R=1") << 8 << 8 << 4.0 << 1024 << 64.0 << 2048 << 1 << 4 << 1.0 << 7516192768.0
+                                 << 7520780288.0;
+  }
+  void formulas_on_hand_computed_rows() {
+    QFETCH(int, n);
+    QFETCH(int, m);
+    QFETCH(double, e);
+    QFETCH(int, h);
+    QFETCH(double, b);
+    QFETCH(int, s);
+    QFETCH(int, k);
+    QFETCH(int, a);
+    QFETCH(double, r);
+    QFETCH(double, ec);
+    QFETCH(double, dc);
+    QCOMPARE(janus_R(b, s, k, n, h, e, a), r);
+    QCOMPARE(janus_ec_bytes(b, s, k, n, m, h), ec);
+    QCOMPARE(janus_dc_bytes(n, m, h, e, a), dc);
+  }
+
+  void expert_size_is_what_moebench_pulls() {
+    QCOMPARE(janus_expert_floats(768, 4), 8.0 * 768 * 768 + 5.0 * 768);  // the paper's 8H^2 + biases
+    QCOMPARE(janus_expert_floats(64, 2), 2.0 * 2 * 64 * 64 + 3.0 * 64);
+  }
+
+  void plan_from_a_config_text() {
+    // 2 machines x 2 workers, global batch 8 -> B = 2; S = 32, k = 2, H = 64, E = 4/4 = 1 and 8/4 = 2:
+    // R = 128 / (4*2*64*E) = 0.25 and 0.125; threshold 0.2 -> data_centric, expert_centric.
+    const Config c = parse_config(
+        "[run]\nranks = 4\n[cluster]\nnodes = 2\n[strategy]\njanus_threshold = 0.2\n"
+        "[model]\nvocab_size = 64\nseq_len = 32\nhidden = 64\nlayers = 4\nheads = 4\n"
+        "[moe]\nmoe_layers = [3, 1]\nexperts = [8, 4]\ntop_k = 2\n[train]\nbatch_size = 8\n",
+        "inline.toml");
+    const auto plan = janus_plan(c, 2, 2);
+    QCOMPARE((int)plan.size(), 2);
+    QCOMPARE(plan[0].block, 1);  // block order, whatever the order of moe_layers
+    QCOMPARE(plan[0].experts, 4);
+    QCOMPARE(plan[0].R, 0.25);
+    QCOMPARE(plan[0].paradigm, std::string("data_centric"));
+    QCOMPARE(plan[1].block, 3);
+    QCOMPARE(plan[1].experts_per_worker, 2);
+    QCOMPARE(plan[1].R, 0.125);
+    QCOMPARE(plan[1].paradigm, std::string("expert_centric"));
+    // EC = 2*2*64*128*(1/2)*4 bytes per block, whatever E; DC = (8*64^2 + 5*64)*E*2*1*4.
+    QCOMPARE(plan[0].ec_bytes, 65536.0);
+    QCOMPARE(plan[1].ec_bytes, 65536.0);
+    QCOMPARE(plan[0].dc_bytes, 33088.0 * 8);
+    QCOMPARE(plan[1].dc_bytes, 33088.0 * 16);
+    // R == threshold is not "> threshold": expert-centric.
+    const Config at = parse_config(
+        "[run]\nranks = 4\n[cluster]\nnodes = 2\n[strategy]\njanus_threshold = 0.25\n"
+        "[model]\nvocab_size = 64\nseq_len = 32\nhidden = 64\nlayers = 4\nheads = 4\n"
+        "[moe]\nmoe_layers = [1]\nexperts = 4\ntop_k = 2\n[train]\nbatch_size = 8\n",
+        "inline.toml");
+    QCOMPARE(janus_plan(at, 2, 2).at(0).paradigm, std::string("expert_centric"));
+    // No MoE block: an empty plan. Bad layouts throw.
+    const Config dense = parse_config("[moe]\nmoe_layers = []\n", "dense.toml");
+    QVERIFY(janus_plan(dense, 1, 1).empty());
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, janus_plan(c, 0, 2));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, janus_plan(c, 2, 0));
+  }
+
+  void cli_plan_json_agrees() {
+    const QString file = QStringLiteral(MOEBENCH_SOURCE_DIR "/sample_configs/models/moe_bert.toml");
+    QProcess p;
+    p.start(QStringLiteral(MOEBENCH_CLI), {u"plan"_s, file, u"--set"_s, u"run.ranks=32"_s, u"--set"_s,
+                                          u"cluster.nodes=4"_s, u"--set"_s, u"moe.experts=32"_s, u"--set"_s,
+                                          u"train.batch_size=8192"_s, u"--json"_s});
+    QVERIFY(p.waitForFinished(60000));
+    QCOMPARE(p.exitCode(), 0);
+    const auto j = nlohmann::json::parse(p.readAllStandardOutput().toStdString());
+    QCOMPARE(j.at("predicted").get<bool>(), true);
+    QCOMPARE(j.at("nodes").get<int>(), 4);
+    QCOMPARE(j.at("workers_per_node").get<int>(), 8);
+    const Config c = load_config(file.toStdString(), gpus32(256));
+    const auto plan = plan_of(c);
+    const auto& blocks = j.at("blocks");
+    QCOMPARE((int)blocks.size(), (int)plan.size());
+    for (size_t i = 0; i < plan.size(); ++i) {
+      QCOMPARE(blocks[i].at("block").get<int>(), plan[i].block);
+      QCOMPARE(blocks[i].at("experts").get<int>(), plan[i].experts);
+      QCOMPARE(blocks[i].at("experts_per_worker").get<int>(), plan[i].experts_per_worker);
+      QCOMPARE(blocks[i].at("R").get<double>(), plan[i].R);
+      QCOMPARE(blocks[i].at("paradigm").get<std::string>(), plan[i].paradigm);
+      QCOMPARE(blocks[i].at("ec_bytes").get<double>(), plan[i].ec_bytes);
+      QCOMPARE(blocks[i].at("dc_bytes").get<double>(), plan[i].dc_bytes);
+    }
+    QCOMPARE(round2(j.at("total").at("ec_gib").get<double>()), 9.0);
+    QCOMPARE(round2(j.at("total").at("dc_gib").get<double>()), 1.69);
+  }
+
+  void cli_plan_table_and_errors() {
+    QProcess p;
+    p.start(QStringLiteral(MOEBENCH_CLI),
+            {u"plan"_s, QStringLiteral(MOEBENCH_SOURCE_DIR "/sample_configs/models/pr_moe_transformer_xl.toml")});
+    QVERIFY(p.waitForFinished(60000));
+    QCOMPARE(p.exitCode(), 0);
+    const QString out = QString::fromUtf8(p.readAllStandardOutput());
+    QVERIFY2(out.contains(u"predicted by the Janus model"_s), qPrintable(out));
+    QVERIFY2(out.contains(u"expert_centric"_s) && out.contains(u"data_centric"_s) && out.contains(u"total"_s),
+             qPrintable(out));
+    QProcess bad;
+    bad.start(QStringLiteral(MOEBENCH_CLI),
+              {u"plan"_s, QStringLiteral(MOEBENCH_SOURCE_DIR "/sample_configs/models/moe_gpt.toml"), u"--set"_s,
+               u"cluster.nodes=3"_s});
+    QVERIFY(bad.waitForFinished(60000));
+    QCOMPARE(bad.exitCode(), 2);  // 3 x 8 != 16 ranks: a config error
+    QVERIFY(QString::fromUtf8(bad.readAllStandardError()).contains(u"cluster"_s));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestPlan)
+#include "tst_plan.moc"
