@@ -47,7 +47,7 @@ const std::vector<FieldDef>& fields() {
       MB_FIELD(moe, routing, String,
                "learned | uniform | zipf:S | hot:E,F | rotating (synthetic expert choice)"),
 
-      MB_FIELD(strategy, name, String, "MoE exchange strategy: expert_centric | hier_a2a"),
+      MB_FIELD(strategy, name, String, "MoE strategy: expert_centric | hier_a2a | data_centric | janus"),
       MB_FIELD(strategy, credits, Int, "data_centric: credit-based buffer size C (experts pulled ahead)"),
       MB_FIELD(strategy, janus_threshold, Float, "janus: data_centric where R = BSk/(4nHE) > threshold"),
 
