@@ -49,6 +49,9 @@ const std::vector<FieldDef>& fields() {
 
       MB_FIELD(strategy, name, String, "MoE strategy: expert_centric | hier_a2a | data_centric | janus"),
       MB_FIELD(strategy, credits, Int, "data_centric: credit-based buffer size C (experts pulled ahead)"),
+      MB_FIELD(strategy, priority, Bool, "data_centric: staggered pull order (Janus Algorithm 1)"),
+      MB_FIELD(strategy, prefetch, Bool, "data_centric: start pulling at the beginning of the iteration"),
+      MB_FIELD(strategy, hierarchical, Bool, "data_centric: node-level expert cache and gradient pre-reduce"),
       MB_FIELD(strategy, janus_threshold, Float, "janus: data_centric where R = BSk/(4nHE) > threshold"),
 
       MB_FIELD(data, source, String, "synthetic | bin | text"),

@@ -135,6 +135,9 @@ void MoeGpt::distribute(const MoeDistribution& d) {
     ctx.topology = d.topology;
     ctx.executor = d.executor;
     ctx.credits = d.credits;
+    ctx.priority = d.priority;
+    ctx.prefetch = d.prefetch;
+    ctx.hierarchical = d.hierarchical;
     ctx.layer = (int)l;
     ctx.experts = b.experts;
     ctx.C = model_.hidden;
@@ -196,6 +199,8 @@ LossParts MoeGpt::forward(const int* inputs, const int* targets, int B, int T, l
       throw std::out_of_range("token id outside [0, vocab_size)");
 
   LossParts parts;
+  for (auto& b : blocks_)  // before any gate: strategies may start pulling experts (prefetch)
+    if (b->moe) b->moe->begin_iteration();
   for (size_t l = 0; l < blocks_.size(); ++l) {
     Block& b = *blocks_[l];
     ensure(b.x, N * C);

@@ -75,6 +75,9 @@ void Distributed::attach(MoeGpt& model, const Config& cfg) {
   MoeDistribution d;
   d.block_strategy = block_strategies(cfg, topology_.nodes(), topology_.devices_per_node());
   d.credits = cfg.strategy.credits;
+  d.priority = cfg.strategy.priority;
+  d.prefetch = cfg.strategy.prefetch;
+  d.hierarchical = cfg.strategy.hierarchical;
   d.ep = &groups_->ep();
   d.dp = &groups_->dp();
   d.topology = &topology_;

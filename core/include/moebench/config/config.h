@@ -29,6 +29,9 @@ struct StrategyConfig {
   std::string name = "expert_centric";  // MoE exchange strategy (strategies/registry.h)
   // Janus (data_centric / janus)
   int credits = 2;                // credit-based buffer: pulled experts in flight at once
+  bool priority = true;           // data_centric: staggered pull order (Janus Algorithm 1)
+  bool prefetch = false;          // data_centric: pull at the start of the iteration (§5.3)
+  bool hierarchical = false;      // data_centric: node-level expert cache + gradient pre-reduce (§5.1.2)
   float janus_threshold = 1.0f;   // janus: data_centric where R = BSk/(4nHE) > threshold
 };
 

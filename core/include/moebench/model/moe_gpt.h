@@ -36,6 +36,7 @@ struct MoeDistribution {
   const Topology* topology = nullptr;
   Executor* executor = nullptr;
   int credits = 2;                 // data_centric: strategy.credits
+  bool priority = true, prefetch = false, hierarchical = false;  // data_centric switches
 };
 
 // A contiguous range of the parameter/gradient arena, in floats.

@@ -40,6 +40,10 @@ class MoeLayer {
   // `dp`, the data-parallel group) instead of this rank's tokens, so the loss and its
   // gradient equal those of one rank holding the global batch.
   void set_stats_communicator(Communicator* dp) { stats_ = dp; }
+  // Start of a model forward pass: lets the strategy begin work before the gate (prefetch).
+  void begin_iteration() {
+    if (strategy_) strategy_->begin_iteration(ctx_);
+  }
 
   // out[N,C] (overwritten) = sum over kept (n,k) of gate[n,k] * expert_{e[n,k]}(x[n]);
   // expert(x) = W2 gelu(W1 x + b1) + b2. router_w is [E,C]. Returns the unweighted aux loss.

@@ -31,6 +31,9 @@ struct MoeContext {
   std::vector<ExpertParams> local, local_grads;
   // data_centric (Janus): credit-based buffer size, pulled experts in flight at once.
   int credits = 2;
+  bool priority = true;       // data_centric switches (config [strategy], Janus §5.1.2-5.3)
+  bool prefetch = false;
+  bool hierarchical = false;
 };
 
 // Analytical cost of one forward pass of one MoE block (per rank); "predicted", never measured.
@@ -60,6 +63,9 @@ class MoeStrategy {
   // into ctx.local_grads. Collective over ctx.ep.
   virtual void backward(float* dxg, const float* dy, MoeContext& ctx) = 0;
   virtual StrategyCost predict(const CostInputs& in) const = 0;
+  // Called for every MoE block at the start of each forward pass of the model, before any
+  // block's gate runs (Janus prefetch, §5.3). Collective over ctx.ep. Default: nothing.
+  virtual void begin_iteration(MoeContext& ctx) { (void)ctx; }
 };
 
 // The strategy registered under `name`; throws std::invalid_argument listing the known names.
