@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <stdexcept>
 #include <thread>
 
@@ -13,6 +12,7 @@
 #include "moebench/dist/communicator.h"
 #include "moebench/tensor/matmul.h"
 #include "moebench/train/checkpoint.h"
+#include "moebench/train/step_records_codec.h"
 #include "moebench/train/distributed.h"
 
 namespace moebench {
@@ -102,103 +102,20 @@ bool Trainer::stop_requested() {
   return dist_ ? dist_->any(local) : local;
 }
 
-namespace {
-
-// Span and routing serialisation for shipping a step's records to rank 0.
-struct Writer {
-  std::vector<uint8_t> buf;
-  template <class T>
-  void put(const T& v) {
-    const auto* p = reinterpret_cast<const uint8_t*>(&v);
-    buf.insert(buf.end(), p, p + sizeof(T));
-  }
-  void put_str(const std::string& s) {
-    put<uint32_t>((uint32_t)s.size());
-    buf.insert(buf.end(), s.begin(), s.end());
-  }
-};
-struct Reader {
-  const std::vector<uint8_t>& buf;
-  size_t at = 0;
-  template <class T>
-  T get() {
-    if (at + sizeof(T) > buf.size()) throw std::runtime_error("corrupt step records from a rank");
-    T v;
-    std::memcpy(&v, buf.data() + at, sizeof(T));
-    at += sizeof(T);
-    return v;
-  }
-  std::string get_str() {
-    const uint32_t n = get<uint32_t>();
-    if (at + n > buf.size()) throw std::runtime_error("corrupt step records from a rank");
-    std::string s(buf.begin() + (long)at, buf.begin() + (long)(at + n));
-    at += n;
-    return s;
-  }
-};
-
-}  // namespace
-
 StepRecords Trainer::collect_records(const std::vector<Span>& spans, bool with_spans) {
   StepRecords rec;
+  std::vector<std::vector<int>> routing;
   for (int b = 0; b < cfg_.model.layers; ++b)
-    if (model_->moe_layer(b)) rec.moe_blocks.push_back(b);
-  Writer w;
-  w.put<uint32_t>(with_spans ? (uint32_t)spans.size() : 0);
-  if (with_spans)
-    for (const Span& s : spans) {
-      w.put<int32_t>(s.rank);
-      w.put_str(s.stream);
-      w.put_str(s.name);
-      w.put<int32_t>((int32_t)s.category);
-      w.put<double>(s.start);
-      w.put<double>(s.end);
-      w.put<uint64_t>(s.bytes);
-      w.put<int32_t>(s.peer);
-      w.put<int32_t>(s.layer);
-      w.put<int32_t>(s.expert);
-      w.put<int64_t>(s.step);
+    if (const MoeLayer* layer = model_->moe_layer(b)) {
+      rec.moe_blocks.push_back(b);
+      routing.push_back(layer->routing().counts);
     }
   const std::vector<uint64_t> traffic = dist_ ? dist_->meter().per_peer() : std::vector<uint64_t>(1, 0);
-  w.put<uint32_t>((uint32_t)traffic.size());
-  for (uint64_t t : traffic) w.put<uint64_t>(t);
-  for (int b : rec.moe_blocks) {
-    const std::vector<int>& counts = model_->moe_layer(b)->routing().counts;
-    w.put<uint32_t>((uint32_t)counts.size());
-    for (int c : counts) w.put<int64_t>(c);
-  }
+  std::vector<uint8_t> mine = encode_rank_records(with_spans ? spans : std::vector<Span>{}, traffic, routing);
   std::vector<std::vector<uint8_t>> all;
-  if (dist_) all = dist_->gather_to_root(w.buf);
-  else all.push_back(std::move(w.buf));
-  for (const auto& buf : all) {  // empty loop on ranks other than 0
-    Reader r{buf};
-    const uint32_t n = r.get<uint32_t>();
-    for (uint32_t i = 0; i < n; ++i) {
-      Span s;
-      s.rank = r.get<int32_t>();
-      s.stream = r.get_str();
-      s.name = r.get_str();
-      s.category = (TaskCategory)r.get<int32_t>();
-      s.start = r.get<double>();
-      s.end = r.get<double>();
-      s.bytes = r.get<uint64_t>();
-      s.peer = r.get<int32_t>();
-      s.layer = r.get<int32_t>();
-      s.expert = r.get<int32_t>();
-      s.step = r.get<int64_t>();
-      rec.spans.push_back(std::move(s));
-    }
-    std::vector<uint64_t> peers(r.get<uint32_t>());
-    for (auto& t : peers) t = r.get<uint64_t>();
-    rec.traffic.push_back(std::move(peers));
-    std::vector<std::vector<int64_t>> blocks;
-    for (size_t b = 0; b < rec.moe_blocks.size(); ++b) {
-      std::vector<int64_t> counts(r.get<uint32_t>());
-      for (auto& c : counts) c = r.get<int64_t>();
-      blocks.push_back(std::move(counts));
-    }
-    rec.routing.push_back(std::move(blocks));
-  }
+  if (dist_) all = dist_->gather_to_root(mine);  // empty on ranks other than 0
+  else all.push_back(std::move(mine));
+  for (const auto& buf : all) decode_rank_records(buf, rec);
   return rec;
 }
 

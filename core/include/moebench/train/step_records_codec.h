@@ -1,0 +1,20 @@
+#pragma once
+// The wire format a rank ships its step records in to rank 0 (Trainer::collect_records):
+// its spans, the bytes it sent to each peer, and the kept-token counts per MoE block and
+// expert. Little-endian host layout; ranks of one job share the binary.
+#include <cstdint>
+#include <vector>
+
+#include "moebench/runtime/task.h"
+#include "moebench/train/trainer.h"
+
+namespace moebench {
+
+std::vector<uint8_t> encode_rank_records(const std::vector<Span>& spans, const std::vector<uint64_t>& traffic,
+                                         const std::vector<std::vector<int>>& routing);
+
+// Appends one rank's records to `into` (spans, one traffic row, one routing entry with
+// into.moe_blocks.size() blocks). Throws std::runtime_error on a malformed buffer.
+void decode_rank_records(const std::vector<uint8_t>& buf, StepRecords& into);
+
+}  // namespace moebench
