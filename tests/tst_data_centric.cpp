@@ -9,6 +9,19 @@
 //                           and pushed back once: the meter counts 2 x expert bytes per such
 //                           expert at its owner (gets counted on the puller's meter); a second
 //                           iteration pulls again (the cache is per iteration).
+//   pull_order_algorithm1   janus_pull_order / janus_expert_order against Algorithm 1 and
+//                           P_i^r (table-driven, no MPI).
+//   pull_order_on_ranks     4 ranks = 2 nodes x 2, every expert used (forced routing):
+//                           last_pulled() is the internal experts by ascending P_i^r, then the
+//                           external ones (priority on), or ascending on every rank (off);
+//                           also on 1 node x 4 (with m = 2 both orders coincide).
+//   switches_one_layer      one layer with every priority/prefetch/hierarchical combination:
+//                           outputs, dx and owners' gradients equal the local reference; with
+//                           prefetch, forward issues no get for a prefetched expert; the
+//                           inter-node bytes per machine per iteration (sum over its ranks,
+//                           TrafficMeter) are expert_bytes * E*m*(n-1) (Comm_DC, exact expert
+//                           size from janus_expert_floats) each way when hierarchical, and m
+//                           times that without.
 #include <QtTest>
 
 #include <mpi.h>
@@ -21,6 +34,8 @@
 #include "moebench/dist/topology.h"
 #include "moebench/dist/traffic_meter.h"
 #include "moebench/moe/moe_layer.h"
+#include "moebench/perf/janus_model.h"
+#include "moebench/strategies/janus_order.h"
 #include "moebench/strategies/data_centric.h"
 #include "moebench/train/distributed.h"
 #include "moebench/train/trainer.h"
@@ -36,6 +51,110 @@ constexpr int L = 2, C = 6, F = 8, N = 10, K = 2;  // L experts per rank
 constexpr size_t EXPERT = 2 * F * C + F + C;         // floats per expert
 
 ExpertParams view(float* p) { return {p, p + F * C, p + F * C + F, p + 2 * F * C + F}; }
+
+struct Switches {
+  bool priority = true, prefetch = false, hierarchical = false;
+  int credits = 2;
+};
+
+// One MoE layer (Lr experts per rank, hidden c, ffn f, every token forced to K experts
+// covering all experts) on 2 virtual nodes; forward + backward checked against the local
+// reference holding every expert. Inter-node bytes of forward and backward are returned.
+struct OneLayerResult {
+  QString error;
+  uint64_t fwd_inter = 0, bwd_inter = 0;
+  std::vector<int> pulled, issued, prefetched;
+  DataCentricStats stats;
+  size_t expert_floats = 0;
+};
+
+OneLayerResult run_one_layer(Communicator& world, const Switches& sw, int c, int f, int Lr = 2, int nodes = 2) {
+  OneLayerResult res;
+  const int P = world.size(), E = Lr * P, me = world.rank(), n = 10, k = 2;
+  const size_t ef = 2 * (size_t)f * c + f + c;
+  res.expert_floats = ef;
+  auto vw = [&](float* p) { return ExpertParams{p, p + f * c, p + f * c + f, p + 2 * f * c + f}; };
+  const Topology topo = Topology::virtual_blocks(nodes, P / nodes);
+  TrafficMeter meter(me, topo);
+  std::vector<float> x = test::random_vector((size_t)n * c, 100 + me);
+  std::vector<float> router = test::random_vector((size_t)E * c, 7);
+  std::vector<float> dout = test::random_vector((size_t)n * c, 300 + me);
+  std::vector<float> all_w;
+  for (int r = 0; r < P; ++r) {
+    const auto w = test::random_vector((size_t)Lr * ef, 50 + r, 0.3f);
+    all_w.insert(all_w.end(), w.begin(), w.end());
+  }
+  std::vector<float> w(all_w.begin() + (size_t)me * Lr * ef, all_w.begin() + (size_t)(me + 1) * Lr * ef);
+  std::vector<float> g(w.size(), 0.0f);
+  std::vector<int> forced((size_t)n * k);
+  for (int i = 0; i < n * k; ++i) forced[i] = (i + me) % E;  // every expert, distinct per token
+  MoeContext ctx;
+  ctx.ep = &world;
+  ctx.topology = &topo;
+  ctx.experts = E;
+  ctx.C = c;
+  ctx.F = f;
+  ctx.first_local = me * Lr;
+  ctx.priority = sw.priority;
+  ctx.prefetch = sw.prefetch;
+  ctx.hierarchical = sw.hierarchical;
+  for (int j = 0; j < Lr; ++j) {
+    ctx.local.push_back(vw(w.data() + j * ef));
+    ctx.local_grads.push_back(vw(g.data() + j * ef));
+  }
+  auto owned = std::make_unique<DataCentric>(sw.credits);
+  DataCentric* dc = owned.get();
+  MoeLayer layer;
+  layer.set_strategy(std::move(owned), ctx);
+  const MoeLayerShape shape{n, c, f, E, k, 0.0f, true};
+
+  world.set_traffic_meter(&meter);
+  std::vector<float> out((size_t)n * c), dx((size_t)n * c, 0.0f), drouter((size_t)E * c, 0.0f);
+  layer.begin_iteration();
+  layer.forward(out.data(), x.data(), router.data(), {}, shape, forced.data());
+  res.fwd_inter = meter.bytes(LinkClass::inter_node);
+  meter.reset();
+  layer.backward(dx.data(), drouter.data(), {}, dout.data(), 0.01f, x.data(), router.data(), {});
+  res.bwd_inter = meter.bytes(LinkClass::inter_node);
+  world.set_traffic_meter(nullptr);
+  res.pulled = dc->last_pulled();
+  res.issued = dc->last_forward_issued();
+  res.prefetched = dc->last_prefetched();
+  res.stats = dc->stats();
+
+  std::vector<float> all_g(all_w.size(), 0.0f);
+  std::vector<ExpertParams> experts, dexperts;
+  for (int e = 0; e < E; ++e) {
+    experts.push_back(vw(all_w.data() + (size_t)e * ef));
+    dexperts.push_back(vw(all_g.data() + (size_t)e * ef));
+  }
+  MoeLayer ref;
+  std::vector<float> out_ref((size_t)n * c), dx_ref((size_t)n * c, 0.0f), drouter_ref((size_t)E * c, 0.0f);
+  ref.forward(out_ref.data(), x.data(), router.data(), experts, shape, forced.data());
+  ref.backward(dx_ref.data(), drouter_ref.data(), dexperts, dout.data(), 0.01f, x.data(), router.data(), experts);
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (!(std::abs(out[i] - out_ref[i]) <= 1e-5f * (1 + std::abs(out_ref[i])))) res.error = "forward output";
+    if (!(std::abs(dx[i] - dx_ref[i]) <= 1e-5f * (1 + std::abs(dx_ref[i])))) res.error = "input gradient";
+  }
+  MPI_Allreduce(MPI_IN_PLACE, all_g.data(), (int)all_g.size(), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+  for (size_t i = 0; i < g.size(); ++i) {
+    const float r = all_g[(size_t)me * Lr * ef + i];
+    if (!(std::abs(g[i] - r) <= 1e-4f * (1 + std::abs(r))))
+      res.error = QString("rank %1 expert grad %2: %3 vs %4").arg(me).arg(i).arg(g[i]).arg(r);
+  }
+  return res;
+}
+
+// Sum of v over the ranks of my (virtual, blocks of P/2) node.
+uint64_t node_sum(uint64_t v, int me, int P) {
+  std::vector<unsigned long long> all(P);
+  unsigned long long mine = v;
+  MPI_Allgather(&mine, 1, MPI_UNSIGNED_LONG_LONG, all.data(), 1, MPI_UNSIGNED_LONG_LONG, MPI_COMM_WORLD);
+  uint64_t s = 0;
+  for (int p = 0; p < P; ++p)
+    if (p / (P / 2) == me / (P / 2)) s += all[p];
+  return s;
+}
 
 }  // namespace
 
@@ -74,16 +193,31 @@ class TestDataCentric : public QObject {
     QTest::addColumn<QString>("routing");
     QTest::addColumn<int>("top_k");
     QTest::addColumn<int>("credits");
-    QTest::newRow("learned") << "learned" << 2 << 2;
-    QTest::newRow("zipf") << "zipf:1.2" << 2 << 2;
-    QTest::newRow("all tokens to expert 0") << "hot:0,1" << 1 << 2;
-    QTest::newRow("learned credits 1") << "learned" << 2 << 1;
-    QTest::newRow("zipf credits 3") << "zipf:1.2" << 2 << 3;
+    QTest::addColumn<bool>("priority");
+    QTest::addColumn<bool>("prefetch");
+    QTest::addColumn<bool>("hierarchical");
+    QTest::newRow("learned") << "learned" << 2 << 2 << true << false << false;
+    QTest::newRow("zipf") << "zipf:1.2" << 2 << 2 << true << false << false;
+    QTest::newRow("all tokens to expert 0") << "hot:0,1" << 1 << 2 << true << false << false;
+    QTest::newRow("learned credits 1") << "learned" << 2 << 1 << true << false << false;
+    QTest::newRow("zipf credits 3") << "zipf:1.2" << 2 << 3 << true << false << false;
+    // Every switch combination (priority / prefetch / hierarchical).
+    for (int bits = 0; bits < 8; ++bits) {
+      const bool pr = bits & 1, pf = bits & 2, hi = bits & 4;
+      const std::string name = std::string("learned priority ") + (pr ? "on" : "off") + " prefetch " +
+                               (pf ? "on" : "off") + " hierarchical " + (hi ? "on" : "off");
+      QTest::newRow(name.c_str()) << "learned" << 2 << 2 << pr << pf << hi;
+    }
+    QTest::newRow("uniform credits 1 prefetch hierarchical") << "uniform" << 2 << 1 << true << true << true;
+    QTest::newRow("hot expert 0 prefetch hierarchical") << "hot:0,1" << 1 << 2 << true << true << true;
   }
   void matches_single_rank() {
     QFETCH(QString, routing);
     QFETCH(int, top_k);
     QFETCH(int, credits);
+    QFETCH(bool, priority);
+    QFETCH(bool, prefetch);
+    QFETCH(bool, hierarchical);
     auto world = MpiCommunicator::world();
     const int P = world->size();
     if (P == 1) QSKIP("needs more than one rank (run under mpirun)");
@@ -93,7 +227,9 @@ class TestDataCentric : public QObject {
         "cluster.nodes=" + std::to_string(nodes), "run.ranks=" + std::to_string(P), "run.threads=1",
         "moe.experts=" + std::to_string(experts), "moe.top_k=" + std::to_string(top_k),
         "strategy.name=data_centric", "strategy.credits=" + std::to_string(credits),
-        "moe.routing=" + routing.toStdString()};
+        "moe.routing=" + routing.toStdString(), std::string("strategy.priority=") + (priority ? "true" : "false"),
+        std::string("strategy.prefetch=") + (prefetch ? "true" : "false"),
+        std::string("strategy.hierarchical=") + (hierarchical ? "true" : "false")};
     const Config cfg = load_config(test::tiny_config_path(), sets);
     QTemporaryDir ref_dir, dist_dir;
 
@@ -106,7 +242,7 @@ class TestDataCentric : public QObject {
     const QString loss_diff = test::compare_losses(got, expected, world->rank());
     QVERIFY2(loss_diff.isEmpty(), qPrintable(loss_diff));
     // The strategy really ran and pulled (skewed routings still pull expert 0 on other ranks).
-    long pulls = 0;
+    long pulls = 0, prefetched = 0, node_pulls = 0;
     for (int b = 0; b < 64; ++b) {
       const MoeLayer* layer = nullptr;
       try {
@@ -117,12 +253,22 @@ class TestDataCentric : public QObject {
       if (!layer) continue;
       if (const auto* dc = dynamic_cast<const DataCentric*>(layer->strategy())) {
         pulls += dc->stats().pulls;
+        prefetched += dc->stats().prefetched;
+        node_pulls += dc->stats().node_pulls;
         QVERIFY(dc->stats().max_in_use <= dc->stats().credits);
+        if (!prefetch) QCOMPARE(dc->stats().prefetched, 0L);
+        if (!hierarchical) QCOMPARE(dc->stats().node_pulls, 0L);
       }
     }
     long all_pulls = 0;
     MPI_Allreduce(&pulls, &all_pulls, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     QVERIFY2(all_pulls > 0, "no rank pulled an expert");
+    // The switches reached the strategy: prefetch issued pulls, the node cache was filled.
+    long all_prefetched = 0, all_node_pulls = 0;
+    MPI_Allreduce(&prefetched, &all_prefetched, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(&node_pulls, &all_node_pulls, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    QCOMPARE(all_prefetched > 0, prefetch);
+    QCOMPARE(all_node_pulls > 0, hierarchical && nodes == 2);
 
     const QString param_diff = test::compare_params(dist.model().params(), ref.model().params(), world->rank());
     QVERIFY2(param_diff.isEmpty(), qPrintable(param_diff));
@@ -234,6 +380,170 @@ class TestDataCentric : public QObject {
     for (size_t i = 0; i < g.size(); ++i) {
       const float r = 2 * all_g[(size_t)me * L * EXPERT + i];
       QVERIFY2(std::abs(g[i] - r) <= 1e-4f * (1 + std::abs(r)), "expert gradient after two iterations");
+    }
+  }
+
+  void pull_order_algorithm1_data() {
+    QTest::addColumn<int>("r");
+    QTest::addColumn<int>("m");
+    QTest::addColumn<int>("E");
+    QTest::addColumn<QVector<int>>("expected");  // Algorithm 1, written out
+    QTest::newRow("m2 E1 r0") << 0 << 2 << 1 << QVector<int>{1};
+    QTest::newRow("m2 E1 r1") << 1 << 2 << 1 << QVector<int>{0};
+    QTest::newRow("m2 E2 r1") << 1 << 2 << 2 << QVector<int>{0, 1};
+    QTest::newRow("m4 E1 r0") << 0 << 4 << 1 << QVector<int>{1, 2, 3};
+    QTest::newRow("m4 E1 r1") << 1 << 4 << 1 << QVector<int>{2, 3, 0};
+    QTest::newRow("m4 E1 r3") << 3 << 4 << 1 << QVector<int>{0, 1, 2};
+    QTest::newRow("m4 E2 r2") << 2 << 4 << 2 << QVector<int>{6, 7, 0, 1, 2, 3};
+    QTest::newRow("m3 E3 r1") << 1 << 3 << 3 << QVector<int>{6, 7, 8, 0, 1, 2};
+    QTest::newRow("m8 E2 r5") << 5 << 8 << 2 << QVector<int>{12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+    QTest::newRow("m1 E4 r0") << 0 << 1 << 4 << QVector<int>{};
+  }
+  void pull_order_algorithm1() {
+    QFETCH(int, r);
+    QFETCH(int, m);
+    QFETCH(int, E);
+    QFETCH(QVector<int>, expected);
+    const std::vector<int> got = janus_pull_order(r, m, E, true);
+    QCOMPARE(QVector<int>(got.begin(), got.end()), expected);
+    // The same order by ascending P_i^r (ties: ascending i), from the paper's formula.
+    std::vector<int> by_p;
+    for (int i = 0; i < m * E; ++i)
+      if (i / E != r) by_p.push_back(i);
+    auto P = [&](int i) { return i / E > r ? i / E - r : i / E + m - r; };
+    std::stable_sort(by_p.begin(), by_p.end(), [&](int a, int b) { return P(a) < P(b); });
+    QCOMPARE(got, by_p);
+    for (int i : got) QCOMPARE(janus_priority(i, r, m, E), P(i));
+    // Staggered: at pull step t every owner is pulled from by exactly one worker.
+    for (int t = 0; t < (m - 1) * E; ++t) {
+      std::vector<int> pulled_from(m, 0);
+      for (int w = 0; w < m; ++w) ++pulled_from[janus_pull_order(w, m, E, true)[t] / E];
+      for (int o = 0; o < m; ++o) QCOMPARE(pulled_from[o], 1);
+    }
+    // Priority off: ascending, the same sequence of owners for every worker.
+    std::vector<int> asc;
+    for (int i = 0; i < m * E; ++i)
+      if (i / E != r) asc.push_back(i);
+    QCOMPARE(janus_pull_order(r, m, E, false), asc);
+  }
+
+  void expert_order() {
+    // 2 nodes x 2 ranks, 2 experts per rank.
+    const std::vector<int> two_by_two = {0, 0, 1, 1};
+    QCOMPARE(janus_expert_order(0, two_by_two, 2, true), (std::vector<int>{2, 3, 4, 5, 6, 7}));
+    QCOMPARE(janus_expert_order(1, two_by_two, 2, true), (std::vector<int>{0, 1, 4, 5, 6, 7}));
+    QCOMPARE(janus_expert_order(3, two_by_two, 2, true), (std::vector<int>{4, 5, 0, 1, 2, 3}));
+    // 2 nodes x 4 ranks, 1 expert per rank: rank 6 is local rank 2 of node 1.
+    const std::vector<int> two_by_four = {0, 0, 0, 0, 1, 1, 1, 1};
+    QCOMPARE(janus_expert_order(6, two_by_four, 1, true), (std::vector<int>{7, 4, 5, 0, 1, 2, 3}));
+    QCOMPARE(janus_expert_order(6, two_by_four, 1, false), (std::vector<int>{4, 5, 7, 0, 1, 2, 3}));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, janus_pull_order(2, 2, 1));
+  }
+
+  void pull_order_on_ranks_data() {
+    QTest::addColumn<bool>("priority");
+    QTest::addColumn<int>("nodes");
+    QTest::newRow("2 nodes x 2, priority on") << true << 2;
+    QTest::newRow("2 nodes x 2, priority off") << false << 2;
+    QTest::newRow("1 node x 4, priority on") << true << 1;
+    QTest::newRow("1 node x 4, priority off") << false << 1;
+  }
+  void pull_order_on_ranks() {
+    QFETCH(bool, priority);
+    QFETCH(int, nodes);
+    auto world = MpiCommunicator::world();
+    const int P = world->size(), me = world->rank();
+    if (P != 4) QSKIP("written for 4 ranks (2 nodes x 2)");
+    Switches sw;
+    sw.priority = priority;
+    const OneLayerResult res = run_one_layer(*world, sw, C, F, L, nodes);
+    QVERIFY2(res.error.isEmpty(), qPrintable(res.error));
+    // Expected directly from the paper: internal experts (my node) by P_i^r, then external.
+    const int m = P / nodes, r = me % m, node = me / m;
+    std::vector<int> internal, external;
+    for (int e = 0; e < L * P; ++e) {
+      if (e / L == me) continue;
+      (e / L / m == node ? internal : external).push_back(e);
+    }
+    auto prio = [&](int e) {
+      const int owner_local = e / L % m;
+      return owner_local > r ? owner_local - r : owner_local + m - r;
+    };
+    if (priority) std::stable_sort(internal.begin(), internal.end(), [&](int a, int b) { return prio(a) < prio(b); });
+    std::vector<int> expected = internal;
+    expected.insert(expected.end(), external.begin(), external.end());
+    QCOMPARE(res.pulled, expected);
+    QCOMPARE(res.issued, expected);  // no prefetch, no node cache: forward pulled them all
+    // The first owner each rank pulls from, gathered: with priority no two workers of a node
+    // start at the same owner (for m > 2 the orders differ from the ascending ones).
+    std::vector<int> first_owner(P);
+    const int mine = res.pulled.front() / L;
+    MPI_Allgather(&mine, 1, MPI_INT, first_owner.data(), 1, MPI_INT, MPI_COMM_WORLD);
+    for (int p = 0; p < P; ++p) {
+      const int node_base = p / m * m, lr = p % m;
+      const int want = priority ? node_base + (lr + 1) % m : node_base + (lr == 0 ? 1 : 0);
+      QCOMPARE(first_owner[p], want);
+    }
+  }
+
+  void switches_one_layer_data() {
+    QTest::addColumn<bool>("priority");
+    QTest::addColumn<bool>("prefetch");
+    QTest::addColumn<bool>("hierarchical");
+    QTest::addColumn<int>("credits");
+    for (int bits = 0; bits < 8; ++bits) {
+      const bool pr = bits & 1, pf = bits & 2, hi = bits & 4;
+      for (int cr : {1, 3}) {
+        const std::string name = std::string("priority ") + (pr ? "on" : "off") + " prefetch " + (pf ? "on" : "off") +
+                                 " hierarchical " + (hi ? "on" : "off") + " credits " + std::to_string(cr);
+        QTest::newRow(name.c_str()) << pr << pf << hi << cr;
+      }
+    }
+  }
+  void switches_one_layer() {
+    QFETCH(bool, priority);
+    QFETCH(bool, prefetch);
+    QFETCH(bool, hierarchical);
+    QFETCH(int, credits);
+    auto world = MpiCommunicator::world();
+    const int P = world->size(), me = world->rank();
+    if (P != 4) QSKIP("written for 4 ranks (2 nodes x 2)");
+    Switches sw{priority, prefetch, hierarchical, credits};
+    // H = 4, FFN = 4H: the expert is exactly janus_expert_floats(H, 4).
+    const int H = 4, a = 4, Lr = 2, n = 2, m = 2;
+    const OneLayerResult res = run_one_layer(*world, sw, H, a * H, Lr);
+    QVERIFY2(res.error.isEmpty(), qPrintable(res.error));
+    QCOMPARE((double)res.expert_floats, janus_expert_floats(H, a));
+    const uint64_t expert_bytes = res.expert_floats * sizeof(float);
+    QVERIFY(res.stats.max_in_use <= credits);
+
+    // Prefetch: the forward issues no get for an expert begin_iteration already pulled.
+    if (prefetch) {
+      QVERIFY(!res.prefetched.empty());
+      QCOMPARE(res.stats.last_prefetched, (int)res.prefetched.size());
+      for (int e : res.issued)
+        QVERIFY2(std::find(res.prefetched.begin(), res.prefetched.end(), e) == res.prefetched.end(),
+                 qPrintable(QString("rank %1 pulled prefetched expert %2 again").arg(me).arg(e)));
+      if (!hierarchical) QCOMPARE((int)res.prefetched.size(), std::min(credits, (m - 1) * Lr) + (n - 1) * m * Lr);
+      else QVERIFY((int)res.prefetched.size() >= std::min(credits, (m - 1) * Lr));
+    } else {
+      QVERIFY(res.prefetched.empty());
+      QCOMPARE(res.stats.prefetched, 0L);
+    }
+    QCOMPARE((int)res.pulled.size(), P * Lr - Lr);  // every remote expert used
+
+    // Inter-node bytes per machine per iteration, each way.
+    const uint64_t comm_dc = expert_bytes * Lr * m * (n - 1);
+    QCOMPARE((double)comm_dc, janus_dc_bytes(n, m, H, Lr, a));
+    const uint64_t fwd = node_sum(res.fwd_inter, me, P), bwd = node_sum(res.bwd_inter, me, P);
+    const uint64_t expected = hierarchical ? comm_dc : m * comm_dc;
+    QVERIFY2(fwd == expected, qPrintable(QString("rank %1: machine pulled %2 inter-node bytes, expected %3").arg(me).arg(fwd).arg(expected)));
+    QVERIFY2(bwd == expected, qPrintable(QString("rank %1: machine pushed %2 inter-node bytes, expected %3").arg(me).arg(bwd).arg(expected)));
+    if (hierarchical) {
+      QCOMPARE(node_sum(res.stats.node_pulls, me, P), (uint64_t)(n - 1) * m * Lr);
+      QCOMPARE(node_sum(res.stats.node_pushes, me, P), (uint64_t)(n - 1) * m * Lr);
+    } else {
+      QCOMPARE(res.stats.node_pulls, 0L);
     }
   }
 };

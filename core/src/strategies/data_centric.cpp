@@ -9,6 +9,8 @@
 #include <string>
 
 #include "moebench/dist/communicator.h"
+#include "moebench/dist/topology.h"
+#include "moebench/strategies/janus_order.h"
 #include "moebench/runtime/executor.h"
 
 namespace moebench {
@@ -52,13 +54,31 @@ ExpertParams view(float* base, int C, int F) {
 struct DataCentric::Slot {
   int e = 0, owner = 0, off = 0, n = 0;
   bool owned = false;
+  bool node_cached = false;  // hierarchical external expert: params in the node cache
+  bool issued = false;       // its get has been issued (prefetch or forward)
+  bool credit = false;       // holds a credit until computed
+  int ext = -1;              // index in ext_ (external experts)
   ExpertParams params{}, grads{};
   std::vector<float> cache, grad;  // pulled experts only
   ExpertBank bank;
 };
 
+struct DataCentric::Prefetched {
+  int e = 0, owner = 0;
+  bool credit = false;  // internal: holds a credit
+  std::vector<float> buf;
+};
+
 DataCentric::DataCentric(int credits) : credits_override_(credits) {}
-DataCentric::~DataCentric() = default;
+DataCentric::~DataCentric() {
+  // Never free a buffer with a get in flight.
+  if (params_win_ && !prefetch_.empty()) {
+    try {
+      params_win_->flush_all();
+    } catch (...) {
+    }
+  }
+}
 
 void DataCentric::ensure_windows(MoeContext& ctx) {
   if (params_win_) {
@@ -73,18 +93,12 @@ void DataCentric::ensure_windows(MoeContext& ctx) {
   win_grads_base_ = ctx.local_grads[0].w1;
 }
 
-void DataCentric::release_cache() {
-  slots_.clear();
-  have_forward_ = false;
-}
-
-void DataCentric::forward(float* y, const float* xg, const std::vector<int>& offsets, MoeContext& ctx) {
+int DataCentric::configure(MoeContext& ctx) {
   Communicator& ep = *ctx.ep;
   const int P = ep.size(), me = ep.rank(), E = ctx.experts, C = ctx.C, F = ctx.F;
   if (E % P != 0)
     throw std::invalid_argument("MoE block " + std::to_string(ctx.layer) + ": " + std::to_string(E) +
                                 " experts do not divide over " + std::to_string(P) + " EP ranks");
-  if ((int)offsets.size() != E + 1) throw std::invalid_argument("data_centric: offsets size != experts + 1");
   const int L = E / P;
   if (L < 1 || (int)ctx.local.size() != L || (int)ctx.local_grads.size() != L || ctx.first_local != me * L)
     throw std::invalid_argument("data_centric: rank " + std::to_string(me) + " must own experts [" +
@@ -95,55 +109,199 @@ void DataCentric::forward(float* y, const float* xg, const std::vector<int>& off
   check_contiguous(ctx.local_grads, C, F, "gradients");
   P_ = P, L_ = L, C_ = C, F_ = F, E_ = E, me_ = me;
   expert_floats_ = 2 * (size_t)F * C + F + C;
-  const uint64_t expert_bytes = expert_floats_ * sizeof(float);
   stats_.credits = credits;
+  return credits;
+}
+
+// Node of every EP rank (from ctx.topology; one node without it), the pull order, the
+// external experts and, when hierarchical, the node communicator and shared cache (collective
+// over ctx.ep the first time).
+void DataCentric::setup_nodes(MoeContext& ctx) {
+  Communicator& ep = *ctx.ep;
+  node_of_.assign(P_, 0);
+  if (ctx.topology)
+    for (int p = 0; p < P_; ++p) {
+      const int w = ep.world_rank(p);
+      node_of_[p] = w < ctx.topology->world_size() ? ctx.topology->node_of(w) : 0;
+    }
+  my_node_ = node_of_[me_];
+  node_ranks_.clear();
+  for (int p = 0; p < P_; ++p)
+    if (node_of_[p] == my_node_) node_ranks_.push_back(p);
+  m_ = (int)node_ranks_.size();
+  local_rank_ = (int)(std::find(node_ranks_.begin(), node_ranks_.end(), me_) - node_ranks_.begin());
+  order_ = janus_expert_order(me_, node_of_, L_, ctx.priority);
+  ext_.clear();
+  ext_idx_.assign(E_, -1);
+  for (int e = 0; e < E_; ++e)
+    if (node_of_[e / L_] != my_node_) ext_idx_[e] = (int)ext_.size(), ext_.push_back(e);
+  hier_ = ctx.hierarchical && !ext_.empty();
+  if (!hier_ || node_win_) return;
+  node_comm_ = ep.split(my_node_, me_);
+  if (!node_comm_ || node_comm_->size() != m_ || node_comm_->rank() != local_rank_)
+    throw std::logic_error("data_centric: node communicator does not match the topology");
+  ext_slots_ = (ext_.size() + m_ - 1) / m_;
+  node_win_ = node_comm_->create_shared_window((ext_slots_ + ext_.size()) * expert_floats_ * sizeof(float));
+  if (node_win_->local_size() != m_ || node_win_->local_rank() != local_rank_)
+    throw std::runtime_error("data_centric: hierarchical mode needs each node's ranks to share memory (" +
+                             std::to_string(node_win_->local_size()) + " sharing, node has " +
+                             std::to_string(m_) + ")");
+}
+
+float* DataCentric::ext_cache(int j) {
+  return static_cast<float*>(node_win_->segment(j % m_)) + (size_t)(j / m_) * expert_floats_;
+}
+float* DataCentric::ext_grad(int local, int j) {
+  return static_cast<float*>(node_win_->segment(local)) + (ext_slots_ + (size_t)j) * expert_floats_;
+}
+
+void DataCentric::drop_prefetch() {
+  if (!prefetch_.empty() && params_win_) params_win_->flush_all();
+  prefetch_.clear();
+}
+
+void DataCentric::release_cache() {
+  slots_.clear();
+  have_forward_ = false;
+}
+
+void DataCentric::begin_iteration(MoeContext& ctx) {
+  if (!ctx.prefetch) return;
+  const int credits = configure(ctx);
+  release_cache();
+  drop_prefetch();
+  ensure_windows(ctx);
+  setup_nodes(ctx);
+  // Every owner has finished its previous optimizer step before any pull.
+  phase(ctx, "janus.sync", TaskCategory::comm, {}, -1, -1, [&] { params_win_->barrier(); });
+  const uint64_t expert_bytes = expert_floats_ * sizeof(float);
+  prefetch_order_.clear();
+  hier_prefetched_ = false;
+  int in_use = 0;
+  for (int e : order_) {
+    const int owner = e / L_, j = ext_idx_[e];
+    if (hier_ && j >= 0) {
+      hier_prefetched_ = true;
+      if (j % m_ != local_rank_) continue;  // another local rank pulls it into the node cache
+      params_win_->get(ext_cache(j), expert_floats_, owner, (size_t)(e - owner * L_) * expert_floats_ * sizeof(float));
+      ++stats_.node_pulls;
+    } else {
+      const bool internal = j < 0;
+      if (internal && in_use >= credits) continue;
+      auto pf = std::make_unique<Prefetched>();
+      pf->e = e;
+      pf->owner = owner;
+      pf->credit = internal;
+      pf->buf.resize(expert_floats_);
+      params_win_->get(pf->buf.data(), expert_floats_, owner, (size_t)(e - owner * L_) * expert_floats_ * sizeof(float));
+      if (internal) stats_.max_in_use = std::max(stats_.max_in_use, ++in_use);
+      prefetch_.push_back(std::move(pf));
+    }
+    ++stats_.pulls;
+    ++stats_.prefetched;
+    stats_.bytes_pulled += expert_bytes;
+    prefetch_order_.push_back(e);
+  }
+  stats_.last_prefetched = (int)prefetch_order_.size();
+}
+
+void DataCentric::forward(float* y, const float* xg, const std::vector<int>& offsets, MoeContext& ctx) {
+  Communicator& ep = *ctx.ep;
+  const int E = ctx.experts;
+  if ((int)offsets.size() != E + 1) throw std::invalid_argument("data_centric: offsets size != experts + 1");
+  const int credits = configure(ctx);
+  const int C = C_, F = F_, L = L_;
+  const uint64_t expert_bytes = expert_floats_ * sizeof(float);
 
   release_cache();  // a forward without backward (evaluation) leaves nothing stale
+  // Prefetched experts are kept only when this forward follows their begin_iteration.
+  std::vector<std::unique_ptr<Prefetched>> prefetched;
+  bool hier_prefetched = false;
+  if (ctx.prefetch) {
+    prefetched.swap(prefetch_);
+    hier_prefetched = hier_prefetched_;
+  } else {
+    drop_prefetch();
+  }
+  hier_prefetched_ = false;
   ensure_windows(ctx);  // collective, first forward only
+  setup_nodes(ctx);
   // Every owner has finished updating its experts (previous optimizer step) before any pull.
   phase(ctx, "janus.sync", TaskCategory::comm, {}, -1, -1, [&] { params_win_->barrier(); });
   offsets_ = offsets;
 
-  // Used experts: owned ones first (no credit needed), then the remote ones ordered by owner
-  // starting after this rank (spreads the first pulls over the owners).
-  std::vector<Slot*> remote;
-  for (int pass = 0; pass < 2; ++pass)
-    for (int i = 0; i < E; ++i) {
-      const int e = pass == 0 ? i : ((me + 1) * L + i) % E;
-      const bool owned = e / L == me;
-      if (owned != (pass == 0) || offsets[e + 1] <= offsets[e]) continue;
-      auto s = std::make_unique<Slot>();
-      s->e = e;
-      s->owner = e / L;
-      s->owned = owned;
-      s->off = offsets[e];
-      s->n = offsets[e + 1] - offsets[e];
-      if (owned) {
-        s->params = ctx.local[e - ctx.first_local];
-        s->grads = ctx.local_grads[e - ctx.first_local];
-      } else {
-        remote.push_back(s.get());
-      }
-      slots_.push_back(std::move(s));
+  // Used experts: owned ones first (no credit needed), then the remote ones in pull order.
+  std::vector<Slot*> remote, cached;
+  auto add = [&](int e, bool owned) {
+    auto s = std::make_unique<Slot>();
+    s->e = e;
+    s->owner = e / L;
+    s->owned = owned;
+    s->off = offsets[e];
+    s->n = offsets[e + 1] - offsets[e];
+    s->ext = ext_idx_[e];
+    if (owned) {
+      s->params = ctx.local[e - ctx.first_local];
+      s->grads = ctx.local_grads[e - ctx.first_local];
+    } else if (hier_ && s->ext >= 0) {
+      s->node_cached = true;
+      cached.push_back(s.get());
+    } else {
+      remote.push_back(s.get());
     }
+    slots_.push_back(std::move(s));
+  };
+  for (int e = ctx.first_local; e < ctx.first_local + L; ++e)
+    if (offsets[e + 1] > offsets[e]) add(e, true);
+  for (int e : order_)
+    if (offsets[e + 1] > offsets[e]) add(e, false);
 
   pulled_order_.clear();
+  forward_issued_.clear();
+  for (auto& s : slots_)
+    if (!s->owned) pulled_order_.push_back(s->e);
+
+  // Prefetched buffers go to their slots; unused ones are dropped (credit returned).
   int in_use = 0;
+  {
+    std::vector<Slot*> by_e(E, nullptr);
+    for (Slot* s : remote) by_e[s->e] = s;
+    bool dropped = false;
+    for (auto& pf : prefetched) {
+      Slot* s = by_e[pf->e];
+      if (!s) {
+        dropped = true;
+        continue;
+      }
+      s->cache = std::move(pf->buf);
+      s->params = view(s->cache.data(), C, F);
+      s->issued = true;
+      s->credit = pf->credit;
+      if (s->credit) ++in_use;
+    }
+    if (dropped) params_win_->flush_all();  // no get in flight into a freed buffer
+    prefetched.clear();
+  }
+
   size_t next = 0;
-  auto issue = [&] {
-    Slot& s = *remote[next++];
+  auto issue = [&](Slot& s) {
     s.cache.resize(expert_floats_);
     s.params = view(s.cache.data(), C, F);
     params_win_->get(s.cache.data(), expert_floats_, s.owner,
                      (size_t)(s.e - s.owner * L) * expert_floats_ * sizeof(float));
+    s.issued = true;
+    s.credit = true;
     ++in_use;
     stats_.max_in_use = std::max(stats_.max_in_use, in_use);
     ++stats_.pulls;
     stats_.bytes_pulled += expert_bytes;
-    pulled_order_.push_back(s.e);
+    forward_issued_.push_back(s.e);
   };
   auto refill = [&] {
-    while (next < remote.size() && in_use < credits) issue();
+    while (next < remote.size() && (remote[next]->issued || in_use < credits)) {
+      if (!remote[next]->issued) issue(*remote[next]);
+      ++next;
+    }
   };
   auto compute = [&](Slot& s) {
     TaskCost cost;
@@ -154,19 +312,52 @@ void DataCentric::forward(float* y, const float* xg, const std::vector<int>& off
     });
   };
 
+  // Hierarchical: the node agrees which external experts it uses; each is pulled once, by
+  // local rank j % m, into the node cache (unless prefetched).
+  std::vector<int> node_issued;
+  if (hier_) {
+    node_used_.assign(ext_.size(), 0);
+    for (Slot* s : cached) node_used_[s->ext] = 1;
+    node_comm_->all_reduce(node_used_.data(), node_used_.size(), DType::i32, ReduceOp::max);
+    for (size_t j = 0; j < ext_.size(); ++j) {
+      if ((int)j % m_ != local_rank_) continue;
+      const int e = ext_[j], owner = e / L;
+      if (hier_prefetched) {
+        node_issued.push_back(owner);
+        continue;
+      }
+      if (!node_used_[j]) continue;
+      params_win_->get(ext_cache((int)j), expert_floats_, owner, (size_t)(e - owner * L) * expert_floats_ * sizeof(float));
+      node_issued.push_back(owner);
+      ++stats_.node_pulls;
+      ++stats_.pulls;
+      stats_.bytes_pulled += expert_bytes;
+      forward_issued_.push_back(e);
+    }
+    for (Slot* s : cached) s->params = view(ext_cache(s->ext), C, F);
+  }
+
   refill();  // the first pulls travel while the owned experts compute
   for (auto& s : slots_)
     if (s->owned) compute(*s);
+  if (hier_) {
+    TaskCost cost;
+    phase(ctx, "janus.pull_node", TaskCategory::comm, cost, -1, -1, [&] {
+      for (int owner : node_issued) params_win_->flush(owner);
+      node_win_->sync();  // every external expert the node uses is in the cache
+    });
+    for (Slot* s : cached) compute(*s);
+  }
   for (Slot* s : remote) {
     TaskCost cost;
     cost.bytes_to_peer.push_back({ep.world_rank(s->owner), expert_bytes});
     phase(ctx, "janus.pull", TaskCategory::comm, cost, s->e, ep.world_rank(s->owner),
           [&] { params_win_->flush(s->owner); });
     compute(*s);
-    --in_use;  // the credit comes back: pull the next expert while computing later ones
+    if (s->credit) --in_use;  // the credit comes back: pull the next expert while computing later ones
     refill();
   }
-  stats_.last_pulls = (int)remote.size();
+  stats_.last_pulls = (int)(remote.size() + cached.size());
   have_forward_ = true;
 }
 
@@ -174,9 +365,13 @@ void DataCentric::backward(float* dxg, const float* dy, MoeContext& ctx) {
   if (!have_forward_) throw std::logic_error("data_centric: backward without forward");
   const int C = C_, F = F_;
   const uint64_t expert_bytes = expert_floats_ * sizeof(float);
+  if (hier_) std::fill(ext_grad(local_rank_, 0), ext_grad(local_rank_, 0) + ext_.size() * expert_floats_, 0.0f);
   for (auto& sp : slots_) {
     Slot& s = *sp;
-    if (!s.owned) {
+    if (s.node_cached) {
+      s.grads = view(ext_grad(local_rank_, s.ext), C, F);
+      ++stats_.cache_hits;
+    } else if (!s.owned) {
       s.grad.assign(expert_floats_, 0.0f);
       s.grads = view(s.grad.data(), C, F);
       ++stats_.cache_hits;
@@ -187,12 +382,14 @@ void DataCentric::backward(float* dxg, const float* dy, MoeContext& ctx) {
       s.bank.backward(dxg + (size_t)s.off * C, dy + (size_t)s.off * C, {s.grads}, {s.params});
     });
   }
+  // Hierarchical: every local rank's gradient slots are written before the pullers reduce.
+  if (hier_) phase(ctx, "janus.sync", TaskCategory::comm, {}, -1, -1, [&] { node_win_->sync(); });
   // Owners' own gradient writes are done before anyone accumulates into them; after the
   // second barrier every owner holds all contributions.
   phase(ctx, "janus.sync", TaskCategory::comm, {}, -1, -1, [&] { grads_win_->barrier(); });
   for (auto& sp : slots_) {
     Slot& s = *sp;
-    if (s.owned) continue;
+    if (s.owned || s.node_cached) continue;
     TaskCost cost;
     cost.bytes_to_peer.push_back({ctx.ep->world_rank(s.owner), expert_bytes});
     phase(ctx, "janus.push_grad", TaskCategory::comm, cost, s.e, ctx.ep->world_rank(s.owner), [&] {
@@ -201,6 +398,28 @@ void DataCentric::backward(float* dxg, const float* dy, MoeContext& ctx) {
     });
     ++stats_.pushes;
     stats_.bytes_pushed += expert_bytes;
+  }
+  if (hier_) {
+    node_grad_.resize(ext_.size());
+    for (size_t j = 0; j < ext_.size(); ++j) {
+      if ((int)j % m_ != local_rank_ || !node_used_[j]) continue;
+      const int e = ext_[j], owner = e / L_;
+      std::vector<float>& sum = node_grad_[j];
+      sum.assign(ext_grad(0, (int)j), ext_grad(0, (int)j) + expert_floats_);
+      for (int k = 1; k < m_; ++k) {  // fixed order: local rank 0, 1, ..., m-1
+        const float* g = ext_grad(k, (int)j);
+        for (size_t i = 0; i < expert_floats_; ++i) sum[i] += g[i];
+      }
+      TaskCost cost;
+      cost.bytes_to_peer.push_back({ctx.ep->world_rank(owner), expert_bytes});
+      phase(ctx, "janus.push_grad", TaskCategory::comm, cost, e, ctx.ep->world_rank(owner), [&] {
+        grads_win_->accumulate(sum.data(), expert_floats_, owner,
+                               (size_t)(e - owner * L_) * expert_floats_ * sizeof(float), ReduceOp::sum);
+      });
+      ++stats_.pushes;
+      ++stats_.node_pushes;
+      stats_.bytes_pushed += expert_bytes;
+    }
   }
   phase(ctx, "janus.sync", TaskCategory::comm, {}, -1, -1, [&] { grads_win_->barrier(); });
   release_cache();

@@ -28,6 +28,24 @@
 // (mpi_communicator.h), accumulates on the pushing rank's meter with peer = owner; so per
 // forward + backward a rank counts 2 x (distinct remote experts it routed rows to) x expert
 // bytes, split by owner.
+//
+// Switches (MoeContext, config [strategy]):
+//  priority (§5.2): remote experts are pulled in janus_expert_order (strategies/janus_order.h):
+//    internal experts (owners on this node) in Algorithm 1's staggered order, then external
+//    ones ascending; off: internal ones ascending for every worker. Only used experts are pulled.
+//  prefetch (§5.3): begin_iteration() (window barrier, then non-blocking gets) issues the pulls
+//    of every expert this rank does not own: internal ones in pull order up to C credits,
+//    external ones into the host cache (no credit); forward uses them (flush) and pulls the
+//    rest. Prefetched experts the routing does not use are dropped (their credit returns).
+//  hierarchical (§5.1.2): external experts are pulled ONCE per node into a node-shared cache
+//    (SharedWindow over the node's EP ranks, split by ctx.topology's node): external expert
+//    number j (ascending) is pulled by the node's local rank j % m into its segment (only when
+//    some local rank uses it, agreed by a max all-reduce of the used flags on the node), then
+//    a node sync; every local rank computes on the cached copy. In backward each local rank
+//    writes its gradient of external expert j into its own shared gradient slot (zero when
+//    unused), node sync, and the puller sums the m slots in local-rank order (deterministic)
+//    and accumulates the sum into the owner once. Per machine and iteration the inter-node
+//    bytes are expert_bytes * (experts on other nodes used by the node), each way.
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -37,6 +55,8 @@
 namespace moebench {
 
 class Window;
+class SharedWindow;
+class Communicator;
 
 struct DataCentricStats {
   int credits = 0;            // the C of the last forward
@@ -46,7 +66,11 @@ struct DataCentricStats {
   long pushes = 0;            // gradient blocks accumulated into owners (all backwards)
   uint64_t bytes_pushed = 0;
   long cache_hits = 0;        // backward uses of a cached pulled expert (never a pull)
-  int last_pulls = 0;         // pulls of the last forward
+  int last_pulls = 0;         // remote experts used by the last forward
+  long prefetched = 0;        // pulls issued by begin_iteration (prefetch), all iterations
+  int last_prefetched = 0;    // of the last begin_iteration
+  long node_pulls = 0;        // hierarchical: external experts this rank pulled into the node cache
+  long node_pushes = 0;       // hierarchical: node-reduced gradients this rank accumulated
 };
 
 class DataCentric : public MoeStrategy {
@@ -58,16 +82,29 @@ class DataCentric : public MoeStrategy {
   void forward(float* y, const float* xg, const std::vector<int>& offsets, MoeContext& ctx) override;
   void backward(float* dxg, const float* dy, MoeContext& ctx) override;
   StrategyCost predict(const CostInputs& in) const override;
+  void begin_iteration(MoeContext& ctx) override;
 
   void set_credits(int credits) { credits_override_ = credits; }  // <= 0: ctx.credits
   const DataCentricStats& stats() const { return stats_; }
   // Experts (global ids) pulled in the last forward, in pull order.
+  // Used remote experts are listed in pull order (prefetched ones included, and external ones
+  // served by the node cache when hierarchical).
   const std::vector<int>& last_pulled() const { return pulled_order_; }
+  // Experts whose get this rank issued during the last forward (not prefetch, not node cache).
+  const std::vector<int>& last_forward_issued() const { return forward_issued_; }
+  // Experts whose get the last begin_iteration issued (prefetch), in issue order.
+  const std::vector<int>& last_prefetched() const { return prefetch_order_; }
 
  private:
   struct Slot;  // one used expert: its bank, cache and gradient scratch
+  struct Prefetched;
+  int configure(MoeContext& ctx);  // checks the layout, sets P_, L_, ...; returns C
   void ensure_windows(MoeContext& ctx);
+  void setup_nodes(MoeContext& ctx);
   void release_cache();
+  void drop_prefetch();
+  float* ext_cache(int j);
+  float* ext_grad(int local, int j);
 
   int credits_override_ = 0;
   int P_ = 1, L_ = 0, C_ = 0, F_ = 0, E_ = 0, me_ = 0;
@@ -79,6 +116,23 @@ class DataCentric : public MoeStrategy {
   std::vector<std::unique_ptr<Slot>> slots_;  // used experts, compute order
   std::vector<int> pulled_order_;
   bool have_forward_ = false;
+  // Topology: node of every EP rank, this rank's node, its index there, ranks per node.
+  std::vector<int> node_of_, node_ranks_, order_;
+  int my_node_ = 0, local_rank_ = 0, m_ = 1;
+  std::vector<int> ext_;      // external experts (other nodes), ascending
+  std::vector<int> ext_idx_;  // expert -> index in ext_, -1 if internal
+  // Hierarchical: node communicator, shared cache (per local rank: ceil(n_ext/m) cached
+  // experts, then n_ext gradient slots), experts the node uses, reduced gradient scratch.
+  std::unique_ptr<Communicator> node_comm_;
+  std::unique_ptr<SharedWindow> node_win_;
+  size_t ext_slots_ = 0;
+  std::vector<int> node_used_;
+  std::vector<std::vector<float>> node_grad_;
+  bool hier_ = false;
+  // Prefetch state (begin_iteration -> forward).
+  std::vector<std::unique_ptr<Prefetched>> prefetch_;
+  std::vector<int> prefetch_order_, forward_issued_;
+  bool hier_prefetched_ = false;
   DataCentricStats stats_;
 };
 
