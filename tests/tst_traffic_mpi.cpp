@@ -16,6 +16,8 @@
 #include "moebench/dist/mpi_communicator.h"
 #include "moebench/dist/traffic_meter.h"
 #include "moebench/moe/moe_layer.h"
+#include "moebench/moe/synthetic_routing.h"
+#include "moebench/perf/janus_model.h"
 #include "mpi_test_main.h"
 #include "test_support.h"
 
@@ -115,6 +117,66 @@ class TestTrafficMpi : public QObject {
     }
     QCOMPARE(meter.bytes(LinkClass::intra_node), intra);
     QCOMPARE(meter.bytes(LinkClass::inter_node), inter);
+  }
+
+  // Janus §5.1.3: with balanced routing, the inter-node bytes a machine sends in one forward
+  // of an expert_centric MoE block are Comm_EC = 2mHT(n-1)/n floats (T = tokens x k per
+  // worker), plus the ring all-gather of the slot counts where it crosses nodes.
+  void expert_centric_matches_comm_ec_data() {
+    QTest::addColumn<int>("hidden");
+    QTest::addColumn<int>("tokens");
+    QTest::addColumn<int>("top_k");
+    QTest::addColumn<int>("per_rank");  // experts per rank
+    QTest::newRow("H 6, 8 tokens, k 2, 2 experts/rank") << 6 << 8 << 2 << 2;
+    QTest::newRow("H 8, 12 tokens, k 1, 1 expert/rank") << 8 << 12 << 1 << 1;
+    QTest::newRow("H 4, 16 tokens, k 3, 2 experts/rank") << 4 << 16 << 3 << 2;
+  }
+  void expert_centric_matches_comm_ec() {
+    QFETCH(int, hidden);
+    QFETCH(int, tokens);
+    QFETCH(int, top_k);
+    QFETCH(int, per_rank);
+    auto world = MpiCommunicator::world();
+    const int P = world->size(), me = world->rank(), E = per_rank * P, Fw = 8;
+    if (P % 2 != 0) QSKIP("needs an even number of ranks (2 virtual nodes)");
+    const int n = 2, m = P / 2;
+    const Topology topo = Topology::virtual_blocks(n, m);
+    TrafficMeter meter(me, topo);
+    std::vector<float> x = test::random_vector((size_t)tokens * hidden, 300 + me);
+    std::vector<float> router = test::random_vector((size_t)E * hidden, 9);
+    const size_t expert_floats = 2 * (size_t)Fw * hidden + Fw + hidden;
+    std::vector<float> w = test::random_vector(per_rank * expert_floats, 60 + me, 0.3f);
+    MoeContext ctx;
+    ctx.ep = world.get();
+    ctx.topology = &topo;
+    ctx.experts = E;
+    ctx.C = hidden;
+    ctx.F = Fw;
+    ctx.first_local = me * per_rank;
+    for (int j = 0; j < per_rank; ++j) {
+      float* p = w.data() + j * expert_floats;
+      ctx.local.push_back({p, p + Fw * hidden, p + Fw * hidden + Fw, p + 2 * Fw * hidden + Fw});
+      ctx.local_grads.push_back(ctx.local.back());  // forward only: never written
+    }
+    MoeLayer layer;
+    layer.set_strategy(make_strategy("expert_centric"), ctx);
+    std::vector<int> forced((size_t)tokens * top_k);
+    synthetic_expert_choice(forced.data(), parse_routing("balanced"), tokens, top_k, E, 1, 0, 0, (long)me * tokens);
+    std::vector<float> out((size_t)tokens * hidden);
+    world->set_traffic_meter(&meter);
+    layer.forward(out.data(), x.data(), router.data(), {}, MoeLayerShape{tokens, hidden, Fw, E, top_k, 0.0f, true},
+                  forced.data());
+    world->set_traffic_meter(nullptr);
+    // This machine's inter-node bytes (rank 0 of each node sums its node).
+    double mine = (double)meter.bytes(LinkClass::inter_node);
+    if (topo.node_of((me + 1) % P) != topo.node_of(me)) mine -= (double)(P - 1) * E * 8;  // counts all-gather
+    double machine = 0;
+    MPI_Allreduce(&mine, &machine, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    machine /= n;  // every machine sends the same under balanced routing
+    const double expected = janus_ec_bytes(tokens, 1, top_k, n, m, hidden);
+    QVERIFY2(std::abs(machine - expected) < 0.5,
+             qPrintable(QString("machine inter-node bytes %1, Comm_EC %2").arg(machine).arg(expected)));
+    QCOMPARE(expected, 2.0 * m * hidden * tokens * top_k * (n - 1) / n * 4);
   }
 };
 

@@ -45,7 +45,7 @@ const std::vector<FieldDef>& fields() {
       MB_FIELD(moe, aux_loss_weight, Float, "weight of the GShard load-balancing loss"),
       MB_FIELD(moe, gate_normalize, Bool, "renormalise the top-k gate weights to sum to 1"),
       MB_FIELD(moe, routing, String,
-               "learned | uniform | zipf:S | hot:E,F | rotating (synthetic expert choice)"),
+               "learned | uniform | zipf:S | hot:E,F | rotating | balanced (synthetic expert choice)"),
 
       MB_FIELD(strategy, name, String, "MoE strategy: expert_centric | hier_a2a | data_centric | janus"),
       MB_FIELD(strategy, credits, Int, "data_centric: credit-based buffer size C (experts pulled ahead)"),

@@ -11,7 +11,7 @@ namespace {
 
 [[noreturn]] void bad(const std::string& text, const std::string& why) {
   throw std::invalid_argument("routing \"" + text + "\": " + why +
-                              " (expected learned | uniform | zipf:S | hot:E,F | rotating)");
+                              " (expected learned | uniform | zipf:S | hot:E,F | rotating | balanced)");
 }
 
 double number(const std::string& text, const std::string& s) {
@@ -47,10 +47,11 @@ RoutingSpec parse_routing(const std::string& text) {
   RoutingSpec s;
   const auto colon = text.find(':');
   const std::string head = text.substr(0, colon), arg = colon == std::string::npos ? "" : text.substr(colon + 1);
-  if (head == "learned" || head == "uniform" || head == "rotating") {
+  if (head == "learned" || head == "uniform" || head == "rotating" || head == "balanced") {
     if (colon != std::string::npos) bad(text, head + " takes no argument");
     s.kind = head == "learned" ? RoutingSpec::Kind::learned
-             : head == "uniform" ? RoutingSpec::Kind::uniform : RoutingSpec::Kind::rotating;
+             : head == "uniform" ? RoutingSpec::Kind::uniform
+             : head == "balanced" ? RoutingSpec::Kind::balanced : RoutingSpec::Kind::rotating;
   } else if (head == "zipf") {
     s.kind = RoutingSpec::Kind::zipf;
     s.zipf_s = number(text, arg);
@@ -82,6 +83,11 @@ void synthetic_expert_choice(int* forced, const RoutingSpec& spec, int N, int K,
   }
   if ((spec.kind == RoutingSpec::Kind::hot) && hot >= E)
     throw std::invalid_argument("routing hot expert " + std::to_string(hot) + " >= experts " + std::to_string(E));
+  if (spec.kind == RoutingSpec::Kind::balanced) {
+    for (int n = 0; n < N; ++n)
+      for (int k = 0; k < K; ++k) forced[n * K + k] = (int)(((first_token + n) * K + k) % E);
+    return;
+  }
   std::vector<double> base(E, 1.0);
   if (spec.kind == RoutingSpec::Kind::zipf)
     for (int e = 0; e < E; ++e) base[e] = 1.0 / std::pow(e + 1.0, spec.zipf_s);

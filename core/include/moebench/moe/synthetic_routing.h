@@ -8,6 +8,9 @@
 //   hot:E,F     the first choice is expert E with probability F, else uniform over the others;
 //               remaining choices uniform (hot:0,1 with top_k 1 = every token on expert 0)
 //   rotating    hot:(step + layer) mod experts, 0.5: the hot spot moves every step
+//   balanced    token g takes experts (g*k + j) mod E, j < k: every expert gets exactly
+//               tokens*k/E assignments from every rank when E divides tokens*k (the
+//               balanced routing the papers' traffic formulas assume)
 // A token's choice depends only on (seed, step, layer, global token index), so it is the same
 // whatever the number of ranks the global batch is split over.
 #include <cstdint>
@@ -16,13 +19,13 @@
 namespace moebench {
 
 struct RoutingSpec {
-  enum class Kind { learned, uniform, zipf, hot, rotating } kind = Kind::learned;
+  enum class Kind { learned, uniform, zipf, hot, rotating, balanced } kind = Kind::learned;
   double zipf_s = 0.0;
   int hot_expert = 0;
   double hot_fraction = 0.0;
 };
 
-// Parses "learned", "uniform", "zipf:1.2", "hot:3,0.5", "rotating"; throws std::invalid_argument
+// Parses "learned", "uniform", "zipf:1.2", "hot:3,0.5", "rotating", "balanced"; throws std::invalid_argument
 // saying what was expected.
 RoutingSpec parse_routing(const std::string& text);
 
