@@ -359,7 +359,7 @@ class TestConfig : public QObject {
     // Every key set to a non-default value.
     const std::string text =
         "[run]\nname = \"a \\\"quoted\\\" name\\twith tab\"\nseed = 99\nout_dir = \"out/dir\"\nthreads = 2\nranks = 6\n"
-        "[cluster]\nnodes = 2\ndevices_per_node = 3\n[parallel]\nep = 2\n[strategy]\nname = \"hier_a2a\"\ncredits = 3\njanus_threshold = 2.5\npriority = false\nprefetch = true\nhierarchical = true\n"
+        "[cluster]\nnodes = 2\ndevices_per_node = 3\npcie_switch_pairs = [0, 1]\n[parallel]\nep = 2\n[strategy]\nname = \"hier_a2a\"\ncredits = 3\njanus_threshold = 2.5\npriority = false\nprefetch = true\nhierarchical = true\npcie_pairing = true\n"
         "[model]\nvocab_size = 1000\nseq_len = 16\nhidden = 48\nlayers = 6\nheads = 3\nffn_mult = 2\n"
         "tied_head = false\ninit_std = 0.015\n"
         "[moe]\nmoe_layers = [0, 2, 5]\nexperts = [2, 4, 6]\ntop_k = 1\ncapacity_factor = 1.25\n"

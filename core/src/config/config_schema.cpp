@@ -25,6 +25,7 @@ const std::vector<FieldDef>& fields() {
 
       MB_FIELD(cluster, nodes, Int, "nodes (virtual on one machine: ranks in node blocks)"),
       MB_FIELD(cluster, devices_per_node, Int, "ranks per node; 0 = world size / nodes"),
+      MB_FIELD(cluster, pcie_switch_pairs, IntList, "local ranks sharing a PCIe switch, pairwise: [0,1,2,3] = {0,1},{2,3}"),
 
       MB_FIELD(model, vocab_size, Int, "vocabulary size (>= 2; 256 for data.source = text)"),
       MB_FIELD(model, seq_len, Int, "context length T (also the position-embedding size)"),
@@ -52,6 +53,7 @@ const std::vector<FieldDef>& fields() {
       MB_FIELD(strategy, priority, Bool, "data_centric: staggered pull order (Janus Algorithm 1)"),
       MB_FIELD(strategy, prefetch, Bool, "data_centric: start pulling at the beginning of the iteration"),
       MB_FIELD(strategy, hierarchical, Bool, "data_centric: node-level expert cache and gradient pre-reduce"),
+      MB_FIELD(strategy, pcie_pairing, Bool, "data_centric: split node-cache copies between PCIe-switch peers"),
       MB_FIELD(strategy, janus_threshold, Float, "janus: data_centric where R = BSk/(4nHE) > threshold"),
 
       MB_FIELD(data, source, String, "synthetic | bin | text"),

@@ -100,6 +100,21 @@ void Checker::check_parallel() {
   at_least("run.ranks", c_.run.ranks, 1);
   at_least("store.spans_every", c_.store.spans_every, 1);
   at_least("strategy.credits", c_.strategy.credits, 1);
+  if (ok({"cluster.pcie_switch_pairs"})) {
+    const auto& pairs = c_.cluster.pcie_switch_pairs;
+    std::set<int> seen;
+    if (pairs.size() % 2 != 0)
+      fail("cluster.pcie_switch_pairs", "must list pairs of local ranks (an even number of entries), got " +
+                                            std::to_string(pairs.size()));
+    for (int r : pairs)
+      if (r < 0 || !seen.insert(r).second) {
+        fail("cluster.pcie_switch_pairs", "local rank " + std::to_string(r) + " is negative or listed twice");
+        break;
+      }
+  }
+  if (ok({"strategy.pcie_pairing", "cluster.pcie_switch_pairs"}) && c_.strategy.pcie_pairing &&
+      c_.cluster.pcie_switch_pairs.empty())
+    fail("strategy.pcie_pairing", "needs cluster.pcie_switch_pairs (which local ranks share a PCIe switch)");
   non_negative("strategy.janus_threshold", c_.strategy.janus_threshold);
   if (ok({"store.db"}) && c_.store.db.empty()) fail("store.db", "must not be empty");
   if (ok({"store.experiment"}) && c_.store.experiment.empty()) fail("store.experiment", "must not be empty");

@@ -138,6 +138,8 @@ void MoeGpt::distribute(const MoeDistribution& d) {
     ctx.priority = d.priority;
     ctx.prefetch = d.prefetch;
     ctx.hierarchical = d.hierarchical;
+    ctx.pcie_pairing = d.pcie_pairing;
+    ctx.pcie_switch_pairs = d.pcie_switch_pairs;
     ctx.layer = (int)l;
     ctx.experts = b.experts;
     ctx.C = model_.hidden;

@@ -78,6 +78,8 @@ void Distributed::attach(MoeGpt& model, const Config& cfg) {
   d.priority = cfg.strategy.priority;
   d.prefetch = cfg.strategy.prefetch;
   d.hierarchical = cfg.strategy.hierarchical;
+  d.pcie_pairing = cfg.strategy.pcie_pairing;
+  d.pcie_switch_pairs = cfg.cluster.pcie_switch_pairs;
   d.ep = &groups_->ep();
   d.dp = &groups_->dp();
   d.topology = &topology_;

@@ -19,6 +19,9 @@ struct RunConfig {
 struct ClusterConfig {
   int nodes = 1;              // nodes of the (virtual on one machine) topology
   int devices_per_node = 0;   // ranks per node; 0 = world size / nodes
+  // PCIe switches: local indices of the ranks sharing one switch, listed pairwise
+  // ([0, 1, 2, 3] = switches {0,1} and {2,3}); empty = none described
+  std::vector<int> pcie_switch_pairs;
 };
 
 struct ParallelConfig {
@@ -32,6 +35,8 @@ struct StrategyConfig {
   bool priority = true;           // data_centric: staggered pull order (Janus Algorithm 1)
   bool prefetch = false;          // data_centric: pull at the start of the iteration (§5.3)
   bool hierarchical = false;      // data_centric: node-level expert cache + gradient pre-reduce (§5.1.2)
+  bool pcie_pairing = false;      // data_centric + hierarchical: copies from the node cache split
+                                  // between PCIe-switch peers (§5.2, Fig. 8-9)
   float janus_threshold = 1.0f;   // janus: data_centric where R = BSk/(4nHE) > threshold
 };
 

@@ -37,6 +37,8 @@ struct MoeDistribution {
   Executor* executor = nullptr;
   int credits = 2;                 // data_centric: strategy.credits
   bool priority = true, prefetch = false, hierarchical = false;  // data_centric switches
+  bool pcie_pairing = false;
+  std::vector<int> pcie_switch_pairs;
 };
 
 // A contiguous range of the parameter/gradient arena, in floats.

@@ -34,6 +34,8 @@ struct MoeContext {
   bool priority = true;       // data_centric switches (config [strategy], Janus §5.1.2-5.3)
   bool prefetch = false;
   bool hierarchical = false;
+  bool pcie_pairing = false;            // with hierarchical: Janus §5.2 Fig. 8-9
+  std::vector<int> pcie_switch_pairs;   // local ranks sharing a PCIe switch, pairwise
 };
 
 // Analytical cost of one forward pass of one MoE block (per rank); "predicted", never measured.
