@@ -22,6 +22,13 @@
 //                           TrafficMeter) are expert_bytes * E*m*(n-1) (Comm_DC, exact expert
 //                           size from janus_expert_floats) each way when hierarchical, and m
 //                           times that without.
+//   pcie_pairing_copies     4 ranks = 2 nodes x 2, hierarchical, pcie_switch_pairs = [0, 1],
+//                           every expert used: each rank copies its group (even / odd positions
+//                           of the pair's sorted external experts: lower / higher local rank)
+//                           from the node cache and the peer's group from the peer, interleaved
+//                           own, peer, own, peer (Fig. 9); the two ranks of a pair never copy
+//                           the same expert from the cache; results equal the local reference.
+//   matches_single_rank also has rows with pcie_pairing on (with and without prefetch).
 #include <QtTest>
 
 #include <mpi.h>
@@ -55,6 +62,8 @@ ExpertParams view(float* p) { return {p, p + F * C, p + F * C + F, p + 2 * F * C
 struct Switches {
   bool priority = true, prefetch = false, hierarchical = false;
   int credits = 2;
+  bool pcie_pairing = false;
+  std::vector<int> pcie_switch_pairs;
 };
 
 // One MoE layer (Lr experts per rank, hidden c, ffn f, every token forced to K experts
@@ -66,6 +75,7 @@ struct OneLayerResult {
   std::vector<int> pulled, issued, prefetched;
   DataCentricStats stats;
   size_t expert_floats = 0;
+  std::vector<DataCentricCopy> copies;
 };
 
 OneLayerResult run_one_layer(Communicator& world, const Switches& sw, int c, int f, int Lr = 2, int nodes = 2) {
@@ -98,6 +108,8 @@ OneLayerResult run_one_layer(Communicator& world, const Switches& sw, int c, int
   ctx.priority = sw.priority;
   ctx.prefetch = sw.prefetch;
   ctx.hierarchical = sw.hierarchical;
+  ctx.pcie_pairing = sw.pcie_pairing;
+  ctx.pcie_switch_pairs = sw.pcie_switch_pairs;
   for (int j = 0; j < Lr; ++j) {
     ctx.local.push_back(vw(w.data() + j * ef));
     ctx.local_grads.push_back(vw(g.data() + j * ef));
@@ -121,6 +133,7 @@ OneLayerResult run_one_layer(Communicator& world, const Switches& sw, int c, int
   res.issued = dc->last_forward_issued();
   res.prefetched = dc->last_prefetched();
   res.stats = dc->stats();
+  res.copies = dc->last_copy_order();
 
   std::vector<float> all_g(all_w.size(), 0.0f);
   std::vector<ExpertParams> experts, dexperts;
@@ -196,20 +209,25 @@ class TestDataCentric : public QObject {
     QTest::addColumn<bool>("priority");
     QTest::addColumn<bool>("prefetch");
     QTest::addColumn<bool>("hierarchical");
-    QTest::newRow("learned") << "learned" << 2 << 2 << true << false << false;
-    QTest::newRow("zipf") << "zipf:1.2" << 2 << 2 << true << false << false;
-    QTest::newRow("all tokens to expert 0") << "hot:0,1" << 1 << 2 << true << false << false;
-    QTest::newRow("learned credits 1") << "learned" << 2 << 1 << true << false << false;
-    QTest::newRow("zipf credits 3") << "zipf:1.2" << 2 << 3 << true << false << false;
+    QTest::addColumn<bool>("pcie_pairing");
+    QTest::newRow("learned") << "learned" << 2 << 2 << true << false << false << false;
+    QTest::newRow("zipf") << "zipf:1.2" << 2 << 2 << true << false << false << false;
+    QTest::newRow("all tokens to expert 0") << "hot:0,1" << 1 << 2 << true << false << false << false;
+    QTest::newRow("learned credits 1") << "learned" << 2 << 1 << true << false << false << false;
+    QTest::newRow("zipf credits 3") << "zipf:1.2" << 2 << 3 << true << false << false << false;
     // Every switch combination (priority / prefetch / hierarchical).
     for (int bits = 0; bits < 8; ++bits) {
       const bool pr = bits & 1, pf = bits & 2, hi = bits & 4;
       const std::string name = std::string("learned priority ") + (pr ? "on" : "off") + " prefetch " +
                                (pf ? "on" : "off") + " hierarchical " + (hi ? "on" : "off");
-      QTest::newRow(name.c_str()) << "learned" << 2 << 2 << pr << pf << hi;
+      QTest::newRow(name.c_str()) << "learned" << 2 << 2 << pr << pf << hi << false;
     }
-    QTest::newRow("uniform credits 1 prefetch hierarchical") << "uniform" << 2 << 1 << true << true << true;
-    QTest::newRow("hot expert 0 prefetch hierarchical") << "hot:0,1" << 1 << 2 << true << true << true;
+    QTest::newRow("uniform credits 1 prefetch hierarchical") << "uniform" << 2 << 1 << true << true << true << false;
+    QTest::newRow("hot expert 0 prefetch hierarchical") << "hot:0,1" << 1 << 2 << true << true << true << false;
+    // pcie_pairing (Fig. 9): same weights, so identical results.
+    QTest::newRow("learned hierarchical pcie_pairing") << "learned" << 2 << 2 << true << false << true << true;
+    QTest::newRow("learned prefetch hierarchical pcie_pairing") << "learned" << 2 << 2 << true << true << true << true;
+    QTest::newRow("uniform credits 1 prefetch hierarchical pcie_pairing") << "uniform" << 2 << 1 << true << true << true << true;
   }
   void matches_single_rank() {
     QFETCH(QString, routing);
@@ -218,6 +236,7 @@ class TestDataCentric : public QObject {
     QFETCH(bool, priority);
     QFETCH(bool, prefetch);
     QFETCH(bool, hierarchical);
+    QFETCH(bool, pcie_pairing);
     auto world = MpiCommunicator::world();
     const int P = world->size();
     if (P == 1) QSKIP("needs more than one rank (run under mpirun)");
@@ -230,7 +249,12 @@ class TestDataCentric : public QObject {
         "moe.routing=" + routing.toStdString(), std::string("strategy.priority=") + (priority ? "true" : "false"),
         std::string("strategy.prefetch=") + (prefetch ? "true" : "false"),
         std::string("strategy.hierarchical=") + (hierarchical ? "true" : "false")};
-    const Config cfg = load_config(test::tiny_config_path(), sets);
+    std::vector<std::string> all_sets = sets;
+    if (pcie_pairing) {
+      all_sets.push_back("strategy.pcie_pairing=true");
+      all_sets.push_back("cluster.pcie_switch_pairs=[0,1]");
+    }
+    const Config cfg = load_config(test::tiny_config_path(), all_sets);
     QTemporaryDir ref_dir, dist_dir;
 
     Trainer ref(cfg, ref_dir.path().toStdString());
@@ -242,7 +266,7 @@ class TestDataCentric : public QObject {
     const QString loss_diff = test::compare_losses(got, expected, world->rank());
     QVERIFY2(loss_diff.isEmpty(), qPrintable(loss_diff));
     // The strategy really ran and pulled (skewed routings still pull expert 0 on other ranks).
-    long pulls = 0, prefetched = 0, node_pulls = 0;
+    long pulls = 0, prefetched = 0, node_pulls = 0, copies = 0;
     for (int b = 0; b < 64; ++b) {
       const MoeLayer* layer = nullptr;
       try {
@@ -255,6 +279,8 @@ class TestDataCentric : public QObject {
         pulls += dc->stats().pulls;
         prefetched += dc->stats().prefetched;
         node_pulls += dc->stats().node_pulls;
+        copies += dc->stats().cache_copies + dc->stats().peer_copies;
+        if (!pcie_pairing) QCOMPARE(dc->stats().cache_copies + dc->stats().peer_copies, 0L);
         QVERIFY(dc->stats().max_in_use <= dc->stats().credits);
         if (!prefetch) QCOMPARE(dc->stats().prefetched, 0L);
         if (!hierarchical) QCOMPARE(dc->stats().node_pulls, 0L);
@@ -269,6 +295,9 @@ class TestDataCentric : public QObject {
     MPI_Allreduce(&node_pulls, &all_node_pulls, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     QCOMPARE(all_prefetched > 0, prefetch);
     QCOMPARE(all_node_pulls > 0, hierarchical && nodes == 2);
+    long all_copies = 0;
+    MPI_Allreduce(&copies, &all_copies, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    if (pcie_pairing && hierarchical && nodes == 2 && P / nodes >= 2) QVERIFY2(all_copies > 0, "pcie_pairing made no copies");
 
     const QString param_diff = test::compare_params(dist.model().params(), ref.model().params(), world->rank());
     QVERIFY2(param_diff.isEmpty(), qPrintable(param_diff));
@@ -544,6 +573,68 @@ class TestDataCentric : public QObject {
       QCOMPARE(node_sum(res.stats.node_pushes, me, P), (uint64_t)(n - 1) * m * Lr);
     } else {
       QCOMPARE(res.stats.node_pulls, 0L);
+    }
+    QVERIFY(res.copies.empty());  // pcie_pairing off
+    QCOMPARE(res.stats.cache_copies + res.stats.peer_copies, 0L);
+  }
+
+  void pcie_pairing_copies_data() {
+    QTest::addColumn<bool>("prefetch");
+    QTest::addColumn<bool>("priority");
+    QTest::newRow("prefetch off") << false << true;
+    QTest::newRow("prefetch on") << true << true;
+    QTest::newRow("prefetch on, priority off") << true << false;
+  }
+  void pcie_pairing_copies() {
+    QFETCH(bool, prefetch);
+    QFETCH(bool, priority);
+    auto world = MpiCommunicator::world();
+    const int P = world->size(), me = world->rank();
+    if (P != 4) QSKIP("written for 4 ranks (2 nodes x 2)");
+    Switches sw;
+    sw.priority = priority;
+    sw.prefetch = prefetch;
+    sw.hierarchical = true;
+    sw.pcie_pairing = true;
+    sw.pcie_switch_pairs = {0, 1};
+    const int m = 2, E = L * P, r = me % m, node = me / m;
+    const OneLayerResult res = run_one_layer(*world, sw, C, F, L, 2);
+    QVERIFY2(res.error.isEmpty(), qPrintable(res.error));
+    // Every expert is used: the pair's sorted external experts, even -> local rank 0, odd -> 1.
+    std::vector<int> own, theirs;
+    int pos = 0;
+    for (int e = 0; e < E; ++e) {
+      if (e / L / m == node) continue;
+      (pos % 2 == r ? own : theirs).push_back(e);
+      ++pos;
+    }
+    QCOMPARE(res.stats.cache_copies, (long)own.size());
+    QCOMPARE(res.stats.peer_copies, (long)theirs.size());
+    // Fig. 9: own, peer, own, peer, ...
+    std::vector<DataCentricCopy> expected;
+    for (size_t t = 0; t < std::max(own.size(), theirs.size()); ++t) {
+      if (t < own.size()) expected.push_back({own[t], false});
+      if (t < theirs.size()) expected.push_back({theirs[t], true});
+    }
+    QCOMPARE((int)res.copies.size(), (int)expected.size());
+    for (size_t i = 0; i < expected.size(); ++i) {
+      QVERIFY2(res.copies[i] == expected[i],
+               qPrintable(QString("rank %1 copy %2: expert %3 from %4, expected expert %5 from %6")
+                              .arg(me).arg(i).arg(res.copies[i].expert).arg(res.copies[i].from_peer ? "peer" : "cache")
+                              .arg(expected[i].expert).arg(expected[i].from_peer ? "peer" : "cache")));
+      QCOMPARE(res.copies[i].from_peer, i % 2 == 1);
+    }
+    // The two ranks of a pair never copy the same expert from the cache, and together they
+    // copy every external expert from the cache exactly once.
+    std::vector<int> from_cache(E, 0), all((size_t)E * P, 0);
+    for (const auto& c : res.copies)
+      if (!c.from_peer) ++from_cache[c.expert];
+    MPI_Allgather(from_cache.data(), E, MPI_INT, all.data(), E, MPI_INT, MPI_COMM_WORLD);
+    const int peer = node * m + (1 - r);
+    for (int e = 0; e < E; ++e) {
+      const int mine = all[(size_t)me * E + e], theirs_n = all[(size_t)peer * E + e];
+      QVERIFY2(!(mine && theirs_n), qPrintable(QString("ranks %1 and %2 both copied expert %3 from the cache").arg(me).arg(peer).arg(e)));
+      QCOMPARE(mine + theirs_n, e / L / m == node ? 0 : 1);
     }
   }
 };

@@ -136,12 +136,32 @@ void DataCentric::setup_nodes(MoeContext& ctx) {
   for (int e = 0; e < E_; ++e)
     if (node_of_[e / L_] != my_node_) ext_idx_[e] = (int)ext_.size(), ext_.push_back(e);
   hier_ = ctx.hierarchical && !ext_.empty();
-  if (!hier_ || node_win_) return;
+  // pcie_pairing: this rank's pair peer (local rank on this node), -1 when not listed.
+  pair_peer_local_ = -1;
+  {
+    const auto& pairs = ctx.pcie_switch_pairs;
+    for (size_t i = 0; i + 1 < pairs.size(); i += 2) {
+      int peer = -1;
+      if (pairs[i] == local_rank_) peer = pairs[i + 1];
+      else if (pairs[i + 1] == local_rank_) peer = pairs[i];
+      if (peer >= 0) {
+        if (peer < m_ && peer != local_rank_) pair_peer_local_ = peer;
+        break;
+      }
+    }
+  }
+  if (!hier_ || node_win_) {
+    pairing_ = hier_ && ctx.pcie_pairing && staging_;
+    return;
+  }
+  staging_ = ctx.pcie_pairing;
+  pairing_ = staging_;
   node_comm_ = ep.split(my_node_, me_);
   if (!node_comm_ || node_comm_->size() != m_ || node_comm_->rank() != local_rank_)
     throw std::logic_error("data_centric: node communicator does not match the topology");
   ext_slots_ = (ext_.size() + m_ - 1) / m_;
-  node_win_ = node_comm_->create_shared_window((ext_slots_ + ext_.size()) * expert_floats_ * sizeof(float));
+  node_win_ = node_comm_->create_shared_window((ext_slots_ + ext_.size() * (staging_ ? 2 : 1)) * expert_floats_ *
+                                               sizeof(float));
   if (node_win_->local_size() != m_ || node_win_->local_rank() != local_rank_)
     throw std::runtime_error("data_centric: hierarchical mode needs each node's ranks to share memory (" +
                              std::to_string(node_win_->local_size()) + " sharing, node has " +
@@ -153,6 +173,61 @@ float* DataCentric::ext_cache(int j) {
 }
 float* DataCentric::ext_grad(int local, int j) {
   return static_cast<float*>(node_win_->segment(local)) + (ext_slots_ + (size_t)j) * expert_floats_;
+}
+
+float* DataCentric::ext_stage(int local, int j) {
+  return static_cast<float*>(node_win_->segment(local)) + (ext_slots_ + ext_.size() + (size_t)j) * expert_floats_;
+}
+
+// pcie_pairing (Fig. 9): called by every rank of the node once the node cache holds every
+// external expert the node uses; used_rows[k * n_ext + j] = 1 when local rank k uses ext_[j].
+void DataCentric::pair_copies(MoeContext& ctx, const std::vector<int>& used_rows) {
+  const size_t n_ext = ext_.size();
+  int node_count = 0;
+  for (size_t j = 0; j < n_ext; ++j) node_count += node_used_[j] ? 1 : 0;
+  const int rounds = (node_count + 1) / 2;  // no pair's group is larger (same on every node rank)
+  const int peer = pair_peer_local_;
+  std::vector<int> own, theirs;  // indices into ext_, in round order
+  if (peer >= 0) {
+    int pos = 0;
+    const bool lower = local_rank_ < peer;
+    for (size_t j = 0; j < n_ext; ++j) {
+      if (!used_rows[(size_t)local_rank_ * n_ext + j] && !used_rows[(size_t)peer * n_ext + j]) continue;
+      ((pos % 2 == 0) == lower ? own : theirs).push_back((int)j);
+      ++pos;
+    }
+  }
+  std::vector<Slot*> by_j(n_ext, nullptr);
+  for (auto& s : slots_)
+    if (s->node_cached) by_j[s->ext] = s.get();
+  const int peer_world = peer >= 0 ? ctx.ep->world_rank(node_ranks_[peer]) : -1;
+  const uint64_t expert_bytes = expert_floats_ * sizeof(float);
+  for (int t = 0; t < rounds; ++t) {
+    if (t < (int)own.size()) {
+      const int j = own[t], e = ext_[j];
+      TaskCost cost;
+      phase(ctx, "janus.cache_copy", TaskCategory::copy, cost, e, -1, [&] {
+        std::copy(ext_cache(j), ext_cache(j) + expert_floats_, ext_stage(local_rank_, j));
+      });
+      if (Slot* s = by_j[j]) s->params = view(ext_stage(local_rank_, j), C_, F_);
+      ++stats_.cache_copies;
+      copy_order_.push_back({e, false});
+    }
+    phase(ctx, "janus.sync", TaskCategory::comm, {}, -1, -1, [&] { node_win_->sync(); });
+    if (t < (int)theirs.size() && by_j[theirs[t]]) {
+      const int j = theirs[t], e = ext_[j];
+      Slot* s = by_j[j];
+      TaskCost cost;
+      cost.bytes_to_peer.push_back({peer_world, expert_bytes});
+      phase(ctx, "janus.peer_copy", TaskCategory::copy, cost, e, peer_world, [&] {
+        const float* src = ext_stage(peer, j);
+        s->cache.assign(src, src + expert_floats_);
+      });
+      s->params = view(s->cache.data(), C_, F_);
+      ++stats_.peer_copies;
+      copy_order_.push_back({e, true});
+    }
+  }
 }
 
 void DataCentric::drop_prefetch() {
@@ -314,11 +389,22 @@ void DataCentric::forward(float* y, const float* xg, const std::vector<int>& off
 
   // Hierarchical: the node agrees which external experts it uses; each is pulled once, by
   // local rank j % m, into the node cache (unless prefetched).
-  std::vector<int> node_issued;
+  std::vector<int> node_issued, used_rows;
+  copy_order_.clear();
   if (hier_) {
     node_used_.assign(ext_.size(), 0);
-    for (Slot* s : cached) node_used_[s->ext] = 1;
-    node_comm_->all_reduce(node_used_.data(), node_used_.size(), DType::i32, ReduceOp::max);
+    if (pairing_) {
+      // Every local rank's used flags (row per local rank), for the pairs' groups.
+      used_rows.assign((size_t)m_ * ext_.size(), 0);
+      for (Slot* s : cached) used_rows[(size_t)local_rank_ * ext_.size() + s->ext] = 1;
+      node_comm_->all_reduce(used_rows.data(), used_rows.size(), DType::i32, ReduceOp::sum);
+      for (int k = 0; k < m_; ++k)
+        for (size_t j = 0; j < ext_.size(); ++j)
+          if (used_rows[(size_t)k * ext_.size() + j]) node_used_[j] = 1;
+    } else {
+      for (Slot* s : cached) node_used_[s->ext] = 1;
+      node_comm_->all_reduce(node_used_.data(), node_used_.size(), DType::i32, ReduceOp::max);
+    }
     for (size_t j = 0; j < ext_.size(); ++j) {
       if ((int)j % m_ != local_rank_) continue;
       const int e = ext_[j], owner = e / L;
@@ -346,6 +432,7 @@ void DataCentric::forward(float* y, const float* xg, const std::vector<int>& off
       for (int owner : node_issued) params_win_->flush(owner);
       node_win_->sync();  // every external expert the node uses is in the cache
     });
+    if (pairing_) pair_copies(ctx, used_rows);
     for (Slot* s : cached) compute(*s);
   }
   for (Slot* s : remote) {

@@ -46,6 +46,21 @@
 //    unused), node sync, and the puller sums the m slots in local-rank order (deterministic)
 //    and accumulates the sum into the owner once. Per machine and iteration the inter-node
 //    bytes are expert_bytes * (experts on other nodes used by the node), each way.
+//  pcie_pairing (§5.2, Fig. 8-9; only with hierarchical, pairs from ctx.pcie_switch_pairs,
+//    local ranks listed pairwise): after the node cache is filled, each paired rank makes a
+//    private copy ("device buffer") of every cached external expert it uses. The external
+//    experts the PAIR uses (union of both ranks' used flags, ascending) are split by position:
+//    even -> the pair's lower local rank, odd -> the higher. In round t each paired rank copies
+//    the t-th expert of its own group from the node cache into its node-shared staging slot
+//    ("janus.cache_copy", copy span, peer -1), node sync, then copies the t-th expert of the
+//    peer's group from the peer's staging slot ("janus.peer_copy", copy span, peer = peer's
+//    world rank) when it uses it: own, peer, own, peer, ... (the longer group's tail last).
+//    Own-group experts are computed from the staging slot, peer-group ones from a private
+//    copy; the node-cache gradient path is unchanged (same weights, identical results).
+//    Every rank of the node runs the same number of rounds (ceil(node-used / 2)); a rank in
+//    no pair (or whose peer is not on the node) only joins the syncs and reads the node cache
+//    as before. The staging slots are allocated with the node cache, so pcie_pairing must be
+//    on at the first hierarchical call to take effect.
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -71,6 +86,15 @@ struct DataCentricStats {
   int last_prefetched = 0;    // of the last begin_iteration
   long node_pulls = 0;        // hierarchical: external experts this rank pulled into the node cache
   long node_pushes = 0;       // hierarchical: node-reduced gradients this rank accumulated
+  long cache_copies = 0;      // pcie_pairing: experts copied from the node cache (PCIe), all forwards
+  long peer_copies = 0;       // pcie_pairing: experts copied from the pair peer's staging (NVLink)
+};
+
+// One copy of the pcie_pairing schedule: expert e from the node cache or from the pair peer.
+struct DataCentricCopy {
+  int expert = 0;
+  bool from_peer = false;
+  bool operator==(const DataCentricCopy& o) const { return expert == o.expert && from_peer == o.from_peer; }
 };
 
 class DataCentric : public MoeStrategy {
@@ -94,6 +118,10 @@ class DataCentric : public MoeStrategy {
   const std::vector<int>& last_forward_issued() const { return forward_issued_; }
   // Experts whose get the last begin_iteration issued (prefetch), in issue order.
   const std::vector<int>& last_prefetched() const { return prefetch_order_; }
+  // pcie_pairing: the copies the last forward performed, in order (empty when not paired).
+  const std::vector<DataCentricCopy>& last_copy_order() const { return copy_order_; }
+  // pcie_pairing: the pair peer's local rank on this node in the last forward, -1 if none.
+  int pair_peer() const { return pairing_ ? pair_peer_local_ : -1; }
 
  private:
   struct Slot;  // one used expert: its bank, cache and gradient scratch
@@ -105,6 +133,8 @@ class DataCentric : public MoeStrategy {
   void drop_prefetch();
   float* ext_cache(int j);
   float* ext_grad(int local, int j);
+  float* ext_stage(int local, int j);
+  void pair_copies(MoeContext& ctx, const std::vector<int>& used_rows);
 
   int credits_override_ = 0;
   int P_ = 1, L_ = 0, C_ = 0, F_ = 0, E_ = 0, me_ = 0;
@@ -129,6 +159,11 @@ class DataCentric : public MoeStrategy {
   std::vector<int> node_used_;
   std::vector<std::vector<float>> node_grad_;
   bool hier_ = false;
+  // pcie_pairing: staging slots allocated (n_ext per local rank, after the gradient slots),
+  // pairing active on this node (uniform), this rank's pair peer (local rank, -1: none).
+  bool staging_ = false, pairing_ = false;
+  int pair_peer_local_ = -1;
+  std::vector<DataCentricCopy> copy_order_;
   // Prefetch state (begin_iteration -> forward).
   std::vector<std::unique_ptr<Prefetched>> prefetch_;
   std::vector<int> prefetch_order_, forward_issued_;
