@@ -537,7 +537,7 @@ class TestDataCentric : public QObject {
     auto world = MpiCommunicator::world();
     const int P = world->size(), me = world->rank();
     if (P != 4) QSKIP("written for 4 ranks (2 nodes x 2)");
-    Switches sw{priority, prefetch, hierarchical, credits};
+    Switches sw{priority, prefetch, hierarchical, credits, false, {}};
     // H = 4, FFN = 4H: the expert is exactly janus_expert_floats(H, 4).
     const int H = 4, a = 4, Lr = 2, n = 2, m = 2;
     const OneLayerResult res = run_one_layer(*world, sw, H, a * H, Lr);
