@@ -578,6 +578,34 @@ class TestDataCentric : public QObject {
     QCOMPARE(res.stats.cache_copies + res.stats.peer_copies, 0L);
   }
 
+  // Janus §5.1.3: with the node cache, a machine's inter-node bytes per iteration are
+  // Comm_DC = expert_bytes * E * m * (n - 1) each way, for several expert shapes.
+  void comm_dc_several_shapes_data() {
+    QTest::addColumn<int>("hidden");
+    QTest::addColumn<int>("ffn_mult");
+    QTest::addColumn<int>("per_rank");
+    QTest::newRow("H 4, a 4, E 1") << 4 << 4 << 1;
+    QTest::newRow("H 6, a 2, E 2") << 6 << 2 << 2;
+    QTest::newRow("H 8, a 4, E 3") << 8 << 4 << 3;
+  }
+  void comm_dc_several_shapes() {
+    QFETCH(int, hidden);
+    QFETCH(int, ffn_mult);
+    QFETCH(int, per_rank);
+    auto world = MpiCommunicator::world();
+    const int P = world->size(), me = world->rank();
+    if (P != 4) QSKIP("written for 4 ranks (2 nodes x 2)");
+    const int n = 2, m = 2;
+    Switches sw;
+    sw.hierarchical = true;
+    const OneLayerResult res = run_one_layer(*world, sw, hidden, ffn_mult * hidden, per_rank);
+    QVERIFY2(res.error.isEmpty(), qPrintable(res.error));
+    const double comm_dc = janus_dc_bytes(n, m, hidden, per_rank, ffn_mult);
+    const uint64_t fwd = node_sum(res.fwd_inter, me, P), bwd = node_sum(res.bwd_inter, me, P);
+    QVERIFY2((double)fwd == comm_dc, qPrintable(QString("machine pulled %1 inter-node bytes, Comm_DC %2").arg(fwd).arg(comm_dc)));
+    QVERIFY2((double)bwd == comm_dc, qPrintable(QString("machine pushed %1 inter-node bytes, Comm_DC %2").arg(bwd).arg(comm_dc)));
+  }
+
   void pcie_pairing_copies_data() {
     QTest::addColumn<bool>("prefetch");
     QTest::addColumn<bool>("priority");
