@@ -1,0 +1,81 @@
+#pragma once
+// Launch command construction for the GUI launcher (issue: "Launcher: run locally or over ssh").
+// Everything here is pure: the launcher widget feeds a Command to QProcess::start(program,
+// arguments), which never goes through a local shell. Only the remote side has a shell (ssh
+// joins its arguments into one string for the remote login shell), so the remote command is
+// built as ONE string in which every word is POSIX single-quoted by shellQuote().
+#include <QString>
+#include <QStringList>
+#include <optional>
+
+namespace moebench::gui {
+
+struct LaunchSpec {
+  QString moebenchPath;        // local moebench executable
+  QString configPath;          // CONFIG (local path, or remote path relative to remoteDir)
+  QStringList sets;            // "key=value" entries, each passed as --set key=value
+  int steps = 0;               // > 0: --steps N
+  int ranks = 0;               // > 0: --ranks N
+  QString db;                  // non-empty: --db PATH
+  QString experiment;          // non-empty: --experiment NAME
+  QString outDir;              // non-empty: --out DIR
+  bool remote = false;
+  QString host;                // ssh destination, e.g. "user@cluster"
+  QString remoteDir;           // remote working directory (empty: the login directory)
+  QString launcherPrefix;      // e.g. "srun -N2", "mpirun -np 16" (split by splitPrefix)
+  QString remoteMoebench = QStringLiteral("moebench");
+};
+
+struct Command {
+  QString program;
+  QStringList arguments;
+};
+
+// POSIX single-quoting: abc -> 'abc', embedded ' -> '\''. Safe for any string, including
+// empty strings and newlines.
+QString shellQuote(const QString& s);
+
+// Splits a launcher prefix into words. Whitespace separates words; simple '...' and "..."
+// quoting is honoured (no escapes inside). Throws std::invalid_argument for shell
+// metacharacters (; | & ` $ ( ) < > \ newline) and unterminated quotes.
+QStringList splitPrefix(const QString& prefix);
+// Same, but returns an error message (empty: valid) instead of throwing.
+QString validatePrefix(const QString& prefix);
+
+// The arguments after the executable: run CONFIG [--set k=v]... [--steps N] [--ranks N]
+// [--db PATH] [--experiment NAME] [--out DIR].
+QStringList runArguments(const LaunchSpec& spec);
+
+// program = spec.moebenchPath, arguments = runArguments(spec).
+Command buildLocalCommand(const LaunchSpec& spec);
+
+// The single string handed to the remote shell:
+//   cd 'DIR' && 'prefix' 'words' 'moebench' 'run' 'CONFIG' ...
+// (no "cd" part when remoteDir is empty). Throws std::invalid_argument on a bad prefix.
+QString remoteShellCommand(const LaunchSpec& spec);
+
+// program "ssh", arguments {"-o", "BatchMode=yes", host, "--", remoteShellCommand(spec)}.
+// Throws std::invalid_argument on an empty host or a bad prefix.
+Command buildRemoteCommand(const LaunchSpec& spec);
+
+// The remote database path: spec.db or "runs.db" (moebench's default), relative paths
+// resolved against remoteDir.
+QString remoteDbPath(const LaunchSpec& spec);
+
+// scp -O -o BatchMode=yes host:'<remote db path>' localPath. -O selects the legacy scp
+// protocol, where the remote path is interpreted by the remote shell, so the quoting is exact.
+Command buildFetchDbCommand(const LaunchSpec& spec, const QString& localPath);
+
+struct ProgressLine {
+  long step = -1, total = -1;
+  double loss = 0;
+  bool done = false;
+};
+
+// Parses `moebench run` output lines:
+//   "step  12/300 | loss 3.1234 | aux ..."      -> step 12, total 300, loss 3.1234
+//   "done: 300 steps in 1.2 s | ... | final train loss 2.5 | ..." -> done, step = total = 300
+// Anything else -> nullopt.
+std::optional<ProgressLine> parseProgressLine(const QString& line);
+
+}  // namespace moebench::gui

@@ -1,0 +1,209 @@
+#include "models/runlistmodel.h"
+
+#include <QDateTime>
+#include <QLocale>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <utility>
+
+namespace {
+
+constexpr quintptr kExperimentId = 0;  // internalId of experiment rows; runs: experiment + 1
+
+// Mean of the values, the first step left out when more than 2 were recorded (summarize_run).
+double warmupMean(const std::vector<moebench::MetricPoint>& points) {
+  if (points.empty()) return std::numeric_limits<double>::quiet_NaN();
+  size_t first = points.size() > 2 ? 1 : 0;
+  double sum = 0;
+  size_t n = 0;
+  for (size_t i = first; i < points.size(); ++i) {
+    sum += points[i].value;
+    ++n;
+  }
+  return n ? sum / double(n) : std::numeric_limits<double>::quiet_NaN();
+}
+
+int64_t distinctSteps(const std::vector<moebench::MetricPoint>& points) {
+  std::set<int64_t> steps;
+  for (const auto& p : points) steps.insert(p.step);
+  return int64_t(steps.size());
+}
+
+QString formatNumber(double v, int precision) {
+  if (std::isnan(v)) return {};
+  return QString::number(v, 'f', precision);
+}
+
+QVariant rawNumber(double v) {
+  if (std::isnan(v)) return {};
+  return v;
+}
+
+}  // namespace
+
+RunListModel::RunListModel(QObject* parent) : QAbstractItemModel(parent) {}
+RunListModel::~RunListModel() = default;
+
+void RunListModel::setStore(std::shared_ptr<moebench::RunStore> store) {
+  m_store = std::move(store);
+  reload();
+}
+
+void RunListModel::reload() {
+  std::vector<Experiment> experiments;
+  if (m_store) {
+    std::map<std::string, std::vector<RunRow>> byName;
+    for (auto& info : m_store->list_runs()) {
+      RunRow row;
+      row.info = std::move(info);
+      const int64_t id = row.info.id;
+      auto loss = m_store->metrics(id, "loss");
+      auto stepMs = m_store->metrics(id, "step_ms");
+      row.steps = loss.empty() ? distinctSteps(stepMs) : distinctSteps(loss);
+      if (!loss.empty()) row.finalLoss = loss.back().value;  // metrics() is ordered by step
+      row.stepMs = warmupMean(stepMs);
+      row.tokensPerS = warmupMean(m_store->metrics(id, "tokens_per_s"));
+      byName[row.info.experiment].push_back(std::move(row));
+    }
+    for (auto& [name, runs] : byName)
+      experiments.push_back({QString::fromStdString(name), std::move(runs)});
+  }
+  beginResetModel();
+  m_experiments = std::move(experiments);
+  endResetModel();
+}
+
+const RunListModel::RunRow* RunListModel::rowAt(const QModelIndex& index) const {
+  if (!index.isValid() || index.model() != this || index.internalId() == kExperimentId) return nullptr;
+  const size_t e = size_t(index.internalId() - 1);
+  if (e >= m_experiments.size()) return nullptr;
+  const auto& runs = m_experiments[e].runs;
+  if (index.row() < 0 || size_t(index.row()) >= runs.size()) return nullptr;
+  return &runs[size_t(index.row())];
+}
+
+moebench::RunInfo RunListModel::runAt(const QModelIndex& index) const {
+  const RunRow* row = rowAt(index);
+  return row ? row->info : moebench::RunInfo{};
+}
+
+bool RunListModel::isExperiment(const QModelIndex& index) const {
+  return index.isValid() && index.model() == this && index.internalId() == kExperimentId;
+}
+
+QModelIndex RunListModel::indexForRun(int64_t runId, int column) const {
+  for (size_t e = 0; e < m_experiments.size(); ++e) {
+    const auto& runs = m_experiments[e].runs;
+    for (size_t r = 0; r < runs.size(); ++r)
+      if (runs[r].info.id == runId) return createIndex(int(r), column, quintptr(e + 1));
+  }
+  return {};
+}
+
+int RunListModel::runCount() const {
+  int n = 0;
+  for (const auto& e : m_experiments) n += int(e.runs.size());
+  return n;
+}
+
+QModelIndex RunListModel::index(int row, int column, const QModelIndex& parent) const {
+  if (row < 0 || column < 0 || column >= ColumnCount) return {};
+  if (!parent.isValid()) {
+    if (size_t(row) >= m_experiments.size()) return {};
+    return createIndex(row, column, kExperimentId);
+  }
+  if (!isExperiment(parent) || parent.column() != 0) return {};
+  const size_t e = size_t(parent.row());
+  if (e >= m_experiments.size() || size_t(row) >= m_experiments[e].runs.size()) return {};
+  return createIndex(row, column, quintptr(e + 1));
+}
+
+QModelIndex RunListModel::parent(const QModelIndex& child) const {
+  if (!child.isValid() || child.internalId() == kExperimentId) return {};
+  return createIndex(int(child.internalId() - 1), 0, kExperimentId);
+}
+
+int RunListModel::rowCount(const QModelIndex& parent) const {
+  if (!parent.isValid()) return int(m_experiments.size());
+  if (!isExperiment(parent) || parent.column() != 0) return 0;
+  const size_t e = size_t(parent.row());
+  return e < m_experiments.size() ? int(m_experiments[e].runs.size()) : 0;
+}
+
+int RunListModel::columnCount(const QModelIndex&) const { return ColumnCount; }
+
+QVariant RunListModel::data(const QModelIndex& index, int role) const {
+  if (!index.isValid() || index.model() != this) return {};
+  if (isExperiment(index)) {
+    if (size_t(index.row()) >= m_experiments.size()) return {};
+    const auto& exp = m_experiments[size_t(index.row())];
+    const int count = int(exp.runs.size());
+    if (role == RunIdRole) return qint64(-1);
+    if (role == Qt::DisplayRole) {
+      if (index.column() == NameColumn) return exp.name;
+      if (index.column() == StatusColumn) return count == 1 ? tr("1 run") : tr("%1 runs").arg(count);
+    } else if (role == Qt::UserRole) {
+      if (index.column() == NameColumn) return exp.name;
+      if (index.column() == StatusColumn) return double(count);
+    }
+    return {};
+  }
+  const RunRow* row = rowAt(index);
+  if (!row) return {};
+  const auto& info = row->info;
+  if (role == RunIdRole) return qint64(info.id);
+  if (role == Qt::TextAlignmentRole) {
+    if (index.column() >= StepsColumn && index.column() <= TokensPerSColumn)
+      return QVariant::fromValue(Qt::Alignment(Qt::AlignRight | Qt::AlignVCenter));
+    return {};
+  }
+  const bool display = role == Qt::DisplayRole;
+  if (!display && role != Qt::UserRole) return {};
+  switch (index.column()) {
+    case NameColumn: return QString::fromStdString(info.name);
+    case StatusColumn: return QString::fromLatin1(moebench::run_status_name(info.status));
+    case StrategyColumn: return QString::fromStdString(info.strategy);
+    case StepsColumn: return display ? QVariant(QString::number(row->steps)) : QVariant(double(row->steps));
+    case FinalLossColumn: return display ? QVariant(formatNumber(row->finalLoss, 4)) : rawNumber(row->finalLoss);
+    case StepMsColumn: return display ? QVariant(formatNumber(row->stepMs, 1)) : rawNumber(row->stepMs);
+    case TokensPerSColumn: return display ? QVariant(formatNumber(row->tokensPerS, 0)) : rawNumber(row->tokensPerS);
+    case StartedColumn:
+      if (info.start_time <= 0) return display ? QVariant(QString()) : QVariant();
+      if (!display) return info.start_time;
+      return QDateTime::fromMSecsSinceEpoch(qint64(std::llround(info.start_time * 1000.0)))
+          .toString(QStringLiteral("yyyy-MM-dd hh:mm:ss"));
+    default: return {};
+  }
+}
+
+QVariant RunListModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
+  switch (section) {
+    case NameColumn: return tr("Name");
+    case StatusColumn: return tr("Status");
+    case StrategyColumn: return tr("Strategy");
+    case StepsColumn: return tr("Steps");
+    case FinalLossColumn: return tr("Final loss");
+    case StepMsColumn: return tr("ms/step");
+    case TokensPerSColumn: return tr("tokens/s");
+    case StartedColumn: return tr("Started");
+    default: return {};
+  }
+}
+
+Qt::ItemFlags RunListModel::flags(const QModelIndex& index) const {
+  if (!index.isValid()) return Qt::NoItemFlags;
+  Qt::ItemFlags f = Qt::ItemIsEnabled | Qt::ItemIsSelectable;
+  if (!isExperiment(index)) f |= Qt::ItemNeverHasChildren;
+  return f;
+}
+
+QHash<int, QByteArray> RunListModel::roleNames() const {
+  auto names = QAbstractItemModel::roleNames();
+  names.insert(Qt::UserRole, "sortValue");
+  names.insert(RunIdRole, "runId");
+  return names;
+}

@@ -1,0 +1,71 @@
+#pragma once
+// RunListModel: the run store as a two-level tree for the run browser.
+//   top level: experiments (sorted by name); column Name = experiment name, column Status =
+//              "N runs" (UserRole: N as double)
+//   children:  the experiment's runs, in list_runs order, with the columns below.
+// Roles: Qt::DisplayRole = formatted text; Qt::UserRole = raw value for sorting (numbers as
+// double, text as QString, invalid QVariant when missing so it sorts last); RunIdRole = the
+// run's id (qint64), -1 for experiment rows.
+// reload() reads list_runs() plus the "loss", "step_ms" and "tokens_per_s" metrics of each run
+// (three keyed queries per run; the span/traffic/routing part of summarize_run is skipped so
+// hundreds of runs load quickly). ms/step and tokens/s follow summarize_run's rule: the mean
+// over steps, the first step left out as warm-up when more than 2 steps were recorded.
+#include <QAbstractItemModel>
+#include <QString>
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "moebench/store/run_store.h"
+
+class RunListModel : public QAbstractItemModel {
+  Q_OBJECT
+
+ public:
+  enum Column { NameColumn, StatusColumn, StrategyColumn, StepsColumn, FinalLossColumn,
+                StepMsColumn, TokensPerSColumn, StartedColumn, ColumnCount };
+  enum Role { RunIdRole = Qt::UserRole + 1 };
+
+  struct RunRow {
+    moebench::RunInfo info;
+    int64_t steps = 0;  // distinct steps with "loss" (else with step_ms)
+    double finalLoss = std::numeric_limits<double>::quiet_NaN();
+    double stepMs = std::numeric_limits<double>::quiet_NaN();
+    double tokensPerS = std::numeric_limits<double>::quiet_NaN();
+  };
+  struct Experiment {
+    QString name;
+    std::vector<RunRow> runs;
+  };
+
+  explicit RunListModel(QObject* parent = nullptr);
+  ~RunListModel() override;
+
+  void setStore(std::shared_ptr<moebench::RunStore> store);  // and reload()
+  std::shared_ptr<moebench::RunStore> store() const { return m_store; }
+  // Re-reads the store (model reset). On a StoreError the model keeps its rows and rethrows.
+  void reload();
+
+  // The run at a run row (any column); a default RunInfo (id 0) for other indexes.
+  moebench::RunInfo runAt(const QModelIndex& index) const;
+  bool isExperiment(const QModelIndex& index) const;
+  QModelIndex indexForRun(int64_t runId, int column = 0) const;  // invalid when not listed
+  int runCount() const;  // over all experiments
+
+  QModelIndex index(int row, int column, const QModelIndex& parent = {}) const override;
+  QModelIndex parent(const QModelIndex& child) const override;
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+  Qt::ItemFlags flags(const QModelIndex& index) const override;
+  QHash<int, QByteArray> roleNames() const override;
+
+ private:
+  const RunRow* rowAt(const QModelIndex& index) const;
+
+  std::shared_ptr<moebench::RunStore> m_store;
+  std::vector<Experiment> m_experiments;
+};

@@ -1,0 +1,308 @@
+// ctest-labels: gui
+// Launch command construction: quoting proven by running the quoted strings through /bin/sh,
+// local arguments stay single arguments, the remote ssh string round-trips exactly, launcher
+// prefixes are split safely, and progress lines parse.
+#include "models/launchcommand.h"
+
+#include <QFile>
+#include <QFileInfo>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <cmath>
+#include <stdexcept>
+
+using namespace moebench::gui;
+
+namespace {
+struct ShResult {
+  int code = -1;
+  QString out, err;
+};
+
+ShResult runSh(const QString& script, const QString& cwd = {}) {
+  QProcess p;
+  if (!cwd.isEmpty()) p.setWorkingDirectory(cwd);
+  p.start(QStringLiteral("/bin/sh"), {QStringLiteral("-c"), script});
+  ShResult r;
+  if (!p.waitForFinished(10000)) {
+    p.kill();
+    p.waitForFinished();
+    r.err = QStringLiteral("timeout");
+    return r;
+  }
+  r.code = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+  r.out = QString::fromUtf8(p.readAllStandardOutput());
+  r.err = QString::fromUtf8(p.readAllStandardError());
+  return r;
+}
+
+const QString kNastyConfig = QStringLiteral("my configs/it's \"odd\"; rm -rf x $(echo hi) `id`.toml");
+}  // namespace
+
+class TestLaunchCommand : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void shellQuote_data() {
+    QTest::addColumn<QString>("input");
+    QTest::newRow("plain") << QStringLiteral("abc");
+    QTest::newRow("spaces") << QStringLiteral("a b  c");
+    QTest::newRow("single quote") << QStringLiteral("it's");
+    QTest::newRow("only quotes") << QStringLiteral("''");
+    QTest::newRow("double quote") << QStringLiteral("say \"hi\"");
+    QTest::newRow("semicolon") << QStringLiteral("a; echo INJECTED");
+    QTest::newRow("command substitution") << QStringLiteral("$(rm -rf /)");
+    QTest::newRow("variable") << QStringLiteral("$HOME ${PATH}");
+    QTest::newRow("backticks") << QStringLiteral("`echo INJECTED`");
+    QTest::newRow("newline") << QStringLiteral("line1\nline2");
+    QTest::newRow("glob and escapes") << QStringLiteral("* ? \\n \\ ~ | & > <");
+    QTest::newRow("empty") << QString();
+  }
+  void shellQuote() {
+    QFETCH(QString, input);
+    const QString quoted = moebench::gui::shellQuote(input);
+    QVERIFY(quoted.startsWith(QLatin1Char('\'')) && quoted.endsWith(QLatin1Char('\'')));
+    const ShResult r = runSh(QStringLiteral("printf '%s\\n' ") + quoted);
+    QCOMPARE(r.code, 0);
+    QCOMPARE(r.err, QString());
+    QCOMPARE(r.out, input + QLatin1Char('\n'));
+  }
+
+  void shellQuoteForm() {
+    QCOMPARE(moebench::gui::shellQuote(QStringLiteral("abc")), QStringLiteral("'abc'"));
+    QCOMPARE(moebench::gui::shellQuote(QStringLiteral("it's")), QStringLiteral("'it'\\''s'"));
+    QCOMPARE(moebench::gui::shellQuote(QString()), QStringLiteral("''"));
+  }
+
+  void localCommand() {
+    LaunchSpec s;
+    s.moebenchPath = QStringLiteral("/opt/moebench/bin/moebench");
+    s.configPath = kNastyConfig;
+    s.sets = {QStringLiteral("train.lr=3e-4"), QStringLiteral("model.name=a b;c")};
+    s.steps = 300;
+    s.ranks = 4;
+    s.db = QStringLiteral("/data/runs db.sqlite");
+    s.experiment = QStringLiteral("exp 'one'");
+    s.outDir = QStringLiteral("out dir");
+    const Command c = buildLocalCommand(s);
+    QCOMPARE(c.program, s.moebenchPath);
+    const QStringList expected{QStringLiteral("run"), kNastyConfig,
+                               QStringLiteral("--set"), QStringLiteral("train.lr=3e-4"),
+                               QStringLiteral("--set"), QStringLiteral("model.name=a b;c"),
+                               QStringLiteral("--steps"), QStringLiteral("300"),
+                               QStringLiteral("--ranks"), QStringLiteral("4"),
+                               QStringLiteral("--db"), s.db,
+                               QStringLiteral("--experiment"), s.experiment,
+                               QStringLiteral("--out"), s.outDir};
+    QCOMPARE(c.arguments, expected);
+    QCOMPARE(c.arguments.count(kNastyConfig), 1);  // config stays ONE argument
+
+    LaunchSpec minimal;
+    minimal.moebenchPath = QStringLiteral("moebench");
+    minimal.configPath = QStringLiteral("c.toml");
+    QCOMPARE(buildLocalCommand(minimal).arguments, (QStringList{QStringLiteral("run"), QStringLiteral("c.toml")}));
+  }
+
+  void localCommandRoundTrip() {
+    // Run the local command for real with a script standing in for moebench.
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QString script = dir.filePath(QStringLiteral("fake-moebench"));
+    QFile f(script);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("#!/bin/sh\nprintf '%s\\n' \"$@\"\n");
+    f.close();
+    QVERIFY(f.setPermissions(f.permissions() | QFileDevice::ExeOwner));
+    LaunchSpec s;
+    s.moebenchPath = script;
+    s.configPath = kNastyConfig;
+    s.sets = {QStringLiteral("a=b c")};
+    const Command c = buildLocalCommand(s);
+    QProcess p;
+    p.start(c.program, c.arguments);
+    QVERIFY(p.waitForFinished(10000));
+    QCOMPARE(p.exitCode(), 0);
+    QCOMPARE(QString::fromUtf8(p.readAllStandardOutput()), c.arguments.join(QLatin1Char('\n')) + QLatin1Char('\n'));
+  }
+
+  void remoteCommandStructure() {
+    LaunchSpec s;
+    s.remote = true;
+    s.host = QStringLiteral("user@cluster");
+    s.remoteDir = QStringLiteral("/scratch/my runs");
+    s.launcherPrefix = QStringLiteral("srun -N2");
+    s.configPath = QStringLiteral("configs/a b.toml");
+    s.steps = 10;
+    const Command c = buildRemoteCommand(s);
+    QCOMPARE(c.program, QStringLiteral("ssh"));
+    QCOMPARE(c.arguments.size(), 5);
+    QCOMPARE(c.arguments.mid(0, 4), (QStringList{QStringLiteral("-o"), QStringLiteral("BatchMode=yes"),
+                                                 QStringLiteral("user@cluster"), QStringLiteral("--")}));
+    QCOMPARE(c.arguments.at(4),
+             QStringLiteral("cd '/scratch/my runs' && 'srun' '-N2' 'moebench' 'run' 'configs/a b.toml' "
+                            "'--steps' '10'"));
+
+    LaunchSpec noDir = s;
+    noDir.remoteDir.clear();
+    noDir.launcherPrefix.clear();
+    QCOMPARE(remoteShellCommand(noDir), QStringLiteral("'moebench' 'run' 'configs/a b.toml' '--steps' '10'"));
+
+    LaunchSpec noHost = s;
+    noHost.host.clear();
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, buildRemoteCommand(noHost));
+    LaunchSpec optionHost = s;
+    optionHost.host = QStringLiteral("-oProxyCommand=evil");
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, buildRemoteCommand(optionHost));
+    LaunchSpec badPrefix = s;
+    badPrefix.launcherPrefix = QStringLiteral("srun; rm -rf ~");
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, buildRemoteCommand(badPrefix));
+  }
+
+  void remoteCommandExecutes() {
+    // Execute the remote string with /bin/sh -c, as the remote login shell would: a temp dir
+    // (with awkward characters) stands in for remoteDir, a script for the remote moebench.
+    QTemporaryDir dir(QDir::tempPath() + QStringLiteral("/mb remote 'dir' XXXXXX"));
+    QVERIFY(dir.isValid());
+    const QString script = dir.filePath(QStringLiteral("fake moebench;'x'"));
+    QFile f(script);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("#!/bin/sh\npwd -P\nprintf '%s\\n' \"$MB_PREFIX_VAR\"\nprintf '%s\\n' \"$@\"\n");
+    f.close();
+    QVERIFY(f.setPermissions(f.permissions() | QFileDevice::ExeOwner));
+
+    LaunchSpec s;
+    s.remote = true;
+    s.host = QStringLiteral("somehost");
+    s.remoteDir = dir.path();
+    s.remoteMoebench = QStringLiteral("./fake moebench;'x'");
+    s.launcherPrefix = QStringLiteral("env 'MB_PREFIX_VAR=a b' \"MB_OTHER=c'd\"");
+    s.configPath = kNastyConfig;
+    s.sets = {QStringLiteral("train.lr=1e-3"), QStringLiteral("x=$(touch pwned)")};
+    s.steps = 5;
+    s.ranks = 2;
+    s.db = QStringLiteral("runs `x`.db");
+    s.experiment = QStringLiteral("e\nnewline");
+    const Command c = buildRemoteCommand(s);
+    const ShResult r = runSh(c.arguments.last());
+    QCOMPARE(r.err, QString());
+    QCOMPARE(r.code, 0);
+    QStringList expected{QFileInfo(dir.path()).canonicalFilePath(), QStringLiteral("a b")};
+    expected << runArguments(s);
+    QCOMPARE(r.out, expected.join(QLatin1Char('\n')) + QLatin1Char('\n'));
+    QVERIFY(!QFile::exists(dir.filePath(QStringLiteral("pwned"))));
+    QVERIFY(!QFile::exists(QStringLiteral("pwned")));
+  }
+
+  void splitPrefix_data() {
+    QTest::addColumn<QString>("prefix");
+    QTest::addColumn<QStringList>("words");
+    QTest::newRow("empty") << QString() << QStringList{};
+    QTest::newRow("blank") << QStringLiteral("   ") << QStringList{};
+    QTest::newRow("srun") << QStringLiteral("srun -N2") << QStringList{QStringLiteral("srun"), QStringLiteral("-N2")};
+    QTest::newRow("mpirun") << QStringLiteral("mpirun -np 16")
+                            << QStringList{QStringLiteral("mpirun"), QStringLiteral("-np"), QStringLiteral("16")};
+    QTest::newRow("extra spaces") << QStringLiteral("  srun   -N2\t--exclusive ")
+                                  << QStringList{QStringLiteral("srun"), QStringLiteral("-N2"), QStringLiteral("--exclusive")};
+    QTest::newRow("single quotes") << QStringLiteral("srun --job-name='my job'")
+                                   << QStringList{QStringLiteral("srun"), QStringLiteral("--job-name=my job")};
+    QTest::newRow("double quotes") << QStringLiteral("srun \"--comment=it's\" ''")
+                                   << QStringList{QStringLiteral("srun"), QStringLiteral("--comment=it's"), QString()};
+  }
+  void splitPrefix() {
+    QFETCH(QString, prefix);
+    QFETCH(QStringList, words);
+    QCOMPARE(moebench::gui::splitPrefix(prefix), words);
+    QCOMPARE(validatePrefix(prefix), QString());
+  }
+
+  void splitPrefixRejects_data() {
+    QTest::addColumn<QString>("prefix");
+    QTest::newRow("semicolon") << QStringLiteral("srun; rm -rf ~");
+    QTest::newRow("pipe") << QStringLiteral("srun | tee x");
+    QTest::newRow("and") << QStringLiteral("srun && rm x");
+    QTest::newRow("background") << QStringLiteral("srun &");
+    QTest::newRow("backtick") << QStringLiteral("srun `id`");
+    QTest::newRow("dollar") << QStringLiteral("srun -N$N");
+    QTest::newRow("subshell") << QStringLiteral("(srun)");
+    QTest::newRow("redirect in") << QStringLiteral("srun < x");
+    QTest::newRow("redirect out") << QStringLiteral("srun > x");
+    QTest::newRow("newline") << QStringLiteral("srun\nrm x");
+    QTest::newRow("quoted semicolon") << QStringLiteral("srun ';'");
+    QTest::newRow("unterminated") << QStringLiteral("srun 'abc");
+  }
+  void splitPrefixRejects() {
+    QFETCH(QString, prefix);
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, moebench::gui::splitPrefix(prefix));
+    QVERIFY(!validatePrefix(prefix).isEmpty());
+  }
+
+  void fetchDbCommand() {
+    LaunchSpec s;
+    s.host = QStringLiteral("user@cluster");
+    s.remoteDir = QStringLiteral("/scratch/my runs");
+    Command c = buildFetchDbCommand(s, QStringLiteral("/tmp/local copy.db"));
+    QCOMPARE(c.program, QStringLiteral("scp"));
+    QCOMPARE(c.arguments, (QStringList{QStringLiteral("-O"), QStringLiteral("-o"), QStringLiteral("BatchMode=yes"),
+                                       QStringLiteral("user@cluster:'/scratch/my runs/runs.db'"),
+                                       QStringLiteral("/tmp/local copy.db")}));
+    s.db = QStringLiteral("/abs/it's.db");
+    QCOMPARE(remoteDbPath(s), QStringLiteral("/abs/it's.db"));
+    c = buildFetchDbCommand(s, QStringLiteral("x.db"));
+    QCOMPARE(c.arguments.at(3), QStringLiteral("user@cluster:'/abs/it'\\''s.db'"));
+    s.db = QStringLiteral("sub/r.db");
+    QCOMPARE(remoteDbPath(s), QStringLiteral("/scratch/my runs/sub/r.db"));
+    s.remoteDir.clear();
+    QCOMPARE(remoteDbPath(s), QStringLiteral("sub/r.db"));
+    s.host.clear();
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, buildFetchDbCommand(s, QStringLiteral("x.db")));
+  }
+
+  void progress_data() {
+    QTest::addColumn<QString>("line");
+    QTest::addColumn<bool>("valid");
+    QTest::addColumn<long>("step");
+    QTest::addColumn<long>("total");
+    QTest::addColumn<double>("loss");
+    QTest::addColumn<bool>("done");
+    QTest::newRow("padded step")
+        << QStringLiteral("step  12/300 | loss 3.1234 | aux 0.0100 | lr 3.00e-04 | grad 1.234 |    12.3 ms |    12345 tok/s")
+        << true << 12L << 300L << 3.1234 << false;
+    QTest::newRow("last step") << QStringLiteral("step 300/300 | loss 2.5000 | aux 0.0100") << true << 300L << 300L << 2.5 << false;
+    QTest::newRow("distributed") << QStringLiteral("step 1/3 | loss 10.5 | aux 0.01 | comm  12% | sent intra 1.00 MB inter 0.00 MB")
+                                 << true << 1L << 3L << 10.5 << false;
+    QTest::newRow("trailing CR") << QStringLiteral("step 7/9 | loss 1.0000\r") << true << 7L << 9L << 1.0 << false;
+    QTest::newRow("done")
+        << QStringLiteral("done: 300 steps in 12.5 s | 4000 tok/s | final train loss 2.4321 | val loss 2.5000 | checkpoint out/ckpt")
+        << true << 300L << 300L << 2.4321 << true;
+    QTest::newRow("done minimal") << QStringLiteral("done: 3 steps in 0.1 s") << true << 3L << 3L << 0.0 << true;
+    QTest::newRow("eval line") << QStringLiteral("eval after step 100 | val loss 2.9") << false << -1L << -1L << 0.0 << false;
+    QTest::newRow("resumed") << QStringLiteral("resumed at step 2") << false << -1L << -1L << 0.0 << false;
+    QTest::newRow("empty") << QString() << false << -1L << -1L << 0.0 << false;
+    QTest::newRow("garbage") << QStringLiteral("step x/y | loss z") << false << -1L << -1L << 0.0 << false;
+  }
+  void progress() {
+    QFETCH(QString, line);
+    QFETCH(bool, valid);
+    QFETCH(long, step);
+    QFETCH(long, total);
+    QFETCH(double, loss);
+    QFETCH(bool, done);
+    const auto p = parseProgressLine(line);
+    QCOMPARE(p.has_value(), valid);
+    if (!p) return;
+    QCOMPARE(p->step, step);
+    QCOMPARE(p->total, total);
+    QCOMPARE(p->loss, loss);
+    QCOMPARE(p->done, done);
+  }
+
+  void progressNan() {
+    const auto p = parseProgressLine(QStringLiteral("step 5/10 | loss nan | aux 0.0"));
+    QVERIFY(p.has_value());
+    QVERIFY(std::isnan(p->loss));
+  }
+};
+
+QTEST_APPLESS_MAIN(TestLaunchCommand)
+#include "tst_launch_command.moc"
