@@ -5,6 +5,8 @@
 
 #include <QProcess>
 
+#include "moebench/store/gemm_rate_record.h"
+#include "moebench/store/run_store.h"
 #include "test_support.h"
 
 using namespace Qt::StringLiterals;
@@ -86,6 +88,37 @@ class TestCli : public QObject {
     QVERIFY2(r.out.contains(u"resumed at step 2"_s) && r.out.contains(u"step 3/3"_s) &&
                  !r.out.contains(u"step 1/3"_s) && r.out.contains(u"done: 3 steps"_s),
              qPrintable(r.out));
+  }
+
+  // `bench gemm --db` stores the measured rate; a run started afterwards on this host records
+  // it as its peak rate (the DDL-roofline's P_w) with where it came from.
+  void bench_gemm_rate_is_recorded_by_later_runs() {
+    QTemporaryDir dir;
+    const QString db = dir.filePath(u"runs.db"_s);
+    Result r = run_cli({u"bench"_s, u"gemm"_s, u"--iters"_s, u"1"_s, u"--threads"_s, u"1"_s, u"--db"_s, db});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QVERIFY2(r.out.contains(u"stored as run"_s), qPrintable(r.out));
+    const QString printed = r.out.section(u"sgemm rate: "_s, 1).section(u' ', 0, 0);
+    QStringList run_args = {u"run"_s, kTiny, u"--db"_s, db, u"--out"_s, dir.filePath(u"out"_s)};
+    run_args += kShort.mid(0, 4);
+    r = run_cli(run_args);
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    moebench::RunStore store(db.toStdString(), moebench::RunStore::Mode::read_only);
+    const auto bench = store.list_runs(moebench::kBenchExperiment);
+    QCOMPARE(bench.size(), size_t(1));
+    const double rate = store.metrics(bench[0].id, moebench::kGemmRateMetric).at(0).value;
+    QCOMPARE(QString::number(rate, 'f', 2), printed);
+    const auto runs = store.list_runs(u"default"_s.toStdString());
+    QCOMPARE(runs.size(), size_t(1));
+    std::string peak, source;
+    for (const auto& [key, value] : store.params(runs[0].id)) {
+      if (key == "peak_gflops") peak = value;
+      if (key == "peak_gflops_source") source = value;
+    }
+    QVERIFY2(!peak.empty(), "the run did not record peak_gflops");
+    QVERIFY(std::abs(std::stod(peak) - rate) <= 1e-5 * rate);
+    QVERIFY2(source.find("bench gemm " + bench[0].uuid.substr(0, 8)) == 0 && source.find("1 threads") != std::string::npos,
+             source.c_str());
   }
 
   void failures_exit_1_with_the_reason() {

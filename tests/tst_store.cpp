@@ -193,6 +193,10 @@ class TestStore : public QObject {
     QCOMPARE(all.size(), size_t(4));
     QCOMPARE(all.back().step, int64_t(1));
 
+    using Steps = std::vector<int64_t>;
+    QVERIFY(store.steps_with(made.id, RecordTable::spans) == (Steps{0, 1}));
+    QVERIFY(store.steps_with(made.id, RecordTable::traffic) == (Steps{0, 1}));
+    QVERIFY(store.steps_with(made.id, RecordTable::routing) == (Steps{0, 1}));
     auto spans = store.spans(made.id);
     QCOMPARE(spans.size(), size_t(3));
     for (size_t i = 0; i < spans.size(); ++i) {

@@ -164,6 +164,21 @@ std::vector<MetricPoint> RunStore::metrics(int64_t run, const std::string& key) 
   return out;
 }
 
+std::vector<int64_t> RunStore::steps_with(int64_t run, RecordTable table) const {
+  std::lock_guard lock(impl_->mu);
+  impl_->require_run(run);
+  // Constant SQL per table (never a name from outside); the (run, step) indexes answer these.
+  const char* sql = table == RecordTable::spans     ? "SELECT DISTINCT step FROM spans WHERE run = ?1 ORDER BY step"
+                    : table == RecordTable::traffic ? "SELECT DISTINCT step FROM traffic WHERE run = ?1 ORDER BY step"
+                                                    : "SELECT DISTINCT step FROM routing WHERE run = ?1 ORDER BY step";
+  Stmt& s = impl_->stmt(sql);
+  Stmt::Scope scope(s);
+  s.bind(1, run);
+  std::vector<int64_t> out;
+  while (s.step()) out.push_back(s.i64(0));
+  return out;
+}
+
 std::vector<SpanRow> RunStore::spans(int64_t run, int64_t first, int64_t last) const {
   std::lock_guard lock(impl_->mu);
   impl_->require_run(run);

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 
 #include "moebench/config/config_loader.h"
+#include "moebench/store/gemm_rate_record.h"
 
 #ifndef MOEBENCH_GIT_REV
 #define MOEBENCH_GIT_REV "unknown"
@@ -45,6 +47,12 @@ RunRecorder::RunRecorder(const Config& cfg, const std::string& topology_text, co
   info.ranks = ranks;
   run_ = store_->create_run(info);
   store_->log_params(run_.id, flatten(cfg));
+  // The peak compute rate the run's DDL-roofline is drawn against, when this host measured one.
+  if (const auto peak = latest_gemm_rate(*store_, run_.host)) {
+    char rate[32];
+    std::snprintf(rate, sizeof rate, "%.6g", peak->gflops);
+    store_->log_params(run_.id, {{"peak_gflops", rate}, {"peak_gflops_source", peak->source}});
+  }
 }
 
 RunRecorder::~RunRecorder() {

@@ -72,6 +72,8 @@ struct RoutingRow {
   int64_t tokens = 0;
 };
 
+enum class RecordTable { spans, traffic, routing };
+
 class RunStore {
  public:
   enum class Mode { read_write, read_only };
@@ -117,6 +119,8 @@ class RunStore {
   std::vector<SpanRow> spans(int64_t run, int64_t first = 0, int64_t last = -1) const;
   std::vector<TrafficRow> traffic(int64_t run, int64_t first = 0, int64_t last = -1) const;
   std::vector<RoutingRow> routing(int64_t run, int64_t first = 0, int64_t last = -1) const;
+  // The distinct steps that have rows in `table`, ascending (step selectors of the GUI).
+  std::vector<int64_t> steps_with(int64_t run, RecordTable table) const;
   void delete_run(int64_t run);  // the run and all its rows
 
  private:
