@@ -61,9 +61,9 @@ std::atomic<bool> g_forward{false};
 extern "C" void note_signal(int) { g_forward = true; }
 
 // Runs this command under `mpirun -np ranks` and waits for it. mpirun gets its own process
-// group, so Ctrl-C reaches only this process, which forwards SIGTERM to the ranks: each
-// finishes its step, checkpoints and marks the run KILLED (mpirun on its own would stop
-// reading the ranks' output and leave them blocked until it kills them).
+// group, so Ctrl-C (or a terminal hang-up) reaches only this process, which forwards SIGTERM
+// to the ranks: each finishes its step, checkpoints and marks the run KILLED (mpirun on its
+// own would stop reading the ranks' output and leave them blocked until it kills them).
 int launch_local_ranks(int ranks) {
   std::vector<std::string> args = {"mpirun", "-np", std::to_string(ranks), "--bind-to", "none"};
   if ((unsigned)ranks > std::thread::hardware_concurrency()) args.push_back("--oversubscribe");
@@ -95,6 +95,7 @@ int launch_local_ranks(int ranks) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGHUP, &sa, nullptr);  // the launching terminal / ssh session went away
   bool forwarded = false;
   int status = 0;
   for (;;) {
@@ -122,7 +123,9 @@ void print_step(const Config& cfg, const StepStats& s, bool distributed) {
   std::fflush(stdout);
 }
 
-// SIGINT / SIGTERM: finish the current step on every rank, checkpoint, mark the run KILLED.
+// SIGINT / SIGTERM / SIGHUP: finish the current step on every rank, checkpoint, mark the run
+// KILLED. SIGHUP is what a run started over `ssh -tt` (the GUI launcher) gets when the
+// connection is closed or cancelled: it stops like Ctrl-C instead of dying unmarked.
 // During a job shutdown mpirun stops reading the ranks' output: a rank blocked writing a
 // progress line would never reach the stop, so the handler also makes stdout/stderr
 // non-blocking (and is installed without SA_RESTART): unread lines are dropped instead.
@@ -139,6 +142,7 @@ void install_stop_handlers() {
   sa.sa_flags = 0;  // no SA_RESTART: a blocked write returns
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGHUP, &sa, nullptr);
   // When mpirun shuts a job down it closes the ranks' output pipes: a progress line must not
   // kill rank 0 (SIGPIPE) before it has marked the run.
   std::signal(SIGPIPE, SIG_IGN);

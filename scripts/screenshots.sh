@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Screenshots for the README: trains two small runs into a fresh store, then opens
-# moebench-gui under Xvfb and saves the main window to docs/screenshots/main-window.png.
+# Screenshots for the README, of real runs: measures this machine's sgemm rate into a fresh
+# store (the roofline's peak), trains an ablation of three strategies on the quickstart model
+# (4 ranks on 2 virtual nodes), then opens moebench-gui under Xvfb and saves every page and run
+# view to docs/screenshots/<view>.png.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -9,8 +11,11 @@ scripts/build.sh release
 B=build/release/cli/moebench
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-$B ablate sample_configs/quickstart.toml --db "$work/runs.db" --experiment screenshots --steps 100 \
-  --set run.out_dir="$work/out" --vary strategy.name=expert_centric,hier_a2a > "$work/ablate.log"
+$B bench gemm --iters 3 --db "$work/runs.db" > "$work/bench.log"
+$B ablate sample_configs/quickstart.toml --db "$work/runs.db" --experiment strategies --steps 100 \
+  --set run.out_dir="$work/out" --vary strategy.name=expert_centric,hier_a2a,data_centric > "$work/ablate.log"
 mkdir -p docs/screenshots
-xvfb-run -a -s "-screen 0 1280x800x24" build/release/gui/moebench-gui "$work/runs.db" --select-all \
-  --screenshot docs/screenshots/main-window.png
+rm -f docs/screenshots/*.png
+# The strategies experiment selected: its runs fill every view.
+xvfb-run -a -s "-screen 0 1280x800x24" build/release/gui/moebench-gui "$work/runs.db" --select-experiment strategies \
+  --config sample_configs/quickstart.toml --screenshot-all docs/screenshots

@@ -136,10 +136,11 @@ class TestLaunchCommand : public QObject {
     s.steps = 10;
     const Command c = buildRemoteCommand(s);
     QCOMPARE(c.program, QStringLiteral("ssh"));
-    QCOMPARE(c.arguments.size(), 5);
-    QCOMPARE(c.arguments.mid(0, 4), (QStringList{QStringLiteral("-o"), QStringLiteral("BatchMode=yes"),
-                                                 QStringLiteral("user@cluster"), QStringLiteral("--")}));
-    QCOMPARE(c.arguments.at(4),
+    QCOMPARE(c.arguments.size(), 6);
+    QCOMPARE(c.arguments.mid(0, 5), (QStringList{QStringLiteral("-tt"), QStringLiteral("-o"),
+                                                 QStringLiteral("BatchMode=yes"), QStringLiteral("user@cluster"),
+                                                 QStringLiteral("--")}));
+    QCOMPARE(c.arguments.at(5),
              QStringLiteral("cd '/scratch/my runs' && 'srun' '-N2' 'moebench' 'run' 'configs/a b.toml' "
                             "'--steps' '10'"));
 
@@ -194,6 +195,19 @@ class TestLaunchCommand : public QObject {
     QVERIFY(!QFile::exists(QStringLiteral("pwned")));
   }
 
+  void displayCommandQuotesWhatNeedsIt() {
+    const Command c{QStringLiteral("/opt/mb bin/moebench"),
+                    {QStringLiteral("run"), kNastyConfig, QStringLiteral("--set"), QStringLiteral("train.lr=3e-4"),
+                     QStringLiteral("--db"), QStringLiteral("/tmp/x,y@z:%+.db"), QString()}};
+    const QString shown = displayCommand(c);
+    QCOMPARE(shown, QStringLiteral("'/opt/mb bin/moebench' run ") + moebench::gui::shellQuote(kNastyConfig) +
+                        QStringLiteral(" --set train.lr=3e-4 --db /tmp/x,y@z:%+.db ''"));
+    // Pasted into a shell it gives back exactly the words.
+    const ShResult r = runSh(QStringLiteral("printf '%s\\n' ") + shown);
+    QCOMPARE(r.code, 0);
+    QCOMPARE(r.out, (QStringList{c.program} + c.arguments).join(QLatin1Char('\n')) + QLatin1Char('\n'));
+  }
+
   void splitPrefix_data() {
     QTest::addColumn<QString>("prefix");
     QTest::addColumn<QStringList>("words");
@@ -243,13 +257,14 @@ class TestLaunchCommand : public QObject {
     s.remoteDir = QStringLiteral("/scratch/my runs");
     Command c = buildFetchDbCommand(s, QStringLiteral("/tmp/local copy.db"));
     QCOMPARE(c.program, QStringLiteral("scp"));
-    QCOMPARE(c.arguments, (QStringList{QStringLiteral("-O"), QStringLiteral("-o"), QStringLiteral("BatchMode=yes"),
+    QCOMPARE(c.arguments, (QStringList{QStringLiteral("-O"), QStringLiteral("-T"), QStringLiteral("-o"),
+                                       QStringLiteral("BatchMode=yes"),
                                        QStringLiteral("user@cluster:'/scratch/my runs/runs.db'"),
                                        QStringLiteral("/tmp/local copy.db")}));
     s.db = QStringLiteral("/abs/it's.db");
     QCOMPARE(remoteDbPath(s), QStringLiteral("/abs/it's.db"));
     c = buildFetchDbCommand(s, QStringLiteral("x.db"));
-    QCOMPARE(c.arguments.at(3), QStringLiteral("user@cluster:'/abs/it'\\''s.db'"));
+    QCOMPARE(c.arguments.at(4), QStringLiteral("user@cluster:'/abs/it'\\''s.db'"));
     s.db = QStringLiteral("sub/r.db");
     QCOMPARE(remoteDbPath(s), QStringLiteral("/scratch/my runs/sub/r.db"));
     s.remoteDir.clear();

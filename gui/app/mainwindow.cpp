@@ -1,27 +1,46 @@
 #include "mainwindow.h"
 
-#include <QChart>
-#include <QChartView>
-#include <QComboBox>
 #include <QFileDialog>
+#include <QFileInfo>
 #include <QHeaderView>
 #include <QItemSelectionModel>
 #include <QLineEdit>
-#include <QLineSeries>
 #include <QMenuBar>
 #include <QSettings>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QStatusBar>
+#include <QTabWidget>
 #include <QTreeView>
 #include <QVBoxLayout>
-#include <QValueAxis>
 
-#include <cmath>
+#include <algorithm>
+#include <functional>
 
-#include "models/metricseriesmodel.h"
 #include "models/runlistmodel.h"
 #include "moebench/store/run_store.h"
+#include "widgets/ablationview.h"
+#include "widgets/configeditor.h"
+#include "widgets/expertloadview.h"
+#include "widgets/launcherwindow.h"
+#include "widgets/metricchartview.h"
+#include "widgets/phasebreakdownview.h"
+#include "widgets/rooflineview.h"
+#include "widgets/timelineview.h"
+#include "widgets/trafficview.h"
+
+namespace {
+// Each run view tab: how to hand it the store and the selected runs.
+using Refresh = std::function<void(std::shared_ptr<moebench::RunStore>, const std::vector<int64_t>&)>;
+
+template <class View>
+Refresh addView(QTabWidget* tabs, const QString& title, const QString& objectName) {
+  auto* view = new View(tabs);
+  view->setObjectName(objectName);
+  tabs->addTab(view, title);
+  return [view](std::shared_ptr<moebench::RunStore> store, const std::vector<int64_t>& ids) { view->setRuns(store, ids); };
+}
+}  // namespace
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   setWindowTitle(tr("moebench"));
@@ -31,40 +50,56 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   m_proxy->setSortRole(Qt::UserRole);
   m_proxy->setFilterCaseSensitivity(Qt::CaseInsensitive);
   m_proxy->setRecursiveFilteringEnabled(true);
-  m_series = new MetricSeriesModel(this);
 
   auto* left = new QWidget(this);
   auto* leftLayout = new QVBoxLayout(left);
+  leftLayout->setContentsMargins(0, 0, 0, 0);
   m_filter = new QLineEdit(left);
   m_filter->setPlaceholderText(tr("Filter runs"));
   m_runView = new QTreeView(left);
   m_runView->setModel(m_proxy);
   m_runView->setSortingEnabled(true);
+  m_runView->sortByColumn(RunListModel::NameColumn, Qt::AscendingOrder);
   m_runView->setSelectionMode(QAbstractItemView::ExtendedSelection);
   m_runView->setUniformRowHeights(true);
   leftLayout->addWidget(m_filter);
   leftLayout->addWidget(m_runView);
 
-  auto* right = new QWidget(this);
-  auto* rightLayout = new QVBoxLayout(right);
-  m_metric = new QComboBox(right);
-  m_metric->addItems({"loss", "aux_loss", "step_ms", "tokens_per_s", "comm_ms", "eval_loss"});
-  m_chart = new QChartView(new QChart, right);
-  m_chart->setRenderHint(QPainter::Antialiasing);
-  rightLayout->addWidget(m_metric);
-  rightLayout->addWidget(m_chart);
+  m_views = new QTabWidget(this);
+  m_views->setObjectName("runViews");
+  m_refresh.push_back(addView<MetricChartView>(m_views, tr("Metrics"), "metricView"));
+  m_refresh.push_back(addView<PhaseBreakdownView>(m_views, tr("Phases"), "phaseView"));
+  m_refresh.push_back(addView<AblationView>(m_views, tr("Ablation"), "ablationView"));
+  m_refresh.push_back(addView<TrafficView>(m_views, tr("Traffic"), "trafficView"));
+  m_refresh.push_back(addView<ExpertLoadView>(m_views, tr("Expert load"), "expertLoadView"));
+  m_refresh.push_back(addView<TimelineView>(m_views, tr("Timeline"), "timelineView"));
+  m_refresh.push_back(addView<RooflineView>(m_views, tr("Roofline"), "rooflineView"));
+  m_viewStale.assign(m_refresh.size(), true);
 
   auto* split = new QSplitter(this);
   split->addWidget(left);
-  split->addWidget(right);
+  split->addWidget(m_views);
   split->setStretchFactor(1, 1);
-  setCentralWidget(split);
+  split->setSizes({420, 860});
+
+  m_config = new ConfigEditor(this);
+  m_launcher = new LauncherWindow(this);
+  m_pages = new QTabWidget(this);
+  m_pages->addTab(split, tr("Runs"));
+  m_pages->addTab(m_config, tr("Config"));
+  m_pages->addTab(m_launcher, tr("Launch"));
+  setCentralWidget(m_pages);
   buildMenus();
-  resize(1200, 700);
+  resize(1280, 800);
 
   connect(m_filter, &QLineEdit::textChanged, m_proxy, &QSortFilterProxyModel::setFilterFixedString);
-  connect(m_metric, &QComboBox::currentTextChanged, this, &MainWindow::updateChart);
-  connect(m_runView->selectionModel(), &QItemSelectionModel::selectionChanged, this, &MainWindow::updateChart);
+  connect(m_runView->selectionModel(), &QItemSelectionModel::selectionChanged, this, &MainWindow::selectionChanged);
+  connect(m_views, &QTabWidget::currentChanged, this, &MainWindow::refreshCurrentView);
+  connect(m_config, &ConfigEditor::saved, m_launcher, &LauncherWindow::setConfigPath);
+  connect(m_launcher, &LauncherWindow::runStoreUpdated, this, [this](const QString& db) {
+    if (!m_storePath.isEmpty() && QFileInfo(db) == QFileInfo(m_storePath)) reloadStore();
+    else openStore(db);
+  });
 }
 
 MainWindow::~MainWindow() = default;
@@ -81,6 +116,7 @@ void MainWindow::buildMenus() {
     for (const QString& path : QSettings().value("recentStores").toStringList())
       recent->addAction(path, this, [this, path] { openStore(path); });
   });
+  file->addAction(tr("Re&load"), QKeySequence::Refresh, this, &MainWindow::reloadStore);
   file->addSeparator();
   file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
 }
@@ -94,61 +130,107 @@ bool MainWindow::openStore(const QString& path) {
     return false;
   }
   m_error.clear();
+  m_storePath = path;
   m_runs->setStore(m_store);
   m_runView->expandAll();
   for (int c = 0; c < m_proxy->columnCount(); ++c) m_runView->resizeColumnToContents(c);
   setWindowTitle(tr("moebench - %1").arg(path));
-  statusBar()->showMessage(tr("%1 runs").arg(m_store->list_runs().size()));
+  statusBar()->showMessage(tr("%1: %2 runs").arg(path).arg(m_runs->runCount()));
   rememberRecent(path);
-  updateChart();
+  selectionChanged();
   return true;
+}
+
+void MainWindow::reloadStore() {
+  if (!m_store) return;
+  const std::vector<int64_t> keep = selectedRunIds();
+  try {
+    m_runs->reload();
+  } catch (const std::exception& e) {
+    m_error = QString::fromUtf8(e.what());
+    statusBar()->showMessage(m_error);
+    return;
+  }
+  m_runView->expandAll();
+  QItemSelection selection;
+  for (int64_t id : keep) {
+    const QModelIndex idx = m_proxy->mapFromSource(m_runs->indexForRun(id));
+    if (idx.isValid()) selection.select(idx, idx);
+  }
+  m_runView->selectionModel()->select(selection, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+  statusBar()->showMessage(tr("%1: %2 runs").arg(m_storePath).arg(m_runs->runCount()));
+  selectionChanged();
 }
 
 void MainWindow::rememberRecent(const QString& path) {
   QSettings settings;
   QStringList recent = settings.value("recentStores").toStringList();
-  recent.removeAll(path);
-  recent.prepend(path);
+  const QString absolute = QFileInfo(path).absoluteFilePath();
+  recent.removeAll(absolute);
+  recent.prepend(absolute);
   while (recent.size() > 8) recent.removeLast();
   settings.setValue("recentStores", recent);
 }
 
-void MainWindow::updateChart() {
-  QChart* chart = m_chart->chart();
-  chart->removeAllSeries();
-  for (QAbstractAxis* axis : chart->axes()) chart->removeAxis(axis);
-  if (!m_store) return;
+std::vector<int64_t> MainWindow::selectedRunIds() const {
   std::vector<int64_t> ids;
-  for (const QModelIndex& idx : m_runView->selectionModel()->selectedRows()) {
+  auto add = [&ids](int64_t id) {
+    if (id >= 0 && std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+  };
+  QModelIndexList rows = m_runView->selectionModel()->selectedRows();
+  std::sort(rows.begin(), rows.end(), [](const QModelIndex& a, const QModelIndex& b) {
+    const QModelIndex pa = a.parent(), pb = b.parent();
+    const int ea = pa.isValid() ? pa.row() : a.row(), eb = pb.isValid() ? pb.row() : b.row();
+    if (ea != eb) return ea < eb;
+    return (pa.isValid() ? a.row() : -1) < (pb.isValid() ? b.row() : -1);
+  });
+  for (const QModelIndex& idx : rows) {
     const int64_t id = m_proxy->data(idx, RunListModel::RunIdRole).toLongLong();
-    if (id >= 0) ids.push_back(id);
+    if (id >= 0) add(id);
+    else
+      for (int r = 0; r < m_proxy->rowCount(idx); ++r) add(m_proxy->data(m_proxy->index(r, 0, idx), RunListModel::RunIdRole).toLongLong());
   }
-  const QString key = m_metric->currentText();
-  m_series->setRuns(m_store, ids, key);
-  chart->setTitle(ids.empty() ? tr("Select runs to plot %1").arg(key) : key);
-  auto* x = new QValueAxis;
-  auto* y = new QValueAxis;
-  x->setTitleText(tr("step"));
-  y->setTitleText(key);
-  chart->addAxis(x, Qt::AlignBottom);
-  chart->addAxis(y, Qt::AlignLeft);
-  double ymin = INFINITY, ymax = -INFINITY, xmax = 0;
-  for (int c = 0; c < m_series->columnCount(); ++c) {
-    auto* s = new QLineSeries;
-    s->setName(m_series->headerData(c, Qt::Horizontal).toString());
-    for (int r = 0; r < m_series->rowCount(); ++r) {
-      const QVariant v = m_series->data(m_series->index(r, c));
-      if (!v.isValid() || v.toString().isEmpty()) continue;
-      const double step = m_series->headerData(r, Qt::Vertical).toDouble(), value = v.toDouble();
-      s->append(step, value);
-      ymin = std::min(ymin, value), ymax = std::max(ymax, value), xmax = std::max(xmax, step);
+  return ids;
+}
+
+void MainWindow::selectionChanged() {
+  std::fill(m_viewStale.begin(), m_viewStale.end(), true);
+  refreshCurrentView();
+}
+
+void MainWindow::refreshCurrentView() {
+  const int tab = m_views->currentIndex();
+  if (tab < 0 || size_t(tab) >= m_refresh.size() || !m_viewStale[size_t(tab)]) return;
+  m_viewStale[size_t(tab)] = false;
+  m_refresh[size_t(tab)](m_store, selectedRunIds());
+}
+
+bool MainWindow::showTab(const QString& title) {
+  auto find = [&title](QTabWidget* tabs) {
+    for (int i = 0; i < tabs->count(); ++i)
+      if (tabs->tabText(i).remove('&').compare(title, Qt::CaseInsensitive) == 0) return i;
+    return -1;
+  };
+  if (const int page = find(m_pages); page >= 0) {
+    m_pages->setCurrentIndex(page);
+    return true;
+  }
+  if (const int view = find(m_views); view >= 0) {
+    m_pages->setCurrentIndex(0);
+    m_views->setCurrentIndex(view);
+    return true;
+  }
+  return false;
+}
+
+bool MainWindow::selectExperiment(const QString& name) {
+  for (int r = 0; r < m_proxy->rowCount(); ++r) {
+    const QModelIndex idx = m_proxy->index(r, 0);
+    if (m_proxy->data(idx, RunListModel::RunIdRole).toLongLong() < 0 && idx.data().toString() == name) {
+      m_runView->selectionModel()->select(idx, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+      m_runView->scrollTo(idx);
+      return true;
     }
-    chart->addSeries(s);
-    s->attachAxis(x);
-    s->attachAxis(y);
   }
-  if (ymin <= ymax) {
-    x->setRange(0, std::max(1.0, xmax));
-    y->setRange(ymin, ymin == ymax ? ymin + 1 : ymax);
-  }
+  return false;
 }

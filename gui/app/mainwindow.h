@@ -1,17 +1,27 @@
 #pragma once
-// MainWindow: File > Open / recent stores, the run browser (experiments -> runs, sortable,
-// filterable, multi-select) and a metric chart overlaying the selected runs.
+// MainWindow: three pages.
+//   Runs    the run browser (experiments -> runs; filter, sort, multi-select; selecting an
+//           experiment selects its runs) beside the run views: Metrics, Phases, Ablation,
+//           Traffic, Expert load, Timeline, Roofline. Only the visible view reads the store; the
+//           others catch up when they are shown.
+//   Config  the config editor (form + raw TOML, validation at the line).
+//   Launch  the launcher (local or ssh); a finished run's store is opened or reloaded here.
+// File > Open / Open recent / Reload open run stores read-only (moebench writes them in WAL mode).
 #include <QMainWindow>
 
+#include <cstdint>
+#include <functional>
 #include <memory>
+#include <vector>
 
-class QChartView;
-class QComboBox;
 class QLineEdit;
 class QSortFilterProxyModel;
+class QTabWidget;
 class QTreeView;
+class QWidget;
 class RunListModel;
-class MetricSeriesModel;
+class ConfigEditor;
+class LauncherWindow;
 namespace moebench {
 class RunStore;
 }
@@ -24,21 +34,41 @@ class MainWindow : public QMainWindow {
   ~MainWindow() override;
   // Opens a run store read-only; returns false (and shows why in the status bar) on error.
   bool openStore(const QString& path);
+  // Re-reads the open store (new runs, new steps); keeps the selection.
+  void reloadStore();
+  QString storePath() const { return m_storePath; }
   QString errorText() const { return m_error; }
   QTreeView* runView() const { return m_runView; }
+  QTabWidget* pages() const { return m_pages; }
+  QTabWidget* viewTabs() const { return m_views; }
+  ConfigEditor* configEditor() const { return m_config; }
+  LauncherWindow* launcher() const { return m_launcher; }
+  // Shows the page or run view with this title (case-insensitive: "Runs", "Timeline", "Config",
+  // ...); false when there is none.
+  bool showTab(const QString& title);
+  // Selects the experiment's row (its runs); false when the store has no such experiment.
+  bool selectExperiment(const QString& name);
+  // The runs the selection stands for, in browser order (experiment rows count as their runs).
+  std::vector<int64_t> selectedRunIds() const;
 
  private:
   void buildMenus();
   void rememberRecent(const QString& path);
-  void updateChart();
+  void selectionChanged();
+  void refreshCurrentView();
 
   std::shared_ptr<moebench::RunStore> m_store;
+  QString m_storePath;
   RunListModel* m_runs = nullptr;
   QSortFilterProxyModel* m_proxy = nullptr;
-  MetricSeriesModel* m_series = nullptr;
   QTreeView* m_runView = nullptr;
   QLineEdit* m_filter = nullptr;
-  QComboBox* m_metric = nullptr;
-  QChartView* m_chart = nullptr;
+  QTabWidget* m_pages = nullptr;
+  QTabWidget* m_views = nullptr;
+  // Per run view tab: hands it the store and selection; whether it has missed a change.
+  std::vector<std::function<void(std::shared_ptr<moebench::RunStore>, const std::vector<int64_t>&)>> m_refresh;
+  std::vector<bool> m_viewStale;  // per view tab: selection or store changed since it was shown
+  ConfigEditor* m_config = nullptr;
+  LauncherWindow* m_launcher = nullptr;
   QString m_error;
 };

@@ -107,7 +107,7 @@ void checkHost(const QString& host) {
 Command buildRemoteCommand(const LaunchSpec& spec) {
   checkHost(spec.host);
   return {QStringLiteral("ssh"),
-          {QStringLiteral("-o"), QStringLiteral("BatchMode=yes"), spec.host, QStringLiteral("--"),
+          {QStringLiteral("-tt"), QStringLiteral("-o"), QStringLiteral("BatchMode=yes"), spec.host, QStringLiteral("--"),
            remoteShellCommand(spec)}};
 }
 
@@ -122,8 +122,16 @@ QString remoteDbPath(const LaunchSpec& spec) {
 Command buildFetchDbCommand(const LaunchSpec& spec, const QString& localPath) {
   checkHost(spec.host);
   return {QStringLiteral("scp"),
-          {QStringLiteral("-O"), QStringLiteral("-o"), QStringLiteral("BatchMode=yes"),
+          {QStringLiteral("-O"), QStringLiteral("-T"), QStringLiteral("-o"), QStringLiteral("BatchMode=yes"),
            spec.host + QLatin1Char(':') + shellQuote(remoteDbPath(spec)), localPath}};
+}
+
+QString displayCommand(const Command& command) {
+  static const QRegularExpression plain(QStringLiteral(R"(^[A-Za-z0-9_./=:@%+,-]+$)"));
+  QStringList words;
+  for (const QString& w : QStringList{command.program} + command.arguments)
+    words << (plain.match(w).hasMatch() ? w : shellQuote(w));
+  return words.join(QLatin1Char(' '));
 }
 
 std::optional<ProgressLine> parseProgressLine(const QString& line) {

@@ -4,6 +4,8 @@
 // arguments), which never goes through a local shell. Only the remote side has a shell (ssh
 // joins its arguments into one string for the remote login shell), so the remote command is
 // built as ONE string in which every word is POSIX single-quoted by shellQuote().
+// The remote command runs with a remote terminal (ssh -tt) so that it can be cancelled: see
+// LaunchSession (launchsession.h) for why.
 #include <QString>
 #include <QStringList>
 #include <optional>
@@ -24,6 +26,12 @@ struct LaunchSpec {
   QString remoteDir;           // remote working directory (empty: the login directory)
   QString launcherPrefix;      // e.g. "srun -N2", "mpirun -np 16" (split by splitPrefix)
   QString remoteMoebench = QStringLiteral("moebench");
+  // Remote runs: how the run database reaches this machine once the run has ended.
+  //   fetch:  copied back with scp (buildFetchDbCommand) to localDbPath
+  //   shared: the remote database is on a shared file system; localDbPath is where it is seen here
+  enum class RemoteDb { fetch, shared };
+  RemoteDb remoteDb = RemoteDb::fetch;
+  QString localDbPath;
 };
 
 struct Command {
@@ -54,7 +62,9 @@ Command buildLocalCommand(const LaunchSpec& spec);
 // (no "cd" part when remoteDir is empty). Throws std::invalid_argument on a bad prefix.
 QString remoteShellCommand(const LaunchSpec& spec);
 
-// program "ssh", arguments {"-o", "BatchMode=yes", host, "--", remoteShellCommand(spec)}.
+// program "ssh", arguments {"-tt", "-o", "BatchMode=yes", host, "--", remoteShellCommand(spec)}.
+// -tt gives the remote command a terminal: the run then stops when the connection drops
+// (SIGHUP), and a Ctrl-C byte written to ssh's stdin reaches it as SIGINT.
 // Throws std::invalid_argument on an empty host or a bad prefix.
 Command buildRemoteCommand(const LaunchSpec& spec);
 
@@ -62,9 +72,17 @@ Command buildRemoteCommand(const LaunchSpec& spec);
 // resolved against remoteDir.
 QString remoteDbPath(const LaunchSpec& spec);
 
-// scp -O -o BatchMode=yes host:'<remote db path>' localPath. -O selects the legacy scp
+// scp -O -T -o BatchMode=yes host:'<remote db path>' localPath. -O selects the legacy scp
 // protocol, where the remote path is interpreted by the remote shell, so the quoting is exact.
+// -T turns off scp's check that the file name the server sends back matches the requested
+// one: that check compares against the quoted string and fails on it ("protocol error:
+// filename does not match request", seen with OpenSSH 9.2); the copy goes to the one file
+// localPath names, so the check protects nothing here.
 Command buildFetchDbCommand(const LaunchSpec& spec, const QString& localPath);
+
+// The command as one line a user could paste into a POSIX shell: words that need quoting are
+// shellQuote()d, plain words (letters, digits, _ . / = : @ % + , -) are shown as they are.
+QString displayCommand(const Command& command);
 
 struct ProgressLine {
   long step = -1, total = -1;

@@ -111,30 +111,10 @@ void summarize_phases(const std::vector<SpanRow>& spans, RunSummary& out) {
   out.has_phases = out.phases.samples > 0;
 }
 
-// Expert count per MoE block from the run's canonical config JSON; empty when unreadable.
-std::map<int, int> experts_from_config(const std::string& config_json) {
-  std::map<int, int> out;
-  if (config_json.empty()) return out;
-  const auto cfg = nlohmann::json::parse(config_json, nullptr, false);
-  if (cfg.is_discarded() || !cfg.is_object() || !cfg.contains("moe") || !cfg["moe"].is_object()) return out;
-  const auto& moe = cfg["moe"];
-  if (!moe.contains("moe_layers") || !moe["moe_layers"].is_array()) return out;
-  const auto& layers = moe["moe_layers"];
-  const nlohmann::json experts = moe.contains("experts") ? moe["experts"] : nlohmann::json();
-  for (size_t i = 0; i < layers.size(); ++i) {
-    if (!layers[i].is_number_integer()) continue;
-    int e = 0;
-    if (experts.is_array() && i < experts.size() && experts[i].is_number_integer()) e = experts[i].get<int>();
-    else if (experts.is_number_integer()) e = experts.get<int>();
-    out[layers[i].get<int>()] = e;
-  }
-  return out;
-}
-
 void summarize_routing(const std::vector<RoutingRow>& routing, const std::string& config_json, RunSummary& out) {
   std::map<int, std::map<int, int64_t>> tokens;  // layer -> expert -> tokens
   for (const auto& r : routing) tokens[r.layer][r.expert] += r.tokens;
-  const auto configured = experts_from_config(config_json);
+  const auto configured = moe_experts_per_layer(config_json);
   for (const auto& [layer, per_expert] : tokens) {
     LayerLoad l;
     l.layer = layer;
@@ -176,6 +156,25 @@ nlohmann::json phase_json(const PhaseSplit& p) {
 }
 
 }  // namespace
+
+std::map<int, int> moe_experts_per_layer(const std::string& config_json) {
+  std::map<int, int> out;
+  if (config_json.empty()) return out;
+  const auto cfg = nlohmann::json::parse(config_json, nullptr, false);
+  if (cfg.is_discarded() || !cfg.is_object() || !cfg.contains("moe") || !cfg["moe"].is_object()) return out;
+  const auto& moe = cfg["moe"];
+  if (!moe.contains("moe_layers") || !moe["moe_layers"].is_array()) return out;
+  const auto& layers = moe["moe_layers"];
+  const nlohmann::json experts = moe.contains("experts") ? moe["experts"] : nlohmann::json();
+  for (size_t i = 0; i < layers.size(); ++i) {
+    if (!layers[i].is_number_integer()) continue;
+    int e = 0;
+    if (experts.is_array() && i < experts.size() && experts[i].is_number_integer()) e = experts[i].get<int>();
+    else if (experts.is_number_integer()) e = experts.get<int>();
+    out[layers[i].get<int>()] = e;
+  }
+  return out;
+}
 
 double RunSummary::last(const std::string& key) const {
   auto it = last_metrics.find(key);

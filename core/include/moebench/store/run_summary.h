@@ -79,6 +79,10 @@ struct RunSummary {
 };
 
 RunSummary summarize_run(const RunStore& store, const RunInfo& run);
+// Expert count per MoE block (block index -> experts) from a run's canonical config JSON
+// (moe.moe_layers with moe.experts, a number or one per listed block); empty when the JSON is
+// unreadable or has no moe.moe_layers. The count summarize_run's expert load uses.
+std::map<int, int> moe_experts_per_layer(const std::string& config_json);
 // Multi-line text: steps, final metrics, speed, time split, traffic, expert load.
 std::string format_summary(const RunSummary& summary);
 // {"run": {...}, "steps", "first_step", "last_step", "last_metrics": {...}, "mean_step_ms",

@@ -1,0 +1,76 @@
+#pragma once
+// ExpertLoadModel: tokens the router sent to each expert of each MoE layer of one run (issue:
+// "expert-load heatmap (layer x expert tokens, per step with a slider)").
+// Rows = the MoE layers that have routing rows in the run, ascending (header "layer L");
+// columns = experts (header "expert E"), as many as the layer with the most experts. A layer's
+// expert count is summarize_run's: moebench::moe_experts_per_layer(config)[L] when the config
+// names the layer, at least the highest expert routed to + 1 (experts that got no token are 0).
+// Cells past a layer's count are empty (invalid for every role).
+// Step (setStep): kAllSteps (-1) = tokens summed over all steps and source ranks (the same
+// numbers as summarize_run's expert_load); step s = summed over the source ranks in step s.
+// Roles: DisplayRole the token count as text; Qt::UserRole tokens (double); Qt::ToolTipRole
+// "layer 0, expert 3: 345 tokens (all steps)"; HeatmapRoles::IntensityRole = cell / the largest
+// cell of the model (0..1).
+// imbalance(row) = the layer's largest cell / the mean over its experts (NaN without tokens).
+#include <QAbstractTableModel>
+#include <QString>
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "models/heatmaproles.h"
+#include "moebench/store/run_store.h"
+
+class ExpertLoadModel : public QAbstractTableModel {
+  Q_OBJECT
+
+ public:
+  static constexpr int64_t kAllSteps = -1;
+
+  explicit ExpertLoadModel(QObject* parent = nullptr);
+  ~ExpertLoadModel() override;
+
+  // Reads the run (model reset) and shows `step`. Throws StoreError for an unknown run id and
+  // std::invalid_argument for a step without routing rows (model unchanged). A run without
+  // routing rows gives an empty model (emptyReason() says so). A null store empties the model.
+  void setRun(std::shared_ptr<moebench::RunStore> store, int64_t runId, int64_t step = kAllSteps);
+  // kAllSteps or one of steps(); std::invalid_argument otherwise, the model unchanged.
+  // Emits dataChanged over all cells.
+  void setStep(int64_t step);
+  void clear();
+
+  int64_t runId() const { return m_runId; }
+  QString runName() const { return m_runName; }
+  QString emptyReason() const { return m_emptyReason; }
+  int64_t step() const { return m_step; }
+  // steps_with(run, RecordTable::routing): the steps the slider offers.
+  const std::vector<int64_t>& steps() const { return m_steps; }
+
+  int layerAt(int row) const;          // -1 out of range
+  int expertsAt(int row) const;        // the layer's expert count; 0 out of range
+  int64_t tokensAt(int row, int expert) const;  // -1 for an empty cell
+  int64_t maxTokens() const { return m_max; }
+  double imbalance(int row) const;     // max / mean over the layer's experts
+  int busiestExpert(int row) const;    // -1 without tokens
+
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+
+ private:
+  std::vector<std::vector<int64_t>> cellsFor(int64_t step) const;
+
+  std::shared_ptr<moebench::RunStore> m_store;
+  int64_t m_runId = -1;
+  QString m_runName, m_emptyReason;
+  int64_t m_step = kAllSteps;
+  std::vector<int64_t> m_steps;
+  std::vector<int> m_layers, m_experts;             // per row
+  std::vector<std::vector<int64_t>> m_allCells;      // [row][expert], all steps
+  std::vector<std::vector<int64_t>> m_cells;         // current step
+  int m_columns = 0;
+  int64_t m_max = 0;
+};

@@ -1,0 +1,225 @@
+#include "widgets/timelineview.h"
+
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QPixmap>
+#include <QStackedWidget>
+#include <QVBoxLayout>
+
+#include <exception>
+
+#include "models/timelinegeometry.h"
+#include "models/timelinetext.h"
+#include "moebench/store/run_store.h"
+#include "widgets/timelinecanvas.h"
+
+namespace {
+// A colour swatch and its category name (the QLabel holding the name is "legend_<category>").
+QWidget* legendEntry(const char* category, const QString& text, QWidget* parent) {
+  auto* box = new QWidget(parent);
+  auto* row = new QHBoxLayout(box);
+  row->setContentsMargins(0, 0, 0, 0);
+  row->setSpacing(4);
+  QPixmap swatch(12, 12);
+  swatch.fill(moebench::gui::categoryColor(category));
+  auto* sw = new QLabel(box);
+  sw->setPixmap(swatch);
+  row->addWidget(sw);
+  auto* name = new QLabel(text, box);
+  name->setObjectName(QStringLiteral("legend_%1").arg(QLatin1String(category)));
+  row->addWidget(name);
+  return box;
+}
+}  // namespace
+
+TimelineView::TimelineView(QWidget* parent) : QWidget(parent) {
+  auto* top = new QHBoxLayout;
+  m_runLabelWidget = new QLabel(tr("Run:"), this);
+  m_runCombo = new QComboBox(this);
+  m_runCombo->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  top->addWidget(m_runLabelWidget);
+  top->addWidget(m_runCombo);
+  top->addWidget(new QLabel(tr("Step:"), this));
+  m_stepCombo = new QComboBox(this);
+  m_stepCombo->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  top->addWidget(m_stepCombo);
+  top->addSpacing(16);
+  const std::pair<const char*, QString> legend[] = {{"compute", tr("compute")}, {"comm", tr("comm")},
+                                                    {"copy", tr("copy")},       {"io", tr("io")},
+                                                    {"mixed", tr("mixed (merged spans)")}};
+  for (const auto& [category, text] : legend) top->addWidget(legendEntry(category, text, this));
+  findChild<QLabel*>(QStringLiteral("legend_mixed"))
+      ->setToolTip(tr("When zoomed out, spans narrower than a pixel are merged: a merged bar takes the category "
+                      "holding over half of its time (else \"mixed\") and is paler the less busy it is."));
+  top->addStretch(1);
+
+  m_stack = new QStackedWidget(this);
+  m_message = new QLabel(m_stack);
+  m_message->setAlignment(Qt::AlignCenter);
+  m_message->setWordWrap(true);
+  m_message->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  m_canvas = new TimelineCanvas(m_stack);
+  m_stack->addWidget(m_message);
+  m_stack->addWidget(m_canvas);
+
+  auto* bottom = new QHBoxLayout;
+  m_status = new QLabel(this);
+  m_status->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  auto* help = new QLabel(tr("wheel: zoom · drag: zoom to range · right-drag: pan · Home: fit"),
+                          this);
+  help->setEnabled(false);
+  help->setToolTip(tr("Wheel or + / -: zoom. Left-drag: zoom to the dragged range. Right- or middle-drag, "
+                      "Ctrl/Shift+wheel, Left / Right: pan. Home, 0 or double-click: show everything."));
+  m_status->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+  bottom->addWidget(m_status, 1);
+  bottom->addWidget(help);
+
+  auto* layout = new QVBoxLayout(this);
+  layout->addLayout(top);
+  layout->addWidget(m_stack, 1);
+  layout->addLayout(bottom);
+
+  m_runLabelWidget->hide();
+  m_runCombo->hide();
+  showMessage(tr("Select a run in the run browser to see its per-rank timeline."));
+
+  connect(m_runCombo, &QComboBox::currentIndexChanged, this, [this](int i) {
+    if (i < 0) return;
+    m_run = m_runCombo->itemData(i).toLongLong();
+    m_runLabel = m_runCombo->itemText(i);
+    loadRun();
+  });
+  connect(m_stepCombo, &QComboBox::currentIndexChanged, this, [this](int i) {
+    if (i >= 0) loadSpans();
+  });
+  connect(m_canvas, &TimelineCanvas::viewChanged, this, &TimelineView::updateStatus);
+}
+
+TimelineView::~TimelineView() = default;
+
+void TimelineView::showMessage(const QString& text) {
+  m_canvas->clear();
+  m_message->setText(text);
+  m_stack->setCurrentWidget(m_message);
+  m_status->clear();
+}
+
+QString TimelineView::message() const { return m_stack->currentWidget() == m_message ? m_message->text() : QString(); }
+QString TimelineView::statusText() const { return m_status->text(); }
+
+int64_t TimelineView::currentStep() const {
+  const int i = m_stepCombo->currentIndex();
+  return i < 0 ? kNoStep : m_stepCombo->itemData(i).toLongLong();
+}
+
+bool TimelineView::selectStep(int64_t step) {
+  const int i = m_stepCombo->findData(QVariant::fromValue<qlonglong>(step));
+  if (i < 0) return false;
+  if (i == m_stepCombo->currentIndex()) loadSpans();  // reload (the store may have grown)
+  else m_stepCombo->setCurrentIndex(i);
+  return true;
+}
+
+void TimelineView::setRuns(std::shared_ptr<moebench::RunStore> store, const std::vector<int64_t>& runIds) {
+  const bool sameStore = store == m_store;
+  m_store = std::move(store);
+  const QSignalBlocker block(m_runCombo);
+  m_runCombo->clear();
+  const bool several = runIds.size() > 1;
+  m_runLabelWidget->setVisible(several);
+  m_runCombo->setVisible(several);
+  if (!m_store) {
+    m_run = -1;
+    m_stepCombo->clear();
+    showMessage(tr("No run store is open: use File > Open run store."));
+    return;
+  }
+  if (runIds.empty()) {
+    m_run = -1;
+    m_stepCombo->clear();
+    showMessage(tr("Select a run in the run browser to see its per-rank timeline."));
+    return;
+  }
+  std::vector<moebench::RunInfo> infos;
+  try {
+    infos = m_store->list_runs();
+  } catch (const std::exception& e) {
+    m_run = -1;
+    m_stepCombo->clear();
+    showMessage(tr("Could not list the runs of %1: %2").arg(QString::fromStdString(m_store->path()), e.what()));
+    return;
+  }
+  int keep = 0;
+  for (size_t i = 0; i < runIds.size(); ++i) {
+    QString label = tr("run #%1").arg(runIds[i]);
+    for (const moebench::RunInfo& info : infos)
+      if (info.id == runIds[i]) label = QStringLiteral("%1 (#%2)").arg(QString::fromStdString(info.name)).arg(info.id);
+    m_runCombo->addItem(label, QVariant::fromValue<qlonglong>(runIds[i]));
+    if (sameStore && runIds[i] == m_run) keep = int(i);
+  }
+  const bool sameRun = sameStore && runIds[size_t(keep)] == m_run;
+  const int64_t previousStep = currentStep();
+  m_runCombo->setCurrentIndex(keep);
+  m_run = runIds[size_t(keep)];
+  m_runLabel = m_runCombo->itemText(keep);
+  loadRun(sameRun ? previousStep : kNoStep);
+}
+
+void TimelineView::loadRun(int64_t preferredStep) {
+  std::vector<int64_t> steps;
+  try {
+    steps = m_store->steps_with(m_run, moebench::RecordTable::spans);
+  } catch (const std::exception& e) {
+    m_stepCombo->clear();
+    showMessage(tr("Could not load the timeline of %1: %2").arg(m_runLabel, e.what()));
+    return;
+  }
+  {
+    const QSignalBlocker block(m_stepCombo);
+    m_stepCombo->clear();
+    if (!steps.empty()) {
+      m_stepCombo->addItem(tr("all steps (%1)").arg(steps.size()), QVariant::fromValue<qlonglong>(kAllSteps));
+      for (int64_t s : steps) m_stepCombo->addItem(tr("step %1").arg(s), QVariant::fromValue<qlonglong>(s));
+      const int preferred = preferredStep == kNoStep ? -1 : m_stepCombo->findData(QVariant::fromValue<qlonglong>(preferredStep));
+      m_stepCombo->setCurrentIndex(preferred >= 0 ? preferred : steps.size() <= size_t(kAllStepsByDefault) ? 0 : 1);
+    }
+  }
+  if (steps.empty()) {
+    showMessage(tr("%1 recorded no spans: there is no timeline to show.").arg(m_runLabel));
+    return;
+  }
+  loadSpans();
+}
+
+void TimelineView::loadSpans() {
+  if (!m_store || m_run < 0 || m_stepCombo->currentIndex() < 0) return;
+  const int64_t step = currentStep();
+  try {
+    std::vector<moebench::SpanRow> spans =
+        step == kAllSteps ? m_store->spans(m_run) : m_store->spans(m_run, step, step);
+    if (spans.empty()) {
+      showMessage(tr("%1 has no spans in %2.").arg(m_runLabel, m_stepCombo->currentText()));
+      return;
+    }
+    m_stack->setCurrentWidget(m_canvas);
+    m_canvas->setSpans(std::move(spans));
+  } catch (const std::exception& e) {
+    showMessage(tr("Could not load the spans of %1 (%2): %3").arg(m_runLabel, m_stepCombo->currentText(), e.what()));
+  }
+}
+
+void TimelineView::updateStatus() {
+  if (m_stack->currentWidget() != m_canvas || m_canvas->spans().empty()) {
+    m_status->clear();
+    return;
+  }
+  namespace tg = moebench::gui;
+  const tg::TimeAxis& a = m_canvas->axis();
+  m_status->setText(tr("%1 spans · %2 ranks · %3 streams · visible %4 – %5 (%6) of %7 – %8")
+                        .arg(m_canvas->spans().size())
+                        .arg(m_canvas->laneLayout().laneCount())
+                        .arg(m_canvas->laneLayout().subLaneCount())
+                        .arg(tg::formatTimeMs(a.t0), tg::formatTimeMs(a.t1), tg::formatDuration(a.span()),
+                             tg::formatTimeMs(m_canvas->dataStart()), tg::formatTimeMs(m_canvas->dataEnd())));
+}

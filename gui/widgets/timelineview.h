@@ -1,0 +1,69 @@
+#pragma once
+// TimelineView: the per-rank timeline tab. A run chooser (shown when several runs are
+// selected), a step selector ("all steps" plus every step that has spans), a legend of the
+// category colours, the TimelineCanvas and a status line (spans loaded, ranks, streams, visible
+// range). All numbers come from RunStore::spans of the chosen run and step.
+//
+// Default step: "all steps" when the run has at most kAllStepsByDefault steps with spans, else
+// its first step (so that opening a long run does not load millions of spans at once; "all
+// steps" stays one click away).
+// A null store, an empty selection, a run without spans and any error while loading are shown
+// as a message in place of the canvas (message()); nothing is thrown out of setRuns.
+#include <QWidget>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+class QComboBox;
+class QLabel;
+class QStackedWidget;
+class TimelineCanvas;
+namespace moebench {
+class RunStore;
+}
+
+class TimelineView : public QWidget {
+  Q_OBJECT
+
+ public:
+  static constexpr int kAllStepsByDefault = 64;
+  static constexpr int64_t kAllSteps = -1;  // step selector value of "all steps"
+  static constexpr int64_t kNoStep = -2;    // currentStep() when the selector is empty
+
+  explicit TimelineView(QWidget* parent = nullptr);
+  ~TimelineView() override;
+
+  void setRuns(std::shared_ptr<moebench::RunStore> store, const std::vector<int64_t>& runIds);
+
+  // Shows a step of the current run (kAllSteps: every step); false when the selector lacks it.
+  // When the selection changes but keeps the shown run, its step stays chosen.
+  bool selectStep(int64_t step);
+  int64_t currentRun() const { return m_run; }      // -1 when none
+  int64_t currentStep() const;                      // kAllSteps, a step, or kNoStep
+  QString message() const;                          // the hint/error shown; empty when the canvas is
+  QString statusText() const;
+
+  TimelineCanvas* canvas() const { return m_canvas; }
+  QComboBox* runChooser() const { return m_runCombo; }
+  QComboBox* stepChooser() const { return m_stepCombo; }
+
+ private:
+  void showMessage(const QString& text);
+  // Fills the step selector for m_run (choosing preferredStep when it has spans, else the
+  // default), then loadSpans().
+  void loadRun(int64_t preferredStep = kNoStep);
+  void loadSpans();  // the chosen step's spans into the canvas
+  void updateStatus();
+
+  std::shared_ptr<moebench::RunStore> m_store;
+  int64_t m_run = -1;
+  QString m_runLabel;
+  QComboBox* m_runCombo = nullptr;
+  QLabel* m_runLabelWidget = nullptr;
+  QComboBox* m_stepCombo = nullptr;
+  QStackedWidget* m_stack = nullptr;
+  QLabel* m_message = nullptr;
+  TimelineCanvas* m_canvas = nullptr;
+  QLabel* m_status = nullptr;
+};

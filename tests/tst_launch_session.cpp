@@ -1,0 +1,464 @@
+// ctest-labels: gui slow
+// LaunchSession and LauncherWindow with real launches of the built CLI (MOEBENCH_CLI) on the
+// 12-step tests/data/tiny.toml: a config path full of shell metacharacters runs as it is and
+// injects nothing, progress rises to 12, the run lands FINISHED in the store; cancel stops a
+// long run gracefully (KILLED, exit 130); a missing moebench or ssh, a bad config and a bad
+// form are reported by name. The remote (ssh) path needs an sshd and is not run here.
+#include <QDir>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QFileInfo>
+#include <QImage>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPlainTextEdit>
+#include <QProgressBar>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QComboBox>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "models/launchcommand.h"
+#include "models/launchsession.h"
+#include "moebench/store/run_store.h"
+#include "widgets/launcherwindow.h"
+
+using moebench::RunStatus;
+using moebench::RunStore;
+using moebench::gui::LaunchSession;
+using moebench::gui::LaunchSpec;
+
+namespace {
+constexpr int kRunTimeoutMs = 180000;  // the machine is shared and loaded
+const QString kNastyDir = QStringLiteral("dir; touch PWNED 'a' \"b\" $(touch PWNED2)");
+const QString kNastyFile = QStringLiteral("cfg; x `touch PWNED3`.toml");
+
+QString tinyToml() { return QStringLiteral(MOEBENCH_SOURCE_DIR "/tests/data/tiny.toml"); }
+
+// Copies tiny.toml (plus `extra` TOML) into <root>/<kNastyDir>/<kNastyFile>.
+QString writeNastyConfig(const QString& root, const QByteArray& extra = {}) {
+  const QString dir = root + QLatin1Char('/') + kNastyDir;
+  if (!QDir().mkpath(dir)) return {};
+  QFile in(tinyToml());
+  if (!in.open(QIODevice::ReadOnly)) return {};
+  const QString path = dir + QLatin1Char('/') + kNastyFile;
+  QFile out(path);
+  if (!out.open(QIODevice::WriteOnly)) return {};
+  out.write(in.readAll() + "\n" + extra);
+  return path;
+}
+
+bool pwnedAnywhere(const QString& root) {
+  for (const QString& dir : {root, root + QLatin1Char('/') + kNastyDir, QDir::currentPath()})
+    for (const char* name : {"PWNED", "PWNED2", "PWNED3"})
+      if (QFile::exists(dir + QLatin1Char('/') + QLatin1String(name))) return true;
+  return false;
+}
+
+LaunchSpec localSpec(const QTemporaryDir& tmp, const QString& config) {
+  LaunchSpec s;
+  s.moebenchPath = QStringLiteral(MOEBENCH_CLI);
+  s.configPath = config;
+  s.db = tmp.filePath(QStringLiteral("my runs; 'x'.db"));
+  s.sets = {QStringLiteral("run.out_dir=") + tmp.filePath(QStringLiteral("out dir"))};
+  return s;
+}
+
+QStringList strings(const QSignalSpy& spy, int arg = 0) {
+  QStringList out;
+  for (const auto& call : spy) out << call.at(arg).toString();
+  return out;
+}
+
+std::vector<moebench::RunInfo> runsIn(const QString& db) {
+  RunStore store(db.toStdString(), RunStore::Mode::read_only);
+  return store.list_runs();
+}
+
+// Runs `script` (a /bin/sh script written to an executable file) as "moebench".
+QString writeScript(const QTemporaryDir& tmp, const QString& name, const QByteArray& body) {
+  const QString path = tmp.filePath(name);
+  QFile f(path);
+  if (!f.open(QIODevice::WriteOnly)) return {};
+  f.write(body);
+  f.close();
+  f.setPermissions(f.permissions() | QFileDevice::ExeOwner);
+  return path;
+}
+}  // namespace
+
+class TestLaunchSession : public QObject {
+  Q_OBJECT
+
+  QTemporaryDir m_cwd;
+  QString m_oldCwd;
+
+ private slots:
+  void initTestCase() {
+    QVERIFY(QFileInfo(QStringLiteral(MOEBENCH_CLI)).isExecutable());
+    QVERIFY(m_cwd.isValid());
+    // Relative paths (and any injected `touch PWNED`) land in a directory of our own.
+    m_oldCwd = QDir::currentPath();
+    QVERIFY(QDir::setCurrent(m_cwd.path()));
+  }
+  void cleanupTestCase() { QDir::setCurrent(m_oldCwd); }
+
+  void localRunWithNastyConfigPath() {
+    QTemporaryDir tmp;
+    QVERIFY(tmp.isValid());
+    const QString config = writeNastyConfig(tmp.path());
+    QVERIFY(!config.isEmpty());
+    LaunchSession session;
+    QSignalSpy started(&session, &LaunchSession::started);
+    QSignalSpy lines(&session, &LaunchSession::outputLine);
+    QSignalSpy progress(&session, &LaunchSession::progress);
+    QSignalSpy finished(&session, &LaunchSession::finished);
+    const LaunchSpec spec = localSpec(tmp, config);
+    QVERIFY(session.start(spec));
+    QVERIFY(session.isRunning());
+    QCOMPARE(started.count(), 1);
+    QVERIFY(started.at(0).at(0).toString().contains(moebench::gui::shellQuote(config)));
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, kRunTimeoutMs);
+    QVERIFY2(finished.at(0).at(1).toString() == QLatin1String("finished"), qPrintable(strings(lines).join('\n')));
+    QCOMPARE(finished.at(0).at(0).toInt(), 0);
+    QCOMPARE(finished.at(0).at(2).toString(), spec.db);
+    QVERIFY(!session.isRunning());
+    QCOMPARE(session.lastStatus(), QStringLiteral("finished"));
+
+    // Progress: steps 1..12 of 12, strictly increasing, ending at 12.
+    QVERIFY(progress.count() >= 12);
+    int last = 0;
+    for (const auto& call : progress) {
+      QCOMPARE(call.at(1).toInt(), 12);
+      QVERIFY(call.at(0).toInt() >= last);
+      last = call.at(0).toInt();
+    }
+    QCOMPARE(last, 12);
+    QCOMPARE(progress.at(0).at(0).toInt(), 1);
+    QVERIFY(strings(lines).filter(QStringLiteral("done: 12 steps")).size() == 1);
+    QVERIFY(!strings(lines).join('\n').contains(QLatin1Char('\r')));
+
+    const auto runs = runsIn(spec.db);
+    QCOMPARE(runs.size(), size_t(1));
+    QCOMPARE(runs[0].status, RunStatus::finished);
+    QVERIFY(QFileInfo(tmp.filePath(QStringLiteral("out dir"))).isDir());
+    QVERIFY(!pwnedAnywhere(tmp.path()));
+  }
+
+  void databaseNamedByTheConfig() {
+    // No --db: the session reports the database the CLI says it records into ([store] db),
+    // resolved against the working directory.
+    QTemporaryDir tmp;
+    QVERIFY(tmp.isValid());
+    const QString config = writeNastyConfig(tmp.path(), "[store]\ndb = \"from config, experiment x.db\"\n");
+    QVERIFY(!config.isEmpty());
+    LaunchSpec spec = localSpec(tmp, config);
+    spec.db.clear();
+    spec.steps = 2;
+    LaunchSession session;
+    QSignalSpy finished(&session, &LaunchSession::finished);
+    QVERIFY(session.start(spec));
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, kRunTimeoutMs);
+    QCOMPARE(finished.at(0).at(1).toString(), QStringLiteral("finished"));
+    const QString expected = QDir::current().absoluteFilePath(QStringLiteral("from config, experiment x.db"));
+    QCOMPARE(finished.at(0).at(2).toString(), expected);
+    QCOMPARE(runsIn(expected).size(), size_t(1));
+  }
+
+  void cancelStopsALongRun() {
+    QTemporaryDir tmp;
+    QVERIFY(tmp.isValid());
+    const QString config = writeNastyConfig(tmp.path());
+    LaunchSpec spec = localSpec(tmp, config);
+    spec.steps = 100000;
+    LaunchSession session;
+    session.setGracePeriod(60000);  // a SIGKILL escalation must not be what ends it
+    QSignalSpy lines(&session, &LaunchSession::outputLine);
+    QSignalSpy progress(&session, &LaunchSession::progress);
+    QSignalSpy finished(&session, &LaunchSession::finished);
+    QVERIFY(session.start(spec));
+    QTRY_VERIFY_WITH_TIMEOUT(progress.count() > 0, kRunTimeoutMs);
+    QVERIFY(finished.isEmpty());
+    QElapsedTimer clock;
+    clock.start();
+    session.cancel();
+    QVERIFY(session.isCancelling());
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 15000);
+    qInfo("cancel took %lld ms", (long long)clock.elapsed());
+    QVERIFY2(finished.at(0).at(1).toString() == QLatin1String("killed"), qPrintable(strings(lines).join('\n')));
+    QCOMPARE(finished.at(0).at(0).toInt(), 130);  // moebench's own graceful exit, not a signal
+    QCOMPARE(finished.at(0).at(2).toString(), spec.db);
+    QVERIFY(strings(lines).filter(QStringLiteral("run marked KILLED")).size() == 1);
+    QVERIFY(progress.last().at(0).toInt() < 100000);
+    const auto runs = runsIn(spec.db);
+    QCOMPARE(runs.size(), size_t(1));
+    QCOMPARE(runs[0].status, RunStatus::killed);
+  }
+
+  void missingMoebench() {
+    QTemporaryDir tmp;
+    LaunchSpec spec = localSpec(tmp, tinyToml());
+    spec.moebenchPath = tmp.filePath(QStringLiteral("no such/moebench"));
+    LaunchSession session;
+    QSignalSpy finished(&session, &LaunchSession::finished);
+    QVERIFY(!session.start(spec));
+    QVERIFY(!session.isRunning());
+    QTRY_COMPARE(finished.count(), 1);
+    const QString status = finished.at(0).at(1).toString();
+    QVERIFY2(status.startsWith(QLatin1String("could not start: ")), qPrintable(status));
+    QVERIFY2(status.contains(spec.moebenchPath), qPrintable(status));
+    QCOMPARE(finished.at(0).at(0).toInt(), -1);
+    QCOMPARE(finished.at(0).at(2).toString(), QString());
+
+    spec.moebenchPath = QStringLiteral("moebench-not-in-path-xyz");
+    QVERIFY(!session.start(spec));
+    QTRY_COMPARE(finished.count(), 2);
+    QVERIFY(finished.at(1).at(1).toString().contains(QLatin1String("'moebench-not-in-path-xyz' not found in PATH")));
+  }
+
+  void programThatFailsToExec() {
+    // Executable, but execve fails (no such interpreter): QProcess reports FailedToStart.
+    QTemporaryDir tmp;
+    const QString path = writeScript(tmp, QStringLiteral("broken moebench"), "#!/nonexistent/interpreter\n");
+    LaunchSpec spec = localSpec(tmp, tinyToml());
+    spec.moebenchPath = path;
+    LaunchSession session;
+    QSignalSpy finished(&session, &LaunchSession::finished);
+    QVERIFY(session.start(spec));
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);
+    const QString status = finished.at(0).at(1).toString();
+    QVERIFY2(status.startsWith(QLatin1String("could not start: '") + path + QLatin1Char('\'')), qPrintable(status));
+    QVERIFY(!session.isRunning());
+  }
+
+  void missingSsh() {
+    QTemporaryDir emptyBin;
+    const QByteArray oldPath = qgetenv("PATH");
+    qputenv("PATH", emptyBin.path().toLocal8Bit());
+    LaunchSpec spec;
+    spec.remote = true;
+    spec.host = QStringLiteral("somehost");
+    spec.configPath = QStringLiteral("c.toml");
+    spec.localDbPath = emptyBin.filePath(QStringLiteral("copy.db"));
+    LaunchSession session;
+    QSignalSpy finished(&session, &LaunchSession::finished);
+    const bool ok = session.start(spec);
+    qputenv("PATH", oldPath);
+    QVERIFY(!ok);
+    QTRY_COMPARE(finished.count(), 1);
+    QCOMPARE(finished.at(0).at(1).toString(),
+             QStringLiteral("could not start: 'ssh' not found in PATH (install openssh-client)"));
+
+    LaunchSpec noHost = spec;
+    noHost.host.clear();
+    QVERIFY(!session.start(noHost));
+    QTRY_COMPARE(finished.count(), 2);
+    QCOMPARE(finished.at(1).at(1).toString(), QStringLiteral("could not start: remote launch needs a host"));
+  }
+
+  void badConfig() {
+    QTemporaryDir tmp;
+    const QString config = tmp.filePath(QStringLiteral("bad config.toml"));
+    QFile f(config);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("[model]\nhiden = 32\n");
+    f.close();
+    LaunchSession session;
+    QSignalSpy lines(&session, &LaunchSession::outputLine);
+    QSignalSpy finished(&session, &LaunchSession::finished);
+    QVERIFY(session.start(localSpec(tmp, config)));
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, kRunTimeoutMs);
+    QCOMPARE(finished.at(0).at(0).toInt(), 2);
+    QCOMPARE(finished.at(0).at(1).toString(), QStringLiteral("bad config"));
+    QCOMPARE(finished.at(0).at(2).toString(), QString());
+    const QString log = strings(lines).join('\n');
+    QVERIFY2(log.contains(QLatin1String("bad config.toml:2: model.hiden: unknown key in [model]; did you mean `hidden`?")),
+             qPrintable(log));
+  }
+
+  void linesAreSplitAndFlushed() {
+    // Output split across writes, CRLF endings and a last line without a newline.
+    QTemporaryDir tmp;
+    const QString path = writeScript(
+        tmp, QStringLiteral("fake"),
+        "#!/bin/sh\nprintf 'step 1/3 | lo'\nsleep 0.2\nprintf 'ss 2.5\\r\\nstep 2/3 | loss 2.0\\n'\n"
+        "printf 'to stderr\\n' >&2\nprintf 'no newline at the end'\nexit 1\n");
+    LaunchSpec spec = localSpec(tmp, QStringLiteral("x.toml"));
+    spec.moebenchPath = path;
+    LaunchSession session;
+    QSignalSpy lines(&session, &LaunchSession::outputLine);
+    QSignalSpy progress(&session, &LaunchSession::progress);
+    QSignalSpy finished(&session, &LaunchSession::finished);
+    QVERIFY(session.start(spec));
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);
+    QCOMPARE(strings(lines), (QStringList{QStringLiteral("step 1/3 | loss 2.5"), QStringLiteral("step 2/3 | loss 2.0"),
+                                          QStringLiteral("to stderr"), QStringLiteral("no newline at the end"),
+                                          QStringLiteral("moebench-gui: no run database at ") + spec.db}));
+    QCOMPARE(progress.count(), 2);
+    QCOMPARE(progress.at(0).at(2).toDouble(), 2.5);
+    QCOMPARE(finished.at(0).at(0).toInt(), 1);
+    QCOMPARE(finished.at(0).at(1).toString(), QStringLiteral("failed"));
+    QCOMPARE(finished.at(0).at(2).toString(), QString());
+  }
+
+  // --- LauncherWindow ---
+
+  void windowRendersWithDefaults() {
+    LauncherWindow w;
+    w.resize(1100, 750);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    const QImage img = w.grab().toImage();
+    QVERIFY(!img.isNull());
+    const QRgb first = img.pixel(0, 0);
+    bool varied = false;
+    for (int y = 0; y < img.height() && !varied; y += 7)
+      for (int x = 0; x < img.width() && !varied; x += 7) varied = img.pixel(x, y) != first;
+    QVERIFY(varied);
+    // The build tree's moebench (tests/ -> ../cli/moebench).
+    QCOMPARE(QFileInfo(LauncherWindow::defaultMoebenchPath()).canonicalFilePath(),
+             QFileInfo(QStringLiteral(MOEBENCH_CLI)).canonicalFilePath());
+    QCOMPARE(w.spec().moebenchPath, LauncherWindow::defaultMoebenchPath());
+    QVERIFY(!w.spec().remote);
+  }
+
+  void windowSpecReflectsForm() {
+    LauncherWindow w;
+    auto edit = [&](const char* name) { return w.findChild<QLineEdit*>(QLatin1String(name)); };
+    for (const char* n : {"moebench", "config", "db", "experiment", "host", "remoteDir", "prefix", "remoteMoebench", "localDb"})
+      QVERIFY2(edit(n), n);
+    edit("config")->setText(QStringLiteral("/a b/c'd.toml"));
+    w.findChild<QSpinBox*>(QStringLiteral("steps"))->setValue(40);
+    w.findChild<QSpinBox*>(QStringLiteral("ranks"))->setValue(4);
+    w.findChild<QPlainTextEdit*>(QStringLiteral("sets"))->setPlainText(QStringLiteral("train.lr=1e-3\n\n  moe.top_k=1 \n"));
+    edit("db")->setText(QStringLiteral("r.db"));
+    edit("experiment")->setText(QStringLiteral("exp 1"));
+    w.findChild<QComboBox*>(QStringLiteral("mode"))->setCurrentIndex(1);
+    edit("host")->setText(QStringLiteral("me@cluster"));
+    edit("remoteDir")->setText(QStringLiteral("/scratch/x"));
+    edit("prefix")->setText(QStringLiteral("srun -N2"));
+    edit("remoteMoebench")->setText(QStringLiteral("bin/moebench"));
+    w.findChild<QComboBox*>(QStringLiteral("dbHandling"))->setCurrentIndex(1);
+    edit("localDb")->setText(QStringLiteral("/mnt/x/r.db"));
+    const LaunchSpec s = w.spec();
+    QCOMPARE(s.configPath, QStringLiteral("/a b/c'd.toml"));
+    QCOMPARE(s.steps, 40);
+    QCOMPARE(s.ranks, 4);
+    QCOMPARE(s.sets, (QStringList{QStringLiteral("train.lr=1e-3"), QStringLiteral("moe.top_k=1")}));
+    QCOMPARE(s.db, QStringLiteral("r.db"));
+    QCOMPARE(s.experiment, QStringLiteral("exp 1"));
+    QVERIFY(s.remote);
+    QCOMPARE(s.host, QStringLiteral("me@cluster"));
+    QCOMPARE(s.remoteDir, QStringLiteral("/scratch/x"));
+    QCOMPARE(s.launcherPrefix, QStringLiteral("srun -N2"));
+    QCOMPARE(s.remoteMoebench, QStringLiteral("bin/moebench"));
+    QCOMPARE(s.remoteDb, LaunchSpec::RemoteDb::shared);
+    QCOMPARE(s.localDbPath, QStringLiteral("/mnt/x/r.db"));
+    QCOMPARE(w.validationError(), QString());
+    // The command shown is the remote one, quoted.
+    QCOMPARE(w.commandText(), moebench::gui::displayCommand(moebench::gui::buildRemoteCommand(s)));
+    QVERIFY(w.commandText().contains(QLatin1String("'cd '\\''/scratch/x'\\'' && ")));
+
+    // setSpec round-trips, local mode too.
+    LauncherWindow other;
+    other.setSpec(s);
+    const LaunchSpec t = other.spec();
+    QCOMPARE(t.configPath, s.configPath);
+    QCOMPARE(t.sets, s.sets);
+    QCOMPARE(t.host, s.host);
+    QCOMPARE(t.launcherPrefix, s.launcherPrefix);
+    QCOMPARE(t.remoteDb, s.remoteDb);
+    QVERIFY(t.remote);
+    LaunchSpec local = s;
+    local.remote = false;
+    other.setSpec(local);
+    QVERIFY(!other.spec().remote);
+    QCOMPARE(other.commandText(), moebench::gui::displayCommand(moebench::gui::buildLocalCommand(other.spec())));
+    other.setConfigPath(QStringLiteral("/saved/by editor.toml"));
+    QCOMPARE(other.spec().configPath, QStringLiteral("/saved/by editor.toml"));
+  }
+
+  void windowRejectsInvalidForms_data() {
+    QTest::addColumn<QString>("field");
+    QTest::addColumn<QString>("value");
+    QTest::addColumn<QString>("message");
+    QTest::newRow("no config") << "config" << "" << "No config file";
+    QTest::newRow("empty host") << "host" << "" << "No remote host";
+    QTest::newRow("option host") << "host" << "-oProxyCommand=x" << "must not start with '-'";
+    QTest::newRow("bad prefix") << "prefix" << "srun; rm -rf ~" << "Bad launcher prefix";
+    QTest::newRow("unterminated prefix") << "prefix" << "srun 'x" << "unterminated";
+    QTest::newRow("no local db") << "localDb" << "" << "No local file to fetch";
+    QTest::newRow("bad override") << "sets" << "train.lr=1\njust words" << "Override line 2";
+  }
+  void windowRejectsInvalidForms() {
+    QFETCH(QString, field);
+    QFETCH(QString, value);
+    QFETCH(QString, message);
+    LauncherWindow w;
+    LaunchSpec s;
+    s.moebenchPath = QStringLiteral(MOEBENCH_CLI);
+    s.configPath = QStringLiteral("remote.toml");
+    s.remote = true;
+    s.host = QStringLiteral("me@cluster");
+    s.localDbPath = QStringLiteral("copy.db");
+    w.setSpec(s);
+    QCOMPARE(w.validationError(), QString());
+    if (field == QLatin1String("sets"))
+      w.findChild<QPlainTextEdit*>(field)->setPlainText(value);
+    else
+      w.findChild<QLineEdit*>(field)->setText(value);
+    QSignalSpy started(w.session(), &LaunchSession::started);
+    QSignalSpy updated(&w, &LauncherWindow::runStoreUpdated);
+    QVERIFY(!w.start());
+    QVERIFY2(w.errorText().contains(message), qPrintable(w.errorText()));
+    QVERIFY(!w.session()->isRunning());
+    QCOMPARE(started.count(), 0);
+    QVERIFY(w.logView()->toPlainText().isEmpty());
+    if (field == QLatin1String("prefix")) {  // also shown live under the field
+      auto* live = w.findChild<QLabel*>(QStringLiteral("prefixError"));
+      QVERIFY(live);
+      QVERIFY(!live->isHidden());
+      QCOMPARE(live->text(), moebench::gui::validatePrefix(value));
+    }
+    QTest::qWait(50);
+    QCOMPARE(updated.count(), 0);
+  }
+
+  void windowRunsLocally() {
+    QTemporaryDir tmp;
+    QVERIFY(tmp.isValid());
+    const QString config = writeNastyConfig(tmp.path());
+    LauncherWindow w;
+    w.setSpec(localSpec(tmp, config));
+    w.show();
+    QSignalSpy updated(&w, &LauncherWindow::runStoreUpdated);
+    QVERIFY(w.start());
+    QVERIFY(w.logView()->toPlainText().startsWith(QStringLiteral("$ ") + w.commandText()));
+    QVERIFY(w.commandText().contains(moebench::gui::shellQuote(config)));
+    QVERIFY(!w.start());  // one run at a time
+    QTRY_COMPARE_WITH_TIMEOUT(updated.count(), 1, kRunTimeoutMs);
+    QCOMPARE(updated.at(0).at(0).toString(), localSpec(tmp, config).db);
+    QCOMPARE(w.statusText(), QStringLiteral("finished (exit 0)"));
+    QCOMPARE(w.progressBar()->maximum(), 12);
+    QCOMPARE(w.progressBar()->value(), 12);
+    QVERIFY(w.logView()->toPlainText().contains(QLatin1String("done: 12 steps")));
+    QVERIFY(!pwnedAnywhere(tmp.path()));
+  }
+
+  void windowShowsStartFailure() {
+    QTemporaryDir tmp;
+    LauncherWindow w;
+    LaunchSpec s = localSpec(tmp, tinyToml());
+    s.moebenchPath = tmp.filePath(QStringLiteral("gone/moebench"));
+    w.setSpec(s);
+    QSignalSpy finished(w.session(), &LaunchSession::finished);
+    QVERIFY(!w.start());
+    QTRY_COMPARE(finished.count(), 1);
+    QVERIFY2(w.errorText().startsWith(QLatin1String("could not start: ")), qPrintable(w.errorText()));
+    QVERIFY(w.errorText().contains(s.moebenchPath));
+  }
+};
+
+QTEST_MAIN(TestLaunchSession)
+#include "tst_launch_session.moc"
