@@ -18,4 +18,4 @@ mkdir -p docs/screenshots
 rm -f docs/screenshots/*.png
 # The strategies experiment selected: its runs fill every view.
 xvfb-run -a -s "-screen 0 1280x800x24" build/release/gui/moebench-gui "$work/runs.db" --select-experiment strategies \
-  --config sample_configs/quickstart.toml --screenshot-all docs/screenshots
+  --metric step_ms --config sample_configs/quickstart.toml --screenshot-all docs/screenshots

@@ -1,5 +1,5 @@
-// moebench-gui [DB] [--select-all | --select-experiment NAME] [--tab NAME] [--config FILE] [--screenshot FILE]
-//              [--screenshot-all DIR]: browse a run store, see and compare runs, edit configs,
+// moebench-gui [DB] [--select-all | --select-experiment NAME] [--metric KEY] [--tab NAME]
+//              [--config FILE] [--screenshot FILE | --screenshot-all DIR]: browse a run store, see and compare runs, edit configs,
 // launch runs. The screenshot options save the window once it has rendered and exit
 // (scripts/screenshots.sh takes the README's pictures with them under Xvfb).
 #include <QApplication>
@@ -15,6 +15,7 @@
 
 #include "mainwindow.h"
 #include "widgets/configeditor.h"
+#include "widgets/metricchartview.h"
 
 namespace {
 bool save(QWidget& window, const QString& file) {
@@ -38,10 +39,11 @@ int main(int argc, char** argv) {
   const QCommandLineOption selectExperiment("select-experiment", "Select the runs of experiment NAME", "NAME");
   const QCommandLineOption tab("tab", "Show the page or run view NAME (Runs, Config, Launch, Metrics, Phases, "
                                       "Ablation, Traffic, Expert load, Timeline, Roofline)", "NAME");
+  const QCommandLineOption metric("metric", "Plot metric KEY in the Metrics view (default: loss)", "KEY");
   const QCommandLineOption config("config", "Open FILE in the config editor (and the launcher)", "FILE");
   const QCommandLineOption screenshot("screenshot", "Save a PNG of the window to FILE and exit", "FILE");
   const QCommandLineOption screenshotAll("screenshot-all", "Save a PNG of every page and run view to DIR and exit", "DIR");
-  parser.addOptions({selectAll, selectExperiment, tab, config, screenshot, screenshotAll});
+  parser.addOptions({selectAll, selectExperiment, metric, tab, config, screenshot, screenshotAll});
   parser.process(app);
   MainWindow window;
   const QStringList args = parser.positionalArguments();
@@ -60,6 +62,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "moebench-gui: no experiment '%s' in the store\n", qPrintable(parser.value(selectExperiment)));
     return 2;
   }
+  if (parser.isSet(metric)) window.findChild<MetricChartView*>()->setMetric(parser.value(metric));
   if (parser.isSet(tab) && !window.showTab(parser.value(tab))) {
     std::fprintf(stderr, "moebench-gui: no page or view named '%s'\n", qPrintable(parser.value(tab)));
     return 2;

@@ -95,6 +95,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(m_filter, &QLineEdit::textChanged, m_proxy, &QSortFilterProxyModel::setFilterFixedString);
   connect(m_runView->selectionModel(), &QItemSelectionModel::selectionChanged, this, &MainWindow::selectionChanged);
   connect(m_views, &QTabWidget::currentChanged, this, &MainWindow::refreshCurrentView);
+  // The launcher runs the config being edited (once it is a file).
+  connect(m_config, &ConfigEditor::filePathChanged, m_launcher, &LauncherWindow::setConfigPath);
   connect(m_config, &ConfigEditor::saved, m_launcher, &LauncherWindow::setConfigPath);
   connect(m_launcher, &LauncherWindow::runStoreUpdated, this, [this](const QString& db) {
     if (!m_storePath.isEmpty() && QFileInfo(db) == QFileInfo(m_storePath)) reloadStore();

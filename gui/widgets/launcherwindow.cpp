@@ -78,7 +78,7 @@ LauncherWindow::LauncherWindow(QWidget* parent)
   m_progress = new QProgressBar;
   m_progress->setRange(0, 1);
   m_progress->setValue(0);
-  m_progress->setFormat(QStringLiteral("step %v / %m"));
+  m_progress->setFormat(tr("not started"));
   m_status = new QLabel(tr("idle"));
   m_status->setObjectName(QStringLiteral("status"));
   auto* buttons = new QHBoxLayout;
@@ -330,6 +330,7 @@ bool LauncherWindow::start() {
   const LaunchSpec s = spec();
   m_progress->setRange(0, s.steps > 0 ? s.steps : 1);
   m_progress->setValue(0);
+  m_progress->setFormat(QStringLiteral("step %v / %m"));
   if (!m_log->document()->isEmpty()) appendLog(QString());
   appendLog(QStringLiteral("$ ") + m_command->text());
   flushLog();

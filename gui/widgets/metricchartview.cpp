@@ -110,6 +110,8 @@ void MetricChartView::updateChart() {
   if (ymin <= ymax) {
     x->setRange(0, std::max(1.0, xmax));
     y->setRange(ymin, ymin == ymax ? ymin + 1 : ymax);
+    x->applyNiceNumbers();
+    y->applyNiceNumbers();
   } else {
     chart->setTitle(tr("No %1 values in the selected runs").arg(key));
   }
