@@ -5,6 +5,7 @@
 // mpirun / srun every rank trains its share and rank 0 prints. A rank that fails prints its
 // message and brings the whole job down (MPI_Abort), so nothing hangs.
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -57,13 +59,30 @@ std::vector<pid_t> children_of(pid_t parent) {
   return out;
 }
 
-std::atomic<bool> g_forward{false};
-extern "C" void note_signal(int) { g_forward = true; }
+std::atomic<int> g_forward{0};  // stop signals received by the launching process
+extern "C" void note_signal(int) { g_forward.fetch_add(1); }
+
+// Installs `handler` for SIGINT, SIGTERM and SIGHUP, except where the signal was ignored when
+// we started (`nohup` ignores SIGHUP, a shell's background job SIGINT): that stays ignored.
+void install_signal_handler(void (*handler)(int), int flags) {
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    struct sigaction old {};
+    if (sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) continue;
+    struct sigaction sa {};
+    sa.sa_handler = handler;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = flags;
+    sigaction(sig, &sa, nullptr);
+  }
+}
 
 // Runs this command under `mpirun -np ranks` and waits for it. mpirun gets its own process
 // group, so Ctrl-C (or a terminal hang-up) reaches only this process, which forwards SIGTERM
 // to the ranks: each finishes its step, checkpoints and marks the run KILLED (mpirun on its
 // own would stop reading the ranks' output and leave them blocked until it kills them).
+// Ranks that appear after the stop (mpirun still starting) get it too; a second stop signal
+// kills mpirun's process group at once. If this process dies (SIGKILL), mpirun is sent
+// SIGTERM by the kernel (PR_SET_PDEATHSIG) instead of running on orphaned.
 int launch_local_ranks(int ranks) {
   std::vector<std::string> args = {"mpirun", "-np", std::to_string(ranks), "--bind-to", "none"};
   if ((unsigned)ranks > std::thread::hardware_concurrency()) args.push_back("--oversubscribe");
@@ -81,34 +100,42 @@ int launch_local_ranks(int ranks) {
   argv.push_back(nullptr);
   std::fflush(stdout);
   std::fflush(stderr);
+  // Before the fork: a signal between fork and the handlers would otherwise be missed.
+  install_signal_handler(note_signal, 0);
+  const pid_t parent = getpid();
   const pid_t child = fork();
   if (child < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
   if (child == 0) {
     setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(1);  // the launcher died before prctl
     execvp("mpirun", argv.data());
     std::fprintf(stderr, "moebench: cannot start mpirun for %d ranks (%s): install openmpi-bin "
                  "(scripts/install-deps.sh) or launch with mpirun/srun yourself\n", ranks, std::strerror(errno));
     _exit(1);
   }
-  struct sigaction sa {};
-  sa.sa_handler = note_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-  sigaction(SIGHUP, &sa, nullptr);  // the launching terminal / ssh session went away
-  bool forwarded = false;
+  std::set<pid_t> stopped;  // ranks sent SIGTERM
+  bool killed = false;
   int status = 0;
   for (;;) {
-    const pid_t r = waitpid(child, &status, 0);
+    const pid_t r = waitpid(child, &status, WNOHANG);
     if (r == child) break;
     if (r < 0 && errno != EINTR) throw std::runtime_error("waitpid on mpirun failed");
-    if (g_forward && !forwarded) {
-      forwarded = true;
-      std::fprintf(stderr, "moebench: stopping the %d ranks after their current step\n", ranks);
-      for (pid_t rank : children_of(child)) kill(rank, SIGTERM);
+    const int signals = g_forward.load();
+    if (signals >= 1) {
+      if (stopped.empty()) std::fprintf(stderr, "moebench: stopping the %d ranks after their current step\n", ranks);
+      for (pid_t rank : children_of(child))
+        if (stopped.insert(rank).second) kill(rank, SIGTERM);
+      if (stopped.empty()) stopped.insert(0);  // none started yet: message printed once
     }
+    if (signals >= 2 && !killed) {
+      killed = true;
+      std::fprintf(stderr, "moebench: second stop signal: killing the ranks now\n");
+      kill(-child, SIGKILL);
+    }
+    usleep(signals ? 20000 : 100000);
   }
-  if (forwarded) return 130;
+  if (g_forward.load() > 0) return 130;
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
@@ -136,13 +163,7 @@ extern "C" void request_stop(int) {
 }
 
 void install_stop_handlers() {
-  struct sigaction sa {};
-  sa.sa_handler = request_stop;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = 0;  // no SA_RESTART: a blocked write returns
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-  sigaction(SIGHUP, &sa, nullptr);
+  install_signal_handler(request_stop, 0);  // no SA_RESTART: a blocked write returns
   // When mpirun shuts a job down it closes the ranks' output pipes: a progress line must not
   // kill rank 0 (SIGPIPE) before it has marked the run.
   std::signal(SIGPIPE, SIG_IGN);

@@ -8,11 +8,13 @@
 #include <QChartView>
 #include <QLineSeries>
 #include <QProcess>
+#include <QSignalSpy>
 #include <QTabWidget>
 #include <QTreeView>
 
 #include "gui_fixture.h"
 #include "mainwindow.h"
+#include "models/launchsession.h"
 #include "widgets/ablationview.h"
 #include "widgets/configeditor.h"
 #include "widgets/expertloadview.h"
@@ -61,10 +63,10 @@ class TestGuiViews : public QObject {
     QVERIFY(w.openStore(fx::write(dir)));
     w.show();
     QVERIFY(w.selectExperiment("ablation"));
-    // Metrics: one line per run, one point per step.
-    QVERIFY(w.showTab("Metrics"));
+    // Metrics (the visible view): refreshed once control returns to the event loop, one line per
+    // run, one point per step.
     auto* metrics = w.findChild<MetricChartView*>();
-    QCOMPARE(metrics->chartView()->chart()->series().size(), 3);
+    QTRY_COMPARE(metrics->chartView()->chart()->series().size(), 3);
     QCOMPARE(qobject_cast<QLineSeries*>(metrics->chartView()->chart()->series().first())->count(), fx::kSteps);
     // Each other view: no hint or error once it is shown with the three runs selected.
     QVERIFY(w.showTab("Phases"));
@@ -88,7 +90,7 @@ class TestGuiViews : public QObject {
 
     // A new selection reaches the visible view at once and the others when they are shown.
     w.runView()->clearSelection();
-    QVERIFY2(roofline->message().contains("Select"), qPrintable(roofline->message()));
+    QTRY_VERIFY2(roofline->message().contains("Select"), qPrintable(roofline->message()));
     QCOMPARE(timeline->currentRun(), runId(w, "dc"));  // hidden: not refreshed yet
     QVERIFY(w.showTab("Timeline"));
     QVERIFY(!timeline->message().isEmpty());
@@ -128,6 +130,29 @@ class TestGuiViews : public QObject {
     QCOMPARE(w.pages()->currentWidget(), w.launcher());
   }
 
+  // Quitting with a launched run going cancels it: the run is stopped and marked, not orphaned.
+  void closing_cancels_a_launched_run() {
+    QTemporaryDir dir;
+    MainWindow w;
+    w.setAskBeforeClose(false);
+    moebench::gui::LaunchSpec spec = w.launcher()->spec();
+    spec.moebenchPath = QStringLiteral(MOEBENCH_CLI);
+    spec.configPath = QStringLiteral(MOEBENCH_SOURCE_DIR "/tests/data/tiny.toml");
+    spec.steps = 100000;
+    spec.db = dir.filePath("runs.db");
+    spec.sets = {"run.out_dir=" + dir.filePath("out")};
+    w.launcher()->setSpec(spec);
+    QSignalSpy progress(w.launcher()->session(), &moebench::gui::LaunchSession::progress);
+    QSignalSpy finished(w.launcher()->session(), &moebench::gui::LaunchSession::finished);
+    QVERIFY2(w.launcher()->start(), qPrintable(w.launcher()->validationError()));
+    QTRY_VERIFY_WITH_TIMEOUT(progress.count() > 0, 60000);
+    QVERIFY(w.close());
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);
+    QCOMPARE(finished.first().at(1).toString(), QString("killed"));
+    RunStore store(spec.db.toStdString(), RunStore::Mode::read_only);
+    QCOMPARE(store.list_runs().at(0).status, RunStatus::killed);
+  }
+
   void bad_store_is_reported() {
     QTemporaryDir dir;
     QFile f(dir.filePath("junk.db"));
@@ -147,8 +172,9 @@ class TestGuiViews : public QObject {
     gui.start(QStringLiteral(MOEBENCH_BINARY_DIR "/gui/moebench-gui"),
               {db, "--select-experiment", "ablation", "--config", MOEBENCH_SOURCE_DIR "/tests/data/tiny.toml",
                "--screenshot-all", dir.filePath("shots")});
-    QVERIFY(gui.waitForFinished(60000));
-    QVERIFY2(gui.exitCode() == 0, gui.readAllStandardError().constData());
+    const bool done = gui.waitForFinished(120000);
+    const QByteArray output = gui.readAllStandardOutput() + gui.readAllStandardError();
+    QVERIFY2(done && gui.exitStatus() == QProcess::NormalExit && gui.exitCode() == 0, output.constData());
     const QStringList names = {"metrics", "phases", "ablation", "traffic", "expert-load", "timeline",
                                "roofline", "config", "launch"};
     for (const QString& name : names) {

@@ -195,6 +195,43 @@ class TestLaunchCommand : public QObject {
     QVERIFY(!QFile::exists(QStringLiteral("pwned")));
   }
 
+  // A remote directory under ~ is expanded by the remote shell (the rest stays quoted).
+  void remoteHomeDirectoryExpands() {
+    QTemporaryDir home(QDir::tempPath() + QStringLiteral("/mb home XXXXXX"));
+    QVERIFY(home.isValid());
+    QVERIFY(QDir(home.path()).mkpath(QStringLiteral("my runs; 'x'")));
+    QCOMPARE(quoteRemotePath(QStringLiteral("~/my runs")), QStringLiteral("~/'my runs'"));
+    QCOMPARE(quoteRemotePath(QStringLiteral("~")), QStringLiteral("~"));
+    QCOMPARE(quoteRemotePath(QStringLiteral("~user/x")), QStringLiteral("'~user/x'"));
+    QCOMPARE(quoteRemotePath(QStringLiteral("/a b")), QStringLiteral("'/a b'"));
+    LaunchSpec s;
+    s.remote = true;
+    s.host = QStringLiteral("somehost");
+    s.remoteDir = QStringLiteral("~/my runs; 'x'");
+    s.remoteMoebench = QStringLiteral("pwd");
+    s.configPath = QStringLiteral("c.toml");
+    const QString quotedDir = QStringLiteral(R"(~/'my runs; '\''x'\''')");
+    const QString cmd = remoteShellCommand(s);
+    QVERIFY2(cmd.startsWith(QStringLiteral("cd ") + quotedDir + QStringLiteral(" && ")), qPrintable(cmd));
+    QProcess sh;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert(QStringLiteral("HOME"), home.path());
+    sh.setProcessEnvironment(env);
+    sh.start(QStringLiteral("/bin/sh"), {QStringLiteral("-c"), QStringLiteral("cd ") + quotedDir + QStringLiteral(" && pwd -P")});
+    QVERIFY(sh.waitForFinished(10000));
+    QCOMPARE(QString::fromUtf8(sh.readAllStandardOutput()).trimmed(),
+             QFileInfo(home.filePath(QStringLiteral("my runs; 'x'"))).canonicalFilePath());
+    QCOMPARE(buildFetchDbCommand(s, QStringLiteral("x.db")).arguments.at(4),
+             QStringLiteral(R"(somehost:~/'my runs; '\''x'\''/runs.db')"));
+  }
+
+  // A config path starting with '-' is passed as ./-name, never as an option.
+  void configPathStartingWithDash() {
+    LaunchSpec s;
+    s.configPath = QStringLiteral("-h.toml");
+    QCOMPARE(runArguments(s).at(1), QStringLiteral("./-h.toml"));
+  }
+
   void displayCommandQuotesWhatNeedsIt() {
     const Command c{QStringLiteral("/opt/mb bin/moebench"),
                     {QStringLiteral("run"), kNastyConfig, QStringLiteral("--set"), QStringLiteral("train.lr=3e-4"),

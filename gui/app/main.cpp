@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
   parser.addOptions({selectAll, selectExperiment, metric, tab, config, screenshot, screenshotAll});
   parser.process(app);
   MainWindow window;
+  std::function<void(int)> next;  // --screenshot-all: shows and saves view i, then i + 1
   const QStringList args = parser.positionalArguments();
   const QString db = args.isEmpty() ? QStringLiteral("runs.db") : args.first();
   const bool shooting = parser.isSet(screenshot) || parser.isSet(screenshotAll);
@@ -78,16 +79,15 @@ int main(int argc, char** argv) {
     for (int i = 1; i < window.pages()->count(); ++i) titles << window.pages()->tabText(i);
     const QString dir = parser.value(screenshotAll);
     QDir().mkpath(dir);
-    auto next = std::make_shared<std::function<void(int)>>();
-    *next = [&window, titles, dir, next](int i) {
+    next = [&window, &next, titles, dir](int i) {
       if (i == titles.size()) return QApplication::exit(0);
       window.showTab(titles[i]);
-      QTimer::singleShot(800, &window, [&window, titles, dir, next, i] {
+      QTimer::singleShot(800, &window, [&window, &next, titles, dir, i] {
         if (!save(window, dir + "/" + fileNameFor(titles[i]) + ".png")) return QApplication::exit(1);
-        (*next)(i + 1);
+        next(i + 1);
       });
     };
-    QTimer::singleShot(500, &window, [next] { (*next)(0); });
+    QTimer::singleShot(500, &window, [&next] { next(0); });
   }
   return app.exec();
 }

@@ -1,22 +1,26 @@
 #include "mainwindow.h"
 
+#include <QCloseEvent>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QHeaderView>
 #include <QItemSelectionModel>
 #include <QLineEdit>
 #include <QMenuBar>
+#include <QMessageBox>
 #include <QSettings>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QStatusBar>
 #include <QTabWidget>
+#include <QTimer>
 #include <QTreeView>
 #include <QVBoxLayout>
 
 #include <algorithm>
 #include <functional>
 
+#include "models/launchsession.h"
 #include "models/runlistmodel.h"
 #include "moebench/store/run_store.h"
 #include "widgets/ablationview.h"
@@ -98,9 +102,12 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   // The launcher runs the config being edited (once it is a file).
   connect(m_config, &ConfigEditor::filePathChanged, m_launcher, &LauncherWindow::setConfigPath);
   connect(m_config, &ConfigEditor::saved, m_launcher, &LauncherWindow::setConfigPath);
+  // A finished launch: open its store, or reopen the open one (a fetched remote copy replaces
+  // the file, which an open connection would not see), keeping the selection.
   connect(m_launcher, &LauncherWindow::runStoreUpdated, this, [this](const QString& db) {
-    if (!m_storePath.isEmpty() && QFileInfo(db) == QFileInfo(m_storePath)) reloadStore();
-    else openStore(db);
+    const bool same = !m_storePath.isEmpty() && QFileInfo(db) == QFileInfo(m_storePath);
+    const std::vector<int64_t> keep = same ? selectedRunIds() : std::vector<int64_t>{};
+    if (openStore(db)) selectRuns(keep);
   });
 }
 
@@ -124,16 +131,19 @@ void MainWindow::buildMenus() {
 }
 
 bool MainWindow::openStore(const QString& path) {
+  std::shared_ptr<moebench::RunStore> store;
   try {
-    m_store = std::make_shared<moebench::RunStore>(path.toStdString(), moebench::RunStore::Mode::read_only);
+    store = std::make_shared<moebench::RunStore>(path.toStdString(), moebench::RunStore::Mode::read_only);
+    m_runs->setStore(store);  // reads the runs: may fail on a busy or damaged file too
   } catch (const std::exception& e) {
     m_error = QString::fromUtf8(e.what());
     statusBar()->showMessage(m_error);
+    if (store) m_runs->setStore(m_store);  // back to the store that was open
     return false;
   }
+  m_store = std::move(store);
   m_error.clear();
   m_storePath = path;
-  m_runs->setStore(m_store);
   m_runView->expandAll();
   for (int c = 0; c < m_proxy->columnCount(); ++c) m_runView->resizeColumnToContents(c);
   setWindowTitle(tr("moebench - %1").arg(path));
@@ -154,14 +164,18 @@ void MainWindow::reloadStore() {
     return;
   }
   m_runView->expandAll();
+  statusBar()->showMessage(tr("%1: %2 runs").arg(m_storePath).arg(m_runs->runCount()));
+  selectRuns(keep);
+  selectionChanged();
+}
+
+void MainWindow::selectRuns(const std::vector<int64_t>& runIds) {
   QItemSelection selection;
-  for (int64_t id : keep) {
+  for (int64_t id : runIds) {
     const QModelIndex idx = m_proxy->mapFromSource(m_runs->indexForRun(id));
     if (idx.isValid()) selection.select(idx, idx);
   }
   m_runView->selectionModel()->select(selection, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
-  statusBar()->showMessage(tr("%1: %2 runs").arg(m_storePath).arg(m_runs->runCount()));
-  selectionChanged();
 }
 
 void MainWindow::rememberRecent(const QString& path) {
@@ -195,9 +209,17 @@ std::vector<int64_t> MainWindow::selectedRunIds() const {
   return ids;
 }
 
+// Shift-click and select-all emit many selection signals: the views read the store once, when
+// control returns to the event loop.
 void MainWindow::selectionChanged() {
   std::fill(m_viewStale.begin(), m_viewStale.end(), true);
-  refreshCurrentView();
+  if (!m_refreshQueued) {
+    m_refreshQueued = true;
+    QTimer::singleShot(0, this, [this] {
+      m_refreshQueued = false;
+      refreshCurrentView();
+    });
+  }
 }
 
 void MainWindow::refreshCurrentView() {
@@ -235,4 +257,20 @@ bool MainWindow::selectExperiment(const QString& name) {
     }
   }
   return false;
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+  QStringList pending;
+  if (m_launcher->session()->isRunning()) pending << tr("a launched run is still going (quitting cancels it)");
+  if (m_config->isModified()) pending << tr("the config has unsaved changes");
+  if (!pending.isEmpty() && m_askBeforeClose) {
+    const auto answer = QMessageBox::question(this, tr("Quit moebench-gui?"),
+                                              tr("Quit anyway? %1.").arg(pending.join(tr("; "))));
+    if (answer != QMessageBox::Yes) return event->ignore();
+  }
+  if (m_launcher->session()->isRunning()) {
+    statusBar()->showMessage(tr("Stopping the launched run..."));
+    m_launcher->cancel();
+  }
+  event->accept();
 }

@@ -48,8 +48,16 @@ class MainWindow : public QMainWindow {
   bool showTab(const QString& title);
   // Selects the experiment's row (its runs); false when the store has no such experiment.
   bool selectExperiment(const QString& name);
+  // Selects these runs in the browser (ids not listed are skipped).
+  void selectRuns(const std::vector<int64_t>& runIds);
+  // Quitting asks first while a launched run is going or the config has unsaved changes;
+  // false closes without asking (a launched run is still cancelled).
+  void setAskBeforeClose(bool ask) { m_askBeforeClose = ask; }
   // The runs the selection stands for, in browser order (experiment rows count as their runs).
   std::vector<int64_t> selectedRunIds() const;
+
+ protected:
+  void closeEvent(QCloseEvent* event) override;
 
  private:
   void buildMenus();
@@ -71,4 +79,6 @@ class MainWindow : public QMainWindow {
   ConfigEditor* m_config = nullptr;
   LauncherWindow* m_launcher = nullptr;
   QString m_error;
+  bool m_refreshQueued = false;
+  bool m_askBeforeClose = true;
 };

@@ -74,7 +74,9 @@ QString validatePrefix(const QString& prefix) {
 }
 
 QStringList runArguments(const LaunchSpec& spec) {
-  QStringList a{QStringLiteral("run"), spec.configPath};
+  // A config path that starts with '-' would be read as an option: make it ./-name.
+  const QString config = spec.configPath.startsWith(QLatin1Char('-')) ? QStringLiteral("./") + spec.configPath : spec.configPath;
+  QStringList a{QStringLiteral("run"), config};
   for (const QString& s : spec.sets) a << QStringLiteral("--set") << s;
   if (spec.steps > 0) a << QStringLiteral("--steps") << QString::number(spec.steps);
   if (spec.ranks > 0) a << QStringLiteral("--ranks") << QString::number(spec.ranks);
@@ -86,13 +88,20 @@ QStringList runArguments(const LaunchSpec& spec) {
 
 Command buildLocalCommand(const LaunchSpec& spec) { return {spec.moebenchPath, runArguments(spec)}; }
 
+QString quoteRemotePath(const QString& path) {
+  if (path == QLatin1String("~")) return path;
+  if (path.startsWith(QLatin1String("~/")))
+    return path.size() == 2 ? path : QStringLiteral("~/") + shellQuote(path.mid(2));
+  return shellQuote(path);
+}
+
 QString remoteShellCommand(const LaunchSpec& spec) {
   QStringList words;
   for (const QString& w : splitPrefix(spec.launcherPrefix)) words << shellQuote(w);
   words << shellQuote(spec.remoteMoebench.isEmpty() ? QStringLiteral("moebench") : spec.remoteMoebench);
   for (const QString& a : runArguments(spec)) words << shellQuote(a);
   QString cmd = words.join(QLatin1Char(' '));
-  if (!spec.remoteDir.isEmpty()) cmd = QStringLiteral("cd ") + shellQuote(spec.remoteDir) + QStringLiteral(" && ") + cmd;
+  if (!spec.remoteDir.isEmpty()) cmd = QStringLiteral("cd ") + quoteRemotePath(spec.remoteDir) + QStringLiteral(" && ") + cmd;
   return cmd;
 }
 
@@ -123,7 +132,7 @@ Command buildFetchDbCommand(const LaunchSpec& spec, const QString& localPath) {
   checkHost(spec.host);
   return {QStringLiteral("scp"),
           {QStringLiteral("-O"), QStringLiteral("-T"), QStringLiteral("-o"), QStringLiteral("BatchMode=yes"),
-           spec.host + QLatin1Char(':') + shellQuote(remoteDbPath(spec)), localPath}};
+           spec.host + QLatin1Char(':') + quoteRemotePath(remoteDbPath(spec)), localPath}};
 }
 
 QString displayCommand(const Command& command) {

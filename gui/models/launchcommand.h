@@ -43,6 +43,10 @@ struct Command {
 // empty strings and newlines.
 QString shellQuote(const QString& s);
 
+// A path for the remote shell: shellQuote(path), except that a leading "~/" (or "~" alone)
+// stays unquoted so the remote shell expands it to the home directory: ~/'runs dir'.
+QString quoteRemotePath(const QString& path);
+
 // Splits a launcher prefix into words. Whitespace separates words; simple '...' and "..."
 // quoting is honoured (no escapes inside). Throws std::invalid_argument for shell
 // metacharacters (; | & ` $ ( ) < > \ newline) and unterminated quotes.

@@ -46,7 +46,6 @@ void RooflineModel::setRuns(std::shared_ptr<moebench::RunStore> store, std::vect
   }
 
   beginResetModel();
-  m_store = std::move(store);
   m_runIds = std::move(runIds);
   m_points = std::move(points);
   m_stored = std::move(stored);

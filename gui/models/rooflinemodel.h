@@ -94,7 +94,6 @@ class RooflineModel : public QAbstractTableModel {
   QString noteAt(int row) const;
   QVariant rawValue(int row, int column) const;
 
-  std::shared_ptr<moebench::RunStore> m_store;
   std::vector<int64_t> m_runIds;
   std::vector<moebench::DdlPoint> m_points;
   struct StoredPeak {

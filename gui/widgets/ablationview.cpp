@@ -22,6 +22,7 @@
 
 #include "models/ablationmodel.h"
 #include "moebench/store/run_store.h"
+#include "widgets/chartclear.h"
 
 AblationView::AblationView(QWidget* parent) : QWidget(parent) {
   m_model = new AblationModel(this);
@@ -143,8 +144,7 @@ QStringList AblationView::categoryLabels() const {
 
 void AblationView::updateChart() {
   QChart* chart = m_chart->chart();
-  chart->removeAllSeries();
-  for (QAbstractAxis* axis : chart->axes()) chart->removeAxis(axis);
+  clearChart(chart);
   m_speedups.clear();
   const int rows = m_model->rowCount();
   if (rows == 0) {

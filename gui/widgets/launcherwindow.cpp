@@ -338,6 +338,7 @@ bool LauncherWindow::start() {
     m_status->setText(tr("not started"));
     return false;  // finished() with the reason follows
   }
+  if (!m_session->isRunning()) return false;  // failed at once: finished() has already reported it
   m_status->setText(tr("running"));
   setRunning(true);
   return true;

@@ -15,6 +15,7 @@
 
 #include "models/metricseriesmodel.h"
 #include "moebench/store/run_store.h"
+#include "widgets/chartclear.h"
 
 namespace {
 // Listed first, in this order, when the runs have them; other keys follow by name.
@@ -70,8 +71,7 @@ void MetricChartView::updateKeys() {
 
 void MetricChartView::updateChart() {
   QChart* chart = m_chart->chart();
-  chart->removeAllSeries();
-  for (QAbstractAxis* axis : chart->axes()) chart->removeAxis(axis);
+  clearChart(chart);
   const QString key = m_metric->currentText();
   if (!m_store || m_runIds.empty()) {
     m_series->clear();

@@ -18,6 +18,7 @@
 
 #include "models/phasebreakdownmodel.h"
 #include "models/timelinegeometry.h"
+#include "widgets/chartclear.h"
 
 PhaseBreakdownView::PhaseBreakdownView(QWidget* parent)
     : SingleRunView(tr("Select a run in the run browser to see where its step time goes."), parent) {
@@ -77,8 +78,7 @@ void PhaseBreakdownView::clearRun() {
 
 void PhaseBreakdownView::updateChart() {
   QChart* chart = m_chart->chart();
-  chart->removeAllSeries();
-  for (QAbstractAxis* axis : chart->axes()) chart->removeAxis(axis);
+  clearChart(chart);
   const int rows = m_model->rowCount();
   if (rows == 0) {
     chart->setTitle(QString());

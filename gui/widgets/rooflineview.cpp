@@ -25,6 +25,7 @@
 #include <utility>
 
 #include "models/rooflinemodel.h"
+#include "widgets/chartclear.h"
 
 namespace {
 
@@ -182,11 +183,7 @@ void RooflineView::updateTexts() {
 
 void RooflineView::rebuild() {
   QChart* c = chart();
-  c->removeAllSeries();
-  for (QAbstractAxis* axis : c->axes()) {
-    c->removeAxis(axis);
-    delete axis;
-  }
+  clearChart(c);
 
   // Points by run, in the runs' order; the peaks they are drawn against.
   double minR = 1.0, maxR = 1.0, minY = HUGE_VAL, maxY = 0;

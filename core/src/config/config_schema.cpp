@@ -123,30 +123,6 @@ int edit_distance(std::string_view a, std::string_view b) {
 
 namespace {
 
-std::string toml_quote(std::string_view s) {
-  std::string out = "\"";
-  for (unsigned char ch : s) {
-    switch (ch) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      default:
-        if (ch < 0x20 || ch == 0x7f) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04X", ch);
-          out += buf;
-        } else {
-          out += (char)ch;
-        }
-    }
-  }
-  return out + "\"";
-}
-
 std::string int_list_text(const std::vector<int>& v) {
   std::string out = "[";
   for (size_t i = 0; i < v.size(); ++i) {
@@ -169,7 +145,7 @@ std::string value_text(const FieldDef& f, const Config& c) {
     }
     case Kind::Bool: return f.get<bool>(c) ? "true" : "false";
     case Kind::String:
-    case Kind::Path: return toml_quote(f.get<std::string>(c));
+    case Kind::Path: return toml_string_literal(f.get<std::string>(c));
     case Kind::IntList:
     case Kind::Experts: return int_list_text(f.get<std::vector<int>>(c));
   }
@@ -210,6 +186,30 @@ const char* kind_name(Kind k) {
 }  // namespace moebench::config_detail
 
 namespace moebench {
+
+std::string toml_string_literal(std::string_view s) {
+  std::string out = "\"";
+  for (unsigned char ch : s) {
+    switch (ch) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      default:
+        if (ch < 0x20 || ch == 0x7f) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04X", ch);
+          out += buf;
+        } else {
+          out += (char)ch;
+        }
+    }
+  }
+  return out + "\"";
+}
 
 using namespace config_detail;
 

@@ -307,30 +307,6 @@ std::string checked_literal(const std::string& key, std::string_view value_liter
   return lit;
 }
 
-std::string quote(std::string_view s) {
-  std::string out = "\"";
-  for (unsigned char ch : s) {
-    switch (ch) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      default:
-        if (ch < 0x20 || ch == 0x7f) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04X", ch);
-          out += buf;
-        } else {
-          out += (char)ch;
-        }
-    }
-  }
-  return out + "\"";
-}
-
 // The first entry with this full path (entries under [[array]] headers are not config keys).
 const Entry* find_entry(const Layout& layout, const Path& path) {
   for (const auto& e : layout.entries)
@@ -429,7 +405,7 @@ std::string set_config_value(std::string_view text, const std::string& key,
 
 std::string config_value_literal(const std::string& key, std::string_view user_text) {
   const ConfigKeyInfo& info = key_info(key);
-  if (info.type == "string" || info.type == "path") return quote(user_text);
+  if (info.type == "string" || info.type == "path") return toml_string_literal(user_text);
   std::string lit = trim(user_text);
   if (info.type == "boolean") {
     std::string lower = lit;

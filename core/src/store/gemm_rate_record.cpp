@@ -39,7 +39,7 @@ std::optional<GemmRate> latest_gemm_rate(const RunStore& store, const std::strin
     std::tm tm{};
     localtime_r(&t, &tm);
     std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
-    g.source = "bench gemm " + run.uuid.substr(0, 8) + " at " + when + ", " + std::to_string(g.threads) + " threads";
+    g.source = "bench gemm " + run.uuid.substr(0, 8) + " at " + when + ", " + std::to_string(g.threads) + (g.threads == 1 ? " thread" : " threads");
     best = g;
     newest = run.start_time;
   }

@@ -6,6 +6,7 @@
 
 #include "moebench/config/config_loader.h"
 #include "moebench/store/gemm_rate_record.h"
+#include "moebench/tensor/matmul.h"
 
 #ifndef MOEBENCH_GIT_REV
 #define MOEBENCH_GIT_REV "unknown"
@@ -48,10 +49,19 @@ RunRecorder::RunRecorder(const Config& cfg, const std::string& topology_text, co
   run_ = store_->create_run(info);
   store_->log_params(run_.id, flatten(cfg));
   // The peak compute rate the run's DDL-roofline is drawn against, when this host measured one.
+  // P_w is one worker's rate: the benchmark's rate scaled to the BLAS threads this rank runs
+  // with (ranks on one host share its cores), assuming linear scaling in threads.
   if (const auto peak = latest_gemm_rate(*store_, run_.host)) {
+    const int threads = num_threads();
+    double gflops = peak->gflops;
+    std::string source = peak->source;
+    if (peak->threads > 0 && threads > 0 && threads != peak->threads) {
+      gflops *= double(threads) / peak->threads;
+      source += "; scaled to " + std::to_string(threads) + " thread" + (threads == 1 ? "" : "s") + " per rank";
+    }
     char rate[32];
-    std::snprintf(rate, sizeof rate, "%.6g", peak->gflops);
-    store_->log_params(run_.id, {{"peak_gflops", rate}, {"peak_gflops_source", peak->source}});
+    std::snprintf(rate, sizeof rate, "%.6g", gflops);
+    store_->log_params(run_.id, {{"peak_gflops", rate}, {"peak_gflops_source", source}});
   }
 }
 

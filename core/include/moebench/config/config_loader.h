@@ -68,6 +68,9 @@ std::string config_to_toml(const Config& config);
 // Config::source_file is not part of it (the same config from two files is equal).
 nlohmann::json config_to_json(const Config& config);
 
+// `s` as a TOML basic string literal: quoted, with \", \\, \n, \t... and \uXXXX escapes.
+std::string toml_string_literal(std::string_view s);
+
 // The schema, in file order: for editors, docs and completion.
 struct ConfigKeyInfo {
   std::string name;  // "model.hidden"

@@ -33,8 +33,9 @@ struct ConfigValueLocation {
 //    (with that key's indentation; right after the [section] header when it has no keys);
 //  - neither: a new `[section]` with the key is appended at the end of the text.
 // Throws std::invalid_argument naming the key when it is not in config_keys(), naming the key
-// and the value when the value is not one TOML value on one line, and when the section is
-// written as an inline table (`run = { ... }`), which this editor does not rewrite.
+// and the value when the value is not one TOML value on one line, and when the section name is
+// set to a plain value (`run = 3`). A section written as an inline table (`run = { ... }`) gets
+// a missing key inside its braces.
 std::string set_config_value(std::string_view text, const std::string& key,
                              const std::string& value_literal);
 
