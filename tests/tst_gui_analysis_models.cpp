@@ -16,6 +16,7 @@
 
 #include "gui_fixture.h"
 #include "models/ablationmodel.h"
+#include "models/byteformat.h"
 #include "models/expertloadmodel.h"
 #include "models/heatmaproles.h"
 #include "models/phasebreakdownmodel.h"
@@ -369,11 +370,11 @@ void TestGuiAnalysisModels::trafficErrorsAndFormat() {
   QCOMPARE(model.intraBytes() + model.interBytes(), 0.0);
   model.clear();
   QCOMPARE(model.rowCount(), 0);
-  QCOMPARE(TrafficMatrixModel::formatBytes(999), QStringLiteral("999 B"));
-  QCOMPARE(TrafficMatrixModel::formatBytes(1234), QStringLiteral("1.23 kB"));
-  QCOMPARE(TrafficMatrixModel::formatBytes(45.6e6), QStringLiteral("45.6 MB"));
-  QCOMPARE(TrafficMatrixModel::formatBytes(999999), QStringLiteral("1.00 MB"));
-  QCOMPARE(TrafficMatrixModel::formatBytes(2.5e9), QStringLiteral("2.50 GB"));
+  QCOMPARE(moebench::gui::compactBytes(999), QStringLiteral("999 B"));
+  QCOMPARE(moebench::gui::compactBytes(1234), QStringLiteral("1.23 kB"));
+  QCOMPARE(moebench::gui::compactBytes(45.6e6), QStringLiteral("45.6 MB"));
+  QCOMPARE(moebench::gui::compactBytes(999999), QStringLiteral("1.00 MB"));
+  QCOMPARE(moebench::gui::compactBytes(2.5e9), QStringLiteral("2.50 GB"));
 }
 
 void TestGuiAnalysisModels::expertLoadValues() {

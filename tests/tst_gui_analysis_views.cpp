@@ -19,6 +19,7 @@
 
 #include "gui_fixture.h"
 #include "models/ablationmodel.h"
+#include "models/byteformat.h"
 #include "models/expertloadmodel.h"
 #include "models/phasebreakdownmodel.h"
 #include "models/trafficmatrixmodel.h"
@@ -190,7 +191,7 @@ void TestGuiAnalysisViews::trafficRendersAndSteps() {
   QCOMPARE(view.currentStep(), TrafficMatrixModel::kAllSteps);
   QVERIFY(view.heatmap()->showsLinkLegend());
   const QString allTotals = view.totalsText();
-  QVERIFY2(allTotals.contains(TrafficMatrixModel::formatBytes(view.model()->intraBytes())) &&
+  QVERIFY2(allTotals.contains(moebench::gui::compactBytes(view.model()->intraBytes())) &&
                allTotals.contains("per step"),
            qPrintable(allTotals));
   // one step: the cells and the totals change. By hand, step 4, rank 0 -> 3: 100 + 30 + 4 = 134

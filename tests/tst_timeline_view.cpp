@@ -96,7 +96,7 @@ class TstTimelineView : public QObject {
   void text_helpers() {
     QCOMPARE(tg::formatDuration(0.006), QStringLiteral("6.000 ms"));
     QCOMPARE(tg::formatDuration(2.5e-6), QStringLiteral("2.500 us"));
-    QCOMPARE(tg::formatBytes(4096), QStringLiteral("4096 B (4.00 KiB)"));
+    QCOMPARE(tg::formatBytes(4096), QStringLiteral("4096 B (4.10 kB)"));
     QCOMPARE(tg::formatBytes(100), QStringLiteral("100 B"));
     // 20 ms over 1000 px, ticks >= 90 px apart: at most 11 ticks, 20/11 = 1.8 ms -> 2 ms step,
     // ticks 0, 2, ..., 20 ms (11 of them), labels without decimals.
@@ -311,7 +311,7 @@ class TstTimelineView : public QObject {
     // 4096 bytes to peer (2 + 1) % 4 = 3.
     const QString ar = c->tooltipAt(c->pointAt(0.0125, 2, "comm"));
     for (const char* part : {"grad.allreduce", "category: comm", "rank 2, stream comm", "start 12.000 ms",
-                             "duration 1.000 ms", "bytes 4096 B (4.00 KiB)", "peer rank 3"})
+                             "duration 1.000 ms", "bytes 4096 B (4.10 kB)", "peer rank 3"})
       QVERIFY2(ar.contains(part), qPrintable(part + (" not in: " + ar)));
     QVERIFY(!ar.contains("layer"));
     // rank 1 "moe.experts" layer 1: start (0.05 + 0.1) D = 3 ms, 0.02 x 2 x D = 0.8 ms, no bytes.

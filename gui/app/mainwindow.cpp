@@ -102,6 +102,17 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   // The launcher runs the config being edited (once it is a file).
   connect(m_config, &ConfigEditor::filePathChanged, m_launcher, &LauncherWindow::setConfigPath);
   connect(m_config, &ConfigEditor::saved, m_launcher, &LauncherWindow::setConfigPath);
+  // Launching the file being edited with unsaved changes would run the old file: ask first.
+  m_launcher->setBeforeStart([this](const moebench::gui::LaunchSpec& spec) {
+    if (spec.remote || !m_config->isModified() || m_config->filePath().isEmpty() ||
+        QFileInfo(spec.configPath) != QFileInfo(m_config->filePath()))
+      return true;
+    const auto answer = QMessageBox::question(
+        this, tr("Unsaved config"), tr("%1 has unsaved changes in the editor. Save them before the run?").arg(spec.configPath),
+        QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, QMessageBox::Save);
+    if (answer == QMessageBox::Cancel) return false;
+    return answer == QMessageBox::Discard || m_config->saveFile(m_config->filePath());
+  });
   // A finished launch: open its store, or reopen the open one (a fetched remote copy replaces
   // the file, which an open connection would not see), keeping the selection.
   connect(m_launcher, &LauncherWindow::runStoreUpdated, this, [this](const QString& db) {

@@ -116,15 +116,16 @@ std::vector<int> ConfigFieldsModel::reread() {
 void ConfigFieldsModel::setText(const QString& text, const moebench::Config* resolved) {
   m_text = text;
   m_fallback = resolved ? moebench::config_to_json(*resolved) : defaultsJson();
-  const std::vector<int> changed = reread();
-  if (!changed.empty())
-    emit dataChanged(index(changed.front(), 0), index(changed.back(), ColumnCount - 1));
+  // One signal per changed row: a range would also reach the rows in between, and a view
+  // refreshes an open editor on dataChanged (the value being typed would be replaced).
+  for (int row : reread()) emit dataChanged(index(row, 0), index(row, ColumnCount - 1));
 }
 
 void ConfigFieldsModel::setReadOnly(bool readOnly) {
   if (readOnly == m_readOnly) return;
   m_readOnly = readOnly;
-  if (!m_rows.empty()) emit dataChanged(index(0, ValueColumn), index(rowCount() - 1, ValueColumn));
+  // Only flags() changes, which views ask for when an edit starts: no dataChanged, which would
+  // also reset an editor that is open (QAbstractItemView refreshes editors on any dataChanged).
 }
 
 int ConfigFieldsModel::rowForKey(const QString& key) const {

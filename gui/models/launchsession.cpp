@@ -243,6 +243,8 @@ void LaunchSession::startFetch() {
   LaunchSpec s = m_spec;
   if (!m_reportedDb.isEmpty()) s.db = m_reportedDb;  // a config's [store] db
   m_fetchTarget = QDir(m_workDir).absoluteFilePath(m_spec.localDbPath);
+  m_cancelRequested = false;  // a cancel during the copy is a cancel of the copy
+  m_escalation->stop();
   const QString part = m_fetchTarget + QStringLiteral(".part");
   QFile::remove(part);
   Command c;

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "models/byteformat.h"
+
 namespace moebench::gui {
 
 QString formatDuration(double seconds) {
@@ -15,12 +17,8 @@ QString formatDuration(double seconds) {
 QString formatTimeMs(double seconds) { return QString::number(seconds * 1e3, 'f', 3) + QStringLiteral(" ms"); }
 
 QString formatBytes(int64_t bytes) {
-  QString out = QString::number(bytes) + QStringLiteral(" B");
-  const double b = double(bytes);
-  if (std::abs(b) >= 1024.0 * 1024 * 1024) return out + QStringLiteral(" (%1 GiB)").arg(b / (1024.0 * 1024 * 1024), 0, 'f', 2);
-  if (std::abs(b) >= 1024.0 * 1024) return out + QStringLiteral(" (%1 MiB)").arg(b / (1024.0 * 1024), 0, 'f', 2);
-  if (std::abs(b) >= 1024.0) return out + QStringLiteral(" (%1 KiB)").arg(b / 1024.0, 0, 'f', 2);
-  return out;
+  const QString exact = QString::number(bytes) + QStringLiteral(" B");
+  return std::abs(double(bytes)) < 1e3 ? exact : exact + QStringLiteral(" (") + compactBytes(double(bytes)) + QLatin1Char(')');
 }
 
 RulerTicks rulerTicks(const TimeAxis& axis, double minPixels) {

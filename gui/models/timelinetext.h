@@ -15,7 +15,7 @@ namespace moebench::gui {
 QString formatDuration(double seconds);
 // A point in time in milliseconds with 3 decimals: "512.000 ms".
 QString formatTimeMs(double seconds);
-// "4096 B", "4096 B (4.00 KiB)", "3145728 B (3.00 MiB)": the exact count first.
+// "999 B", "4096 B (4.10 kB)", "3145728 B (3.15 MB)": the exact count first, then compactBytes.
 QString formatBytes(int64_t bytes);
 
 // Ruler ticks: a 1-2-5 step (in ms) so that ticks are at least minPixels apart, the ticks

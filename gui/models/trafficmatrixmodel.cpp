@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "models/byteformat.h"
 #include "moebench/store/run_summary.h"
 
 TrafficMatrixModel::TrafficMatrixModel(QObject* parent) : QAbstractTableModel(parent) {}
@@ -26,8 +27,7 @@ void TrafficMatrixModel::setRun(std::shared_ptr<moebench::RunStore> store, int64
       throw std::invalid_argument("run '" + info.name + "' has no traffic rows in step " + std::to_string(step));
     const std::vector<moebench::TrafficRow> rows = store->traffic(info.id);
     // summarize_run's per-step divisor: max(recorded steps, steps with traffic rows).
-    const moebench::RunSummary summary = moebench::summarize_run(*store, info);
-    divisor = std::max<int64_t>(summary.steps, int64_t(steps.size()));
+    divisor = std::max<int64_t>(moebench::recorded_steps(*store, info.id), int64_t(steps.size()));
     ranks = std::max(info.ranks, 0);
     for (const auto& r : rows) ranks = std::max({ranks, r.rank + 1, r.peer + 1});
     mean.assign(size_t(ranks) * size_t(ranks), 0.0);
@@ -112,20 +112,6 @@ double TrafficMatrixModel::interBytes() const {
   return sum;
 }
 
-QString TrafficMatrixModel::formatBytes(double bytes) {
-  const double a = std::fabs(bytes);
-  if (a < 1e3) return QString::number(bytes, 'f', 0) + QStringLiteral(" B");
-  static const char* const units[] = {"kB", "MB", "GB", "TB", "PB"};
-  double v = bytes / 1e3;
-  int u = 0;
-  while (std::fabs(v) >= 999.995 && u < 4) {
-    v /= 1e3;
-    ++u;
-  }
-  const int precision = std::fabs(v) < 10 ? 2 : std::fabs(v) < 100 ? 1 : 0;
-  return QString::number(v, 'f', precision) + QLatin1Char(' ') + QLatin1String(units[u]);
-}
-
 int TrafficMatrixModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : m_ranks; }
 
 int TrafficMatrixModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : m_ranks; }
@@ -136,7 +122,7 @@ QVariant TrafficMatrixModel::data(const QModelIndex& index, int role) const {
   const double v = bytesAt(rank, peer);
   const QString link = linkAt(rank, peer);
   switch (role) {
-    case Qt::DisplayRole: return rank == peer && v == 0 ? QString() : formatBytes(v);
+    case Qt::DisplayRole: return rank == peer && v == 0 ? QString() : moebench::gui::compactBytes(v);
     case Qt::UserRole: return v;
     case Qt::ToolTipRole: {
       const QString where = link == QLatin1String("inter_node")   ? tr(" (inter-node)")

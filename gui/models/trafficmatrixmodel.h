@@ -57,9 +57,6 @@ class TrafficMatrixModel : public QAbstractTableModel {
   double interBytes() const;                    // sum of the inter-node cells, current filter
   double maxBytes() const { return m_max; }
 
-  // Decimal units: "999 B", "1.23 kB", "45.6 MB", "1.00 GB".
-  static QString formatBytes(double bytes);
-
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;

@@ -24,6 +24,7 @@ HeatmapView::~HeatmapView() = default;
 void HeatmapView::setModel(QAbstractItemModel* model) {
   if (m_model) disconnect(m_model, nullptr, this, nullptr);
   m_model = model;
+  m_cellWidth = -1;
   if (model) {
     connect(model, &QAbstractItemModel::modelReset, this, &HeatmapView::modelChanged);
     connect(model, &QAbstractItemModel::dataChanged, this, &HeatmapView::modelChanged);
@@ -38,6 +39,7 @@ void HeatmapView::setModel(QAbstractItemModel* model) {
 }
 
 void HeatmapView::modelChanged() {
+  m_cellWidth = -1;
   updateGeometry();
   update();
 }
@@ -71,15 +73,16 @@ bool HeatmapView::showsLinkLegend() const {
 }
 
 int HeatmapView::contentCellWidth() const {
+  if (m_cellWidth >= 0) return m_cellWidth;
   const QFontMetrics fm = fontMetrics();
   int w = kMinCellWidth;
-  if (!m_model) return w;
+  if (!m_model) return m_cellWidth = w;
   for (int c = 0; c < m_model->columnCount(); ++c) {
     w = std::max(w, fm.horizontalAdvance(m_model->headerData(c, Qt::Horizontal).toString()) + kPad);
     for (int r = 0; r < m_model->rowCount(); ++r)
       w = std::max(w, fm.horizontalAdvance(m_model->index(r, c).data().toString()) + kPad);
   }
-  return w;
+  return m_cellWidth = w;
 }
 
 HeatmapView::Metrics HeatmapView::metrics() const {
@@ -228,6 +231,7 @@ void HeatmapView::paintEvent(QPaintEvent*) {
 }
 
 bool HeatmapView::event(QEvent* e) {
+  if (e->type() == QEvent::FontChange) m_cellWidth = -1;
   if (e->type() == QEvent::ToolTip) {
     auto* help = static_cast<QHelpEvent*>(e);
     const QModelIndex idx = cellAt(help->pos());

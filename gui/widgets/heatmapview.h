@@ -47,8 +47,9 @@ class HeatmapView : public QWidget {
   };
   Metrics metrics() const;     // for the current widget size
   static QRect cellRect(const Metrics& m, int row, int column);
-  int contentCellWidth() const;  // widest cell/column header text + padding
+  int contentCellWidth() const;  // widest cell/column header text + padding (cached)
   void modelChanged();
 
   QPointer<QAbstractItemModel> m_model;
+  mutable int m_cellWidth = -1;  // contentCellWidth() until the model or the font changes
 };

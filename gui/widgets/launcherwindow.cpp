@@ -326,6 +326,7 @@ bool LauncherWindow::start() {
   const QString error = validationError();
   m_error->setText(error);
   if (!error.isEmpty()) return false;
+  if (m_beforeStart && !m_beforeStart(spec())) return false;
   updatePreview();
   const LaunchSpec s = spec();
   m_progress->setRange(0, s.steps > 0 ? s.steps : 1);

@@ -10,6 +10,8 @@
 // database that holds it (see LaunchSession for which file that is).
 #include <QWidget>
 
+#include <functional>
+
 #include "models/launchcommand.h"
 
 class QComboBox;
@@ -39,6 +41,9 @@ class LauncherWindow : public QWidget {
   // What is wrong with the form ("" when it can be started).
   QString validationError() const;
   moebench::gui::LaunchSession* session() const { return m_session; }
+  // Called by start() after validation; returning false starts nothing (the main window asks
+  // to save an edited config first).
+  void setBeforeStart(std::function<bool(const moebench::gui::LaunchSpec&)> check) { m_beforeStart = std::move(check); }
 
   // The moebench beside the GUI (applicationDirPath()/moebench), else the build tree's
   // (applicationDirPath()/../cli/moebench), else the one in PATH, else "moebench".
@@ -97,4 +102,5 @@ class LauncherWindow : public QWidget {
   QPlainTextEdit* m_log = nullptr;
   QStringList m_pendingLog;
   QTimer* m_logTimer = nullptr;
+  std::function<bool(const moebench::gui::LaunchSpec&)> m_beforeStart;
 };

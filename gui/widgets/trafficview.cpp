@@ -8,6 +8,7 @@
 #include <QVBoxLayout>
 
 #include "heatmapview.h"
+#include "models/byteformat.h"
 #include "models/trafficmatrixmodel.h"
 
 TrafficView::TrafficView(QWidget* parent)
@@ -93,6 +94,6 @@ void TrafficView::updateTotals() {
                             ? tr("per step (mean over %1 steps)").arg(m_model->stepsPerMean())
                             : tr("in step %1").arg(m_model->step());
   m_totals->setText(tr("All ranks: intra-node %1 + inter-node %2 = %3 %4")
-                        .arg(TrafficMatrixModel::formatBytes(intra), TrafficMatrixModel::formatBytes(inter),
-                             TrafficMatrixModel::formatBytes(intra + inter), scope));
+                        .arg(moebench::gui::compactBytes(intra), moebench::gui::compactBytes(inter),
+                             moebench::gui::compactBytes(intra + inter), scope));
 }

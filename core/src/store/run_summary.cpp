@@ -181,19 +181,31 @@ double RunSummary::last(const std::string& key) const {
   return it == last_metrics.end() ? kNaN : it->second;
 }
 
+namespace {
+// RunSummary::steps' rule: distinct steps with a "loss" metric, else with any metric.
+std::set<int64_t> training_steps(const std::vector<MetricPoint>& metrics) {
+  std::set<int64_t> steps, any_steps;
+  for (const MetricPoint& m : metrics) {
+    any_steps.insert(m.step);
+    if (m.key == "loss") steps.insert(m.step);
+  }
+  return steps.empty() ? any_steps : steps;  // a run that logs no training loss
+}
+}  // namespace
+
+int64_t recorded_steps(const RunStore& store, int64_t run) {
+  return int64_t(training_steps(store.metrics(run)).size());
+}
+
 RunSummary summarize_run(const RunStore& store, const RunInfo& run) {
   RunSummary out;
   out.run = run;
 
   // Metrics: steps, last values, speed means.
-  std::set<int64_t> steps, any_steps;
+  std::vector<MetricPoint> metrics = store.metrics(run.id);
+  const std::set<int64_t> steps = training_steps(metrics);
   std::map<std::string, std::vector<MetricPoint>> by_key;
-  for (auto& m : store.metrics(run.id)) {
-    any_steps.insert(m.step);
-    if (m.key == "loss") steps.insert(m.step);
-    by_key[m.key].push_back(std::move(m));
-  }
-  if (steps.empty()) steps = std::move(any_steps);  // a run that logs no training loss
+  for (auto& m : metrics) by_key[m.key].push_back(std::move(m));
   for (auto& [key, points] : by_key) {
     std::stable_sort(points.begin(), points.end(),
                      [](const MetricPoint& a, const MetricPoint& b) { return a.step < b.step; });

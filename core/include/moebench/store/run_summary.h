@@ -79,6 +79,8 @@ struct RunSummary {
 };
 
 RunSummary summarize_run(const RunStore& store, const RunInfo& run);
+// RunSummary::steps without the rest of the summary (reads only the run's metrics).
+int64_t recorded_steps(const RunStore& store, int64_t run);
 // Expert count per MoE block (block index -> experts) from a run's canonical config JSON
 // (moe.moe_layers with moe.experts, a number or one per listed block); empty when the JSON is
 // unreadable or has no moe.moe_layers. The count summarize_run's expert load uses.
