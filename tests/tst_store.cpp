@@ -5,6 +5,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <filesystem>
+
 #include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -352,6 +354,36 @@ class TestStore : public QObject {
     QVERIFY2(reader_error.empty(), reader_error.c_str());
     QCOMPARE(seen, size_t(kSteps));
     qInfo("reader made %zu consistent reads while the writer logged %d steps", reads, kSteps);
+  }
+
+  // Ending a run moves the WAL into the main file even while a reader keeps the store open:
+  // a copy of the main file alone (what scp fetches from a remote host) holds the whole run.
+  void ended_run_is_in_the_main_file() {
+    QTemporaryDir dir;
+    const std::string path = dir.filePath("runs.db").toStdString();
+    RunStore writer(path);
+    RunStore reader(path, RunStore::Mode::read_only);
+    const int64_t run = writer.create_run(RunInfo{}).id;
+    for (int s = 0; s < 5; ++s) writer.log_step(run, {{"loss", s, 1.0, 0}}, {span(s, 0)}, {}, {});
+    QCOMPARE(reader.metrics(run, "loss").size(), size_t(5));  // the reader has read (and let go)
+    const std::string copy = dir.filePath("copy.db").toStdString();
+    auto copy_main_file = [&] {
+      std::filesystem::remove(copy);
+      std::filesystem::copy_file(path, copy);
+    };
+    copy_main_file();
+    bool complete_before = false;  // while running, the copy lacks what is still in the WAL
+    try {
+      RunStore before(copy, RunStore::Mode::read_only);
+      complete_before = before.metrics(run, "loss").size() == 5;
+    } catch (const StoreError&) {  // here: even the schema is still in the WAL
+    }
+    QVERIFY(!complete_before);
+    writer.set_status(run, RunStatus::finished, 0);
+    copy_main_file();
+    RunStore after(copy, RunStore::Mode::read_only);
+    QCOMPARE(after.metrics(run, "loss").size(), size_t(5));
+    QCOMPARE(after.find_run(std::to_string(run)).status, RunStatus::finished);
   }
 
   void vanished_runs_are_marked_failed() {

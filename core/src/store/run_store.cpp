@@ -181,6 +181,15 @@ void RunStore::set_status(int64_t run, RunStatus status, double end_time) {
       .bind(3, run)
       .run();
   txn.commit();
+  // A run that ended: move the WAL into the main file, so that a copy of that file alone (the
+  // GUI fetching a remote store with scp) holds the whole run. Best effort: a reader holding an
+  // old snapshot only delays it to the next checkpoint.
+  if (status != RunStatus::running) {
+    try {
+      I.db.exec("PRAGMA wal_checkpoint(TRUNCATE)", "checkpoint");
+    } catch (const StoreError&) {
+    }
+  }
 }
 
 void RunStore::log_params(int64_t run, const std::vector<std::pair<std::string, std::string>>& params) {

@@ -94,7 +94,8 @@ class RunStore {
   // --- writing (rank 0 of a run) ---
   // Creates the experiment when needed; fills id, uuid, start_time, host, pid when empty.
   RunInfo create_run(RunInfo info);
-  // end_time <= 0 with a status other than RUNNING means now.
+  // end_time <= 0 with a status other than RUNNING means now. Ending a run also checkpoints the
+  // WAL into the main database file (a copy of that file alone then holds the run).
   void set_status(int64_t run, RunStatus status, double end_time);
   // Logging a key again replaces its value (as set_tag does).
   void log_params(int64_t run, const std::vector<std::pair<std::string, std::string>>& params);
