@@ -225,6 +225,29 @@ class TestLaunchCommand : public QObject {
              QStringLiteral(R"(somehost:~/'my runs; '\''x'\''/runs.db')"));
   }
 
+  // ssh options: only -o Key=Value (ssh and scp share them), placed before the host in both.
+  void sshOptions() {
+    QCOMPARE(sshOptionWords(QStringLiteral("-o Port=2222 -oProxyJump=gw -o 'ProxyCommand=nc %h 22'")),
+             (QStringList{QStringLiteral("-o"), QStringLiteral("Port=2222"), QStringLiteral("-oProxyJump=gw"),
+                          QStringLiteral("-o"), QStringLiteral("ProxyCommand=nc %h 22")}));
+    QCOMPARE(sshOptionWords(QString()), QStringList());
+    for (const char* bad : {"-p 2222", "-o", "-o Port", "-oPort", "-o =x", "host", "-o Port=1; rm x"})
+      QVERIFY_THROWS_EXCEPTION(std::invalid_argument, sshOptionWords(QString::fromUtf8(bad)));
+    LaunchSpec s;
+    s.remote = true;
+    s.host = QStringLiteral("user@cluster");
+    s.configPath = QStringLiteral("c.toml");
+    s.sshOptions = QStringLiteral("-o Port=2222");
+    const QStringList ssh = buildRemoteCommand(s).arguments;
+    QCOMPARE(ssh.mid(0, 6), (QStringList{QStringLiteral("-tt"), QStringLiteral("-o"), QStringLiteral("BatchMode=yes"),
+                                         QStringLiteral("-o"), QStringLiteral("Port=2222"), QStringLiteral("user@cluster")}));
+    const QStringList scp = buildFetchDbCommand(s, QStringLiteral("x.db")).arguments;
+    QCOMPARE(scp.mid(4, 3), (QStringList{QStringLiteral("-o"), QStringLiteral("Port=2222"),
+                                         QStringLiteral("user@cluster:'runs.db'")}));
+    s.sshOptions = QStringLiteral("-p 2222");
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, buildRemoteCommand(s));
+  }
+
   // A config path starting with '-' is passed as ./-name, never as an option.
   void configPathStartingWithDash() {
     LaunchSpec s;

@@ -3,7 +3,7 @@
 // 12-step tests/data/tiny.toml: a config path full of shell metacharacters runs as it is and
 // injects nothing, progress rises to 12, the run lands FINISHED in the store; cancel stops a
 // long run gracefully (KILLED, exit 130); a missing moebench or ssh, a bad config and a bad
-// form are reported by name. The remote (ssh) path needs an sshd and is not run here.
+// form are reported by name. The remote (ssh) path: tst_launch_remote.
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFile>

@@ -113,11 +113,24 @@ void checkHost(const QString& host) {
 }
 }  // namespace
 
+QStringList sshOptionWords(const QString& options) {
+  const QStringList words = splitPrefix(options);
+  for (int i = 0; i < words.size(); ++i) {
+    const QString& w = words[i];
+    const QString value = w == QLatin1String("-o") ? words.value(i + 1) : w.startsWith(QLatin1String("-o")) ? w.mid(2) : QString();
+    if (value.indexOf(QLatin1Char('=')) < 1)
+      throw std::invalid_argument("ssh options: only -o Key=Value options are accepted (ssh and scp share them); "
+                                  "'" + w.toStdString() + "' is not one");
+    if (w == QLatin1String("-o")) ++i;
+  }
+  return words;
+}
+
 Command buildRemoteCommand(const LaunchSpec& spec) {
   checkHost(spec.host);
-  return {QStringLiteral("ssh"),
-          {QStringLiteral("-tt"), QStringLiteral("-o"), QStringLiteral("BatchMode=yes"), spec.host, QStringLiteral("--"),
-           remoteShellCommand(spec)}};
+  QStringList args{QStringLiteral("-tt"), QStringLiteral("-o"), QStringLiteral("BatchMode=yes")};
+  args << sshOptionWords(spec.sshOptions) << spec.host << QStringLiteral("--") << remoteShellCommand(spec);
+  return {QStringLiteral("ssh"), args};
 }
 
 QString remoteDbPath(const LaunchSpec& spec) {
@@ -130,9 +143,10 @@ QString remoteDbPath(const LaunchSpec& spec) {
 
 Command buildFetchDbCommand(const LaunchSpec& spec, const QString& localPath) {
   checkHost(spec.host);
-  return {QStringLiteral("scp"),
-          {QStringLiteral("-O"), QStringLiteral("-T"), QStringLiteral("-o"), QStringLiteral("BatchMode=yes"),
-           spec.host + QLatin1Char(':') + quoteRemotePath(remoteDbPath(spec)), localPath}};
+  QStringList args{QStringLiteral("-O"), QStringLiteral("-T"), QStringLiteral("-o"), QStringLiteral("BatchMode=yes")};
+  args << sshOptionWords(spec.sshOptions) << spec.host + QLatin1Char(':') + quoteRemotePath(remoteDbPath(spec))
+       << localPath;
+  return {QStringLiteral("scp"), args};
 }
 
 QString displayCommand(const Command& command) {

@@ -23,6 +23,8 @@ struct LaunchSpec {
   QString outDir;              // non-empty: --out DIR
   bool remote = false;
   QString host;                // ssh destination, e.g. "user@cluster"
+  QString sshOptions;          // -o Key=Value options for ssh and scp alike (sshOptionWords), e.g.
+                               // "-o Port=2222 -o IdentityFile=~/.ssh/id_cluster -o ProxyJump=gw"
   QString remoteDir;           // remote working directory (empty: the login directory)
   QString launcherPrefix;      // e.g. "srun -N2", "mpirun -np 16" (split by splitPrefix)
   QString remoteMoebench = QStringLiteral("moebench");
@@ -53,6 +55,11 @@ QString quoteRemotePath(const QString& path);
 QStringList splitPrefix(const QString& prefix);
 // Same, but returns an error message (empty: valid) instead of throwing.
 QString validatePrefix(const QString& prefix);
+
+// The words of LaunchSpec::sshOptions (split as splitPrefix does): only "-o Key=Value" (or
+// "-oKey=Value") options, which ssh and scp both accept (unlike -p/-P for the port). Throws
+// std::invalid_argument naming the first word that is not one.
+QStringList sshOptionWords(const QString& options);
 
 // The arguments after the executable: run CONFIG [--set k=v]... [--steps N] [--ranks N]
 // [--db PATH] [--experiment NAME] [--out DIR].

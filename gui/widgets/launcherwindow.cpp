@@ -110,7 +110,7 @@ LauncherWindow::LauncherWindow(QWidget* parent)
   connect(m_session, &moebench::gui::LaunchSession::progress, this, &LauncherWindow::onProgress);
   connect(m_session, &moebench::gui::LaunchSession::finished, this, &LauncherWindow::onFinished);
 
-  for (QLineEdit* e : {m_moebench, m_config, m_db, m_experiment, m_host, m_remoteDir, m_prefix, m_remoteMoebench, m_localDb})
+  for (QLineEdit* e : {m_moebench, m_config, m_db, m_experiment, m_host, m_sshOptions, m_remoteDir, m_prefix, m_remoteMoebench, m_localDb})
     connect(e, &QLineEdit::textChanged, this, &LauncherWindow::updatePreview);
   for (QSpinBox* s : {m_steps, m_ranks}) connect(s, &QSpinBox::valueChanged, this, &LauncherWindow::updatePreview);
   connect(m_sets, &QPlainTextEdit::textChanged, this, &LauncherWindow::updatePreview);
@@ -188,6 +188,10 @@ QWidget* LauncherWindow::buildRemoteForm() {
   m_host->setObjectName(QStringLiteral("host"));
   m_host->setPlaceholderText(tr("user@cluster (key login: ssh runs with BatchMode=yes)"));
   form->addRow(tr("Host"), m_host);
+  m_sshOptions = new QLineEdit;
+  m_sshOptions->setObjectName(QStringLiteral("sshOptions"));
+  m_sshOptions->setPlaceholderText(tr("optional, e.g. -o Port=2222 -o ProxyJump=gateway"));
+  form->addRow(tr("ssh options"), m_sshOptions);
   m_remoteDir = new QLineEdit;
   m_remoteDir->setObjectName(QStringLiteral("remoteDir"));
   m_remoteDir->setPlaceholderText(tr("working directory (empty: the login directory)"));
@@ -234,6 +238,7 @@ LaunchSpec LauncherWindow::spec() const {
   s.experiment = m_experiment->text().trimmed();
   s.remote = m_mode->currentIndex() == kRemote;
   s.host = m_host->text().trimmed();
+  s.sshOptions = m_sshOptions->text().trimmed();
   s.remoteDir = m_remoteDir->text().trimmed();
   s.launcherPrefix = m_prefix->text().trimmed();
   s.remoteMoebench = m_remoteMoebench->text().trimmed();
@@ -252,6 +257,7 @@ void LauncherWindow::setSpec(const LaunchSpec& s) {
   m_db->setText(s.db);
   m_experiment->setText(s.experiment);
   m_host->setText(s.host);
+  m_sshOptions->setText(s.sshOptions);
   m_remoteDir->setText(s.remoteDir);
   m_prefix->setText(s.launcherPrefix);
   m_remoteMoebench->setText(s.remoteMoebench);
@@ -283,6 +289,11 @@ QString LauncherWindow::validationError() const {
     return tr("Remote host \"%1\" contains whitespace.").arg(s.host);
   if (const QString e = moebench::gui::validatePrefix(s.launcherPrefix); !e.isEmpty())
     return tr("Bad launcher prefix: %1.").arg(e);
+  try {
+    moebench::gui::sshOptionWords(s.sshOptions);
+  } catch (const std::invalid_argument& e) {
+    return tr("Bad ssh options: %1.").arg(QString::fromUtf8(e.what()));
+  }
   if (s.remoteDb == LaunchSpec::RemoteDb::fetch && s.localDbPath.isEmpty())
     return tr("No local file to fetch the run database to.");
   if (s.remoteDb == LaunchSpec::RemoteDb::shared && s.localDbPath.isEmpty() &&

@@ -87,6 +87,7 @@ class LauncherWindow : public QWidget {
   QLineEdit* m_experiment = nullptr;
   QGroupBox* m_remoteBox = nullptr;
   QLineEdit* m_host = nullptr;
+  QLineEdit* m_sshOptions = nullptr;
   QLineEdit* m_remoteDir = nullptr;
   QLineEdit* m_prefix = nullptr;
   QLabel* m_prefixError = nullptr;
