@@ -34,11 +34,9 @@
 #include "widgets/trafficview.h"
 
 namespace {
-// Each run view tab: how to hand it the store and the selected runs.
-using Refresh = std::function<void(std::shared_ptr<moebench::RunStore>, const std::vector<int64_t>&)>;
-
+// Adds a run view tab; returns how to hand it the store and the selected runs.
 template <class View>
-Refresh addView(QTabWidget* tabs, const QString& title, const QString& objectName) {
+std::function<void(std::shared_ptr<moebench::RunStore>, const std::vector<int64_t>&)> addView(QTabWidget* tabs, const QString& title, const QString& objectName) {
   auto* view = new View(tabs);
   view->setObjectName(objectName);
   tabs->addTab(view, title);

@@ -74,7 +74,8 @@ class MainWindow : public QMainWindow {
   QTabWidget* m_pages = nullptr;
   QTabWidget* m_views = nullptr;
   // Per run view tab: hands it the store and selection; whether it has missed a change.
-  std::vector<std::function<void(std::shared_ptr<moebench::RunStore>, const std::vector<int64_t>&)>> m_refresh;
+  using ViewRefresh = std::function<void(std::shared_ptr<moebench::RunStore>, const std::vector<int64_t>&)>;
+  std::vector<ViewRefresh> m_refresh;
   std::vector<bool> m_viewStale;  // per view tab: selection or store changed since it was shown
   ConfigEditor* m_config = nullptr;
   LauncherWindow* m_launcher = nullptr;
