@@ -242,6 +242,15 @@ class TestRunAnalysis : public QObject {
     QNEAR(s.rank_phases[1].step_s, 0.017);
     QNEAR(s.rank_phases[1].idle_s, 0.006);
     QNEAR(s.rank_phases[1].comm_share, 0.0035 / 0.017);
+    // Layer 1 per (step, rank): experts 0.0005; dispatch 0.001 + combine 0.0005 + dispatch_grad 0.001.
+    QCOMPARE(s.layer_phases.size(), size_t(1));
+    QCOMPARE(s.layer_phases[0].layer, 1);
+    QNEAR(s.layer_phases[0].compute_s, 0.0005);
+    QNEAR(s.layer_phases[0].comm_s, 0.0025);
+    const auto json_layers = summary_json(s)["phases"]["layers"];
+    QCOMPARE(json_layers.size(), size_t(1));
+    QNEAR(json_layers[0]["comm_s"].get<double>(), 0.0025);
+    QVERIFY(format_summary(s).find("MoE layer 1  experts 0.500 ms  exchange 2.500 ms") != std::string::npos);
 
     QCOMPARE(s.bytes_intra, int64_t(9000));
     QCOMPARE(s.bytes_inter, int64_t(300));

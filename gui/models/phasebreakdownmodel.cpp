@@ -2,8 +2,6 @@
 
 #include <cmath>
 #include <limits>
-#include <map>
-#include <set>
 #include <utility>
 
 #include "moebench/store/run_summary.h"
@@ -28,33 +26,15 @@ void PhaseBreakdownModel::setRun(std::shared_ptr<moebench::RunStore> store, int6
     if (!summary.has_phases) {
       reason = tr("run '%1' has no step spans recorded (no time split to show)").arg(name);
     } else {
-      // The (step, rank) pairs summarize_run averages: those with a "step" span, the first
-      // timed step left out when summarize_run left it out.
-      const std::vector<moebench::SpanRow> spans = store->spans(runId);
-      std::set<std::pair<int64_t, int>> timed;
-      std::set<int64_t> timedSteps;
-      for (const auto& s : spans)
-        if (s.stream == "host" && s.name == "step") {
-          timed.insert({s.step, s.rank});
-          timedSteps.insert(s.step);
-        }
-      const int64_t skip = summary.phase_warmup_excluded && !timedSteps.empty() ? *timedSteps.begin() : -1;
-      std::map<int, std::pair<double, double>> layers;  // layer -> (compute s, comm s), summed
-      for (const auto& s : spans) {
-        if (s.layer < 0 || s.step == skip || !timed.count({s.step, s.rank})) continue;
-        if (s.stream == "compute") layers[s.layer].first += s.duration;
-        else if (s.stream == "compute.comm") layers[s.layer].second += s.duration;
-      }
       samples = summary.phases.samples;
       warmup = summary.phase_warmup_excluded;
-      const double n = double(samples);
       double layerCompute = 0, layerComm = 0;
-      for (const auto& [layer, sums] : layers) {
+      for (const moebench::LayerPhase& l : summary.layer_phases) {
         Row r;
         r.kind = LayerRow;
-        r.layer = layer;
-        r.ms[ComputeColumn] = 1e3 * sums.first / n;
-        r.ms[CommColumn] = 1e3 * sums.second / n;
+        r.layer = l.layer;
+        r.ms[ComputeColumn] = 1e3 * l.compute_s;
+        r.ms[CommColumn] = 1e3 * l.comm_s;
         r.ms[IdleColumn] = kNaN;
         r.ms[TotalColumn] = r.ms[ComputeColumn] + r.ms[CommColumn];
         layerCompute += r.ms[ComputeColumn];

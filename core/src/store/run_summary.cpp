@@ -77,6 +77,7 @@ void summarize_phases(const std::vector<SpanRow>& spans, RunSummary& out) {
   }
   int max_rank = 0;
   for (const auto& [key, list] : by_step_rank) max_rank = std::max(max_rank, key.second);
+  std::map<int, std::pair<double, double>> layer_sums;  // layer -> (compute s, comm s), summed
   out.rank_phases.assign(size_t(max_rank) + 1, PhaseSplit{});
   for (const auto& [key, list] : by_step_rank) {
     if (key.first == skip_step) continue;
@@ -105,10 +106,17 @@ void summarize_phases(const std::vector<SpanRow>& spans, RunSummary& out) {
     x.samples = 1;
     add(out.phases, x);
     add(out.rank_phases[size_t(key.second)], x);
+    for (const SpanRow* s : list) {
+      if (s->layer < 0) continue;
+      if (s->stream == "compute") layer_sums[s->layer].first += s->duration;
+      else if (s->stream == "compute.comm") layer_sums[s->layer].second += s->duration;
+    }
   }
   finish(out.phases);
   for (auto& r : out.rank_phases) finish(r);
   out.has_phases = out.phases.samples > 0;
+  for (const auto& [layer, sums] : layer_sums)
+    out.layer_phases.push_back({layer, sums.first / double(out.phases.samples), sums.second / double(out.phases.samples)});
 }
 
 void summarize_routing(const std::vector<RoutingRow>& routing, const std::string& config_json, RunSummary& out) {
@@ -270,6 +278,9 @@ std::string format_summary(const RunSummary& s) {
     if (s.rank_phases.size() > 1)
       for (size_t r = 0; r < s.rank_phases.size(); ++r)
         if (s.rank_phases[r].samples > 0) t += fmt("  rank %-5.0f  ", double(r)) + phase_line(s.rank_phases[r]) + "\n";
+    for (const LayerPhase& l : s.layer_phases)
+      t += fmt("  MoE layer %-2.0f", double(l.layer)) + fmt(" experts %.3f ms", 1e3 * l.compute_s) +
+           fmt("  exchange %.3f ms\n", 1e3 * l.comm_s);
   } else {
     t += "time split   - (no step spans recorded)\n";
   }
@@ -322,6 +333,10 @@ nlohmann::json summary_json(const RunSummary& s) {
     nlohmann::json per_rank = nlohmann::json::array();
     for (const auto& r : s.rank_phases) per_rank.push_back(r.samples > 0 ? phase_json(r) : nlohmann::json(nullptr));
     p["per_rank"] = per_rank;
+    nlohmann::json layers = nlohmann::json::array();
+    for (const LayerPhase& l : s.layer_phases)
+      layers.push_back({{"layer", l.layer}, {"compute_s", l.compute_s}, {"comm_s", l.comm_s}});
+    p["layers"] = layers;
     j["phases"] = p;
   } else {
     j["phases"] = nullptr;

@@ -17,6 +17,10 @@
 //   comm_share = comm / step (of the averages). The same warm-up rule applies: the first step
 //   with spans is left out when more than 2 steps have spans. Only (step, rank) pairs with a
 //   "step" span count.
+//   Per MoE layer L (layer_phases), over the same (step, rank) pairs: compute = the stream
+//   "compute" spans with layer L (expert computation), comm = the stream "compute.comm" spans
+//   with layer L (its exchanges the compute thread waited for); both are parts of the step's
+//   compute and comm above.
 // - traffic: bytes of all ranks by link class, totals over the run; per step = total / steps
 //   (steps = max(recorded steps, distinct steps with traffic rows)).
 // - expert load per MoE layer: tokens per expert summed over steps and source ranks;
@@ -42,6 +46,11 @@ struct PhaseSplit {
   int64_t samples = 0;  // (step, rank) pairs averaged
 };
 
+struct LayerPhase {
+  int layer = 0;  // block index
+  double compute_s = 0, comm_s = 0;  // mean per (step, rank)
+};
+
 struct LayerLoad {
   int layer = 0;            // block index
   int experts = 0;
@@ -65,6 +74,7 @@ struct RunSummary {
   bool has_phases = false;           // spans with "step" spans were recorded
   PhaseSplit phases;                 // averaged over ranks and steps
   std::vector<PhaseSplit> rank_phases;  // index = rank, averaged over steps
+  std::vector<LayerPhase> layer_phases; // by layer, averaged like phases
   bool phase_warmup_excluded = false;
   int64_t span_steps = 0;            // distinct steps with spans
 
@@ -89,7 +99,8 @@ std::map<int, int> moe_experts_per_layer(const std::string& config_json);
 std::string format_summary(const RunSummary& summary);
 // {"run": {...}, "steps", "first_step", "last_step", "last_metrics": {...}, "mean_step_ms",
 //  "mean_tokens_per_s", "warmup_excluded", "phases": {step_s, compute_s, comm_s, idle_s,
-//  comm_share, samples, per_rank: [...]} | null, "traffic": {...}, "expert_load": [...],
+//  comm_share, samples, per_rank: [...], layers: [{layer, compute_s, comm_s}]} | null,
+//  "traffic": {...}, "expert_load": [...],
 //  "max_imbalance"}; NaN -> null.
 nlohmann::json summary_json(const RunSummary& summary);
 // The run's row as JSON (shared by `runs list/show --json` and summary_json).
