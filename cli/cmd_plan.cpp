@@ -85,11 +85,17 @@ void add_plan_command(CLI::App& app, Action& action) {
   auto config = std::make_shared<std::string>();
   auto sets = std::make_shared<std::vector<std::string>>();
   auto json = std::make_shared<bool>(false);
+  auto ranks = std::make_shared<int>(0);
   cmd->add_option("config", *config, "TOML config file")->required();
   cmd->add_option("--set", *sets, "Override a key, e.g. --set cluster.nodes=4 (repeatable)");
+  cmd->add_option("--ranks", *ranks, "Plan for this many ranks (sets run.ranks)")->check(positive());
   cmd->add_flag("--json", *json, "Print JSON instead of a table");
-  cmd->callback([&action, config, sets, json] {
-    action = [config, sets, json] { return plan_main(*config, *sets, *json); };
+  cmd->callback([&action, config, sets, json, ranks] {
+    action = [config, sets, json, ranks] {
+      std::vector<std::string> all = *sets;
+      if (*ranks > 0) all.push_back("run.ranks=" + std::to_string(*ranks));
+      return plan_main(*config, all, *json);
+    };
   });
 }
 

@@ -1,32 +1,36 @@
 // moebench run CONFIG [--set key=value]... [--steps N] [--ranks N] [--out DIR] [--resume PATH]
-//                     [--stop-at N]
+//                     [--overwrite] [--stop-at N] [--oversubscribe-ok]
 // Trains the configured MoE-GPT and prints one progress line per step and a summary. With
-// run.ranks > 1 outside an MPI launch it starts the ranks itself through mpirun; under
-// mpirun / srun every rank trains its share and rank 0 prints. A rank that fails prints its
-// message and brings the whole job down (MPI_Abort), so nothing hangs.
+// run.ranks > 1 outside an MPI launch it starts the ranks itself through mpirun
+// (local_launch.h); under mpirun / srun every rank trains its share and rank 0 prints.
+// Before anything trains, every problem the command can know of is found once: the config
+// (for the launched rank count), the machine's bounds (launch_limits.h), the output
+// directory (train/output_dir.h) and the resume point. A rank that fails later brings the
+// whole job down (MPI_Abort) with its message, so nothing hangs.
 #include <fcntl.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <csignal>
-
-#include <cerrno>
+#include <climits>
 #include <cmath>
-#include <cstring>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <chrono>
 #include <filesystem>
-#include <fstream>
-#include <set>
-#include <sstream>
-#include <thread>
 
 #include "commands.h"
+#include "launch_limits.h"
+#include "local_launch.h"
+#include "stop_signals.h"
 #include "moebench/config/config_loader.h"
+#include "moebench/config/usage_error.h"
+#include "moebench/dist/launch_report.h"
 #include "moebench/dist/mpi_communicator.h"
 #include "moebench/strategies/janus.h"
+#include "moebench/train/checkpoint.h"
 #include "moebench/train/distributed.h"
+#include "moebench/train/output_dir.h"
 #include "moebench/train/run_recorder.h"
 #include "moebench/train/trainer.h"
 
@@ -37,107 +41,8 @@ struct RunOptions {
   std::string config, out, resume, db, experiment;
   std::vector<std::string> sets;
   int steps = 0, stop_at = -1, ranks = 0;
+  bool overwrite = false, oversubscribe_ok = false;
 };
-
-// The rank processes of a local launch: the children of the mpirun process.
-std::vector<pid_t> children_of(pid_t parent) {
-  std::vector<pid_t> out;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream stat(entry.path() / "stat");
-    std::string line;
-    if (!std::getline(stat, line)) continue;
-    const auto close = line.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream rest(line.substr(close + 2));
-    char state;
-    pid_t ppid = 0;
-    rest >> state >> ppid;
-    if (ppid == parent) out.push_back((pid_t)std::stoi(name));
-  }
-  return out;
-}
-
-std::atomic<int> g_forward{0};  // stop signals received by the launching process
-extern "C" void note_signal(int) { g_forward.fetch_add(1); }
-
-// Installs `handler` for SIGINT, SIGTERM and SIGHUP, except where the signal was ignored when
-// we started (`nohup` ignores SIGHUP, a shell's background job SIGINT): that stays ignored.
-void install_signal_handler(void (*handler)(int), int flags) {
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
-    struct sigaction old {};
-    if (sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) continue;
-    struct sigaction sa {};
-    sa.sa_handler = handler;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = flags;
-    sigaction(sig, &sa, nullptr);
-  }
-}
-
-// Runs this command under `mpirun -np ranks` and waits for it. mpirun gets its own process
-// group, so Ctrl-C (or a terminal hang-up) reaches only this process, which forwards SIGTERM
-// to the ranks: each finishes its step, checkpoints and marks the run KILLED (mpirun on its
-// own would stop reading the ranks' output and leave them blocked until it kills them).
-// Ranks that appear after the stop (mpirun still starting) get it too; a second stop signal
-// kills mpirun's process group at once. If this process dies (SIGKILL), mpirun is sent
-// SIGTERM by the kernel (PR_SET_PDEATHSIG) instead of running on orphaned.
-int launch_local_ranks(int ranks) {
-  std::vector<std::string> args = {"mpirun", "-np", std::to_string(ranks), "--bind-to", "none"};
-  if ((unsigned)ranks > std::thread::hardware_concurrency()) args.push_back("--oversubscribe");
-  if (geteuid() == 0) {  // OpenMPI refuses root unless told; its ranks check these too
-    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
-    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
-  }
-  std::error_code ec;
-  const std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
-  args.push_back(ec ? program_args().at(0) : self);
-  const auto& own = program_args();
-  args.insert(args.end(), own.begin() + 1, own.end());
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  std::fflush(stdout);
-  std::fflush(stderr);
-  // Before the fork: a signal between fork and the handlers would otherwise be missed.
-  install_signal_handler(note_signal, 0);
-  const pid_t parent = getpid();
-  const pid_t child = fork();
-  if (child < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
-  if (child == 0) {
-    setpgid(0, 0);
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (getppid() != parent) _exit(1);  // the launcher died before prctl
-    execvp("mpirun", argv.data());
-    std::fprintf(stderr, "moebench: cannot start mpirun for %d ranks (%s): install openmpi-bin "
-                 "(scripts/install-deps.sh) or launch with mpirun/srun yourself\n", ranks, std::strerror(errno));
-    _exit(1);
-  }
-  std::set<pid_t> stopped;  // ranks sent SIGTERM
-  bool killed = false;
-  int status = 0;
-  for (;;) {
-    const pid_t r = waitpid(child, &status, WNOHANG);
-    if (r == child) break;
-    if (r < 0 && errno != EINTR) throw std::runtime_error("waitpid on mpirun failed");
-    const int signals = g_forward.load();
-    if (signals >= 1) {
-      if (stopped.empty()) std::fprintf(stderr, "moebench: stopping the %d ranks after their current step\n", ranks);
-      for (pid_t rank : children_of(child))
-        if (stopped.insert(rank).second) kill(rank, SIGTERM);
-      if (stopped.empty()) stopped.insert(0);  // none started yet: message printed once
-    }
-    if (signals >= 2 && !killed) {
-      killed = true;
-      std::fprintf(stderr, "moebench: second stop signal: killing the ranks now\n");
-      kill(-child, SIGKILL);
-    }
-    usleep(signals ? 20000 : 100000);
-  }
-  if (g_forward.load() > 0) return 130;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
 
 void print_step(const Config& cfg, const StepStats& s, bool distributed) {
   const int width = (int)std::to_string(cfg.train.steps).size();
@@ -163,17 +68,19 @@ extern "C" void request_stop(int) {
 }
 
 void install_stop_handlers() {
-  install_signal_handler(request_stop, 0);  // no SA_RESTART: a blocked write returns
+  install_stop_handler(request_stop, 0);  // no SA_RESTART: a blocked write returns
   // When mpirun shuts a job down it closes the ranks' output pipes: a progress line must not
   // kill rank 0 (SIGPIPE) before it has marked the run.
   std::signal(SIGPIPE, SIG_IGN);
 }
 
+std::string out_dir_of(const RunOptions& o, const Config& cfg) {
+  return o.out.empty() ? cfg.run.out_dir + "/" + cfg.run.name : o.out;
+}
+
 int train(const RunOptions& o, const Config& cfg, Communicator* world) {
   install_stop_handlers();
-  const std::string out_dir = o.out.empty() ? cfg.run.out_dir + "/" + cfg.run.name : o.out;
-  if (!world || world->rank() == 0) std::filesystem::create_directories(out_dir);
-  Trainer trainer(cfg, out_dir, world);
+  Trainer trainer(cfg, out_dir_of(o, cfg), world);
   const bool main = trainer.is_main();
   if (main) {
     const auto& m = cfg.model;
@@ -200,9 +107,10 @@ int train(const RunOptions& o, const Config& cfg, Communicator* world) {
   if (cfg.store.enabled) {
     trainer.set_recording(true, cfg.store.spans_every);
     if (main) {
+      const char* uuid = std::getenv(kRunUuidEnv);  // named by the local launcher
       recorder = std::make_unique<RunRecorder>(cfg, trainer.topology_description(),
                                                distributed ? &trainer.distributed()->topology() : nullptr,
-                                               world ? world->size() : 1);
+                                               world ? world->size() : 1, uuid ? uuid : "");
       if (distributed) {  // the strategy each MoE block runs with (janus decides per block)
         const Topology& t = trainer.distributed()->topology();
         for (const auto& [block, name] : block_strategies(cfg, t.nodes(), t.devices_per_node()))
@@ -240,27 +148,113 @@ int train(const RunOptions& o, const Config& cfg, Communicator* world) {
   return s.interrupted ? 130 : 0;
 }
 
-int run_training(const RunOptions& o) {
+// The overrides of the command line, in order: --set, then the flags, then (under an MPI
+// launcher) run.ranks = the launched world size, which every layout rule is checked against.
+std::vector<std::string> overrides(const RunOptions& o, int world) {
   std::vector<std::string> sets = o.sets;
   if (o.steps > 0) sets.push_back("train.steps=" + std::to_string(o.steps));
   if (o.ranks > 0) sets.push_back("run.ranks=" + std::to_string(o.ranks));
   if (!o.db.empty()) sets.push_back("store.db=" + o.db);
   if (!o.experiment.empty()) sets.push_back("store.experiment=" + o.experiment);
-  const Config cfg = load_config(o.config, sets);
-  const bool launched = MpiRuntime::under_mpi_launcher();
-  if (!launched && cfg.run.ranks > 1) return launch_local_ranks(cfg.run.ranks);
-  if (!launched) return train(o, cfg, nullptr);
+  if (o.oversubscribe_ok) sets.push_back("run.oversubscribe_ok=true");
+  if (world > 0) sets.push_back("run.ranks=" + std::to_string(world));
+  return sets;
+}
 
+std::string canonical(const std::string& dir) {
+  std::error_code ec;
+  const auto p = std::filesystem::weakly_canonical(std::filesystem::absolute(dir), ec);
+  return ec ? dir : p.string();
+}
+
+// The output directory's lock and mode (output_dir.h); the launcher holds it for its ranks.
+OutputDirLock claim_out_dir(const RunOptions& o, const Config& cfg) {
+  const OutputMode mode = o.overwrite ? OutputMode::overwrite
+                                      : !o.resume.empty() ? OutputMode::resume : OutputMode::fresh;
+  return claim_output_dir(out_dir_of(o, cfg), mode);
+}
+
+// --resume must name a checkpoint with steps left to train.
+void check_resume(const RunOptions& o, const Config& cfg) {
+  if (o.resume.empty()) return;
+  const std::string dir = resolve_checkpoint_dir(o.resume);
+  const long step = checkpoint_step(dir);
+  if (step >= cfg.train.steps)
+    throw UsageError("--resume " + o.resume + ": the checkpoint " + dir + " is at step " + std::to_string(step) +
+                     " and train.steps is " + std::to_string(cfg.train.steps) +
+                     ": nothing left to train (raise train.steps or --steps)");
+}
+
+// A rank's failure, said once: into the local launcher's report folder, else printed.
+void report_rank_failure(int rank, int world, int code, const std::string& message) {
+  const std::string dir = launch_dir_from_env();
+  if (!dir.empty()) {
+    const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    write_rank_failure(dir, {rank, code, now, message});
+    return;
+  }
+  if (world == 1) std::fprintf(stderr, "moebench: %s\n", message.c_str());
+  else std::fprintf(stderr, "moebench: rank %d of %d failed: %s\n", rank, world, message.c_str());
+  std::fflush(stderr);
+}
+
+// Under mpirun / srun (ours or the user's): every rank loads the config for the launched world
+// size and checks what it can before training; the ranks agree on the outcome, so a problem
+// is reported once (by the lowest failing rank) and every rank exits with its code.
+int run_rank(const RunOptions& o) {
   MpiRuntime mpi;
   std::unique_ptr<MpiCommunicator> world = MpiCommunicator::world();
+  const int size = world->size(), me = world->rank();
+  Config cfg;
+  OutputDirLock lock;
+  int code = 0;
+  std::string message;
   try {
-    return train(o, cfg, world->size() > 1 ? world.get() : nullptr);
+    cfg = load_config(o.config, overrides(o, size));
+    const char* held = std::getenv(kOutLockedEnv);  // the local launcher holds the lock
+    if (me == 0 && !(held && canonical(out_dir_of(o, cfg)) == held)) lock = claim_out_dir(o, cfg);
+    check_resume(o, cfg);
+  } catch (const ConfigError& e) {
+    code = 2;
+    message = std::string("config error:\n") + e.what();
+  } catch (const UsageError& e) {
+    code = 2;
+    message = e.what();
   } catch (const std::exception& e) {
-    if (world->size() == 1) throw;
-    std::fprintf(stderr, "moebench: rank %d of %d failed: %s\n", world->rank(), world->size(), e.what());
-    std::fflush(stderr);
+    code = 1;
+    message = e.what();
+  }
+  int first = code ? me : INT_MAX, worst = code;
+  world->all_reduce(&first, 1, DType::i32, ReduceOp::min);
+  world->all_reduce(&worst, 1, DType::i32, ReduceOp::max);
+  if (first != INT_MAX) {
+    if (me == first) report_rank_failure(me, size, code, message);
+    return worst;
+  }
+  try {
+    return train(o, cfg, size > 1 ? world.get() : nullptr);
+  } catch (const std::exception& e) {
+    report_rank_failure(me, size, 1, e.what());
     MpiRuntime::abort_job(1);
   }
+}
+
+int run_training(const RunOptions& o) {
+  if (MpiRuntime::under_mpi_launcher()) return run_rank(o);
+  const Config cfg = load_config(o.config, overrides(o, 0));
+  check_local_launch(cfg, cfg.run.ranks);
+  const OutputDirLock lock = claim_out_dir(o, cfg);
+  check_resume(o, cfg);
+  if (cfg.run.ranks == 1) return train(o, cfg, nullptr);
+  LocalLaunch launch;
+  launch.ranks = cfg.run.ranks;
+  launch.stop_grace_s = cfg.run.stop_grace_s;
+  launch.out_dir = canonical(out_dir_of(o, cfg));
+  if (cfg.store.enabled) {
+    launch.db = cfg.store.db;
+    launch.run_uuid = new_run_uuid();
+  }
+  return launch_local_ranks(launch);
 }
 
 }  // namespace
@@ -275,7 +269,11 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_option("--out", o->out, "Output directory (default: <run.out_dir>/<run.name>)");
   cmd->add_option("--db", o->db, "Run database (sets store.db; default runs.db)");
   cmd->add_option("--experiment", o->experiment, "Experiment name (sets store.experiment)");
-  cmd->add_option("--resume", o->resume, "Continue from a checkpoint directory or a run directory");
+  auto* resume = cmd->add_option("--resume", o->resume, "Continue from a checkpoint directory or a run directory");
+  cmd->add_flag("--overwrite", o->overwrite, "Replace the checkpoints an earlier run left in the output directory")
+      ->excludes(resume);
+  cmd->add_flag("--oversubscribe-ok", o->oversubscribe_ok,
+                "Start local ranks beyond 8 per core or beyond the available memory (sets run.oversubscribe_ok)");
   cmd->add_option("--stop-at", o->stop_at,
                   "Stop after this step; the LR schedule still spans train.steps (for interrupting)")
       ->check(non_negative());

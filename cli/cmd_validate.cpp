@@ -1,4 +1,6 @@
-// moebench validate CONFIG [--set key=value]... [--json]: prints the resolved config or the errors.
+// moebench validate CONFIG [--set key=value]... [--ranks N] [--json]: prints the resolved config
+// or every error. Rules that depend on the rank count (batch and experts over the ranks, nodes)
+// are checked for run.ranks (--ranks N sets it), exactly as `moebench run` checks them.
 #include <cstdio>
 #include <iostream>
 
@@ -12,12 +14,16 @@ void add_validate_command(CLI::App& app, Action& action) {
   auto config = std::make_shared<std::string>();
   auto sets = std::make_shared<std::vector<std::string>>();
   auto json = std::make_shared<bool>(false);
+  auto ranks = std::make_shared<int>(0);
   cmd->add_option("config", *config, "TOML config file")->required();
   cmd->add_option("--set", *sets, "Override a key, e.g. --set moe.top_k=1 (repeatable)");
+  cmd->add_option("--ranks", *ranks, "Check for this many ranks (sets run.ranks)")->check(positive());
   cmd->add_flag("--json", *json, "Print canonical JSON instead of TOML");
-  cmd->callback([&action, config, sets, json] {
-    action = [config, sets, json] {
-      const Config cfg = load_config(*config, *sets);
+  cmd->callback([&action, config, sets, json, ranks] {
+    action = [config, sets, json, ranks] {
+      std::vector<std::string> all = *sets;
+      if (*ranks > 0) all.push_back("run.ranks=" + std::to_string(*ranks));
+      const Config cfg = load_config(*config, all);
       if (*json) std::cout << config_to_json(cfg).dump(2) << "\n";
       else std::cout << config_to_toml(cfg);
       std::fprintf(stderr, "%s: OK\n", config->c_str());

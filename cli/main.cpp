@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "moebench/config/config_loader.h"
+#include "moebench/config/usage_error.h"
 #include "moebench/store/run_store.h"
 
 namespace {
@@ -47,6 +48,9 @@ int main(int argc, char** argv) {
     return action ? action() : 0;
   } catch (const moebench::ConfigError& e) {
     if (moebench::cli::launcher_rank() <= 0) std::fprintf(stderr, "moebench: config error:\n%s\n", e.what());
+    return 2;
+  } catch (const moebench::UsageError& e) {
+    std::fprintf(stderr, "moebench: %s\n", e.what());
     return 2;
   } catch (const moebench::StoreError& e) {
     // The run store's messages name the file: "moebench: runs.db: does not exist".

@@ -22,6 +22,8 @@ const std::vector<FieldDef>& fields() {
       MB_FIELD(run, out_dir, String, "checkpoints and outputs go to <out_dir>/<name>/"),
       MB_FIELD(run, threads, Int, "BLAS/OpenMP threads per rank; 0 = all cores / local ranks"),
       MB_FIELD(run, ranks, Int, "ranks `moebench run` starts through mpirun when not launched by MPI"),
+      MB_FIELD(run, oversubscribe_ok, Bool, "local launch: allow > 8 ranks per core or more memory than available"),
+      MB_FIELD(run, stop_grace_s, Float, "local launch: seconds ranks get to stop cleanly after Ctrl-C before they are killed"),
 
       MB_FIELD(cluster, nodes, Int, "nodes (virtual on one machine: ranks in node blocks)"),
       MB_FIELD(cluster, devices_per_node, Int, "ranks per node; 0 = world size / nodes"),

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
+#include <map>
 #include <set>
 
 #include "config_detail.h"
@@ -61,6 +62,7 @@ class Checker {
  private:
   void check_run();
   void check_parallel();
+  void check_layout();
   void check_model();
   void check_moe();
   void check_data();
@@ -94,10 +96,12 @@ void Checker::check_run() {
   at_least("run.threads", r.threads, 0, " (0 = all cores)");
 }
 
-// [run] ranks, [cluster], [parallel], [strategy] and [moe] routing. Rules that need the
-// launched world size (e.g. under mpirun -np N) are checked again when the run starts.
+// [run] ranks, [cluster], [parallel], [strategy] and [moe] routing. run.ranks is the world
+// size: `moebench run` under mpirun / srun loads the config with run.ranks set to the launched
+// world, so every rule here holds for the ranks that actually start.
 void Checker::check_parallel() {
   at_least("run.ranks", c_.run.ranks, 1);
+  non_negative("run.stop_grace_s", c_.run.stop_grace_s);
   at_least("store.spans_every", c_.store.spans_every, 1);
   at_least("strategy.credits", c_.strategy.credits, 1);
   if (ok({"cluster.pcie_switch_pairs"})) {
@@ -130,15 +134,7 @@ void Checker::check_parallel() {
       fail("cluster.nodes", "must divide run.ranks = " + std::to_string(ranks) + ", got " + std::to_string(nodes),
            "run.ranks");
   }
-  const int ep = c_.parallel.ep;
-  if (ok({"parallel.ep", "moe.experts", "moe.moe_layers"}) && ep > 0)
-    for (size_t i = 0; i < c_.moe.experts.size() && i < c_.moe.moe_layers.size(); ++i)
-      if (c_.moe.experts[i] % ep != 0) {
-        fail("parallel.ep", "must divide the experts of every MoE block (block " +
-                                std::to_string(c_.moe.moe_layers[i]) + " has " +
-                                std::to_string(c_.moe.experts[i]) + "), got " + std::to_string(ep));
-        break;
-      }
+  check_layout();
   if (ok({"moe.routing"})) {
     try {
       const RoutingSpec spec = parse_routing(c_.moe.routing);
@@ -162,6 +158,69 @@ void Checker::check_parallel() {
       fail("strategy.name", "unknown strategy \"" + c_.strategy.name + "\" (known: " + known + ")");
     }
   }
+}
+
+// How the world of run.ranks ranks is laid out (ProcessGroups: data parallel over all ranks,
+// expert-parallel groups of parallel.ep consecutive ranks; nodes in blocks of
+// devices_per_node): every rule the launched ranks would otherwise find one by one.
+void Checker::check_layout() {
+  const int ranks = c_.run.ranks;
+  if (!ok({"run.ranks"}) || ranks < 1) return;
+  const std::string world = " (run.ranks = " + std::to_string(ranks) + ")";
+  const int dp = ranks;  // no tensor or pipeline parallelism yet: every rank is data-parallel
+  const auto& t = c_.train;
+  if (ok({"train.batch_size"}) && t.batch_size >= 1 && t.batch_size % dp != 0)
+    fail("train.batch_size", "the global batch must divide over the " + std::to_string(dp) +
+                                 " data-parallel ranks" + world + ", got " + std::to_string(t.batch_size),
+         "run.ranks");
+  const int ep_set = c_.parallel.ep;
+  if (!ok({"parallel.ep"}) || ep_set < 0) return;
+  const int ep = ep_set == 0 ? dp : ep_set;
+  if (dp % ep != 0) {
+    fail("parallel.ep", "must divide the " + std::to_string(dp) + " data-parallel ranks" + world + ", got " +
+                            std::to_string(ep), "run.ranks");
+    return;
+  }
+  const std::string ep_text = ep_set == 0 ? "the " + std::to_string(ep) + " ranks (parallel.ep = 0: all of them)"
+                                          : "parallel.ep = " + std::to_string(ep) + " ranks";
+  if (ok({"moe.experts", "moe.moe_layers"}) && c_.moe.experts.size() == c_.moe.moe_layers.size())
+    for (size_t i = 0; i < c_.moe.experts.size(); ++i)
+      if (c_.moe.experts[i] >= 1 && c_.moe.experts[i] % ep != 0) {
+        fail(ep_set == 0 ? "moe.experts" : "parallel.ep",
+             "the " + std::to_string(c_.moe.experts[i]) + " experts of MoE block " +
+                 std::to_string(c_.moe.moe_layers[i]) + " do not divide over " + ep_text +
+                 ": every expert-parallel rank must hold the same number of experts",
+             ep_set == 0 ? "run.ranks" : "moe.experts");
+        break;
+      }
+  // Nodes: validated against run.ranks in check_parallel; here the strategies' needs.
+  if (!ok({"cluster.nodes", "cluster.devices_per_node"}) || c_.cluster.nodes < 1 || ranks % c_.cluster.nodes != 0)
+    return;
+  const int per_node = c_.cluster.devices_per_node > 0 ? c_.cluster.devices_per_node : ranks / c_.cluster.nodes;
+  if (per_node * c_.cluster.nodes != ranks) return;
+  if (ok({"cluster.pcie_switch_pairs"}))
+    for (int r : c_.cluster.pcie_switch_pairs)
+      if (r >= per_node) {
+        fail("cluster.pcie_switch_pairs", "local rank " + std::to_string(r) + " does not exist: a node has " +
+                                              std::to_string(per_node) + " ranks" + world);
+        break;
+      }
+  if (ok({"strategy.name"}) && c_.strategy.name == "hier_a2a")
+    for (int first = 0; first < ranks; first += ep) {  // each expert-parallel group
+      std::map<int, int> on_node;
+      for (int r = first; r < first + ep; ++r) ++on_node[r / per_node];
+      for (const auto& [node, n] : on_node)
+        if (n != on_node.begin()->second) {
+          fail("strategy.name", "hier_a2a needs the same number of expert-parallel ranks on every node, but the "
+                                "group of ranks " + std::to_string(first) + "-" + std::to_string(first + ep - 1) +
+                                " has " + std::to_string(on_node.begin()->second) + " on node " +
+                                std::to_string(on_node.begin()->first) + " and " + std::to_string(n) +
+                                " on node " + std::to_string(node) + " (set parallel.ep to a multiple of the " +
+                                std::to_string(per_node) + " ranks per node, or a divisor of it)",
+               "parallel.ep");
+          return;
+        }
+    }
 }
 
 void Checker::check_model() {

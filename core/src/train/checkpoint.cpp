@@ -1,5 +1,7 @@
 #include "moebench/train/checkpoint.h"
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <map>
 #include <vector>
@@ -29,6 +31,15 @@ void copy_into(const SafetensorsFile& file, const std::string& path, const std::
   std::copy(it->second.data.begin(), it->second.data.end(), dst);
 }
 
+long metadata_step(SafetensorsFile& file, const std::string& path) {
+  try {
+    const long step = std::stol(file.metadata["step"]);
+    if (step >= 0) return step;
+  } catch (const std::exception&) {
+  }
+  throw CheckpointError(path + ": metadata 'step' is not a step count");
+}
+
 SafetensorsFile read_checked(const std::string& path) {
   SafetensorsFile file = read_safetensors(path);
   auto fmt = file.metadata.find("format");
@@ -41,7 +52,6 @@ SafetensorsFile read_checked(const std::string& path) {
 void save_checkpoint(const std::string& dir, const ParamArena& params, const AdamW& opt,
                      const CheckpointState& state, const std::vector<TensorRef>& extra_weights,
                      const std::vector<TensorRef>& extra_moments) {
-  fs::create_directories(dir);
   const std::map<std::string, std::string> meta{
       {"format", kFormat}, {"step", std::to_string(state.step)}, {"config", state.config_json}};
   std::vector<TensorRef> weights, moments;
@@ -53,8 +63,40 @@ void save_checkpoint(const std::string& dir, const ParamArena& params, const Ada
   }
   weights.insert(weights.end(), extra_weights.begin(), extra_weights.end());
   moments.insert(moments.end(), extra_moments.begin(), extra_moments.end());
-  write_safetensors(dir + "/model.safetensors", weights, meta);
-  write_safetensors(dir + "/optimizer.safetensors", moments, meta);
+  // Both files go to a hidden sibling folder that takes the checkpoint's name only when it is
+  // complete: a process killed while writing leaves ".<name>.partial-<pid>", which
+  // resolve_checkpoint_dir never picks (fsync is left out: a killed process loses nothing
+  // the kernel already has; a power loss may).
+  const fs::path final_dir = fs::path(dir).lexically_normal();
+  fs::path parent = final_dir.parent_path();
+  if (parent.empty()) parent = ".";
+  const std::string name = final_dir.filename().string();
+  const std::string pid = std::to_string((long)::getpid());
+  const fs::path partial = parent / ("." + name + ".partial-" + pid);
+  std::error_code ec;
+  fs::create_directories(parent);
+  fs::remove_all(partial, ec);
+  fs::create_directory(partial);
+  try {
+    write_safetensors((partial / "model.safetensors").string(), weights, meta);
+    write_safetensors((partial / "optimizer.safetensors").string(), moments, meta);
+  } catch (...) {
+    fs::remove_all(partial, ec);
+    throw;
+  }
+  // Replacing a checkpoint of the same step (a resumed run saving it again): the old one
+  // moves aside first, so the name always holds a complete checkpoint or none.
+  const fs::path old = parent / ("." + name + ".old-" + pid);
+  const bool had_old = fs::exists(final_dir);
+  if (had_old) fs::rename(final_dir, old);
+  fs::rename(partial, final_dir, ec);
+  if (ec) {
+    if (had_old) fs::rename(old, final_dir);
+    fs::remove_all(partial);
+    throw CheckpointError(final_dir.string() + ": cannot move the written checkpoint into place (" + ec.message() +
+                          ")");
+  }
+  if (had_old) fs::remove_all(old, ec);
 }
 
 CheckpointState load_checkpoint(const std::string& dir, ParamArena& params, AdamW& opt) {
@@ -75,30 +117,51 @@ CheckpointState load_checkpoint(const std::string& dir, ParamArena& params, Adam
     if (!params.find(name) && name.find(".moe.experts.") == std::string::npos)
       throw CheckpointError(model_path + ": tensor '" + name + "' is not part of this model");
   CheckpointState state;
-  try {
-    state.step = std::stol(model.metadata["step"]);
-  } catch (const std::exception&) {
-    throw CheckpointError(model_path + ": metadata 'step' is not a number");
-  }
+  state.step = metadata_step(model, model_path);
   state.config_json = model.metadata["config"];
   return state;
 }
+
+namespace {
+// "step_000300" (what save() names them); anything else in checkpoints/ is not a checkpoint.
+bool is_step_folder(const std::string& name) {
+  return name.size() > 5 && name.rfind("step_", 0) == 0 &&
+         name.find_first_not_of("0123456789", 5) == std::string::npos;
+}
+
+// Numeric order of two step folder names of any length ("step_1000000" > "step_999999").
+bool later_step(const std::string& a, const std::string& b) {
+  auto digits = [](const std::string& n) {
+    const size_t first = n.find_first_not_of('0', 5);
+    return first == std::string::npos ? std::string() : n.substr(first);
+  };
+  const std::string da = digits(a), db = digits(b);
+  return da.size() != db.size() ? da.size() > db.size() : da > db;
+}
+}  // namespace
 
 std::string resolve_checkpoint_dir(const std::string& path) {
   if (fs::exists(fs::path(path) / "model.safetensors")) return path;
   const fs::path ckpts = fs::path(path) / "checkpoints";
   std::string best;
-  if (fs::is_directory(ckpts))
-    for (const auto& entry : fs::directory_iterator(ckpts)) {
+  std::error_code ec;
+  if (fs::is_directory(ckpts, ec))
+    for (const auto& entry : fs::directory_iterator(ckpts, ec)) {
       const std::string name = entry.path().filename().string();
-      if (name.rfind("step_", 0) == 0 && fs::exists(entry.path() / "model.safetensors") &&
-          name > best)
+      if (is_step_folder(name) && fs::exists(entry.path() / "model.safetensors") &&
+          (best.empty() || later_step(name, best)))
         best = name;
     }
   if (best.empty())
     throw CheckpointError(path + ": no checkpoint here (expected model.safetensors, or "
                           "checkpoints/step_NNNNNN/ folders)");
   return (ckpts / best).string();
+}
+
+long checkpoint_step(const std::string& dir) {
+  const std::string path = dir + "/model.safetensors";
+  SafetensorsFile file = read_checked(path);
+  return metadata_step(file, path);
 }
 
 }  // namespace moebench

@@ -33,28 +33,21 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 Distributed::Distributed(Communicator& world, const Config& cfg) : world_(world), executor_(world.rank()) {
+  // The config's layout rules (batch, experts and nodes against the ranks) were checked for
+  // run.ranks when it was loaded; `moebench run` under mpirun loads it with the launched size.
+  if (cfg.run.ranks != world.size())
+    throw std::invalid_argument("the config was checked for run.ranks = " + std::to_string(cfg.run.ranks) +
+                                ", the launch has " + std::to_string(world.size()) + " ranks");
   const int nodes = cfg.cluster.nodes;
-  int per_node = cfg.cluster.devices_per_node;
-  if (per_node == 0) {
-    if (world.size() % nodes != 0)
-      throw std::invalid_argument("cluster.nodes = " + std::to_string(nodes) + " does not divide the " +
-                                  std::to_string(world.size()) + " launched ranks");
-    per_node = world.size() / nodes;
-  }
+  const int per_node = cfg.cluster.devices_per_node > 0 ? cfg.cluster.devices_per_node : world.size() / nodes;
   const std::vector<std::string> hosts = gather_hostnames(world);
   ranks_on_host_ = (int)std::count(hosts.begin(), hosts.end(), hosts[world.rank()]);
   topology_ = resolve_topology(nodes, per_node, hosts);
   meter_ = std::make_unique<TrafficMeter>(world.rank(), topology_);
   world_.set_traffic_meter(meter_.get());
-  std::vector<int> experts(cfg.moe.experts.begin(), cfg.moe.experts.end());
   GroupSizes sizes;
   sizes.ep = cfg.parallel.ep;
-  validate_group_sizes(sizes, world.size(), experts);
   groups_ = std::make_unique<ProcessGroups>(world_, sizes);
-  if (cfg.train.batch_size % groups_->dp_size() != 0)
-    throw std::invalid_argument("train.batch_size = " + std::to_string(cfg.train.batch_size) +
-                                " (the global batch) does not divide over the " +
-                                std::to_string(groups_->dp_size()) + " data-parallel ranks");
   grad_comm_ = groups_->dp().dup();
   dp_scale_ = 1.0f / (float)groups_->dp_size();
 }

@@ -35,10 +35,11 @@ std::vector<std::pair<std::string, std::string>> flatten(const Config& cfg) {
 const char* build_git_revision() { return MOEBENCH_GIT_REV; }
 
 RunRecorder::RunRecorder(const Config& cfg, const std::string& topology_text, const Topology* topology,
-                         int ranks)
+                         int ranks, const std::string& uuid)
     : topology_(topology) {
   store_ = std::make_unique<RunStore>(cfg.store.db);
   RunInfo info;
+  info.uuid = uuid;
   info.name = cfg.run.name;
   info.experiment = cfg.store.experiment;
   info.strategy = ranks > 1 ? cfg.strategy.name : "local";

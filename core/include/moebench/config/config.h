@@ -13,7 +13,12 @@ struct RunConfig {
   uint64_t seed = 1234;       // seeds init, synthetic data and batch sampling
   std::string out_dir = "runs";  // checkpoints and outputs go to <out_dir>/<name>/
   int threads = 0;            // BLAS/OpenMP threads; 0 = all cores
-  int ranks = 1;              // local ranks `moebench run` starts through mpirun (outside MPI)
+  int ranks = 1;              // local ranks `moebench run` starts through mpirun (outside MPI);
+                              // under mpirun / srun the launched world size
+  bool oversubscribe_ok = false;  // local launches: allow more than 8 ranks per core or more
+                                  // rank memory than the machine has available
+  float stop_grace_s = 8.0f;  // local launches: after a stop signal, ranks that have not ended
+                              // (finished their step, checkpointed) within this time are killed
 };
 
 struct ClusterConfig {

@@ -18,7 +18,9 @@ struct CheckpointState {
   std::string config_json;
 };
 
-// Writes <dir>/model.safetensors and <dir>/optimizer.safetensors (each atomically).
+// Writes <dir>/model.safetensors and <dir>/optimizer.safetensors. The folder appears under its
+// name only once both files are complete (written to a hidden sibling, then renamed), so a
+// killed run never leaves a half-written checkpoint that --resume would read.
 // extra_weights / extra_moments: tensors held by other ranks (their experts, gathered by
 // rank 0), so the file always holds the whole model whatever the number of ranks.
 void save_checkpoint(const std::string& dir, const ParamArena& params, const AdamW& opt,
@@ -33,5 +35,9 @@ CheckpointState load_checkpoint(const std::string& dir, ParamArena& params, Adam
 // Resolves --resume PATH: a checkpoint directory, or a run directory whose checkpoints/ holds
 // step_NNNNNN folders (the highest step is taken). Throws CheckpointError when none is found.
 std::string resolve_checkpoint_dir(const std::string& path);
+
+// The steps done by the checkpoint in `dir` (a resolved checkpoint folder), read from its
+// model file's metadata. Throws CheckpointError.
+long checkpoint_step(const std::string& dir);
 
 }  // namespace moebench

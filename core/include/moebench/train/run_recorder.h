@@ -19,7 +19,9 @@ const char* build_git_revision();
 class RunRecorder {
  public:
   // topology: the run's topology (nullptr for a single rank).
-  RunRecorder(const Config& cfg, const std::string& topology_text, const Topology* topology, int ranks);
+  // uuid: the run's uuid when a launcher chose it in advance ("" = a new one).
+  RunRecorder(const Config& cfg, const std::string& topology_text, const Topology* topology, int ranks,
+              const std::string& uuid = "");
   ~RunRecorder();
 
   void on_step(const StepStats& s);

@@ -1,0 +1,82 @@
+// Local launch bounds (launch_limits.h).
+#include "launch_limits.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "moebench/config/usage_error.h"
+#include "moebench/perf/rank_memory.h"
+
+namespace moebench::cli {
+namespace {
+
+// "1.5 GB"
+std::string gigabytes(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, bytes >= 1e9 ? "%.1f GB" : "%.0f MB", bytes >= 1e9 ? bytes / 1e9 : bytes / 1e6);
+  return buf;
+}
+
+// A cgroup v2 file holding one number, or "max"; 0 when absent or unlimited.
+uint64_t cgroup_value(const std::string& name) {
+  std::ifstream in("/sys/fs/cgroup/" + name);
+  std::string v;
+  if (!(in >> v) || v == "max") return 0;
+  try {
+    return std::stoull(v);
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+const char* kOverride = "pass --oversubscribe-ok (or set run.oversubscribe_ok = true) to start them anyway";
+
+}  // namespace
+
+int usable_cores() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+uint64_t available_memory_bytes() {
+  uint64_t avail = 0;
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key, unit;
+  uint64_t kb = 0;
+  while (meminfo >> key >> kb >> unit)
+    if (key == "MemAvailable:") avail = kb * 1024;
+  const uint64_t limit = cgroup_value("memory.max");
+  if (limit > 0) {
+    const uint64_t used = cgroup_value("memory.current");
+    const uint64_t left = limit > used ? limit - used : 0;
+    avail = avail == 0 ? left : std::min(avail, left);
+  }
+  return avail;
+}
+
+void check_local_launch(const Config& cfg, int ranks) {
+  if (cfg.run.oversubscribe_ok) return;
+  const std::string what = std::to_string(ranks) + (ranks == 1 ? " rank" : " local ranks");
+  const int cores = usable_cores();
+  if (ranks > kMaxRanksPerCore * cores)
+    throw UsageError("refusing to start " + what + " on " + std::to_string(cores) +
+                     (cores == 1 ? " core" : " cores") + ": at most " + std::to_string(kMaxRanksPerCore) +
+                     " ranks per core (" + std::to_string(kMaxRanksPerCore * cores) + " here); " + kOverride);
+  const RankMemory per = estimate_rank_memory(cfg, ranks);
+  const double need = (double)per.total_bytes * ranks;
+  const uint64_t avail = available_memory_bytes();
+  if (avail > 0 && need > (double)avail)
+    throw UsageError("refusing to start " + what + ": they need at least " + gigabytes(need) + " of memory (" +
+                     gigabytes((double)per.total_bytes) + " each: " + gigabytes((double)per.state_bytes) +
+                     " for " + std::to_string(per.parameters) + " parameters' weights, gradients and Adam moments, " +
+                     gigabytes((double)per.activation_bytes) + " of activations) and " + gigabytes((double)avail) +
+                     " is available; " + kOverride);
+}
+
+}  // namespace moebench::cli

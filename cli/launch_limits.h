@@ -1,0 +1,21 @@
+#pragma once
+// Bounds a run started on this machine must stay within, checked before anything starts:
+// at most kMaxRanksPerCore ranks per usable core, and the ranks' memory (a lower bound,
+// perf/rank_memory.h) within the memory available now. Beyond them `moebench run` refuses
+// with a UsageError (exit 2) naming the bound, unless run.oversubscribe_ok is set
+// (`--oversubscribe-ok`).
+#include <cstdint>
+
+#include "moebench/config/config.h"
+
+namespace moebench::cli {
+
+inline constexpr int kMaxRanksPerCore = 8;
+
+int usable_cores();                 // sched_getaffinity, else hardware_concurrency
+uint64_t available_memory_bytes();  // MemAvailable, tightened by a cgroup v2 memory.max
+
+// Throws UsageError when `ranks` local ranks of `cfg` exceed a bound.
+void check_local_launch(const Config& cfg, int ranks);
+
+}  // namespace moebench::cli

@@ -1,0 +1,261 @@
+// The local launcher of `moebench run` (local_launch.h).
+#include "local_launch.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <set>
+#include <stdexcept>
+#include <thread>
+
+#include "commands.h"
+#include "launch_guard.h"
+#include "process_table.h"
+#include "stop_signals.h"
+#include "moebench/dist/launch_report.h"
+#include "moebench/dist/mpirun_output.h"
+#include "moebench/store/run_store.h"
+
+namespace moebench::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::atomic<int> g_stops{0};  // stop signals the launcher received
+extern "C" void note_stop(int) { g_stops.fetch_add(1); }
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+void write_all(int fd, const char* data, size_t n) {
+  while (n > 0) {
+    const ssize_t w = ::write(fd, data, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return;  // our own output is gone: keep supervising the job regardless
+    data += w;
+    n -= (size_t)w;
+  }
+}
+
+void print_err(const std::string& line) {
+  const std::string l = line + "\n";
+  write_all(STDERR_FILENO, l.data(), l.size());
+}
+
+// A private folder for the ranks' failure reports.
+std::string make_launch_dir() {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/moebench-launch-XXXXXX";
+  if (!mkdtemp(tmpl.data())) throw std::runtime_error("cannot create a folder in " + tmpl + ": " + std::strerror(errno));
+  return tmpl;
+}
+
+// The mpirun command line: this program with its own arguments on every rank.
+std::vector<std::string> mpirun_args(int ranks) {
+  std::vector<std::string> args = {"mpirun", "-np", std::to_string(ranks), "--bind-to", "none"};
+  if ((unsigned)ranks > std::thread::hardware_concurrency()) args.push_back("--oversubscribe");
+  std::error_code ec;
+  const std::string self = fs::read_symlink("/proc/self/exe", ec).string();
+  args.push_back(ec ? program_args().at(0) : self);
+  const auto& own = program_args();
+  args.insert(args.end(), own.begin() + 1, own.end());
+  return args;
+}
+
+// Marks the launched run FAILED or KILLED when rank 0 could not (it died, or was killed).
+void settle_run(const LocalLaunch& l, RunStatus status) {
+  if (l.run_uuid.empty() || !fs::exists(l.db)) return;
+  try {
+    RunStore store(l.db);
+    const RunInfo run = store.find_run(l.run_uuid);
+    if (run.status == RunStatus::running) store.set_status(run.id, status, 0);
+  } catch (const StoreError& e) {
+    // No run recorded yet (the job failed before rank 0 created it) is the common case.
+    if (std::string(e.what()).find("no run") == std::string::npos) print_err(std::string("moebench: ") + e.what());
+  }
+}
+
+// Relays mpirun's stdout as is and its stderr line by line through the filter.
+class Relay {
+ public:
+  Relay(int out_fd, int err_fd) : fds_{out_fd, err_fd} {}
+  bool open() const { return fds_[0] >= 0 || fds_[1] >= 0; }
+  // Waits up to timeout_ms for output and passes on what came.
+  void pump(int timeout_ms) {
+    pollfd p[2];
+    int n = 0;
+    for (int i = 0; i < 2; ++i)
+      if (fds_[i] >= 0) p[n++] = {fds_[i], POLLIN, 0};
+    if (n == 0) {
+      usleep(timeout_ms * 1000);
+      return;
+    }
+    if (poll(p, n, timeout_ms) <= 0) return;
+    for (int k = 0; k < n; ++k)
+      if (p[k].revents) read_from(p[k].fd == fds_[0] ? 0 : 1);
+  }
+  void finish() {
+    if (!err_line_.empty()) emit_err(err_line_);
+    err_line_.clear();
+    for (const auto& l : filter_.finish()) print_err(l);
+  }
+  const MpirunOutput& filter() const { return filter_; }
+
+ private:
+  void read_from(int which) {
+    char buf[65536];
+    const ssize_t n = ::read(fds_[which], buf, sizeof buf);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+    if (n <= 0) {
+      ::close(fds_[which]);
+      fds_[which] = -1;
+      return;
+    }
+    if (which == 0) return write_all(STDOUT_FILENO, buf, (size_t)n);
+    err_line_.append(buf, (size_t)n);
+    size_t from = 0;
+    for (size_t nl; (nl = err_line_.find('\n', from)) != std::string::npos; from = nl + 1)
+      emit_err(err_line_.substr(from, nl - from));
+    err_line_.erase(0, from);
+  }
+  void emit_err(const std::string& line) {
+    for (const auto& l : filter_.on_line(line)) print_err(l);
+  }
+
+  int fds_[2];
+  std::string err_line_;
+  MpirunOutput filter_;
+};
+
+}  // namespace
+
+std::string new_run_uuid() {
+  std::random_device rd;
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (int w = 0; w < 4; ++w) {
+    const uint32_t x = rd();
+    for (int k = 0; k < 8; ++k) out += hex[(x >> (4 * k)) & 0xf];
+  }
+  return out;
+}
+
+int launch_local_ranks(const LocalLaunch& l) {
+  const std::string report_dir = make_launch_dir();
+  struct RemoveDir {
+    std::string path;
+    ~RemoveDir() {
+      std::error_code ec;
+      fs::remove_all(path, ec);
+    }
+  } remove_dir{report_dir};
+  setenv(kLaunchDirEnv, report_dir.c_str(), 1);
+  setenv(kOutLockedEnv, l.out_dir.c_str(), 1);
+  if (!l.run_uuid.empty()) setenv(kRunUuidEnv, l.run_uuid.c_str(), 1);
+  if (geteuid() == 0) {  // OpenMPI refuses root unless told; its ranks check these too
+    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
+    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
+  }
+  std::vector<std::string> args = mpirun_args(l.ranks);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  int out_pipe[2], err_pipe[2];
+  if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0)
+    throw std::runtime_error(std::string("cannot create pipes for mpirun: ") + std::strerror(errno));
+  std::fflush(stdout);
+  std::fflush(stderr);
+  install_stop_handler(note_stop, 0);  // before the fork: no stop signal may be missed
+  const pid_t launcher = getpid();
+  const pid_t guard = fork();
+  if (guard < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
+  if (guard == 0) {
+    close(out_pipe[0]);
+    close(err_pipe[0]);
+    run_launch_guard(launcher, argv.data(), out_pipe[1], err_pipe[1], l.stop_grace_s);
+  }
+  close(out_pipe[1]);
+  close(err_pipe[1]);
+
+  Relay relay(out_pipe[0], err_pipe[0]);
+  std::set<pid_t> asked;  // ranks sent SIGTERM
+  double stop_at = -1, guard_done_at = -1;
+  bool killed = false, guard_done = false;
+  int status = 0;
+  while (!guard_done || (relay.open() && now_s() - guard_done_at < 2.0)) {
+    relay.pump(50);
+    if (!guard_done) {
+      const pid_t r = waitpid(guard, &status, WNOHANG);
+      if (r == guard) guard_done = true, guard_done_at = now_s();
+      else if (r < 0 && errno != EINTR) throw std::runtime_error("waitpid on the launch guard failed");
+    }
+    const int stops = g_stops.load();
+    if (stops == 0 || guard_done) continue;
+    if (stop_at < 0) {
+      stop_at = now_s();
+      print_err("moebench: stopping the " + std::to_string(l.ranks) + " ranks after their current step");
+    }
+    // The ranks are mpirun's children; ranks still being started get it too.
+    pid_t mpirun = 0;
+    const std::vector<ProcessEntry> members = session_members(guard);
+    for (const ProcessEntry& e : members)
+      if (e.ppid == guard) mpirun = e.pid;
+    for (const ProcessEntry& e : members)
+      if (e.ppid == mpirun && mpirun != 0 && asked.insert(e.pid).second) kill(e.pid, SIGTERM);
+    if (!killed && (stops >= 2 || now_s() - stop_at > l.stop_grace_s)) {
+      killed = true;
+      print_err(stops >= 2 ? "moebench: second stop signal: killing the ranks now"
+                           : "moebench: the ranks did not stop within run.stop_grace_s: killing them");
+    }
+    if (killed) signal_session(guard, SIGKILL, mpirun);
+  }
+  relay.finish();
+
+  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  const MpirunOutput& mpi = relay.filter();
+  const std::string of = " of " + std::to_string(l.ranks);
+  if (g_stops.load() > 0) {
+    if (killed) settle_run(l, RunStatus::killed);
+    return 130;
+  }
+  const std::vector<RankFailure> failures = read_rank_failures(report_dir);
+  if (!failures.empty()) {
+    int worst = 1;
+    for (const RankFailure& f : failures) worst = std::max(worst, f.exit_code);
+    for (const std::string& line : describe_rank_failures(failures, l.ranks)) print_err("moebench: " + line);
+    settle_run(l, RunStatus::failed);
+    return worst;
+  }
+  if (mpi.death()) {
+    const RankDeath& d = *mpi.death();
+    print_err("moebench: rank " + std::to_string(d.rank) + of + " died (signal " + std::to_string(d.signal) + ", " +
+              d.signal_name + ")");
+    settle_run(l, RunStatus::failed);
+    return 1;
+  }
+  if (code == 0 || code == 130) return code;  // 130: the ranks were stopped by a signal from elsewhere
+  if (code != 127) {  // 127: mpirun could not start; it said why
+    if (mpi.exit())
+      print_err("moebench: rank " + std::to_string(mpi.exit()->rank) + of + " exited with status " +
+                std::to_string(mpi.exit()->code));
+    else {
+      for (const std::string& line : mpi.held()) print_err(line);
+      print_err("moebench: mpirun failed (exit status " + std::to_string(code) + ")");
+    }
+  }
+  settle_run(l, RunStatus::failed);
+  return 1;
+}
+
+}  // namespace moebench::cli
