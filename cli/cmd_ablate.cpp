@@ -1,8 +1,10 @@
 // moebench ablate CONFIG --vary key=a,b [--vary key=c,d]... [--experiment NAME] [--db PATH]
-//                       [--set key=value]... [--steps N]
+//                       [--set key=value]... [--steps N] [--overwrite]
 // Runs the cartesian product of the varied keys as one experiment (each variant a child
 // `moebench run`, so multi-rank configs launch their ranks as usual), then prints the
 // comparison table of `moebench runs compare` over the variants (speedups against the first).
+// Variant i writes its checkpoints to <run.out_dir>/<experiment>.<i>; when any of those holds
+// an earlier run's checkpoints nothing starts unless --overwrite replaces them.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +15,8 @@
 
 #include "commands.h"
 #include "moebench/config/config_loader.h"
+#include "moebench/config/usage_error.h"
+#include "moebench/train/output_dir.h"
 #include "moebench/store/run_store.h"
 
 namespace moebench::cli {
@@ -22,6 +26,7 @@ struct AblateOptions {
   std::string config, experiment, db;
   std::vector<std::string> vary, sets;
   int steps = 0;
+  bool overwrite = false;
 };
 
 struct Axis {
@@ -99,6 +104,19 @@ int ablate(const AblateOptions& o) {
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
   std::printf("ablate: %zu variants -> experiment %s in %s\n", variants.size(), experiment.c_str(), db.c_str());
 
+  std::vector<std::string> taken;  // variants' output directories holding checkpoints
+  for (size_t i = 0; i < variants.size(); ++i) {
+    const std::string dir = cfg.run.out_dir + "/" + experiment + "." + std::to_string(i + 1);
+    if (!latest_checkpoint_name(dir).empty()) taken.push_back(dir);
+  }
+  if (!taken.empty() && !o.overwrite) {
+    std::string list;
+    for (const auto& d : taken) list += (list.empty() ? "" : ", ") + d;
+    throw UsageError("ablate: " + list + (taken.size() == 1 ? " holds" : " hold") +
+                     " checkpoints of an earlier run: pass --overwrite to replace them, or --experiment NAME "
+                     "for a new experiment");
+  }
+
   std::vector<std::string> run_ids;
   int failures = 0;
   for (size_t i = 0; i < variants.size(); ++i) {
@@ -110,6 +128,7 @@ int ablate(const AblateOptions& o) {
                                      "--set", "run.name=" + name, "--set", "store.enabled=true"};
     for (const auto& s : base) args.insert(args.end(), {"--set", s});
     for (const auto& s : variants[i]) args.insert(args.end(), {"--set", s});
+    if (o.overwrite) args.push_back("--overwrite");
     const int rc = run_child(args);
     if (rc != 0) {
       std::printf("variant %zu failed (exit %d)\n", i + 1, rc);
@@ -145,6 +164,7 @@ void add_ablate_command(CLI::App& app, Action& action) {
   cmd->add_option("--steps", o->steps, "Steps per variant (sets train.steps)")->check(positive());
   cmd->add_option("--experiment", o->experiment, "Experiment name (default: <run.name>-ablation)");
   cmd->add_option("--db", o->db, "Run database (default: store.db of the config)");
+  cmd->add_flag("--overwrite", o->overwrite, "Replace checkpoints an earlier run of this experiment left");
   cmd->callback([&action, o] { action = [o] { return ablate(*o); }; });
 }
 

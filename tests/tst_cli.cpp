@@ -4,6 +4,7 @@
 #include <QtTest>
 
 #include <QProcess>
+#include <QThread>
 
 #include "moebench/store/gemm_rate_record.h"
 #include "moebench/store/run_store.h"
@@ -63,6 +64,113 @@ class TestCli : public QObject {
     QVERIFY2(r.err.contains(expected), qPrintable(r.err));
     r = run_cli({u"run"_s, dir.filePath(u"broken.toml"_s)});
     QCOMPARE(r.code, 2);
+  }
+
+  // Every layout error (batch, experts and EP size against the rank count, nodes against the
+  // ranks) is found by `validate --ranks N` and by `run` before any rank starts: one message
+  // with file:line and key, exit 2, and no rank's output.
+  void layout_errors_are_found_before_launch_data() {
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<QString>("expected");
+    const QString qs = QStringLiteral(MOEBENCH_SOURCE_DIR "/sample_configs/quickstart.toml");
+    QTest::newRow("batch over 4 ranks") << QStringList{qs, "--set", "train.batch_size=2"}
+                                        << "--set train.batch_size: the global batch must divide over the 4 data-parallel ranks";
+    QTest::newRow("3 experts over 4 ranks") << QStringList{qs, "--set", "moe.experts=3"}
+                                            << "--set moe.experts: the 3 experts of MoE block 1 do not divide over the 4 ranks";
+    QTest::newRow("4 experts over 3 ranks") << QStringList{qs, "--ranks", "3", "--set", "cluster.nodes=1", "--set",
+                                                           "cluster.devices_per_node=0", "--set", "train.batch_size=15"}
+                                            << "quickstart.toml:40: moe.experts: the 4 experts of MoE block 1 do not divide over the 3 ranks";
+    QTest::newRow("ep 2 on 3 ranks") << QStringList{qs, "--ranks", "3", "--set", "parallel.ep=2", "--set",
+                                                    "cluster.nodes=1", "--set", "cluster.devices_per_node=0", "--set",
+                                                    "train.batch_size=15"}
+                                     << "--set parallel.ep: must divide the 3 data-parallel ranks";
+    QTest::newRow("2 nodes x 2 on 3 ranks") << QStringList{qs, "--ranks", "3", "--set", "train.batch_size=15"}
+                                            << "quickstart.toml:18: cluster.devices_per_node: cluster.nodes x devices_per_node = 4 must equal run.ranks = 3";
+  }
+  void layout_errors_are_found_before_launch() {
+    QFETCH(QStringList, args);
+    QFETCH(QString, expected);
+    QTemporaryDir dir;
+    for (const QString verb : {"validate", "plan", "run"}) {
+      QStringList a = QStringList{verb} + args;
+      if (verb == u"run"_s) a += QStringList{"--out", dir.filePath("out"), "--db", dir.filePath("runs.db")};
+      const Result r = run_cli(a);
+      QVERIFY2(r.code == 2, qPrintable(verb + ": " + r.err));
+      QVERIFY2(r.err.contains(expected), qPrintable(verb + ": " + r.err));
+      if (verb == u"run"_s)  // said once, by the command itself: no rank started
+        QVERIFY2(r.err.count(expected) == 1 && !r.err.contains("failed") && !r.err.contains("MPI_ABORT") &&
+                     r.out.isEmpty(),
+                 qPrintable(r.out + r.err));
+    }
+    QVERIFY2(!QFile::exists(dir.filePath("out")) && !QFile::exists(dir.filePath("runs.db")),
+             "run created outputs before refusing the config");
+  }
+
+  // Local launches beyond 8 ranks per core, or beyond the memory available, are refused
+  // before anything starts (the output directory is not even created), naming the bound
+  // and the override.
+  void launch_bounds_refuse_before_starting() {
+    QTemporaryDir dir;
+    const int ranks = 16 * QThread::idealThreadCount();
+    const QString n = QString::number(ranks);
+    Result r = run_cli({"run", kTiny, "--ranks", n, "--set", "moe.experts=" + n, "--set", "train.batch_size=" + n,
+                        "--out", dir.filePath("out")});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("refusing to start " + n + " local ranks") && r.err.contains("at most 8 ranks per core") &&
+                 r.err.contains("--oversubscribe-ok"),
+             qPrintable(r.err));
+    r = run_cli({"run", kTiny, "--ranks", "2", "--set", "model.hidden=65536", "--set", "model.heads=1", "--out",
+                 dir.filePath("out")});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("refusing to start 2 local ranks: they need at least") && r.err.contains("is available"),
+             qPrintable(r.err));
+    QVERIFY(!QFile::exists(dir.filePath("out")));
+  }
+
+  // An output directory holding a run is refused unless --resume or --overwrite; two runs
+  // never share one; a resume with nothing left to train says so.
+  void output_directory_is_protected() {
+    QTemporaryDir dir;
+    const QString out = dir.filePath("out");
+    const QStringList base = QStringList{"run", kTiny, "--out", out} + kShort;
+    Result r = run_cli(base);
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QFile model(out + "/checkpoints/step_000003/model.safetensors");
+    QVERIFY(model.open(QIODevice::ReadOnly));
+    const QByteArray first = model.readAll();
+    model.close();
+    r = run_cli(base + QStringList{"--set", "run.seed=99"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains(out + " holds checkpoints of an earlier run (latest step_000003)"), qPrintable(r.err));
+    QVERIFY(model.open(QIODevice::ReadOnly));
+    QVERIFY2(model.readAll() == first, "a refused run changed the checkpoint");
+    model.close();
+    r = run_cli(base + QStringList{"--resume", out});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("is at step 3 and train.steps is 3: nothing left to train"), qPrintable(r.err));
+    r = run_cli(base + QStringList{"--resume", out, "--steps", "5"});
+    QVERIFY2(r.code == 0 && r.out.contains("resumed at step 3"), qPrintable(r.err));
+    r = run_cli(base + QStringList{"--overwrite", "--set", "run.seed=99"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QVERIFY(!QFile::exists(out + "/checkpoints/step_000005"));  // the earlier run's checkpoints are gone
+    QVERIFY(model.open(QIODevice::ReadOnly));
+    QVERIFY2(model.readAll() != first, "--overwrite kept the old checkpoint");
+    QCOMPARE(run_cli(base + QStringList{"--overwrite", "--resume", out}).code, 2);  // exclusive
+
+    // A second run while the first holds the directory.
+    QProcess first_run;
+    first_run.start(QStringLiteral(MOEBENCH_CLI), QStringList{"run", kTiny, "--out", dir.filePath("busy"), "--steps",
+                                                              "1000000", "--set", "store.enabled=false"});
+    QString seen;
+    while (!seen.contains("step ") && first_run.waitForReadyRead(30000)) seen += first_run.readAllStandardOutput();
+    const qint64 holder = first_run.processId();
+    r = run_cli(QStringList{"run", kTiny, "--out", dir.filePath("busy")} + kShort);
+    first_run.terminate();
+    first_run.waitForFinished(30000);
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains(dir.filePath("busy") + " is in use by another moebench run (pid " +
+                            QString::number(holder) + ";"),
+             qPrintable(r.err));
   }
 
   void bad_usage_exits_2() {

@@ -1,13 +1,20 @@
 // ctest-labels: unit slow
 // The trainer: bit-identical resume from a checkpoint, checkpoint contents readable as plain
-// safetensors, and the quickstart model learning its synthetic corpus.
+// safetensors, checkpoint folders written whole, the output directory claim, and the
+// quickstart model learning its synthetic corpus.
 #include <QtTest>
+
+#include <unistd.h>
+
+#include <QDir>
 
 #include <cmath>
 #include <cstring>
+#include <fstream>
 
 #include "moebench/config/config_loader.h"
 #include "moebench/train/checkpoint.h"
+#include "moebench/train/output_dir.h"
 #include "moebench/train/safetensors.h"
 #include "moebench/train/trainer.h"
 #include "test_support.h"
@@ -85,6 +92,63 @@ class TestTrain : public QObject {
     } catch (const CheckpointError& e) {
       QVERIFY2(std::string(e.what()).find("embed.wte") != std::string::npos, e.what());
     }
+  }
+
+  // A checkpoint folder appears whole or not at all: what a killed writer leaves (a hidden
+  // ".step_N.partial-PID" folder, a step folder without its model file) is never resumed from,
+  // and saving a step again replaces it in one rename.
+  void checkpoint_folders_are_complete_or_absent() {
+    QTemporaryDir dir;
+    Config cfg = tiny_config();
+    cfg.train.steps = 2;
+    const std::string out = dir.path().toStdString();
+    Trainer t(cfg, out);
+    t.run(-1);
+    const std::string ckpts = out + "/checkpoints";
+    QDir(QString::fromStdString(ckpts)).mkpath(".step_000009.partial-123");
+    std::ofstream(ckpts + "/.step_000009.partial-123/model.safetensors") << "half";
+    QDir(QString::fromStdString(ckpts)).mkpath("step_000007");  // no model file
+    QDir(QString::fromStdString(ckpts)).mkpath("step_00000x");
+    QVERIFY(resolve_checkpoint_dir(out).ends_with("/step_000002"));
+    QCOMPARE(checkpoint_step(resolve_checkpoint_dir(out)), 2L);
+    // Numeric order, not text order: 10 steps is later than 9.
+    QVERIFY(QDir().rename(QString::fromStdString(ckpts + "/step_000002"), QString::fromStdString(ckpts + "/step_10")));
+    QDir(QString::fromStdString(ckpts)).mkpath("step_9");
+    QFile::copy(QString::fromStdString(ckpts + "/step_10/model.safetensors"),
+                QString::fromStdString(ckpts + "/step_9/model.safetensors"));
+    QVERIFY(resolve_checkpoint_dir(out).ends_with("/step_10"));
+    // Saving over an existing step folder: the new files replace the old ones, nothing is left beside.
+    const std::string target = ckpts + "/step_10";
+    save_checkpoint(target, t.model().params(), AdamW(t.model().params().size(), {}), {42, "{}"});
+    QCOMPARE(checkpoint_step(target), 42L);
+    const QStringList left = QDir(QString::fromStdString(ckpts)).entryList(QDir::Dirs | QDir::Hidden | QDir::NoDotAndDotDot);
+    QCOMPARE(left, (QStringList{".step_000009.partial-123", "step_000007", "step_00000x", "step_10", "step_9"}));
+  }
+
+  // The output directory: a second claim while the first lives is refused naming the holder's
+  // pid; a directory holding checkpoints is refused unless resuming or overwriting.
+  void output_dir_is_claimed_once() {
+    QTemporaryDir dir;
+    const std::string out = dir.path().toStdString() + "/out";
+    {
+      OutputDirLock lock = claim_output_dir(out, OutputMode::fresh);
+      QVERIFY(lock.held());
+      const QString msg = test::error_message<UsageError>([&] { claim_output_dir(out, OutputMode::resume); });
+      QVERIFY2(msg.contains("is in use by another moebench run (pid " + QString::number(getpid())), qPrintable(msg));
+    }
+    Config cfg = tiny_config();
+    cfg.train.steps = 1;
+    Trainer(cfg, out).run(-1);
+    QString msg = test::error_message<UsageError>([&] { claim_output_dir(out, OutputMode::fresh); });
+    QVERIFY2(msg.contains("holds checkpoints of an earlier run (latest step_000001)") && msg.contains("--overwrite"),
+             qPrintable(msg));
+    QVERIFY(claim_output_dir(out, OutputMode::resume).held());
+    QVERIFY(QFile::exists(QString::fromStdString(out + "/checkpoints/step_000001/model.safetensors")));
+    QVERIFY(claim_output_dir(out, OutputMode::overwrite).held());
+    QVERIFY(!QFile::exists(QString::fromStdString(out + "/checkpoints")));
+    std::ofstream(dir.path().toStdString() + "/afile") << "x";
+    msg = test::error_message<std::runtime_error>([&] { claim_output_dir(dir.path().toStdString() + "/afile", OutputMode::fresh); });
+    QVERIFY2(msg.contains("afile: cannot create it"), qPrintable(msg));
   }
 
   void quickstart_learns_the_synthetic_corpus() {

@@ -83,6 +83,7 @@ QStringList runArguments(const LaunchSpec& spec) {
   if (!spec.db.isEmpty()) a << QStringLiteral("--db") << spec.db;
   if (!spec.experiment.isEmpty()) a << QStringLiteral("--experiment") << spec.experiment;
   if (!spec.outDir.isEmpty()) a << QStringLiteral("--out") << spec.outDir;
+  if (spec.overwrite) a << QStringLiteral("--overwrite");
   return a;
 }
 

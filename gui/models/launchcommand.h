@@ -21,6 +21,7 @@ struct LaunchSpec {
   QString db;                  // non-empty: --db PATH
   QString experiment;          // non-empty: --experiment NAME
   QString outDir;              // non-empty: --out DIR
+  bool overwrite = false;      // --overwrite: replace the checkpoints an earlier run left in the output directory
   bool remote = false;
   QString host;                // ssh destination, e.g. "user@cluster"
   QString sshOptions;          // -o Key=Value options for ssh and scp alike (sshOptionWords), e.g.

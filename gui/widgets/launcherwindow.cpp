@@ -1,5 +1,6 @@
 #include "widgets/launcherwindow.h"
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QCoreApplication>
 #include <QDir>
@@ -114,6 +115,7 @@ LauncherWindow::LauncherWindow(QWidget* parent)
     connect(e, &QLineEdit::textChanged, this, &LauncherWindow::updatePreview);
   for (QSpinBox* s : {m_steps, m_ranks}) connect(s, &QSpinBox::valueChanged, this, &LauncherWindow::updatePreview);
   connect(m_sets, &QPlainTextEdit::textChanged, this, &LauncherWindow::updatePreview);
+  connect(m_overwrite, &QCheckBox::toggled, this, &LauncherWindow::updatePreview);
   connect(m_mode, &QComboBox::currentIndexChanged, this, &LauncherWindow::updateMode);
   connect(m_dbHandling, &QComboBox::currentIndexChanged, this, &LauncherWindow::updatePreview);
   updateMode();
@@ -178,6 +180,10 @@ QWidget* LauncherWindow::buildRunForm() {
   m_experiment->setObjectName(QStringLiteral("experiment"));
   m_experiment->setPlaceholderText(tr("the config's [store] experiment"));
   form->addRow(tr("Experiment"), m_experiment);
+  m_overwrite = new QCheckBox(tr("Replace the checkpoints an earlier run left in the output directory"));
+  m_overwrite->setObjectName(QStringLiteral("overwrite"));
+  m_overwrite->setToolTip(tr("--overwrite: without it, a run refuses an output directory that holds checkpoints"));
+  form->addRow(tr("Overwrite"), m_overwrite);
   return box;
 }
 
@@ -236,6 +242,7 @@ LaunchSpec LauncherWindow::spec() const {
   s.ranks = m_ranks->value();
   s.db = m_db->text().trimmed();
   s.experiment = m_experiment->text().trimmed();
+  s.overwrite = m_overwrite->isChecked();
   s.remote = m_mode->currentIndex() == kRemote;
   s.host = m_host->text().trimmed();
   s.sshOptions = m_sshOptions->text().trimmed();
@@ -256,6 +263,7 @@ void LauncherWindow::setSpec(const LaunchSpec& s) {
   m_ranks->setValue(s.ranks);
   m_db->setText(s.db);
   m_experiment->setText(s.experiment);
+  m_overwrite->setChecked(s.overwrite);
   m_host->setText(s.host);
   m_sshOptions->setText(s.sshOptions);
   m_remoteDir->setText(s.remoteDir);
@@ -366,7 +374,8 @@ void LauncherWindow::setRunning(bool running) {
   m_start->setEnabled(!running);
   m_cancel->setEnabled(running);
   const std::initializer_list<QWidget*> form = {m_mode,  m_config->parentWidget(), m_steps,
-                                                m_ranks, m_db->parentWidget(),     m_experiment};
+                                                m_ranks, m_db->parentWidget(),     m_experiment,
+                                                m_overwrite};
   for (QWidget* w : form) w->setEnabled(!running);
   m_sets->setReadOnly(running);
   updateMode();

@@ -14,6 +14,7 @@
 
 #include "models/launchcommand.h"
 
+class QCheckBox;
 class QComboBox;
 class QLabel;
 class QLineEdit;
@@ -85,6 +86,7 @@ class LauncherWindow : public QWidget {
   QPlainTextEdit* m_sets = nullptr;
   QLineEdit* m_db = nullptr;
   QLineEdit* m_experiment = nullptr;
+  QCheckBox* m_overwrite = nullptr;
   QGroupBox* m_remoteBox = nullptr;
   QLineEdit* m_host = nullptr;
   QLineEdit* m_sshOptions = nullptr;
