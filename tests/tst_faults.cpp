@@ -108,7 +108,7 @@ class TestFaults : public QObject {
     QString out;
     p.start(QStringLiteral(MOEBENCH_CLI), run_args(dir.path(), 200));
     // The clock starts when the failing step is reached (start-up time is not part of the claim).
-    QVERIFY2(wait_for_output(p, u"step 2/200"_s, out), qPrintable(out + p.readAllStandardError()));
+    QVERIFY2(wait_for_output(p, u" 2/200 |"_s, out), qPrintable(out + p.readAllStandardError()));
     QElapsedTimer timer;
     timer.start();
     QVERIFY2(p.waitForFinished(30000) || p.state() == QProcess::NotRunning, "the job hung after a rank failed");

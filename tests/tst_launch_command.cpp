@@ -85,6 +85,7 @@ class TestLaunchCommand : public QObject {
     s.db = QStringLiteral("/data/runs db.sqlite");
     s.experiment = QStringLiteral("exp 'one'");
     s.outDir = QStringLiteral("out dir");
+    s.overwrite = true;
     const Command c = buildLocalCommand(s);
     QCOMPARE(c.program, s.moebenchPath);
     const QStringList expected{QStringLiteral("run"), kNastyConfig,
@@ -94,7 +95,8 @@ class TestLaunchCommand : public QObject {
                                QStringLiteral("--ranks"), QStringLiteral("4"),
                                QStringLiteral("--db"), s.db,
                                QStringLiteral("--experiment"), s.experiment,
-                               QStringLiteral("--out"), s.outDir};
+                               QStringLiteral("--out"), s.outDir,
+                               QStringLiteral("--overwrite")};
     QCOMPARE(c.arguments, expected);
     QCOMPARE(c.arguments.count(kNastyConfig), 1);  // config stays ONE argument
 

@@ -48,8 +48,8 @@ class TestLaunchRemote : public QObject {
   QString m_sshOptions;
 
   // A remote-run spec: the config in kRemoteDir (relative to it), the database fetched back
-  // to `local`.
-  LaunchSpec spec(const QString& local) const {
+  // to `local`, outputs under out/<out> (each test its own: a run refuses another's).
+  LaunchSpec spec(const QString& local, const QString& out = QStringLiteral("probe")) const {
     LaunchSpec s;
     s.remote = true;
     s.host = QStringLiteral("localhost");
@@ -57,7 +57,7 @@ class TestLaunchRemote : public QObject {
     s.remoteDir = m_tmp.filePath(kRemoteDir);
     s.remoteMoebench = QStringLiteral(MOEBENCH_CLI);
     s.configPath = kConfig;
-    s.sets = {QStringLiteral("run.out_dir=out")};
+    s.sets = {QStringLiteral("run.out_dir=out/") + out};
     s.localDbPath = local;
     return s;
   }
@@ -108,7 +108,7 @@ class TestLaunchRemote : public QObject {
     QSignalSpy lines(&session, &LaunchSession::outputLine);
     QSignalSpy progress(&session, &LaunchSession::progress);
     QSignalSpy finished(&session, &LaunchSession::finished);
-    QVERIFY(session.start(spec(local)));
+    QVERIFY(session.start(spec(local, QStringLiteral("fetch"))));
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, kRunTimeoutMs);
     const QString log = strings(lines).join('\n');
     QVERIFY2(finished.at(0).at(1).toString() == QLatin1String("finished"), qPrintable(log));
@@ -122,14 +122,14 @@ class TestLaunchRemote : public QObject {
     QCOMPARE(runs[0].status, RunStatus::finished);
     QCOMPARE(copy.metrics(runs[0].id, "loss").size(), size_t(12));
     // The remote side ran in the remote directory, and nothing was injected anywhere.
-    QVERIFY(QFileInfo(m_tmp.filePath(kRemoteDir + QStringLiteral("/out"))).isDir());
+    QVERIFY(QFileInfo(m_tmp.filePath(kRemoteDir + QStringLiteral("/out/fetch"))).isDir());
     for (const QString& dir : {m_tmp.path(), m_tmp.filePath(kRemoteDir), QDir::homePath()})
       for (const char* name : {"PWNED", "PWNED2"}) QVERIFY(!QFile::exists(dir + QLatin1Char('/') + QLatin1String(name)));
   }
 
   void cancelStopsTheRemoteRun() {
     const QString local = m_tmp.filePath(QStringLiteral("cancelled.db"));
-    LaunchSpec s = spec(local);
+    LaunchSpec s = spec(local, QStringLiteral("cancel"));
     s.steps = 100000;
     s.db = QStringLiteral("cancel.db");
     LaunchSession session;
@@ -149,7 +149,7 @@ class TestLaunchRemote : public QObject {
   }
 
   void sharedPathNeedsNoCopy() {
-    LaunchSpec s = spec({});
+    LaunchSpec s = spec({}, QStringLiteral("shared"));
     s.remoteDb = LaunchSpec::RemoteDb::shared;
     s.db = m_tmp.filePath(QStringLiteral("shared.db"));  // the same file system here
     s.steps = 2;
