@@ -111,6 +111,7 @@ class Relay {
     for (const auto& l : filter_.finish()) print_err(l);
   }
   const MpirunOutput& filter() const { return filter_; }
+  void set_stopping() { filter_.set_stopping(); }
 
  private:
   void read_from(int which) {
@@ -204,6 +205,7 @@ int launch_local_ranks(const LocalLaunch& l) {
     if (stops == 0 || guard_done) continue;
     if (stop_at < 0) {
       stop_at = now_s();
+      relay.set_stopping();
       print_err("moebench: stopping the " + std::to_string(l.ranks) + " ranks after their current step");
     }
     // The ranks are mpirun's children; ranks still being started get it too.

@@ -106,6 +106,18 @@ class TestLaunchReport : public QObject {
     QCOMPARE(segv.death()->signal_name, std::string("Segmentation fault"));
   }
 
+  void teardown_reports_are_held_only_while_stopping() {
+    const std::string report = "[vm:13846] *** Process received signal ***";
+    MpirunOutput running;
+    QCOMPARE(running.on_line(report).size(), size_t(1));  // a crash while running is shown
+    MpirunOutput stopping;
+    stopping.set_stopping();
+    QVERIFY(stopping.on_line(report).empty());
+    QVERIFY(stopping.on_line("[vm:13846] [ 3] /lib/x86_64-linux-gnu/libevent_core-2.1.so.7(event_base_loop+0x49f)").empty());
+    QCOMPARE(stopping.on_line("step 3/10 | loss 1.0").size(), size_t(1));
+    QCOMPARE(stopping.held().size(), size_t(2));
+  }
+
   void other_banners_pass_whole() {
     Fed f = feed("warning.txt");
     QCOMPARE(f.shown.size(), size_t(7));

@@ -18,6 +18,13 @@ bool is_mpirun_note(const std::string& line) {
   return std::regex_match(line, re);
 }
 
+// Open MPI's signal handler in a process: "[host:01234] *** Process received signal ***",
+// "[host:01234] Signal: Terminated (15)", "[host:01234] [ 3] /lib/...".
+bool is_process_report(const std::string& line) {
+  static const std::regex re(R"(^\[[^\]\s]*:\d+\] .*)");
+  return std::regex_match(line, re);
+}
+
 // What a rank prints when the peer it reads from with CMA has died.
 bool is_peer_loss_noise(const std::string& line) {
   static const std::regex re(R"(^Read -?\d+, expected \d+, errno = \d+$)");
@@ -51,7 +58,7 @@ std::vector<std::string> MpirunOutput::on_line(const std::string& line) {
     banner_ = {line};
     return show;
   }
-  if (is_mpirun_note(line) || is_peer_loss_noise(line)) {
+  if (is_mpirun_note(line) || is_peer_loss_noise(line) || (stopping_ && is_process_report(line))) {
     held_.push_back(line);
     return show;
   }

@@ -30,6 +30,10 @@ class MpirunOutput {
   std::vector<std::string> on_line(const std::string& line);
   // End of the stream: an unterminated banner is released (shown) whole.
   std::vector<std::string> finish();
+  // The job is being stopped on purpose: from now on Open MPI's reports of processes torn
+  // down mid-way ("[host:pid] *** Process received signal ***" and the backtrace lines under
+  // it) are held too.
+  void set_stopping() { stopping_ = true; }
 
   const std::optional<RankDeath>& death() const { return death_; }
   const std::optional<RankExit>& exit() const { return exit_; }
@@ -45,6 +49,7 @@ class MpirunOutput {
   std::optional<RankDeath> death_;
   std::optional<RankExit> exit_;
   bool aborted_ = false;
+  bool stopping_ = false;
 };
 
 }  // namespace moebench
