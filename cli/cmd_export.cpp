@@ -27,13 +27,12 @@ void add_export_command(CLI::App& app, Action& action) {
       return with_run_db(*db, [&] {
         auto store = open_run_db(*db, RunStore::Mode::read_only);
         const RunInfo run = store->find_run(*ref);
-        if (const auto existing = existing_export_files(*dir); !existing.empty() && !*force) {
-          std::fprintf(stderr, "moebench: export: %s already exists%s; nothing was written (--force replaces)\n",
-                       existing.front().c_str(),
-                       existing.size() > 1 ? (" (and " + std::to_string(existing.size() - 1) + " more)").c_str() : "");
+        try {
+          export_csv(*store, run, *dir, *force);
+        } catch (const ExportRefused& e) {  // bad usage: the folder holds an export already
+          std::fprintf(stderr, "moebench: export: %s (--force replaces them)\n", e.what());
           return 2;
         }
-        export_csv(*store, run, *dir, *force);
         std::fprintf(stderr, "run %lld (%s): wrote run.csv params.csv tags.csv metrics.csv spans.csv traffic.csv "
                              "routing.csv to %s\n",
                      static_cast<long long>(run.id), run.name.c_str(), dir->c_str());

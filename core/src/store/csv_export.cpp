@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
+#include <vector>
 
 namespace moebench {
 
@@ -132,16 +133,6 @@ std::string csv_field(const std::string& value) {
   return out;
 }
 
-std::vector<std::string> existing_export_files(const std::string& dir) {
-  std::vector<std::string> out;
-  std::error_code ec;
-  for (const char* name : kCsvFiles) {
-    const std::filesystem::path file = std::filesystem::path(dir) / name;
-    if (std::filesystem::exists(file, ec)) out.push_back(file.string());
-  }
-  return out;
-}
-
 void export_csv(const RunStore& store, const RunInfo& run, const std::string& dir, bool replace) {
   namespace fs = std::filesystem;
   const fs::path root(dir);
@@ -149,11 +140,13 @@ void export_csv(const RunStore& store, const RunInfo& run, const std::string& di
   if (fs::exists(root, ec) && !fs::is_directory(root, ec))
     throw std::runtime_error("cannot export into " + dir + ": it is not a folder");
   if (!replace) {
-    const std::vector<std::string> existing = existing_export_files(dir);
+    std::vector<std::string> existing;
+    for (const char* name : kCsvFiles)
+      if (fs::exists(root / name, ec)) existing.push_back((root / name).string());
     if (!existing.empty())
-      throw std::runtime_error(existing.front() + " already exists" +
-                               (existing.size() > 1 ? " (and " + std::to_string(existing.size() - 1) + " more)" : "") +
-                               "; nothing was written");
+      throw ExportRefused(existing.front() + " already exists" +
+                          (existing.size() > 1 ? " (and " + std::to_string(existing.size() - 1) + " more)" : "") +
+                          "; nothing was written");
   }
   // The folders this export creates, deepest first: removed again (when still empty) on failure.
   std::vector<fs::path> created;
