@@ -1,7 +1,7 @@
 // ctest-labels: mpi slow
 // Failure handling of a multi-rank `moebench run` (4 local ranks started through mpirun):
 // an exception on one rank, or a rank killed with SIGKILL, ends every rank within 10 s with
-// a non-zero exit and the failing rank's message; nothing hangs.
+// a non-zero exit and the failing rank's message; nothing hangs; the run shows FAILED.
 #include <QtTest>
 
 #include <QDir>
@@ -10,6 +10,7 @@
 
 #include <csignal>
 
+#include "moebench/store/run_store.h"
 #include "test_support.h"
 
 using namespace Qt::StringLiterals;
@@ -66,6 +67,14 @@ class TestFaults : public QObject {
     QVERIFY2(timer.elapsed() < 10000, qPrintable(u"the job ended %1 ms after the failure"_s.arg(timer.elapsed())));
     QVERIFY(p.exitCode() != 0 || p.exitStatus() != QProcess::NormalExit);
     QVERIFY2(err.contains(failed), qPrintable(err));
+    // The run's process is gone (reaped, or a zombie where init does not reap): FAILED at once,
+    // ended at its last recorded step.
+    moebench::RunStore store((dir.path() + u"/runs.db"_s).toStdString(), moebench::RunStore::Mode::read_only);
+    const moebench::RunInfo run = store.list_runs().at(0);
+    QCOMPARE(run.status, moebench::RunStatus::failed);
+    const auto loss = store.metrics(run.id, "loss");
+    QVERIFY(!loss.empty());
+    QCOMPARE(run.end_time, loss.back().timestamp);
   }
 
   void killed_rank_ends_the_job() {

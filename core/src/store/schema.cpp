@@ -227,8 +227,8 @@ void check_store(Db& db, bool read_only, int64_t file_size) {
   check_schema_shape(db, (int)p.version);
   if (read_only && p.version < kKnownVersion)
     throw StoreError(path + " has schema version " + std::to_string(p.version) + "; this moebench needs " +
-                     std::to_string(kKnownVersion) + ": open it once read-write to migrate it (e.g. `moebench run` "
-                     "into it, or the next `moebench runs delete`)");
+                     std::to_string(kKnownVersion) + ": open it once read-write to migrate it (the next `moebench run` "
+                     "into it does)");
 }
 
 void prepare_for_writing(Db& db) {
