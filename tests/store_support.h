@@ -1,6 +1,7 @@
 #pragma once
 // Helpers shared by the run store suites: file bytes, a plain sqlite3 connection (as another
-// program would open the file), and processes in known states for the vanished-run rules.
+// program would open the file), a small store, and processes in known states for the
+// vanished-run rules.
 #include <QString>
 #include <QStringList>
 
@@ -14,6 +15,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "moebench/store/run_store.h"
 
 namespace moebench::test {
 
@@ -60,6 +63,24 @@ inline QStringList raw_rows(const std::string& path, const std::string& sql, int
 inline QString raw_one(const std::string& path, const std::string& sql) {
   QStringList r = raw_rows(path, sql);
   return r.isEmpty() ? QString("<no row>") : r.front();
+}
+
+// A store with one FINISHED run "done" of two steps (a span, traffic and routing each), closed
+// again: no -wal is left.
+inline void write_small_store(const std::string& path) {
+  RunStore store(path);
+  RunInfo info;
+  info.name = "done";
+  const int64_t run = store.create_run(info).id;
+  SpanRow span;
+  span.stream = "host";
+  span.name = "step";
+  span.category = "compute";
+  for (int step = 1; step <= 2; ++step) {
+    span.step = step;
+    store.log_step(run, {{"loss", step, 1.0, 0}}, {span}, {{step, 0, 1, "intra_node", 10}}, {{step, 1, 0, 0, 5}});
+  }
+  store.set_status(run, RunStatus::finished, 0);
 }
 
 // A pid that certainly belonged to a process that has exited (and been reaped).

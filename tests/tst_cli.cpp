@@ -43,22 +43,6 @@ QByteArray md5(const QString& path) {
   return QCryptographicHash::hash(f.readAll(), QCryptographicHash::Md5).toHex();
 }
 
-// A store with one FINISHED run "done" (2 steps, spans, traffic, routing), closed again.
-void write_store(const QString& path) {
-  moebench::RunStore store(path.toStdString());
-  moebench::RunInfo info;
-  info.name = "done";
-  const int64_t run = store.create_run(info).id;
-  moebench::SpanRow span;
-  span.stream = "host";
-  span.name = "step";
-  span.category = "compute";
-  for (int step = 1; step <= 2; ++step) {
-    span.step = step;
-    store.log_step(run, {{"loss", step, 1.0, 0}}, {span}, {{step, 0, 1, "intra_node", 10}}, {{step, 1, 0, 0, 5}});
-  }
-  store.set_status(run, moebench::RunStatus::finished, 0);
-}
 }  // namespace
 
 class TestCli : public QObject {
@@ -195,7 +179,7 @@ class TestCli : public QObject {
     QFETCH(QString, expected);
     QTemporaryDir dir;
     const QString db = dir.filePath(u"x.db"_s);
-    write_store(db);
+    moebench::test::write_small_store(db.toStdString());
     QCOMPARE(moebench::test::raw_rows(db.toStdString(), damage.toStdString()), QStringList{});
     const QByteArray before = md5(db);
     const QStringList verbs[] = {

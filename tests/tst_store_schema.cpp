@@ -27,20 +27,6 @@ namespace {
 
 bool exists(const std::string& path) { return std::filesystem::exists(path); }
 
-// A store with one run of two steps, closed again (no -wal left).
-void small_store(const std::string& path) {
-  RunStore store(path);
-  const RunInfo run = store.create_run(RunInfo{});
-  SpanRow span;
-  span.stream = "host";
-  span.name = "step";
-  span.category = "compute";
-  for (int step = 1; step <= 2; ++step) {
-    span.step = step;
-    store.log_step(run.id, {{"loss", step, 1.0, 0}}, {span}, {{step, 0, 1, "intra_node", 10}}, {{step, 1, 0, 0, 5}});
-  }
-}
-
 // tests/data/store_v1.sql loaded into a new file at `path` (no -wal: rollback journal mode).
 bool load_v1_fixture(const std::string& path) {
   const std::string sql = read_bytes(MOEBENCH_SOURCE_DIR "/tests/data/store_v1.sql");
@@ -132,7 +118,7 @@ class TestStoreSchema : public QObject {
     QTemporaryDir dir;
     const std::string path = dir.filePath("runs.db").toStdString();
     if (v1) QVERIFY(load_v1_fixture(path));
-    else small_store(path);
+    else write_small_store(path);
     QCOMPARE(raw_rows(path, damage.toStdString()), QStringList{});  // no error
     QVERIFY(!exists(path + "-wal") && !exists(path + "-shm"));
     const std::string before = read_bytes(path);
@@ -191,7 +177,7 @@ class TestStoreSchema : public QObject {
     const bool root = ::geteuid() == 0;
     const uid_t reader = root ? 65534 : ::geteuid();
     const mode_t closed = root ? 0755 : 0555;  // not writable by the reader
-    small_store(path);
+    write_small_store(path);
     QVERIFY(!exists(path + "-wal") && !exists(path + "-shm"));
     const std::string before = read_bytes(path);
 
@@ -224,7 +210,7 @@ class TestStoreSchema : public QObject {
     const std::string dir = tmp.path().toStdString(), path = dir + "/runs.db";
     QCOMPARE(::chmod(dir.c_str(), 01777), 0);
     const uid_t owner = 65534, other = 65533;
-    QCOMPARE(run_as(owner, [&] { small_store(path); return std::string("ok"); }), std::string("ok"));
+    QCOMPARE(run_as(owner, [&] { write_small_store(path); return std::string("ok"); }), std::string("ok"));
     QCOMPARE(owner_of(path), owner);
     QCOMPARE(run_as(other, [&] { return read_summary(path); }), std::string("1 2"));
     QVERIFY2(!exists(path + "-wal") && !exists(path + "-shm"), "the other user left a -wal or -shm file");
