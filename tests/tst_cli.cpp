@@ -1,6 +1,8 @@
 // ctest-labels: unit
 // The moebench executable: exit codes (0 ok, 1 run failed, 2 bad usage or config), messages
-// that name file, line and key, progress lines, and checkpoint/resume through the CLI.
+// that name file, line and key (or the unknown sub-command, or the option given no value),
+// progress lines, checkpoint/resume through the CLI, a damaged store left unchanged by every
+// verb, and a vanished run's status and duration.
 #include <QtTest>
 
 #include <QCryptographicHash>
