@@ -27,6 +27,7 @@
 #include "moebench/config/usage_error.h"
 #include "moebench/dist/launch_report.h"
 #include "moebench/dist/mpi_communicator.h"
+#include "moebench/store/run_store.h"
 #include "moebench/strategies/janus.h"
 #include "moebench/train/checkpoint.h"
 #include "moebench/train/distributed.h"
@@ -243,6 +244,9 @@ int run_training(const RunOptions& o) {
   if (MpiRuntime::under_mpi_launcher()) return run_rank(o);
   const Config cfg = load_config(o.config, overrides(o, 0));
   check_local_launch(cfg, cfg.run.ranks);
+  // A damaged or foreign store is said once, here, and left untouched (a new one is created
+  // by rank 0 as usual).
+  if (cfg.store.enabled && std::filesystem::exists(cfg.store.db)) RunStore(cfg.store.db);
   const OutputDirLock lock = claim_out_dir(o, cfg);
   check_resume(o, cfg);
   if (cfg.run.ranks == 1) return train(o, cfg, nullptr);

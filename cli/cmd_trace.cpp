@@ -2,8 +2,12 @@
 // Chrome trace for https://ui.perfetto.dev or chrome://tracing (chrome_trace.h: one process
 // per rank, one thread per stream, flows between peers, traffic counters; ranks' clocks are
 // aligned on their first step of the range). --steps: "A:B" steps A..B inclusive, "A:" from
-// A, ":B" up to B, "A" one step; default all. "-o -" writes to stdout.
+// A, ":B" up to B, "A" one step; steps are 1-based (step 1 is the first optimizer step, as `run`
+// prints it); default all. "-o -" writes to stdout; a file is written whole or not at all.
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -20,7 +24,7 @@ namespace moebench::cli {
 namespace {
 
 struct StepRange {
-  int64_t first = 0, last = -1;  // last -1 = to the end
+  int64_t first = 1, last = -1;  // 1-based; last -1 = to the end
 };
 
 // "" when `text` is a valid range (filling `out`), else what is wrong.
@@ -28,17 +32,18 @@ std::string parse_steps(const std::string& text, StepRange& out) {
   static const std::regex re(R"(^\s*(\d*)\s*(:?)\s*(\d*)\s*$)");
   std::smatch m;
   const std::string bad = "'" + text + "' is not a step range: expected A:B (steps A..B inclusive), A:, :B or A, "
-                          "with A, B >= 0";
+                          "with A, B >= 1";
   if (!std::regex_match(text, m, re)) return bad;
   const bool colon = m[2].length() > 0;
   if (!colon && m[1].length() == 0) return bad;
   if (!colon && m[3].length() > 0) return bad;
   try {
-    out.first = m[1].length() ? std::stoll(m[1].str()) : 0;
+    out.first = m[1].length() ? std::stoll(m[1].str()) : 1;
     out.last = colon ? (m[3].length() ? std::stoll(m[3].str()) : -1) : out.first;
   } catch (const std::exception&) {
     return bad;
   }
+  if (out.first < 1 || out.last == 0) return "'" + text + "': steps are numbered from 1 (step 1 is the first step)";
   if (out.last >= 0 && out.last < out.first)
     return "'" + text + "': the last step is before the first";
   return "";
@@ -66,11 +71,17 @@ int write_trace(const std::string& db, const std::string& ref, const StepRange& 
   const std::string text = trace.dump();
   if (out_path == "-") {
     std::cout << text << "\n";
-  } else {
-    std::ofstream f(out_path, std::ios::binary | std::ios::trunc);
+  } else {  // whole or not at all: a temporary file renamed into place
+    const std::string temp = out_path + "." + std::to_string(::getpid()) + ".tmp";
+    std::ofstream f(temp, std::ios::binary | std::ios::trunc);
     f << text << "\n";
     f.close();
-    if (!f) throw std::runtime_error("cannot write " + out_path);
+    std::error_code ec;
+    if (f) std::filesystem::rename(temp, out_path, ec);
+    if (!f || ec) {
+      std::filesystem::remove(temp, ec);
+      throw std::runtime_error("cannot write " + out_path);
+    }
   }
   std::fprintf(stderr, "%s: %zu spans on %zu ranks, steps %s of run %lld (%s); open it in https://ui.perfetto.dev\n",
                out_path == "-" ? "stdout" : out_path.c_str(), spans, ranks.size(), range_text(range).c_str(),
@@ -88,7 +99,7 @@ void add_trace_command(CLI::App& app, Action& action) {
   auto out = std::make_shared<std::string>();
   cmd->add_option("run", *ref, "Run id, uuid (prefix) or name")->required();
   cmd->add_option("--db", *db, "Run database (default: runs.db in the current directory)");
-  cmd->add_option("--steps", *steps, "Steps A:B (inclusive), A:, :B or A; default all")
+  cmd->add_option("--steps", *steps, "Steps A:B (inclusive; step 1 is the first), A:, :B or A; default all")
       ->check(CLI::Validator(
           [](std::string& text) {
             StepRange r;

@@ -74,12 +74,15 @@ std::vector<std::string> mpirun_args(int ranks) {
 }
 
 // Marks the launched run FAILED or KILLED when rank 0 could not (it died, or was killed).
+// Opening the store already marks a run whose process is gone FAILED, ended at its last
+// recorded step; a job the launcher killed on a stop request is KILLED instead.
 void settle_run(const LocalLaunch& l, RunStatus status) {
   if (l.run_uuid.empty() || !fs::exists(l.db)) return;
   try {
     RunStore store(l.db);
     const RunInfo run = store.find_run(l.run_uuid);
-    if (run.status == RunStatus::running) store.set_status(run.id, status, 0);
+    if (run.status == RunStatus::running || (status == RunStatus::killed && run.status == RunStatus::failed))
+      store.set_status(run.id, status, run.end_time);
   } catch (const StoreError& e) {
     // No run recorded yet (the job failed before rank 0 created it) is the common case.
     if (std::string(e.what()).find("no run") == std::string::npos) print_err(std::string("moebench: ") + e.what());

@@ -1,13 +1,18 @@
 // ctest-labels: unit
 // The moebench executable: exit codes (0 ok, 1 run failed, 2 bad usage or config), messages
-// that name file, line and key, progress lines, and checkpoint/resume through the CLI.
+// that name file, line and key (or the unknown sub-command, or the option given no value),
+// progress lines, checkpoint/resume through the CLI, a damaged store left unchanged by every
+// verb, and a vanished run's status and duration.
 #include <QtTest>
 
+#include <QCryptographicHash>
+#include <QDir>
 #include <QProcess>
 #include <QThread>
 
 #include "moebench/store/gemm_rate_record.h"
 #include "moebench/store/run_store.h"
+#include "store_support.h"
 #include "test_support.h"
 
 using namespace Qt::StringLiterals;
@@ -33,6 +38,13 @@ QString write(const QTemporaryDir& dir, const QString& name, const QByteArray& t
 const QString kTiny = QString::fromUtf8(moebench::test::tiny_config_path());
 const QStringList kShort = {u"--set"_s, u"train.steps=3"_s, u"--set"_s, u"train.eval_every=0"_s, u"--set"_s,
                             u"store.enabled=false"_s};
+
+QByteArray md5(const QString& path) {
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly)) return "<unreadable>";
+  return QCryptographicHash::hash(f.readAll(), QCryptographicHash::Md5).toHex();
+}
+
 }  // namespace
 
 class TestCli : public QObject {
@@ -175,11 +187,155 @@ class TestCli : public QObject {
 
   void bad_usage_exits_2() {
     QCOMPARE(run_cli({u"run"_s}).code, 2);
-    QCOMPARE(run_cli({u"frobnicate"_s}).code, 2);
     QCOMPARE(run_cli({u"run"_s, u"x.toml"_s, u"--steps"_s, u"-3"_s}).code, 2);
     Result r = run_cli({u"validate"_s, u"/nonexistent/x.toml"_s});
     QCOMPARE(r.code, 2);
     QVERIFY2(r.err.contains(u"/nonexistent/x.toml"_s), qPrintable(r.err));
+  }
+
+  // A word that is no sub-command is named as such, at every level.
+  void unknown_sub_command_is_named_data() {
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<QString>("expected");
+    QTest::newRow("top") << QStringList{u"frobnicate"_s}
+                         << u"moebench: unknown sub-command 'frobnicate' (expected one of: run, ablate, validate, "
+                            "bench, runs, trace, export, plan)"_s;
+    QTest::newRow("runs") << QStringList{u"runs"_s, u"frob"_s}
+                          << u"moebench runs: unknown sub-command 'frob' (expected one of: list, show, compare, "
+                             "delete)"_s;
+    QTest::newRow("bench") << QStringList{u"bench"_s, u"gemmm"_s, u"--iters"_s, u"1"_s}
+                           << u"moebench bench: unknown sub-command 'gemmm'"_s;
+  }
+  void unknown_sub_command_is_named() {
+    QFETCH(QStringList, args);
+    QFETCH(QString, expected);
+    const Result r = run_cli(args);
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.startsWith(expected), qPrintable(r.err));
+  }
+
+  // Every option that takes a value, given an empty one ("--steps=", "--steps ''") or none at
+  // the end of the line, is refused by name (exit 2) before anything runs; so is an empty
+  // positional argument.
+  void empty_values_are_refused_data() {
+    QTest::addColumn<QStringList>("args");    // a command line without the option
+    QTest::addColumn<QString>("option");
+    const QStringList run = {u"run"_s, kTiny}, ablate = {u"ablate"_s, kTiny, u"--vary"_s, u"train.lr=1e-3,2e-3"_s};
+    const QStringList trace = {u"trace"_s, u"1"_s, u"-o"_s, u"t.json"_s}, gemm = {u"bench"_s, u"gemm"_s};
+    const QStringList layer = {u"bench"_s, u"moe-layer"_s}, comm = {u"bench"_s, u"comm"_s};
+    const QList<std::pair<QStringList, QStringList>> table = {
+        {run, {u"--set"_s, u"--steps"_s, u"--ranks"_s, u"--out"_s, u"--db"_s, u"--experiment"_s, u"--resume"_s,
+               u"--stop-at"_s}},
+        {ablate, {u"--vary"_s, u"--set"_s, u"--steps"_s, u"--experiment"_s, u"--db"_s}},
+        {{u"validate"_s, kTiny}, {u"--set"_s}},
+        {{u"plan"_s, kTiny}, {u"--set"_s}},
+        {{u"runs"_s, u"list"_s}, {u"--db"_s, u"--experiment"_s}},
+        {{u"runs"_s, u"show"_s, u"1"_s}, {u"--db"_s}},
+        {{u"runs"_s, u"compare"_s, u"1"_s, u"2"_s}, {u"--db"_s}},
+        {{u"runs"_s, u"delete"_s, u"1"_s}, {u"--db"_s}},
+        {trace, {u"--db"_s, u"--steps"_s}},
+        {{u"trace"_s, u"1"_s}, {u"-o"_s, u"--output"_s}},
+        {{u"export"_s, u"1"_s}, {u"--csv"_s}},
+        {{u"export"_s, u"1"_s, u"--csv"_s, u"d"_s}, {u"--db"_s}},
+        {gemm, {u"--threads"_s, u"--iters"_s, u"--db"_s}},
+        {layer, {u"--tokens"_s, u"--hidden"_s, u"--ffn-mult"_s, u"--experts"_s, u"--top-k"_s, u"--threads"_s,
+                 u"--iters"_s}},
+        {comm, {u"--op"_s, u"-b"_s, u"--maxbytes"_s, u"-i"_s, u"-f"_s, u"-n"_s, u"-w"_s, u"-c"_s, u"--backend"_s}},
+        {{u"bench"_s, u"recording"_s, kTiny}, {u"--set"_s, u"--steps"_s, u"--reps"_s}},
+    };
+    for (const auto& [args, options] : table)
+      for (const QString& option : options)
+        QTest::addRow("%s %s", qPrintable(args.mid(0, args[0] == u"bench"_s || args[0] == u"runs"_s ? 2 : 1).join(u' ')),
+                      qPrintable(option))
+            << args << option;
+  }
+  void empty_values_are_refused() {
+    QFETCH(QStringList, args);
+    QFETCH(QString, option);
+    QTemporaryDir dir;  // nothing may be written, wherever it runs
+    for (const QStringList& given : {QStringList{option + u"="_s}, QStringList{option, QString()}, QStringList{option}}) {
+      QProcess p;
+      p.setWorkingDirectory(dir.path());
+      p.start(QStringLiteral(MOEBENCH_CLI), args + given);
+      QVERIFY(p.waitForFinished(60000));
+      const QString err = QString::fromUtf8(p.readAllStandardError());
+      QVERIFY2(p.exitCode() == 2 && err.contains(option + u" needs a value, and got "_s),
+               qPrintable((args + given).join(u' ') + u" -> "_s + QString::number(p.exitCode()) + u": "_s + err));
+    }
+    QCOMPARE(QDir(dir.path()).entryList(QDir::NoDotAndDotDot | QDir::AllEntries), QStringList{});
+  }
+  void empty_positional_is_refused() {
+    for (const QStringList& args : {QStringList{u"runs"_s, u"show"_s, QString()},
+                                    QStringList{u"trace"_s, QString(), u"-o"_s, u"t.json"_s},
+                                    QStringList{u"validate"_s, QString()}}) {
+      const Result r = run_cli(args);
+      QVERIFY2(r.code == 2 && r.err.contains(u" is empty"_s), qPrintable(r.err));
+    }
+  }
+
+  // A store whose tables were damaged by another program: every verb names the damage, exits
+  // 1 and leaves the file byte for byte as it was, with no -wal, -shm, export folder or trace
+  // file left behind.
+  void damaged_store_is_left_unchanged_data() {
+    QTest::addColumn<QString>("damage");
+    QTest::addColumn<QString>("expected");
+    QTest::newRow("dropped table") << u"DROP TABLE metrics"_s << u"schema damaged (table metrics missing); left unchanged"_s;
+    QTest::newRow("dropped column") << u"ALTER TABLE runs DROP COLUMN git_rev"_s
+                                    << u"schema damaged (column runs.git_rev missing); left unchanged"_s;
+  }
+  void damaged_store_is_left_unchanged() {
+    QFETCH(QString, damage);
+    QFETCH(QString, expected);
+    QTemporaryDir dir;
+    const QString db = dir.filePath(u"x.db"_s);
+    moebench::test::write_small_store(db.toStdString());
+    QCOMPARE(moebench::test::raw_rows(db.toStdString(), damage.toStdString()), QStringList{});
+    const QByteArray before = md5(db);
+    const QStringList verbs[] = {
+        {u"runs"_s, u"list"_s},
+        {u"runs"_s, u"show"_s, u"1"_s},
+        {u"runs"_s, u"compare"_s, u"1"_s, u"1"_s},
+        {u"runs"_s, u"delete"_s, u"1"_s},
+        {u"trace"_s, u"1"_s, u"-o"_s, dir.filePath(u"t.json"_s)},
+        {u"export"_s, u"1"_s, u"--csv"_s, dir.filePath(u"csv"_s)},
+        {u"run"_s, kTiny, u"--steps"_s, u"2"_s, u"--out"_s, dir.filePath(u"out"_s)},
+    };
+    for (const QStringList& verb : verbs) {
+      const Result r = run_cli(verb + QStringList{u"--db"_s, db});
+      QVERIFY2(r.code == 1 && r.err.contains(u"moebench: "_s + db + u": "_s + expected),
+               qPrintable(verb.join(u' ') + u" -> "_s + QString::number(r.code) + u": "_s + r.err));
+      QCOMPARE(md5(db), before);
+      QStringList left = QDir(dir.path()).entryList(QDir::NoDotAndDotDot | QDir::AllEntries);
+      left.removeAll(u"out"_s);  // `run` made its output folder before it opened the store
+      QCOMPARE(left, QStringList{u"x.db"_s});
+    }
+  }
+
+  // The run's process exited but is not reaped (as under an init that does not reap): the run
+  // shows FAILED, and its duration is up to its last recorded step, not a clock still running.
+  void vanished_run_shows_failed_with_its_duration() {
+    QTemporaryDir dir;
+    const QString db = dir.filePath(u"runs.db"_s);
+    moebench::test::ChildProcess child;
+    {
+      moebench::RunStore store(db.toStdString());
+      moebench::RunInfo info;
+      info.name = "crashed";
+      info.pid = child.pid();
+      info.start_time = 1700000000.0;
+      const int64_t run = store.create_run(info).id;
+      for (int step = 1; step <= 3; ++step) store.log_step(run, {{"loss", step, 1.0, 1700000000.0 + step}}, {}, {}, {});
+    }
+    child.exit_now();
+    QVERIFY(child.wait_for_zombie());
+    for (int i = 0; i < 2; ++i) {
+      if (i) QThread::msleep(1100);
+      Result r = run_cli({u"runs"_s, u"list"_s, u"--db"_s, db});
+      QVERIFY2(r.code == 0 && r.out.contains(u"FAILED"_s) && r.out.contains(u"3.0s"_s), qPrintable(r.out + r.err));
+      r = run_cli({u"runs"_s, u"show"_s, u"crashed"_s, u"--db"_s, db});
+      QVERIFY2(r.code == 0 && r.out.contains(u"status       FAILED"_s) && r.out.contains(u"(3.0s)\n"_s),
+               qPrintable(r.out + r.err));
+    }
   }
 
   void run_prints_progress_and_resumes() {

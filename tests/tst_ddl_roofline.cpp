@@ -37,10 +37,10 @@ struct Expected {
   int64_t steps = 0;
 };
 
-// Means over steps 1..5 (step 0 is the warm-up: 6 steps have spans).
+// Means over steps 2..6 (step 1 is the warm-up: 6 steps have spans).
 Expected expected(int variant, int layer) {
   Expected e;
-  for (int step = 1; step < fx::kSteps; ++step) {
+  for (int step = 2; step <= fx::kSteps; ++step) {
     const double D = fx::stepMs(variant, step) / 1000.0;
     e.comp += 0.12 * D;
     e.comm += 0.05 * D;
@@ -84,12 +84,12 @@ class TestDdlRoofline : public QObject {
   }
 
   void hand_computed_layer() {
-    // Run "ec" (variant 0), MoE layer 0. D = stepMs / 1000 = (20 + step % 2) ms; steps 1..5
+    // Run "ec" (variant 0), MoE layer 0. D = stepMs / 1000 = (20 + (step - 1) % 2) ms; steps 2..6
     // give 21, 20, 21, 20, 21 -> mean D = 20.6 ms.
     //   Lat_comp = 0.12 * 20.6 ms = 2.472 ms, Lat_comm = 0.05 * 20.6 = 1.03 ms,
     //   Lat_e2e = 0.15 * 20.6 = 3.09 ms, R_CC = 2.472 / 1.03 = 2.4.
-    // Routing of layer 0 in step s: sum over ranks r, experts e of 8 + e + r + s % 3
-    //   = 16*8 + 4*6 + 4*6 + 16*(s % 3) = 176 + 16 (s % 3); s % 3 over steps 1..5 = 1,2,0,1,2
+    // Routing of layer 0 in step s: sum over ranks r, experts e of 8 + e + r + (s - 1) % 3
+    //   = 16*8 + 4*6 + 4*6 + 16*((s - 1) % 3) = 176 + 16 ((s - 1) % 3); over steps 2..6: 1,2,0,1,2
     //   -> mean 176 + 16 * 1.2 = 195.2 assignments.
     // FLOPs = 12 * a * H^2 * 195.2 = 12 * 2 * 1024 * 195.2 = 4,797,235.2 per step.
     // P-bar = 4,797,235.2 / (4 ranks * 3.09 ms) = 0.38812582524 GFLOP/s.
@@ -212,7 +212,7 @@ class TestDdlRoofline : public QObject {
       info.ranks = 2;
       info.config_json = fx::configJson();
       const RunInfo run = store.create_run(info);
-      for (int step = 0; step < steps; ++step) {
+      for (int step = 1; step <= steps; ++step) {
         std::vector<SpanRow> spans;
         std::vector<RoutingRow> rows;
         for (int rank = 0; rank < 2; ++rank)

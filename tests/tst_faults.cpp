@@ -3,7 +3,7 @@
 // an exception on one rank, or a rank killed with SIGKILL, ends every rank within 10 s with
 // exit 1 and one line saying which rank failed and why (no mpirun banners); a stop signal or
 // the launcher's own death (SIGKILL) ends mpirun and every rank within 10 s, for more ranks
-// than the cores hold too; nothing hangs, nothing is left behind.
+// than the cores hold too; nothing hangs, nothing is left behind; the run shows FAILED.
 #include <QtTest>
 
 #include <QDir>
@@ -15,7 +15,6 @@
 #include <csignal>
 
 #include "moebench/store/run_store.h"
-
 #include "test_support.h"
 
 using namespace Qt::StringLiterals;
@@ -103,7 +102,7 @@ class TestFaults : public QObject {
     QTemporaryDir dir;
     QProcess p;
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-    env.insert(u"MOEBENCH_FAULT"_s, u"1:2"_s);
+    env.insert(u"MOEBENCH_FAULT"_s, u"1:3"_s);
     p.setProcessEnvironment(env);
     QString out;
     p.start(QStringLiteral(MOEBENCH_CLI), run_args(dir.path(), 200));
@@ -117,9 +116,14 @@ class TestFaults : public QObject {
     QCOMPARE(p.exitStatus(), QProcess::NormalExit);
     QCOMPARE(p.exitCode(), 1);
     // One line, from the launcher; no rank's own copy, no mpirun banner.
-    QCOMPARE(err, u"moebench: rank 1 of 4 failed: fault injected by MOEBENCH_FAULT at step 2\n"_s);
+    QCOMPARE(err, u"moebench: rank 1 of 4 failed: fault injected by MOEBENCH_FAULT at step 3\n"_s);
+    // FAILED at once, ended at its last recorded step.
     moebench::RunStore store((dir.path() + u"/runs.db"_s).toStdString(), moebench::RunStore::Mode::read_only);
-    QCOMPARE(store.list_runs().at(0).status, moebench::RunStatus::failed);
+    const moebench::RunInfo run = store.list_runs().at(0);
+    QCOMPARE(run.status, moebench::RunStatus::failed);
+    const auto loss = store.metrics(run.id, "loss");
+    QVERIFY(!loss.empty());
+    QCOMPARE(run.end_time, loss.back().timestamp);
   }
 
   void killed_rank_ends_the_job() {

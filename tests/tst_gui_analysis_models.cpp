@@ -37,11 +37,11 @@ bool near(double a, double b, double tol = 1e-9) { return std::fabs(a - b) <= to
   QVERIFY2(near((a), (b)), qPrintable(QStringLiteral("%1 = %2, expected %3").arg(#a).arg((a), 0, 'g', 15) \
                                           .arg((b), 0, 'g', 15)))
 
-// Mean over the steps 1..kSteps-1 (the fixture's step 0 is the warm-up summarize_run leaves out).
+// Mean over the steps 2..kSteps (the fixture's step 1 is the warm-up summarize_run leaves out).
 template <class F>
 double warmMean(F f) {
   double sum = 0;
-  for (int s = 1; s < fx::kSteps; ++s) sum += f(s);
+  for (int s = 2; s <= fx::kSteps; ++s) sum += f(s);
   return sum / (fx::kSteps - 1);
 }
 
@@ -49,7 +49,7 @@ double warmMean(F f) {
 double layerMs(int variant, const char* stream, int layer) {
   double sum = 0;
   int n = 0;
-  for (int s = 1; s < fx::kSteps; ++s)
+  for (int s = 2; s <= fx::kSteps; ++s)
     for (int r = 0; r < fx::kRanks; ++r) {
       for (const SpanRow& span : fx::stepSpans(variant, s, r))
         if (span.stream == stream && span.layer == layer) sum += span.duration;
@@ -132,7 +132,7 @@ void TestGuiAnalysisModels::phaseBreakdownValues() {
     QVERIFY_NEAR(model.valueMs(whole, PhaseBreakdownModel::CommColumn), 1e3 * s.phases.comm_s);
     QVERIFY_NEAR(model.valueMs(whole, PhaseBreakdownModel::IdleColumn), 1e3 * s.phases.idle_s);
     QVERIFY_NEAR(model.valueMs(whole, PhaseBreakdownModel::TotalColumn), 1e3 * s.phases.step_s);
-    // the fixture's step: mean stepMs over steps 1..5; compute 0.78 D, comm 0.12 D, idle 0.1 D
+    // the fixture's step: mean stepMs over steps 2..6; compute 0.78 D, comm 0.12 D, idle 0.1 D
     const double D = warmMean([&](int st) { return fx::stepMs(v, st); });
     QVERIFY_NEAR(model.valueMs(whole, PhaseBreakdownModel::TotalColumn), D);
     QVERIFY_NEAR(model.valueMs(whole, PhaseBreakdownModel::CommColumn), 0.12 * D);
@@ -147,7 +147,7 @@ void TestGuiAnalysisModels::phaseBreakdownValues() {
     QVERIFY_NEAR(compute + comm + model.valueMs(whole, PhaseBreakdownModel::IdleColumn),
                  model.valueMs(whole, PhaseBreakdownModel::TotalColumn));
   }
-  // By hand, run "ec": mean step over steps 1..5 = (21 + 20 + 21 + 20 + 21) / 5 = 20.6 ms.
+  // By hand, run "ec": mean step over steps 2..6 = (21 + 20 + 21 + 20 + 21) / 5 = 20.6 ms.
   //   layer 0 compute = (0.02 + 0.04) * mean work (1, 2, 1, 2 -> 1.5) * 20.6 = 1.854 ms
   //   layer 0 comm    = (0.01 + 0.01 + 0.015 + 0.015) * 20.6 = 1.03 ms
   //   whole compute   = (0.9 - 0.12) * 20.6 = 16.068; other compute = 16.068 - 2 * 1.854 = 12.36
@@ -198,7 +198,7 @@ void TestGuiAnalysisModels::ablationValues() {
     QVERIFY_NEAR(model.index(v, AblationModel::StepMsColumn).data(Qt::UserRole).toDouble(), ms);
     QVERIFY_NEAR(model.index(v, AblationModel::TokensPerSColumn).data(Qt::UserRole).toDouble(), tps);
     QVERIFY_NEAR(model.index(v, AblationModel::FinalLossColumn).data(Qt::UserRole).toDouble(),
-                 fx::loss(v, fx::kSteps - 1));
+                 fx::loss(v, fx::kSteps));
     const double base = warmMean([&](int s) { return fx::stepMs(0, s); });
     QVERIFY_NEAR(model.index(v, AblationModel::SpeedupColumn).data(Qt::UserRole).toDouble(), base / ms);
     // comm share: compute.comm 0.12 D of every step D
@@ -292,7 +292,7 @@ void TestGuiAnalysisModels::trafficAllSteps() {
     for (int r = 0; r < fx::kRanks; ++r)
       for (int p = 0; p < fx::kRanks; ++p) {
         double mean = 0;
-        for (int s = 0; s < fx::kSteps; ++s) mean += double(fx::trafficBytes(v, s, r, p)) / fx::kSteps;
+        for (int s = 1; s <= fx::kSteps; ++s) mean += double(fx::trafficBytes(v, s, r, p)) / fx::kSteps;
         max = std::max(max, mean);
         const QModelIndex i = model.index(r, p);
         QVERIFY_NEAR(i.data(Qt::UserRole).toDouble(), mean);
@@ -309,7 +309,7 @@ void TestGuiAnalysisModels::trafficAllSteps() {
     QVERIFY_NEAR(model.intraBytes(), s.bytes_intra_per_step);
     QVERIFY_NEAR(model.interBytes(), s.bytes_inter_per_step);
   }
-  // By hand, run "ec": rank 0 -> 3: 100 + 30 + step, mean over steps 0..5 = 132.5 (inter-node);
+  // By hand, run "ec": rank 0 -> 3: 100 + 30 + (step - 1), mean over steps 1..6 = 132.5 (inter-node);
   // rank 1 -> 0: 200 + 0 + 2.5 = 202.5 (intra-node); the largest cell 3 -> 2: 400 + 20 + 2.5 = 422.5
   model.setRun(m_store, m_ec);
   QCOMPARE(model.index(0, 3).data(Qt::UserRole).toDouble(), 132.5);
@@ -331,14 +331,14 @@ void TestGuiAnalysisModels::trafficAllSteps() {
 void TestGuiAnalysisModels::trafficStepFilter() {
   TrafficMatrixModel model;
   QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
-  model.setRun(m_store, m_hier, 3);
-  QCOMPARE(model.step(), int64_t(3));
-  // By hand, run "hier" (variant 1), step 3: rank 0 -> 3 = 100 + 30 + 3 + 1000 = 1133 -> "1.13 kB"
+  model.setRun(m_store, m_hier, 4);
+  QCOMPARE(model.step(), int64_t(4));
+  // By hand, run "hier" (variant 1), step 4: rank 0 -> 3 = 100 + 30 + 3 + 1000 = 1133 -> "1.13 kB"
   QCOMPARE(model.index(0, 3).data(Qt::UserRole).toDouble(), 1133.0);
   QCOMPARE(model.index(0, 3).data().toString(), QStringLiteral("1.13 kB"));
   QCOMPARE(model.index(1, 0).data().toString(), QStringLiteral("1.20 kB"));  // 200 + 0 + 3 + 1000 = 1203
   QSignalSpy changed(&model, &QAbstractItemModel::dataChanged);
-  for (int step : {0, 5}) {
+  for (int step : {1, 6}) {
     model.setStep(step);
     for (int r = 0; r < fx::kRanks; ++r)
       for (int p = 0; p < fx::kRanks; ++p)
@@ -346,7 +346,7 @@ void TestGuiAnalysisModels::trafficStepFilter() {
   }
   QCOMPARE(changed.count(), 2);
   QCOMPARE(model.index(0, 3).data(Qt::UserRole).toDouble(), 1135.0);
-  QVERIFY(model.index(0, 3).data(Qt::ToolTipRole).toString().contains("step 5"));
+  QVERIFY(model.index(0, 3).data(Qt::ToolTipRole).toString().contains("step 6"));
   model.setStep(TrafficMatrixModel::kAllSteps);
   QCOMPARE(model.index(0, 3).data(Qt::UserRole).toDouble(), 1132.5);
   QCOMPARE(changed.count(), 3);
@@ -390,7 +390,7 @@ void TestGuiAnalysisModels::expertLoadValues() {
     QCOMPARE(model.headerData(L, Qt::Vertical).toString(), QStringLiteral("layer %1").arg(L));
     for (int e = 0; e < fx::kExperts; ++e) {
       int64_t sum = 0;
-      for (int s = 0; s < fx::kSteps; ++s)
+      for (int s = 1; s <= fx::kSteps; ++s)
         for (int r = 0; r < fx::kRanks; ++r) sum += fx::routedTokens(s, L, r, e);
       QCOMPARE(model.index(L, e).data(Qt::UserRole).toDouble(), double(sum));
       max = std::max(max, sum);
@@ -405,8 +405,8 @@ void TestGuiAnalysisModels::expertLoadValues() {
     QVERIFY_NEAR(model.imbalance(L), s.expert_load[size_t(L)].imbalance);
     QCOMPARE(model.busiestExpert(L), s.expert_load[size_t(L)].busiest_expert);
   }
-  // By hand: layer 0 expert 0 per step = sum over ranks (8 + rank + step % 3) = 38 + 4 (step % 3);
-  // over steps 0..5: 6 * 38 + 4 * (0+1+2+0+1+2) = 252. Layer 0 expert e: 252 + 24 e -> mean 288,
+  // By hand: layer 0 expert 0 per step = sum over ranks (8 + rank + (step - 1) % 3) = 38 + 4 ((step - 1) % 3);
+  // over steps 1..6: 6 * 38 + 4 * (0+1+2+0+1+2) = 252. Layer 0 expert e: 252 + 24 e -> mean 288,
   // max 324, imbalance 1.125. Largest cell: layer 1 expert 3: 6 * (4 * 14 + 6) + 24 = 396.
   QCOMPARE(model.index(0, 0).data().toString(), QStringLiteral("252"));
   QCOMPARE(model.maxTokens(), int64_t(396));
@@ -424,7 +424,7 @@ void TestGuiAnalysisModels::expertLoadStepFilter() {
   QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
   model.setRun(m_store, m_dc);
   QSignalSpy changed(&model, &QAbstractItemModel::dataChanged);
-  for (int step = 0; step < fx::kSteps; ++step) {
+  for (int step = 1; step <= fx::kSteps; ++step) {
     model.setStep(step);
     QCOMPARE(model.step(), int64_t(step));
     int64_t max = 0;
@@ -438,15 +438,17 @@ void TestGuiAnalysisModels::expertLoadStepFilter() {
     QCOMPARE(model.maxTokens(), max);
   }
   QCOMPARE(changed.count(), fx::kSteps);
-  // By hand: step 2, layer 0, expert 0: 4 * 8 + (0+1+2+3) + 4 * 2 = 46
-  model.setStep(2);
+  // By hand: step 3, layer 0, expert 0: 4 * 8 + (0+1+2+3) + 4 * 2 = 46
+  model.setStep(3);
   QCOMPARE(model.index(0, 0).data().toString(), QStringLiteral("46"));
-  QVERIFY(model.index(0, 0).data(Qt::ToolTipRole).toString().contains("step 2"));
+  QVERIFY(model.index(0, 0).data(Qt::ToolTipRole).toString().contains("step 3"));
   model.setStep(ExpertLoadModel::kAllSteps);
   QCOMPARE(model.index(0, 0).data().toString(), QStringLiteral("252"));
   // bad input
-  const QString err = error_message<std::invalid_argument>([&] { model.setStep(6); });
-  QVERIFY2(err.contains("dc") && err.contains("step 6"), qPrintable(err));
+  QString err = error_message<std::invalid_argument>([&] { model.setStep(7); });
+  QVERIFY2(err.contains("dc") && err.contains("step 7"), qPrintable(err));
+  err = error_message<std::invalid_argument>([&] { model.setStep(0); });  // steps are 1-based
+  QVERIFY2(err.contains("dc") && err.contains("step 0"), qPrintable(err));
   QCOMPARE(model.step(), ExpertLoadModel::kAllSteps);
   const QString err2 = error_message<StoreError>([&] { model.setRun(m_store, 31337); });
   QVERIFY2(err2.contains("31337"), qPrintable(err2));
@@ -479,12 +481,12 @@ void TestGuiAnalysisModels::expertLoadExpertCount() {
   info.name = "sparse";
   info.config_json = fx::configJson();
   const int64_t id = store->create_run(info).id;
-  std::vector<RoutingRow> routing = {{0, 0, 0, 0, 5}, {0, 0, 1, 1, 7}};
-  for (int e = 0; e < 6; ++e) routing.push_back({0, 7, 0, e, 1 + e});
-  store->log_step(id, {{"loss", 0, 1.0, 0}}, {}, {}, routing);
+  std::vector<RoutingRow> routing = {{1, 0, 0, 0, 5}, {1, 0, 1, 1, 7}};  // step 1
+  for (int e = 0; e < 6; ++e) routing.push_back({1, 7, 0, e, 1 + e});
+  store->log_step(id, {{"loss", 1, 1.0, 0}}, {}, {}, routing);
   ExpertLoadModel model;
   QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
-  model.setRun(store, id, 0);
+  model.setRun(store, id, 1);
   QCOMPARE(model.rowCount(), 2);
   QCOMPARE(model.columnCount(), 6);
   QCOMPARE(model.layerAt(1), 7);

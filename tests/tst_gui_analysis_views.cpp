@@ -10,6 +10,7 @@
 #include <QChartView>
 #include <QCheckBox>
 #include <QComboBox>
+#include <QLabel>
 #include <QHorizontalStackedBarSeries>
 #include <QBarSeries>
 #include <QSlider>
@@ -144,7 +145,7 @@ void TestGuiAnalysisViews::ablationRendersAndBaseline() {
   QCOMPARE(bars->barSets().size(), 1);
   QBarSet* set = bars->barSets().first();
   QCOMPARE(set->count(), 3);
-  // ms/step per variant: 20.6, 16.6, 12.6 (mean of steps 1..5)
+  // ms/step per variant: 20.6, 16.6, 12.6 (mean of steps 2..6)
   QVERIFY(qAbs(set->at(0) - 20.6) < 1e-9);
   QVERIFY(qAbs(set->at(2) - 12.6) < 1e-9);
   QCOMPARE(view.baselineChooser()->count(), 3);
@@ -166,12 +167,12 @@ void TestGuiAnalysisViews::ablationRendersAndBaseline() {
   QCOMPARE(view.speedupLabels().at(0), QStringLiteral("0.81x"));
   QVERIFY(!view.setBaseline(9999));
 
-  // the metric chooser: tokens/s bars (mean of 64000 / step_ms over steps 1..5)
+  // the metric chooser: tokens/s bars (mean of 64000 / step_ms over steps 2..6)
   view.metricChooser()->setCurrentIndex(1);
   QCOMPARE(view.metric(), AblationView::TokensPerS);
   bars = qobject_cast<QBarSeries*>(view.chartView()->chart()->series().first());
   double tps = 0;
-  for (int s = 1; s < fx::kSteps; ++s) tps += fx::tokensPerS(0, s) / (fx::kSteps - 1);
+  for (int s = 2; s <= fx::kSteps; ++s) tps += fx::tokensPerS(0, s) / (fx::kSteps - 1);
   QVERIFY(qAbs(bars->barSets().first()->at(0) - tps) < 1e-6);
   QCOMPARE(view.speedupLabels().at(0), QStringLiteral("0.81x"));  // speedups stay ms/step based
 
@@ -194,18 +195,19 @@ void TestGuiAnalysisViews::trafficRendersAndSteps() {
   QVERIFY2(allTotals.contains(moebench::gui::compactBytes(view.model()->intraBytes())) &&
                allTotals.contains("per step"),
            qPrintable(allTotals));
-  // one step: the cells and the totals change. By hand, step 4, rank 0 -> 3: 100 + 30 + 4 = 134
-  QVERIFY(view.selectStep(4));
-  QCOMPARE(view.model()->step(), int64_t(4));
+  // one step: the cells and the totals change. By hand, step 5, rank 0 -> 3: 100 + 30 + (5 - 1) = 134
+  QVERIFY(view.selectStep(5));
+  QCOMPARE(view.model()->step(), int64_t(5));
   QCOMPARE(view.model()->bytesAt(0, 3), 134.0);
   QVERIFY(view.totalsText() != allTotals);
-  QVERIFY2(view.totalsText().contains("in step 4"), qPrintable(view.totalsText()));
+  QVERIFY2(view.totalsText().contains("in step 5"), qPrintable(view.totalsText()));
   double intra = 0;
   for (int r = 0; r < fx::kRanks; ++r)
     for (int p = 0; p < fx::kRanks; ++p)
-      if (r != p && fx::sameNode(r, p)) intra += double(fx::trafficBytes(0, 4, r, p));
+      if (r != p && fx::sameNode(r, p)) intra += double(fx::trafficBytes(0, 5, r, p));
   QCOMPARE(view.model()->intraBytes(), intra);
   QVERIFY(!view.selectStep(42));
+  QVERIFY(!view.selectStep(0));  // steps are 1-based
   // the run without traffic: a message
   view.setRuns(m_store, {m_broken});
   QVERIFY2(view.message().contains("no traffic"), qPrintable(view.message()));
@@ -227,22 +229,26 @@ void TestGuiAnalysisViews::expertLoadSlider() {
   // uncheck "all steps": the slider picks one step
   view.allStepsCheck()->setChecked(false);
   QVERIFY(view.slider()->isEnabled());
-  QCOMPARE(view.currentStep(), int64_t(0));
-  // step 0, layer 0, expert 0: 4 * 8 + (0+1+2+3) = 38
+  QCOMPARE(view.currentStep(), int64_t(1));  // the slider's first position: step 1
+  // step 1, layer 0, expert 0: 4 * 8 + (0+1+2+3) = 38
   QCOMPARE(view.model()->index(0, 0).data().toString(), QStringLiteral("38"));
+  const QLabel* stepLabel = view.findChild<QLabel*>("stepLabel");
+  QVERIFY(stepLabel);
+  QCOMPARE(stepLabel->text(), QStringLiteral("step 1 (1 of 6)"));
   view.slider()->setValue(2);
-  QCOMPARE(view.currentStep(), int64_t(2));
-  QCOMPARE(view.model()->index(0, 0).data().toString(), QStringLiteral("46"));  // + 4 * (2 % 3)
+  QCOMPARE(view.currentStep(), int64_t(3));
+  QCOMPARE(view.model()->index(0, 0).data().toString(), QStringLiteral("46"));  // + 4 * ((3 - 1) % 3)
   for (int L = 0; L < fx::kLayers; ++L)
     for (int e = 0; e < fx::kExperts; ++e) {
       int64_t sum = 0;
-      for (int r = 0; r < fx::kRanks; ++r) sum += fx::routedTokens(2, L, r, e);
+      for (int r = 0; r < fx::kRanks; ++r) sum += fx::routedTokens(3, L, r, e);
       QCOMPARE(view.model()->tokensAt(L, e), sum);
     }
-  // step 2, layer 0: experts 46, 50, 54, 58 -> max 58 / mean 52 = 1.115
+  // step 3, layer 0: experts 46, 50, 54, 58 -> max 58 / mean 52 = 1.115
   QVERIFY2(view.imbalanceText().contains("layer 0: 1.12 (expert 3)"), qPrintable(view.imbalanceText()));
-  QVERIFY(view.selectStep(5));
+  QVERIFY(view.selectStep(6));
   QCOMPARE(view.slider()->value(), 5);
+  QVERIFY(!view.selectStep(0));
   QVERIFY(!view.selectStep(99));
   QVERIFY(view.selectStep(ExpertLoadModel::kAllSteps));
   QVERIFY(view.allStepsCheck()->isChecked());

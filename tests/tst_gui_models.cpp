@@ -79,11 +79,11 @@ void TestGuiModels::init() {
   m_dir = std::make_unique<QTemporaryDir>();
   QVERIFY(m_dir->isValid());
   m_store = std::make_shared<RunStore>(m_dir->filePath(QStringLiteral("runs.db")).toStdString());
-  m_a1 = addRun(*m_store, "a1", "alpha", "ep", kStart, {0, 1, 2, 3}, {4, 3, 2, 1.5}, {100, 10, 20, 30},
+  m_a1 = addRun(*m_store, "a1", "alpha", "ep", kStart, {1, 2, 3, 4}, {4, 3, 2, 1.5}, {100, 10, 20, 30},
                 {1000, 2000, 3000, 4000}, RunStatus::finished);
-  m_a2 = addRun(*m_store, "a2", "alpha", "dp", kStart + 10, {0, 1}, {5, 4.5}, {50, 70}, {500, 700},
+  m_a2 = addRun(*m_store, "a2", "alpha", "dp", kStart + 10, {1, 2}, {5, 4.5}, {50, 70}, {500, 700},
                 RunStatus::failed);
-  m_b1 = addRun(*m_store, "b1", "beta", "ep", kStart + 20, {0, 2, 4}, {3, 2, 1}, {10, 40, 60},
+  m_b1 = addRun(*m_store, "b1", "beta", "ep", kStart + 20, {1, 3, 5}, {3, 2, 1}, {10, 40, 60},
                 {100, 200, 300}, RunStatus::finished);
 }
 
@@ -181,7 +181,7 @@ void TestGuiModels::runListReload() {
   info.name = "c1";
   info.experiment = "aaa";
   const int64_t c1 = m_store->create_run(info).id;
-  const int64_t b2 = addRun(*m_store, "b2", "beta", "dp", kStart + 30, {0}, {9}, {7}, {70}, RunStatus::killed);
+  const int64_t b2 = addRun(*m_store, "b2", "beta", "dp", kStart + 30, {1}, {9}, {7}, {70}, RunStatus::killed);
   model.reload();
   QCOMPARE(resets.count(), 1);
   QCOMPARE(model.rowCount(), 3);
@@ -240,7 +240,7 @@ void TestGuiModels::runListSorting() {
   QCOMPARE(proxy.index(0, 0, alpha).data(RunListModel::RunIdRole).toLongLong(), qint64(m_a2));
 
   // still consistent after a source reload
-  addRun(*m_store, "a3", "alpha", "ep", kStart + 40, {0}, {0.5}, {5}, {10000}, RunStatus::finished);
+  addRun(*m_store, "a3", "alpha", "ep", kStart + 40, {1}, {0.5}, {5}, {10000}, RunStatus::finished);
   model.reload();
   alpha = childByName(proxy, {}, QStringLiteral("alpha"));
   QCOMPARE(proxy.rowCount(alpha), 3);
@@ -267,18 +267,18 @@ void TestGuiModels::metricSeriesValues() {
   QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
   model.setRuns(m_store, {m_a1, m_b1}, QStringLiteral("loss"));
   QCOMPARE(model.metricKey(), QStringLiteral("loss"));
-  QCOMPARE(model.rowCount(), 5);  // union of steps 0..3 and 0,2,4
+  QCOMPARE(model.rowCount(), 5);  // union of steps 1..4 and 1,3,5
   QCOMPARE(model.columnCount(), 2);
   QCOMPARE(model.headerData(0, Qt::Horizontal).toString(), QStringLiteral("a1"));
   QCOMPARE(model.headerData(1, Qt::Horizontal).toString(), QStringLiteral("b1"));
   QCOMPARE(model.headerData(1, Qt::Horizontal, Qt::UserRole).toLongLong(), qint64(m_b1));
   for (int r = 0; r < 5; ++r) {
-    QCOMPARE(model.headerData(r, Qt::Vertical).toLongLong(), qint64(r));
-    QCOMPARE(model.stepAt(r), int64_t(r));
+    QCOMPARE(model.headerData(r, Qt::Vertical).toLongLong(), qint64(r + 1));
+    QCOMPARE(model.stepAt(r), int64_t(r + 1));
   }
   const double a1[] = {4, 3, 2, 1.5};
   for (int r = 0; r < 4; ++r) QCOMPARE(model.index(r, 0).data().toDouble(), a1[r]);
-  QVERIFY(!model.index(4, 0).data().isValid());  // a1 has no step 4
+  QVERIFY(!model.index(4, 0).data().isValid());  // a1 has no step 5
   QCOMPARE(model.index(0, 1).data().toDouble(), 3.0);
   QVERIFY(!model.index(1, 1).data().isValid());
   QCOMPARE(model.index(2, 1).data().toDouble(), 2.0);

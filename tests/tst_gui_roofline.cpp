@@ -33,15 +33,15 @@ namespace {
 bool near(double a, double b, double rel = 1e-9) { return std::abs(a - b) <= rel * std::max(std::abs(b), 1e-300); }
 
 // The fixture's points (see tst_ddl_roofline.cpp for the derivation): per step, in units of
-// D = stepMs / 1000: Lat_comp = 0.12 D, Lat_comm = 0.05 D, Lat_e2e = 0.15 D; steps 1..5.
+// D = stepMs / 1000: Lat_comp = 0.12 D, Lat_comm = 0.05 D, Lat_e2e = 0.15 D; steps 2..6.
 double meanD(int variant) {
   double d = 0;
-  for (int step = 1; step < fx::kSteps; ++step) d += fx::stepMs(variant, step) / 1000.0;
+  for (int step = 2; step <= fx::kSteps; ++step) d += fx::stepMs(variant, step) / 1000.0;
   return d / (fx::kSteps - 1);
 }
 double meanFlops(int layer) {
   double f = 0;
-  for (int step = 1; step < fx::kSteps; ++step)
+  for (int step = 2; step <= fx::kSteps; ++step)
     for (int r = 0; r < fx::kRanks; ++r)
       for (int e = 0; e < fx::kExperts; ++e)
         f += 12.0 * fx::kFfnMult * fx::kHidden * fx::kHidden * double(fx::routedTokens(step, layer, r, e));

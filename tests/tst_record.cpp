@@ -58,8 +58,16 @@ class TestRecord : public QObject {
     const RunInfo& run = runs[0];
     QCOMPARE(run.status, RunStatus::finished);
     QVERIFY(run.end_time >= run.start_time);
-    QCOMPARE(store.metrics(run.id, "loss").size(), size_t(6));
-    QCOMPARE(store.metrics(run.id, "eval_loss").size(), size_t(1));
+    // Steps are 1-based, as `run` prints them: loss at 1..6, the eval after step 6 at step 6.
+    std::vector<int64_t> loss_steps;
+    for (const auto& m : store.metrics(run.id, "loss")) loss_steps.push_back(m.step);
+    QCOMPARE(loss_steps, (std::vector<int64_t>{1, 2, 3, 4, 5, 6}));
+    const auto eval = store.metrics(run.id, "eval_loss");
+    QCOMPARE(eval.size(), size_t(1));
+    QCOMPARE(eval[0].step, int64_t(6));
+    QVERIFY2(r.out.contains(u"eval after step 6 | val loss"_s), qPrintable(r.out));
+    QCOMPARE(store.steps_with(run.id, RecordTable::spans).front(), int64_t(1));
+    QCOMPARE(store.steps_with(run.id, RecordTable::routing), (std::vector<int64_t>{1, 2, 3, 4, 5, 6}));
     const auto params = store.params(run.id);
     QVERIFY(std::find(params.begin(), params.end(), std::make_pair(std::string("model.hidden"), std::string("32"))) != params.end());
     std::set<std::string> names;
@@ -68,10 +76,10 @@ class TestRecord : public QObject {
     // routing: 6 steps x 1 MoE block x 4 experts, kept tokens = tokens x top_k per step.
     const auto routing = store.routing(run.id);
     QCOMPARE(routing.size(), size_t(6 * 4));
-    int64_t step0 = 0;
+    int64_t step1 = 0;
     for (const RoutingRow& row : routing)
-      if (row.step == 0) step0 += row.tokens;
-    QCOMPARE(step0, int64_t(8 * 16 * 2));
+      if (row.step == 1) step1 += row.tokens;
+    QCOMPARE(step1, int64_t(8 * 16 * 2));
   }
 
   void four_ranks_ship_spans_traffic_and_routing() {

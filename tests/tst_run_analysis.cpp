@@ -31,10 +31,11 @@ namespace {
 
 // ---- the hand-built store ---------------------------------------------------------------
 //
-// Run "baseline": 2 ranks, steps 0..2. Each rank's spans are relative to its own epoch:
-//   rank 0 step s starts at B0 = 0.1 + s;  rank 1 at B1 = 10 + s (+ 0.002 for step 2).
+// Run "baseline": 2 ranks, steps 1..3 (1-based, as the store keeps them). Each rank's spans are
+// relative to its own epoch:
+//   rank 0 step s starts at B0 = 0.1 + (s - 1);  rank 1 at B1 = 10 + (s - 1) (+ 0.002 for step 3).
 // Per (step, rank), offsets from B in seconds:
-//   host/step            0      .. D      D = 0.015 (rank 0), 0.017 (rank 1); 0.100 at step 0
+//   host/step            0      .. D      D = 0.015 (rank 0), 0.017 (rank 1); 0.100 at step 1
 //   compute/forward      0.001  + 0.004   contains compute.comm moe.dispatch (0.002 + 0.001)
 //                                         and moe.combine (0.0035 + 0.0005), compute
 //                                         moe.experts (0.003 + 0.0005, layer 1, expert 2)
@@ -43,13 +44,13 @@ namespace {
 //   compute/optimizer    0.010  + 0.002
 //   comm/grad.allreduce  0.006  + 0.003   4096 bytes to the other rank
 // so per (step, rank): comm = 0.0035, compute = 0.010 - 0.0025 = 0.0075, idle = D - 0.011.
-// Steps 1, 2 count (step 0 is the warm-up): step 0.016, compute 0.0075, comm 0.0035,
+// Steps 2, 3 count (step 1 is the warm-up): step 0.016, compute 0.0075, comm 0.0035,
 // idle 0.005, comm share 0.0035 / 0.016 = 0.21875.
-// Traffic per step: rank 0 -> 1 intra 1000, rank 1 -> 0 intra 2000; step 2 also rank 0 -> 1
+// Traffic per step: rank 0 -> 1 intra 1000, rank 1 -> 0 intra 2000; step 3 also rank 0 -> 1
 // inter 300. Routing per step and source rank: layer 1 experts 0,1,2 get 10,20,30 (the config
 // says 4 experts), layer 3 experts 0,1 get 5,15.
 // Metrics: loss 3.0 2.5 2.0, step_ms 100 10 20, tokens_per_s 1000 4000 2000, eval_loss 2.2 at 3
-// (logged with step 2's records; steps still counts the 3 training steps).
+// ("eval after step 3", logged with step 3's records).
 //
 // Run "faster": step_ms 50 5 10, tokens_per_s 2000 8000 4000, loss 3.0 2.4 1.9, no spans.
 
@@ -57,8 +58,8 @@ constexpr double kStepDur[2] = {0.015, 0.017};
 const char* kNote = "a, \"quoted\"\nline";
 
 double base_of(int rank, int64_t step) {
-  if (rank == 0) return 0.1 + double(step);
-  return 10.0 + double(step) + (step == 2 ? 0.002 : 0.0);
+  if (rank == 0) return 0.1 + double(step - 1);
+  return 10.0 + double(step - 1) + (step == 3 ? 0.002 : 0.0);
 }
 
 SpanRow span(int64_t step, int rank, const char* stream, const char* name, const char* cat, double at, double dur) {
@@ -75,7 +76,7 @@ SpanRow span(int64_t step, int rank, const char* stream, const char* name, const
 
 std::vector<SpanRow> spans_of(int64_t step, int rank) {
   std::vector<SpanRow> v;
-  v.push_back(span(step, rank, "host", "step", "compute", 0, step == 0 ? 0.100 : kStepDur[rank]));
+  v.push_back(span(step, rank, "host", "step", "compute", 0, step == 1 ? 0.100 : kStepDur[rank]));
   v.push_back(span(step, rank, "compute", "forward", "compute", 0.001, 0.004));
   SpanRow experts = span(step, rank, "compute", "moe.experts", "compute", 0.003, 0.0005);
   experts.layer = 1;
@@ -109,14 +110,15 @@ void build_store(const std::string& path) {
   a = store.create_run(a);
   store.log_params(a.id, {{"model.hidden", "128"}, {"note", kNote}});
   const double loss[3] = {3.0, 2.5, 2.0}, ms[3] = {100, 10, 20}, tps[3] = {1000, 4000, 2000};
-  for (int64_t s = 0; s < 3; ++s) {
+  for (int64_t s = 1; s <= 3; ++s) {
     const double ts = 1000.0 + double(s);
-    std::vector<MetricPoint> m = {{"loss", s, loss[s], ts}, {"step_ms", s, ms[s], ts}, {"tokens_per_s", s, tps[s], ts}};
-    if (s == 2) m.push_back({"eval_loss", 3, 2.2, ts});  // evals may carry another step number
+    const size_t i = size_t(s - 1);
+    std::vector<MetricPoint> m = {{"loss", s, loss[i], ts}, {"step_ms", s, ms[i], ts}, {"tokens_per_s", s, tps[i], ts}};
+    if (s == 3) m.push_back({"eval_loss", 3, 2.2, ts});
     std::vector<SpanRow> spans = spans_of(s, 0);
     for (auto& x : spans_of(s, 1)) spans.push_back(x);
     std::vector<TrafficRow> traffic = {{s, 0, 1, "intra_node", 1000}, {s, 1, 0, "intra_node", 2000}};
-    if (s == 2) traffic.push_back({s, 0, 1, "inter_node", 300});
+    if (s == 3) traffic.push_back({s, 0, 1, "inter_node", 300});
     std::vector<RoutingRow> routing;
     for (int r = 0; r < 2; ++r) {
       for (int e = 0; e < 3; ++e) routing.push_back({s, 1, r, e, 10 * (e + 1)});
@@ -134,8 +136,9 @@ void build_store(const std::string& path) {
   b.ranks = 2;
   b = store.create_run(b);
   const double loss_b[3] = {3.0, 2.4, 1.9}, ms_b[3] = {50, 5, 10}, tps_b[3] = {2000, 8000, 4000};
-  for (int64_t s = 0; s < 3; ++s)
-    store.log_step(b.id, {{"loss", s, loss_b[s], 0}, {"step_ms", s, ms_b[s], 0}, {"tokens_per_s", s, tps_b[s], 0}},
+  for (int64_t s = 1; s <= 3; ++s)
+    store.log_step(b.id, {{"loss", s, loss_b[s - 1], 0}, {"step_ms", s, ms_b[s - 1], 0},
+                          {"tokens_per_s", s, tps_b[s - 1], 0}},
                    {}, {}, {});
   store.set_status(b.id, RunStatus::finished, b.start_time + 21);
 }
@@ -217,20 +220,20 @@ class TestRunAnalysis : public QObject {
     RunStore store(db_, RunStore::Mode::read_only);
     const RunSummary s = summarize_run(store, store.find_run("baseline"));
     QCOMPARE(s.steps, int64_t(3));
-    QCOMPARE(s.first_step, int64_t(0));
-    QCOMPARE(s.last_step, int64_t(2));
+    QCOMPARE(s.first_step, int64_t(1));
+    QCOMPARE(s.last_step, int64_t(3));
     QCOMPARE(s.last("loss"), 2.0);
     QCOMPARE(s.last("eval_loss"), 2.2);
     QCOMPARE(s.last("step_ms"), 20.0);
     QVERIFY(std::isnan(s.last("grad_norm")));
-    QCOMPARE(s.mean_step_ms, 15.0);  // step 0 (100 ms) left out as warm-up
+    QCOMPARE(s.mean_step_ms, 15.0);  // step 1 (100 ms) left out as warm-up
     QCOMPARE(s.mean_tokens_per_s, 3000.0);
     QVERIFY(s.warmup_excluded);
 
     QVERIFY(s.has_phases);
     QVERIFY(s.phase_warmup_excluded);
     QCOMPARE(s.span_steps, int64_t(3));
-    QCOMPARE(s.phases.samples, int64_t(4));  // steps 1, 2 x ranks 0, 1
+    QCOMPARE(s.phases.samples, int64_t(4));  // steps 2, 3 x ranks 0, 1
     QNEAR(s.phases.step_s, 0.016);
     QNEAR(s.phases.compute_s, 0.0075);
     QNEAR(s.phases.comm_s, 0.0035);
@@ -324,7 +327,7 @@ class TestRunAnalysis : public QObject {
     QCOMPARE(thread_name.size(), size_t(8));
 
     // X: 10 spans per step and rank; ranks aligned on their first step (rank 1 is shifted by
-    // -9.9 s), then the trace starts at 0. Rank 1's step 2 started 2 ms late on its own clock.
+    // -9.9 s), then the trace starts at 0. Rank 1's step 3 started 2 ms late on its own clock.
     QCOMPARE(x.size(), size_t(60));
     auto find_x = [&](int pid, const std::string& name, int64_t step) -> json {
       for (const auto& e : x)
@@ -332,17 +335,18 @@ class TestRunAnalysis : public QObject {
       return json();
     };
     for (int r = 0; r < 2; ++r) {
-      for (int64_t s = 0; s < 3; ++s) {
-        const double late = (r == 1 && s == 2) ? 2000 : 0;
+      for (int64_t s = 1; s <= 3; ++s) {
+        const double late = (r == 1 && s == 3) ? 2000 : 0;
+        const double at = 1e6 * double(s - 1) + late;  // the step's start in the trace
         const json step = find_x(r, "step", s);
         QVERIFY(!step.is_null());
         QCOMPARE(step["tid"].get<int>(), 1);
         QCOMPARE(step["cat"].get<std::string>(), std::string("compute"));
-        QNEAR(step["ts"].get<double>(), 1e6 * double(s) + late);
-        QNEAR(step["dur"].get<double>(), s == 0 ? 100000.0 : 1e6 * kStepDur[r]);
+        QNEAR(step["ts"].get<double>(), at);
+        QNEAR(step["dur"].get<double>(), s == 1 ? 100000.0 : 1e6 * kStepDur[r]);
         const json fwd = find_x(r, "forward", s);
         QCOMPARE(fwd["tid"].get<int>(), 2);
-        QNEAR(fwd["ts"].get<double>(), 1e6 * double(s) + late + 1000);
+        QNEAR(fwd["ts"].get<double>(), at + 1000);
         QNEAR(fwd["dur"].get<double>(), 4000.0);
         QVERIFY(!fwd["args"].contains("bytes") && !fwd["args"].contains("peer"));
         const json ar = find_x(r, "grad.allreduce", s);
@@ -350,14 +354,14 @@ class TestRunAnalysis : public QObject {
         QCOMPARE(ar["cat"].get<std::string>(), std::string("comm"));
         QCOMPARE(ar["args"]["bytes"].get<int64_t>(), int64_t(4096));
         QCOMPARE(ar["args"]["peer"].get<int>(), 1 - r);
-        QNEAR(ar["ts"].get<double>(), 1e6 * double(s) + late + 6000);
+        QNEAR(ar["ts"].get<double>(), at + 6000);
         QNEAR(ar["dur"].get<double>(), 3000.0);
         const json ex = find_x(r, "moe.experts", s);
         QCOMPARE(ex["args"]["layer"].get<int>(), 1);
         QCOMPARE(ex["args"]["expert"].get<int>(), 2);
         const json wait = find_x(r, "grad.wait", s);
         QCOMPARE(wait["tid"].get<int>(), 3);
-        QNEAR(wait["ts"].get<double>(), 1e6 * double(s) + late + 9000);
+        QNEAR(wait["ts"].get<double>(), at + 9000);
       }
     }
 
@@ -402,22 +406,22 @@ class TestRunAnalysis : public QObject {
       QCOMPARE(c["name"].get<std::string>(), std::string("bytes sent"));
       const int pid = c["pid"];
       const double ts = c["ts"];
-      const int64_t step = std::llround((pid == 1 && ts > 2e6 ? ts - 2000 : ts) / 1e6);
-      QNEAR(ts, 1e6 * double(step) + (pid == 1 && step == 2 ? 2000 : 0));
+      const int64_t step = 1 + std::llround((pid == 1 && ts > 2e6 ? ts - 2000 : ts) / 1e6);
+      QNEAR(ts, 1e6 * double(step - 1) + (pid == 1 && step == 3 ? 2000 : 0));
       QCOMPARE(c["args"]["intra_node"].get<int64_t>(), int64_t(pid == 0 ? 1000 : 2000));
-      QCOMPARE(c["args"]["inter_node"].get<int64_t>(), int64_t(pid == 0 && step == 2 ? 300 : 0));
+      QCOMPARE(c["args"]["inter_node"].get<int64_t>(), int64_t(pid == 0 && step == 3 ? 300 : 0));
     }
   }
 
   void chrome_trace_of_a_step_range_aligns_on_its_first_step() {
     RunStore store(db_, RunStore::Mode::read_only);
-    const json t = chrome_trace(store, store.find_run("baseline"), 2, 2);
+    const json t = chrome_trace(store, store.find_run("baseline"), 3, 3);
     int xs = 0;
     for (const auto& e : t["traceEvents"]) {
       if (e["ph"] != "X") continue;
       ++xs;
-      QCOMPARE(e["args"]["step"].get<int64_t>(), int64_t(2));
-      if (e["name"] == "step") QNEAR(e["ts"].get<double>(), 0.0);  // both ranks: aligned on step 2
+      QCOMPARE(e["args"]["step"].get<int64_t>(), int64_t(3));
+      if (e["name"] == "step") QNEAR(e["ts"].get<double>(), 0.0);  // both ranks: aligned on step 3
     }
     QCOMPARE(xs, 20);
   }
@@ -532,7 +536,7 @@ class TestRunAnalysis : public QObject {
     xs = 0;
     for (const auto& e : t["traceEvents"]) xs += e["ph"] == "X";
     QCOMPARE(xs, 40);
-    for (const QString& bad : {u"x:y"_s, u"2:1"_s, u"1:2:3"_s, u"-1"_s}) {
+    for (const QString& bad : {u"x:y"_s, u"2:1"_s, u"1:2:3"_s, u"-1"_s, u"0"_s, u"0:2"_s, u":0"_s}) {
       r = run_cli({u"trace"_s, u"baseline"_s, u"--db"_s, qdb(), u"--steps"_s, bad, u"-o"_s, out});
       QVERIFY2(r.code == 2 && r.err.contains(u"--steps"_s), qPrintable(bad + u": "_s + r.err));
     }
@@ -545,6 +549,47 @@ class TestRunAnalysis : public QObject {
     for (const char* f : {"run.csv", "params.csv", "metrics.csv", "spans.csv", "traffic.csv", "routing.csv"})
       QVERIFY2(QFile::exists(csv + u"/"_s + QString::fromUtf8(f)), f);
     QCOMPARE(read_csv((csv + u"/spans.csv"_s).toStdString()).size(), size_t(61));
+
+    // Existing files are not replaced without --force (exit 2, nothing written), then are.
+    const QByteArray spans = read_bytes(csv + u"/spans.csv"_s);
+    QVERIFY(QFile(csv + u"/spans.csv"_s).resize(10));
+    r = run_cli({u"export"_s, u"faster"_s, u"--csv"_s, csv, u"--db"_s, qdb()});
+    QVERIFY2(r.code == 2 && r.err.contains(csv + u"/run.csv already exists (and 6 more)"_s) &&
+                 r.err.contains(u"--force"_s),
+             qPrintable(r.err));
+    QCOMPARE(read_bytes(csv + u"/spans.csv"_s).size(), qsizetype(10));
+    r = run_cli({u"export"_s, u"baseline"_s, u"--csv"_s, csv, u"--db"_s, qdb(), u"--force"_s});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QCOMPARE(read_bytes(csv + u"/spans.csv"_s), spans);
+  }
+
+  // An export that fails half-way leaves nothing behind: no temporary file, no final file it
+  // added, not the folders it created. The run has 2000 spans (spans.csv > 64 KiB).
+  void cli_export_is_all_or_nothing() {
+    const QString db = dir_.filePath(u"big.db"_s);
+    {
+      RunStore store(db.toStdString());
+      const int64_t run = store.create_run(RunInfo{}).id;
+      std::vector<SpanRow> spans;
+      for (int i = 0; i < 2000; ++i) spans.push_back(span(1, i % 2, "compute", "forward", "compute", 0.001 * i, 0.001));
+      store.log_step(run, {{"loss", 1, 1.0, 0}}, spans, {}, {});
+    }
+    // 1. spans.csv cannot be written: a 64 KiB file size limit (SIGXFSZ ignored: write fails).
+    const QString limited = dir_.filePath(u"limited/nested"_s);
+    QProcess p;
+    p.start(u"bash"_s, {u"-c"_s, u"trap '' XFSZ; ulimit -f 64; exec \"$0\" \"$@\""_s, QStringLiteral(MOEBENCH_CLI),
+                        u"export"_s, u"1"_s, u"--csv"_s, limited, u"--db"_s, db});
+    QVERIFY(p.waitForFinished(60000));
+    QString err = QString::fromUtf8(p.readAllStandardError());
+    QVERIFY2(p.exitCode() == 1 && err.contains(u"cannot write "_s + limited + u"/spans.csv"_s), qPrintable(err));
+    QVERIFY(!QFile::exists(dir_.filePath(u"limited"_s)));
+    // 2. spans.csv cannot be renamed into place (a folder of that name; --force replaces files only).
+    const QString blocked = dir_.filePath(u"blocked"_s);
+    QVERIFY(QDir().mkpath(blocked + u"/spans.csv/inside"_s));
+    Result r = run_cli({u"export"_s, u"1"_s, u"--csv"_s, blocked, u"--db"_s, db, u"--force"_s});
+    QVERIFY2(r.code == 1 && r.err.contains(u"cannot write "_s + blocked + u"/spans.csv"_s), qPrintable(r.err));
+    QCOMPARE(QDir(blocked).entryList(QDir::NoDotAndDotDot | QDir::AllEntries | QDir::Hidden),
+             QStringList{u"spans.csv"_s});
   }
 
   void cli_errors() {

@@ -19,60 +19,13 @@
 
 #include "moebench/store/run_store.h"
 
+#include "store_support.h"
 #include "test_support.h"
 
 using namespace moebench;
-using moebench::test::error_message;
+using namespace moebench::test;
 
 namespace {
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
-
-void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f.write(bytes.data(), (std::streamsize)bytes.size());
-}
-
-// A plain sqlite3 connection, as another program would open the file.
-QStringList raw_rows(const std::string& path, const std::string& sql, int col = 0) {
-  sqlite3* db = nullptr;
-  QStringList rows;
-  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) != SQLITE_OK) {
-    sqlite3_close(db);
-    return {"<open failed>"};
-  }
-  sqlite3_stmt* st = nullptr;
-  if (sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr) != SQLITE_OK) {
-    rows << QString("<error: %1>").arg(sqlite3_errmsg(db));
-  } else {
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-      const unsigned char* t = sqlite3_column_text(st, col);
-      rows << (t ? QString::fromUtf8(reinterpret_cast<const char*>(t)) : QString("<null>"));
-    }
-    if (rc != SQLITE_DONE) rows << QString("<error: %1>").arg(sqlite3_errmsg(db));
-  }
-  sqlite3_finalize(st);
-  sqlite3_close(db);
-  return rows;
-}
-
-QString raw_one(const std::string& path, const std::string& sql) {
-  QStringList r = raw_rows(path, sql);
-  return r.isEmpty() ? QString("<no row>") : r.front();
-}
-
-// A pid that certainly belonged to a process that has exited (and been reaped).
-pid_t dead_pid() {
-  pid_t pid = fork();
-  if (pid == 0) _exit(0);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return pid;
-}
 
 SpanRow span(int64_t step, int i) {
   SpanRow r;
@@ -415,8 +368,10 @@ class TestStore : public QObject {
     }
     {
       RunStore reader(path, RunStore::Mode::read_only);  // readers never change runs...
-      QCOMPARE(reader.find_run("gone").status, RunStatus::failed);  // ...but show the vanished one failed
+      QCOMPARE(reader.find_run("gone").status, RunStatus::failed);  // ...but show the vanished one failed,
+      QCOMPARE(reader.find_run("gone").end_time, 103.0);            // ended at its last metric
       QCOMPARE(reader.find_run("alive").status, RunStatus::running);
+      QCOMPARE(reader.find_run("alive").end_time, 0.0);
     }
     {
       sqlite3* raw = nullptr;  // and nothing was written: the row still says RUNNING

@@ -125,7 +125,8 @@ class TstTimelineView : public QObject {
     QComboBox* steps = v.stepChooser();
     QCOMPARE(steps->count(), 1 + fx::kSteps);
     QCOMPARE(steps->itemData(0).toLongLong(), TimelineView::kAllSteps);
-    for (int s = 0; s < fx::kSteps; ++s) QCOMPARE(steps->itemData(1 + s).toLongLong(), qint64(s));
+    for (int s = 1; s <= fx::kSteps; ++s) QCOMPARE(steps->itemData(s).toLongLong(), qint64(s));  // 1-based
+    QCOMPARE(steps->itemText(1), QStringLiteral("step 1"));
     // 6 steps <= kAllStepsByDefault: all steps are shown, 6 x 4 ranks x 18 spans = 432.
     QCOMPARE(v.currentStep(), TimelineView::kAllSteps);
     QCOMPARE(int(v.canvas()->spans().size()), fx::kSteps * fx::kRanks * 18);
@@ -141,16 +142,16 @@ class TstTimelineView : public QObject {
     v.runChooser()->setCurrentIndex(0);  // choose "hier"
     QCOMPARE(v.currentRun(), m_runs[1]);
     QCOMPARE(v.currentStep(), TimelineView::kAllSteps);
-    QCOMPARE(v.canvas()->spans().front().start, fx::stepSpans(1, 0, 0).front().start);
+    QCOMPARE(v.canvas()->spans().front().start, fx::stepSpans(1, 1, 0).front().start);
   }
 
   void step_loads_its_spans_data() {
     QTest::addColumn<int>("variant");
     QTest::addColumn<int>("step");
-    QTest::newRow("ec step 0") << 0 << 0;
-    QTest::newRow("ec step 5") << 0 << 5;
-    QTest::newRow("hier step 1") << 1 << 1;
-    QTest::newRow("dc step 4") << 2 << 4;
+    QTest::newRow("ec step 1") << 0 << 1;
+    QTest::newRow("ec step 6") << 0 << 6;
+    QTest::newRow("hier step 2") << 1 << 2;
+    QTest::newRow("dc step 5") << 2 << 5;
   }
   void step_loads_its_spans() {
     QFETCH(int, variant);
@@ -178,12 +179,12 @@ class TstTimelineView : public QObject {
       QCOMPARE(l.subLaneLabel(4 * r + 2), std::string("compute.comm"));
       QCOMPARE(l.subLaneLabel(4 * r + 3), std::string("comm"));
     }
-    // Fitted to the host "step" span [t, t + D]: e.g. hier step 1: t = 0.1 s,
+    // Fitted to the host "step" span [t, t + D]: e.g. hier step 2: t = 0.1 s,
     // D = (20 - 4 + 1) ms = 17 ms -> [100, 117] ms.
-    const double t = 0.1 * step, D = fx::stepMs(variant, step) / 1000.0;
+    const double t = 0.1 * (step - 1), D = fx::stepMs(variant, step) / 1000.0;
     QVERIFY(near(c->axis().t0, t));
     QVERIFY(near(c->axis().t1, t + D));
-    if (variant == 1 && step == 1) QVERIFY(near(c->axis().t1, 0.117));
+    if (variant == 1 && step == 2) QVERIFY(near(c->axis().t1, 0.117));
   }
 
   void wheel_data() {
@@ -203,7 +204,7 @@ class TstTimelineView : public QObject {
     QFETCH(int, modifiers);
     QFETCH(double, spanRatio);
     QFETCH(double, shift);
-    auto v = makeView(2);
+    auto v = makeView(3);
     QVERIFY(v);
     TimelineCanvas* c = v->canvas();
     QTest::keyClick(c, Qt::Key_Plus);  // half the step around the centre: room on both sides
@@ -218,10 +219,10 @@ class TstTimelineView : public QObject {
   }
 
   void keys() {
-    auto v = makeView(0);
+    auto v = makeView(1);
     QVERIFY(v);
     TimelineCanvas* c = v->canvas();
-    const tg::TimeAxis fit = c->axis();  // [0, 20] ms: ec step 0, D = 20 ms
+    const tg::TimeAxis fit = c->axis();  // [0, 20] ms: ec step 1, D = 20 ms
     QVERIFY(near(fit.t1, 0.020));
     const double centre = 0.5 * (fit.t0 + fit.t1);
     QTest::keyClick(c, Qt::Key_Plus);
@@ -258,7 +259,7 @@ class TstTimelineView : public QObject {
     QFETCH(double, from);
     QFETCH(double, to);
     QFETCH(bool, zooms);
-    auto v = makeView(1);
+    auto v = makeView(2);
     QVERIFY(v);
     TimelineCanvas* c = v->canvas();
     const tg::TimeAxis before = c->axis();
@@ -288,7 +289,7 @@ class TstTimelineView : public QObject {
   }
   void drag_pans() {
     QFETCH(int, button);
-    auto v = makeView(1);
+    auto v = makeView(2);
     QVERIFY(v);
     TimelineCanvas* c = v->canvas();
     QTest::keyClick(c, Qt::Key_Plus);
@@ -304,14 +305,14 @@ class TstTimelineView : public QObject {
   }
 
   void tooltips_and_rendering() {
-    auto v = makeView(0);
+    auto v = makeView(1);
     QVERIFY(v);
     TimelineCanvas* c = v->canvas();
-    // ec step 0: D = 20 ms. rank 2 "grad.allreduce" on comm: start 0.6 D = 12 ms, 0.05 D = 1 ms,
+    // ec step 1: D = 20 ms. rank 2 "grad.allreduce" on comm: start 0.6 D = 12 ms, 0.05 D = 1 ms,
     // 4096 bytes to peer (2 + 1) % 4 = 3.
     const QString ar = c->tooltipAt(c->pointAt(0.0125, 2, "comm"));
     for (const char* part : {"grad.allreduce", "category: comm", "rank 2, stream comm", "start 12.000 ms",
-                             "duration 1.000 ms", "bytes 4096 B (4.10 kB)", "peer rank 3"})
+                             "duration 1.000 ms", "bytes 4096 B (4.10 kB)", "peer rank 3", "step 1"})
       QVERIFY2(ar.contains(part), qPrintable(part + (" not in: " + ar)));
     QVERIFY(!ar.contains("layer"));
     // rank 1 "moe.experts" layer 1: start (0.05 + 0.1) D = 3 ms, 0.02 x 2 x D = 0.8 ms, no bytes.

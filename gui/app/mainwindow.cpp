@@ -162,18 +162,13 @@ bool MainWindow::openStore(const QString& path) {
   return true;
 }
 
+// A new connection rather than a re-read: a store the GUI may only read as a snapshot (another
+// user's, or in a directory it cannot write: see core/src/store/read_access.h) shows what was
+// written since, as one it reads live does.
 void MainWindow::reloadStore() {
   if (!m_store) return;
   const std::vector<int64_t> keep = selectedRunIds();
-  try {
-    m_runs->reload();
-  } catch (const std::exception& e) {
-    m_error = QString::fromUtf8(e.what());
-    statusBar()->showMessage(m_error);
-    return;
-  }
-  m_runView->expandAll();
-  statusBar()->showMessage(tr("%1: %2 runs").arg(m_storePath).arg(m_runs->runCount()));
+  if (!openStore(m_storePath)) return;  // the error is shown; the open store stays
   selectRuns(keep);
   selectionChanged();
 }

@@ -34,7 +34,7 @@ class MainWindow : public QMainWindow {
   ~MainWindow() override;
   // Opens a run store read-only; returns false (and shows why in the status bar) on error.
   bool openStore(const QString& path);
-  // Re-reads the open store (new runs, new steps); keeps the selection.
+  // Opens the open store again (new runs, new steps); keeps the selection.
   void reloadStore();
   QString storePath() const { return m_storePath; }
   QString errorText() const { return m_error; }

@@ -25,6 +25,7 @@ ExpertLoadView::ExpertLoadView(QWidget* parent)
   m_slider->setMinimumWidth(160);
   m_slider->setEnabled(false);
   m_stepLabel = new QLabel(this);
+  m_stepLabel->setObjectName("stepLabel");
   toolbar()->addSpacing(12);
   toolbar()->addWidget(m_allSteps);
   toolbar()->addWidget(m_slider, 1);

@@ -16,7 +16,7 @@ RunInfo record_gemm_rate(RunStore& store, double gflops, int threads,
   for (const auto& [shape, rate] : shapes) params.emplace_back("gflops." + shape, std::to_string(rate));
   store.log_params(run.id, params);
   store.set_tag(run.id, "bench", "gemm");
-  store.log_step(run.id, {{kGemmRateMetric, 0, gflops, 0}}, {}, {}, {});
+  store.log_step(run.id, {{kGemmRateMetric, 1, gflops, 0}}, {}, {}, {});
   store.set_status(run.id, RunStatus::finished, 0);
   return store.find_run(std::to_string(run.id));
 }

@@ -1,17 +1,16 @@
 // RunStore: opening (checks, migrations, recovery of vanished runs) and writing.
 // Reading is in run_store_read.cpp; the schema in schema.cpp.
-#include <signal.h>
 #include <unistd.h>
 
 #include <cctype>
-#include <cerrno>
 #include <chrono>
-#include <climits>
 #include <filesystem>
 #include <random>
 #include <vector>
 
 #include "moebench/store/run_store.h"
+#include "process_liveness.h"
+#include "read_access.h"
 #include "run_store_impl.h"
 #include "schema.h"
 
@@ -33,21 +32,14 @@ std::string this_host() {
   return buf;
 }
 
-// True only when the process certainly does not exist (EPERM means it exists, not ours).
-bool pid_vanished(int64_t pid) {
-  if (pid <= 0 || pid > INT_MAX) return false;  // unknown: never kill(0) or kill(-1)
-  return ::kill((pid_t)pid, 0) == -1 && errno == ESRCH;
-}
-
 bool run_vanished(const RunInfo& r) {
-  return r.status == RunStatus::running && r.host == this_host() && r.pid != (int64_t)::getpid() &&
-         pid_vanished(r.pid);
+  return r.status == RunStatus::running && r.host == this_host() &&
+         process_gone(r.pid, r.process_start, r.boot_id);
 }
 
 }  // namespace store_detail
 
 namespace {
-using store_detail::pid_vanished;
 using store_detail::this_host;
 
 std::string new_uuid() {
@@ -85,6 +77,7 @@ int RunStore::schema_version() { return store_detail::known_schema_version(); }
 
 RunStore::RunStore(const std::string& path, Mode mode) : path_(path), impl_(new Impl) {
   namespace fs = std::filesystem;
+  using store_detail::ReadPurpose;
   try {
     impl_->read_only = mode == Mode::read_only;
     std::error_code ec;
@@ -99,15 +92,29 @@ RunStore::RunStore(const std::string& path, Mode mode) : path_(path), impl_(new 
         throw StoreError("cannot create " + path + ": directory " + parent.string() + " does not exist");
     }
     int64_t size = exists ? (int64_t)fs::file_size(path, ec) : 0;
-    // Read-write even for readers, so WAL's shared-memory file can be used; query_only then
-    // keeps a reader from writing. A write-protected file falls back to read-only by itself.
-    int flags = SQLITE_OPEN_READWRITE | (exists ? 0 : SQLITE_OPEN_CREATE);
-    impl_->db.open(path, flags);
-    sqlite3_busy_timeout(impl_->db.handle(), 5000);
-    // Until the file has passed the checks, closing must not checkpoint a WAL into it (the
-    // file may be another application's); readers never checkpoint on close at all.
-    sqlite3_db_config(impl_->db.handle(), SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int*)nullptr);
-    store_detail::prepare_schema(impl_->db, impl_->read_only, size);
+    // Every check is made first, on a connection that can neither write nor leave a -wal or
+    // -shm file behind: a file that fails one stays exactly as it was.
+    auto configure = [](store_detail::Db& db) {
+      sqlite3_busy_timeout(db.handle(), 5000);
+      // No checkpoint on close: a reader never writes the main file, and a writer not before
+      // prepare_for_writing (the file may be another application's).
+      sqlite3_db_config(db.handle(), SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int*)nullptr);
+    };
+    if (exists) {
+      store_detail::Db look;
+      store_detail::open_for_reading(look, path, ReadPurpose::check);
+      configure(look);
+      store_detail::check_store(look, impl_->read_only, size);
+    }
+    if (impl_->read_only) {
+      store_detail::open_for_reading(impl_->db, path, ReadPurpose::view);
+      configure(impl_->db);
+      impl_->db.exec("PRAGMA query_only = ON", "set query_only");
+    } else {
+      impl_->db.open(path, SQLITE_OPEN_READWRITE | (exists ? 0 : SQLITE_OPEN_CREATE));
+      configure(impl_->db);
+      store_detail::prepare_for_writing(impl_->db);
+    }
   } catch (...) {
     delete impl_;
     throw;
@@ -133,6 +140,10 @@ RunInfo RunStore::create_run(RunInfo info) {
   if (info.start_time == 0) info.start_time = store_detail::unix_now();
   if (info.host.empty()) info.host = this_host();
   if (info.pid == 0) info.pid = (int64_t)::getpid();
+  if (info.host == this_host()) {
+    if (info.process_start == 0) info.process_start = store_detail::process_start_ticks(info.pid).value_or(0);
+    if (info.boot_id.empty()) info.boot_id = store_detail::current_boot_id();
+  }
 
   Txn txn(I.db, "create_run");
   I.stmt("INSERT INTO experiments (name, created) VALUES (?1, ?2) ON CONFLICT (name) DO NOTHING")
@@ -148,7 +159,8 @@ RunInfo RunStore::create_run(RunInfo info) {
     experiment_id = s.i64(0);
   }
   I.stmt("INSERT INTO runs (uuid, name, experiment_id, status, strategy, config_json, topology, git_rev, host, "
-         "pid, ranks, start_time, end_time) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)")
+         "pid, ranks, start_time, end_time, process_start, boot_id) "
+         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)")
       .bind(1, info.uuid)
       .bind(2, info.name)
       .bind(3, experiment_id)
@@ -162,6 +174,8 @@ RunInfo RunStore::create_run(RunInfo info) {
       .bind(11, info.ranks)
       .bind(12, info.start_time)
       .bind(13, info.end_time)
+      .bind(14, info.process_start)
+      .bind(15, info.boot_id)
       .run();
   info.id = I.db.last_insert_rowid();
   txn.commit();
@@ -259,26 +273,16 @@ int RunStore::mark_vanished_runs() {
   std::lock_guard lock(impl_->mu);
   Impl& I = *impl_;
   I.require_writable("mark_vanished_runs");
-  const int64_t self = (int64_t)::getpid();
-  std::vector<int64_t> vanished;
-  {
-    Stmt& s = I.stmt("SELECT id, pid FROM runs WHERE status = 'RUNNING' AND host = ?1");
-    Stmt::Scope scope(s);
-    s.bind(1, this_host());
-    while (s.step()) {
-      int64_t pid = s.i64(1);
-      if (pid != self && pid_vanished(pid)) vanished.push_back(s.i64(0));
-    }
-  }
+  // The reading path already shows vanished runs FAILED with their end time: store that.
+  std::vector<RunInfo> vanished;
+  for (const RunInfo& r : I.running_runs_of_this_host())
+    if (r.status == RunStatus::failed) vanished.push_back(r);
   if (vanished.empty()) return 0;  // no write lock taken on the common path
   int marked = 0;
   Txn txn(I.db, "mark_vanished_runs");
-  Stmt& u = I.stmt(
-      "UPDATE runs SET status = 'FAILED', "
-      "end_time = COALESCE((SELECT max(timestamp) FROM metrics WHERE run = ?1), start_time) "
-      "WHERE id = ?1 AND status = 'RUNNING'");
-  for (int64_t id : vanished) {
-    u.bind(1, id).run();
+  Stmt& u = I.stmt("UPDATE runs SET status = 'FAILED', end_time = ?2 WHERE id = ?1 AND status = 'RUNNING'");
+  for (const RunInfo& r : vanished) {
+    u.bind(1, r.id).bind(2, r.end_time).run();
     marked += (int)I.db.changes();
   }
   txn.commit();

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "moebench/store/run_store.h"
 #include "sqlite_db.h"
@@ -33,14 +34,15 @@ struct RunStore::Impl {
   // StoreError "no run 42 in runs.db" unless the run exists.
   void require_run(int64_t run);
   std::optional<RunInfo> load_run(int64_t run);
+  // The runs stored as RUNNING on this host, read as every reader sees them (vanished: FAILED).
+  std::vector<RunInfo> running_runs_of_this_host();
 };
 
 namespace store_detail {
 
-// This host's name; whether a pid certainly does not exist; whether a RUNNING run of this
-// host lost its process (it is shown, and on a read-write open stored, as FAILED).
+// This host's name; whether a RUNNING run of this host lost its process (process_liveness.h:
+// it is shown, and on a read-write open stored, as FAILED).
 std::string this_host();
-bool pid_vanished(int64_t pid);
 bool run_vanished(const RunInfo& r);
 
 double unix_now();

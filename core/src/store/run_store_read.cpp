@@ -14,9 +14,13 @@ using store_detail::Stmt;
 
 namespace {
 
+// The last column: for a RUNNING run, when it last recorded anything (its last metric's
+// timestamp, else its start): the end time it gets if its process turns out to have vanished.
 constexpr const char* kRunColumns =
     "SELECT r.id, r.uuid, r.name, e.name, r.status, r.strategy, r.config_json, r.topology, r.git_rev, r.host, "
-    "r.pid, r.start_time, r.end_time, r.ranks FROM runs r JOIN experiments e ON e.id = r.experiment_id ";
+    "r.pid, r.start_time, r.end_time, r.ranks, r.process_start, r.boot_id, "
+    "CASE WHEN r.status = 'RUNNING' THEN COALESCE((SELECT max(m.timestamp) FROM metrics m WHERE m.run = r.id), "
+    "r.start_time) END FROM runs r JOIN experiments e ON e.id = r.experiment_id ";
 
 RunInfo read_run(const Stmt& s) {
   RunInfo r;
@@ -34,8 +38,14 @@ RunInfo read_run(const Stmt& s) {
   r.start_time = s.f64(11);
   r.end_time = s.f64(12);
   r.ranks = s.i32(13);
-  // A read-only view cannot store the FAILED mark of a vanished run, but still shows it.
-  if (store_detail::run_vanished(r)) r.status = RunStatus::failed;
+  r.process_start = s.i64(14);
+  r.boot_id = s.text(15);
+  // A read-only view cannot store the FAILED mark of a vanished run, but still shows it, and
+  // the end time mark_vanished_runs stores.
+  if (store_detail::run_vanished(r)) {
+    r.status = RunStatus::failed;
+    r.end_time = s.f64(16);
+  }
   return r;
 }
 
@@ -61,6 +71,15 @@ std::optional<RunInfo> RunStore::Impl::load_run(int64_t run) {
   s.bind(1, run);
   if (!s.step()) return std::nullopt;
   return read_run(s);
+}
+
+std::vector<RunInfo> RunStore::Impl::running_runs_of_this_host() {
+  Stmt& s = stmt(std::string(kRunColumns) + "WHERE r.status = 'RUNNING' AND r.host = ?1 ORDER BY r.id");
+  Stmt::Scope scope(s);
+  s.bind(1, store_detail::this_host());
+  std::vector<RunInfo> out;
+  while (s.step()) out.push_back(read_run(s));
+  return out;
 }
 
 void RunStore::Impl::require_run(int64_t run) {

@@ -1,7 +1,8 @@
 // The run store schema: migrations as an ordered list of SQL scripts, the version kept in
 // PRAGMA user_version, the store marked by PRAGMA application_id. Opening a file checks it
 // before anything is written: a file that is not SQLite, a SQLite database of another
-// application, a corrupt store or a store of a newer schema is refused and left as it was.
+// application, a corrupt store, a store whose tables do not match its version (schema_shape.cpp)
+// or a store of a newer schema is refused and left as it was.
 #include "schema.h"
 
 #include <string>
@@ -95,6 +96,20 @@ CREATE TABLE routing (
 );
 CREATE INDEX routing_run_step ON routing (run, step);
 )sql",
+    // 2: who wrote a run, beyond its pid (Linux reuses pids, and a reboot starts them over): the
+    //    process's start time and the host's boot id, so a RUNNING run whose pid now names
+    //    another process counts as vanished. And steps become 1-based everywhere: step k is the
+    //    k-th optimizer step, as `moebench run` prints it ("step 1/300", "eval after step 50",
+    //    checkpoint step_000300). Version 1 stored the k-th step as k - 1 and "eval after step
+    //    N" as N - 1 (at 0 for an eval after 0 steps, which this moves to 1 with the rest).
+    R"sql(
+ALTER TABLE runs ADD COLUMN process_start INTEGER NOT NULL DEFAULT 0;  -- /proc/<pid>/stat starttime (clock ticks after boot); 0 unknown
+ALTER TABLE runs ADD COLUMN boot_id TEXT NOT NULL DEFAULT '';          -- /proc/sys/kernel/random/boot_id at the start; '' unknown
+UPDATE metrics SET step = step + 1;
+UPDATE spans SET step = step + 1;
+UPDATE traffic SET step = step + 1;
+UPDATE routing SET step = step + 1;
+)sql",
 };
 
 constexpr int kKnownVersion = int(sizeof(kMigrations) / sizeof(kMigrations[0]));
@@ -184,8 +199,7 @@ void migrate(Db& db) {
   Probe p = probe(db);
   check_probe(path, p);
   if (p.version >= kKnownVersion) return;  // the Txn rolls back its empty transaction
-  for (int v = (int)p.version + 1; v <= kKnownVersion; ++v)
-    db.exec(kMigrations[v - 1], "migration to schema version " + std::to_string(v));
+  apply_migrations(db, (int)p.version, kKnownVersion);
   // Pragmas take no parameters; both values are this build's own integer constants.
   db.exec("PRAGMA user_version = " + std::to_string(kKnownVersion), "set user_version");
   db.exec("PRAGMA application_id = " + std::to_string(kApplicationId), "set application_id");
@@ -196,30 +210,39 @@ void migrate(Db& db) {
 
 int known_schema_version() { return kKnownVersion; }
 
-void prepare_schema(Db& db, bool read_only, int64_t file_size) {
+void apply_migrations(Db& db, int from, int to) {
+  for (int v = from + 1; v <= to; ++v)
+    db.exec(kMigrations[v - 1], "migration to schema version " + std::to_string(v));
+}
+
+void check_store(Db& db, bool read_only, int64_t file_size) {
   const std::string& path = db.path();
   Probe p = probe(db);
   check_probe(path, p);
-  if (p.ours() && file_size <= kQuickCheckMaxBytes) quick_check(db);
-
-  if (read_only) {
-    if (p.empty()) throw StoreError(path + " is empty: it holds no moebench run store yet");
-    if (p.version < kKnownVersion)
-      throw StoreError(path + " has schema version " + std::to_string(p.version) + "; this moebench needs " +
-                       std::to_string(kKnownVersion) + ": open it once read-write to migrate it");
-    db.exec("PRAGMA query_only = ON", "set query_only");
+  if (p.empty()) {
+    if (read_only) throw StoreError(path + " is empty: it holds no moebench run store yet");
     return;
   }
+  if (file_size <= kQuickCheckMaxBytes) quick_check(db);
+  check_schema_shape(db, (int)p.version);
+  if (read_only && p.version < kKnownVersion)
+    throw StoreError(path + " has schema version " + std::to_string(p.version) + "; this moebench needs " +
+                     std::to_string(kKnownVersion) + ": open it once read-write to migrate it (the next `moebench run` "
+                     "into it does)");
+}
 
+void prepare_for_writing(Db& db) {
+  const std::string& path = db.path();
   if (sqlite3_db_readonly(db.handle(), "main") == 1)
     throw StoreError(path + " cannot be opened for writing (no write permission?)");
-  // The file is ours (or empty): the last writer to close checkpoints the WAL as usual.
+  // The file passed check_store (or is new): the last writer to close checkpoints the WAL as usual.
   sqlite3_db_config(db.handle(), SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 0, (int*)nullptr);
   // Outside any transaction: journal_mode and foreign_keys cannot change inside one.
   db.query_text("PRAGMA journal_mode = WAL", "set journal_mode");
   db.exec("PRAGMA synchronous = NORMAL", "set synchronous");
   db.exec("PRAGMA foreign_keys = ON", "set foreign_keys");
-  if (p.empty() || p.version < kKnownVersion) migrate(db);
+  // Only a store that needs it takes the write lock (a run may be writing the store already).
+  if (db.query_int("PRAGMA user_version", "read user_version") < kKnownVersion) migrate(db);
 }
 
 }  // namespace moebench::store_detail

@@ -16,11 +16,22 @@ constexpr int64_t kQuickCheckMaxBytes = int64_t(256) << 20;
 // The schema version this build writes (= number of migrations).
 int known_schema_version();
 
-// Checks that `db` (just opened, nothing written yet) is an empty database or a moebench run
-// store this build can read, then sets the connection pragmas and, in read-write mode,
-// switches to WAL and applies the missing migrations in one transaction. Throws StoreError
-// with a clear message; never writes to a file that fails the checks. `file_size` is the
-// size of the main database file (0 for a new one).
-void prepare_schema(Db& db, bool read_only, int64_t file_size);
+// Runs migrations from+1 .. to on `db` (no transaction of its own).
+void apply_migrations(Db& db, int from, int to);
+
+// Checks, reading only, that `db` is an empty database or a moebench run store this build can
+// read: SQLite, ours, not corrupt (quick_check up to kQuickCheckMaxBytes of `file_size`), its
+// tables as its version defines them (check_schema_shape), not newer than this build; read_only
+// also refuses an empty database and an older version. Throws StoreError naming the file.
+void check_store(Db& db, bool read_only, int64_t file_size);
+
+// Throws StoreError "<file>: schema damaged (table metrics missing; ...); left unchanged" unless
+// every table of schema `version` is in `db` with exactly the columns migrations 1..version
+// create (names, types, NOT NULL, defaults, primary key). Tables of other names are allowed.
+void check_schema_shape(Db& db, int version);
+
+// For a read-write connection to a file that passed check_store (or is new): WAL mode, the
+// connection pragmas, and the missing migrations in one transaction.
+void prepare_for_writing(Db& db);
 
 }  // namespace moebench::store_detail

@@ -1,6 +1,7 @@
 // Internal sqlite3 wrapper of the run store (see sqlite_db.h).
 #include "sqlite_db.h"
 
+#include <cctype>
 #include <cmath>
 #include <limits>
 
@@ -28,14 +29,33 @@ std::string sql_label(const std::string& sql) {
   return out;
 }
 
+// "file:" URI of a path: every byte but unreserved characters and '/' percent-encoded; an
+// absolute path after an empty authority ("file:///a/b"), so "//a/b" is no host name.
+std::string file_uri(const std::string& path, const std::string& query) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string out = path.starts_with('/') ? "file://" : "file:";
+  for (unsigned char c : path) {
+    if (std::isalnum(c) || c == '/' || c == '-' || c == '.' || c == '_' || c == '~') {
+      out += (char)c;
+    } else {
+      out += '%';
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out + "?" + query;
+}
+
 }  // namespace
 
 // --- Db ---
 
-void Db::open(const std::string& path, int flags) {
+void Db::open(const std::string& path, int flags, const std::string& uri_query) {
   close();
   path_ = path;
-  int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
+  const std::string name = uri_query.empty() ? path : file_uri(path, uri_query);
+  if (!uri_query.empty()) flags |= SQLITE_OPEN_URI;
+  int rc = sqlite3_open_v2(name.c_str(), &db_, flags, nullptr);
   if (rc != SQLITE_OK) {
     std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
     close();

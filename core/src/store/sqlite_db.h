@@ -21,7 +21,9 @@ class Db {
   Db& operator=(const Db&) = delete;
 
   // sqlite3_open_v2(path, flags); throws StoreError (the handle is closed again on failure).
-  void open(const std::string& path, int flags);
+  // With `uri_query` ("mode=ro", "immutable=1") the file is opened as the URI
+  // file:<path, percent-encoded>?<uri_query>; path() stays the plain path.
+  void open(const std::string& path, int flags, const std::string& uri_query = "");
   void close();
   sqlite3* handle() const { return db_; }
   const std::string& path() const { return path_; }

@@ -1,6 +1,5 @@
 #include "moebench/train/run_recorder.h"
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
@@ -77,7 +76,7 @@ RunRecorder::~RunRecorder() {
 
 void RunRecorder::on_step(const StepStats& s) {
   const double ts = unix_now();
-  const int64_t step = s.step;
+  const int64_t step = s.step + 1;  // the store's steps are 1-based: s.step is the 0-based index
   std::vector<MetricPoint> m = {
       {"loss", step, s.loss.ce, ts},           {"aux_loss", step, s.loss.aux, ts},
       {"total_loss", step, s.loss.total, ts},  {"lr", step, s.lr, ts},
@@ -106,8 +105,8 @@ void RunRecorder::on_step(const StepStats& s) {
 }
 
 void RunRecorder::on_eval(const EvalStats& e) {
-  // "eval after N steps" belongs to step index N - 1, like that step's training metrics.
-  store_->log_step(run_.id, {{"eval_loss", std::max<int64_t>(0, e.step - 1), e.loss, unix_now()}}, {}, {}, {});
+  // "eval after step N" is at step N, beside that step's training metrics.
+  store_->log_step(run_.id, {{"eval_loss", e.step, e.loss, unix_now()}}, {}, {}, {});
 }
 
 void RunRecorder::finish(RunStatus status) {

@@ -151,8 +151,8 @@ TrainSummary Trainer::run(long stop_at, const TrainCallbacks& cb) {
     }
     const auto t0 = Clock::now();
     const double step_start = ex.now();
-    if (step_ == fault_step_)
-      throw std::runtime_error("fault injected by MOEBENCH_FAULT at step " + std::to_string(step_));
+    if (step_ + 1 == fault_step_)  // steps are numbered from 1, as printed and stored
+      throw std::runtime_error("fault injected by MOEBENCH_FAULT at step " + std::to_string(fault_step_));
     if (dist_) dist_->meter().reset();
     ex.set_step(step_);
     ex.take_spans();

@@ -12,16 +12,28 @@
 //   traffic.csv  step,rank,peer,link,bytes
 //   routing.csv  step,layer,source_rank,expert,tokens
 //
-// Times are seconds (start_time/end_time/timestamp: unix; span start: from the rank's epoch).
-// `dir` is created when missing; existing files of these names are replaced. Throws
-// std::runtime_error naming the file when one cannot be written.
+// Times are seconds (start_time/end_time/timestamp: unix; span start: from the rank's epoch);
+// steps are the store's, 1-based.
+//
+// `dir` is created when missing. Existing files of these names are refused (ExportRefused,
+// before anything is written) unless `replace`. All or nothing: the files are written under
+// temporary names and renamed into place once all are complete; on any failure the temporary
+// files, the files the export added and the folders it created are removed again. Throws
+// std::runtime_error naming the file or folder (StoreError from the store).
+#include <stdexcept>
 #include <string>
 
 #include "moebench/store/run_store.h"
 
 namespace moebench {
 
-void export_csv(const RunStore& store, const RunInfo& run, const std::string& dir);
+// "out/run.csv already exists (and 6 more); nothing was written"
+class ExportRefused : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+void export_csv(const RunStore& store, const RunInfo& run, const std::string& dir, bool replace = false);
 
 // One CSV field, quoted when needed.
 std::string csv_field(const std::string& value);

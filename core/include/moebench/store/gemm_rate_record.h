@@ -3,7 +3,7 @@
 // peak compute rate their DDL-roofline is drawn against (FasterMoE §3.3: P_w).
 //
 // `moebench bench gemm --db FILE` stores its result as a FINISHED run of experiment "bench"
-// named "gemm" (tag bench=gemm, metric "sgemm_gflops" at step 0, params threads and the
+// named "gemm" (tag bench=gemm, metric "sgemm_gflops" at step 1, params threads and the
 // per-shape rates). When `moebench run` creates a run, it copies the newest such record of the
 // same host into the run's params: peak_gflops (GFLOP/s of one rank: scaled linearly to the
 // rank's BLAS threads when those differ from the benchmark's) and peak_gflops_source

@@ -37,11 +37,15 @@ struct RunInfo {
   std::string git_rev;
   std::string host;
   int64_t pid = 0;
+  int64_t process_start = 0; // pid's start, clock ticks after boot (/proc/<pid>/stat field 22); 0 unknown
+  std::string boot_id;       // the host's boot id at the start; "" unknown
   double start_time = 0;     // unix seconds
-  double end_time = 0;       // 0 while running
+  double end_time = 0;       // 0 while running (a vanished run: its last recorded time)
   int ranks = 1;
 };
 
+// Steps are 1-based: step k is the k-th optimizer step of the run (what `moebench run` prints as
+// "step k/N"; an evaluation after N steps is at step N).
 struct MetricPoint {
   std::string key;
   int64_t step = 0;
@@ -77,12 +81,16 @@ enum class RecordTable { spans, traffic, routing };
 class RunStore {
  public:
   enum class Mode { read_write, read_only };
-  // Opens (read_write: creates if missing) and migrates the database; marks runs whose process
-  // is gone as FAILED (same host, pid not alive). Throws StoreError for a file that is not a
-  // SQLite database, is corrupt, or has a newer schema than this build knows ("runs.db has
-  // schema version 7; this moebench knows up to 2: upgrade moebench"). A file that fails the
-  // checks is never written to. An empty (0-byte) file is an empty SQLite database: read_write
-  // makes it a new store, read_only refuses it ("runs.db is empty"). read_only never writes.
+  // Opens (read_write: creates if missing) and migrates the database; marks RUNNING runs whose
+  // process is gone as FAILED, ended at their last recorded time (see run_vanished below).
+  // Throws StoreError for a file that is not a SQLite database, is corrupt, whose tables do not
+  // match the schema version it claims ("runs.db: schema damaged (table metrics missing); left
+  // unchanged"), or has a newer schema than this build knows ("runs.db has schema version 7;
+  // this moebench knows up to 2: upgrade moebench"). Every check is made on a read-only
+  // connection: a file that fails one is never written to. An empty (0-byte) file is an empty
+  // SQLite database: read_write makes it a new store, read_only refuses it ("runs.db is empty").
+  // read_only never writes, and works in a directory the user cannot write (read_access.h: a
+  // store nobody has open is then read as a snapshot of its main file).
   explicit RunStore(const std::string& path, Mode mode = Mode::read_write);
   ~RunStore();
   RunStore(const RunStore&) = delete;
@@ -92,7 +100,8 @@ class RunStore {
   static int schema_version();  // the version this build writes
 
   // --- writing (rank 0 of a run) ---
-  // Creates the experiment when needed; fills id, uuid, start_time, host, pid when empty.
+  // Creates the experiment when needed; fills id, uuid, start_time, host, pid (this process)
+  // when empty, and for a pid of this host, its process_start and boot_id when unknown.
   RunInfo create_run(RunInfo info);
   // end_time <= 0 with a status other than RUNNING means now. Ending a run also checkpoints the
   // WAL into the main database file (a copy of that file alone then holds the run).
@@ -104,10 +113,15 @@ class RunStore {
   // timestamp <= 0 means now.
   void log_step(int64_t run, const std::vector<MetricPoint>& metrics, const std::vector<SpanRow>& spans,
                 const std::vector<TrafficRow>& traffic, const std::vector<RoutingRow>& routing);
-  // Marks RUNNING runs of this host whose pid is not alive as FAILED; returns how many.
+  // Stores the FAILED status of the vanished runs (the reading methods already show them so);
+  // returns how many. A RUNNING run has vanished when it is of this host and its process is
+  // certainly gone: the host rebooted, no process has the pid, the process is a zombie, or the
+  // pid now names a process with another start time. Its end_time becomes the timestamp of its
+  // last metric (its start_time without any).
   int mark_vanished_runs();
 
   // --- reading ---
+  // Runs as stored, except that a vanished run shows as FAILED with its end_time as above.
   std::vector<RunInfo> list_runs(const std::string& experiment = "") const;
   // By row id, full uuid, unique uuid prefix (>= 4 chars) or unique name; StoreError
   // ("no run 'abc' in runs.db") when there is none, or when a prefix/name is ambiguous.

@@ -62,7 +62,7 @@ class Distributed;
 class Communicator;
 
 // Fault injection for testing failure handling: MOEBENCH_FAULT="RANK:STEP" makes world rank
-// RANK throw at step STEP (0-based) as a real failure would.
+// RANK throw at step STEP (1-based, as printed and stored) as a real failure would.
 class Trainer {
  public:
   // out_dir: where checkpoints/ goes. Loads the data (DataError on bad data). With a world
