@@ -13,7 +13,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <random>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -143,17 +142,6 @@ class Relay {
 };
 
 }  // namespace
-
-std::string new_run_uuid() {
-  std::random_device rd;
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (int w = 0; w < 4; ++w) {
-    const uint32_t x = rd();
-    for (int k = 0; k < 8; ++k) out += hex[(x >> (4 * k)) & 0xf];
-  }
-  return out;
-}
 
 int launch_local_ranks(const LocalLaunch& l) {
   const std::string report_dir = make_launch_dir();

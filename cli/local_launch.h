@@ -38,7 +38,4 @@ struct LocalLaunch {
 // exit code.
 int launch_local_ranks(const LocalLaunch& launch);
 
-// A new random run uuid (32 lower-case hex characters).
-std::string new_run_uuid();
-
 }  // namespace moebench::cli

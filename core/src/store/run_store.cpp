@@ -41,8 +41,9 @@ bool run_vanished(const RunInfo& r) {
 
 namespace {
 using store_detail::this_host;
+}  // namespace
 
-std::string new_uuid() {
+std::string new_run_uuid() {
   std::random_device rd;
   static const char* hex = "0123456789abcdef";
   std::string out;
@@ -52,8 +53,6 @@ std::string new_uuid() {
   }
   return out;
 }
-
-}  // namespace
 
 const char* run_status_name(RunStatus s) {
   switch (s) {
@@ -136,7 +135,7 @@ RunInfo RunStore::create_run(RunInfo info) {
   Impl& I = *impl_;
   I.require_writable("create_run");
   if (info.experiment.empty()) info.experiment = "default";
-  if (info.uuid.empty()) info.uuid = new_uuid();
+  if (info.uuid.empty()) info.uuid = new_run_uuid();
   if (info.start_time == 0) info.start_time = store_detail::unix_now();
   if (info.host.empty()) info.host = this_host();
   if (info.pid == 0) info.pid = (int64_t)::getpid();

@@ -23,6 +23,8 @@ class StoreError : public std::runtime_error {
 
 enum class RunStatus { running, finished, failed, killed };
 const char* run_status_name(RunStatus s);  // "RUNNING", "FINISHED", "FAILED", "KILLED"
+// A new random run uuid: 32 lower-case hex characters (a launcher may name a run in advance).
+std::string new_run_uuid();
 RunStatus parse_run_status(const std::string& s);
 
 struct RunInfo {
