@@ -322,7 +322,7 @@ class TestConfigTextEdit : public QObject {
     QTest::newRow("empty") << "train.lr" << "  " << "empty value";
     QTest::newRow("two lines") << "train.lr" << "1\nsteps = 2" << "one line";
     QTest::newRow("nested 64 deep") << "moe.moe_layers" << QString("[").repeated(64) + QString("]").repeated(64)
-                                    << "nested 65 levels deep";
+                                    << "a value nested 65 levels deep";
     QTest::newRow("40-part key inside") << "moe.experts" << "{" + QString("a.").repeated(39) + "a = 1}"
                                         << "has 40 dotted parts; the limit is 32";
   }

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <climits>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -12,7 +13,7 @@
 #include <toml++/toml.h>
 
 #include "config_detail.h"
-#include "toml_limits.h"
+#include "toml_precheck.h"
 
 namespace moebench {
 
@@ -308,6 +309,31 @@ void read_file_tables(const toml::table& root, Config& c, LoadState& st, const f
   }
 }
 
+// The offset of the first byte that is not part of well-formed UTF-8 (RFC 3629: no overlong
+// forms, no surrogates, at most U+10FFFF), or npos. toml++ checks files; --set values taken as
+// bare strings are checked here, since the canonical JSON of a run cannot hold anything else.
+size_t invalid_utf8_at(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const auto b = (unsigned char)s[i];
+    size_t len = 0;
+    uint32_t min = 0, cp = 0;
+    if (b < 0x80) len = 1, cp = b;
+    else if ((b & 0xE0) == 0xC0) len = 2, cp = b & 0x1F, min = 0x80;
+    else if ((b & 0xF0) == 0xE0) len = 3, cp = b & 0x0F, min = 0x800;
+    else if ((b & 0xF8) == 0xF0) len = 4, cp = b & 0x07, min = 0x10000;
+    else return i;
+    if (i + len > s.size()) return i;
+    for (size_t k = 1; k < len; ++k) {
+      const auto c = (unsigned char)s[i + k];
+      if ((c & 0xC0) != 0x80) return i;
+      cp = (cp << 6) | (c & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return i;
+    i += len;
+  }
+  return std::string_view::npos;
+}
+
 std::string trim(std::string_view s) {
   const auto b = s.find_first_not_of(" \t\r\n");
   if (b == std::string_view::npos) return {};
@@ -354,22 +380,32 @@ void apply_overrides(const std::vector<std::string>& overrides, Config& c, LoadS
       continue;
     }
     // A TOML value, else the bare text as a string.
-    const std::string value_text = "v = " + raw;
     if (const auto too_big = size_limit_message(raw.size(), "the value")) {
       st.add({kOverrideSource, 0, key, *too_big});
       continue;
     }
-    if (const auto v = check_toml_limits(value_text)) {
-      st.add({kOverrideSource, 0, key, "the value: " + v->message});
+    if (const size_t bad = invalid_utf8_at(raw); bad != std::string_view::npos) {
+      char byte[8];
+      std::snprintf(byte, sizeof byte, "0x%02X", (unsigned char)raw[bad]);
+      st.add({kOverrideSource, 0, key, "the value is not valid UTF-8 (byte " + std::string(byte) + " at offset " +
+                                           std::to_string(bad) + ")"});
+      continue;
+    }
+    const std::string value_text = "v = " + raw;
+    const auto precheck = precheck_toml(value_text);
+    if (precheck && !precheck->syntax) {
+      st.add({kOverrideSource, 0, key, "the value: " + precheck->message});
       continue;
     }
     toml::table parsed;
     bool is_value = false;
-    try {
-      parsed = toml::parse(value_text);
-      is_value = parsed.size() == 1 && parsed.contains("v");
-    } catch (const toml::parse_error&) {
-      is_value = false;
+    if (!precheck) {  // (a syntax error found by the precheck: not a TOML value, a bare word)
+      try {
+        parsed = toml::parse(value_text);
+        is_value = parsed.size() == 1 && parsed.contains("v");
+      } catch (const toml::parse_error&) {
+        is_value = false;
+      }
     }
     const bool string_kind = f->kind == Kind::String || f->kind == Kind::Path;
     if (is_value && !(string_kind && !parsed["v"].is_string())) {
@@ -403,7 +439,7 @@ Config parse_config(std::string_view toml_text, const std::string& source_name,
   bool syntax_ok = false;
   if (const auto too_big = size_limit_message(toml_text.size(), "the config")) {
     st.add({source_name, 0, "", *too_big});
-  } else if (const auto v = check_toml_limits(toml_text)) {
+  } else if (const auto v = precheck_toml(toml_text)) {
     st.add({source_name, v->line, "", v->message + " (column " + std::to_string(v->column) + ")"});
   } else {
     try {

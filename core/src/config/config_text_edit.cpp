@@ -14,7 +14,7 @@
 #include <toml++/toml.h>
 
 #include "config_detail.h"
-#include "toml_limits.h"
+#include "toml_precheck.h"
 
 namespace moebench {
 
@@ -256,11 +256,11 @@ class Scanner {
   size_t n_;
 };
 
-// "line 3, column 7: ..." when `text` is over a size, key or nesting limit (toml_limits.h), which
-// toml++ must not be given.
+// "line 3, column 7: ..." when `text` is over a size, key or nesting limit or holds characters
+// toml++ cannot read (toml_precheck.h): it must not be given to toml++.
 std::optional<std::string> limit_problem(std::string_view text) {
   if (auto too_big = config_detail::size_limit_message(text.size(), "the text")) return too_big;
-  if (const auto v = config_detail::check_toml_limits(text))
+  if (const auto v = config_detail::precheck_toml(text))
     return "line " + std::to_string(v->line) + ", column " + std::to_string(v->column) + ": " + v->message;
   return std::nullopt;
 }
