@@ -66,6 +66,14 @@ class TestCli : public QObject {
     QTest::newRow("heads do not divide hidden") << QByteArray("[model]\nhidden = 30\nheads = 4\n") << u"model.heads"_s;
     QTest::newRow("moe block out of range") << QByteArray("[model]\nlayers = 4\n[moe]\nmoe_layers = [1, 4]\n") << u"moe.moe_layers"_s;
     QTest::newRow("missing data file") << QByteArray("[data]\nsource = \"bin\"\npath = \"nope.bin\"\n") << u"nope.bin"_s;
+    // over the config limits (README "Config limits"): toml++ would overflow its stack or the
+    // "did you mean" search would take minutes
+    QTest::newRow("40000-part key") << "[model]\n" + QByteArray("a.").repeated(39999) + "a = 1\n"
+                                    << u"broken.toml:2: key `a.a.a"_s;
+    QTest::newRow("50000-part header") << "[" + QByteArray("a.").repeated(49999) + "a]\n"
+                                       << u"has 50000 dotted parts; the limit is 32"_s;
+    QTest::newRow("2 MB key") << "[model]\n" + QByteArray(2 << 20, 'k') + " = 1\n"
+                              << u"broken.toml: the config file is 2097165 bytes; the limit is 1048576 bytes"_s;
   }
   void broken_configs_exit_2_naming_line_and_key() {
     QFETCH(QByteArray, text);

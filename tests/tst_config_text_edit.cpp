@@ -321,6 +321,10 @@ class TestConfigTextEdit : public QObject {
     QTest::newRow("open string") << "run.name" << "\"abc" << "`\"abc` is not a TOML value";
     QTest::newRow("empty") << "train.lr" << "  " << "empty value";
     QTest::newRow("two lines") << "train.lr" << "1\nsteps = 2" << "one line";
+    QTest::newRow("nested 64 deep") << "moe.moe_layers" << QString("[").repeated(64) + QString("]").repeated(64)
+                                    << "a value nested 65 levels deep";
+    QTest::newRow("40-part key inside") << "moe.experts" << "{" + QString("a.").repeated(39) + "a = 1}"
+                                        << "has 40 dotted parts; the limit is 32";
   }
 
   void bad_value() {
@@ -336,6 +340,26 @@ class TestConfigTextEdit : public QObject {
       const std::string typed = invalid_argument_of([&] { config_value_literal(s(key), s(literal)); });
       QVERIFY2(typed.find(quoted(s(key))) != std::string::npos, typed.c_str());
     }
+  }
+
+  void over_the_limits() {
+    // toml++ is not given texts over the limits of parse_config (README "Config limits").
+    std::string deep_key = "a";
+    for (int i = 1; i < 40000; ++i) deep_key += ".a";
+    const std::string err = toml_syntax_error("[model]\n" + deep_key + " = 1\n");
+    QVERIFY2(err.rfind("line 2, column 1: key `a.a.a", 0) == 0 && err.find("has 40000 dotted parts") != std::string::npos,
+             err.c_str());
+    QVERIFY(toml_syntax_error(std::string((1 << 20) + 1, '#')).find("the limit is 1048576 bytes") != std::string::npos);
+    // The scan looks into an inline table only where config keys can be (`run = { ... }`): a deep
+    // one is skipped in one pass, not walked level by level.
+    std::string nested;
+    for (int i = 0; i < 50000; ++i) nested += "a = {";
+    nested += "b = 1" + std::string(50000, '}');
+    const std::string text = "run = { " + nested + " }\n";
+    QVERIFY(!get_config_value(text, "run.name").has_value());
+    const std::string edited = set_config_value(text, "run.name", "\"x\"");
+    QCOMPARE(*get_config_value(edited, "run.name"), std::string("\"x\""));
+    QCOMPARE(config_literal_display("{ " + nested + " }"), "{ " + nested + " }");  // as written
   }
 
   void section_written_as_value() {

@@ -171,6 +171,7 @@ class TestData : public QObject {
     QCOMPARE((unsigned char)bytes[0], (unsigned char)(20240520 & 0xff));  // little-endian magic
     QCOMPARE((int)bytes[4], version);
     QVERIFY(read_bin_shard(path) == tokens);
+    QVERIFY(parse_bin_shard(std::vector<uint8_t>(bytes.begin(), bytes.end()), "shard.bin") == tokens);
     // Empty shard round-trips too.
     write_bin_shard(path, {}, version);
     QVERIFY(read_bin_shard(path).empty());
@@ -230,6 +231,11 @@ class TestData : public QObject {
     const QString msg = test::error_message<DataError>(f);
     QVERIFY2(msg.contains(QString::fromStdString(name)), qPrintable(msg));
     QVERIFY2(msg.contains(expected), qPrintable(msg));
+    if (kind == "missing" || kind == "directory" || kind == "vocab") return;
+    // The same bytes in memory: the same message, under the name given.
+    const QString mem = test::error_message<DataError>(
+        [&] { parse_bin_shard(std::vector<uint8_t>(bytes.begin(), bytes.end()), name); });
+    QCOMPARE(mem, msg.mid(msg.indexOf(QString::fromStdString(name))));
   }
 
   void bin_corpus_split() {

@@ -200,6 +200,11 @@ class TestSafetensors : public QObject {
     const QString msg = test::error_message<CheckpointError>([&] { read_safetensors(path); });
     QVERIFY2(msg.contains(QString::fromStdString(name)), qPrintable(msg));
     QVERIFY2(msg.contains(expected), qPrintable(msg));
+    if (kind == "missing") return;
+    // The same bytes in memory: the same message, under the name given.
+    const std::vector<uint8_t> bytes(file.begin(), file.end());
+    const QString mem = test::error_message<CheckpointError>([&] { parse_safetensors(bytes, name); });
+    QCOMPARE(mem, msg.mid(msg.indexOf(QString::fromStdString(name))));
   }
 
   void hand_made_file_reads() {

@@ -34,6 +34,9 @@ const std::vector<std::string>& section_names();   // run, model, moe, data, tra
 const FieldDef* find_field(std::string_view section, std::string_view key);
 
 inline constexpr int kDefaultExperts = 8;  // moe.experts when not given
+// Problems listed in one ConfigError; more are counted in one last issue. A 1 MiB file of
+// unknown keys would otherwise make ~100,000 messages (and as many "did you mean" searches).
+inline constexpr size_t kMaxReportedIssues = 100;
 
 // Where a key got its value.
 struct Origin {
@@ -47,9 +50,12 @@ struct LoadState {
   std::set<std::string> bad;              // keys whose value was rejected while reading
   bool experts_scalar = true;             // moe.experts given as one integer
   int experts_value = kDefaultExperts;    // ... that integer
-  std::vector<ConfigIssue> issues;
+  std::vector<ConfigIssue> issues;       // at most kMaxReportedIssues
+  size_t dropped = 0;                     // issues beyond that, counted only
 
   bool is_set(const std::string& key) const { return origins.count(key) > 0; }
+  bool full() const { return issues.size() >= kMaxReportedIssues; }
+  void add(ConfigIssue issue);  // kept while not full(), else counted in `dropped`
   // An issue at the origin of `key`; when `key` kept its default, at the origin of `fallback`.
   void fail(const std::string& key, const std::string& message, const std::string& fallback = {});
 };
@@ -57,10 +63,15 @@ struct LoadState {
 // Expands moe.experts to one entry per MoE block and checks every rule; adds to st.issues.
 void validate(Config& c, LoadState& st);
 
+// At most `max` bytes of `s`, then "... (N bytes)" when cut: user text echoed in messages.
+std::string excerpt(std::string_view s, size_t max = 48);
+
 // Shortest text that reads back as the same float ("0.003", "1e-08").
 std::string float_text(float v);
 
-// Damerau-Levenshtein (optimal string alignment) distance, case-insensitive.
-int edit_distance(std::string_view a, std::string_view b);
+// Damerau-Levenshtein (optimal string alignment) distance, case-insensitive, when it is at most
+// max_distance; else max_distance + 1. O(max_distance * length) time, O(length) memory, so a
+// huge unknown key costs nothing to compare ("did you mean" only wants close candidates).
+int edit_distance(std::string_view a, std::string_view b, int max_distance);
 
 }  // namespace moebench::config_detail

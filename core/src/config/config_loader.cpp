@@ -5,14 +5,15 @@
 #include <charconv>
 #include <climits>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include <toml++/toml.h>
 
 #include "config_detail.h"
+#include "toml_precheck.h"
 
 namespace moebench {
 
@@ -43,11 +44,21 @@ ConfigError::ConfigError(std::vector<ConfigIssue> issues)
 
 namespace config_detail {
 
+std::string excerpt(std::string_view s, size_t max) {
+  if (s.size() <= max) return std::string(s);
+  return std::string(s.substr(0, max)) + "... (" + std::to_string(s.size()) + " bytes)";
+}
+
 void LoadState::fail(const std::string& key, const std::string& message, const std::string& fallback) {
   auto it = origins.find(key);
   if (it == origins.end() && !fallback.empty()) it = origins.find(fallback);
-  if (it == origins.end()) issues.push_back({source_name, 0, key, message});
-  else issues.push_back({it->second.file, it->second.line, key, message});
+  if (it == origins.end()) add({source_name, 0, key, message});
+  else add({it->second.file, it->second.line, key, message});
+}
+
+void LoadState::add(ConfigIssue issue) {
+  if (full()) ++dropped;
+  else issues.push_back(std::move(issue));
 }
 
 }  // namespace config_detail
@@ -75,7 +86,7 @@ const char* type_name(const toml::node& n) {
 // "string \"abc\"", "float 128.0", "array" ...
 std::string describe(const toml::node& n) {
   std::string s = type_name(n);
-  if (auto v = n.as_string()) s += " \"" + v->get() + "\"";
+  if (auto v = n.as_string()) s += " \"" + excerpt(v->get()) + "\"";
   else if (auto i = n.as_integer()) s += " " + std::to_string(i->get());
   else if (auto d = n.as_floating_point()) {
     char buf[64];
@@ -109,8 +120,7 @@ class Reader {
 
  private:
   bool error(const std::string& message, int line = -1) {
-    st_.issues.push_back({at_.file, at_.file == kOverrideSource ? 0 : (line >= 0 ? line : at_.line),
-                          key_, message});
+    st_.add({at_.file, at_.file == kOverrideSource ? 0 : (line >= 0 ? line : at_.line), key_, message});
     return false;
   }
 
@@ -220,7 +230,7 @@ std::string suggest(std::string_view word, const std::vector<std::string>& candi
   int best = 4;
   std::string pick;
   for (const auto& c : candidates) {
-    const int d = edit_distance(word, c);
+    const int d = edit_distance(word, c, best - 1);
     if (d < best && d < (int)std::max(word.size(), c.size())) {
       best = d;
       pick = c;
@@ -273,7 +283,7 @@ void read_file_tables(const toml::table& root, Config& c, LoadState& st, const f
       const std::string elsewhere = qualified_elsewhere(name);
       if (!elsewhere.empty()) msg += "; did you mean `" + elsewhere + "`?";
       else if (known) msg = "expected a section (table), got " + describe(node);
-      st.issues.push_back({st.source_name, key_line, name, msg});
+      st.add({st.source_name, key_line, name, msg});
       continue;
     }
     if (!known) {
@@ -281,15 +291,15 @@ void read_file_tables(const toml::table& root, Config& c, LoadState& st, const f
       std::string msg = "unknown section [" + name + "] (known: [run] [model] [moe] [data] [train])";
       const std::string s = suggest(name, secs);
       if (!s.empty()) msg = "unknown section [" + name + "]" + s;
-      st.issues.push_back({st.source_name, key_line, name, msg});
+      st.add({st.source_name, key_line, name, msg});
       continue;
     }
     for (auto&& [kk, value] : *node.as_table()) {
       const std::string key(kk.str());
       const FieldDef* f = find_field(name, key);
       if (!f) {
-        st.issues.push_back({st.source_name, (int)kk.source().begin.line, name + "." + key,
-                             unknown_key_message(name, key)});
+        st.add({st.source_name, (int)kk.source().begin.line, name + "." + key,
+                st.full() ? std::string() : unknown_key_message(name, key)});  // (dropped when full)
         continue;
       }
       int line = line_of(value);
@@ -297,6 +307,31 @@ void read_file_tables(const toml::table& root, Config& c, LoadState& st, const f
       reader.read(*f, value, Origin{st.source_name, line}, base_dir);
     }
   }
+}
+
+// The offset of the first byte that is not part of well-formed UTF-8 (RFC 3629: no overlong
+// forms, no surrogates, at most U+10FFFF), or npos. toml++ checks files; --set values taken as
+// bare strings are checked here, since the canonical JSON of a run cannot hold anything else.
+size_t invalid_utf8_at(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const auto b = (unsigned char)s[i];
+    size_t len = 0;
+    uint32_t min = 0, cp = 0;
+    if (b < 0x80) len = 1, cp = b;
+    else if ((b & 0xE0) == 0xC0) len = 2, cp = b & 0x1F, min = 0x80;
+    else if ((b & 0xF0) == 0xE0) len = 3, cp = b & 0x0F, min = 0x800;
+    else if ((b & 0xF8) == 0xF0) len = 4, cp = b & 0x07, min = 0x10000;
+    else return i;
+    if (i + len > s.size()) return i;
+    for (size_t k = 1; k < len; ++k) {
+      const auto c = (unsigned char)s[i + k];
+      if ((c & 0xC0) != 0x80) return i;
+      cp = (cp << 6) | (c & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return i;
+    i += len;
+  }
+  return std::string_view::npos;
 }
 
 std::string trim(std::string_view s) {
@@ -312,12 +347,17 @@ void apply_overrides(const std::vector<std::string>& overrides, Config& c, LoadS
   for (const auto& text : overrides) {
     const auto eq = text.find('=');
     if (eq == std::string::npos) {
-      st.issues.push_back({kOverrideSource, 0, trim(text),
-                           "expected key=value (e.g. --set moe.top_k=1)"});
+      st.add({kOverrideSource, 0, excerpt(trim(text)), "expected key=value (e.g. --set moe.top_k=1)"});
       continue;
     }
     const std::string key = trim(std::string_view(text).substr(0, eq));
     const std::string raw = trim(std::string_view(text).substr(eq + 1));
+    if (key.size() > kMaxKeyBytes) {
+      st.add({kOverrideSource, 0, excerpt(key),
+              "the key is " + std::to_string(key.size()) + " bytes long; the limit is " +
+                  std::to_string(kMaxKeyBytes) + " bytes"});
+      continue;
+    }
     const auto dot = key.find('.');
     const FieldDef* f =
         dot == std::string::npos ? nullptr : find_field(key.substr(0, dot), key.substr(dot + 1));
@@ -336,17 +376,36 @@ void apply_overrides(const std::vector<std::string>& overrides, Config& c, LoadS
         else
           msg = unknown_key_message(section, key.substr(dot + 1), /*qualified=*/true);
       }
-      st.issues.push_back({kOverrideSource, 0, key, msg});
+      st.add({kOverrideSource, 0, key, msg});
       continue;
     }
     // A TOML value, else the bare text as a string.
+    if (const auto too_big = size_limit_message(raw.size(), "the value")) {
+      st.add({kOverrideSource, 0, key, *too_big});
+      continue;
+    }
+    if (const size_t bad = invalid_utf8_at(raw); bad != std::string_view::npos) {
+      char byte[8];
+      std::snprintf(byte, sizeof byte, "0x%02X", (unsigned char)raw[bad]);
+      st.add({kOverrideSource, 0, key, "the value is not valid UTF-8 (byte " + std::string(byte) + " at offset " +
+                                           std::to_string(bad) + ")"});
+      continue;
+    }
+    const std::string value_text = "v = " + raw;
+    const auto precheck = precheck_toml(value_text);
+    if (precheck && !precheck->syntax) {
+      st.add({kOverrideSource, 0, key, "the value: " + precheck->message});
+      continue;
+    }
     toml::table parsed;
     bool is_value = false;
-    try {
-      parsed = toml::parse("v = " + raw);
-      is_value = parsed.size() == 1 && parsed.contains("v");
-    } catch (const toml::parse_error&) {
-      is_value = false;
+    if (!precheck) {  // (a syntax error found by the precheck: not a TOML value, a bare word)
+      try {
+        parsed = toml::parse(value_text);
+        is_value = parsed.size() == 1 && parsed.contains("v");
+      } catch (const toml::parse_error&) {
+        is_value = false;
+      }
     }
     const bool string_kind = f->kind == Kind::String || f->kind == Kind::Path;
     if (is_value && !(string_kind && !parsed["v"].is_string())) {
@@ -377,21 +436,30 @@ Config parse_config(std::string_view toml_text, const std::string& source_name,
   st.source_name = source_name;
   Config c;
   c.source_file = source_name;
-  bool syntax_ok = true;
-  try {
-    const toml::table root = toml::parse(toml_text, source_name);
-    read_file_tables(root, c, st, fs::path(base_dir.empty() ? "." : base_dir));
-  } catch (const toml::parse_error& e) {
-    syntax_ok = false;
-    const auto& b = e.source().begin;
-    st.issues.push_back({source_name, (int)b.line, "",
-                         "TOML syntax error: " + std::string(e.description()) + " (column " +
-                             std::to_string(b.column) + ")"});
+  bool syntax_ok = false;
+  if (const auto too_big = size_limit_message(toml_text.size(), "the config")) {
+    st.add({source_name, 0, "", *too_big});
+  } else if (const auto v = precheck_toml(toml_text)) {
+    st.add({source_name, v->line, "", v->message + " (column " + std::to_string(v->column) + ")"});
+  } else {
+    try {
+      const toml::table root = toml::parse(toml_text, source_name);
+      read_file_tables(root, c, st, fs::path(base_dir.empty() ? "." : base_dir));
+      syntax_ok = true;
+    } catch (const toml::parse_error& e) {
+      const auto& b = e.source().begin;
+      st.add({source_name, (int)b.line, "",
+                           "TOML syntax error: " + std::string(e.description()) + " (column " +
+                               std::to_string(b.column) + ")"});
+    }
   }
   apply_overrides(overrides, c, st);
   if (syntax_ok) validate(c, st);
   if (!st.issues.empty()) {
     sort_issues(st.issues);
+    if (st.dropped > 0)
+      st.issues.push_back({source_name, 0, "", "and " + std::to_string(st.dropped) + " more problems (only the first " +
+                                                   std::to_string(kMaxReportedIssues) + " are listed)"});
     throw ConfigError(std::move(st.issues));
   }
   return c;
@@ -410,11 +478,19 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
     const std::string why = errno ? std::strerror(errno) : "cannot open it";
     throw ConfigError({{path, 0, "", "cannot read the config file: " + why}});
   }
-  std::ostringstream text;
-  text << in.rdbuf();
+  // At most one byte more than the limit: a huge file (or an endless one, /dev/zero) is not read.
+  std::string text(kMaxConfigBytes + 1, '\0');
+  in.read(text.data(), (std::streamsize)text.size());
+  text.resize((size_t)in.gcount());
+  if (text.size() > kMaxConfigBytes) {
+    const uint64_t bytes = fs::is_regular_file(status) ? fs::file_size(path, ec) : 0;
+    throw ConfigError({{path, 0, "", bytes > kMaxConfigBytes ? *size_limit_message(bytes, "the config file")
+                                                             : "the config file is longer than the limit of " +
+                                                                   std::to_string(kMaxConfigBytes) + " bytes (1 MiB)"}});
+  }
   fs::path dir = fs::path(path).parent_path();
   if (dir.empty()) dir = ".";
-  return parse_config(text.str(), path, overrides, dir.string());
+  return parse_config(text, path, overrides, dir.string());
 }
 
 }  // namespace moebench

@@ -107,20 +107,36 @@ std::string float_text(float v) {
   return std::string(buf, res.ptr);
 }
 
-int edit_distance(std::string_view a, std::string_view b) {
+int edit_distance(std::string_view a, std::string_view b, int max_distance) {
   const size_t n = a.size(), m = b.size();
-  std::vector<std::vector<int>> d(n + 1, std::vector<int>(m + 1));
-  for (size_t i = 0; i <= n; ++i) d[i][0] = (int)i;
-  for (size_t j = 0; j <= m; ++j) d[0][j] = (int)j;
+  const size_t band = (size_t)std::max(max_distance, 0);
+  if ((n > m ? n - m : m - n) > band) return max_distance + 1;  // the length gap alone is more
+  // Three rows of the DP; only cells with |i - j| <= band can stay within max_distance.
+  const int far = max_distance + 1;
+  std::vector<int> prev2(m + 1, far), prev(m + 1, far), cur(m + 1, far);
+  for (size_t j = 0; j <= std::min(m, band); ++j) prev[j] = (int)j;
+  int prev_best = 0;
   auto lower = [](char ch) { return (char)std::tolower((unsigned char)ch); };
-  for (size_t i = 1; i <= n; ++i)
-    for (size_t j = 1; j <= m; ++j) {
+  for (size_t i = 1; i <= n; ++i) {
+    std::fill(cur.begin(), cur.end(), far);
+    if (i <= band) cur[0] = (int)i;
+    const size_t lo = i > band ? i - band : 1, hi = std::min(m, i + band);
+    int row_best = cur[0];
+    for (size_t j = lo; j <= hi; ++j) {
       const int cost = lower(a[i - 1]) == lower(b[j - 1]) ? 0 : 1;
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      int d = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost});
       if (i > 1 && j > 1 && lower(a[i - 1]) == lower(b[j - 2]) && lower(a[i - 2]) == lower(b[j - 1]))
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+        d = std::min(d, prev2[j - 2] + 1);
+      cur[j] = std::min(d, far);
+      row_best = std::min(row_best, cur[j]);
     }
-  return d[n][m];
+    // A path reaches later rows through row i or (a transposition) row i - 1.
+    if (row_best > max_distance && prev_best > max_distance) return far;
+    prev_best = row_best;
+    std::swap(prev2, prev);
+    std::swap(prev, cur);
+  }
+  return std::min(prev[m], far);
 }
 
 namespace {

@@ -14,6 +14,7 @@
 #include <toml++/toml.h>
 
 #include "config_detail.h"
+#include "toml_precheck.h"
 
 namespace moebench {
 
@@ -199,14 +200,21 @@ class Scanner {
       e.line_end = next_line(e.value_end);
       e.owner = owner;
       out.entries.push_back(e);
-      if (e.value_begin < n_ && t_[e.value_begin] == '{') scan_inline_table(out, out.entries.size() - 1);
+      if (may_hold_keys(e)) scan_inline_table(out, out.entries.size() - 1);
       pos = e.line_end;
     }
     return out;
   }
 
  private:
-  // The entries of the inline table that is the value of entries[index] (nested ones too).
+  // Whether `e` is an inline table whose entries can be config keys (`run = { name = ... }`):
+  // keys are section.key, so deeper tables are skipped whole. This bounds the recursion of
+  // scan_inline_table to one level and keeps the scan linear for any nesting.
+  bool may_hold_keys(const Entry& e) const {
+    return e.path.size() < 2 && e.value_begin < n_ && t_[e.value_begin] == '{';
+  }
+
+  // The entries of the inline table that is the value of entries[index].
   void scan_inline_table(Layout& out, size_t index) const {
     const Entry table = out.entries[index];
     size_t p = table.value_begin + 1;
@@ -228,13 +236,14 @@ class Scanner {
       e.line_end = table.line_end;
       e.owner = -2 - (int)index;
       out.entries.push_back(e);
-      if (e.value_begin < n_ && t_[e.value_begin] == '{') scan_inline_table(out, out.entries.size() - 1);
+      if (may_hold_keys(e)) scan_inline_table(out, out.entries.size() - 1);
       p = skip_ws(e.value_end);
       if (p < stop && t_[p] == ',') ++p;
     }
   }
 
   static std::string unquote(std::string_view quoted) {
+    if (quoted.find('\\') == std::string_view::npos) return std::string(quoted.substr(1, quoted.size() - 2));
     try {
       const toml::table t = toml::parse("k = " + std::string(quoted));
       if (auto s = t["k"].value<std::string>()) return *s;
@@ -246,6 +255,15 @@ class Scanner {
   std::string_view t_;
   size_t n_;
 };
+
+// "line 3, column 7: ..." when `text` is over a size, key or nesting limit or holds characters
+// toml++ cannot read (toml_precheck.h): it must not be given to toml++.
+std::optional<std::string> limit_problem(std::string_view text) {
+  if (auto too_big = config_detail::size_limit_message(text.size(), "the text")) return too_big;
+  if (const auto v = config_detail::precheck_toml(text))
+    return "line " + std::to_string(v->line) + ", column " + std::to_string(v->column) + ": " + v->message;
+  return std::nullopt;
+}
 
 int line_at(std::string_view text, size_t pos) {
   return 1 + (int)std::count(text.begin(), text.begin() + (std::ptrdiff_t)std::min(pos, text.size()), '\n');
@@ -266,7 +284,7 @@ const ConfigKeyInfo& key_info(const std::string& key) {
   int best = 4;
   std::string pick;
   for (const auto& k : config_keys()) {
-    const int d = config_detail::edit_distance(key, k.name);
+    const int d = config_detail::edit_distance(key, k.name, best - 1);
     if (d < best) {
       best = d;
       pick = k.name;
@@ -297,6 +315,9 @@ std::string checked_literal(const std::string& key, std::string_view value_liter
   if (end != lit.size())
     throw std::invalid_argument(what + "`" + lit + "` is not one TOML value: unexpected `" +
                                 trim(lit.substr(end)) + "` after `" + lit.substr(0, end) + "`" + hint);
+  if (const auto problem = limit_problem("v = " + lit))
+    throw std::invalid_argument(what + "`" + config_detail::excerpt(lit) + "` is not a value moebench reads: " +
+                                *problem);
   try {
     const toml::table t = toml::parse("v = " + lit);
     if (t.size() != 1 || !t.contains("v")) throw std::invalid_argument(what + "`" + lit + "` is not a TOML value" + hint);
@@ -420,6 +441,7 @@ std::string config_value_literal(const std::string& key, std::string_view user_t
 }
 
 std::string config_literal_display(std::string_view literal) {
+  if (limit_problem("v = " + std::string(literal))) return std::string(literal);
   try {
     const toml::table t = toml::parse("v = " + std::string(literal));
     const toml::node* v = t.get("v");
@@ -448,6 +470,7 @@ std::string config_literal_display(std::string_view literal) {
 }
 
 std::string toml_syntax_error(std::string_view text) {
+  if (auto problem = limit_problem(text)) return *problem;
   try {
     (void)toml::parse(text);
   } catch (const toml::parse_error& e) {

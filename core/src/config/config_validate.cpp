@@ -90,7 +90,7 @@ void Checker::check_run() {
     if (r.name.empty()) fail("run.name", "must not be empty");
     else if (r.name.find_first_of("/\\") != std::string::npos)
       fail("run.name", "must not contain '/' or '\\' (it names the folder <out_dir>/<name>), got \"" +
-                           r.name + "\"");
+                           excerpt(r.name) + "\"");
   }
   if (ok({"run.out_dir"}) && r.out_dir.empty()) fail("run.out_dir", "must not be empty");
   at_least("run.threads", r.threads, 0, " (0 = all cores)");
@@ -155,7 +155,7 @@ void Checker::check_parallel() {
     if (std::find(names.begin(), names.end(), c_.strategy.name) == names.end()) {
       std::string known;
       for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
-      fail("strategy.name", "unknown strategy \"" + c_.strategy.name + "\" (known: " + known + ")");
+      fail("strategy.name", "unknown strategy \"" + excerpt(c_.strategy.name) + "\" (known: " + known + ")");
     }
   }
 }
@@ -296,7 +296,7 @@ void Checker::check_data() {
   at_least("data.corpus_tokens", d.corpus_tokens, 1);
   if (!ok({"data.source"})) return;
   if (d.source != "synthetic" && d.source != "bin" && d.source != "text") {
-    fail("data.source", "must be one of synthetic, bin, text; got \"" + d.source + "\"");
+    fail("data.source", "must be one of synthetic, bin, text; got \"" + excerpt(d.source) + "\"");
     return;
   }
   const std::string src = "data.source = \"" + d.source + "\"";

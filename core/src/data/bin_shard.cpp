@@ -23,18 +23,13 @@ void store_le32(unsigned char* p, uint32_t v) {
 
 std::string version_hint() { return "expected 1 = uint16 tokens or 2 = uint32 tokens"; }
 
-}  // namespace
+struct ShardLayout {
+  size_t count;  // tokens
+  size_t width;  // bytes per token
+};
 
-std::vector<int32_t> read_bin_shard(const std::string& path) {
-  std::ifstream in;
-  const uint64_t size = data_detail::open_input(path, in);
-  if (size < (uint64_t)kBinShardHeaderBytes)
-    throw DataError(path + ": file is " + std::to_string(size) + " bytes, shorter than the " +
-                    std::to_string(kBinShardHeaderBytes) + "-byte llm.c shard header");
-
-  unsigned char header[kBinShardHeaderBytes];
-  if (!in.read((char*)header, kBinShardHeaderBytes))
-    throw DataError(path + ": cannot read the shard header");
+// Checks the 1024-byte header against the size of the whole shard (header included).
+ShardLayout check_header(const unsigned char* header, uint64_t size, const std::string& path) {
   const int32_t magic = (int32_t)load_le32(header);
   const int32_t version = (int32_t)load_le32(header + 4);
   const int32_t count = (int32_t)load_le32(header + 8);
@@ -58,29 +53,62 @@ std::vector<int32_t> read_bin_shard(const std::string& path) {
                     " trailing bytes: header says " + std::to_string(count) + " tokens (" +
                     std::to_string(expected) + " bytes of uint" + std::to_string(width * 8) +
                     " data) but the file holds " + std::to_string(data_bytes) + " bytes after the header");
+  return {(size_t)count, (size_t)width};
+}
 
-  std::vector<int32_t> tokens((size_t)count);
+void check_size(uint64_t size, const std::string& path) {
+  if (size < (uint64_t)kBinShardHeaderBytes)
+    throw DataError(path + ": file is " + std::to_string(size) + " bytes, shorter than the " +
+                    std::to_string(kBinShardHeaderBytes) + "-byte llm.c shard header");
+}
+
+// Decodes n tokens of `width` bytes into out[0, n); `first` is the index of the first one.
+void decode_tokens(const unsigned char* src, size_t n, size_t width, int32_t* out, size_t first,
+                   const std::string& path) {
+  if (width == 2) {
+    for (size_t i = 0; i < n; ++i) out[i] = (int32_t)((uint32_t)src[2 * i] | ((uint32_t)src[2 * i + 1] << 8));
+    return;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t v = load_le32(src + 4 * i);
+    if (v > (uint32_t)INT32_MAX)
+      throw DataError(path + ": token " + std::to_string(v) + " at index " + std::to_string(first + i) +
+                      " does not fit a signed 32-bit token id");
+    out[i] = (int32_t)v;
+  }
+}
+
+}  // namespace
+
+std::vector<int32_t> read_bin_shard(const std::string& path) {
+  std::ifstream in;
+  const uint64_t size = data_detail::open_input(path, in);
+  check_size(size, path);
+  unsigned char header[kBinShardHeaderBytes];
+  if (!in.read((char*)header, kBinShardHeaderBytes))
+    throw DataError(path + ": cannot read the shard header");
+  const ShardLayout layout = check_header(header, size, path);
+
+  // Read in chunks: a shard can be gigabytes, the file is not held twice.
+  std::vector<int32_t> tokens(layout.count);
   const size_t chunk = 1 << 20;  // tokens per read
   std::vector<unsigned char> buf;
   for (size_t done = 0; done < tokens.size();) {
     const size_t n = std::min(chunk, tokens.size() - done);
-    buf.resize(n * width);
+    buf.resize(n * layout.width);
     if (!in.read((char*)buf.data(), (std::streamsize)buf.size()))
       throw DataError(path + ": read error in the token data at token " + std::to_string(done));
-    if (width == 2) {
-      for (size_t i = 0; i < n; ++i)
-        tokens[done + i] = (int32_t)((uint32_t)buf[2 * i] | ((uint32_t)buf[2 * i + 1] << 8));
-    } else {
-      for (size_t i = 0; i < n; ++i) {
-        const uint32_t v = load_le32(&buf[4 * i]);
-        if (v > (uint32_t)INT32_MAX)
-          throw DataError(path + ": token " + std::to_string(v) + " at index " +
-                          std::to_string(done + i) + " does not fit a signed 32-bit token id");
-        tokens[done + i] = (int32_t)v;
-      }
-    }
+    decode_tokens(buf.data(), n, layout.width, tokens.data() + done, done, path);
     done += n;
   }
+  return tokens;
+}
+
+std::vector<int32_t> parse_bin_shard(std::span<const uint8_t> bytes, const std::string& name) {
+  check_size(bytes.size(), name);
+  const ShardLayout layout = check_header(bytes.data(), bytes.size(), name);
+  std::vector<int32_t> tokens(layout.count);
+  decode_tokens(bytes.data() + kBinShardHeaderBytes, layout.count, layout.width, tokens.data(), 0, name);
   return tokens;
 }
 

@@ -131,13 +131,18 @@ SafetensorsFile read_safetensors(const std::string& path) {
   if (!f) throw CheckpointError(path + ": cannot open for reading (" + std::strerror(errno) + ")");
   const uint64_t size = fs::file_size(path, ec);
   if (ec) throw CheckpointError(path + ": cannot read file size (" + ec.message() + ")");
+  std::vector<uint8_t> bytes((size_t)size);
+  if (!f.read(reinterpret_cast<char*>(bytes.data()), (std::streamsize)size))
+    throw CheckpointError(path + ": read error (" + std::strerror(errno) + ")");
+  return parse_safetensors(bytes, path);
+}
+
+SafetensorsFile parse_safetensors(std::span<const uint8_t> bytes, const std::string& path) {
+  const uint64_t size = bytes.size();
   if (size < 8)
     throw CheckpointError(path + ": file is " + std::to_string(size) +
                           " bytes, shorter than the 8-byte header length");
-  std::string bytes((size_t)size, '\0');
-  if (!f.read(bytes.data(), (std::streamsize)size))
-    throw CheckpointError(path + ": read error (" + std::strerror(errno) + ")");
-  const auto* u = reinterpret_cast<const unsigned char*>(bytes.data());
+  const unsigned char* u = bytes.data();
 
   uint64_t hlen = 0;
   for (int k = 0; k < 8; ++k) hlen |= (uint64_t)u[k] << (8 * k);
@@ -150,7 +155,7 @@ SafetensorsFile read_safetensors(const std::string& path) {
 
   nlohmann::json header;
   try {
-    header = nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + (std::ptrdiff_t)hlen);
+    header = nlohmann::json::parse(u + 8, u + 8 + hlen);
   } catch (const nlohmann::json::exception& e) {
     throw CheckpointError(path + ": header is not valid JSON (" + e.what() + ")");
   }

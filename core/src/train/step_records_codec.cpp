@@ -1,5 +1,6 @@
 #include "moebench/train/step_records_codec.h"
 
+#include <climits>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -20,25 +21,43 @@ struct Writer {
   }
 };
 
+// Reads the buffer front to back; every length is checked against the bytes left before
+// anything is allocated, so a corrupt count cannot ask for gigabytes.
 struct Reader {
-  const std::vector<uint8_t>& buf;
+  std::span<const uint8_t> buf;
   size_t at = 0;
+
+  [[noreturn]] void corrupt(const std::string& what) const {
+    throw std::runtime_error("corrupt step records from a rank: " + what + " (at byte " + std::to_string(at) +
+                             " of " + std::to_string(buf.size()) + ")");
+  }
+  size_t left() const { return buf.size() - at; }
   template <class T>
-  T get() {
-    if (at + sizeof(T) > buf.size()) throw std::runtime_error("corrupt step records from a rank");
+  T get(const char* what) {
+    if (left() < sizeof(T)) corrupt(std::string("truncated ") + what);
     T v;
     std::memcpy(&v, buf.data() + at, sizeof(T));
     at += sizeof(T);
     return v;
   }
-  std::string get_str() {
-    const uint32_t n = get<uint32_t>();
-    if (at + n > buf.size()) throw std::runtime_error("corrupt step records from a rank");
-    std::string s(buf.begin() + (long)at, buf.begin() + (long)(at + n));
+  // A count of items of `item_bytes` each that must fit in the rest of the buffer.
+  size_t get_count(const char* what, size_t item_bytes) {
+    const uint32_t n = get<uint32_t>(what);
+    if ((uint64_t)n * item_bytes > left())
+      corrupt(std::string(what) + " " + std::to_string(n) + " needs more than the " + std::to_string(left()) +
+              " bytes left");
+    return n;
+  }
+  std::string get_str(const char* what) {
+    const size_t n = get_count(what, 1);
+    std::string s(reinterpret_cast<const char*>(buf.data()) + at, n);
     at += n;
     return s;
   }
 };
+
+// The bytes one encoded span takes besides its two strings.
+constexpr size_t kSpanFixedBytes = 4 + 4 + 4 + 4 + 8 + 8 + 8 + 4 + 4 + 4 + 8;
 
 }  // namespace
 
@@ -68,33 +87,39 @@ std::vector<uint8_t> encode_rank_records(const std::vector<Span>& spans, const s
   return w.buf;
 }
 
-void decode_rank_records(const std::vector<uint8_t>& buf, StepRecords& into) {
+void decode_rank_records(std::span<const uint8_t> buf, StepRecords& into) {
   Reader r{buf};
-  const uint32_t n = r.get<uint32_t>();
-  for (uint32_t i = 0; i < n; ++i) {
-    Span s;
-    s.rank = r.get<int32_t>();
-    s.stream = r.get_str();
-    s.name = r.get_str();
-    s.category = (TaskCategory)r.get<int32_t>();
-    s.start = r.get<double>();
-    s.end = r.get<double>();
-    s.bytes = r.get<uint64_t>();
-    s.peer = r.get<int32_t>();
-    s.layer = r.get<int32_t>();
-    s.expert = r.get<int32_t>();
-    s.step = r.get<int64_t>();
-    into.spans.push_back(std::move(s));
+  std::vector<Span> spans(r.get_count("span count", kSpanFixedBytes));
+  for (Span& s : spans) {
+    s.rank = r.get<int32_t>("span rank");
+    s.stream = r.get_str("span stream name length");
+    s.name = r.get_str("span name length");
+    const int32_t category = r.get<int32_t>("span category");
+    if (category < (int32_t)TaskCategory::compute || category > (int32_t)TaskCategory::io)
+      r.corrupt("span category " + std::to_string(category) + " is not a task category");
+    s.category = (TaskCategory)category;
+    s.start = r.get<double>("span start");
+    s.end = r.get<double>("span end");
+    s.bytes = r.get<uint64_t>("span bytes");
+    s.peer = r.get<int32_t>("span peer");
+    s.layer = r.get<int32_t>("span layer");
+    s.expert = r.get<int32_t>("span expert");
+    s.step = r.get<int64_t>("span step");
   }
-  std::vector<uint64_t> peers(r.get<uint32_t>());
-  for (auto& t : peers) t = r.get<uint64_t>();
+  std::vector<uint64_t> peers(r.get_count("traffic peer count", 8));
+  for (auto& t : peers) t = r.get<uint64_t>("traffic bytes");
+  std::vector<std::vector<int64_t>> blocks(into.moe_blocks.size());
+  for (auto& counts : blocks) {
+    counts.resize(r.get_count("routing expert count", 8));
+    for (auto& c : counts) {
+      c = r.get<int64_t>("routing count");
+      if (c < 0 || c > INT_MAX) r.corrupt("routing count " + std::to_string(c) + " is not a token count");
+    }
+  }
+  if (r.left() != 0) r.corrupt(std::to_string(r.left()) + " bytes after the records");
+  // Appended only once the whole buffer has been read: a corrupt one leaves `into` as it was.
+  into.spans.insert(into.spans.end(), std::make_move_iterator(spans.begin()), std::make_move_iterator(spans.end()));
   into.traffic.push_back(std::move(peers));
-  std::vector<std::vector<int64_t>> blocks;
-  for (size_t b = 0; b < into.moe_blocks.size(); ++b) {
-    std::vector<int64_t> counts(r.get<uint32_t>());
-    for (auto& c : counts) c = r.get<int64_t>();
-    blocks.push_back(std::move(counts));
-  }
   into.routing.push_back(std::move(blocks));
 }
 

@@ -15,8 +15,10 @@
 // validation. For string keys any value that is not a TOML string is taken verbatim.
 //
 // All problems (syntax, unknown section/key, wrong type, out of range, inconsistent keys,
-// missing data files) are collected and thrown together as one ConfigError. Each issue names
-// the file and line (or `--set key`) and the key, and says what was expected.
+// missing data files) are collected and thrown together as one ConfigError (at most 100, then
+// one "and N more" issue). Each issue names the file and line (or `--set key`) and the key, and
+// says what was expected. Texts over the size, key and nesting limits of README "Config limits"
+// (1 MiB; 32 dotted parts and 1024 bytes per key; nesting 64) are rejected before parsing.
 #include <nlohmann/json.hpp>
 
 #include <stdexcept>

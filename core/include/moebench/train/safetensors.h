@@ -9,6 +9,7 @@
 // message starts with the file name.
 #include <cstdint>
 #include <map>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -47,5 +48,9 @@ struct SafetensorsFile {
 // shape), an unsupported dtype, data offsets out of range, overlapping, or not matching
 // product(shape) * 4 bytes.
 SafetensorsFile read_safetensors(const std::string& path);
+
+// The same checks on a whole file held in memory; `name` starts every message (read_safetensors
+// passes the path).
+SafetensorsFile parse_safetensors(std::span<const uint8_t> bytes, const std::string& name);
 
 }  // namespace moebench

@@ -3,6 +3,7 @@
 // its spans, the bytes it sent to each peer, and the kept-token counts per MoE block and
 // expert. Little-endian host layout; ranks of one job share the binary.
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "moebench/runtime/task.h"
@@ -14,7 +15,9 @@ std::vector<uint8_t> encode_rank_records(const std::vector<Span>& spans, const s
                                          const std::vector<std::vector<int>>& routing);
 
 // Appends one rank's records to `into` (spans, one traffic row, one routing entry with
-// into.moe_blocks.size() blocks). Throws std::runtime_error on a malformed buffer.
-void decode_rank_records(const std::vector<uint8_t>& buf, StepRecords& into);
+// into.moe_blocks.size() blocks). Throws std::runtime_error naming what is wrong and where on a
+// malformed buffer (truncated, a count larger than the bytes left, a span category that is not
+// a TaskCategory, a negative routing count, trailing bytes); `into` is then left unchanged.
+void decode_rank_records(std::span<const uint8_t> buf, StepRecords& into);
 
 }  // namespace moebench
