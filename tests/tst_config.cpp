@@ -242,6 +242,8 @@ class TestConfig : public QObject {
     text_row("non-ASCII after a value", "[model]\nhidden = 1\xc2\xa1\n", 2,
              "TOML syntax error: '\xc2\xa1' (U+00A1) outside a string or comment (TOML allows only ASCII there) "
              "(column 11)");
+    text_row("non-ASCII after quotes in a value", "[model]\nhidden = [2, 0'''\xe3\x81\x82]\n", 2,
+             "'\xe3\x81\x82' (U+3042) outside a string or comment");
     text_row("non-ASCII in a key", "[model]\nh\xc3\xaf" "dden = 1\n", 2, "'\xc3\xaf' (U+00EF) outside a string or comment");
     text_row("non-ASCII in a header", "[mod\xce\xbbl]\n", 1, "'\xce\xbb' (U+03BB) outside a string or comment");
     text_row("escaped non-ASCII", "[run]\nname = \"\"\"a\\\xce\xbb\"\"\"\n", 2,

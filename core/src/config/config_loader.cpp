@@ -309,31 +309,6 @@ void read_file_tables(const toml::table& root, Config& c, LoadState& st, const f
   }
 }
 
-// The offset of the first byte that is not part of well-formed UTF-8 (RFC 3629: no overlong
-// forms, no surrogates, at most U+10FFFF), or npos. toml++ checks files; --set values taken as
-// bare strings are checked here, since the canonical JSON of a run cannot hold anything else.
-size_t invalid_utf8_at(std::string_view s) {
-  for (size_t i = 0; i < s.size();) {
-    const auto b = (unsigned char)s[i];
-    size_t len = 0;
-    uint32_t min = 0, cp = 0;
-    if (b < 0x80) len = 1, cp = b;
-    else if ((b & 0xE0) == 0xC0) len = 2, cp = b & 0x1F, min = 0x80;
-    else if ((b & 0xF0) == 0xE0) len = 3, cp = b & 0x0F, min = 0x800;
-    else if ((b & 0xF8) == 0xF0) len = 4, cp = b & 0x07, min = 0x10000;
-    else return i;
-    if (i + len > s.size()) return i;
-    for (size_t k = 1; k < len; ++k) {
-      const auto c = (unsigned char)s[i + k];
-      if ((c & 0xC0) != 0x80) return i;
-      cp = (cp << 6) | (c & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return i;
-    i += len;
-  }
-  return std::string_view::npos;
-}
-
 std::string trim(std::string_view s) {
   const auto b = s.find_first_not_of(" \t\r\n");
   if (b == std::string_view::npos) return {};

@@ -19,7 +19,13 @@ namespace {
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r'; }
 bool is_ascii(char c) { return (unsigned char)c < 0x80; }
 
-// Bytes that end a bare key or a scalar value.
+// Bytes that end a scalar value (a number, a boolean, a date) for toml++, which reads one up to
+// the next of them whatever comes before (`0'''x` is one value to it, not 0 and a string).
+bool is_value_terminator(char c) {
+  return c == ' ' || c == '\t' || (c >= '\n' && c <= '\r') || c == ']' || c == '}' || c == ',' || c == '#';
+}
+
+// Bytes that end a bare key.
 bool is_punct(char c) {
   switch (c) {
     case ' ': case '\t': case '\r': case '\n': case '.': case '=': case '[': case ']':
@@ -30,18 +36,20 @@ bool is_punct(char c) {
   }
 }
 
-// The UTF-8 code point at p and its length; 0 and 1 for a malformed sequence (which toml++
-// rejects by itself).
+// The UTF-8 code point at p and its length; length 0 where the bytes are not well-formed UTF-8
+// (an overlong form, a surrogate, above U+10FFFF, a bad or missing continuation byte).
 std::pair<char32_t, size_t> decode(std::string_view t, size_t p) {
   const auto b = (unsigned char)t[p];
   const size_t len = b < 0x80 ? 1 : (b & 0xE0) == 0xC0 ? 2 : (b & 0xF0) == 0xE0 ? 3 : (b & 0xF8) == 0xF0 ? 4 : 0;
-  if (len == 0 || p + len > t.size()) return {0, 1};
+  if (len == 0 || p + len > t.size()) return {0, 0};
   char32_t c = len == 1 ? b : b & (0x7F >> len);
   for (size_t k = 1; k < len; ++k) {
     const auto cont = (unsigned char)t[p + k];
-    if ((cont & 0xC0) != 0x80) return {0, 1};
+    if ((cont & 0xC0) != 0x80) return {0, 0};
     c = (c << 6) | (cont & 0x3F);
   }
+  static constexpr char32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
+  if (c < kMin[len] || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return {0, 0};
   return {c, len};
 }
 
@@ -62,9 +70,9 @@ bool tomlpp_cannot_classify(char32_t c) {
 std::string describe_char(std::string_view t, size_t p) {
   const auto [c, len] = decode(t, p);
   char buf[32];
-  if (c == 0) std::snprintf(buf, sizeof buf, "byte 0x%02X", (unsigned char)t[p]);
+  if (len == 0) std::snprintf(buf, sizeof buf, "byte 0x%02X", (unsigned char)t[p]);
   else std::snprintf(buf, sizeof buf, "(U+%04X)", (unsigned)c);
-  return c == 0 ? std::string(buf) : "'" + std::string(t.substr(p, len)) + "' " + buf;
+  return len == 0 ? std::string(buf) : "'" + std::string(t.substr(p, len)) + "' " + buf;
 }
 
 class Prescanner {
@@ -177,6 +185,7 @@ class Prescanner {
       }
       if (is_ascii(t_[j])) break;
       const auto [c, len] = decode(t_, j);
+      if (len == 0) break;  // malformed UTF-8: toml++ rejects it
       if (tomlpp_cannot_classify(c)) {
         char hex[16];
         std::snprintf(hex, sizeof hex, "\\u%04X", (unsigned)c);
@@ -290,10 +299,8 @@ class Prescanner {
         next = c == '{' ? Next::key : Next::value;
         ++p;
         continue;
-      } else if (c == '=') {
-        ++p;  // `a = = 1`: a syntax error toml++ reports
       } else {
-        for (; p < n_ && (!is_punct(t_[p]) || t_[p] == '.'); ++p)  // numbers, booleans, dates
+        for (; p < n_ && !is_value_terminator(t_[p]); ++p)  // numbers, booleans, dates (or garbage)
           if (!is_ascii(t_[p])) return not_ascii(p);
       }
       if (stack.empty()) return p;
@@ -322,6 +329,15 @@ std::optional<std::string> size_limit_message(size_t bytes, std::string_view wha
   if (bytes <= kMaxConfigBytes) return std::nullopt;
   return std::string(what) + " is " + std::to_string(bytes) + " bytes; the limit is " +
          std::to_string(kMaxConfigBytes) + " bytes (1 MiB)";
+}
+
+size_t invalid_utf8_at(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const size_t len = decode(s, i).second;
+    if (len == 0) return i;
+    i += len;
+  }
+  return std::string_view::npos;
 }
 
 std::optional<TomlPrecheckIssue> precheck_toml(std::string_view text) { return Prescanner(text).run(); }

@@ -35,6 +35,11 @@ struct TomlPrecheckIssue {
 // `what` names the text: "the config file", "the value".
 std::optional<std::string> size_limit_message(size_t bytes, std::string_view what);
 
+// The offset of the first byte of `s` that is not well-formed UTF-8 (RFC 3629: no overlong
+// forms, no surrogates, at most U+10FFFF), else npos. toml++ checks the texts it parses; --set
+// values it does not accept are taken as bare strings and must be checked with this.
+size_t invalid_utf8_at(std::string_view s);
+
 // The first problem of `text` (check its size first), else nullopt. Linear in the text and
 // without recursion; it reads strings (basic, literal, multi-line), comments, headers, dotted
 // keys, arrays and inline tables as TOML does and is tolerant of other syntax errors, which
