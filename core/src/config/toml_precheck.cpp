@@ -300,8 +300,9 @@ class Prescanner {
         ++p;
         continue;
       } else {
-        for (; p < n_ && !is_value_terminator(t_[p]); ++p)  // numbers, booleans, dates (or garbage)
+        do {  // numbers, booleans, dates (or garbage); at least one byte (\v, \f end nothing here)
           if (!is_ascii(t_[p])) return not_ascii(p);
+        } while (++p < n_ && !is_value_terminator(t_[p]));
       }
       if (stack.empty()) return p;
       next = Next::separator;
