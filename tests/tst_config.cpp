@@ -229,7 +229,7 @@ class TestConfig : public QObject {
     text_row("after multi-line strings",
              "[run]\nname = \"\"\"\n[a.b.c]\n\"\"\"\nout_dir = '''\nx\n'''\n[model]\n" + dotted(33) + " = 1\n", 9,
              "has 33 dotted parts");
-    // toml++ 3.3.0 reaches __builtin_unreachable classifying most of U+00A1-U+0499 (and two other
+    // toml++ 3.3.0 reaches __builtin_unreachable classifying U+00A1-U+0499 (and two other
     // ranges) as whitespace or not; it does so outside strings and comments (where TOML allows only
     // ASCII) and after a line-ending backslash in a multi-line string (found by fuzz_config)
     text_row("non-ASCII after a value", "[model]\nhidden = 1\xc2\xa1\n", 2,

@@ -424,8 +424,7 @@ Config parse_config(std::string_view toml_text, const std::string& source_name,
     } catch (const toml::parse_error& e) {
       const auto& b = e.source().begin;
       st.add({source_name, (int)b.line, "",
-                           "TOML syntax error: " + std::string(e.description()) + " (column " +
-                               std::to_string(b.column) + ")"});
+              "TOML syntax error: " + std::string(e.description()) + " (column " + std::to_string(b.column) + ")"});
     }
   }
   apply_overrides(overrides, c, st);

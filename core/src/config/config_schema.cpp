@@ -118,9 +118,10 @@ int edit_distance(std::string_view a, std::string_view b, int max_distance) {
   int prev_best = 0;
   auto lower = [](char ch) { return (char)std::tolower((unsigned char)ch); };
   for (size_t i = 1; i <= n; ++i) {
-    std::fill(cur.begin(), cur.end(), far);
-    if (i <= band) cur[0] = (int)i;
     const size_t lo = i > band ? i - band : 1, hi = std::min(m, i + band);
+    // Cells left of the band hold values of older rows; right of it nothing was written yet.
+    cur[0] = i <= band ? (int)i : far;
+    cur[lo - 1] = lo > 1 ? far : cur[0];
     int row_best = cur[0];
     for (size_t j = lo; j <= hi; ++j) {
       const int cost = lower(a[i - 1]) == lower(b[j - 1]) ? 0 : 1;

@@ -59,7 +59,7 @@ bool tomlpp_is_nonascii_space(char32_t c) {
          c == 0x205F || c == 0x2060 || c == 0x3000 || c == 0xFEFF;
 }
 // ... and those for which it reaches __builtin_unreachable: the rest of its lookup buckets 0,
-// 11 and 63 of 0x3FA code points from U+00A0 (U+00A1-U+0499, U+2C8E-U+3087, U+FC26-U+FEFE).
+// 11 and 63 of 0x3FA code points from U+00A0 (U+00A1-U+0499, U+2C5E-U+3057, U+FB26-U+FEFE).
 bool tomlpp_cannot_classify(char32_t c) {
   if (c < 0xA0 || c > 0xFEFF || tomlpp_is_nonascii_space(c)) return false;
   const char32_t bucket = (c - 0xA0) / 0x3FA;
@@ -165,9 +165,9 @@ class Prescanner {
     return i;
   }
 
-  // i at a backslash in a multi-line basic string: the position after the escape. A line-ending
-  // backslash continues on the next non-blank character, which toml++ classifies as whitespace
-  // or not; so does it the character right after the backslash.
+  // i at a backslash in a multi-line basic string: the position after the escape. toml++ asks
+  // whether the character right after the backslash is whitespace, and after a line-ending
+  // backslash the same of the first character that is not a space, tab or newline.
   size_t after_escape(size_t i) {
     if (i + 1 >= n_) return n_;
     const char e = t_[i + 1];

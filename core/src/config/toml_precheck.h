@@ -7,7 +7,7 @@
 //    `section.key`, values numbers, strings and flat integer arrays, files a few KB); README
 //    "Config limits" lists them.
 //  - Characters toml++ 3.3.0 (Debian 12) cannot classify: its non-ASCII whitespace test reaches
-//    __builtin_unreachable for most of U+00A1-U+0499, U+2F6E-U+3367 and U+FC06-U+FEFE (found by
+//    __builtin_unreachable for U+00A1-U+0499, U+2C5E-U+3057 and U+FB26-U+FEFE but U+3000 (found by
 //    fuzz_config). It runs that test on characters outside strings and comments, where TOML 1.0
 //    allows only ASCII anyway, and on the first character of a line continued by a backslash
 //    inside a """multi-line string""". Both are reported here as syntax errors instead.
