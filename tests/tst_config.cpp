@@ -90,7 +90,14 @@ class TestConfig : public QObject {
     row("zipf without exponent", "[moe]\nrouting = \"zipf:x\"\n", 2, "moe.routing", "\"x\" is not a number");
     row("hot expert missing", "[moe]\nmoe_layers = [1]\nexperts = 4\nrouting = \"hot:4,0.5\"\n", 4, "moe.routing", "hot expert 4 does not exist in MoE block 1 (4 experts)");
     row("hot fraction above 1", "[moe]\nrouting = \"hot:0,1.5\"\n", 2, "moe.routing", "the hot fraction must be in [0, 1]");
-    row("ep does not divide experts", "[moe]\nmoe_layers = [1]\nexperts = 6\n[parallel]\nep = 4\n", 5, "parallel.ep", "must divide the experts of every MoE block (block 1 has 6), got 4");
+    row("ep does not divide experts", "[run]\nranks = 4\n[moe]\nmoe_layers = [1]\nexperts = 6\n[parallel]\nep = 4\n", 7, "parallel.ep", "the 6 experts of MoE block 1 do not divide over parallel.ep = 4 ranks");
+    // Layout against the rank count (run.ranks is the launched world size under mpirun).
+    row("batch over the ranks", "[run]\nranks = 4\n[train]\nbatch_size = 6\n", 4, "train.batch_size", "the global batch must divide over the 4 data-parallel ranks (run.ranks = 4), got 6");
+    row("batch default over the ranks", "[run]\nranks = 3\n", 2, "train.batch_size", "must divide over the 3 data-parallel ranks (run.ranks = 3), got 8");
+    row("experts over all ranks", "[run]\nranks = 4\n[moe]\nmoe_layers = [0]\nexperts = 6\n", 5, "moe.experts", "the 6 experts of MoE block 0 do not divide over the 4 ranks (parallel.ep = 0: all of them)");
+    row("ep over the ranks", "[run]\nranks = 6\n[train]\nbatch_size = 6\n[parallel]\nep = 4\n", 6, "parallel.ep", "must divide the 6 data-parallel ranks (run.ranks = 6), got 4");
+    row("pcie pair beyond the node", "[run]\nranks = 4\n[cluster]\nnodes = 2\npcie_switch_pairs = [0, 2]\n", 5, "cluster.pcie_switch_pairs", "local rank 2 does not exist: a node has 2 ranks");
+    row("hier_a2a group split unevenly", "[run]\nranks = 6\n[train]\nbatch_size = 6\n[cluster]\nnodes = 3\n[moe]\nmoe_layers = [0]\nexperts = 3\n[parallel]\nep = 3\n[strategy]\nname = \"hier_a2a\"\n", 13, "strategy.name", "hier_a2a needs the same number of expert-parallel ranks on every node, but the group of ranks 0-2 has 2 on node 0 and 1 on node 1");
     row("nodes do not divide ranks", "[run]\nranks = 4\n[cluster]\nnodes = 3\n", 4, "cluster.nodes", "must divide run.ranks = 4, got 3");
     row("nodes x devices != ranks", "[run]\nranks = 4\n[cluster]\nnodes = 2\ndevices_per_node = 3\n", 5, "cluster.devices_per_node", "= 6 must equal run.ranks = 4");
     row("zero ranks", "[run]\nranks = 0\n", 2, "run.ranks", "must be >= 1, got 0");
@@ -484,6 +491,7 @@ class TestConfig : public QObject {
     // Every key set to a non-default value.
     const std::string text =
         "[run]\nname = \"a \\\"quoted\\\" name\\twith tab\"\nseed = 99\nout_dir = \"out/dir\"\nthreads = 2\nranks = 6\n"
+        "oversubscribe_ok = true\nstop_grace_s = 3.5\n"
         "[cluster]\nnodes = 2\ndevices_per_node = 3\npcie_switch_pairs = [0, 1]\n[parallel]\nep = 2\n[strategy]\nname = \"hier_a2a\"\ncredits = 3\njanus_threshold = 2.5\npriority = false\nprefetch = true\nhierarchical = true\npcie_pairing = true\n"
         "[model]\nvocab_size = 1000\nseq_len = 16\nhidden = 48\nlayers = 6\nheads = 3\nffn_mult = 2\n"
         "tied_head = false\ninit_std = 0.015\n"
@@ -491,7 +499,7 @@ class TestConfig : public QObject {
         "aux_loss_weight = 0.001\ngate_normalize = false\nrouting = \"zipf:1.5\"\n"
         "[data]\nsource = \"bin\"\npath = \"train.bin\"\nval_path = \"val.bin\"\nval_fraction = 0.05\n"
         "languages = 3\ncorpus_tokens = 5000\nbranching = 2\n"
-        "[train]\nsteps = 7\nbatch_size = 3\nlr = 0.0007\nmin_lr_ratio = 0.2\nwarmup_steps = 3\n"
+        "[train]\nsteps = 7\nbatch_size = 12\nlr = 0.0007\nmin_lr_ratio = 0.2\nwarmup_steps = 3\n"
         "weight_decay = 0.05\nbeta1 = 0.8\nbeta2 = 0.99\neps = 1e-7\ngrad_clip = 0.5\neval_every = 2\n"
         "eval_batches = 1\ncheckpoint_every = 5\n"
         "[store]\nenabled = false\ndb = \"other.db\"\nexperiment = \"abl\"\nspans_every = 10\n";

@@ -18,7 +18,7 @@
 #include "models/configfieldsmodel.h"
 #include "models/configissuesmodel.h"
 #include "moebench/config/config_loader.h"
-#include "moebench/strategies/strategy.h"
+#include "moebench/config/strategy_names.h"
 #include "widgets/configeditor.h"
 
 namespace {

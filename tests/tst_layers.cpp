@@ -13,7 +13,7 @@
 #include "moebench/model/attention.h"
 #include "moebench/model/crossentropy.h"
 #include "moebench/model/encoder.h"
-#include "moebench/model/gelu.h"
+#include "moebench/tensor/gelu.h"
 #include "moebench/model/layernorm.h"
 #include "moebench/model/residual.h"
 #include "moebench/tensor/rng.h"

@@ -1,6 +1,8 @@
 // ctest-labels: unit
-// Executor: FIFO streams, cross-stream dependencies, real overlap, span fields, error
-// propagation (rethrow, skipped dependants, recovery), run_inline, clean destruction, scale.
+// TaskGraph (dependencies, cycles, foreign tasks, topological order, schedule equality) and
+// Executor: FIFO per role, dependencies across roles, real concurrency of two comm roles and
+// compute, incremental submission, span fields, error propagation (rethrow, skipped
+// dependants, recovery), release, run_inline, clean destruction, scale; exposed comm time.
 // No pass/fail depends on durations; the only time limit is a bounded wait that turns a
 // deadlock (serialised streams) into a failure.
 #include <QtTest>
@@ -16,18 +18,19 @@
 #include <vector>
 
 #include "moebench/runtime/executor.h"
+#include "moebench/runtime/graph_dump.h"
 
 using namespace moebench;
 
 namespace {
 
-Task make_task(std::string name, Stream& s, std::function<void()> action = {},
-               std::vector<Event*> deps = {}) {
-  Task t;
+GraphTask task(std::string name, StreamRole role, std::function<void()> action = {},
+               TaskCategory category = TaskCategory::compute) {
+  GraphTask t;
   t.name = std::move(name);
-  t.stream = &s;
+  t.role = role;
+  t.category = category;
   t.action = std::move(action);
-  t.deps = std::move(deps);
   return t;
 }
 
@@ -35,6 +38,25 @@ const Span* find_span(const std::vector<Span>& spans, const std::string& name) {
   for (const auto& s : spans)
     if (s.name == name) return &s;
   return nullptr;
+}
+
+QString message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return QString(e.what());
+  }
+  return "<no exception>";
+}
+
+Span span_at(const char* name, StreamRole role, TaskCategory category, double start, double end) {
+  Span s;
+  s.name = name;
+  s.role = role;
+  s.category = category;
+  s.start = start;
+  s.end = end;
+  return s;
 }
 
 // A gate the host opens later; waiters give up after a bound so a bug fails instead of hanging.
@@ -73,366 +95,320 @@ class TestRuntime : public QObject {
   Q_OBJECT
 
  private slots:
-  void category_names() {
-    QCOMPARE(QString(task_category_name(TaskCategory::compute)), QString("compute"));
+  void names() {
     QCOMPARE(QString(task_category_name(TaskCategory::comm)), QString("comm"));
-    QCOMPARE(QString(task_category_name(TaskCategory::copy)), QString("copy"));
-    QCOMPARE(QString(task_category_name(TaskCategory::io)), QString("io"));
+    QCOMPARE(QString(stream_role_name(StreamRole::comm_intra)), QString("comm.intra"));
+    QCOMPARE(QString(stream_role_name(StreamRole::comm_inter)), QString("comm.inter"));
+    for (int i = 0; i < kStreamRoles; ++i)
+      QVERIFY(parse_stream_role(stream_role_name((StreamRole)i)) == (StreamRole)i);
+    QVERIFY(!parse_stream_role("compute.comm"));
+    QVERIFY(parse_task_category("io") == TaskCategory::io);
   }
 
-  void streams_are_created_once_by_name() {
+  void graph_dependencies_and_order() {
+    TaskGraph g;
+    const TaskId a = g.add(task("a", StreamRole::compute));
+    const TaskId b = g.add(task("b", StreamRole::comm_intra), {a});
+    const TaskId c = g.add(task("c", StreamRole::compute), {a, b, a});
+    QCOMPARE((int)g.size(), 3);
+    QCOMPARE(g[c].deps, (std::vector<int>{0, 1}));  // deduplicated, sorted
+    QCOMPARE(g.topological_order(), (std::vector<int>{0, 1, 2}));
+    // A later dependency on a task added after: the order puts it first.
+    const TaskId d = g.add(task("d", StreamRole::copy));
+    g.add_dep(b, d);
+    QCOMPARE(g.topological_order(), (std::vector<int>{0, 3, 1, 2}));
+    QCOMPARE(g.topological_order(2), (std::vector<int>{2, 3}));  // deps outside [2, 4) are done
+  }
+
+  void graph_errors_are_logic_errors() {
+    TaskGraph g, other;
+    const TaskId a = g.add(task("a", StreamRole::compute));
+    const TaskId b = g.add(task("b", StreamRole::compute), {a});
+    const TaskId x = other.add(task("x", StreamRole::compute));
+    QCOMPARE(message_of([&] { g.add(task("y", StreamRole::compute), {x}); }),
+             QString("task graph: dependency of 'y' is a task of another graph"));
+    QCOMPARE(message_of([&] { g.add_dep(a, x); }), QString("task graph: dependency is a task of another graph"));
+    QCOMPARE(message_of([&] { g.add_dep(a, a); }), QString("task graph: task 'a' depends on itself"));
+    GraphTask forward = task("fwd", StreamRole::compute);
+    forward.deps = {5};
+    QCOMPARE(message_of([&] { g.add(forward); }), QString("task graph: task 'fwd' depends on index 5, not an earlier task"));
+    g.add_dep(a, b);  // a <-> b
+    QCOMPARE(message_of([&] { g.topological_order(); }),
+             QString("task graph: the dependencies form a cycle through 'a', 'b'"));
     Executor ex(0);
-    Stream& a = ex.stream("compute");
-    Stream& b = ex.stream("comm");
-    QVERIFY(&a != &b);
-    QCOMPARE(&ex.stream("compute"), &a);
-    QCOMPARE(QString::fromStdString(a.name()), QString("compute"));
-    QCOMPARE(ex.rank(), 0);
+    QCOMPARE(message_of([&] { ex.submit(g); }), QString("task graph: the dependencies form a cycle through 'a', 'b'"));
+    TaskGraph host;
+    host.add(task("main", StreamRole::host));
+    QCOMPARE(message_of([&] { ex.submit(host); }),
+             QString("Executor::submit: task 'main' has role host (run it with run_inline)"));
   }
 
-  void submit_requires_a_stream_of_this_executor() {
-    Executor ex(0), other(1);
-    Task t;
-    t.name = "nowhere";
-    bool threw = false;
-    try { ex.submit(t); } catch (const std::invalid_argument&) { threw = true; }
-    QVERIFY(threw);
-    threw = false;
-    try { ex.submit(make_task("foreign", other.stream("compute"))); } catch (const std::invalid_argument&) { threw = true; }
-    QVERIFY(threw);
+  void same_schedule_compares_everything_but_actions() {
+    auto build = [](bool with_actions, int peer_bytes) {
+      TaskGraph g;
+      GraphTask t = task("dispatch", StreamRole::comm_inter, with_actions ? std::function<void()>([] {}) : nullptr,
+                         TaskCategory::comm);
+      t.cost.bytes_to_peer = {{1, (uint64_t)peer_bytes}};
+      t.layer = 2;
+      t.chunk = 1;
+      const TaskId d = g.add(std::move(t));
+      g.add(task("experts", StreamRole::compute), {d});
+      return g;
+    };
+    QVERIFY(build(true, 64).same_schedule(build(false, 64)));
+    QVERIFY(!build(true, 64).same_schedule(build(false, 64), true));
+    QVERIFY(!build(false, 64).same_schedule(build(false, 65)));
+    const TaskGraph g = build(false, 64);
+    const nlohmann::json j = graph_json(g);
+    QCOMPARE(j["tasks"][0]["role"].get<std::string>(), std::string("comm.inter"));
+    QCOMPARE(j["tasks"][0]["bytes_to_peer"][0]["bytes"].get<int>(), 64);
+    QCOMPARE(j["tasks"][1]["deps"][0].get<int>(), 0);
+    QVERIFY(QString::fromStdString(graph_table(g)).contains("[0]"));
   }
 
-  void fifo_order_on_one_stream() {
+  void fifo_order_per_role() {
     Executor ex(0);
-    Stream& s = ex.stream("compute");
-    std::vector<int> order;  // touched only by the stream's worker until synchronize
+    TaskGraph g;
+    std::vector<int> order;  // touched only by the compute worker until synchronize
     const int n = 200;
     for (int i = 0; i < n; ++i)
-      ex.submit(make_task(QString("t%1").arg(i).toStdString(), s, [&order, i] { order.push_back(i); }));
+      g.add(task("t" + std::to_string(i), StreamRole::compute, [&order, i] { order.push_back(i); }));
+    ex.submit(g);
     ex.synchronize();
     QCOMPARE((int)order.size(), n);
     for (int i = 0; i < n; ++i) QCOMPARE(order[i], i);
     auto spans = ex.take_spans();
     QCOMPARE((int)spans.size(), n);
-    for (int i = 0; i < n; ++i) {
-      QCOMPARE(QString::fromStdString(spans[i].name), QString("t%1").arg(i));
-      QVERIFY(spans[i].start <= spans[i].end);
-      if (i > 0) QVERIFY(spans[i - 1].end <= spans[i].start);  // serial on one stream
-    }
-    QVERIFY(ex.take_spans().empty());  // taken
+    for (int i = 1; i < n; ++i) QVERIFY(spans[i - 1].end <= spans[i].start);  // serial on one role
+    QVERIFY(ex.take_spans().empty());
   }
 
-  void dependencies_across_streams() {
+  void dependencies_across_roles_and_incremental_submit() {
     for (int rep = 0; rep < 20; ++rep) {
       Executor ex(0);
-      Stream& a = ex.stream("A");
-      Stream& b = ex.stream("B");
-      std::atomic<int> counter{0};
-      std::atomic<int> seen{-1};
+      TaskGraph g;
+      std::atomic<int> counter{0}, seen{-1};
       std::atomic<bool> gate_ok{false};
       Gate gate;
-      // A's task cannot finish before the host has submitted B's task: B must really wait.
-      Event* ea = ex.submit(make_task("produce", a, [&] {
+      const TaskId a = g.add(task("produce", StreamRole::comm_inter, [&] {
         gate_ok = gate.wait();
         counter.store(1);
       }));
-      Event* eb = ex.submit(make_task("consume", b, [&] { seen.store(counter.load()); }, {ea}));
-      QVERIFY(!eb->done());
+      ex.submit(g);
+      // Added while "produce" runs: the graph grows, its new task waits for the old one.
+      const TaskId b = g.add(task("consume", StreamRole::compute, [&] { seen.store(counter.load()); }), {a});
+      ex.submit(g);
+      QCOMPARE(g.submitted(), 2);
+      QCOMPARE(message_of([&] { g.add_dep(b, a); }),
+               QString("task graph: task 'consume' was already submitted; its dependencies are fixed"));
       gate.release();
-      eb->wait();
-      QVERIFY(ea->done());
+      ex.wait(g, b);
       QVERIFY(gate_ok);
       QCOMPARE(seen.load(), 1);
-      ex.synchronize();
+      ex.release(g);
       auto spans = ex.take_spans();
       const Span* p = find_span(spans, "produce");
       const Span* c = find_span(spans, "consume");
       QVERIFY(p && c);
       QVERIFY2(p->end <= c->start, "consumer started before its dependency finished");
+      QCOMPARE(message_of([&] { ex.wait(g, b); }), QString("Executor::wait: the graph's tasks were already synchronized"));
     }
   }
 
-  void streams_overlap_for_real() {
+  void two_comm_roles_and_compute_run_concurrently() {
     Executor ex(0);
-    Rendezvous both(2);
-    std::atomic<bool> comm_ok{false}, compute_ok{false};
+    Rendezvous all(3);
+    std::atomic<int> ok{0};
     const auto bound = std::chrono::seconds(5);
-    Task comm = make_task("a2a", ex.stream("comm"), [&] { comm_ok = both.arrive_and_wait(bound); });
-    comm.category = TaskCategory::comm;
-    Task compute = make_task("gemm", ex.stream("compute"), [&] { compute_ok = both.arrive_and_wait(bound); });
-    ex.submit(comm);
-    ex.submit(compute);
+    TaskGraph g;
+    g.add(task("a2a.intra", StreamRole::comm_intra, [&] { ok += all.arrive_and_wait(bound); }, TaskCategory::comm));
+    g.add(task("a2a.inter", StreamRole::comm_inter, [&] { ok += all.arrive_and_wait(bound); }, TaskCategory::comm));
+    g.add(task("gemm", StreamRole::compute, [&] { ok += all.arrive_and_wait(bound); }));
+    ex.submit(g);
     ex.synchronize();
-    QVERIFY2(comm_ok && compute_ok, "comm and compute tasks did not run at the same time");
+    QVERIFY2(ok.load() == 3, "the comm.intra, comm.inter and compute tasks did not run at the same time");
     auto spans = ex.take_spans();
-    const Span* a = find_span(spans, "a2a");
-    const Span* g = find_span(spans, "gemm");
-    QVERIFY(a && g);
-    QVERIFY(a->start < g->end && g->start < a->end);  // the recorded intervals intersect
+    const Span* a = find_span(spans, "a2a.intra");
+    const Span* b = find_span(spans, "a2a.inter");
+    const Span* c = find_span(spans, "gemm");
+    QVERIFY(a && b && c);
+    QVERIFY(a->start < c->end && c->start < a->end && b->start < c->end && c->start < b->end);
   }
 
   void span_fields_are_recorded() {
     Executor ex(3);
     ex.set_step(7);
-    Task t = make_task("dispatch", ex.stream("comm"));
-    t.category = TaskCategory::comm;
-    t.cost.flops = 1e6;
-    t.cost.bytes_to_peer = {{5, 1000}};
-    t.layer = 2;
-    t.expert = 4;
-    ex.submit(t);
-    Task multi = make_task("scatter", ex.stream("comm"));
-    multi.category = TaskCategory::comm;
-    multi.cost.bytes_to_peer = {{1, 10}, {2, 20}, {6, 30}};
-    ex.submit(multi);
-    Task explicit_peer = make_task("pull", ex.stream("copy"));
-    explicit_peer.category = TaskCategory::copy;
-    explicit_peer.cost.bytes_to_peer = {{1, 10}, {2, 20}};
-    explicit_peer.peer = 2;
-    ex.submit(explicit_peer);
-    ex.set_step(8);
-    ex.submit(make_task("plain", ex.stream("compute")));
+    TaskGraph g;
+    GraphTask d = task("dispatch", StreamRole::comm_inter, {}, TaskCategory::comm);
+    d.cost.bytes_to_peer = {{5, 1000}};
+    d.layer = 2;
+    d.expert = 4;
+    d.chunk = 1;
+    g.add(std::move(d));
+    GraphTask m = task("scatter", StreamRole::comm_intra, {}, TaskCategory::comm);
+    m.cost.bytes_to_peer = {{1, 10}, {2, 20}, {6, 30}};
+    g.add(std::move(m));
+    GraphTask e = task("pull", StreamRole::copy, {}, TaskCategory::copy);
+    e.cost.bytes_to_peer = {{1, 10}, {2, 20}};
+    e.peer = 2;
+    g.add(std::move(e));
+    GraphTask x = task("gemm", StreamRole::compute);
+    x.cost.flops = 2.5e6;
+    g.add(std::move(x));
+    GraphTask hidden = task("", StreamRole::compute);  // a container: no span of its own
+    g.add(std::move(hidden));
+    ex.submit(g);
     ex.synchronize();
     auto spans = ex.take_spans();
     QCOMPARE((int)spans.size(), 4);
-
-    const Span* d = find_span(spans, "dispatch");
-    QVERIFY(d);
-    QCOMPARE(d->rank, 3);
-    QCOMPARE(QString::fromStdString(d->stream), QString("comm"));
-    QVERIFY(d->category == TaskCategory::comm);
-    QCOMPARE(d->bytes, (uint64_t)1000);
-    QCOMPARE(d->peer, 5);
-    QCOMPARE(d->layer, 2);
-    QCOMPARE(d->expert, 4);
-    QCOMPARE(d->step, 7L);
-    QVERIFY(d->start >= 0.0 && d->start <= d->end && d->end <= ex.now());
-
-    const Span* m = find_span(spans, "scatter");
-    QVERIFY(m);
-    QCOMPARE(m->bytes, (uint64_t)60);
-    QCOMPARE(m->peer, -1);
-    QCOMPARE(m->layer, -1);
-    QCOMPARE(m->expert, -1);
-    QCOMPARE(m->step, 7L);
-
-    const Span* e = find_span(spans, "pull");
-    QVERIFY(e);
-    QCOMPARE(QString::fromStdString(e->stream), QString("copy"));
-    QVERIFY(e->category == TaskCategory::copy);
-    QCOMPARE(e->bytes, (uint64_t)30);
-    QCOMPARE(e->peer, 2);
-
-    const Span* p = find_span(spans, "plain");
-    QVERIFY(p);
-    QCOMPARE(p->step, 8L);
-    QCOMPARE(p->bytes, (uint64_t)0);
-    QCOMPARE(p->peer, -1);
-    QVERIFY(p->category == TaskCategory::compute);
+    const Span* s = find_span(spans, "dispatch");
+    QVERIFY(s);
+    QCOMPARE(s->rank, 3);
+    QVERIFY(s->role == StreamRole::comm_inter && s->category == TaskCategory::comm);
+    QCOMPARE(s->bytes, (uint64_t)1000);
+    QCOMPARE(s->peer, 5);
+    QCOMPARE(s->layer, 2);
+    QCOMPARE(s->expert, 4);
+    QCOMPARE(s->chunk, 1);
+    QCOMPARE(s->step, 7L);
+    QVERIFY(s->start >= 0.0 && s->start <= s->end && s->end <= ex.now());
+    s = find_span(spans, "scatter");
+    QCOMPARE(s->bytes, (uint64_t)60);
+    QCOMPARE(s->peer, -1);
+    s = find_span(spans, "pull");
+    QVERIFY(s->role == StreamRole::copy);
+    QCOMPARE(s->peer, 2);
+    s = find_span(spans, "gemm");
+    QCOMPARE(s->flops, 2.5e6);
+    QCOMPARE(s->bytes, (uint64_t)0);
   }
 
   void errors_propagate_and_the_executor_recovers() {
     Executor ex(0);
-    Stream& compute = ex.stream("compute");
-    Stream& comm = ex.stream("comm");
+    TaskGraph g;
     std::atomic<bool> dependant_ran{false}, grandchild_ran{false}, independent_ran{false};
-    Event* bad = ex.submit(make_task("bad", compute, [] { throw std::runtime_error("boom"); }));
-    Event* dep = ex.submit(make_task("dependant", comm, [&] { dependant_ran = true; }, {bad}));
-    Event* dep2 = ex.submit(make_task("grandchild", compute, [&] { grandchild_ran = true; }, {dep}));
-    Event* ind = ex.submit(make_task("independent", compute, [&] { independent_ran = true; }));
-
-    auto message_of = [](const std::function<void()>& f) -> QString {
-      try {
-        f();
-      } catch (const std::runtime_error& e) {
-        return QString(e.what());
-      } catch (...) {
-        return "<other exception>";
-      }
-      return "<no exception>";
-    };
-    QCOMPARE(message_of([&] { bad->wait(); }), QString("boom"));
-    QCOMPARE(message_of([&] { dep->wait(); }), QString("boom"));
-    QCOMPARE(message_of([&] { dep2->wait(); }), QString("boom"));
-    QVERIFY(bad->error() && dep->error() && dep2->error());
-    ind->wait();  // no dependency on the failure: runs and succeeds
-    QVERIFY(!ind->error());
+    const TaskId bad = g.add(task("bad", StreamRole::compute, [] { throw std::runtime_error("boom"); }));
+    const TaskId dep = g.add(task("dependant", StreamRole::comm_intra, [&] { dependant_ran = true; }), {bad});
+    const TaskId dep2 = g.add(task("grandchild", StreamRole::compute, [&] { grandchild_ran = true; }), {dep});
+    const TaskId ind = g.add(task("independent", StreamRole::compute, [&] { independent_ran = true; }));
+    ex.submit(g);
+    QCOMPARE(message_of([&] { ex.wait(g, bad); }), QString("boom"));
+    QCOMPARE(message_of([&] { ex.wait(g, dep); }), QString("boom"));
+    QCOMPARE(message_of([&] { ex.wait(g, dep2); }), QString("boom"));
+    ex.wait(g, ind);  // no dependency on the failure: runs and succeeds
     QCOMPARE(message_of([&] { ex.synchronize(); }), QString("boom"));
-    QVERIFY(!dependant_ran);
-    QVERIFY(!grandchild_ran);
-    QVERIFY(independent_ran);
+    QVERIFY(!dependant_ran && !grandchild_ran && independent_ran);
     auto spans = ex.take_spans();
-    QVERIFY(find_span(spans, "bad"));  // it ran (and failed)
-    QVERIFY(!find_span(spans, "dependant"));  // skipped: no span
-    QVERIFY(!find_span(spans, "grandchild"));
+    QVERIFY(find_span(spans, "bad"));          // it ran (and failed)
+    QVERIFY(!find_span(spans, "dependant"));   // skipped: no span
     QVERIFY(find_span(spans, "independent"));
-
-    // The error was reported once; the executor keeps working.
-    ex.synchronize();
-    compute.synchronize();
-    comm.synchronize();
-    ex.clear_events();
+    ex.synchronize();  // reported once; the executor keeps working
+    TaskGraph next;
     std::atomic<int> ran{0};
-    Event* x = ex.submit(make_task("after1", compute, [&] { ++ran; }));
-    ex.submit(make_task("after2", comm, [&] { ++ran; }, {x}));
+    const TaskId x = next.add(task("after1", StreamRole::compute, [&] { ++ran; }));
+    next.add(task("after2", StreamRole::comm_inter, [&] { ++ran; }), {x});
+    ex.submit(next);
     ex.synchronize();
     QCOMPARE(ran.load(), 2);
-    QCOMPARE((int)ex.take_spans().size(), 2);
-
-    // Stream::synchronize rethrows its own stream's error, then clears it.
-    ex.submit(make_task("bad2", comm, [] { throw std::runtime_error("again"); }));
-    QCOMPARE(message_of([&] { comm.synchronize(); }), QString("again"));
-    comm.synchronize();
+    // release() reports the graph's own error.
+    TaskGraph failing;
+    failing.add(task("bad2", StreamRole::copy, [] { throw std::runtime_error("again"); }));
+    ex.submit(failing);
+    QCOMPARE(message_of([&] { ex.release(failing); }), QString("again"));
     ex.synchronize();
-  }
-
-  void synchronize_reports_the_earliest_error() {
-    Executor ex(0);
-    Stream& a = ex.stream("a");
-    Stream& z = ex.stream("z");
-    // "z" fails first; "a" (iterated first by name) fails only after it.
-    Event* first = ex.submit(make_task("first", z, [] { throw std::runtime_error("first"); }));
-    ex.submit(make_task("second", a, [&] {
-      try { first->wait(); } catch (...) {}
-      throw std::runtime_error("second");
-    }));
-    QString msg;
-    try {
-      ex.synchronize();
-    } catch (const std::runtime_error& e) {
-      msg = e.what();
-    }
-    QCOMPARE(msg, QString("first"));
-    ex.synchronize();  // both cleared
   }
 
   void run_inline_records_spans() {
     Executor ex(1);
     ex.set_step(4);
     int value = 0;
-    Task t;
-    t.name = "optimizer";
-    t.category = TaskCategory::compute;
-    t.layer = 3;
-    t.action = [&] { value = 42; };
-    ex.run_inline(t);
+    ex.run_inline("optimizer", StreamRole::host, TaskCategory::compute, [&] { value = 42; }, 3, 1e3);
     QCOMPARE(value, 42);  // ran on this thread, synchronously
-    std::thread::id ran_on;
-    Task io;
-    io.name = "checkpoint";
-    io.category = TaskCategory::io;
-    // Inline tasks wait for their dependencies.
-    std::atomic<bool> produced{false};
-    Event* e = ex.submit(make_task("produce", ex.stream("compute"), [&] { produced = true; }));
-    io.deps = {e};
-    io.action = [&] {
-      ran_on = std::this_thread::get_id();
-      QVERIFY(produced.load());
-    };
-    ex.run_inline(io, "io");
-    QVERIFY(ran_on == std::this_thread::get_id());
-    ex.synchronize();
+    QCOMPARE(message_of([&] { ex.run_inline("bad_inline", StreamRole::host, TaskCategory::io, [] {
+               throw std::runtime_error("inline");
+             }); }),
+             QString("inline"));
     auto spans = ex.take_spans();
     const Span* s = find_span(spans, "optimizer");
-    QVERIFY(s);
-    QCOMPARE(QString::fromStdString(s->stream), QString("host"));
+    QVERIFY(s && s->role == StreamRole::host);
     QCOMPARE(s->rank, 1);
     QCOMPARE(s->step, 4L);
     QCOMPARE(s->layer, 3);
-    QVERIFY(s->start <= s->end);
-    const Span* c = find_span(spans, "checkpoint");
-    QVERIFY(c);
-    QCOMPARE(QString::fromStdString(c->stream), QString("io"));
-    QVERIFY(c->category == TaskCategory::io);
-
-    // A throwing inline task throws to the caller.
-    Task bad;
-    bad.name = "bad_inline";
-    bad.action = [] { throw std::runtime_error("inline"); };
-    bool threw = false;
-    try { ex.run_inline(bad); } catch (const std::runtime_error&) { threw = true; }
-    QVERIFY(threw);
-    ex.synchronize();  // inline errors are not stream errors
+    QCOMPARE(s->flops, 1e3);
+    QVERIFY(find_span(spans, "bad_inline"));
   }
 
   void destruction_drains_queued_tasks() {
     std::atomic<int> ran{0};
-    const int per_stream = 300;
+    const int per_role = 300;
     {
       Executor ex(0);
       Gate gate;
-      Stream& a = ex.stream("a");
-      Stream& b = ex.stream("b");
-      Event* blocker = ex.submit(make_task("blocker", a, [&] { gate.wait(); ++ran; }));
-      Event* last_a = blocker;
-      for (int i = 0; i < per_stream; ++i) {
-        last_a = ex.submit(make_task("a", a, [&] { ++ran; }));
-        // b's tasks depend on a's: destruction order of the streams must not matter.
-        ex.submit(make_task("b", b, [&] { ++ran; }, {last_a}));
+      TaskGraph g;
+      TaskId last = g.add(task("blocker", StreamRole::comm_intra, [&] { gate.wait(); ++ran; }));
+      for (int i = 0; i < per_role; ++i) {
+        last = g.add(task("a", StreamRole::comm_intra, [&] { ++ran; }));
+        g.add(task("b", StreamRole::compute, [&] { ++ran; }), {last});  // roles depend on each other
       }
-      ex.submit(make_task("fails", b, [] { throw std::runtime_error("ignored at shutdown"); }));
+      g.add(task("fails", StreamRole::compute, [] { throw std::runtime_error("ignored at shutdown"); }));
+      ex.submit(g);
       gate.release();
       // ~Executor with (most of) the work still queued and an unreported error.
     }
-    QCOMPARE(ran.load(), 1 + 2 * per_stream);
+    QCOMPARE(ran.load(), 1 + 2 * per_role);
   }
 
-  void clear_events_with_queued_dependants_is_safe() {
+  void many_tasks_across_three_roles() {
     Executor ex(0);
-    Gate gate;
-    std::atomic<int> ran{0};
-    Event* done = ex.submit(make_task("early", ex.stream("a"), [&] { ++ran; }));
-    done->wait();
-    ex.submit(make_task("blocker", ex.stream("b"), [&] { gate.wait(); }));
-    ex.submit(make_task("late", ex.stream("b"), [&] { ++ran; }, {done}));
-    ex.clear_events();  // "early"'s event must stay alive for "late"
-    gate.release();
-    ex.synchronize();
-    QCOMPARE(ran.load(), 2);
-  }
-
-  void many_tasks_across_three_streams() {
-    Executor ex(0);
-    Stream* streams[3] = {&ex.stream("compute"), &ex.stream("comm"), &ex.stream("copy")};
+    const StreamRole roles[3] = {StreamRole::compute, StreamRole::comm_inter, StreamRole::copy};
     const int n = 10000;
-    std::vector<Event*> events;
-    events.reserve(n);
+    TaskGraph g;
     std::vector<std::atomic<int>> done(n);
     std::atomic<int> violations{0};
     uint64_t state = 12345;
     for (int i = 0; i < n; ++i) {
-      std::vector<Event*> deps;
+      std::vector<TaskId> deps;
       std::vector<int> dep_ids;
       if (i > 0) {
         state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-        int j = (int)((state >> 33) % (uint64_t)i);
-        deps.push_back(events[j]);
+        const int j = (int)((state >> 33) % (uint64_t)i);
+        deps.push_back(g.id(j));
         dep_ids.push_back(j);
-        if (i % 7 == 0) { deps.push_back(events[i - 1]); dep_ids.push_back(i - 1); }
+        if (i % 7 == 0) deps.push_back(g.id(i - 1)), dep_ids.push_back(i - 1);
       }
-      events.push_back(ex.submit(make_task("t", *streams[i % 3], [&, i, dep_ids] {
-        for (int j : dep_ids)
-          if (!done[j].load()) ++violations;
-        done[i].store(1);
-      }, deps)));
+      g.add(task("t", roles[i % 3], [&, i, dep_ids] {
+              for (int j : dep_ids)
+                if (!done[j].load()) ++violations;
+              done[i].store(1);
+            }),
+            deps);
+      if (i % 1000 == 999) ex.submit(g);  // in batches, as a step's graph grows
     }
     ex.synchronize();
     QCOMPARE(violations.load(), 0);
-    for (int i = 0; i < n; ++i) {
-      QVERIFY(done[i].load() == 1);
-      QVERIFY(events[i]->done());
-    }
+    for (int i = 0; i < n; ++i) QVERIFY(done[i].load() == 1);
     auto spans = ex.take_spans();
     QCOMPARE((int)spans.size(), n);
-    int per_stream[3] = {0, 0, 0};
-    for (const auto& s : spans) {
-      if (s.stream == "compute") ++per_stream[0];
-      else if (s.stream == "comm") ++per_stream[1];
-      else if (s.stream == "copy") ++per_stream[2];
-    }
-    QCOMPARE(per_stream[0] + per_stream[1] + per_stream[2], n);
-    QVERIFY(per_stream[0] > 0 && per_stream[1] > 0 && per_stream[2] > 0);
-    ex.clear_events();
+    int per_role[3] = {0, 0, 0};
+    for (const auto& s : spans)
+      for (int r = 0; r < 3; ++r) per_role[r] += s.role == roles[r];
+    QCOMPARE(per_role[0] + per_role[1] + per_role[2], n);
+  }
+
+  void exposed_comm_is_what_compute_does_not_cover() {
+    // comm [0,4) and [6,10) (overlapping comm spans count once); compute [1,2) and [3,7);
+    // a host phase [0,10) never counts as computing. Exposed: [0,1) + [2,3) + [7,10) = 5.
+    std::vector<Span> spans = {
+        span_at("a2a", StreamRole::comm_inter, TaskCategory::comm, 0, 4),
+        span_at("a2a2", StreamRole::comm_intra, TaskCategory::comm, 2, 3),
+        span_at("ar", StreamRole::comm_intra, TaskCategory::comm, 6, 10),
+        span_at("gemm", StreamRole::compute, TaskCategory::compute, 1, 2),
+        span_at("gemm2", StreamRole::compute, TaskCategory::compute, 3, 7),
+        span_at("forward", StreamRole::host, TaskCategory::compute, 0, 10),
+    };
+    QCOMPARE(exposed_comm_seconds(spans, 0, 10), 5.0);
+    QCOMPARE(exposed_comm_seconds(spans, 0, 8), 3.0);  // clipped to the window: [0,1) [2,3) [7,8)
+    QCOMPARE(exposed_comm_seconds({}, 0, 10), 0.0);
   }
 };
 

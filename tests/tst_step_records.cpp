@@ -17,15 +17,17 @@ namespace {
 Span make_span(int rank, const char* name, TaskCategory category) {
   Span s;
   s.rank = rank;
-  s.stream = "comm.inter";
+  s.role = StreamRole::comm_inter;
   s.name = name;
   s.category = category;
   s.start = 0.25;
   s.end = 1.5;
+  s.flops = 1.5e9;
   s.bytes = 4096;
   s.peer = 3;
   s.layer = 1;
   s.expert = 2;
+  s.chunk = 3;
   s.step = 17;
   return s;
 }
@@ -41,10 +43,12 @@ void put(std::vector<uint8_t>& buf, size_t at, T v) {
   std::memcpy(buf.data() + at, &v, sizeof v);
 }
 
-// Byte offsets in sample(): the span count, the first span's category, the traffic count.
+// Byte offsets in sample(): the span count, the first span's role and category, the traffic
+// count.
 constexpr size_t kSpanCount = 0;
-constexpr size_t kFirstCategory = 4 + 4 + (4 + 10) + (4 + 8);  // count, rank, stream, name
-constexpr size_t kTrafficCount = 4 + 2 * 60 + 10 + 8 + 10 + 3;  // 2 spans of 60 + their strings
+constexpr size_t kFirstRole = 4 + 4;                        // count, rank
+constexpr size_t kFirstCategory = 4 + 4 + 4 + (4 + 8);      // count, rank, role, name
+constexpr size_t kTrafficCount = 4 + 2 * 72 + 8 + 3;        // 2 spans of 72 + their names
 
 }  // namespace
 
@@ -60,7 +64,7 @@ class TestStepRecords : public QObject {
     QCOMPARE(rec.spans.size(), size_t(4));
     const Span& s = rec.spans[0];
     QCOMPARE(s.rank, 1);
-    QCOMPARE(s.stream, std::string("comm.inter"));
+    QVERIFY(s.role == StreamRole::comm_inter);
     QCOMPARE(s.name, std::string("dispatch"));
     QCOMPARE(s.category, TaskCategory::comm);
     QCOMPARE(s.start, 0.25);
@@ -69,6 +73,8 @@ class TestStepRecords : public QObject {
     QCOMPARE(s.peer, 3);
     QCOMPARE(s.layer, 1);
     QCOMPARE(s.expert, 2);
+    QCOMPARE(s.chunk, 3);
+    QCOMPARE(s.flops, 1.5e9);
     QCOMPARE(s.step, 17L);
     QCOMPARE(rec.spans[1].category, TaskCategory::compute);
     QCOMPARE(rec.traffic.size(), size_t(2));
@@ -79,9 +85,11 @@ class TestStepRecords : public QObject {
 
   void layout_offsets() {  // the offsets the corrupt rows below write at
     const std::vector<uint8_t> buf = sample();
-    int32_t category = 0;
+    int32_t role = 0, category = 0;
     uint32_t peers = 0;
+    std::memcpy(&role, buf.data() + kFirstRole, 4);
     std::memcpy(&category, buf.data() + kFirstCategory, 4);
+    QCOMPARE(role, (int32_t)StreamRole::comm_inter);
     std::memcpy(&peers, buf.data() + kTrafficCount, 4);
     QCOMPARE(category, (int32_t)TaskCategory::comm);
     QCOMPARE(peers, 4u);
@@ -94,7 +102,8 @@ class TestStepRecords : public QObject {
     QTest::newRow("truncated") << "truncated" << "routing expert count 3 needs more than the 23 bytes left";
     QTest::newRow("span count too large") << "spans" << "span count 4294967295 needs more than the";
     QTest::newRow("traffic count too large") << "traffic" << "traffic peer count 536870912 needs more than the";
-    QTest::newRow("string past the end") << "string" << "span stream name length 4000000000 needs more than the";
+    QTest::newRow("string past the end") << "string" << "span name length 4000000000 needs more than the";
+    QTest::newRow("role out of range") << "role" << "span role 6 is not a stream role";
     QTest::newRow("category out of range") << "category" << "span category 9 is not a task category";
     QTest::newRow("negative routing count") << "negative" << "routing count -4 is not a token count";
     QTest::newRow("trailing bytes") << "trailing" << "3 bytes after the records";
@@ -108,7 +117,8 @@ class TestStepRecords : public QObject {
     else if (kind == "truncated") buf.resize(buf.size() - 1);
     else if (kind == "spans") put<uint32_t>(buf, kSpanCount, 0xFFFFFFFFu);
     else if (kind == "traffic") put<uint32_t>(buf, kTrafficCount, 1u << 29);  // 4 GiB of peers
-    else if (kind == "string") put<uint32_t>(buf, kSpanCount + 8, 4000000000u);
+    else if (kind == "string") put<uint32_t>(buf, kSpanCount + 12, 4000000000u);
+    else if (kind == "role") put<int32_t>(buf, kFirstRole, 6);
     else if (kind == "category") put<int32_t>(buf, kFirstCategory, 9);
     else if (kind == "negative") put<int64_t>(buf, buf.size() - 8, -4);
     else if (kind == "trailing") buf.insert(buf.end(), {1, 2, 3});

@@ -18,6 +18,7 @@
 #include "moebench/moe/moe_layer.h"
 #include "moebench/moe/synthetic_routing.h"
 #include "moebench/perf/janus_model.h"
+#include "moebench/strategies/registry.h"
 #include "mpi_test_main.h"
 #include "test_support.h"
 

@@ -97,7 +97,7 @@ void bin_shard_seeds(const fs::path& out) {
 void step_records_seeds(const fs::path& out) {
   Span fwd;
   fwd.rank = 1;
-  fwd.stream = "compute";
+  fwd.role = StreamRole::compute;
   fwd.name = "block1.moe.expert_ffn";
   fwd.start = 0.5;
   fwd.end = 1.25;
@@ -105,7 +105,7 @@ void step_records_seeds(const fs::path& out) {
   fwd.expert = 3;
   fwd.step = 10;
   Span a2a = fwd;
-  a2a.stream = "comm.inter";
+  a2a.role = StreamRole::comm_inter;
   a2a.name = "block1.moe.dispatch";
   a2a.category = TaskCategory::comm;
   a2a.bytes = 4096;

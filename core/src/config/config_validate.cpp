@@ -11,7 +11,7 @@
 
 #include "config_detail.h"
 #include "moebench/moe/synthetic_routing.h"
-#include "moebench/strategies/strategy.h"
+#include "moebench/config/strategy_names.h"
 
 namespace moebench::config_detail {
 namespace {

@@ -7,10 +7,9 @@
 #include "moebench/model/attention.h"
 #include "moebench/model/crossentropy.h"
 #include "moebench/model/encoder.h"
-#include "moebench/model/gelu.h"
+#include "moebench/tensor/gelu.h"
 #include "moebench/model/layernorm.h"
 #include "moebench/model/residual.h"
-#include "moebench/strategies/strategy.h"
 #include "moebench/tensor/matmul.h"
 #include "moebench/tensor/rng.h"
 
@@ -132,7 +131,9 @@ void MoeGpt::distribute(const MoeDistribution& d) {
     if (b.experts == 0) continue;
     MoeContext ctx;
     ctx.ep = d.ep;
+    ctx.streams = d.streams;
     ctx.topology = d.topology;
+    ctx.overlap_degree = d.overlap_degree;
     ctx.executor = d.executor;
     ctx.credits = d.credits;
     ctx.priority = d.priority;
@@ -147,7 +148,7 @@ void MoeGpt::distribute(const MoeDistribution& d) {
     ctx.first_local = shard_.rank * (b.experts / shard_.size);
     ctx.local = b.expert_params;
     ctx.local_grads = b.expert_grads;
-    b.moe->set_strategy(make_strategy(d.block_strategy.at((int)l)), std::move(ctx));
+    b.moe->set_strategy(d.strategy_for((int)l), std::move(ctx));
     b.moe->set_stats_communicator(d.dp);
   }
 }

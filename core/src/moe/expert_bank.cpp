@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "moebench/model/gelu.h"
+#include "moebench/tensor/gelu.h"
 #include "moebench/tensor/matmul.h"
 
 namespace moebench {

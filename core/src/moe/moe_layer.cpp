@@ -6,6 +6,8 @@
 #include <string>
 
 #include "moebench/dist/communicator.h"
+#include "moebench/moe/block_graph.h"
+#include "moebench/runtime/executor.h"
 
 namespace moebench {
 namespace {
@@ -29,24 +31,27 @@ MoeLayer::~MoeLayer() = default;
 void MoeLayer::set_strategy(std::unique_ptr<MoeStrategy> strategy, MoeContext ctx) {
   strategy_ = std::move(strategy);
   ctx_ = std::move(ctx);
+  ctx_.sync_group();
+  handle_.reset();
 }
 
-float MoeLayer::forward(float* out, const float* x, const float* router_w,
-                        const std::vector<ExpertParams>& experts, const MoeLayerShape& s,
-                        const int* forced_experts) {
-  have_forward_ = false;  // until this forward completes
-  check_shape(s, experts.size(), strategy_ != nullptr);
-  s_ = s;
-  const int N = s.N, C = s.C, E = s.E, K = s.K;
+Executor& MoeLayer::executor() {
+  if (ctx_.executor) return *ctx_.executor;
+  if (!own_executor_) own_executor_ = std::make_unique<Executor>(ctx_.ep_rank);
+  return *own_executor_;
+}
+
+// Router, then the dispatch order (kept assignments grouped by expert, in token order within
+// an expert) and the gathered slot rows xg_.
+void MoeLayer::route(const float* x, const float* router_w, const int* forced_experts) {
+  const int N = s_.N, C = s_.C, E = s_.E, K = s_.K;
   RouterOptions opt;
   opt.top_k = K;
-  opt.capacity_factor = s.capacity_factor;
-  opt.gate_normalize = s.gate_normalize;
+  opt.capacity_factor = s_.capacity_factor;
+  opt.gate_normalize = s_.gate_normalize;
   router_forward(routing_, x, router_w, N, C, E, opt, forced_experts);
   if (stats_) globalize_aux(routing_, *stats_);
   const Routing& r = routing_;
-
-  // Dispatch order: kept assignments grouped by expert, in token order within an expert.
   offsets_.assign(E + 1, 0);
   for (int e = 0; e < E; ++e) offsets_[e + 1] = offsets_[e] + r.counts[e];
   const int S = offsets_[E];
@@ -64,17 +69,16 @@ float MoeLayer::forward(float* out, const float* x, const float* router_w,
       slot_of_[i] = slot;
       token_of_[slot] = n;
     }
-
   xg_.resize((size_t)S * C);
 #pragma omp parallel for schedule(static)
   for (int slot = 0; slot < S; ++slot)
     std::memcpy(xg_.data() + (long)slot * C, x + (long)token_of_[slot] * C, sizeof(float) * C);
-
   y_.resize((size_t)S * C);
-  if (strategy_) strategy_->forward(y_.data(), xg_.data(), offsets_, ctx_);
-  else bank_.forward(y_.data(), xg_.data(), offsets_, experts, C, s.F);
+}
 
-  // Weighted combine, partitioned by destination token; k in order.
+// Weighted combine, partitioned by destination token; k in order.
+void MoeLayer::combine(float* out) const {
+  const int N = s_.N, C = s_.C, K = s_.K;
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
     float* o = out + (long)n * C;
@@ -82,28 +86,70 @@ float MoeLayer::forward(float* out, const float* x, const float* router_w,
     for (int k = 0; k < K; ++k) {
       const int slot = slot_of_[n * K + k];
       if (slot < 0) continue;
-      const float g = r.gate[n * K + k];
+      const float g = routing_.gate[n * K + k];
       const float* y = y_.data() + (long)slot * C;
       for (int c = 0; c < C; ++c) o[c] += g * y[c];
     }
   }
-  have_forward_ = true;
-  return r.aux;
 }
 
-void MoeLayer::backward(float* dx, float* drouter_w, const std::vector<ExpertParams>& dexperts,
-                        const float* dout, float aux_weight, const float* x,
-                        const float* router_w, const std::vector<ExpertParams>& experts) {
-  if (!have_forward_) throw std::logic_error("MoeLayer::backward without forward");
-  check_shape(s_, experts.size(), strategy_ != nullptr);
-  if (!strategy_ && dexperts.size() != experts.size())
-    throw std::invalid_argument("MoeLayer::backward: dexperts and experts differ in size");
+float MoeLayer::forward(float* out, const float* x, const float* router_w,
+                        const std::vector<ExpertParams>& experts, const MoeLayerShape& s,
+                        const int* forced_experts) {
+  have_forward_ = false;  // until this forward completes
+  check_shape(s, experts.size(), strategy_ != nullptr);
+  s_ = s;
+  if (strategy_) {
+    const float aux = forward_graph(out, x, router_w, forced_experts);
+    have_forward_ = true;
+    return aux;
+  }
+  route(x, router_w, forced_experts);
+  bank_.forward(y_.data(), xg_.data(), offsets_, experts, s.C, s.F);
+  combine(out);
+  have_forward_ = true;
+  return routing_.aux;
+}
+
+float MoeLayer::forward_graph(float* out, const float* x, const float* router_w, const int* forced_experts) {
+  Executor& ex = executor();
+  const int E = s_.E, P = ctx_.ep_size;
+  const BlockDims d{s_.N, s_.C, E, s_.K};
+  handle_.reset();
+  my_counts_.assign(E, 0);
+  counts_.assign((size_t)P * E, 0);
+  TaskGraph g;
+  const TaskId routed = add_router_task(g, ctx_, d, {}, [this, x, router_w, forced_experts] {
+    route(x, router_w, forced_experts);
+    for (int e = 0; e < s_.E; ++e) my_counts_[e] = offsets_[e + 1] - offsets_[e];
+  });
+  const bool exchange = strategy_->exchanges_counts();
+  const TaskId counted = exchange ? add_counts_task(g, ctx_, d, routed, my_counts_.data(), counts_.data()) : routed;
+  ex.submit(g);
+  ex.wait(g, counted);
+  if (!exchange) std::copy(my_counts_.begin(), my_counts_.end(), counts_.begin() + (long)ctx_.ep_rank * E);
+  ExchangeCounts counts;
+  counts.P = P;
+  counts.E = E;
+  counts.rows = counts_;
+  handle_ = strategy_->layout(counts, ctx_);
+  MoeBuffers buf;
+  buf.xg = xg_.data();
+  buf.y = y_.data();
+  const std::vector<TaskId> done = strategy_->build(g, *handle_, MoePass::forward, {counted}, &buf, ctx_);
+  const TaskId combined = add_combine_task(g, ctx_, d, MoePass::forward, done, [this, out] { combine(out); });
+  ex.submit(g);
+  ex.wait(g, combined);
+  ex.release(g);
+  return routing_.aux;
+}
+
+// dgate[n,k] = dout[n] . y[slot]; dy[slot] = gate[n,k] * dout[n]. Partitioned by token (each
+// slot belongs to exactly one (n,k)).
+void MoeLayer::combine_backward(const float* dout) {
   const int N = s_.N, C = s_.C, E = s_.E, K = s_.K;
   const int S = offsets_[E];
   const Routing& r = routing_;
-
-  // dgate[n,k] = dout[n] . y[slot]; dy[slot] = gate[n,k] * dout[n]. Partitioned by token
-  // (each slot belongs to exactly one (n,k)).
   dgate_.resize((size_t)N * K);
   dy_.resize((size_t)S * C);
   dxg_.resize((size_t)S * C);
@@ -127,11 +173,13 @@ void MoeLayer::backward(float* dx, float* drouter_w, const std::vector<ExpertPar
       dgate_[i] = dot;
     }
   }
+}
 
-  if (strategy_) strategy_->backward(dxg_.data(), dy_.data(), ctx_);
-  else bank_.backward(dxg_.data(), dy_.data(), dexperts, experts);
-
-  // Scatter-add into dx, partitioned by destination token; k in order.
+// Scatter-add of dxg into dx (partitioned by destination token; k in order), then the router:
+// gates (through the optional normalisation) + aux -> dlogits -> dx, dWr.
+void MoeLayer::scatter_router_backward(float* dx, float* drouter_w, float aux_weight, const float* x,
+                                       const float* router_w) {
+  const int N = s_.N, C = s_.C, E = s_.E, K = s_.K;
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
     float* o = dx + (long)n * C;
@@ -142,10 +190,42 @@ void MoeLayer::backward(float* dx, float* drouter_w, const std::vector<ExpertPar
       for (int c = 0; c < C; ++c) o[c] += g[c];
     }
   }
-
-  // Router: gates (through the optional normalisation) + aux -> dlogits -> dx, dWr.
   dlogits_.resize((size_t)N * E);
-  router_backward(dx, drouter_w, dlogits_.data(), dgate_.data(), aux_weight, r, x, router_w, C);
+  router_backward(dx, drouter_w, dlogits_.data(), dgate_.data(), aux_weight, routing_, x, router_w, C);
+}
+
+void MoeLayer::backward(float* dx, float* drouter_w, const std::vector<ExpertParams>& dexperts,
+                        const float* dout, float aux_weight, const float* x,
+                        const float* router_w, const std::vector<ExpertParams>& experts) {
+  if (!have_forward_) throw std::logic_error("MoeLayer::backward without forward");
+  check_shape(s_, experts.size(), strategy_ != nullptr);
+  if (strategy_) return backward_graph(dx, drouter_w, dout, aux_weight, x, router_w);
+  if (dexperts.size() != experts.size())
+    throw std::invalid_argument("MoeLayer::backward: dexperts and experts differ in size");
+  combine_backward(dout);
+  bank_.backward(dxg_.data(), dy_.data(), dexperts, experts);
+  scatter_router_backward(dx, drouter_w, aux_weight, x, router_w);
+}
+
+void MoeLayer::backward_graph(float* dx, float* drouter_w, const float* dout, float aux_weight, const float* x,
+                              const float* router_w) {
+  Executor& ex = executor();
+  const BlockDims d{s_.N, s_.C, s_.E, s_.K};
+  // Sized before the graph is built: the strategy binds its actions to these buffers.
+  dy_.resize((size_t)offsets_[s_.E] * s_.C);
+  dxg_.resize(dy_.size());
+  TaskGraph g;
+  const TaskId start = add_combine_task(g, ctx_, d, MoePass::backward, {}, [this, dout] { combine_backward(dout); });
+  MoeBuffers buf;
+  buf.dy = dy_.data();
+  buf.dxg = dxg_.data();
+  const std::vector<TaskId> done = strategy_->build(g, *handle_, MoePass::backward, {start}, &buf, ctx_);
+  const TaskId end = add_router_backward_task(g, ctx_, d, done, [this, dx, drouter_w, aux_weight, x, router_w] {
+    scatter_router_backward(dx, drouter_w, aux_weight, x, router_w);
+  });
+  ex.submit(g);
+  ex.wait(g, end);
+  ex.release(g);
 }
 
 void globalize_aux(Routing& r, Communicator& group) {

@@ -135,7 +135,7 @@ std::vector<DdlPoint> ddl_roofline_points(const RunStore& store, const RunInfo& 
   for (const auto& s : spans) {
     if (s.layer < 0) continue;
     const bool comp = s.stream == "compute" && s.category == "compute";
-    const bool comm = s.stream == "compute.comm" && s.category == "comm";
+    const bool comm = s.category == "comm" && s.stream != "host";
     if (!comp && !comm) continue;
     layers.insert(s.layer);
     if (s.step == skip_step) continue;
@@ -182,7 +182,7 @@ std::vector<DdlPoint> ddl_roofline_points(const RunStore& store, const RunInfo& 
     } else if (!any_comp) {
       p.reason = "no expert compute spans (stream compute) of " + layer_text(L) + ": Lat_comp unknown";
     } else if (!any_comm) {
-      p.reason = "no communication spans (stream compute.comm, category comm) of " + layer_text(L) +
+      p.reason = "no communication spans (category comm) of " + layer_text(L) +
                  ": R_CC undefined";
     } else if (routed_it == assignments.end()) {
       p.reason = "no routing rows of " + layer_text(L) + ": the tokens (sum of B_w) are unknown";

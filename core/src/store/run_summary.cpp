@@ -31,14 +31,60 @@ double mean_without_warmup(const std::vector<MetricPoint>& points, bool& exclude
   return sum / double(points.size() - first);
 }
 
+// The trainer's phases: on stream host since the task-graph runtime, on stream compute in
+// runs recorded before it.
 bool is_compute_phase(const SpanRow& s) {
-  return s.stream == "compute" && (s.name == "forward" || s.name == "backward" || s.name == "optimizer");
+  return (s.stream == "host" || s.stream == "compute") &&
+         (s.name == "forward" || s.name == "backward" || s.name == "optimizer");
 }
 
-double overlap(const SpanRow& a, const SpanRow& b) {
-  const double lo = std::max(a.start, b.start);
-  const double hi = std::min(a.start + a.duration, b.start + b.duration);
-  return hi > lo ? hi - lo : 0.0;
+using Intervals = std::vector<std::pair<double, double>>;
+
+Intervals merged(Intervals v) {
+  std::sort(v.begin(), v.end());
+  Intervals out;
+  for (const auto& iv : v) {
+    if (iv.second <= iv.first) continue;
+    if (!out.empty() && iv.first <= out.back().second) out.back().second = std::max(out.back().second, iv.second);
+    else out.push_back(iv);
+  }
+  return out;
+}
+
+// a minus b (both merged).
+Intervals minus(const Intervals& a, const Intervals& b) {
+  Intervals out;
+  for (auto [lo, hi] : a) {
+    for (const auto& [blo, bhi] : b) {
+      if (bhi <= lo || blo >= hi) continue;
+      if (blo > lo) out.push_back({lo, blo});
+      lo = std::max(lo, bhi);
+      if (lo >= hi) break;
+    }
+    if (lo < hi) out.push_back({lo, hi});
+  }
+  return out;
+}
+
+double length(const Intervals& v) {
+  double t = 0;
+  for (const auto& [lo, hi] : v) t += hi - lo;
+  return t;
+}
+
+// Communication of one rank's step that computation did not hide: the union of the comm
+// spans minus the time the compute stream computed. Stream compute spans count as computing
+// except while the compute thread itself was blocked in communication (stream compute.comm,
+// runs recorded before the task-graph runtime); the host's phases never do.
+Intervals exposed_comm(const std::vector<const SpanRow*>& list) {
+  Intervals comm, computing, blocked;
+  for (const SpanRow* s : list) {
+    const std::pair<double, double> iv{s->start, s->start + s->duration};
+    if (s->category == "comm" && !(s->stream == "host" && s->name == "step")) comm.push_back(iv);
+    if (s->stream == "compute.comm") blocked.push_back(iv);
+    else if (s->stream == "compute" && s->category == "compute") computing.push_back(iv);
+  }
+  return minus(merged(comm), minus(merged(computing), merged(blocked)));
 }
 
 void add(PhaseSplit& into, const PhaseSplit& x) {
@@ -83,33 +129,33 @@ void summarize_phases(const std::vector<SpanRow>& spans, RunSummary& out) {
     if (key.first == skip_step) continue;
     PhaseSplit x;
     bool has_step = false;
-    std::vector<const SpanRow*> phases, comms;
+    std::vector<const SpanRow*> phases;
     for (const SpanRow* s : list) {
       if (s->stream == "host" && s->name == "step") {
         x.step_s += s->duration;
         has_step = true;
       } else if (is_compute_phase(*s)) {
         phases.push_back(s);
-      } else if (s->stream == "compute.comm") {
-        comms.push_back(s);
       }
     }
     if (!has_step) continue;
-    double phase_total = 0, inside = 0;
-    for (const SpanRow* p : phases) phase_total += p->duration;
-    for (const SpanRow* c : comms) {
-      x.comm_s += c->duration;
-      for (const SpanRow* p : phases) inside += overlap(*c, *p);
+    const Intervals exposed = exposed_comm(list);
+    Intervals in_phases;
+    double phase_total = 0;
+    for (const SpanRow* p : phases) {
+      phase_total += p->duration;
+      in_phases.push_back({p->start, p->start + p->duration});
     }
-    x.compute_s = phase_total - inside;
+    x.comm_s = length(exposed);
+    x.compute_s = phase_total - (x.comm_s - length(minus(exposed, merged(in_phases))));
     x.idle_s = x.step_s - x.compute_s - x.comm_s;
     x.samples = 1;
     add(out.phases, x);
     add(out.rank_phases[size_t(key.second)], x);
     for (const SpanRow* s : list) {
       if (s->layer < 0) continue;
-      if (s->stream == "compute") layer_sums[s->layer].first += s->duration;
-      else if (s->stream == "compute.comm") layer_sums[s->layer].second += s->duration;
+      if (s->stream == "compute" && s->category == "compute") layer_sums[s->layer].first += s->duration;
+      else if (s->category == "comm") layer_sums[s->layer].second += s->duration;
     }
   }
   finish(out.phases);

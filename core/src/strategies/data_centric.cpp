@@ -16,21 +16,26 @@
 namespace moebench {
 namespace {
 
-// Runs fn as a task on the calling thread so it shows up as a span (when an executor is
-// attached).
+// Runs fn on the calling thread (the compute worker running the block's task) and records
+// it as a span with its own role, category and cost (when an executor is attached).
 template <class Fn>
 void phase(MoeContext& ctx, const char* name, TaskCategory category, TaskCost cost, int expert, int peer,
            Fn&& fn) {
   if (!ctx.executor) return fn();
-  Task t;
-  t.name = name;
-  t.category = category;
-  t.cost = std::move(cost);
-  t.layer = ctx.layer;
-  t.expert = expert;
-  t.peer = peer;
-  t.action = std::forward<Fn>(fn);
-  ctx.executor->run_inline(t, category == TaskCategory::comm ? "compute.comm" : "compute");
+  Span span;
+  span.name = name;
+  span.category = category;
+  span.role = category == TaskCategory::comm ? ctx.ep_role()
+              : category == TaskCategory::copy ? StreamRole::copy : StreamRole::compute;
+  span.flops = cost.flops;
+  span.bytes = cost.bytes_sent();
+  span.layer = ctx.layer;
+  span.expert = expert;
+  span.peer = peer;
+  span.start = ctx.executor->now();
+  fn();
+  span.end = ctx.executor->now();
+  ctx.executor->add_span(std::move(span));
 }
 
 // Checks that the L experts of `v` lie back to back as w1|b1|w2|b2, expert after expert.
@@ -533,6 +538,38 @@ StrategyCost DataCentric::predict(const CostInputs& in) const {
   c.comm_seconds = std::max(t_intra, t_inter) + (n_intra + n_inter) * in.latency;
   c.compute_seconds = in.flops_rate > 0 ? 4.0 * in.tokens * in.top_k * in.hidden * in.ffn / in.flops_rate : 0;
   return c;
+}
+
+namespace {
+struct DataCentricHandle : MoeHandle {
+  std::vector<int> offsets;  // this rank's slot offsets per expert [E+1]
+};
+}  // namespace
+
+std::unique_ptr<MoeHandle> DataCentric::layout(const ExchangeCounts& counts, MoeContext& ctx) {
+  ctx.sync_group();
+  auto h = std::make_unique<DataCentricHandle>();
+  h->offsets.assign(counts.E + 1, 0);
+  for (int e = 0; e < counts.E; ++e) h->offsets[e + 1] = h->offsets[e] + (int)counts.at(ctx.ep_rank, e);
+  return h;
+}
+
+// Until data_centric's pulls, credits and node cache become tasks of their own, a pass is one
+// task on the compute stream running the protocol above; its phases record their own spans
+// (the task itself has no name, so it records none).
+std::vector<TaskId> DataCentric::build(TaskGraph& g, MoeHandle& handle, MoePass pass, const std::vector<TaskId>& after,
+                                       const MoeBuffers* buffers, MoeContext& ctx) {
+  auto& h = dynamic_cast<DataCentricHandle&>(handle);
+  GraphTask t;
+  t.category = TaskCategory::compute;
+  t.role = StreamRole::compute;
+  t.layer = ctx.layer;
+  if (buffers) {
+    const MoeBuffers b = *buffers;
+    if (pass == MoePass::forward) t.action = [this, &h, &ctx, b] { forward(b.y, b.xg, h.offsets, ctx); };
+    else t.action = [this, &ctx, b] { backward(b.dxg, b.dy, ctx); };
+  }
+  return {g.add(std::move(t), after)};
 }
 
 std::unique_ptr<MoeStrategy> make_data_centric() { return std::make_unique<DataCentric>(); }

@@ -1,6 +1,7 @@
 // expert_centric: GShard / DeepSpeed-MoE expert parallelism. Tokens go to the rank owning
 // their expert with one all-to-all-v over the EP group, outputs come back with another
-// (FasterMoE §2.3, Fig. 3).
+// (FasterMoE §2.3, Fig. 3); with overlap_degree D (Tutel) in D chunks whose exchange overlaps
+// the previous chunk's expert compute (strategies/token_exchange.h).
 #include <algorithm>
 #include <vector>
 
@@ -34,21 +35,37 @@ class ExpertCentric : public TokenExchange {
   }
 
  protected:
-  void transfer(const float* send, const std::vector<long>& send_rows, float* recv,
-                const std::vector<long>& recv_rows, const std::vector<long>&, int C,
-                MoeContext& ctx) override {
-    const int P = ctx.ep->size();
-    std::vector<size_t> sc(P), sd(P), rc(P), rd(P);
-    size_t so = 0, ro = 0;
-    for (int p = 0; p < P; ++p) {
-      sc[p] = (size_t)send_rows[p] * C;
-      rc[p] = (size_t)recv_rows[p] * C;
-      sd[p] = so;
-      rd[p] = ro;
-      so += sc[p];
-      ro += rc[p];
+  TaskId add_transfer(TaskGraph& g, const TransferSpec& t, const std::vector<TaskId>& after,
+                      MoeContext& ctx) override {
+    const int P = ctx.ep_size;
+    GraphTask task;
+    task.name = t.name;
+    task.category = TaskCategory::comm;
+    task.role = ctx.ep_role();
+    task.layer = t.layer;
+    task.chunk = t.chunk;
+    for (int p = 0; p < P; ++p)
+      if (p != ctx.ep_rank && t.send_rows[p] > 0)
+        task.cost.bytes_to_peer.push_back({ctx.ep_world[p], (uint64_t)t.send_rows[p] * t.C * sizeof(float)});
+    if (t.act) {
+      std::vector<size_t> sc(P), sd(P), rc(P), rd(P);
+      size_t so = 0, ro = 0;
+      for (int p = 0; p < P; ++p) {
+        sc[p] = (size_t)t.send_rows[p] * t.C;
+        rc[p] = (size_t)t.recv_rows[p] * t.C;
+        sd[p] = so;
+        rd[p] = ro;
+        so += sc[p];
+        ro += rc[p];
+      }
+      Communicator* comm = &ctx.role_comm(task.role);
+      const float* send = t.send;
+      float* recv = t.recv;
+      task.action = [comm, send, recv, sc, sd, rc, rd] {
+        comm->all_to_all_v(send, sc.data(), sd.data(), recv, rc.data(), rd.data(), DType::f32);
+      };
     }
-    ctx.ep->all_to_all_v(send, sc.data(), sd.data(), recv, rc.data(), rd.data(), DType::f32);
+    return g.add(std::move(task), after);
   }
 };
 

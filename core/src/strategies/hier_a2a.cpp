@@ -23,10 +23,10 @@ struct Grid {
   std::vector<std::vector<int>> at;  // at[node][local] -> EP rank
 };
 
-Grid make_grid(Communicator& ep, const Topology& topo) {
-  const int P = ep.size();
+Grid make_grid(const std::vector<int>& ep_world, const Topology& topo) {
+  const int P = (int)ep_world.size();
   std::map<int, std::vector<int>> by_node;  // world node -> EP ranks in order
-  for (int r = 0; r < P; ++r) by_node[topo.node_of(ep.world_rank(r))].push_back(r);
+  for (int r = 0; r < P; ++r) by_node[topo.node_of(ep_world[r])].push_back(r);
   Grid g;
   g.nodes = (int)by_node.size();
   g.per_node = (int)by_node.begin()->second.size();
@@ -47,6 +47,12 @@ Grid make_grid(Communicator& ep, const Topology& topo) {
   }
   return g;
 }
+
+// Scratch of one transfer, shared by its two phases (each transfer has its own: chunks and
+// blocks run their phases concurrently on the two comm roles).
+struct Staging {
+  std::vector<float> stage1, mid, stage2, mid2;
+};
 
 class HierA2a : public TokenExchange {
  public:
@@ -69,91 +75,122 @@ class HierA2a : public TokenExchange {
   }
 
  protected:
-  void transfer(const float* send, const std::vector<long>& send_rows, float* recv,
-                const std::vector<long>&, const std::vector<long>& rows, int C,
-                MoeContext& ctx) override {
-    Communicator& ep = *ctx.ep;
+  void prepare(MoeContext& ctx) override {
+    if (intra_ && ep_id_ == ctx.ep) return;
     if (!ctx.topology) throw std::invalid_argument("hier_a2a needs the topology");
-    if (!intra_ || ep_id_ != &ep) setup(ep, *ctx.topology);
-    const int P = ep.size(), me = ep.rank(), p = grid_.per_node, m = grid_.nodes;
-    const int my_node = grid_.node[me], my_local = grid_.local[me];
-    auto R = [&](int s, int d) { return rows[(size_t)s * P + d]; };
-    std::vector<long> send_off(P + 1, 0);
-    for (int d = 0; d < P; ++d) send_off[d + 1] = send_off[d] + send_rows[d];
+    const Grid grid = make_grid(ctx.ep_world, *ctx.topology);
+    const int me = ctx.ep_rank;
+    intra_ = ctx.ep->split(grid.node[me], grid.local[me]);
+    inter_ = ctx.ep->split(grid.nodes + grid.local[me], grid.node[me]);
+    ep_id_ = ctx.ep;
+  }
 
-    // Phase 1 (intra-node): to local index l go the rows for every (node n, local l) dest,
-    // ordered by dest node. From local index q we get rows of q bound for (n, my_local).
+  // Phase 1 (comm.intra): to local index l go the rows for every (node n, local l) dest,
+  // ordered by dest node; from local index q come the rows of q bound for (n, my local).
+  // Phase 2 (comm.inter, same local index): to node n go, for each source q of my node in
+  // local order, its rows bound for (n, my local); from node n come the rows of each source
+  // (n, q) bound for me, placed at their source's position in the source-major receive buffer.
+  TaskId add_transfer(TaskGraph& g, const TransferSpec& t, const std::vector<TaskId>& after,
+                      MoeContext& ctx) override {
+    if (!ctx.topology) throw std::invalid_argument("hier_a2a needs the topology");
+    const Grid grid = make_grid(ctx.ep_world, *ctx.topology);
+    const int P = ctx.ep_size, me = ctx.ep_rank, p = grid.per_node, m = grid.nodes, C = t.C;
+    const int my_node = grid.node[me], my_local = grid.local[me];
+    auto R = [&t, P](int s, int d) { return t.rows[(size_t)s * P + d]; };
+
     std::vector<size_t> sc(p), sd(p), rc(p), rd(p);
-    stage1_.clear();
-    for (int l = 0; l < p; ++l) {
-      sd[l] = stage1_.size();
-      for (int n = 0; n < m; ++n) {
-        const int d = grid_.at[n][l];
-        stage1_.insert(stage1_.end(), send + send_off[d] * C, send + send_off[d + 1] * C);
-      }
-      sc[l] = stage1_.size() - sd[l];
-    }
     size_t total = 0;
+    for (int l = 0; l < p; ++l) {
+      sd[l] = total;
+      for (int n = 0; n < m; ++n) total += (size_t)t.send_rows[grid.at[n][l]] * C;
+      sc[l] = total - sd[l];
+    }
+    total = 0;
     for (int q = 0; q < p; ++q) {
-      const int s = grid_.at[my_node][q];
+      const int s = grid.at[my_node][q];
       rd[q] = total;
-      for (int n = 0; n < m; ++n) total += (size_t)R(s, grid_.at[n][my_local]) * C;
+      for (int n = 0; n < m; ++n) total += (size_t)R(s, grid.at[n][my_local]) * C;
       rc[q] = total - rd[q];
     }
-    mid_.resize(total);
-    intra_->all_to_all_v(stage1_.data(), sc.data(), sd.data(), mid_.data(), rc.data(), rd.data(), DType::f32);
-
-    // Phase 2 (inter-node, same local index): to node n go, for each source q of my node in
-    // local order, its rows bound for (n, my_local).
     std::vector<size_t> sc2(m), sd2(m), rc2(m), rd2(m);
-    stage2_.clear();
+    total = 0;
     for (int n = 0; n < m; ++n) {
-      sd2[n] = stage2_.size();
-      for (int q = 0; q < p; ++q) {
-        const int s = grid_.at[my_node][q];
-        size_t off = rd[q];  // rows of source q in mid_, grouped by dest node
-        for (int nn = 0; nn < n; ++nn) off += (size_t)R(s, grid_.at[nn][my_local]) * C;
-        const size_t len = (size_t)R(s, grid_.at[n][my_local]) * C;
-        stage2_.insert(stage2_.end(), mid_.begin() + (long)off, mid_.begin() + (long)(off + len));
-      }
-      sc2[n] = stage2_.size() - sd2[n];
+      sd2[n] = total;
+      for (int q = 0; q < p; ++q) total += (size_t)R(grid.at[my_node][q], grid.at[n][my_local]) * C;
+      sc2[n] = total - sd2[n];
     }
-    // From node n: rows of each source (n, q), q in local order, bound for me. Place them at
-    // their source's position in the source-major receive buffer.
-    std::vector<long> recv_off(P + 1, 0);
-    for (int s = 0; s < P; ++s) recv_off[s + 1] = recv_off[s] + R(s, me);
     total = 0;
     for (int n = 0; n < m; ++n) {
       rd2[n] = total;
-      for (int q = 0; q < p; ++q) total += (size_t)R(grid_.at[n][q], me) * C;
+      for (int q = 0; q < p; ++q) total += (size_t)R(grid.at[n][q], me) * C;
       rc2[n] = total - rd2[n];
     }
-    mid_.resize(total);
-    inter_->all_to_all_v(stage2_.data(), sc2.data(), sd2.data(), mid_.data(), rc2.data(), rd2.data(), DType::f32);
-    for (int n = 0; n < m; ++n) {
-      size_t off = rd2[n];
-      for (int q = 0; q < p; ++q) {
-        const int s = grid_.at[n][q];
-        const size_t len = (size_t)R(s, me) * C;
-        if (len) std::memcpy(recv + recv_off[s] * C, mid_.data() + off, len * sizeof(float));
-        off += len;
-      }
+
+    GraphTask one, two;
+    one.name = std::string(t.name) + ".intra";
+    two.name = std::string(t.name) + ".inter";
+    one.category = two.category = TaskCategory::comm;
+    one.role = StreamRole::comm_intra;
+    two.role = StreamRole::comm_inter;
+    one.layer = two.layer = t.layer;
+    one.chunk = two.chunk = t.chunk;
+    for (int l = 0; l < p; ++l)
+      if (l != my_local && sc[l]) one.cost.bytes_to_peer.push_back({ctx.ep_world[grid.at[my_node][l]], sc[l] * sizeof(float)});
+    for (int n = 0; n < m; ++n)
+      if (n != my_node && sc2[n]) two.cost.bytes_to_peer.push_back({ctx.ep_world[grid.at[n][my_local]], sc2[n] * sizeof(float)});
+    if (t.act) {
+      auto st = std::make_shared<Staging>();
+      Communicator* intra = intra_.get();
+      Communicator* inter = inter_.get();
+      std::vector<long> send_off(P + 1, 0);
+      for (int d = 0; d < P; ++d) send_off[d + 1] = send_off[d] + t.send_rows[d];
+      const float* send = t.send;
+      one.action = [=] {
+        st->stage1.clear();
+        for (int l = 0; l < p; ++l)
+          for (int n = 0; n < m; ++n) {
+            const int d = grid.at[n][l];
+            st->stage1.insert(st->stage1.end(), send + send_off[d] * C, send + send_off[d + 1] * C);
+          }
+        st->mid.resize(rd[p - 1] + rc[p - 1]);
+        intra->all_to_all_v(st->stage1.data(), sc.data(), sd.data(), st->mid.data(), rc.data(), rd.data(), DType::f32);
+      };
+      std::vector<long> recv_off(P + 1, 0);
+      for (int s = 0; s < P; ++s) recv_off[s + 1] = recv_off[s] + R(s, me);
+      std::vector<long> rows = t.rows;
+      float* recv = t.recv;
+      two.action = [=] {
+        auto Rs = [&rows, P](int s, int d) { return rows[(size_t)s * P + d]; };
+        st->stage2.clear();
+        for (int n = 0; n < m; ++n)
+          for (int q = 0; q < p; ++q) {
+            const int s = grid.at[my_node][q];
+            size_t off = rd[q];  // rows of source q in mid, grouped by dest node
+            for (int nn = 0; nn < n; ++nn) off += (size_t)Rs(s, grid.at[nn][my_local]) * C;
+            const size_t len = (size_t)Rs(s, grid.at[n][my_local]) * C;
+            st->stage2.insert(st->stage2.end(), st->mid.begin() + (long)off, st->mid.begin() + (long)(off + len));
+          }
+        st->mid2.resize(rd2[m - 1] + rc2[m - 1]);
+        inter->all_to_all_v(st->stage2.data(), sc2.data(), sd2.data(), st->mid2.data(), rc2.data(), rd2.data(),
+                            DType::f32);
+        for (int n = 0; n < m; ++n) {
+          size_t off = rd2[n];
+          for (int q = 0; q < p; ++q) {
+            const int s = grid.at[n][q];
+            const size_t len = (size_t)Rs(s, me) * C;
+            if (len) std::memcpy(recv + recv_off[s] * C, st->mid2.data() + off, len * sizeof(float));
+            off += len;
+          }
+        }
+      };
     }
+    const TaskId first = g.add(std::move(one), after);
+    return g.add(std::move(two), {first});
   }
 
  private:
-  void setup(Communicator& ep, const Topology& topo) {
-    grid_ = make_grid(ep, topo);
-    const int me = ep.rank();
-    intra_ = ep.split(grid_.node[me], grid_.local[me]);
-    inter_ = ep.split(grid_.nodes + grid_.local[me], grid_.node[me]);
-    ep_id_ = &ep;
-  }
-
-  Grid grid_;
   const Communicator* ep_id_ = nullptr;
   std::unique_ptr<Communicator> intra_, inter_;
-  std::vector<float> stage1_, stage2_, mid_;
 };
 
 }  // namespace

@@ -1,8 +1,11 @@
 // The strategy registry: one line per strategy (name -> factory in strategies/<name>.cpp).
+#include "moebench/strategies/registry.h"
+
 #include <stdexcept>
 #include <utility>
+#include <vector>
 
-#include "moebench/strategies/strategy.h"
+#include "moebench/config/strategy_names.h"
 
 namespace moebench {
 
@@ -21,16 +24,6 @@ const std::vector<std::pair<std::string, Factory>>& table() {
   return t;
 }
 }  // namespace
-
-const std::vector<std::string>& strategy_names() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> n;
-    for (const auto& [name, f] : table()) n.push_back(name);
-    n.push_back("janus");  // per MoE block: data_centric or expert_centric (strategies/janus.h)
-    return n;
-  }();
-  return names;
-}
 
 std::unique_ptr<MoeStrategy> make_strategy(const std::string& name) {
   if (name == "janus")

@@ -4,141 +4,237 @@
 #include <stdexcept>
 #include <string>
 
-#include "moebench/dist/communicator.h"
-#include "moebench/runtime/executor.h"
-
 namespace moebench {
 namespace {
 
-// Runs fn as a task on the calling thread so the phase shows up as a span (when an
-// executor is attached).
-template <class Fn>
-void phase(MoeContext& ctx, const std::string& name, TaskCategory category, TaskCost cost, Fn&& fn) {
-  if (!ctx.executor) return fn();
-  Task t;
+// One chunk of one pass's exchange. Row counts are fixed by the layout; buffers are sized
+// when a graph with buffers is built.
+struct Chunk {
+  std::vector<long> rows;                   // [P*P] rows src -> dst
+  std::vector<long> send_rows, recv_rows;   // [P]
+  std::vector<std::pair<long, long>> pack;  // (first slot row, rows) in send order
+  std::vector<int> local_offsets;           // [L+1] received rows per local expert, expert-major
+  std::vector<long> recv_index;             // expert-major row -> received (source-major) row
+  long S = 0, R = 0;                        // rows sent, rows received
+  std::vector<float> send, x_recv, x_exp, y_exp, y_back, y_recv;  // forward
+  std::vector<float> d_send, d_recv, d_exp, dx_exp, dx_back, dx_recv;  // backward
+  ExpertBank bank;
+};
+
+struct ExchangeHandle : MoeHandle {
+  int P = 1, E = 0, L = 0, me = 0, C = 0, F = 0, D = 1;
+  std::vector<Chunk> chunks;
+  bool have_forward = false;
+};
+
+void gather_rows(float* dst, const float* src, const std::vector<std::pair<long, long>>& ranges, int C) {
+  long at = 0;
+  for (const auto& [first, n] : ranges) {
+    if (n) std::memcpy(dst + at * C, src + first * C, sizeof(float) * (size_t)n * C);
+    at += n;
+  }
+}
+
+void scatter_rows(float* dst, const float* src, const std::vector<std::pair<long, long>>& ranges, int C) {
+  long at = 0;
+  for (const auto& [first, n] : ranges) {
+    if (n) std::memcpy(dst + first * C, src + at * C, sizeof(float) * (size_t)n * C);
+    at += n;
+  }
+}
+
+void permute(float* dst, const float* src, const std::vector<long>& index, int C, bool to_experts) {
+  const long R = (long)index.size();
+#pragma omp parallel for schedule(static)
+  for (long i = 0; i < R; ++i) {
+    if (to_experts) std::memcpy(dst + i * C, src + index[i] * C, sizeof(float) * C);
+    else std::memcpy(dst + index[i] * C, src + i * C, sizeof(float) * C);
+  }
+}
+
+TransferSpec spec(const char* name, const ExchangeHandle& h, const Chunk& c, int chunk, bool outbound) {
+  TransferSpec t;
   t.name = name;
-  t.category = category;
-  t.cost = std::move(cost);
-  t.layer = ctx.layer;
-  t.action = std::forward<Fn>(fn);
-  ctx.executor->run_inline(t, category == TaskCategory::comm ? "compute.comm" : "compute");
+  t.chunk = h.D > 1 ? chunk : -1;
+  t.C = h.C;
+  t.send_rows = outbound ? c.send_rows : c.recv_rows;
+  t.recv_rows = outbound ? c.recv_rows : c.send_rows;
+  if (outbound) {
+    t.rows = c.rows;
+  } else {  // the return trip: rows dst -> src
+    t.rows.resize(c.rows.size());
+    for (int a = 0; a < h.P; ++a)
+      for (int b = 0; b < h.P; ++b) t.rows[(size_t)a * h.P + b] = c.rows[(size_t)b * h.P + a];
+  }
+  return t;
 }
 
 }  // namespace
 
-void TokenExchange::forward(float* y, const float* xg, const std::vector<int>& offsets, MoeContext& ctx) {
-  Communicator& ep = *ctx.ep;
-  const int P = ep.size(), me = ep.rank(), E = ctx.experts, C = ctx.C;
+std::unique_ptr<MoeHandle> TokenExchange::layout(const ExchangeCounts& counts, MoeContext& ctx) {
+  ctx.sync_group();
+  const int P = ctx.ep_size, me = ctx.ep_rank, E = ctx.experts, D = ctx.overlap_degree;
   if (E % P != 0)
     throw std::invalid_argument("MoE block " + std::to_string(ctx.layer) + ": " + std::to_string(E) +
                                 " experts do not divide over " + std::to_string(P) + " EP ranks");
-  if ((int)offsets.size() != E + 1) throw std::invalid_argument("TokenExchange: offsets size != experts + 1");
+  if (counts.P != P || counts.E != E || counts.rows.size() != (size_t)P * E)
+    throw std::invalid_argument("TokenExchange: counts are not a " + std::to_string(P) + " x " + std::to_string(E) +
+                                " matrix");
+  if (D < 1) throw std::invalid_argument("TokenExchange: overlap_degree must be at least 1");
   const int L = E / P;
-  if ((int)ctx.local.size() != L || ctx.first_local != me * L)
+  if (ctx.ep && ((int)ctx.local.size() != L || ctx.first_local != me * L))
     throw std::invalid_argument("TokenExchange: rank " + std::to_string(me) + " must own experts [" +
                                 std::to_string(me * L) + ", " + std::to_string(me * L + L) + ")");
-  P_ = P;
-  L_ = L;
-  C_ = C;
-
-  // (1) every rank's per-expert slot counts.
-  std::vector<long> mine(E);
-  for (int e = 0; e < E; ++e) mine[e] = offsets[e + 1] - offsets[e];
-  counts_.assign((size_t)P * E, 0);
-  phase(ctx, "moe.counts", TaskCategory::comm, {}, [&] { ep.all_gather(mine.data(), counts_.data(), E, DType::i64); });
-  rows_.assign((size_t)P * P, 0);
-  for (int s = 0; s < P; ++s)
-    for (int e = 0; e < E; ++e) rows_[(size_t)s * P + e / L] += counts_[(size_t)s * E + e];
-  send_rows_.assign(P, 0);
-  recv_rows_.assign(P, 0);
-  for (int r = 0; r < P; ++r) {
-    send_rows_[r] = rows_[(size_t)me * P + r];
-    recv_rows_[r] = rows_[(size_t)r * P + me];
-  }
-
-  // Regrouping of received rows (source-major, then local expert) by local expert.
-  local_offsets_.assign(L + 1, 0);
-  for (int j = 0; j < L; ++j) {
-    long n = 0;
-    for (int s = 0; s < P; ++s) n += counts_[(size_t)s * E + me * L + j];
-    local_offsets_[j + 1] = local_offsets_[j] + (int)n;
-  }
-  const long R = local_offsets_[L];
-  recv_index_.resize(R);
-  {
+  if (ctx.ep) prepare(ctx);
+  auto h = std::make_unique<ExchangeHandle>();
+  h->P = P, h->E = E, h->L = L, h->me = me, h->C = ctx.C, h->F = ctx.F, h->D = D;
+  std::vector<long> first(E + 1, 0);  // this rank's slot offsets per expert
+  for (int e = 0; e < E; ++e) first[e + 1] = first[e] + counts.at(me, e);
+  auto part = [D](long n, int i, bool hi) { return n * (i + (hi ? 1 : 0)) / D; };
+  auto size = [&](int s, int e, int i) { const long n = counts.at(s, e); return part(n, i, true) - part(n, i, false); };
+  h->chunks.resize(D);
+  for (int i = 0; i < D; ++i) {
+    Chunk& c = h->chunks[i];
+    c.rows.assign((size_t)P * P, 0);
+    for (int s = 0; s < P; ++s)
+      for (int e = 0; e < E; ++e) c.rows[(size_t)s * P + e / L] += size(s, e, i);
+    c.send_rows.assign(P, 0);
+    c.recv_rows.assign(P, 0);
+    for (int r = 0; r < P; ++r) {
+      c.send_rows[r] = c.rows[(size_t)me * P + r];
+      c.recv_rows[r] = c.rows[(size_t)r * P + me];
+      c.S += c.send_rows[r];
+      c.R += c.recv_rows[r];
+    }
+    for (int e = 0; e < E; ++e) c.pack.push_back({first[e] + part(counts.at(me, e), i, false), size(me, e, i)});
+    c.local_offsets.assign(L + 1, 0);
+    for (int j = 0; j < L; ++j) {
+      long n = 0;
+      for (int s = 0; s < P; ++s) n += size(s, me * L + j, i);
+      c.local_offsets[j + 1] = c.local_offsets[j] + (int)n;
+    }
+    c.recv_index.resize(c.R);
     std::vector<long> src_base(P, 0);
-    for (int s = 1; s < P; ++s) src_base[s] = src_base[s - 1] + recv_rows_[s - 1];
+    for (int s = 1; s < P; ++s) src_base[s] = src_base[s - 1] + c.recv_rows[s - 1];
     long row = 0;
     for (int j = 0; j < L; ++j)
       for (int s = 0; s < P; ++s) {
         long within = 0;  // rows of source s for local experts before j
-        for (int jj = 0; jj < j; ++jj) within += counts_[(size_t)s * E + me * L + jj];
-        const long n = counts_[(size_t)s * E + me * L + j];
-        for (long i = 0; i < n; ++i) recv_index_[row++] = src_base[s] + within + i;
+        for (int jj = 0; jj < j; ++jj) within += size(s, me * L + jj, i);
+        const long n = size(s, me * L + j, i);
+        for (long r = 0; r < n; ++r) c.recv_index[row++] = src_base[s] + within + r;
       }
   }
-
-  // (2) rows to the owners, (3) experts, (4) outputs back.
-  x_recv_.resize((size_t)R * C);
-  run_transfer("moe.dispatch", true, xg, x_recv_.data(), ctx);
-  x_exp_.resize((size_t)R * C);
-  y_exp_.resize((size_t)R * C);
-  y_recv_.resize((size_t)R * C);
-  permute_to_experts(x_exp_.data(), x_recv_.data(), C);
-  TaskCost cost;
-  cost.flops = 4.0 * (double)R * C * ctx.F;
-  phase(ctx, "moe.experts", TaskCategory::compute, cost,
-        [&] { bank_.forward(y_exp_.data(), x_exp_.data(), local_offsets_, ctx.local, C, ctx.F); });
-  permute_from_experts(y_recv_.data(), y_exp_.data(), C);
-  run_transfer("moe.combine", false, y_recv_.data(), y, ctx);
+  return h;
 }
 
-void TokenExchange::backward(float* dxg, const float* dy, MoeContext& ctx) {
-  const int C = C_;
-  const long R = local_offsets_.empty() ? 0 : local_offsets_[L_];
-  d_recv_.resize((size_t)R * C);
-  d_exp_.resize((size_t)R * C);
-  run_transfer("moe.dispatch_grad", true, dy, d_recv_.data(), ctx);
-  permute_to_experts(d_exp_.data(), d_recv_.data(), C);
-  TaskCost cost;
-  cost.flops = 8.0 * (double)R * C * ctx.F;
-  phase(ctx, "moe.experts_backward", TaskCategory::compute, cost, [&] {
-    bank_.backward(y_exp_.data(), d_exp_.data(), ctx.local_grads, ctx.local);  // y_exp_ reused as dx
-  });
-  permute_from_experts(d_recv_.data(), y_exp_.data(), C);
-  run_transfer("moe.combine_grad", false, d_recv_.data(), dxg, ctx);
-}
+std::vector<TaskId> TokenExchange::build(TaskGraph& g, MoeHandle& handle, MoePass pass,
+                                         const std::vector<TaskId>& after, const MoeBuffers* buffers,
+                                         MoeContext& ctx) {
+  auto& h = dynamic_cast<ExchangeHandle&>(handle);
+  const bool fwd = pass == MoePass::forward, act = buffers != nullptr;
+  if (act && fwd && (!buffers->y || (!buffers->xg && h.chunks[0].S > 0)))
+    throw std::invalid_argument("TokenExchange: forward needs xg and y");
+  if (act && !fwd && (!h.have_forward || !buffers->dxg))
+    throw std::logic_error("TokenExchange: backward needs its forward and dxg");
+  const int C = h.C, F = h.F, D = h.D;
+  const uint64_t row_bytes = (uint64_t)C * sizeof(float);
+  auto label = [&](GraphTask t, int i) {
+    t.layer = ctx.layer;
+    t.chunk = D > 1 ? i : -1;
+    return t;
+  };
 
-void TokenExchange::run_transfer(const char* what, bool outbound, const float* send, float* recv,
-                                 MoeContext& ctx) {
-  const std::vector<long>& s = outbound ? send_rows_ : recv_rows_;
-  const std::vector<long>& r = outbound ? recv_rows_ : send_rows_;
-  // The transposed matrix for the return trip: rows dst -> src.
-  std::vector<long> back;
-  const std::vector<long>* rows = &rows_;
-  if (!outbound) {
-    back.resize(rows_.size());
-    for (int a = 0; a < P_; ++a)
-      for (int b = 0; b < P_; ++b) back[(size_t)a * P_ + b] = rows_[(size_t)b * P_ + a];
-    rows = &back;
+  // Packs (D > 1): this chunk's rows of every expert, in destination order.
+  std::vector<std::vector<TaskId>> entry(D, after);
+  if (D > 1)
+    for (int i = 0; i < D; ++i) {
+      Chunk& c = h.chunks[i];
+      GraphTask t;
+      t.name = fwd ? "moe.pack" : "moe.pack_grad";
+      t.category = TaskCategory::copy;
+      t.role = StreamRole::copy;
+      t.cost.copy_bytes = (uint64_t)c.S * row_bytes;
+      if (act) {
+        std::vector<float>& dst = fwd ? c.send : c.d_send;
+        dst.resize((size_t)c.S * C);
+        const float* src = fwd ? buffers->xg : buffers->dy;
+        t.action = [&c, &dst, src, C] { gather_rows(dst.data(), src, c.pack, C); };
+      }
+      entry[i] = {g.add(label(std::move(t), i), after)};
+    }
+
+  std::vector<TaskId> experts(D), exits;
+  auto add_out = [&](int i) {  // the return trip of chunk i, then its unpack
+    Chunk& c = h.chunks[i];
+    TransferSpec t = spec(fwd ? "moe.combine" : "moe.combine_grad", h, c, i, false);
+    t.layer = ctx.layer;
+    float* final_dst = fwd ? (act ? buffers->y : nullptr) : (act ? buffers->dxg : nullptr);
+    std::vector<float>& staging = fwd ? c.y_recv : c.dx_recv;
+    t.act = act;
+    if (act) {
+      t.send = fwd ? c.y_back.data() : c.dx_back.data();
+      if (D > 1) staging.resize((size_t)c.S * C);
+      t.recv = D > 1 ? staging.data() : final_dst;
+    }
+    TaskId done = add_transfer(g, t, {experts[i]}, ctx);
+    if (D > 1) {
+      GraphTask u;
+      u.name = fwd ? "moe.unpack" : "moe.unpack_grad";
+      u.category = TaskCategory::copy;
+      u.role = StreamRole::copy;
+      u.cost.copy_bytes = (uint64_t)c.S * row_bytes;
+      if (act) u.action = [&c, &staging, final_dst, C] { scatter_rows(final_dst, staging.data(), c.pack, C); };
+      done = g.add(label(std::move(u), i), {done});
+    }
+    exits.push_back(done);
+  };
+
+  for (int i = 0; i < D; ++i) {
+    Chunk& c = h.chunks[i];
+    TransferSpec t = spec(fwd ? "moe.dispatch" : "moe.dispatch_grad", h, c, i, true);
+    t.layer = ctx.layer;
+    std::vector<float>& in = fwd ? c.x_recv : c.d_recv;
+    t.act = act;
+    if (act) {
+      t.send = D > 1 ? (fwd ? c.send.data() : c.d_send.data()) : (fwd ? buffers->xg : buffers->dy);
+      in.resize((size_t)c.R * C);
+      t.recv = in.data();
+    }
+    const TaskId got = add_transfer(g, t, entry[i], ctx);
+
+    GraphTask x;
+    x.name = fwd ? "moe.experts" : "moe.experts_backward";
+    x.category = TaskCategory::compute;
+    x.role = StreamRole::compute;
+    x.cost.flops = (fwd ? 4.0 : 8.0) * (double)c.R * C * F;
+    if (act) {
+      if (fwd) {
+        c.x_exp.resize((size_t)c.R * C);
+        c.y_exp.resize((size_t)c.R * C);
+        c.y_back.resize((size_t)c.R * C);
+        x.action = [&c, &ctx, C, F] {
+          permute(c.x_exp.data(), c.x_recv.data(), c.recv_index, C, true);
+          c.bank.forward(c.y_exp.data(), c.x_exp.data(), c.local_offsets, ctx.local, C, F);
+          permute(c.y_back.data(), c.y_exp.data(), c.recv_index, C, false);
+        };
+      } else {
+        c.d_exp.resize((size_t)c.R * C);
+        c.dx_exp.resize((size_t)c.R * C);
+        c.dx_back.resize((size_t)c.R * C);
+        x.action = [&c, &ctx, C] {
+          permute(c.d_exp.data(), c.d_recv.data(), c.recv_index, C, true);
+          c.bank.backward(c.dx_exp.data(), c.d_exp.data(), ctx.local_grads, ctx.local);
+          permute(c.dx_back.data(), c.dx_exp.data(), c.recv_index, C, false);
+        };
+      }
+    }
+    experts[i] = g.add(label(std::move(x), i), {got});
+    if (i > 0) add_out(i - 1);
   }
-  TaskCost cost;
-  for (int p = 0; p < P_; ++p)
-    if (p != ctx.ep->rank() && s[p] > 0)
-      cost.bytes_to_peer.push_back({ctx.ep->world_rank(p), (uint64_t)s[p] * C_ * sizeof(float)});
-  phase(ctx, what, TaskCategory::comm, cost, [&] { transfer(send, s, recv, r, *rows, C_, ctx); });
-}
-
-void TokenExchange::permute_to_experts(float* dst, const float* src, int C) const {
-  const long R = (long)recv_index_.size();
-#pragma omp parallel for schedule(static)
-  for (long i = 0; i < R; ++i) std::memcpy(dst + i * C, src + recv_index_[i] * C, sizeof(float) * C);
-}
-
-void TokenExchange::permute_from_experts(float* dst, const float* src, int C) const {
-  const long R = (long)recv_index_.size();
-#pragma omp parallel for schedule(static)
-  for (long i = 0; i < R; ++i) std::memcpy(dst + recv_index_[i] * C, src + i * C, sizeof(float) * C);
+  add_out(D - 1);
+  if (act && fwd) h.have_forward = true;
+  return exits;
 }
 
 }  // namespace moebench

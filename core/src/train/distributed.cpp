@@ -5,9 +5,11 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <set>
 #include <stdexcept>
 
 #include "moebench/strategies/janus.h"
+#include "moebench/strategies/registry.h"
 #include "moebench/train/checkpoint.h"
 
 #include <unistd.h>
@@ -66,7 +68,9 @@ std::string Distributed::describe() const {
 
 void Distributed::attach(MoeGpt& model, const Config& cfg) {
   MoeDistribution d;
-  d.block_strategy = block_strategies(cfg, topology_.nodes(), topology_.devices_per_node());
+  const std::map<int, std::string> names = block_strategies(cfg, topology_.nodes(), topology_.devices_per_node());
+  d.strategy_for = [names](int block) { return make_strategy(names.at(block)); };
+  d.overlap_degree = 1;
   d.credits = cfg.strategy.credits;
   d.priority = cfg.strategy.priority;
   d.prefetch = cfg.strategy.prefetch;
@@ -74,17 +78,22 @@ void Distributed::attach(MoeGpt& model, const Config& cfg) {
   d.pcie_pairing = cfg.strategy.pcie_pairing;
   d.pcie_switch_pairs = cfg.cluster.pcie_switch_pairs;
   d.ep = &groups_->ep();
+  d.streams = std::make_shared<EpStreams>();
+  d.streams->intra = groups_->ep().dup();
+  d.streams->inter = groups_->ep().dup();
   d.dp = &groups_->dp();
   d.topology = &topology_;
   d.executor = &executor_;
   model.distribute(d);
   float* grads = model.params().grads().data();
-  Stream& comm = executor_.stream("comm");
-  model.set_grad_ready_hook([this, grads, &comm](ArenaRange r) {
-    Task t;
+  std::set<int> dp_nodes;
+  for (int p = 0; p < grad_comm_->size(); ++p) dp_nodes.insert(topology_.node_of(grad_comm_->world_rank(p)));
+  const StreamRole role = dp_nodes.size() > 1 ? StreamRole::comm_inter : StreamRole::comm_intra;
+  model.set_grad_ready_hook([this, grads, role](ArenaRange r) {
+    GraphTask t;
     t.name = "grad.allreduce";
     t.category = TaskCategory::comm;
-    t.stream = &comm;
+    t.role = role;
     const uint64_t bytes = r.count * sizeof(float);
     const int P = grad_comm_->size(), right = grad_comm_->world_rank((grad_comm_->rank() + 1) % P);
     if (P > 1) t.cost.bytes_to_peer.push_back({right, 2 * bytes * (P - 1) / P});  // ring all-reduce
@@ -93,19 +102,15 @@ void Distributed::attach(MoeGpt& model, const Config& cfg) {
       grad_comm_->all_reduce(g, r.count, DType::f32);
       for (size_t i = 0; i < r.count; ++i) g[i] *= dp_scale_;
     };
-    pending_.push_back(executor_.submit(std::move(t)));
+    grad_graph_.add(std::move(t));
+    executor_.submit(grad_graph_);
   });
 }
 
 double Distributed::finish_gradients(MoeGpt& model) {
   const auto t0 = std::chrono::steady_clock::now();
-  Task wait;
-  wait.name = "grad.wait";
-  wait.category = TaskCategory::comm;
-  wait.action = [this] { executor_.synchronize(); };
-  executor_.run_inline(wait, "compute.comm");
-  pending_.clear();
-  executor_.clear_events();
+  executor_.run_inline("grad.wait", StreamRole::host, TaskCategory::comm, [this] { executor_.synchronize(); });
+  grad_graph_ = TaskGraph();
   const double waited = seconds_since(t0);
   // Experts: each owner accumulated the contributions of every rank in its EP group; sum the
   // replicas (other EP groups) and scale like the dense gradients.

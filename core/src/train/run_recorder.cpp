@@ -86,7 +86,7 @@ void RunRecorder::on_step(const StepStats& s) {
   std::vector<SpanRow> spans;
   spans.reserve(s.records.spans.size());
   for (const Span& sp : s.records.spans)
-    spans.push_back({step, sp.rank, sp.stream, sp.name, task_category_name(sp.category), sp.start,
+    spans.push_back({step, sp.rank, stream_role_name(sp.role), sp.name, task_category_name(sp.category), sp.start,
                      sp.end - sp.start, (int64_t)sp.bytes, sp.peer, sp.layer, sp.expert});
   std::vector<TrafficRow> traffic;
   for (size_t r = 0; r < s.records.traffic.size(); ++r)

@@ -56,8 +56,8 @@ struct Reader {
   }
 };
 
-// The bytes one encoded span takes besides its two strings.
-constexpr size_t kSpanFixedBytes = 4 + 4 + 4 + 4 + 8 + 8 + 8 + 4 + 4 + 4 + 8;
+// The bytes one encoded span takes besides its name.
+constexpr size_t kSpanFixedBytes = 4 + 4 + 4 + 4 + 8 + 8 + 8 + 8 + 4 + 4 + 4 + 4 + 8;
 
 }  // namespace
 
@@ -67,15 +67,17 @@ std::vector<uint8_t> encode_rank_records(const std::vector<Span>& spans, const s
   w.put<uint32_t>((uint32_t)spans.size());
   for (const Span& s : spans) {
     w.put<int32_t>(s.rank);
-    w.put_str(s.stream);
+    w.put<int32_t>((int32_t)s.role);
     w.put_str(s.name);
     w.put<int32_t>((int32_t)s.category);
     w.put<double>(s.start);
     w.put<double>(s.end);
+    w.put<double>(s.flops);
     w.put<uint64_t>(s.bytes);
     w.put<int32_t>(s.peer);
     w.put<int32_t>(s.layer);
     w.put<int32_t>(s.expert);
+    w.put<int32_t>(s.chunk);
     w.put<int64_t>(s.step);
   }
   w.put<uint32_t>((uint32_t)traffic.size());
@@ -92,7 +94,9 @@ void decode_rank_records(std::span<const uint8_t> buf, StepRecords& into) {
   std::vector<Span> spans(r.get_count("span count", kSpanFixedBytes));
   for (Span& s : spans) {
     s.rank = r.get<int32_t>("span rank");
-    s.stream = r.get_str("span stream name length");
+    const int32_t role = r.get<int32_t>("span role");
+    if (role < 0 || role >= kStreamRoles) r.corrupt("span role " + std::to_string(role) + " is not a stream role");
+    s.role = (StreamRole)role;
     s.name = r.get_str("span name length");
     const int32_t category = r.get<int32_t>("span category");
     if (category < (int32_t)TaskCategory::compute || category > (int32_t)TaskCategory::io)
@@ -100,10 +104,12 @@ void decode_rank_records(std::span<const uint8_t> buf, StepRecords& into) {
     s.category = (TaskCategory)category;
     s.start = r.get<double>("span start");
     s.end = r.get<double>("span end");
+    s.flops = r.get<double>("span flops");
     s.bytes = r.get<uint64_t>("span bytes");
     s.peer = r.get<int32_t>("span peer");
     s.layer = r.get<int32_t>("span layer");
     s.expert = r.get<int32_t>("span expert");
+    s.chunk = r.get<int32_t>("span chunk");
     s.step = r.get<int64_t>("span step");
   }
   std::vector<uint64_t> peers(r.get_count("traffic peer count", 8));

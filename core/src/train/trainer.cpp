@@ -137,12 +137,9 @@ TrainSummary Trainer::run(long stop_at, const TrainCallbacks& cb) {
     summary.final_eval_loss = evaluate();
     if (cb.on_eval) cb.on_eval({step_, summary.final_eval_loss});
   };
+  // The main thread's phases (host spans); the work inside records its own compute and comm spans.
   auto phase = [&](const char* name, const std::function<void()>& fn) {
-    Task t;
-    t.name = name;
-    t.category = TaskCategory::compute;
-    t.action = fn;
-    ex.run_inline(t, "compute");
+    ex.run_inline(name, StreamRole::host, TaskCategory::compute, fn);
   };
   while (step_ < stop_at) {
     if (stop_requested()) {
@@ -174,7 +171,7 @@ TrainSummary Trainer::run(long stop_at, const TrainCallbacks& cb) {
     st.lr = lr_at(step_, tc.lr, tc.warmup_steps, tc.steps, tc.min_lr_ratio);
     phase("optimizer", [&] { opt_->step(model_->params(), st.lr, step_ + 1); });
     Span whole;
-    whole.stream = "host";
+    whole.role = StreamRole::host;
     whole.name = "step";
     whole.start = step_start;
     whole.end = ex.now();
@@ -186,8 +183,7 @@ TrainSummary Trainer::run(long stop_at, const TrainCallbacks& cb) {
       st.bytes_inter = dist_->meter().bytes(LinkClass::inter_node);
     }
     const std::vector<Span> spans = ex.take_spans();
-    for (const Span& s : spans)  // the compute thread blocked on communication
-      if (s.stream == "compute.comm") st.comm_ms += (s.end - s.start) * 1e3;
+    st.comm_ms = exposed_comm_seconds(spans, step_start, whole.end) * 1e3;  // comm not hidden by compute
     if (record_) st.records = collect_records(spans, step_ % spans_every_ == 0);
     ++step_;
     tokens += (long)tc.batch_size * T;

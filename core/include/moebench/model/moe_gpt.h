@@ -30,11 +30,14 @@ struct ExpertShard {
 
 // How the MoE blocks run distributed (set by the trainer of a multi-rank run).
 struct MoeDistribution {
-  std::map<int, std::string> block_strategy;  // MoE block -> registry name (strategies/janus.h)
+  // The strategy of an MoE block (the trainer makes them: strategies/registry.h, janus.h).
+  std::function<std::unique_ptr<MoeStrategy>(int block)> strategy_for;
   Communicator* ep = nullptr;      // expert-parallel group
+  std::shared_ptr<EpStreams> streams;  // the EP group's per-role communicators (all blocks)
   Communicator* dp = nullptr;      // data-parallel group: global-batch aux statistics
   const Topology* topology = nullptr;
   Executor* executor = nullptr;
+  int overlap_degree = 1;          // expert_centric / hier_a2a: chunks per exchange
   int credits = 2;                 // data_centric: strategy.credits
   bool priority = true, prefetch = false, hierarchical = false;  // data_centric switches
   bool pcie_pairing = false;

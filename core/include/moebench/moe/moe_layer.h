@@ -1,9 +1,12 @@
 #pragma once
 // MoeLayer: one MoE block on one rank: router -> dispatch (gather the kept assignments'
 // tokens grouped by expert) -> experts -> gate-weighted combine; and its backward. The
-// experts run locally (ExpertBank, all E experts on this rank) or, once set_strategy() is
-// called, through a distributed MoeStrategy that owns the exchange (expert_centric,
-// hier_a2a, ...). It keeps the routing and activations of the last forward for backward.
+// experts run locally (ExpertBank, all E experts on this rank, on the calling thread) or,
+// once set_strategy() is called, through a distributed MoeStrategy: then each pass is a task
+// graph (moe/block_graph.h) run by ctx.executor (or the layer's own): the calling thread
+// submits the router and the counts exchange, waits for the counts, lets the strategy lay
+// out and build its tasks, submits them with the combine and waits for the combine. It keeps
+// the routing, the strategy's handle and the activations of the last forward for backward.
 //
 // Determinism: every OpenMP loop is schedule(static) and partitioned by destination row
 // (combine and scatter-add by token, gathers by slot), sums run in a fixed order, so results
@@ -13,11 +16,12 @@
 
 #include "moebench/moe/expert_bank.h"
 #include "moebench/moe/router.h"
-#include "moebench/strategies/strategy.h"
+#include "moebench/moe/moe_strategy.h"
 
 namespace moebench {
 
 class Communicator;
+class Executor;
 
 struct MoeLayerShape {
   int N;                  // tokens on this rank
@@ -70,9 +74,22 @@ class MoeLayer {
  private:
   MoeLayerShape s_{};
   bool have_forward_ = false;
+  void route(const float* x, const float* router_w, const int* forced_experts);
+  void combine(float* out) const;
+  float forward_graph(float* out, const float* x, const float* router_w, const int* forced_experts);
+  void backward_graph(float* dx, float* drouter_w, const float* dout, float aux_weight, const float* x,
+                      const float* router_w);
+  void combine_backward(const float* dout);
+  void scatter_router_backward(float* dx, float* drouter_w, float aux_weight, const float* x,
+                               const float* router_w);
+  Executor& executor();
+
   Routing routing_;
   std::unique_ptr<MoeStrategy> strategy_;
   MoeContext ctx_;
+  std::unique_ptr<Executor> own_executor_;  // when ctx_.executor is null
+  std::unique_ptr<MoeHandle> handle_;       // the strategy's state of the last forward
+  std::vector<long> my_counts_, counts_;    // [E], [P*E] rows per expert (this rank, the group)
   Communicator* stats_ = nullptr;
   ExpertBank bank_;
   std::vector<int> offsets_;   // [E+1]

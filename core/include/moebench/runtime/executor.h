@@ -1,19 +1,23 @@
 #pragma once
-// Executor: runs tasks on named streams and records a Span per task.
-//   Stream  CPU: a worker thread executing its tasks in submission order (a cudaStream on the
-//           GPU path). Tasks on different streams run concurrently: overlap is real.
-//   Event   fires when the task it belongs to finishes; other tasks (on any stream) or the
-//           host may wait on it.
-// An exception thrown by a task is captured; the task's event fires as failed, later tasks
-// that depend on it are skipped, and the exception is rethrown from Event::wait() /
-// Executor::synchronize() on the host thread (so a failing rank reports it, never hangs).
+// Executor: runs task graphs on one rank, one worker per stream role.
+//   worker  a CPU thread per role (created on first use) running its tasks in submission
+//           order (on the GPU path a cudaStream). Tasks of different roles run concurrently:
+//           overlap is real. A comm task uses the communicator of its role (the builder binds
+//           it), so concurrent collectives never share matching.
+//   submit  the rank's main thread submits a graph's new tasks (those added since the last
+//           submit) in a topological order, then waits for a task or for everything. A graph
+//           may grow while it runs (a block's tasks once its routing is known).
+// A task waits for its dependencies' completion. An exception thrown by a task is captured;
+// tasks depending on it are skipped (no action, no span) and fail with the same error, which
+// wait() / synchronize() rethrow on the main thread: a failing rank reports it, never hangs.
+// Every executed task records a Span (runtime/span.h), except a task with an empty name (a
+// container whose inner phases record their own spans).
 #include <atomic>
 #include <chrono>
-#include <cstdint>
 #include <condition_variable>
 #include <deque>
 #include <exception>
-#include <map>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -21,76 +25,35 @@
 #include <unordered_map>
 #include <vector>
 
-#include "moebench/runtime/task.h"
+#include "moebench/runtime/span.h"
+#include "moebench/runtime/task_graph.h"
 
 namespace moebench {
-
-class Event {
- public:
-  void wait();            // blocks until fired; rethrows the task's exception
-  bool done() const;
-  // internal: called by the stream
-  void fire(std::exception_ptr error);
-  std::exception_ptr error() const;
-
- private:
-  mutable std::mutex m_;
-  std::condition_variable cv_;
-  bool done_ = false;
-  std::exception_ptr error_;
-};
-
-class Executor;
-
-class Stream {
- public:
-  Stream(std::string name, Executor& owner);
-  ~Stream();  // drains and joins the worker
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
-  const std::string& name() const { return name_; }
-  void synchronize();  // waits until every task submitted so far has finished (rethrows)
-
- private:
-  friend class Executor;
-  struct Item {
-    Task task;
-    std::shared_ptr<Event> event;
-    long step = -1;                                  // executor step at submission
-    std::vector<std::shared_ptr<Event>> keep_deps;   // keeps deps alive across clear_events()
-  };
-  void enqueue(Item item);
-  void run();
-  // Waits for every task submitted so far; returns (and clears) the first error, with its
-  // executor-wide sequence number in *seq (for picking the earliest error across streams).
-  std::exception_ptr wait_and_take_error(uint64_t* seq);
-
-  std::string name_;
-  Executor& owner_;
-  std::mutex m_;
-  std::condition_variable cv_;
-  std::deque<Item> queue_;
-  size_t submitted_ = 0, finished_ = 0;
-  std::exception_ptr first_error_;
-  uint64_t first_error_seq_ = 0;
-  bool stop_ = false;
-  std::thread worker_;
-};
 
 class Executor {
  public:
   explicit Executor(int rank);
-  ~Executor();
-  // The stream with this name, created on first use ("compute", "comm", ...).
-  Stream& stream(const std::string& name);
-  // Queues a task on task.stream; returns the event that fires when it finishes. The event is
-  // owned by the executor until clear_events() (call at step boundaries).
-  Event* submit(Task task);
-  // Runs a task on the calling thread (no stream), recording its span under `stream_name`.
-  void run_inline(const Task& task, const std::string& stream_name = "host");
-  // Waits for every stream; rethrows the first task error.
+  ~Executor();  // drains and joins the workers
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  // Queues tasks [g.submitted(), g.size()) on their roles' workers. The graph must stay
+  // alive until they have run (wait / synchronize) and must not be submitted to another
+  // executor. Throws std::logic_error for a cycle or a task of role host.
+  void submit(TaskGraph& g);
+  // Waits for one submitted task; rethrows its error (or its failed dependency's).
+  void wait(const TaskGraph& g, TaskId id);
+  // Waits for every submitted task of g, then forgets them (their states); rethrows the
+  // first error among them. For graphs that end before the step does (an MoE block's pass).
+  void release(const TaskGraph& g);
+  // Waits for every submitted task of every graph; rethrows the earliest error. Forgets the
+  // graphs' completion state (call at step boundaries; their tasks cannot be waited on after).
   void synchronize();
-  void clear_events();
+
+  // Runs fn on the calling thread, recording a span of `role` (host: the main thread's own
+  // phases; compute: work the main thread does for the compute stream).
+  void run_inline(const std::string& name, StreamRole role, TaskCategory category, const std::function<void()>& fn,
+                  int layer = -1, double flops = 0.0);
 
   // Spans recorded since the last take_spans(), in completion order.
   std::vector<Span> take_spans();
@@ -101,17 +64,19 @@ class Executor {
   int rank() const { return rank_; }
 
  private:
-  friend class Stream;
+  struct State;   // completion of one task
+  struct Item;    // one queued task
+  class Worker;
+  Worker& worker(StreamRole role);
   void record(Span span);
 
   int rank_;
   std::atomic<long> step_{-1};
-  std::atomic<uint64_t> error_seq_{0};
   std::chrono::steady_clock::time_point epoch_;
   std::mutex m_;
-  std::map<std::string, std::unique_ptr<Stream>> streams_;
-  std::vector<std::shared_ptr<Event>> events_;
-  std::unordered_map<const Event*, size_t> event_index_;  // Event* -> index in events_
+  std::unique_ptr<Worker> workers_[kStreamRoles];
+  // Completion state per submitted graph (by serial), index = task index.
+  std::unordered_map<uint64_t, std::vector<std::shared_ptr<State>>> states_;
   std::vector<Span> spans_;
 };
 

@@ -10,17 +10,19 @@
 //   step is a warm-up and left out when more than 2 steps were recorded.
 // - phases, per (step, rank) from the spans, then averaged over steps and ranks:
 //     step    = duration of the stream "host" span "step"
-//     comm    = sum of the stream "compute.comm" spans (the compute thread blocked on comm)
-//     compute = sum of the stream "compute" spans "forward", "backward", "optimizer" minus the
-//               part of the compute.comm spans that lies inside them (they contain the waits)
+//     comm    = exposed communication: the union of the category "comm" spans minus the time
+//               the compute stream computed (its category "compute" spans; in runs recorded
+//               before the task-graph runtime, minus the stream "compute.comm" spans in which
+//               the compute thread was blocked on communication)
+//     compute = sum of the phases "forward", "backward", "optimizer" (stream host; compute in
+//               older runs) minus the exposed comm inside them
 //     idle    = step - compute - comm
 //   comm_share = comm / step (of the averages). The same warm-up rule applies: the first step
 //   with spans is left out when more than 2 steps have spans. Only (step, rank) pairs with a
 //   "step" span count.
 //   Per MoE layer L (layer_phases), over the same (step, rank) pairs: compute = the stream
-//   "compute" spans with layer L (expert computation), comm = the stream "compute.comm" spans
-//   with layer L (its exchanges the compute thread waited for); both are parts of the step's
-//   compute and comm above.
+//   "compute" category "compute" spans with layer L, comm = the category "comm" spans with
+//   layer L (summed durations: overlapped exchanges count in full).
 // - traffic: bytes of all ranks by link class, totals over the run; per step = total / steps
 //   (steps = max(recorded steps, distinct steps with traffic rows)).
 // - expert load per MoE layer: tokens per expert summed over steps and source ranks;

@@ -65,7 +65,7 @@
 #include <memory>
 #include <vector>
 
-#include "moebench/strategies/strategy.h"
+#include "moebench/moe/moe_strategy.h"
 
 namespace moebench {
 
@@ -103,8 +103,14 @@ class DataCentric : public MoeStrategy {
   explicit DataCentric(int credits = 0);
   ~DataCentric() override;
   std::string name() const override { return "data_centric"; }
-  void forward(float* y, const float* xg, const std::vector<int>& offsets, MoeContext& ctx) override;
-  void backward(float* dxg, const float* dy, MoeContext& ctx) override;
+  bool exchanges_counts() const override { return false; }  // tokens stay: only its own counts matter
+  std::unique_ptr<MoeHandle> layout(const ExchangeCounts& counts, MoeContext& ctx) override;
+  std::vector<TaskId> build(TaskGraph& g, MoeHandle& handle, MoePass pass, const std::vector<TaskId>& after,
+                            const MoeBuffers* buffers, MoeContext& ctx) override;
+  // One pass, blocking, on the calling thread (the compute worker): y[S,C] for the slot rows
+  // xg[S,C] grouped by expert (offsets [E+1]); and dxg from dy with the gradients pushed.
+  void forward(float* y, const float* xg, const std::vector<int>& offsets, MoeContext& ctx);
+  void backward(float* dxg, const float* dy, MoeContext& ctx);
   StrategyCost predict(const CostInputs& in) const override;
   void begin_iteration(MoeContext& ctx) override;
 

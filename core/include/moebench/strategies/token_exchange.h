@@ -1,49 +1,52 @@
 #pragma once
 // TokenExchange: the expert-centric family (GShard / DeepSpeed / Tutel): tokens travel to the
 // rank owning their expert and the outputs travel back; experts never move. Subclasses only
-// say how rows cross the EP group (transfer()): one all-to-all-v (expert_centric) or the
+// say how rows cross the EP group (add_transfer): one all-to-all-v (expert_centric) or the
 // two-phase hierarchical all-to-all (hier_a2a).
 //
-// Per forward: (1) all_gather of every rank's per-expert slot counts (E ints per rank) so
-// every rank knows every (source, expert) row count; (2) transfer of the slot rows to the
-// owners; (3) the owner regroups them by local expert (source-major within an expert, which
-// is global token order when the global batch is split by rank in order) and runs its
-// ExpertBank; (4) transfer of the outputs back. Backward moves dy and dx the same way.
+// Layout (from the EP group's counts): every (source, expert) row count, cut into D =
+// ctx.overlap_degree chunks (Tutel's overlap degree): chunk i of the n rows a source sends
+// to an expert is rows [n*i/D, n*(i+1)/D). Per chunk the graph is
+//   pack (copy; D > 1) -> dispatch (comm) -> experts (compute: regroup the received rows,
+//   source-major, by local expert; ExpertBank; back) -> combine (comm) -> unpack (copy; D > 1)
+// and the comm tasks are queued dispatch 0, dispatch 1, combine 0, dispatch 2, combine 1, ...
+// so the exchange of chunk i+1 overlaps the experts of chunk i. Backward moves dy and dx the
+// same way; each chunk keeps its own ExpertBank activations, and the owned experts'
+// gradients accumulate chunk after chunk on the compute stream (deterministic). D = 1 sends
+// straight from xg and receives straight into y (no copies).
 #include <vector>
 
-#include "moebench/strategies/strategy.h"
+#include "moebench/moe/moe_strategy.h"
 
 namespace moebench {
 
+// One chunk's transfer: rows (C floats each) of `send`, grouped by destination EP rank
+// (send_rows[d] each), into `recv`, grouped by source (recv_rows[s] each); rows[s * P + d] is
+// the chunk's full P x P matrix of row counts (known to every rank). Without actions (a graph
+// without buffers) send / recv are null.
+struct TransferSpec {
+  const char* name = "";
+  int layer = -1, chunk = -1, C = 0;
+  bool act = false;  // with actions (a graph with buffers)
+  const float* send = nullptr;
+  float* recv = nullptr;
+  std::vector<long> send_rows, recv_rows, rows;
+};
+
 class TokenExchange : public MoeStrategy {
  public:
-  void forward(float* y, const float* xg, const std::vector<int>& offsets, MoeContext& ctx) override;
-  void backward(float* dxg, const float* dy, MoeContext& ctx) override;
-
-  // counts[src * E + e]: slot rows rank src sends to expert e in the last forward.
-  const std::vector<long>& counts() const { return counts_; }
+  std::unique_ptr<MoeHandle> layout(const ExchangeCounts& counts, MoeContext& ctx) override;
+  std::vector<TaskId> build(TaskGraph& g, MoeHandle& handle, MoePass pass, const std::vector<TaskId>& after,
+                            const MoeBuffers* buffers, MoeContext& ctx) override;
 
  protected:
-  // Moves rows (C floats each): send holds rows for EP rank 0, then 1, ... (send_rows[r]
-  // each); recv gets rows from EP rank 0, then 1, ... (recv_rows[r] each). `rows[s * P + d]`
-  // is the full P x P matrix of row counts (known to every rank), for multi-hop transfers.
-  virtual void transfer(const float* send, const std::vector<long>& send_rows, float* recv,
-                        const std::vector<long>& recv_rows, const std::vector<long>& rows, int C,
-                        MoeContext& ctx) = 0;
-
- private:
-  void permute_to_experts(float* dst, const float* src, int C) const;
-  void permute_from_experts(float* dst, const float* src, int C) const;
-  void run_transfer(const char* what, bool outbound, const float* send, float* recv, MoeContext& ctx);
-
-  int P_ = 1, L_ = 0, C_ = 0;
-  std::vector<long> counts_;                // [P*E]
-  std::vector<long> rows_;                  // [P*P] rows src -> dst
-  std::vector<long> send_rows_, recv_rows_; // [P]
-  std::vector<int> local_offsets_;          // [L+1] rows per local expert, expert-major
-  std::vector<long> recv_index_;            // expert-major row -> recv (source-major) row
-  std::vector<float> x_recv_, x_exp_, y_exp_, y_recv_, d_recv_, d_exp_;
-  ExpertBank bank_;
+  // Appends the transfer's tasks after `after`; returns the task after which recv is complete.
+  // Actions only when t.act.
+  virtual TaskId add_transfer(TaskGraph& g, const TransferSpec& t, const std::vector<TaskId>& after,
+                              MoeContext& ctx) = 0;
+  // Collective setup on the main thread before the first graph with buffers (hier_a2a: the
+  // node communicators). Default: nothing.
+  virtual void prepare(MoeContext& ctx) { (void)ctx; }
 };
 
 }  // namespace moebench

@@ -70,7 +70,7 @@ class Distributed {
   std::unique_ptr<ProcessGroups> groups_;
   std::unique_ptr<Communicator> grad_comm_;  // dup of DP, used only by the comm stream
   Executor executor_;
-  std::vector<Event*> pending_;
+  TaskGraph grad_graph_;  // this step's bucket all-reduces, submitted as backward produces them
   float dp_scale_ = 1.0f;
   int ranks_on_host_ = 1;
 };

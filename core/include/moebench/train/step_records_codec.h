@@ -6,7 +6,7 @@
 #include <span>
 #include <vector>
 
-#include "moebench/runtime/task.h"
+#include "moebench/runtime/span.h"
 #include "moebench/train/trainer.h"
 
 namespace moebench {

@@ -31,7 +31,7 @@ struct StepStats {
   double grad_norm = 0.0;  // before clipping
   double ms = 0.0;
   double tokens_per_s = 0.0;     // global batch tokens / step time
-  double comm_ms = 0.0;          // compute thread blocked on communication (MoE exchange + grad sync wait)
+  double comm_ms = 0.0;          // communication not hidden by computation (runtime/span.h exposed_comm_seconds)
   uint64_t bytes_intra = 0, bytes_inter = 0;  // sent by this rank during the step
   StepRecords records;
 };

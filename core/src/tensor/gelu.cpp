@@ -1,4 +1,4 @@
-#include "moebench/model/gelu.h"
+#include "moebench/tensor/gelu.h"
 
 namespace moebench {
 

@@ -1,0 +1,40 @@
+#pragma once
+// The tasks of an MoE block around its strategy, shared by the runtime (MoeLayer, with
+// actions) and by graphs built without buffers (`plan --graph`, the simulator):
+//   forward   moe.router (compute: gate, top-k, dispatch order, gather of the slot rows)
+//             -> moe.counts (comm: all-gather of the per-expert row counts over the EP group;
+//                only for strategies whose layout needs them, MoeStrategy::exchanges_counts)
+//             -> the strategy's tasks -> moe.combine (compute: gate-weighted sum)
+//   backward  moe.combine_backward (compute: gate and slot gradients) -> the strategy's
+//             tasks -> moe.router_backward (compute: scatter-add into dx, router gradient)
+// Costs: router 2NCE flops, combine 2NKC (backward 4NKC), counts E x 8 bytes to every other
+// EP rank; N tokens on this rank, C hidden, E experts, K top-k.
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "moebench/moe/moe_strategy.h"
+
+namespace moebench {
+
+struct BlockDims {
+  int N = 0, C = 0, E = 0, K = 1;
+};
+
+TaskId add_router_task(TaskGraph& g, const MoeContext& ctx, const BlockDims& d, const std::vector<TaskId>& after,
+                       std::function<void()> action = {});
+// mine: this rank's E counts; all: the P x E matrix (both null: no action).
+TaskId add_counts_task(TaskGraph& g, MoeContext& ctx, const BlockDims& d, TaskId after, const long* mine = nullptr,
+                       long* all = nullptr);
+TaskId add_combine_task(TaskGraph& g, const MoeContext& ctx, const BlockDims& d, MoePass pass,
+                        const std::vector<TaskId>& after, std::function<void()> action = {});
+TaskId add_router_backward_task(TaskGraph& g, const MoeContext& ctx, const BlockDims& d,
+                                const std::vector<TaskId>& after, std::function<void()> action = {});
+
+// One block's forward and backward without buffers, from the EP group's counts (synthetic
+// routing): what the runtime executes for those counts, minus the actions. Returns the last
+// task of the backward.
+TaskId add_block_graph(TaskGraph& g, MoeStrategy& strategy, const ExchangeCounts& counts, MoeContext& ctx,
+                       const BlockDims& d, const std::vector<TaskId>& after);
+
+}  // namespace moebench

@@ -1,0 +1,132 @@
+#pragma once
+// MoeStrategy: how an MoE block gets its routed tokens processed by experts that live on
+// other ranks, as a task graph (runtime/task_graph.h). The router, the local dispatch order
+// (kept assignments grouped by expert) and the gate-weighted combine are the same for every
+// strategy (moe/moe_layer.h); a strategy takes the gathered slot rows xg and produces the
+// expert outputs y for them, and the reverse (dy -> dxg) in backward. Two steps per block,
+// pass and micro-batch (DeepEP's get_dispatch_layout + handle, Megatron's pre/comm/post):
+//   layout(counts, ctx)  -> MoeHandle: everything derived from the EP group's routing counts
+//                           (row counts per peer and chunk, receive orders) plus the pass's
+//                           buffers; per micro-batch state lives here, never in the strategy.
+//   build(g, handle, pass, after, buffers, ctx): appends the pass's tasks to g after the tasks
+//                           `after` and returns the tasks that complete it. Without buffers
+//                           it appends the same tasks without actions: what `plan --graph` and
+//                           the simulator use (no communicator needed).
+// The implementations live in strategies/, one file per strategy holding it, its analytical
+// cost model (predict) and its factory; strategies/registry.h makes them by name.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "moebench/moe/expert_bank.h"
+#include "moebench/runtime/task_graph.h"
+
+namespace moebench {
+
+class Communicator;
+class Topology;
+class Executor;
+
+// Communicators of the EP group for the executor's comm roles (dups of the group: concurrent
+// collectives on different roles never share matching). Shared by the blocks of a rank.
+struct EpStreams {
+  std::unique_ptr<Communicator> intra, inter;  // used only by the comm.intra / comm.inter workers
+};
+
+// What a strategy may use for one MoE block on one rank.
+struct MoeContext {
+  Communicator* ep = nullptr;          // expert-parallel group (main thread: setup collectives)
+  std::shared_ptr<EpStreams> streams;  // per-role dups of ep (created on first use when null)
+  const Topology* topology = nullptr;  // world topology (link classes, nodes)
+  Executor* executor = nullptr;        // runs the block's graph (the block makes one when null)
+  int layer = -1;                      // block index (span labels)
+  int experts = 0;                     // E of this block, over the whole EP group
+  int C = 0, F = 0;
+  // The EP group without a communicator (graphs without buffers): this rank's index, the
+  // group's size and world ranks. Filled from ep when it is set.
+  int ep_rank = 0, ep_size = 1;
+  std::vector<int> ep_world;
+  // This rank owns experts [first_local, first_local + local.size()); gradients of owned
+  // experts accumulate into local_grads.
+  int first_local = 0;
+  std::vector<ExpertParams> local, local_grads;
+  // expert_centric / hier_a2a ([strategy.expert_centric] overlap_degree): each expert's rows
+  // are cut into this many chunks whose exchange overlaps the previous chunk's compute.
+  int overlap_degree = 1;
+  // data_centric (Janus): credit-based buffer size, pulled experts in flight at once.
+  int credits = 2;
+  bool priority = true;       // data_centric switches (config [strategy], Janus §5.1.2-5.3)
+  bool prefetch = false;
+  bool hierarchical = false;
+  bool pcie_pairing = false;            // with hierarchical: Janus §5.2 Fig. 8-9
+  std::vector<int> pcie_switch_pairs;   // local ranks sharing a PCIe switch, pairwise
+
+  // Fills ep_rank / ep_size / ep_world from ep (when set).
+  void sync_group();
+  // The role a collective over the whole EP group runs on: comm.inter when the group spans
+  // nodes of the topology, else comm.intra.
+  StreamRole ep_role() const;
+  // The EP communicator for a comm role (creates `streams` on first use: collective over ep).
+  Communicator& role_comm(StreamRole role);
+};
+
+// The EP group's routing counts of one pass: rows[src * E + e] slot rows EP rank src sends to
+// expert e (known to every rank after the counts exchange).
+struct ExchangeCounts {
+  int P = 1, E = 0;
+  std::vector<long> rows;
+  long at(int src, int e) const { return rows[(size_t)src * E + e]; }
+};
+
+enum class MoePass { forward, backward };
+
+// Buffers of one pass: forward reads xg [S,C] and writes y [S,C]; backward reads dy and
+// writes dxg. They stay valid until the pass's tasks have run (xg until backward).
+struct MoeBuffers {
+  const float* xg = nullptr;
+  float* y = nullptr;
+  const float* dy = nullptr;
+  float* dxg = nullptr;
+};
+
+class MoeHandle {
+ public:
+  virtual ~MoeHandle() = default;
+};
+
+// Analytical cost of one forward pass of one MoE block (per rank); "predicted", never measured.
+struct CostInputs {
+  double tokens = 0;        // tokens per rank
+  int top_k = 1, hidden = 0, ffn = 0, experts = 0;
+  int ep_size = 1;          // ranks in the EP group
+  int devices_per_node = 1; // of the EP group's ranks, how many share a node
+  double intra_bw = 0, inter_bw = 0;   // bytes/s per link direction
+  double latency = 0;                  // seconds per message
+  double flops_rate = 0;               // sustained FLOP/s per rank
+};
+struct StrategyCost {
+  double bytes_intra = 0, bytes_inter = 0;  // sent per rank, forward (backward moves the same)
+  double comm_seconds = 0, compute_seconds = 0;
+};
+
+class MoeStrategy {
+ public:
+  virtual ~MoeStrategy() = default;
+  virtual std::string name() const = 0;
+  // Whether layout needs every EP rank's counts (then the block exchanges them first, task
+  // moe.counts) or only this rank's (the other rows of the counts are zero).
+  virtual bool exchanges_counts() const { return true; }
+  // The handle of one pass of the block from the EP group's counts (pure: no communication,
+  // except collective setup the first time when ctx.ep is set).
+  virtual std::unique_ptr<MoeHandle> layout(const ExchangeCounts& counts, MoeContext& ctx) = 0;
+  // Appends the tasks of `pass` (backward uses the forward's handle) after `after`; returns
+  // the tasks that complete the pass. buffers == nullptr: the same tasks without actions.
+  virtual std::vector<TaskId> build(TaskGraph& g, MoeHandle& handle, MoePass pass, const std::vector<TaskId>& after,
+                                    const MoeBuffers* buffers, MoeContext& ctx) = 0;
+  virtual StrategyCost predict(const CostInputs& in) const = 0;
+  // Called for every MoE block at the start of each forward pass of the model, before any
+  // block's gate runs (Janus prefetch, §5.3). Collective over ctx.ep. Default: nothing.
+  virtual void begin_iteration(MoeContext& ctx) { (void)ctx; }
+};
+
+}  // namespace moebench

@@ -1,0 +1,67 @@
+#include "moebench/moe/block_graph.h"
+
+#include "moebench/dist/communicator.h"
+
+namespace moebench {
+namespace {
+
+GraphTask compute(const char* name, const MoeContext& ctx, double flops, std::function<void()> action) {
+  GraphTask t;
+  t.name = name;
+  t.category = TaskCategory::compute;
+  t.role = StreamRole::compute;
+  t.layer = ctx.layer;
+  t.cost.flops = flops;
+  t.action = std::move(action);
+  return t;
+}
+
+}  // namespace
+
+TaskId add_router_task(TaskGraph& g, const MoeContext& ctx, const BlockDims& d, const std::vector<TaskId>& after,
+                       std::function<void()> action) {
+  return g.add(compute("moe.router", ctx, 2.0 * d.N * d.C * d.E, std::move(action)), after);
+}
+
+TaskId add_counts_task(TaskGraph& g, MoeContext& ctx, const BlockDims& d, TaskId after, const long* mine, long* all) {
+  GraphTask t;
+  t.name = "moe.counts";
+  t.category = TaskCategory::comm;
+  t.role = ctx.ep_role();
+  t.layer = ctx.layer;
+  for (int p = 0; p < ctx.ep_size; ++p)
+    if (p != ctx.ep_rank) t.cost.bytes_to_peer.push_back({ctx.ep_world[p], (uint64_t)d.E * sizeof(long)});
+  if (mine && all) {
+    Communicator* comm = &ctx.role_comm(t.role);
+    const int E = d.E;
+    t.action = [comm, mine, all, E] { comm->all_gather(mine, all, E, DType::i64); };
+  }
+  return g.add(std::move(t), {after});
+}
+
+TaskId add_combine_task(TaskGraph& g, const MoeContext& ctx, const BlockDims& d, MoePass pass,
+                        const std::vector<TaskId>& after, std::function<void()> action) {
+  const bool fwd = pass == MoePass::forward;
+  return g.add(compute(fwd ? "moe.combine" : "moe.combine_backward", ctx, (fwd ? 2.0 : 4.0) * d.N * d.K * d.C,
+                       std::move(action)),
+               after);
+}
+
+TaskId add_router_backward_task(TaskGraph& g, const MoeContext& ctx, const BlockDims& d,
+                                const std::vector<TaskId>& after, std::function<void()> action) {
+  return g.add(compute("moe.router_backward", ctx, 4.0 * d.N * d.C * d.E + (double)d.N * d.K * d.C, std::move(action)),
+               after);
+}
+
+TaskId add_block_graph(TaskGraph& g, MoeStrategy& strategy, const ExchangeCounts& counts, MoeContext& ctx,
+                       const BlockDims& d, const std::vector<TaskId>& after) {
+  const TaskId router = add_router_task(g, ctx, d, after);
+  const TaskId gathered = strategy.exchanges_counts() ? add_counts_task(g, ctx, d, router) : router;
+  std::unique_ptr<MoeHandle> h = strategy.layout(counts, ctx);
+  const TaskId combined =
+      add_combine_task(g, ctx, d, MoePass::forward, strategy.build(g, *h, MoePass::forward, {gathered}, nullptr, ctx));
+  const TaskId back = add_combine_task(g, ctx, d, MoePass::backward, {combined});
+  return add_router_backward_task(g, ctx, d, strategy.build(g, *h, MoePass::backward, {back}, nullptr, ctx));
+}
+
+}  // namespace moebench

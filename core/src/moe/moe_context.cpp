@@ -1,0 +1,38 @@
+#include <set>
+#include <stdexcept>
+
+#include "moebench/dist/communicator.h"
+#include "moebench/dist/topology.h"
+#include "moebench/moe/moe_strategy.h"
+
+namespace moebench {
+
+void MoeContext::sync_group() {
+  if (!ep) return;
+  ep_rank = ep->rank();
+  ep_size = ep->size();
+  ep_world.resize(ep_size);
+  for (int p = 0; p < ep_size; ++p) ep_world[p] = ep->world_rank(p);
+}
+
+StreamRole MoeContext::ep_role() const {
+  if (!topology) return StreamRole::comm_intra;
+  std::set<int> nodes;
+  for (int w : ep_world)
+    if (w < topology->world_size()) nodes.insert(topology->node_of(w));
+  return nodes.size() > 1 ? StreamRole::comm_inter : StreamRole::comm_intra;
+}
+
+Communicator& MoeContext::role_comm(StreamRole role) {
+  if (!ep) throw std::logic_error("MoeContext::role_comm: no EP communicator (a graph without buffers)");
+  if (!streams) {
+    streams = std::make_shared<EpStreams>();
+    streams->intra = ep->dup();
+    streams->inter = ep->dup();
+  }
+  if (role == StreamRole::comm_intra) return *streams->intra;
+  if (role == StreamRole::comm_inter) return *streams->inter;
+  throw std::logic_error(std::string("MoeContext::role_comm: ") + stream_role_name(role) + " is not a comm role");
+}
+
+}  // namespace moebench
