@@ -1,7 +1,7 @@
 // ctest-labels: mpi np=4
 // TrafficMeter against the exact byte counts the routing implies, for one MoE layer forward
 // + backward on the launched ranks (CTest: 4 = 2 virtual nodes x 2; any even count works)
-// with expert_centric and hier_a2a:
+// with expert_centric and hier_a2a (overlap degrees 1 to 3: the same bytes in chunks):
 //   expert_centric  to peer d: 2 x (rows me->d + rows d->me) x C x 4 bytes (dispatch and
 //                   combine, forward and backward), plus the ring all-gather of the slot
 //                   counts ((P-1) x E x 8 bytes to the right neighbour);
@@ -58,11 +58,15 @@ class TestTrafficMpi : public QObject {
  private slots:
   void meter_equals_routing_formula_data() {
     QTest::addColumn<QString>("strategy");
-    QTest::newRow("expert_centric") << "expert_centric";
-    QTest::newRow("hier_a2a") << "hier_a2a";
+    QTest::addColumn<int>("degree");  // overlap_degree: the chunks move the same bytes in all
+    QTest::newRow("expert_centric") << "expert_centric" << 1;
+    QTest::newRow("hier_a2a") << "hier_a2a" << 1;
+    QTest::newRow("expert_centric D=2") << "expert_centric" << 2;
+    QTest::newRow("hier_a2a D=3") << "hier_a2a" << 3;
   }
   void meter_equals_routing_formula() {
     QFETCH(QString, strategy);
+    QFETCH(int, degree);
     auto world = MpiCommunicator::world();
     const int P = world->size(), E = L * P;
     if (P % 2 != 0) QSKIP("needs an even number of ranks (2 virtual nodes)");
@@ -82,6 +86,7 @@ class TestTrafficMpi : public QObject {
     ctx.C = C;
     ctx.F = F;
     ctx.first_local = me * L;
+    ctx.overlap_degree = degree;
     for (int j = 0; j < L; ++j) {
       float* p = w.data() + (size_t)j * (2 * F * C + F + C);
       float* q = g.data() + (size_t)j * (2 * F * C + F + C);

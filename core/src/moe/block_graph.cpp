@@ -53,15 +53,15 @@ TaskId add_router_backward_task(TaskGraph& g, const MoeContext& ctx, const Block
                after);
 }
 
-TaskId add_block_graph(TaskGraph& g, MoeStrategy& strategy, const ExchangeCounts& counts, MoeContext& ctx,
-                       const BlockDims& d, const std::vector<TaskId>& after) {
-  const TaskId router = add_router_task(g, ctx, d, after);
-  const TaskId gathered = strategy.exchanges_counts() ? add_counts_task(g, ctx, d, router) : router;
-  std::unique_ptr<MoeHandle> h = strategy.layout(counts, ctx);
-  const TaskId combined =
-      add_combine_task(g, ctx, d, MoePass::forward, strategy.build(g, *h, MoePass::forward, {gathered}, nullptr, ctx));
-  const TaskId back = add_combine_task(g, ctx, d, MoePass::backward, {combined});
-  return add_router_backward_task(g, ctx, d, strategy.build(g, *h, MoePass::backward, {back}, nullptr, ctx));
+TaskId add_block_pass(TaskGraph& g, MoeStrategy& strategy, MoeHandle& handle, MoePass pass, MoeContext& ctx,
+                      const BlockDims& d, const std::vector<TaskId>& after) {
+  if (pass == MoePass::forward) {
+    const TaskId router = add_router_task(g, ctx, d, after);
+    const TaskId gathered = strategy.exchanges_counts() ? add_counts_task(g, ctx, d, router) : router;
+    return add_combine_task(g, ctx, d, pass, strategy.build(g, handle, pass, {gathered}, nullptr, ctx));
+  }
+  const TaskId start = add_combine_task(g, ctx, d, pass, after);
+  return add_router_backward_task(g, ctx, d, strategy.build(g, handle, pass, {start}, nullptr, ctx));
 }
 
 }  // namespace moebench

@@ -118,7 +118,8 @@ float MoeLayer::forward_graph(float* out, const float* x, const float* router_w,
   handle_.reset();
   my_counts_.assign(E, 0);
   counts_.assign((size_t)P * E, 0);
-  TaskGraph g;
+  fwd_graph_ = TaskGraph();
+  TaskGraph& g = fwd_graph_;
   const TaskId routed = add_router_task(g, ctx_, d, {}, [this, x, router_w, forced_experts] {
     route(x, router_w, forced_experts);
     for (int e = 0; e < s_.E; ++e) my_counts_[e] = offsets_[e + 1] - offsets_[e];
@@ -214,7 +215,8 @@ void MoeLayer::backward_graph(float* dx, float* drouter_w, const float* dout, fl
   // Sized before the graph is built: the strategy binds its actions to these buffers.
   dy_.resize((size_t)offsets_[s_.E] * s_.C);
   dxg_.resize(dy_.size());
-  TaskGraph g;
+  bwd_graph_ = TaskGraph();
+  TaskGraph& g = bwd_graph_;
   const TaskId start = add_combine_task(g, ctx_, d, MoePass::backward, {}, [this, dout] { combine_backward(dout); });
   MoeBuffers buf;
   buf.dy = dy_.data();

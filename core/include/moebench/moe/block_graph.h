@@ -31,10 +31,10 @@ TaskId add_combine_task(TaskGraph& g, const MoeContext& ctx, const BlockDims& d,
 TaskId add_router_backward_task(TaskGraph& g, const MoeContext& ctx, const BlockDims& d,
                                 const std::vector<TaskId>& after, std::function<void()> action = {});
 
-// One block's forward and backward without buffers, from the EP group's counts (synthetic
-// routing): what the runtime executes for those counts, minus the actions. Returns the last
-// task of the backward.
-TaskId add_block_graph(TaskGraph& g, MoeStrategy& strategy, const ExchangeCounts& counts, MoeContext& ctx,
-                       const BlockDims& d, const std::vector<TaskId>& after);
+// One pass of a block without buffers, from the handle of the EP group's counts: the tasks
+// MoeLayer executes for those counts (its forward graph, its backward graph), minus the
+// actions. Returns the pass's last task.
+TaskId add_block_pass(TaskGraph& g, MoeStrategy& strategy, MoeHandle& handle, MoePass pass, MoeContext& ctx,
+                      const BlockDims& d, const std::vector<TaskId>& after);
 
 }  // namespace moebench

@@ -70,6 +70,10 @@ class MoeLayer {
   // the gathered buffers; slot_of[n*K+k] is the slot of an assignment (-1 when dropped).
   const std::vector<int>& expert_offsets() const { return offsets_; }
   const std::vector<int>& slot_of() const { return slot_of_; }
+  // With a strategy: the graphs the last forward and backward ran (their schedules; the
+  // actions went to the executor).
+  const TaskGraph& last_forward_graph() const { return fwd_graph_; }
+  const TaskGraph& last_backward_graph() const { return bwd_graph_; }
 
  private:
   MoeLayerShape s_{};
@@ -89,6 +93,7 @@ class MoeLayer {
   MoeContext ctx_;
   std::unique_ptr<Executor> own_executor_;  // when ctx_.executor is null
   std::unique_ptr<MoeHandle> handle_;       // the strategy's state of the last forward
+  TaskGraph fwd_graph_, bwd_graph_;
   std::vector<long> my_counts_, counts_;    // [E], [P*E] rows per expert (this rank, the group)
   Communicator* stats_ = nullptr;
   ExpertBank bank_;
