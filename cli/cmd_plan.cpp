@@ -1,5 +1,7 @@
 // moebench plan CONFIG [--set key=value]... [--json]: the Janus model's PREDICTED per-block
 // plan (R, paradigm, inter-node traffic of both paradigms) for the config's cluster layout.
+// moebench plan CONFIG --graph RANK [--json]: the task graph of one training iteration of that
+// rank (train/step_graph.h), built without MPI from synthetic routing, for any run.ranks.
 #include <cstdio>
 #include <iostream>
 
@@ -7,7 +9,10 @@
 
 #include "commands.h"
 #include "moebench/config/config_loader.h"
+#include "moebench/config/usage_error.h"
 #include "moebench/perf/janus_model.h"
+#include "moebench/runtime/graph_dump.h"
+#include "moebench/train/step_graph.h"
 
 namespace moebench::cli {
 
@@ -77,6 +82,33 @@ int plan_main(const std::string& path, const std::vector<std::string>& sets, boo
   std::printf("%6s %8s %12s %9s %15s %14.4f %14.4f\n", "total", "", "", "", "", ec_total / kGiB, dc_total / kGiB);
   return 0;
 }
+int graph_main(const std::string& path, const std::vector<std::string>& sets, int rank, bool json) {
+  const Config cfg = load_config(path, sets);
+  TaskGraph g;
+  try {
+    g = build_step_graph(cfg, rank);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--graph: ") + e.what());
+  }
+  const std::string routing = step_graph_routing(cfg);
+  if (json) {
+    nlohmann::json j = graph_json(g);
+    j["predicted"] = true;
+    j["config"] = path;
+    j["rank"] = rank;
+    j["ranks"] = cfg.run.ranks;
+    j["strategy"] = cfg.strategy.name;
+    j["routing"] = routing;
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::printf("Task graph of one training iteration of rank %d of %d (%s, strategy %s), built without running "
+              "anything; routing: %s. Costs are the schedule's (flops, bytes), not measurements.\n",
+              rank, cfg.run.ranks, path.c_str(), cfg.strategy.name.c_str(), routing.c_str());
+  std::fputs(graph_table(g).c_str(), stdout);
+  return 0;
+}
+
 }  // namespace
 
 void add_plan_command(CLI::App& app, Action& action) {
@@ -86,14 +118,18 @@ void add_plan_command(CLI::App& app, Action& action) {
   auto sets = std::make_shared<std::vector<std::string>>();
   auto json = std::make_shared<bool>(false);
   auto ranks = std::make_shared<int>(0);
+  auto graph = std::make_shared<int>(-1);
   cmd->add_option("config", *config, "TOML config file")->required();
   cmd->add_option("--set", *sets, "Override a key, e.g. --set cluster.nodes=4 (repeatable)");
   cmd->add_option("--ranks", *ranks, "Plan for this many ranks (sets run.ranks)")->check(positive());
+  cmd->add_option("--graph", *graph, "Print the task graph of one iteration of this rank instead")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", *json, "Print JSON instead of a table");
-  cmd->callback([&action, config, sets, json, ranks] {
-    action = [config, sets, json, ranks] {
+  cmd->callback([&action, config, sets, json, ranks, graph] {
+    action = [config, sets, json, ranks, graph] {
       std::vector<std::string> all = *sets;
       if (*ranks > 0) all.push_back("run.ranks=" + std::to_string(*ranks));
+      if (*graph >= 0) return graph_main(*config, all, *graph, *json);
       return plan_main(*config, all, *json);
     };
   });

@@ -236,6 +236,50 @@ class TestPlan : public QObject {
     QCOMPARE(bad.exitCode(), 2);  // 3 x 8 != 16 ranks: a config error
     QVERIFY(QString::fromUtf8(bad.readAllStandardError()).contains(u"cluster"_s));
   }
+
+  // plan --graph: a 64-rank iteration graph without MPI. Rank 37 (node 4) exchanges counts
+  // with the 63 other EP ranks; every MoE block has a forward and a backward exchange; the
+  // optimizer comes last, after every gradient all-reduce.
+  void cli_plan_graph_for_64_ranks() {
+    QProcess p;
+    p.start(QStringLiteral(MOEBENCH_CLI),
+            {u"plan"_s, QStringLiteral(MOEBENCH_SOURCE_DIR "/sample_configs/quickstart.toml"), u"--graph"_s, u"37"_s,
+             u"--ranks"_s, u"64"_s, u"--set"_s, u"moe.experts=64"_s, u"--set"_s, u"train.batch_size=64"_s, u"--set"_s,
+             u"cluster.nodes=8"_s, u"--set"_s, u"cluster.devices_per_node=8"_s, u"--json"_s});
+    QVERIFY(p.waitForFinished(60000));
+    QCOMPARE(p.exitCode(), 0);
+    const auto j = nlohmann::json::parse(p.readAllStandardOutput().toStdString());
+    QCOMPARE(j.at("predicted").get<bool>(), true);
+    QCOMPARE(j.at("rank").get<int>(), 37);
+    const auto& tasks = j.at("tasks");
+    int counts = 0, dispatch = 0, dispatch_grad = 0, reduces = 0;
+    for (const auto& t : tasks) {
+      const std::string name = t.at("name");
+      if (name == "moe.counts") {
+        ++counts;
+        QCOMPARE((int)t.at("bytes_to_peer").size(), 63);
+        QCOMPARE(t.at("bytes_to_peer")[0].at("bytes").get<int>(), 64 * 8);  // 64 experts' int64 counts
+        QCOMPARE(t.at("role").get<std::string>(), std::string("comm.inter"));
+      }
+      dispatch += name == "moe.dispatch";
+      dispatch_grad += name == "moe.dispatch_grad";
+      reduces += name == "grad.allreduce";
+    }
+    QCOMPARE(counts, 2);  // quickstart: MoE blocks 1 and 3
+    QCOMPARE(dispatch, 2);
+    QCOMPARE(dispatch_grad, 2);
+    QCOMPARE(reduces, 4 + 2);  // the 4 blocks, ln_f and the embeddings
+    const auto& last = tasks.back();
+    QCOMPARE(last.at("name").get<std::string>(), std::string("optimizer"));
+    QCOMPARE((int)last.at("deps").size(), reduces);
+    QProcess bad;
+    bad.start(QStringLiteral(MOEBENCH_CLI),
+              {u"plan"_s, QStringLiteral(MOEBENCH_SOURCE_DIR "/sample_configs/quickstart.toml"), u"--graph"_s, u"4"_s});
+    QVERIFY(bad.waitForFinished(60000));
+    QCOMPARE(bad.exitCode(), 2);
+    QCOMPARE(QString::fromUtf8(bad.readAllStandardError()),
+             u"moebench: --graph: rank 4 is outside the 4 ranks of the config (run.ranks)\n"_s);
+  }
 };
 
 QTEST_GUILESS_MAIN(TestPlan)

@@ -30,7 +30,7 @@ std::string graph_table(const TaskGraph& g) {
       sends += (sends.empty() ? "" : " ") + std::to_string(peer) + ":" + std::to_string(bytes);
     if (t.cost.copy_bytes) sends += (sends.empty() ? "" : " ") + std::string("copy:") + std::to_string(t.cost.copy_bytes);
     std::snprintf(line, sizeof line, "%5zu  %-10s  %-7s  %-28s  %-12s  %12.4g  %12llu  [%s]%s%s\n", i,
-                  stream_role_name(t.role), task_category_name(t.category), t.name.c_str(), label(t).c_str(),
+                  stream_role_name(t.role), task_category_name(t.category), t.name.empty() ? "<unnamed>" : t.name.c_str(), label(t).c_str(),
                   t.cost.flops, (unsigned long long)t.cost.bytes_sent(), deps.c_str(), sends.empty() ? "" : " -> ",
                   sends.c_str());
     out += line;

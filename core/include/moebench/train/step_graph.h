@@ -1,0 +1,32 @@
+#pragma once
+// The task graph of one training iteration of one rank, built without buffers and without
+// MPI (`moebench plan --graph RANK`; the simulator replays it): embeddings, per block the
+// attention part and the FFN (dense, or the MoE block's graph from its strategy: moe/
+// block_graph.h), the LM head; backward in reverse with each gradient bucket's all-reduce
+// (ring over the data-parallel ranks) as soon as the bucket is complete, the experts'
+// all-reduce over their replicas, and the optimizer.
+//
+// Routing: the MoE blocks' counts come from the config's synthetic routing ([moe] routing;
+// "uniform" when it is learned), every rank's tokens chosen as in a run (step 1), capped by
+// the capacity when moe.capacity_factor > 0.
+//
+// Costs (N tokens of the rank, C hidden, F = ffn_mult C, T seq_len, V vocab, P DP ranks):
+//   attn.forward 8NC^2 + 2NC(T+1) flops (qkv, projection, causal QK^T and AV), backward twice;
+//   ffn.forward 4NCF, backward twice; head.forward 2NCV, backward twice;
+//   grad.allreduce 2 b (P-1)/P bytes to the ring neighbour for a bucket of b bytes;
+//   optimizer 10 flops per parameter held (AdamW).
+#include <string>
+
+#include "moebench/config/config.h"
+#include "moebench/runtime/task_graph.h"
+
+namespace moebench {
+
+// Throws std::invalid_argument for a rank outside [0, run.ranks) or a layout the strategies
+// reject.
+TaskGraph build_step_graph(const Config& cfg, int rank);
+
+// The routing the step graph assumes, in words (for the printed graph's header).
+std::string step_graph_routing(const Config& cfg);
+
+}  // namespace moebench

@@ -1,0 +1,167 @@
+#include "moebench/train/step_graph.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+#include "moebench/dist/topology.h"
+#include "moebench/moe/block_graph.h"
+#include "moebench/moe/synthetic_routing.h"
+#include "moebench/strategies/janus.h"
+#include "moebench/strategies/registry.h"
+
+namespace moebench {
+namespace {
+
+GraphTask compute(const std::string& name, int layer, double flops) {
+  GraphTask t;
+  t.name = name;
+  t.role = StreamRole::compute;
+  t.category = TaskCategory::compute;
+  t.layer = layer;
+  t.cost.flops = flops;
+  return t;
+}
+
+RoutingSpec routing_of(const Config& cfg) {
+  RoutingSpec spec = parse_routing(cfg.moe.routing);
+  if (spec.kind == RoutingSpec::Kind::learned) spec = parse_routing("uniform");
+  return spec;
+}
+
+}  // namespace
+
+std::string step_graph_routing(const Config& cfg) {
+  return parse_routing(cfg.moe.routing).kind == RoutingSpec::Kind::learned
+             ? "uniform (the config's router is learned: synthetic routing stands in for it)"
+             : cfg.moe.routing;
+}
+
+TaskGraph build_step_graph(const Config& cfg, int rank) {
+  const int W = cfg.run.ranks;
+  if (rank < 0 || rank >= W)
+    throw std::invalid_argument("rank " + std::to_string(rank) + " is outside the " + std::to_string(W) +
+                                " ranks of the config (run.ranks)");
+  const int nodes = cfg.cluster.nodes;
+  const int per_node = cfg.cluster.devices_per_node > 0 ? cfg.cluster.devices_per_node : W / nodes;
+  const Topology topo = Topology::virtual_blocks(nodes, per_node);
+  const int ep = cfg.parallel.ep > 0 ? cfg.parallel.ep : W;
+  const int B = cfg.train.batch_size / W, T = cfg.model.seq_len, C = cfg.model.hidden, V = cfg.model.vocab_size;
+  const int F = cfg.model.ffn_mult * C, K = cfg.moe.top_k;
+  const long N = (long)B * T;
+  const int group = rank / ep, ep_rank = rank % ep;
+  const std::map<int, std::string> names = block_strategies(cfg, topo.nodes(), topo.devices_per_node());
+  const RoutingSpec spec = routing_of(cfg);
+
+  std::map<int, int> experts_of;  // MoE block -> experts
+  for (size_t i = 0; i < cfg.moe.moe_layers.size(); ++i) experts_of[cfg.moe.moe_layers[i]] = cfg.moe.experts.at(i);
+
+  // DP all-reduce of a gradient bucket: ring over all ranks (data parallel = world here).
+  const bool dp_inter = topo.nodes() > 1;
+  auto allreduce = [&](TaskGraph& g, const std::string& name, double floats, TaskId after, StreamRole role, int peers,
+                       int right, int layer = -1) {
+    GraphTask t;
+    t.name = name;
+    t.layer = layer;
+    t.category = TaskCategory::comm;
+    t.role = role;
+    const uint64_t bytes = (uint64_t)(floats * sizeof(float));
+    if (peers > 1) t.cost.bytes_to_peer.push_back({right, 2 * bytes * (uint64_t)(peers - 1) / (uint64_t)peers});
+    return g.add(std::move(t), {after});
+  };
+  const StreamRole dp_role = dp_inter ? StreamRole::comm_inter : StreamRole::comm_intra;
+  const int dp_right = (rank + 1) % W;
+
+  TaskGraph g;
+  struct Moe {
+    std::unique_ptr<MoeStrategy> strategy;
+    std::unique_ptr<MoeHandle> handle;
+    MoeContext ctx;
+  };
+  std::map<int, Moe> moe;
+  double params_held = (double)V * C + (double)T * C + 2.0 * C + (cfg.model.tied_head ? 0.0 : (double)V * C);
+  TaskId last = g.add(compute("embed.forward", -1, 0.0));
+  for (int l = 0; l < cfg.model.layers; ++l) {
+    last = g.add(compute("attn.forward", l, 8.0 * N * C * C + 2.0 * N * C * (T + 1)), {last});
+    params_held += 4.0 * C * C + 9.0 * C;
+    auto it = experts_of.find(l);
+    if (it == experts_of.end()) {
+      last = g.add(compute("ffn.forward", l, 4.0 * N * C * F), {last});
+      params_held += 2.0 * C * F + F + C;
+      continue;
+    }
+    const int E = it->second;
+    Moe& m = moe[l];
+    m.strategy = make_strategy(names.at(l));
+    m.ctx.topology = &topo;
+    m.ctx.layer = l;
+    m.ctx.experts = E;
+    m.ctx.C = C;
+    m.ctx.F = F;
+    m.ctx.ep_rank = ep_rank;
+    m.ctx.ep_size = ep;
+    for (int p = 0; p < ep; ++p) m.ctx.ep_world.push_back(group * ep + p);
+    m.ctx.first_local = ep_rank * (E / ep);
+    m.ctx.credits = cfg.strategy.credits;
+    m.ctx.priority = cfg.strategy.priority;
+    m.ctx.prefetch = cfg.strategy.prefetch;
+    m.ctx.hierarchical = cfg.strategy.hierarchical;
+    m.ctx.pcie_pairing = cfg.strategy.pcie_pairing;
+    m.ctx.pcie_switch_pairs = cfg.cluster.pcie_switch_pairs;
+    params_held += (double)E * C + (double)(E / ep) * (2.0 * C * F + F + C);
+    // Every EP rank's counts, as the runs route them (global token order by rank).
+    ExchangeCounts counts;
+    counts.P = ep;
+    counts.E = E;
+    counts.rows.assign((size_t)ep * E, 0);
+    std::vector<int> forced((size_t)N * K);
+    const long cap = cfg.moe.capacity_factor > 0 ? (long)std::ceil(cfg.moe.capacity_factor * N * K / E) : -1;
+    for (int p = 0; p < ep; ++p) {
+      const int world_rank = group * ep + p;
+      synthetic_expert_choice(forced.data(), spec, (int)N, K, E, cfg.run.seed, 1, l, (long)world_rank * N);
+      for (int e : forced) ++counts.rows[(size_t)p * E + e];
+      if (cap >= 0)
+        for (int e = 0; e < E; ++e) counts.rows[(size_t)p * E + e] = std::min(counts.rows[(size_t)p * E + e], cap);
+    }
+    m.handle = m.strategy->layout(counts, m.ctx);
+    last = add_block_pass(g, *m.strategy, *m.handle, MoePass::forward, m.ctx, {(int)N, C, E, K}, {last});
+  }
+  last = g.add(compute("head.forward", -1, 2.0 * N * C * V), {last});
+  // Backward, buckets as MoeGpt reports them: ln_f (+ untied head), each block, embeddings.
+  std::vector<TaskId> reduces;
+  last = g.add(compute("head.backward", -1, 4.0 * N * C * V), {last});
+  reduces.push_back(allreduce(g, "grad.allreduce", 2.0 * C + (cfg.model.tied_head ? 0.0 : (double)V * C), last,
+                              dp_role, W, dp_right));
+  for (int l = cfg.model.layers - 1; l >= 0; --l) {
+    double bucket = 4.0 * C * C + 9.0 * C;
+    auto it = moe.find(l);
+    if (it == moe.end()) {
+      last = g.add(compute("ffn.backward", l, 8.0 * N * C * F), {last});
+      bucket += 2.0 * C * F + F + C;
+    } else {
+      Moe& m = it->second;
+      last = add_block_pass(g, *m.strategy, *m.handle, MoePass::backward, m.ctx, {(int)N, C, m.ctx.experts, K}, {last});
+      bucket += (double)m.ctx.experts * C;
+    }
+    last = g.add(compute("attn.backward", l, 16.0 * N * C * C + 4.0 * N * C * (T + 1)), {last});
+    reduces.push_back(allreduce(g, "grad.allreduce", bucket, last, dp_role, W, dp_right, l));
+  }
+  last = g.add(compute("embed.backward", -1, 0.0), {last});
+  reduces.push_back(allreduce(g, "grad.allreduce", (double)V * C + (double)T * C, last, dp_role, W, dp_right));
+  const int replicas = W / ep;
+  if (replicas > 1 && !moe.empty()) {  // experts summed over their replicas (ranks ep apart)
+    double floats = 0;
+    for (const auto& [l, m] : moe) floats += (double)(m.ctx.experts / ep) * (2.0 * C * F + F + C);
+    std::set<int> edp_nodes;
+    for (int r = 0; r < replicas; ++r) edp_nodes.insert(topo.node_of(r * ep + ep_rank));
+    reduces.push_back(allreduce(g, "expert.allreduce", floats, last,
+                                edp_nodes.size() > 1 ? StreamRole::comm_inter : StreamRole::comm_intra, replicas,
+                                ((group + 1) % replicas) * ep + ep_rank));
+  }
+  g.add(compute("optimizer", -1, 10.0 * params_held), reduces);
+  return g;
+}
+
+}  // namespace moebench
