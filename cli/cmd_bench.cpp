@@ -13,6 +13,7 @@ void add_bench_command(CLI::App& app, Action& action) {
   add_bench_moe_layer(*bench, action);
   add_bench_recording(*bench, action);
   add_bench_comm(*bench, action);
+  add_bench_overlap(*bench, action);
 }
 
 }  // namespace moebench::cli

@@ -146,7 +146,7 @@ void Executor::submit(TaskGraph& g) {
     item.action = std::move(t.action);  // the graph keeps the schedule; the worker owns the action
     for (int d : t.deps) item.deps.push_back((*states)[(size_t)d]);
     item.state = (*states)[(size_t)i];
-    worker(t.role).enqueue(std::move(item));
+    worker(serial_ ? StreamRole::compute : t.role).enqueue(std::move(item));
   }
   g.submitted_ = (int)g.tasks_.size();
   g.executor_ = this;

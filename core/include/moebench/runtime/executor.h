@@ -50,6 +50,11 @@ class Executor {
   // graphs' completion state (call at step boundaries; their tasks cannot be waited on after).
   void synchronize();
 
+  // Serial mode (`bench overlap`'s baseline): every task submitted from now on runs on the
+  // compute worker, in the submission (topological) order, its span keeping its own role.
+  void set_serial(bool serial) { serial_ = serial; }
+  bool serial() const { return serial_; }
+
   // Runs fn on the calling thread, recording a span of `role` (host: the main thread's own
   // phases; compute: work the main thread does for the compute stream).
   void run_inline(const std::string& name, StreamRole role, TaskCategory category, const std::function<void()>& fn,
@@ -72,6 +77,7 @@ class Executor {
 
   int rank_;
   std::atomic<long> step_{-1};
+  bool serial_ = false;
   std::chrono::steady_clock::time_point epoch_;
   std::mutex m_;
   std::unique_ptr<Worker> workers_[kStreamRoles];
