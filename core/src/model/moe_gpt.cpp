@@ -6,10 +6,12 @@
 
 #include "moebench/model/attention.h"
 #include "moebench/model/crossentropy.h"
+#include "moebench/model/dense_costs.h"
 #include "moebench/model/encoder.h"
 #include "moebench/tensor/gelu.h"
 #include "moebench/model/layernorm.h"
 #include "moebench/model/residual.h"
+#include "moebench/runtime/executor.h"
 #include "moebench/tensor/matmul.h"
 #include "moebench/tensor/rng.h"
 
@@ -126,6 +128,7 @@ void MoeGpt::init(uint64_t seed) {
 }
 
 void MoeGpt::distribute(const MoeDistribution& d) {
+  executor_ = d.executor;
   for (size_t l = 0; l < blocks_.size(); ++l) {
     Block& b = *blocks_[l];
     if (b.experts == 0) continue;
@@ -151,6 +154,12 @@ void MoeGpt::distribute(const MoeDistribution& d) {
     b.moe->set_strategy(d.strategy_for((int)l), std::move(ctx));
     b.moe->set_stats_communicator(d.dp);
   }
+}
+
+template <class Fn>
+void MoeGpt::stage(const char* name, int layer, double flops, Fn&& fn) {
+  if (executor_) executor_->run_inline(name, StreamRole::compute, TaskCategory::compute, fn, layer, flops);
+  else fn();
 }
 
 void MoeGpt::set_routing(const RoutingSpec& spec, uint64_t seed, long first_token) {
@@ -207,28 +216,34 @@ LossParts MoeGpt::forward(const int* inputs, const int* targets, int B, int T, l
   for (size_t l = 0; l < blocks_.size(); ++l) {
     Block& b = *blocks_[l];
     ensure(b.x, N * C);
-    if (l == 0) encoder_forward(b.x.data(), inputs, params_.param(wte_), params_.param(wpe_), B, T, C);
-    else residual_forward(b.x.data(), blocks_[l - 1]->res1.data(), blocks_[l - 1]->ffn_out.data(), N * C);
-    ensure(b.ln1, N * C); ensure(b.ln1_mean, N); ensure(b.ln1_rstd, N);
-    layernorm_forward(b.ln1.data(), b.ln1_mean.data(), b.ln1_rstd.data(), b.x.data(),
-                      params_.param(b.ln1_w), params_.param(b.ln1_b), (int)N, C);
-    ensure(b.qkv, N * 3 * C);
-    matmul_forward(b.qkv.data(), b.ln1.data(), params_.param(b.qkv_w), params_.param(b.qkv_b), (int)N, C, 3 * C);
-    ensure(b.preatt, (size_t)B * NH * T * T); ensure(b.att, (size_t)B * NH * T * T); ensure(b.atty, N * C);
-    attention_forward(b.atty.data(), b.preatt.data(), b.att.data(), b.qkv.data(), B, T, C, NH);
-    ensure(b.res1, N * C);
-    matmul_forward(b.res1.data(), b.atty.data(), params_.param(b.proj_w), params_.param(b.proj_b), (int)N, C, C);
-    residual_forward(b.res1.data(), b.res1.data(), b.x.data(), N * C);
-    ensure(b.ln2, N * C); ensure(b.ln2_mean, N); ensure(b.ln2_rstd, N);
-    layernorm_forward(b.ln2.data(), b.ln2_mean.data(), b.ln2_rstd.data(), b.res1.data(),
-                      params_.param(b.ln2_w), params_.param(b.ln2_b), (int)N, C);
+    if (l == 0) stage("embed.forward", -1, 0.0, [&] {
+        encoder_forward(b.x.data(), inputs, params_.param(wte_), params_.param(wpe_), B, T, C);
+      });
+    stage("attn.forward", (int)l, attn_forward_flops(N, C, T), [&] {
+      if (l > 0) residual_forward(b.x.data(), blocks_[l - 1]->res1.data(), blocks_[l - 1]->ffn_out.data(), N * C);
+      ensure(b.ln1, N * C); ensure(b.ln1_mean, N); ensure(b.ln1_rstd, N);
+      layernorm_forward(b.ln1.data(), b.ln1_mean.data(), b.ln1_rstd.data(), b.x.data(),
+                        params_.param(b.ln1_w), params_.param(b.ln1_b), (int)N, C);
+      ensure(b.qkv, N * 3 * C);
+      matmul_forward(b.qkv.data(), b.ln1.data(), params_.param(b.qkv_w), params_.param(b.qkv_b), (int)N, C, 3 * C);
+      ensure(b.preatt, (size_t)B * NH * T * T); ensure(b.att, (size_t)B * NH * T * T); ensure(b.atty, N * C);
+      attention_forward(b.atty.data(), b.preatt.data(), b.att.data(), b.qkv.data(), B, T, C, NH);
+      ensure(b.res1, N * C);
+      matmul_forward(b.res1.data(), b.atty.data(), params_.param(b.proj_w), params_.param(b.proj_b), (int)N, C, C);
+      residual_forward(b.res1.data(), b.res1.data(), b.x.data(), N * C);
+      ensure(b.ln2, N * C); ensure(b.ln2_mean, N); ensure(b.ln2_rstd, N);
+      layernorm_forward(b.ln2.data(), b.ln2_mean.data(), b.ln2_rstd.data(), b.res1.data(),
+                        params_.param(b.ln2_w), params_.param(b.ln2_b), (int)N, C);
+    });
     ensure(b.ffn_out, N * C);
     if (b.experts == 0) {
-      ensure(b.fch, N * F); ensure(b.fch_gelu, N * F);
-      matmul_forward(b.fch.data(), b.ln2.data(), params_.param(b.fc_w), params_.param(b.fc_b), (int)N, C, F);
-      gelu_forward(b.fch_gelu.data(), b.fch.data(), N * F);
-      matmul_forward(b.ffn_out.data(), b.fch_gelu.data(), params_.param(b.fcproj_w),
-                     params_.param(b.fcproj_b), (int)N, F, C);
+      stage("ffn.forward", (int)l, ffn_forward_flops(N, C, F), [&] {
+        ensure(b.fch, N * F); ensure(b.fch_gelu, N * F);
+        matmul_forward(b.fch.data(), b.ln2.data(), params_.param(b.fc_w), params_.param(b.fc_b), (int)N, C, F);
+        gelu_forward(b.fch_gelu.data(), b.fch.data(), N * F);
+        matmul_forward(b.ffn_out.data(), b.fch_gelu.data(), params_.param(b.fcproj_w),
+                       params_.param(b.fcproj_b), (int)N, F, C);
+      });
     } else {
       MoeLayerShape s{(int)N, C, F, b.experts, moe_.top_k, moe_.capacity_factor, moe_.gate_normalize};
       const int* forced = nullptr;
@@ -242,15 +257,17 @@ LossParts MoeGpt::forward(const int* inputs, const int* targets, int B, int T, l
                                   s, forced);
     }
   }
-  ensure(x_final_, N * C);
-  const Block& last = *blocks_.back();
-  residual_forward(x_final_.data(), last.res1.data(), last.ffn_out.data(), N * C);
-  ensure(lnf_, N * C); ensure(lnf_mean_, N); ensure(lnf_rstd_, N);
-  layernorm_forward(lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), x_final_.data(),
-                    params_.param(lnf_w_), params_.param(lnf_b_), (int)N, C);
-  ensure(logits_, N * V); ensure(probs_, N * V); ensure(losses_, N);
-  matmul_forward(logits_.data(), lnf_.data(), params_.param(head_), nullptr, (int)N, C, V);
-  crossentropy_softmax_forward(losses_.data(), probs_.data(), logits_.data(), targets, (int)N, V);
+  stage("head.forward", -1, head_forward_flops(N, C, V), [&] {
+    ensure(x_final_, N * C);
+    const Block& last = *blocks_.back();
+    residual_forward(x_final_.data(), last.res1.data(), last.ffn_out.data(), N * C);
+    ensure(lnf_, N * C); ensure(lnf_mean_, N); ensure(lnf_rstd_, N);
+    layernorm_forward(lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), x_final_.data(),
+                      params_.param(lnf_w_), params_.param(lnf_b_), (int)N, C);
+    ensure(logits_, N * V); ensure(probs_, N * V); ensure(losses_, N);
+    matmul_forward(logits_.data(), lnf_.data(), params_.param(head_), nullptr, (int)N, C, V);
+    crossentropy_softmax_forward(losses_.data(), probs_.data(), logits_.data(), targets, (int)N, V);
+  });
   double sum = 0.0;
   for (long i = 0; i < N; ++i) sum += losses_[i];
   parts.ce = (float)(sum / (double)N);
@@ -263,14 +280,16 @@ void MoeGpt::backward() {
             NH = model_.heads;
   const long N = (long)B * T;
   if (N == 0) throw std::logic_error("MoeGpt::backward without forward");
-  zero(dlogits_, N * V);
-  crossentropy_softmax_backward(dlogits_.data(), probs_.data(), targets_.data(), 1.0f / (float)N, (int)N, V);
-  zero(dscratch_, N * C);  // d lnf
-  matmul_backward(dscratch_.data(), params_.grad(head_), nullptr, dlogits_.data(), lnf_.data(),
-                  params_.param(head_), (int)N, C, V);
-  zero(dresid_, N * C);  // d x_final = d (res1 + ffn_out) of the last block
-  layernorm_backward(dresid_.data(), params_.grad(lnf_w_), params_.grad(lnf_b_), dscratch_.data(),
-                     x_final_.data(), params_.param(lnf_w_), lnf_mean_.data(), lnf_rstd_.data(), (int)N, C);
+  stage("head.backward", -1, 2 * head_forward_flops(N, C, V), [&] {
+    zero(dlogits_, N * V);
+    crossentropy_softmax_backward(dlogits_.data(), probs_.data(), targets_.data(), 1.0f / (float)N, (int)N, V);
+    zero(dscratch_, N * C);  // d lnf
+    matmul_backward(dscratch_.data(), params_.grad(head_), nullptr, dlogits_.data(), lnf_.data(),
+                    params_.param(head_), (int)N, C, V);
+    zero(dresid_, N * C);  // d x_final = d (res1 + ffn_out) of the last block
+    layernorm_backward(dresid_.data(), params_.grad(lnf_w_), params_.grad(lnf_b_), dscratch_.data(),
+                       x_final_.data(), params_.param(lnf_w_), lnf_mean_.data(), lnf_rstd_.data(), (int)N, C);
+  });
   const ParamView& lnf = params_.views()[lnf_w_];
   if (grad_ready_) grad_ready_({lnf.offset, params_.size() - lnf.offset});  // ln_f (+ untied head)
 
@@ -280,40 +299,46 @@ void MoeGpt::backward() {
     // dresid_ holds d x_{l+1} = d res1 (residual) = d ffn_out
     zero(dscratch_, N * C);  // d ln2
     if (b.experts == 0) {
-      zero(dscratch2_, N * F);  // d fch_gelu
-      matmul_backward(dscratch2_.data(), params_.grad(b.fcproj_w), params_.grad(b.fcproj_b), dresid_.data(),
-                      b.fch_gelu.data(), params_.param(b.fcproj_w), (int)N, F, C);
-      std::vector<float>& dfch = b.fch_gelu;  // reuse: fch_gelu no longer needed this step
-      std::fill(dfch.begin(), dfch.begin() + N * F, 0.0f);
-      gelu_backward(dfch.data(), b.fch.data(), dscratch2_.data(), N * F);
-      matmul_backward(dscratch_.data(), params_.grad(b.fc_w), params_.grad(b.fc_b), dfch.data(),
-                      b.ln2.data(), params_.param(b.fc_w), (int)N, C, F);
+      stage("ffn.backward", (int)li, 2 * ffn_forward_flops(N, C, F), [&] {
+        zero(dscratch2_, N * F);  // d fch_gelu
+        matmul_backward(dscratch2_.data(), params_.grad(b.fcproj_w), params_.grad(b.fcproj_b), dresid_.data(),
+                        b.fch_gelu.data(), params_.param(b.fcproj_w), (int)N, F, C);
+        std::vector<float>& dfch = b.fch_gelu;  // reuse: fch_gelu no longer needed this step
+        std::fill(dfch.begin(), dfch.begin() + N * F, 0.0f);
+        gelu_backward(dfch.data(), b.fch.data(), dscratch2_.data(), N * F);
+        matmul_backward(dscratch_.data(), params_.grad(b.fc_w), params_.grad(b.fc_b), dfch.data(),
+                        b.ln2.data(), params_.param(b.fc_w), (int)N, C, F);
+      });
     } else {
       b.moe->backward(dscratch_.data(), params_.grad(b.router_w), b.expert_grads, dresid_.data(),
                       moe_.aux_loss_weight, b.ln2.data(), params_.param(b.router_w), b.expert_params);
     }
-    layernorm_backward(dresid_.data(), params_.grad(b.ln2_w), params_.grad(b.ln2_b), dscratch_.data(),
-                       b.res1.data(), params_.param(b.ln2_w), b.ln2_mean.data(), b.ln2_rstd.data(), (int)N, C);
-    // dresid_ now holds d res1 = d x_l (residual) = d attn proj output
-    zero(dscratch_, N * C);  // d atty
-    matmul_backward(dscratch_.data(), params_.grad(b.proj_w), params_.grad(b.proj_b), dresid_.data(),
-                    b.atty.data(), params_.param(b.proj_w), (int)N, C, C);
-    zero(dscratch2_, N * 3 * C);  // d qkv
-    ensure(dpreatt, (size_t)B * NH * T * T); ensure(datt, (size_t)B * NH * T * T);
-    attention_backward(dscratch2_.data(), dpreatt.data(), datt.data(), dscratch_.data(), b.qkv.data(),
-                       b.att.data(), B, T, C, NH);
-    zero(dscratch_, N * C);  // d ln1
-    matmul_backward(dscratch_.data(), params_.grad(b.qkv_w), params_.grad(b.qkv_b), dscratch2_.data(),
-                    b.ln1.data(), params_.param(b.qkv_w), (int)N, C, 3 * C);
-    layernorm_backward(dresid_.data(), params_.grad(b.ln1_w), params_.grad(b.ln1_b), dscratch_.data(),
-                       b.x.data(), params_.param(b.ln1_w), b.ln1_mean.data(), b.ln1_rstd.data(), (int)N, C);
+    stage("attn.backward", (int)li, 2 * attn_forward_flops(N, C, T), [&] {
+      layernorm_backward(dresid_.data(), params_.grad(b.ln2_w), params_.grad(b.ln2_b), dscratch_.data(),
+                         b.res1.data(), params_.param(b.ln2_w), b.ln2_mean.data(), b.ln2_rstd.data(), (int)N, C);
+      // dresid_ now holds d res1 = d x_l (residual) = d attn proj output
+      zero(dscratch_, N * C);  // d atty
+      matmul_backward(dscratch_.data(), params_.grad(b.proj_w), params_.grad(b.proj_b), dresid_.data(),
+                      b.atty.data(), params_.param(b.proj_w), (int)N, C, C);
+      zero(dscratch2_, N * 3 * C);  // d qkv
+      ensure(dpreatt, (size_t)B * NH * T * T); ensure(datt, (size_t)B * NH * T * T);
+      attention_backward(dscratch2_.data(), dpreatt.data(), datt.data(), dscratch_.data(), b.qkv.data(),
+                         b.att.data(), B, T, C, NH);
+      zero(dscratch_, N * C);  // d ln1
+      matmul_backward(dscratch_.data(), params_.grad(b.qkv_w), params_.grad(b.qkv_b), dscratch2_.data(),
+                      b.ln1.data(), params_.param(b.qkv_w), (int)N, C, 3 * C);
+      layernorm_backward(dresid_.data(), params_.grad(b.ln1_w), params_.grad(b.ln1_b), dscratch_.data(),
+                         b.x.data(), params_.param(b.ln1_w), b.ln1_mean.data(), b.ln1_rstd.data(), (int)N, C);
+    });
     if (grad_ready_) {  // the block's dense part: ln1 .. ln2 (+ FFN or router); experts follow it
       const ParamView& first = params_.views()[b.ln1_w];
       const ParamView& last = params_.views()[b.experts ? b.router_w : b.fcproj_b];
       grad_ready_({first.offset, last.offset + last.numel - first.offset});
     }
   }
-  encoder_backward(params_.grad(wte_), params_.grad(wpe_), dresid_.data(), inputs_.data(), B, T, C);
+  stage("embed.backward", -1, 0.0, [&] {
+    encoder_backward(params_.grad(wte_), params_.grad(wpe_), dresid_.data(), inputs_.data(), B, T, C);
+  });
   if (grad_ready_) {
     const ParamView& wpe = params_.views()[wpe_];
     grad_ready_({0, wpe.offset + wpe.numel});  // embeddings (tied head included)

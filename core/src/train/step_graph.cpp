@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "moebench/dist/topology.h"
+#include "moebench/model/dense_costs.h"
 #include "moebench/moe/block_graph.h"
 #include "moebench/moe/synthetic_routing.h"
 #include "moebench/strategies/janus.h"
@@ -84,11 +85,11 @@ TaskGraph build_step_graph(const Config& cfg, int rank) {
   double params_held = (double)V * C + (double)T * C + 2.0 * C + (cfg.model.tied_head ? 0.0 : (double)V * C);
   TaskId last = g.add(compute("embed.forward", -1, 0.0));
   for (int l = 0; l < cfg.model.layers; ++l) {
-    last = g.add(compute("attn.forward", l, 8.0 * N * C * C + 2.0 * N * C * (T + 1)), {last});
+    last = g.add(compute("attn.forward", l, attn_forward_flops(N, C, T)), {last});
     params_held += 4.0 * C * C + 9.0 * C;
     auto it = experts_of.find(l);
     if (it == experts_of.end()) {
-      last = g.add(compute("ffn.forward", l, 4.0 * N * C * F), {last});
+      last = g.add(compute("ffn.forward", l, ffn_forward_flops(N, C, F)), {last});
       params_held += 2.0 * C * F + F + C;
       continue;
     }
@@ -128,24 +129,24 @@ TaskGraph build_step_graph(const Config& cfg, int rank) {
     m.handle = m.strategy->layout(counts, m.ctx);
     last = add_block_pass(g, *m.strategy, *m.handle, MoePass::forward, m.ctx, {(int)N, C, E, K}, {last});
   }
-  last = g.add(compute("head.forward", -1, 2.0 * N * C * V), {last});
+  last = g.add(compute("head.forward", -1, head_forward_flops(N, C, V)), {last});
   // Backward, buckets as MoeGpt reports them: ln_f (+ untied head), each block, embeddings.
   std::vector<TaskId> reduces;
-  last = g.add(compute("head.backward", -1, 4.0 * N * C * V), {last});
+  last = g.add(compute("head.backward", -1, 2 * head_forward_flops(N, C, V)), {last});
   reduces.push_back(allreduce(g, "grad.allreduce", 2.0 * C + (cfg.model.tied_head ? 0.0 : (double)V * C), last,
                               dp_role, W, dp_right));
   for (int l = cfg.model.layers - 1; l >= 0; --l) {
     double bucket = 4.0 * C * C + 9.0 * C;
     auto it = moe.find(l);
     if (it == moe.end()) {
-      last = g.add(compute("ffn.backward", l, 8.0 * N * C * F), {last});
+      last = g.add(compute("ffn.backward", l, 2 * ffn_forward_flops(N, C, F)), {last});
       bucket += 2.0 * C * F + F + C;
     } else {
       Moe& m = it->second;
       last = add_block_pass(g, *m.strategy, *m.handle, MoePass::backward, m.ctx, {(int)N, C, m.ctx.experts, K}, {last});
       bucket += (double)m.ctx.experts * C;
     }
-    last = g.add(compute("attn.backward", l, 16.0 * N * C * C + 4.0 * N * C * (T + 1)), {last});
+    last = g.add(compute("attn.backward", l, 2 * attn_forward_flops(N, C, T)), {last});
     reduces.push_back(allreduce(g, "grad.allreduce", bucket, last, dp_role, W, dp_right, l));
   }
   last = g.add(compute("embed.backward", -1, 0.0), {last});

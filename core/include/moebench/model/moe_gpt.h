@@ -91,11 +91,16 @@ class MoeGpt {
  private:
   struct Block;
   void build_params();
+  // Runs a dense stage, recorded as a compute span with its flops when distributed (the
+  // names and costs of train/step_graph.h's tasks).
+  template <class Fn>
+  void stage(const char* name, int layer, double flops, Fn&& fn);
 
   ModelConfig model_;
   MoeConfig moe_;
   ExpertShard shard_;
   ParamArena params_;
+  Executor* executor_ = nullptr;  // records the dense stages' spans (distributed runs)
   std::function<void(ArenaRange)> grad_ready_;
   RoutingSpec routing_;
   uint64_t routing_seed_ = 0;

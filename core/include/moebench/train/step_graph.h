@@ -10,9 +10,7 @@
 // "uniform" when it is learned), every rank's tokens chosen as in a run (step 1), capped by
 // the capacity when moe.capacity_factor > 0.
 //
-// Costs (N tokens of the rank, C hidden, F = ffn_mult C, T seq_len, V vocab, P DP ranks):
-//   attn.forward 8NC^2 + 2NC(T+1) flops (qkv, projection, causal QK^T and AV), backward twice;
-//   ffn.forward 4NCF, backward twice; head.forward 2NCV, backward twice;
+// Costs: the dense stages' flops of model/dense_costs.h (what the model's spans carry);
 //   grad.allreduce 2 b (P-1)/P bytes to the ring neighbour for a bucket of b bytes;
 //   optimizer 10 flops per parameter held (AdamW).
 #include <string>
