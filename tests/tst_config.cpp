@@ -64,6 +64,7 @@ class TestConfig : public QObject {
     write_file(at("val.bin"), std::string(256, '\x02'));
     write_file(at("corpus.txt"), "hello world\n");
     std::filesystem::create_directories(at("adir"));
+    write_file(at("cluster.toml"), "[cluster]\nname = \"from_file\"\nintra_bw_gbs = 300.0\n");
   }
 
   void errors_data() {
@@ -90,7 +91,7 @@ class TestConfig : public QObject {
     row("zipf without exponent", "[moe]\nrouting = \"zipf:x\"\n", 2, "moe.routing", "\"x\" is not a number");
     row("hot expert missing", "[moe]\nmoe_layers = [1]\nexperts = 4\nrouting = \"hot:4,0.5\"\n", 4, "moe.routing", "hot expert 4 does not exist in MoE block 1 (4 experts)");
     row("hot fraction above 1", "[moe]\nrouting = \"hot:0,1.5\"\n", 2, "moe.routing", "the hot fraction must be in [0, 1]");
-    row("ep does not divide experts", "[moe]\nmoe_layers = [1]\nexperts = 6\n[parallel]\nep = 4\n", 5, "parallel.ep", "must divide the experts of every MoE block (block 1 has 6), got 4");
+    row("ep does not divide experts", "[run]\nranks = 4\n[moe]\nmoe_layers = [1]\nexperts = 6\n[parallel]\nep = 4\n", 7, "parallel.ep", "the 6 experts of MoE block 1 do not divide over parallel.ep = 4 ranks: every expert-parallel rank must hold the same number of experts");
     row("nodes do not divide ranks", "[run]\nranks = 4\n[cluster]\nnodes = 3\n", 4, "cluster.nodes", "must divide run.ranks = 4, got 3");
     row("nodes x devices != ranks", "[run]\nranks = 4\n[cluster]\nnodes = 2\ndevices_per_node = 3\n", 5, "cluster.devices_per_node", "= 6 must equal run.ranks = 4");
     row("zero ranks", "[run]\nranks = 0\n", 2, "run.ranks", "must be >= 1, got 0");
@@ -483,15 +484,20 @@ class TestConfig : public QObject {
   void roundtrip_full_config() {
     // Every key set to a non-default value.
     const std::string text =
-        "[run]\nname = \"a \\\"quoted\\\" name\\twith tab\"\nseed = 99\nout_dir = \"out/dir\"\nthreads = 2\nranks = 6\n"
-        "[cluster]\nnodes = 2\ndevices_per_node = 3\npcie_switch_pairs = [0, 1]\n[parallel]\nep = 2\n[strategy]\nname = \"hier_a2a\"\ncredits = 3\njanus_threshold = 2.5\npriority = false\nprefetch = true\nhierarchical = true\npcie_pairing = true\n"
+        "[run]\nname = \"a \\\"quoted\\\" name\\twith tab\"\nseed = 99\nout_dir = \"out/dir\"\nthreads = 2\nranks = 6\noversubscribe_ok = true\nstop_grace_s = 3.0\n"
+        "[cluster]\nfile = \"cluster.toml\"\nname = \"tiny\"\nnodes = 2\ndevices_per_node = 3\npcie_switch_pairs = [0, 1]\n"
+        "device_tflops = 2.5\nefficiency_flops = [1e6, 1e9]\nefficiency = [0.5, 0.75]\ncopy_bw_gbs = 8.0\n"
+        "intra_bw_gbs = 50.0\nintra_latency_us = 1.5\npcie_bw_gbs = 20.0\npcie_latency_us = 2.5\n"
+        "inter_bw_gbs = 12.5\ninter_latency_us = 4.0\ndevices_per_nic = 3\nnodes_per_switch = 1\n"
+        "spine_bw_gbs = 6.0\nspine_latency_us = 7.0\n"
+        "[parallel]\nep = 2\n[strategy]\nname = \"hier_a2a\"\ncredits = 3\njanus_threshold = 2.5\npriority = false\nprefetch = true\nhierarchical = true\npcie_pairing = true\n"
         "[model]\nvocab_size = 1000\nseq_len = 16\nhidden = 48\nlayers = 6\nheads = 3\nffn_mult = 2\n"
         "tied_head = false\ninit_std = 0.015\n"
         "[moe]\nmoe_layers = [0, 2, 5]\nexperts = [2, 4, 6]\ntop_k = 1\ncapacity_factor = 1.25\n"
         "aux_loss_weight = 0.001\ngate_normalize = false\nrouting = \"zipf:1.5\"\n"
         "[data]\nsource = \"bin\"\npath = \"train.bin\"\nval_path = \"val.bin\"\nval_fraction = 0.05\n"
         "languages = 3\ncorpus_tokens = 5000\nbranching = 2\n"
-        "[train]\nsteps = 7\nbatch_size = 3\nlr = 0.0007\nmin_lr_ratio = 0.2\nwarmup_steps = 3\n"
+        "[train]\nsteps = 7\nbatch_size = 12\nlr = 0.0007\nmin_lr_ratio = 0.2\nwarmup_steps = 3\n"
         "weight_decay = 0.05\nbeta1 = 0.8\nbeta2 = 0.99\neps = 1e-7\ngrad_clip = 0.5\neval_every = 2\n"
         "eval_batches = 1\ncheckpoint_every = 5\n"
         "[store]\nenabled = false\ndb = \"other.db\"\nexperiment = \"abl\"\nspans_every = 10\n";
