@@ -317,6 +317,25 @@ class TestClusterModel : public QObject {
     QCOMPARE(QString::fromStdString(i.message), message);
   }
 
+  void issues_listed_per_file() {
+    // The config's issues by line, then the cluster file's, then --set's.
+    const auto issues = [&] {
+      write_file(at("c.toml"), "[cluster]\nintra_bw_gbs = 0\n\n\n\ninter_latency_us = -1\n");
+      try {
+        parse_config("[cluster]\nfile = \"c.toml\"\n\n[model]\nhidden = 0\n", "test.toml", {"cluster.copy_bw_gbs=0"},
+                     dir_.path().toStdString());
+      } catch (const ConfigError& e) {
+        return e.issues();
+      }
+      return std::vector<ConfigIssue>{};
+    }();
+    std::vector<std::string> where;
+    for (const auto& i : issues) where.push_back((i.file == "test.toml" || i.file == "--set" ? i.file : "c.toml") + ":" +
+                                                 std::to_string(i.line) + " " + i.key);
+    QCOMPARE(where, (std::vector<std::string>{"test.toml:5 model.hidden", "c.toml:2 cluster.intra_bw_gbs",
+                                              "c.toml:6 cluster.inter_latency_us", "--set:0 cluster.copy_bw_gbs"}));
+  }
+
   void standalone_file_errors() {
     // The same file alone: no run.ranks to compare with; syntax errors name the file and line.
     try {

@@ -423,12 +423,13 @@ void apply_overrides(const std::vector<std::string>& overrides, Config& c, LoadS
   }
 }
 
-void sort_issues(std::vector<ConfigIssue>& issues) {
-  // File issues by line (line 0 = a default value, after them), then --set issues.
-  std::stable_sort(issues.begin(), issues.end(), [](const ConfigIssue& a, const ConfigIssue& b) {
-    auto rank = [](const ConfigIssue& i) {
+void sort_issues(std::vector<ConfigIssue>& issues, const std::string& source) {
+  // The config file's issues by line, then the cluster file's by line, then those without a
+  // line (a default value), then --set issues.
+  std::stable_sort(issues.begin(), issues.end(), [&source](const ConfigIssue& a, const ConfigIssue& b) {
+    auto rank = [&source](const ConfigIssue& i) {
       const bool set = i.file == kOverrideSource;
-      return std::make_pair(set ? 2 : (i.line > 0 ? 0 : 1), set ? 0 : i.line);
+      return std::make_pair(set ? 3 : (i.line > 0 ? (i.file == source ? 0 : 1) : 2), set ? 0 : i.line);
     };
     return rank(a) < rank(b);
   });
@@ -477,7 +478,7 @@ Config parse_config(std::string_view toml_text, const std::string& source_name,
   read_cluster_file(c, st);
   if (syntax_ok) validate(c, st);
   if (!st.issues.empty()) {
-    sort_issues(st.issues);
+    sort_issues(st.issues, source_name);
     if (st.dropped > 0)
       st.issues.push_back({source_name, 0, "", "and " + std::to_string(st.dropped) + " more problems (only the first " +
                                                    std::to_string(kMaxReportedIssues) + " are listed)"});
