@@ -6,7 +6,7 @@
 # that a longer campaign goes on where the last one stopped:
 #   $MOEBENCH_FUZZ_DIR (default /tmp/moebench-fuzz)/<target>/{corpus,findings,log.txt}
 # Prints executions, coverage and findings per target; exits 1 when a target found a crash.
-#   scripts/fuzz.sh                 every target, 300 s each (targets: config safetensors bin_shard step_records)
+#   scripts/fuzz.sh                 every target, 300 s each (targets: config cluster safetensors bin_shard step_records)
 #   scripts/fuzz.sh 3600 config     one target for an hour
 #   scripts/fuzz.sh --seed-corpus   rewrites tests/fuzz/corpus/ with the core's writers (release build)
 # A finding becomes a regression test: minimise it (build/fuzz/tests/fuzz/fuzz_<target>
@@ -14,7 +14,7 @@
 # tests/fuzz/regressions/<target>/ (the release build replays it, label unit).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-all_targets=(config safetensors bin_shard step_records)
+all_targets=(config cluster safetensors bin_shard step_records)
 
 if [ "${1:-}" = "--seed-corpus" ]; then
   scripts/build.sh release >/dev/null

@@ -64,6 +64,7 @@ class TestConfig : public QObject {
     write_file(at("val.bin"), std::string(256, '\x02'));
     write_file(at("corpus.txt"), "hello world\n");
     std::filesystem::create_directories(at("adir"));
+    write_file(at("cluster.toml"), "[cluster]\nname = \"from_file\"\nintra_bw_gbs = 300.0\n");
   }
 
   void errors_data() {
@@ -490,9 +491,13 @@ class TestConfig : public QObject {
   void roundtrip_full_config() {
     // Every key set to a non-default value.
     const std::string text =
-        "[run]\nname = \"a \\\"quoted\\\" name\\twith tab\"\nseed = 99\nout_dir = \"out/dir\"\nthreads = 2\nranks = 6\n"
-        "oversubscribe_ok = true\nstop_grace_s = 3.5\n"
-        "[cluster]\nnodes = 2\ndevices_per_node = 3\npcie_switch_pairs = [0, 1]\n[parallel]\nep = 2\n[strategy]\nname = \"hier_a2a\"\ncredits = 3\njanus_threshold = 2.5\npriority = false\nprefetch = true\nhierarchical = true\npcie_pairing = true\n"
+        "[run]\nname = \"a \\\"quoted\\\" name\\twith tab\"\nseed = 99\nout_dir = \"out/dir\"\nthreads = 2\nranks = 6\noversubscribe_ok = true\nstop_grace_s = 3.0\n"
+        "[cluster]\nfile = \"cluster.toml\"\nname = \"tiny\"\nnodes = 2\ndevices_per_node = 3\npcie_switch_pairs = [0, 1]\n"
+        "device_tflops = 2.5\nefficiency_flops = [1e6, 1e9]\nefficiency = [0.5, 0.75]\ncopy_bw_gbs = 8.0\n"
+        "intra_bw_gbs = 50.0\nintra_latency_us = 1.5\npcie_bw_gbs = 20.0\npcie_latency_us = 2.5\n"
+        "inter_bw_gbs = 12.5\ninter_latency_us = 4.0\ndevices_per_nic = 3\nnodes_per_switch = 1\n"
+        "spine_bw_gbs = 6.0\nspine_latency_us = 7.0\n"
+        "[parallel]\nep = 2\n[strategy]\nname = \"hier_a2a\"\ncredits = 3\njanus_threshold = 2.5\npriority = false\nprefetch = true\nhierarchical = true\npcie_pairing = true\n"
         "[model]\nvocab_size = 1000\nseq_len = 16\nhidden = 48\nlayers = 6\nheads = 3\nffn_mult = 2\n"
         "tied_head = false\ninit_std = 0.015\n"
         "[moe]\nmoe_layers = [0, 2, 5]\nexperts = [2, 4, 6]\ntop_k = 1\ncapacity_factor = 1.25\n"

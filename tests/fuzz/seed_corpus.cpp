@@ -4,6 +4,7 @@
 //   config        sample_configs/**/*.toml, tests/data/tiny.toml, the fully resolved default
 //                 config, a dotted-key / inline-table config, and configs with --set overrides
 //                 (NUL-separated after the text, as fuzz_config.cpp reads them)
+//   cluster       sample_configs/clusters/*.toml and the resolved default [cluster] section
 //   safetensors   write_safetensors files: two tensors with metadata, an empty tensor, none
 //   bin_shard     write_bin_shard shards: version 1, version 2, no tokens
 //   step_records  a block-count byte + encode_rank_records buffers: spans, traffic and routing
@@ -51,6 +52,18 @@ std::string with_sets(std::string text, const std::vector<std::string>& sets) {
     text += s;
   }
   return text;
+}
+
+void cluster_seeds(const fs::path& src, const fs::path& out) {
+  for (const auto& e : fs::directory_iterator(src / "sample_configs/clusters"))
+    write_file(out / e.path().filename(), read_file(e.path()));
+  // The [cluster] section of the fully resolved default config, less `file`.
+  const std::string all = config_to_toml(Config{});
+  const size_t begin = all.find("[cluster]"), end = all.find("\n[", begin + 1);
+  std::string section = all.substr(begin, end - begin + 1);
+  const size_t file = section.find("\nfile = ");
+  section.erase(file + 1, section.find('\n', file + 1) - file);
+  write_file(out / "resolved_defaults.toml", section);
 }
 
 void config_seeds(const fs::path& src, const fs::path& out) {
@@ -131,6 +144,7 @@ int main(int argc, char** argv) {
   }
   const fs::path src = argv[1], out = argv[2];
   config_seeds(src, out / "config");
+  cluster_seeds(src, out / "cluster");
   safetensors_seeds(out / "safetensors");
   bin_shard_seeds(out / "bin_shard");
   step_records_seeds(out / "step_records");

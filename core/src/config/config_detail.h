@@ -13,7 +13,7 @@
 
 namespace moebench::config_detail {
 
-enum class Kind { Int, Int64, UInt64, Float, Bool, String, Path, IntList, Experts };
+enum class Kind { Int, Int64, UInt64, Float, Double, Bool, String, Path, IntList, DoubleList, Experts };
 
 struct FieldDef {
   const char* section;
@@ -62,6 +62,12 @@ struct LoadState {
 
 // Expands moe.experts to one entry per MoE block and checks every rule; adds to st.issues.
 void validate(Config& c, LoadState& st);
+// Only the rules on [cluster] keys that hold without the rest of the config (a cluster file).
+void validate_cluster(Config& c, LoadState& st);
+
+// Reads cluster.file (when set) into c.cluster: its keys apply where the config set none; its
+// problems name the cluster file, its line and the key. Adds to st.issues.
+void read_cluster_file(Config& c, LoadState& st);
 
 // At most `max` bytes of `s`, then "... (N bytes)" when cut: user text echoed in messages.
 std::string excerpt(std::string_view s, size_t max = 48);

@@ -13,6 +13,7 @@
 #include <toml++/toml.h>
 
 #include "config_detail.h"
+#include "config_reader.h"
 #include "toml_precheck.h"
 
 namespace moebench {
@@ -141,6 +142,14 @@ class Reader {
     return true;
   }
 
+  bool read_double(const toml::node& n, double& out) {
+    if (auto d = n.as_floating_point()) out = d->get();
+    else if (auto i = n.as_integer()) out = (double)i->get();
+    else return error("expected a number, got " + describe(n), line_of(n));
+    if (!std::isfinite(out)) return error("must be a finite number, got " + describe(n), line_of(n));
+    return true;
+  }
+
   bool assign(const FieldDef& f, const toml::node& n, const fs::path& base_dir) {
     switch (f.kind) {
       case Kind::Int: {
@@ -169,6 +178,28 @@ class Reader {
         if (!std::isfinite(v)) return error("must be a finite number, got " + describe(n));
         if (std::fabs(v) > 3.4e38) return error("out of range for a 32-bit float, got " + describe(n));
         f.get<float>(c_) = (float)v;
+        return true;
+      }
+      case Kind::Double: {
+        double v = 0;
+        if (!read_double(n, v)) return false;
+        f.get<double>(c_) = v;
+        return true;
+      }
+      case Kind::DoubleList: {
+        auto a = n.as_array();
+        if (!a) return error("expected an array of numbers, got " + describe(n));
+        std::vector<double> out;
+        for (size_t i = 0; i < a->size(); ++i) {
+          const toml::node& e = *a->get(i);
+          if (!e.is_number())
+            return error("expected an array of numbers, element " + std::to_string(i) + " is " + describe(e),
+                         line_of(e));
+          double v = 0;
+          if (!read_double(e, v)) return false;
+          out.push_back(v);
+        }
+        f.get<std::vector<double>>(c_) = std::move(out);
         return true;
       }
       case Kind::Bool: {
@@ -392,18 +423,34 @@ void apply_overrides(const std::vector<std::string>& overrides, Config& c, LoadS
   }
 }
 
-void sort_issues(std::vector<ConfigIssue>& issues) {
-  // File issues by line (line 0 = a default value, after them), then --set issues.
-  std::stable_sort(issues.begin(), issues.end(), [](const ConfigIssue& a, const ConfigIssue& b) {
-    auto rank = [](const ConfigIssue& i) {
+void sort_issues(std::vector<ConfigIssue>& issues, const std::string& source) {
+  // The config file's issues by line, then the cluster file's by line, then those without a
+  // line (a default value), then --set issues.
+  std::stable_sort(issues.begin(), issues.end(), [&source](const ConfigIssue& a, const ConfigIssue& b) {
+    auto rank = [&source](const ConfigIssue& i) {
       const bool set = i.file == kOverrideSource;
-      return std::make_pair(set ? 2 : (i.line > 0 ? 0 : 1), set ? 0 : i.line);
+      return std::make_pair(set ? 3 : (i.line > 0 ? (i.file == source ? 0 : 1) : 2), set ? 0 : i.line);
     };
     return rank(a) < rank(b);
   });
 }
 
 }  // namespace
+
+namespace config_detail {
+
+void read_field(Config& c, LoadState& st, const FieldDef& f, const toml::node& n, const Origin& at,
+                const std::string& base_dir) {
+  Reader(c, st).read(f, n, at, fs::path(base_dir.empty() ? "." : base_dir));
+}
+
+std::string unknown_key_text(const std::string& section, const std::string& key) {
+  return unknown_key_message(section, key);
+}
+
+std::string describe_value(const toml::node& n) { return describe(n); }
+
+}  // namespace config_detail
 
 Config parse_config(std::string_view toml_text, const std::string& source_name,
                     const std::vector<std::string>& overrides, const std::string& base_dir) {
@@ -428,9 +475,10 @@ Config parse_config(std::string_view toml_text, const std::string& source_name,
     }
   }
   apply_overrides(overrides, c, st);
+  read_cluster_file(c, st);
   if (syntax_ok) validate(c, st);
   if (!st.issues.empty()) {
-    sort_issues(st.issues);
+    sort_issues(st.issues, source_name);
     if (st.dropped > 0)
       st.issues.push_back({source_name, 0, "", "and " + std::to_string(st.dropped) + " more problems (only the first " +
                                                    std::to_string(kMaxReportedIssues) + " are listed)"});

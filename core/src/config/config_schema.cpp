@@ -25,9 +25,25 @@ const std::vector<FieldDef>& fields() {
       MB_FIELD(run, oversubscribe_ok, Bool, "local launch: allow > 8 ranks per core or more memory than available"),
       MB_FIELD(run, stop_grace_s, Float, "local launch: seconds ranks get to stop cleanly after Ctrl-C before they are killed"),
 
+      MB_FIELD(cluster, file, Path, "cluster description (sample_configs/clusters/*.toml); keys set here override its keys"),
+      MB_FIELD(cluster, name, String, "the cluster's name"),
       MB_FIELD(cluster, nodes, Int, "nodes (virtual on one machine: ranks in node blocks)"),
       MB_FIELD(cluster, devices_per_node, Int, "ranks per node; 0 = world size / nodes"),
       MB_FIELD(cluster, pcie_switch_pairs, IntList, "local ranks sharing a PCIe switch, pairwise: [0,1,2,3] = {0,1},{2,3}"),
+      MB_FIELD(cluster, device_tflops, Double, "sustained compute rate per device, TFLOP/s"),
+      MB_FIELD(cluster, efficiency_flops, DoubleList, "efficiency curve: FLOPs per task, ascending; [] = no curve"),
+      MB_FIELD(cluster, efficiency, DoubleList, "fraction of device_tflops reached at each efficiency_flops point, in (0, 1]"),
+      MB_FIELD(cluster, copy_bw_gbs, Double, "host <-> device copy bandwidth per PCIe switch uplink, GB/s"),
+      MB_FIELD(cluster, intra_bw_gbs, Double, "device <-> device bandwidth inside a node, GB/s per direction"),
+      MB_FIELD(cluster, intra_latency_us, Double, "latency of an intra-node message, microseconds"),
+      MB_FIELD(cluster, pcie_bw_gbs, Double, "bandwidth between the devices of one PCIe switch, GB/s; 0 = the intra-node link"),
+      MB_FIELD(cluster, pcie_latency_us, Double, "latency between the devices of one PCIe switch, microseconds"),
+      MB_FIELD(cluster, inter_bw_gbs, Double, "bandwidth of one NIC between nodes, GB/s per direction"),
+      MB_FIELD(cluster, inter_latency_us, Double, "latency of an inter-node message, microseconds"),
+      MB_FIELD(cluster, devices_per_nic, Int, "devices sharing one NIC; 0 = all devices of a node"),
+      MB_FIELD(cluster, nodes_per_switch, Int, "nodes under one leaf switch; 0 = all nodes under one switch"),
+      MB_FIELD(cluster, spine_bw_gbs, Double, "bandwidth per NIC between leaf switches, GB/s; 0 = inter_bw_gbs"),
+      MB_FIELD(cluster, spine_latency_us, Double, "latency between leaf switches, microseconds (with nodes_per_switch)"),
 
       MB_FIELD(model, vocab_size, Int, "vocabulary size (>= 2; 256 for data.source = text)"),
       MB_FIELD(model, seq_len, Int, "context length T (also the position-embedding size)"),
@@ -151,6 +167,24 @@ std::string int_list_text(const std::vector<int>& v) {
   return out + "]";
 }
 
+// Shortest text that reads back as the same double, always a TOML float ("10.0", "1e+09").
+std::string double_text(double v) {
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof buf, v);
+  std::string s(buf, res.ptr);
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+  return s;
+}
+
+std::string double_list_text(const std::vector<double>& v) {
+  std::string out = "[";
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) out += ", ";
+    out += double_text(v[i]);
+  }
+  return out + "]";
+}
+
 std::string value_text(const FieldDef& f, const Config& c) {
   switch (f.kind) {
     case Kind::Int: return std::to_string(f.get<int>(c));
@@ -162,11 +196,13 @@ std::string value_text(const FieldDef& f, const Config& c) {
       if (s.find_first_of(".eEn") == std::string::npos) s += ".0";  // "1" -> "1.0"; inf/nan kept
       return s;
     }
+    case Kind::Double: return double_text(f.get<double>(c));
     case Kind::Bool: return f.get<bool>(c) ? "true" : "false";
     case Kind::String:
     case Kind::Path: return toml_string_literal(f.get<std::string>(c));
     case Kind::IntList:
     case Kind::Experts: return int_list_text(f.get<std::vector<int>>(c));
+    case Kind::DoubleList: return double_list_text(f.get<std::vector<double>>(c));
   }
   return {};
 }
@@ -177,11 +213,13 @@ nlohmann::json value_json(const FieldDef& f, const Config& c) {
     case Kind::Int64: return f.get<int64_t>(c);
     case Kind::UInt64: return f.get<uint64_t>(c);
     case Kind::Float: return std::strtod(float_text(f.get<float>(c)).c_str(), nullptr);
+    case Kind::Double: return f.get<double>(c);
     case Kind::Bool: return f.get<bool>(c);
     case Kind::String:
     case Kind::Path: return f.get<std::string>(c);
     case Kind::IntList:
     case Kind::Experts: return f.get<std::vector<int>>(c);
+    case Kind::DoubleList: return f.get<std::vector<double>>(c);
   }
   return nullptr;
 }
@@ -191,11 +229,13 @@ const char* kind_name(Kind k) {
     case Kind::Int:
     case Kind::Int64:
     case Kind::UInt64: return "integer";
-    case Kind::Float: return "float";
+    case Kind::Float:
+    case Kind::Double: return "float";
     case Kind::Bool: return "boolean";
     case Kind::String: return "string";
     case Kind::Path: return "path";
     case Kind::IntList: return "integer array";
+    case Kind::DoubleList: return "float array";
     case Kind::Experts: return "integer or integer array";
   }
   return "";

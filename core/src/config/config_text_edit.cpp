@@ -432,7 +432,7 @@ std::string config_value_literal(const std::string& key, std::string_view user_t
     std::string lower = lit;
     for (auto& ch : lower) ch = (char)std::tolower((unsigned char)ch);
     if (lower == "true" || lower == "false") lit = lower;
-  } else if (info.type == "integer array") {
+  } else if (info.type == "integer array" || info.type == "float array") {
     if (lit.empty() || lit.front() != '[') lit = "[" + lit + "]";
   } else if (info.type == "integer or integer array") {
     if (!lit.empty() && lit.front() != '[' && lit.find(',') != std::string::npos) lit = "[" + lit + "]";

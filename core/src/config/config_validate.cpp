@@ -3,6 +3,7 @@
 // A rule that involves a key already rejected while reading is skipped, so one typo gives one
 // message rather than a cascade.
 #include <algorithm>
+#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
@@ -48,6 +49,19 @@ class Checker {
     if (!in) fail(key, std::string("must be in [0, 1") + (closed ? "]" : ")") + ", got " + float_text(v));
   }
 
+  // Doubles of [cluster]: bandwidths, latencies, rates.
+  static std::string number_text(double v) {
+    char buf[64];
+    const auto res = std::to_chars(buf, buf + sizeof buf, v);
+    return std::string(buf, res.ptr);
+  }
+  void positive_number(const char* key, double v) {
+    if (ok({key}) && !(v > 0.0)) fail(key, "must be > 0, got " + number_text(v));
+  }
+  void non_negative_number(const char* key, double v, const char* note = "") {
+    if (ok({key}) && !(v >= 0.0)) fail(key, std::string("must be >= 0") + note + ", got " + number_text(v));
+  }
+
   void readable_file(const char* key, const std::string& path, const char* fallback) {
     std::error_code ec;
     const auto status = fs::status(path, ec);
@@ -58,6 +72,7 @@ class Checker {
   }
 
   void run();
+  void check_cluster();
 
  private:
   void check_run();
@@ -77,6 +92,7 @@ void Checker::run() {
   if (ok({"moe.experts"}) && st_.experts_scalar)
     c_.moe.experts.assign(c_.moe.moe_layers.size(), st_.experts_value);
   check_run();
+  check_cluster();
   check_model();
   check_moe();
   check_parallel();
@@ -104,31 +120,17 @@ void Checker::check_parallel() {
   non_negative("run.stop_grace_s", c_.run.stop_grace_s);
   at_least("store.spans_every", c_.store.spans_every, 1);
   at_least("strategy.credits", c_.strategy.credits, 1);
-  if (ok({"cluster.pcie_switch_pairs"})) {
-    const auto& pairs = c_.cluster.pcie_switch_pairs;
-    std::set<int> seen;
-    if (pairs.size() % 2 != 0)
-      fail("cluster.pcie_switch_pairs", "must list pairs of local ranks (an even number of entries), got " +
-                                            std::to_string(pairs.size()));
-    for (int r : pairs)
-      if (r < 0 || !seen.insert(r).second) {
-        fail("cluster.pcie_switch_pairs", "local rank " + std::to_string(r) + " is negative or listed twice");
-        break;
-      }
-  }
   if (ok({"strategy.pcie_pairing", "cluster.pcie_switch_pairs"}) && c_.strategy.pcie_pairing &&
       c_.cluster.pcie_switch_pairs.empty())
     fail("strategy.pcie_pairing", "needs cluster.pcie_switch_pairs (which local ranks share a PCIe switch)");
   non_negative("strategy.janus_threshold", c_.strategy.janus_threshold);
   if (ok({"store.db"}) && c_.store.db.empty()) fail("store.db", "must not be empty");
   if (ok({"store.experiment"}) && c_.store.experiment.empty()) fail("store.experiment", "must not be empty");
-  at_least("cluster.nodes", c_.cluster.nodes, 1);
-  at_least("cluster.devices_per_node", c_.cluster.devices_per_node, 0, " (0 = ranks / nodes)");
   at_least("parallel.ep", c_.parallel.ep, 0, " (0 = all data-parallel ranks)");
   const int ranks = c_.run.ranks, nodes = c_.cluster.nodes, dpn = c_.cluster.devices_per_node;
   if (ok({"run.ranks", "cluster.nodes", "cluster.devices_per_node"}) && ranks >= 1 && nodes >= 1 && dpn >= 0) {
-    if (dpn > 0 && nodes * dpn != ranks)
-      fail("cluster.devices_per_node", "cluster.nodes x devices_per_node = " + std::to_string(nodes * dpn) +
+    if (dpn > 0 && (int64_t)nodes * dpn != ranks)
+      fail("cluster.devices_per_node", "cluster.nodes x devices_per_node = " + std::to_string((int64_t)nodes * dpn) +
                                            " must equal run.ranks = " + std::to_string(ranks), "run.ranks");
     else if (dpn == 0 && ranks % nodes != 0)
       fail("cluster.nodes", "must divide run.ranks = " + std::to_string(ranks) + ", got " + std::to_string(nodes),
@@ -198,13 +200,17 @@ void Checker::check_layout() {
     return;
   const int per_node = c_.cluster.devices_per_node > 0 ? c_.cluster.devices_per_node : ranks / c_.cluster.nodes;
   if (per_node * c_.cluster.nodes != ranks) return;
-  if (ok({"cluster.pcie_switch_pairs"}))
+  if (ok({"cluster.pcie_switch_pairs"}) && c_.cluster.devices_per_node == 0)  // (else check_cluster)
     for (int r : c_.cluster.pcie_switch_pairs)
       if (r >= per_node) {
         fail("cluster.pcie_switch_pairs", "local rank " + std::to_string(r) + " does not exist: a node has " +
                                               std::to_string(per_node) + " ranks" + world);
         break;
       }
+  const int per_nic = c_.cluster.devices_per_nic;
+  if (ok({"cluster.devices_per_nic"}) && c_.cluster.devices_per_node == 0 && per_nic > 0 && per_node % per_nic != 0)
+    fail("cluster.devices_per_nic", "must divide the " + std::to_string(per_node) + " ranks of a node" + world +
+                                        ", got " + std::to_string(per_nic), "run.ranks");
   if (ok({"strategy.name"}) && c_.strategy.name == "hier_a2a")
     for (int first = 0; first < ranks; first += ep) {  // each expert-parallel group
       std::map<int, int> on_node;
@@ -220,6 +226,71 @@ void Checker::check_layout() {
                "parallel.ep");
           return;
         }
+    }
+}
+
+// [cluster] on its own (also a cluster file without a config): nodes, links, compute.
+void Checker::check_cluster() {
+  const auto& k = c_.cluster;
+  at_least("cluster.nodes", k.nodes, 1);
+  at_least("cluster.devices_per_node", k.devices_per_node, 0, " (0 = ranks / nodes)");
+  if (ok({"cluster.name"}) && k.name.empty()) fail("cluster.name", "must not be empty");
+  if (ok({"cluster.nodes", "cluster.devices_per_node"}) && (int64_t)k.nodes * k.devices_per_node > INT32_MAX)
+    fail("cluster.devices_per_node", "cluster.nodes x devices_per_node = " +
+                                         std::to_string((int64_t)k.nodes * k.devices_per_node) +
+                                         " devices, more than 2147483647", "cluster.nodes");
+  if (ok({"cluster.pcie_switch_pairs"})) {
+    const auto& pairs = k.pcie_switch_pairs;
+    std::set<int> seen;
+    if (pairs.size() % 2 != 0)
+      fail("cluster.pcie_switch_pairs", "must list pairs of local ranks (an even number of entries), got " +
+                                            std::to_string(pairs.size()));
+    for (int r : pairs)
+      if (r < 0 || !seen.insert(r).second) {
+        fail("cluster.pcie_switch_pairs", "local rank " + std::to_string(r) + " is negative or listed twice");
+        break;
+      } else if (ok({"cluster.devices_per_node"}) && k.devices_per_node > 0 && r >= k.devices_per_node) {
+        fail("cluster.pcie_switch_pairs", "local rank " + std::to_string(r) + " does not exist: a node has " +
+                                              std::to_string(k.devices_per_node) + " devices (cluster.devices_per_node)");
+        break;
+      }
+  }
+  positive_number("cluster.device_tflops", k.device_tflops);
+  positive_number("cluster.copy_bw_gbs", k.copy_bw_gbs);
+  positive_number("cluster.intra_bw_gbs", k.intra_bw_gbs);
+  positive_number("cluster.inter_bw_gbs", k.inter_bw_gbs);
+  non_negative_number("cluster.pcie_bw_gbs", k.pcie_bw_gbs, " (0 = the intra-node link)");
+  non_negative_number("cluster.spine_bw_gbs", k.spine_bw_gbs, " (0 = cluster.inter_bw_gbs)");
+  non_negative_number("cluster.intra_latency_us", k.intra_latency_us);
+  non_negative_number("cluster.pcie_latency_us", k.pcie_latency_us);
+  non_negative_number("cluster.inter_latency_us", k.inter_latency_us);
+  non_negative_number("cluster.spine_latency_us", k.spine_latency_us);
+  at_least("cluster.devices_per_nic", k.devices_per_nic, 0, " (0 = all devices of a node)");
+  at_least("cluster.nodes_per_switch", k.nodes_per_switch, 0, " (0 = all nodes under one switch)");
+  if (ok({"cluster.devices_per_nic", "cluster.devices_per_node"}) && k.devices_per_nic > 0 &&
+      k.devices_per_node > 0 && k.devices_per_node % k.devices_per_nic != 0)
+    fail("cluster.devices_per_nic", "must divide cluster.devices_per_node (" + std::to_string(k.devices_per_node) +
+                                        "), got " + std::to_string(k.devices_per_nic), "cluster.devices_per_node");
+  if (!ok({"cluster.efficiency_flops", "cluster.efficiency"})) return;
+  const auto& xs = k.efficiency_flops;
+  const auto& ys = k.efficiency;
+  if (xs.size() != ys.size()) {
+    fail("cluster.efficiency", "has " + std::to_string(ys.size()) + " entries but cluster.efficiency_flops has " +
+                                   std::to_string(xs.size()) + "; give one efficiency per point",
+         "cluster.efficiency_flops");
+    return;
+  }
+  for (size_t i = 0; i < xs.size(); ++i) {
+    if (!(xs[i] > 0.0) || (i > 0 && !(xs[i] > xs[i - 1]))) {
+      fail("cluster.efficiency_flops", "must be > 0 and strictly ascending, entry " + std::to_string(i) + " is " +
+                                           number_text(xs[i]));
+      break;
+    }
+  }
+  for (size_t i = 0; i < ys.size(); ++i)
+    if (!(ys[i] > 0.0 && ys[i] <= 1.0)) {
+      fail("cluster.efficiency", "must be in (0, 1], entry " + std::to_string(i) + " is " + number_text(ys[i]));
+      break;
     }
 }
 
@@ -346,5 +417,7 @@ void Checker::check_train() {
 }  // namespace
 
 void validate(Config& c, LoadState& st) { Checker(c, st).run(); }
+
+void validate_cluster(Config& c, LoadState& st) { Checker(c, st).check_cluster(); }
 
 }  // namespace moebench::config_detail

@@ -22,11 +22,31 @@ struct RunConfig {
 };
 
 struct ClusterConfig {
+  // A cluster description (sample_configs/clusters/*.toml): its [cluster] keys apply where the
+  // config sets none. Relative: to the config file's folder (--set: the current directory).
+  std::string file;
+  std::string name = "local";  // the cluster's name (messages, describe())
   int nodes = 1;              // nodes of the (virtual on one machine) topology
   int devices_per_node = 0;   // ranks per node; 0 = world size / nodes
   // PCIe switches: local indices of the ranks sharing one switch, listed pairwise
   // ([0, 1, 2, 3] = switches {0,1} and {2,3}); empty = none described
   std::vector<int> pcie_switch_pairs;
+  // Links and devices (perf/cluster_model.h). Bandwidths in GB/s = 1e9 bytes/s per direction,
+  // latencies in microseconds. Defaults: this development machine, roughly (README).
+  double device_tflops = 0.12;           // sustained compute rate per device, TFLOP/s
+  std::vector<double> efficiency_flops;  // efficiency curve: FLOPs per task, ascending ...
+  std::vector<double> efficiency;        // ... and the fraction of device_tflops reached there
+  double copy_bw_gbs = 10.0;             // host <-> device copies, per PCIe switch uplink
+  double intra_bw_gbs = 10.0;            // device <-> device in one node (NVLink / NVSwitch / shm)
+  double intra_latency_us = 1.0;
+  double pcie_bw_gbs = 0.0;              // devices behind one PCIe switch; 0 = the intra link
+  double pcie_latency_us = 0.0;
+  double inter_bw_gbs = 10.0;            // per NIC, between nodes
+  double inter_latency_us = 2.0;
+  int devices_per_nic = 0;               // devices sharing one NIC; 0 = all of a node
+  int nodes_per_switch = 0;              // nodes under one leaf switch; 0 = all nodes
+  double spine_bw_gbs = 0.0;             // between leaf switches, per NIC; 0 = the inter link
+  double spine_latency_us = 0.0;
 };
 
 struct ParallelConfig {

@@ -1,0 +1,208 @@
+// ClusterModel: placement of ranks on nodes, NICs, leaf switches and PCIe switches, the link
+// class between two ranks, and the time of transfers, copies and compute on it.
+#include "moebench/perf/cluster_model.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <stdexcept>
+
+namespace moebench {
+
+const char* cluster_link_name(ClusterLink link) {
+  switch (link) {
+    case ClusterLink::self: return "self";
+    case ClusterLink::pcie_pair: return "pcie_pair";
+    case ClusterLink::intra_node: return "intra_node";
+    case ClusterLink::inter_node: return "inter_node";
+    case ClusterLink::inter_switch: return "inter_switch";
+  }
+  return "?";
+}
+
+namespace {
+
+void require(bool ok, const std::string& what) {
+  if (!ok) throw std::invalid_argument("cluster model: " + what);
+}
+
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+std::string link_text(const LinkSpec& l) {
+  return num(l.bandwidth / 1e9) + " GB/s " + num(l.latency * 1e6) + " us";
+}
+
+}  // namespace
+
+ClusterModel::ClusterModel() : ClusterModel(ClusterSpec{}) {}
+
+ClusterModel::ClusterModel(ClusterSpec spec) : spec_(std::move(spec)) {
+  const auto& s = spec_;
+  require(s.nodes >= 1, "nodes must be >= 1, got " + std::to_string(s.nodes));
+  require(s.devices_per_node >= 1, "devices_per_node must be >= 1, got " + std::to_string(s.devices_per_node));
+  require((int64_t)s.nodes * s.devices_per_node <= INT32_MAX, "more than 2147483647 devices");
+  require(s.device_flops > 0, "device_flops must be > 0");
+  require(s.copy_bandwidth > 0, "copy_bandwidth must be > 0");
+  require(s.intra.bandwidth > 0 && s.inter.bandwidth > 0, "intra and inter bandwidths must be > 0");
+  require(s.pcie_pair.bandwidth >= 0 && s.spine.bandwidth >= 0, "pcie_pair and spine bandwidths must be >= 0");
+  require(s.intra.latency >= 0 && s.inter.latency >= 0 && s.pcie_pair.latency >= 0 && s.spine.latency >= 0,
+          "latencies must be >= 0");
+  per_nic_ = s.devices_per_nic == 0 ? s.devices_per_node : s.devices_per_nic;
+  require(per_nic_ >= 1 && s.devices_per_node % per_nic_ == 0,
+          "devices_per_nic (" + std::to_string(s.devices_per_nic) + ") must divide devices_per_node (" +
+              std::to_string(s.devices_per_node) + ")");
+  per_switch_ = s.nodes_per_switch == 0 ? s.nodes : s.nodes_per_switch;
+  require(per_switch_ >= 1, "nodes_per_switch must be >= 0");
+  for (size_t i = 0; i < s.efficiency.size(); ++i) {
+    const auto& p = s.efficiency[i];
+    require(p.flops > 0 && (i == 0 || p.flops > s.efficiency[i - 1].flops),
+            "efficiency points must have flops > 0, strictly ascending");
+    require(p.efficiency > 0 && p.efficiency <= 1, "efficiency must be in (0, 1]");
+  }
+  require(s.pcie_switch_pairs.size() % 2 == 0, "pcie_switch_pairs must hold pairs");
+  pcie_peer_local_.assign((size_t)s.devices_per_node, -1);
+  for (size_t i = 0; i + 1 < s.pcie_switch_pairs.size(); i += 2) {
+    const int a = s.pcie_switch_pairs[i], b = s.pcie_switch_pairs[i + 1];
+    require(a >= 0 && b >= 0 && a < s.devices_per_node && b < s.devices_per_node && a != b &&
+                pcie_peer_local_[(size_t)a] < 0 && pcie_peer_local_[(size_t)b] < 0,
+            "pcie_switch_pairs: local indices must exist and appear once");
+    pcie_peer_local_[(size_t)a] = b;
+    pcie_peer_local_[(size_t)b] = a;
+  }
+}
+
+void ClusterModel::check_rank(int rank) const {
+  if (rank < 0 || rank >= world_size())
+    throw std::out_of_range("cluster model: rank " + std::to_string(rank) + " outside [0, " +
+                            std::to_string(world_size()) + ")");
+}
+
+int ClusterModel::node_of(int rank) const {
+  check_rank(rank);
+  return rank / spec_.devices_per_node;
+}
+
+int ClusterModel::local_index(int rank) const {
+  check_rank(rank);
+  return rank % spec_.devices_per_node;
+}
+
+int ClusterModel::nic_of(int rank) const {
+  return node_of(rank) * nics_per_node() + local_index(rank) / per_nic_;
+}
+
+int ClusterModel::switch_of(int rank) const { return node_of(rank) / per_switch_; }
+
+int ClusterModel::pcie_peer_of(int rank) const {
+  const int peer = pcie_peer_local_[(size_t)local_index(rank)];
+  return peer < 0 ? -1 : node_of(rank) * spec_.devices_per_node + peer;
+}
+
+ClusterLink ClusterModel::link_class(int a, int b) const {
+  check_rank(a);
+  check_rank(b);
+  if (a == b) return ClusterLink::self;
+  if (node_of(a) == node_of(b)) return pcie_peer_of(a) == b ? ClusterLink::pcie_pair : ClusterLink::intra_node;
+  return switch_of(a) == switch_of(b) ? ClusterLink::inter_node : ClusterLink::inter_switch;
+}
+
+LinkSpec ClusterModel::link(ClusterLink link) const {
+  switch (link) {
+    case ClusterLink::self: return {};
+    case ClusterLink::pcie_pair: return spec_.pcie_pair.bandwidth > 0 ? spec_.pcie_pair : spec_.intra;
+    case ClusterLink::intra_node: return spec_.intra;
+    case ClusterLink::inter_node: return spec_.inter;
+    case ClusterLink::inter_switch: return spec_.spine.bandwidth > 0 ? spec_.spine : spec_.inter;
+  }
+  return {};
+}
+
+LinkInfo ClusterModel::link_between(int a, int b) const {
+  LinkInfo info;
+  info.link = link_class(a, b);
+  const LinkSpec l = link(info.link);
+  info.bandwidth = l.bandwidth;
+  info.latency = l.latency;
+  if (info.link == ClusterLink::inter_node || info.link == ClusterLink::inter_switch) {
+    info.nic_a = nic_of(a);
+    info.nic_b = nic_of(b);
+  }
+  return info;
+}
+
+double ClusterModel::transfer_seconds(int a, int b, double bytes) const {
+  if (!(bytes >= 0)) throw std::invalid_argument("cluster model: transfer of negative bytes");
+  const LinkInfo l = link_between(a, b);
+  if (l.link == ClusterLink::self) return 0.0;
+  return l.latency + bytes / l.bandwidth;
+}
+
+double ClusterModel::efficiency_at(double flops) const {
+  const auto& pts = spec_.efficiency;
+  if (pts.empty()) return 1.0;
+  if (flops <= pts.front().flops) return pts.front().efficiency;
+  if (flops >= pts.back().flops) return pts.back().efficiency;
+  size_t i = 1;
+  while (pts[i].flops < flops) ++i;
+  const double x0 = std::log10(pts[i - 1].flops), x1 = std::log10(pts[i].flops);
+  const double t = (std::log10(flops) - x0) / (x1 - x0);
+  return pts[i - 1].efficiency + t * (pts[i].efficiency - pts[i - 1].efficiency);
+}
+
+double ClusterModel::compute_seconds(double flops) const {
+  if (!(flops > 0)) return 0.0;
+  return flops / (spec_.device_flops * efficiency_at(flops));
+}
+
+double ClusterModel::copy_seconds(double bytes) const {
+  if (!(bytes > 0)) return 0.0;
+  return bytes / spec_.copy_bandwidth;
+}
+
+std::string ClusterModel::describe() const {
+  const auto& s = spec_;
+  std::string out = s.name + ": " + std::to_string(s.nodes) + (s.nodes == 1 ? " node" : " nodes") + " x " +
+                    std::to_string(s.devices_per_node) + " devices, " + num(s.device_flops / 1e12) +
+                    " TFLOP/s per device";
+  if (!s.efficiency.empty()) out += " (efficiency curve, " + std::to_string(s.efficiency.size()) + " points)";
+  out += ", intra " + link_text(s.intra);
+  if (!s.pcie_switch_pairs.empty())
+    out += ", PCIe pairs " + std::to_string(s.pcie_switch_pairs.size() / 2) + " per node" +
+           (s.pcie_pair.bandwidth > 0 ? " " + link_text(s.pcie_pair) : std::string(" (intra link)"));
+  out += ", inter " + link_text(s.inter) + " per NIC (" + std::to_string(per_nic_) + " devices per NIC)";
+  if (per_switch_ < s.nodes)
+    out += ", " + std::to_string(per_switch_) + " nodes per switch, spine " +
+           (s.spine.bandwidth > 0 ? link_text(s.spine) : std::string("= inter"));
+  out += ", copy " + num(s.copy_bandwidth / 1e9) + " GB/s";
+  return out;
+}
+
+ClusterSpec cluster_spec(const ClusterConfig& k, int world_size) {
+  ClusterSpec s;
+  s.name = k.name;
+  s.nodes = k.nodes;
+  s.devices_per_node = k.devices_per_node > 0 ? k.devices_per_node : (k.nodes > 0 ? world_size / k.nodes : 0);
+  s.device_flops = k.device_tflops * 1e12;
+  s.efficiency.clear();
+  for (size_t i = 0; i < k.efficiency_flops.size() && i < k.efficiency.size(); ++i)
+    s.efficiency.push_back({k.efficiency_flops[i], k.efficiency[i]});
+  s.copy_bandwidth = k.copy_bw_gbs * 1e9;
+  s.intra = {k.intra_bw_gbs * 1e9, k.intra_latency_us * 1e-6};
+  s.pcie_pair = {k.pcie_bw_gbs * 1e9, k.pcie_latency_us * 1e-6};
+  s.inter = {k.inter_bw_gbs * 1e9, k.inter_latency_us * 1e-6};
+  s.spine = {k.spine_bw_gbs * 1e9, k.spine_latency_us * 1e-6};
+  s.devices_per_nic = k.devices_per_nic;
+  s.nodes_per_switch = k.nodes_per_switch;
+  s.pcie_switch_pairs = k.pcie_switch_pairs;
+  return s;
+}
+
+ClusterModel cluster_model(const Config& config) {
+  return ClusterModel(cluster_spec(config.cluster, config.run.ranks));
+}
+
+}  // namespace moebench
