@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "moebench/config/strategy_names.h"
 #include "moebench/dist/topology.h"
 #include "moebench/moe/block_graph.h"
 #include "moebench/runtime/graph_dump.h"
@@ -160,6 +161,17 @@ class TestStrategyGraphs : public QObject {
     QCOMPARE((int)b.g.size(), 3);  // router, the protocol's task, combine
     QCOMPARE(b.names.front(), std::string("moe.router"));
     QCOMPARE(b.names.back(), std::string("moe.combine"));
+  }
+
+  void registry_makes_every_configurable_strategy() {
+    for (const std::string& name : strategy_names()) {
+      if (name == "janus") {  // chosen per block
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument, make_strategy(name));
+        continue;
+      }
+      QCOMPARE(make_strategy(name)->name(), name);
+    }
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, make_strategy("tutel"));
   }
 
   void graphs_for_64_ranks_without_mpi() {

@@ -1,6 +1,6 @@
 #pragma once
 // The values `strategy.name` accepts. strategies/registry.cpp makes each of them (janus per
-// block); tst_moe checks the two lists agree.
+// block); tst_strategy_graphs checks the two lists agree.
 #include <string>
 #include <vector>
 

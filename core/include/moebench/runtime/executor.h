@@ -53,7 +53,6 @@ class Executor {
   // Serial mode (`bench overlap`'s baseline): every task submitted from now on runs on the
   // compute worker, in the submission (topological) order, its span keeping its own role.
   void set_serial(bool serial) { serial_ = serial; }
-  bool serial() const { return serial_; }
 
   // Runs fn on the calling thread, recording a span of `role` (host: the main thread's own
   // phases; compute: work the main thread does for the compute stream).
