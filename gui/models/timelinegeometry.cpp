@@ -78,7 +78,11 @@ int streamOrder(const std::string& stream) {
   if (stream == "compute") return 1;
   if (stream == "compute.comm") return 2;
   if (stream == "comm") return 3;
-  return 4;
+  if (stream == "comm.intra") return 4;  // the task-graph runtime's roles
+  if (stream == "comm.inter") return 5;
+  if (stream == "copy") return 6;
+  if (stream == "io") return 7;
+  return 8;
 }
 
 namespace {

@@ -14,7 +14,9 @@ namespace {
 
 using json = nlohmann::json;
 
-const char* const kKnownStreams[] = {"host", "compute", "compute.comm", "comm"};
+// The task-graph runtime's roles, with compute.comm and comm of runs recorded before it.
+const char* const kKnownStreams[] = {"host", "compute", "compute.comm", "comm", "comm.intra", "comm.inter", "copy", "io"};
+constexpr int kKnown = (int)(sizeof kKnownStreams / sizeof kKnownStreams[0]);
 
 bool is_step_span(const SpanRow& s) { return s.stream == "host" && s.name == "step"; }
 
@@ -31,13 +33,13 @@ json chrome_trace(const RunStore& store, const RunInfo& run, int64_t first_step,
   std::vector<SpanRow> spans = store.spans(run.id, first_step, last_step);
   const std::vector<TrafficRow> traffic = store.traffic(run.id, first_step, last_step);
 
-  // Streams -> tids: the four known streams first, then the others in name order.
+  // Streams -> tids: the known streams first, then the others in name order.
   std::map<std::string, int> tid;
-  for (int i = 0; i < 4; ++i) tid[kKnownStreams[i]] = i + 1;
+  for (int i = 0; i < kKnown; ++i) tid[kKnownStreams[i]] = i + 1;
   std::set<std::string> extra;
   for (const auto& s : spans)
     if (!tid.count(s.stream)) extra.insert(s.stream);
-  int next_tid = 5;
+  int next_tid = kKnown + 1;
   for (const auto& name : extra) tid[name] = next_tid++;
 
   // Clock alignment: each rank's first "step" span in the range starts where the reference
