@@ -90,6 +90,14 @@ class TestLaunchReport : public QObject {
     QCOMPARE(f.out.exit()->code, 3);
   }
 
+  void peer_loss_noise_is_held_with_or_without_a_process_prefix() {
+    MpirunOutput out;
+    QVERIFY(out.on_line("[vm:16831] Read -1, expected 8544, errno = 3").empty());  // seen in CI
+    QVERIFY(out.on_line("Read -1, expected 17152, errno = 14").empty());
+    QCOMPARE(out.held().size(), size_t(2));
+    QCOMPARE(out.on_line("[vm:16831] Read the docs"), std::vector<std::string>{"[vm:16831] Read the docs"});
+  }
+
   void signal_banner_names_rank_and_signal() {
     Fed f = feed("signal.txt");
     QVERIFY2(f.shown.empty(), qPrintable(joined(f.shown)));  // peer-loss noise held too

@@ -25,9 +25,10 @@ bool is_process_report(const std::string& line) {
   return std::regex_match(line, re);
 }
 
-// What a rank prints when the peer it reads from with CMA has died.
+// What a rank prints when the peer it reads from with CMA has died (with or without its
+// "[host:pid] " prefix: the task-graph runtime's comm threads print it that way).
 bool is_peer_loss_noise(const std::string& line) {
-  static const std::regex re(R"(^Read -?\d+, expected \d+, errno = \d+$)");
+  static const std::regex re(R"(^(\[[^\]\s]*:\d+\] )?Read -?\d+, expected \d+, errno = \d+$)");
   return std::regex_match(line, re);
 }
 
