@@ -1,7 +1,9 @@
 // data_centric: Janus (SIGCOMM'23) data-centric expert parallelism: tokens stay, experts are
 // pulled with one-sided gets under a credit-based buffer and their gradients pushed back
-// with one-sided accumulates. See strategies/data_centric.h for the protocol.
-#include "moebench/strategies/data_centric.h"
+// with one-sided accumulates. See strategies/data_centric.h for the protocol. This file: the
+// pull schedule (credits, prefetch, forward, backward); data_centric_node_cache.cpp: the
+// node cache and PCIe pairing; data_centric_cost.cpp: the prediction.
+#include "data_centric_detail.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,68 +13,12 @@
 #include "moebench/dist/communicator.h"
 #include "moebench/dist/topology.h"
 #include "moebench/strategies/janus_order.h"
-#include "moebench/runtime/executor.h"
 
 namespace moebench {
-namespace {
 
-// Runs fn on the calling thread (the compute worker running the block's task) and records
-// it as a span with its own role, category and cost (when an executor is attached).
-template <class Fn>
-void phase(MoeContext& ctx, const char* name, TaskCategory category, TaskCost cost, int expert, int peer,
-           Fn&& fn) {
-  if (!ctx.executor) return fn();
-  Span span;
-  span.name = name;
-  span.category = category;
-  span.role = category == TaskCategory::comm ? ctx.ep_role()
-              : category == TaskCategory::copy ? StreamRole::copy : StreamRole::compute;
-  span.flops = cost.flops;
-  span.bytes = cost.bytes_sent();
-  span.layer = ctx.layer;
-  span.expert = expert;
-  span.peer = peer;
-  span.start = ctx.executor->now();
-  fn();
-  span.end = ctx.executor->now();
-  ctx.executor->add_span(std::move(span));
-}
-
-// Checks that the L experts of `v` lie back to back as w1|b1|w2|b2, expert after expert.
-void check_contiguous(const std::vector<ExpertParams>& v, int C, int F, const char* what) {
-  const size_t n = 2 * (size_t)F * C + F + C;
-  for (size_t j = 0; j < v.size(); ++j) {
-    const float* base = v[0].w1 + j * n;
-    if (v[j].w1 != base || v[j].b1 != base + (size_t)F * C || v[j].w2 != base + (size_t)F * C + F ||
-        v[j].b2 != base + 2 * (size_t)F * C + F)
-      throw std::invalid_argument(std::string("data_centric: the owned experts' ") + what +
-                                  " must be one contiguous block (w1|b1|w2|b2 per expert)");
-  }
-}
-
-ExpertParams view(float* base, int C, int F) {
-  return {base, base + (size_t)F * C, base + (size_t)F * C + F, base + 2 * (size_t)F * C + F};
-}
-
-}  // namespace
-
-struct DataCentric::Slot {
-  int e = 0, owner = 0, off = 0, n = 0;
-  bool owned = false;
-  bool node_cached = false;  // hierarchical external expert: params in the node cache
-  bool issued = false;       // its get has been issued (prefetch or forward)
-  bool credit = false;       // holds a credit until computed
-  int ext = -1;              // index in ext_ (external experts)
-  ExpertParams params{}, grads{};
-  std::vector<float> cache, grad;  // pulled experts only
-  ExpertBank bank;
-};
-
-struct DataCentric::Prefetched {
-  int e = 0, owner = 0;
-  bool credit = false;  // internal: holds a credit
-  std::vector<float> buf;
-};
+using data_centric_detail::check_contiguous;
+using data_centric_detail::phase;
+using data_centric_detail::view;
 
 DataCentric::DataCentric(int credits) : credits_override_(credits) {}
 DataCentric::~DataCentric() {
@@ -116,123 +62,6 @@ int DataCentric::configure(MoeContext& ctx) {
   expert_floats_ = 2 * (size_t)F * C + F + C;
   stats_.credits = credits;
   return credits;
-}
-
-// Node of every EP rank (from ctx.topology; one node without it), the pull order, the
-// external experts and, when hierarchical, the node communicator and shared cache (collective
-// over ctx.ep the first time).
-void DataCentric::setup_nodes(MoeContext& ctx) {
-  Communicator& ep = *ctx.ep;
-  node_of_.assign(P_, 0);
-  if (ctx.topology)
-    for (int p = 0; p < P_; ++p) {
-      const int w = ep.world_rank(p);
-      node_of_[p] = w < ctx.topology->world_size() ? ctx.topology->node_of(w) : 0;
-    }
-  my_node_ = node_of_[me_];
-  node_ranks_.clear();
-  for (int p = 0; p < P_; ++p)
-    if (node_of_[p] == my_node_) node_ranks_.push_back(p);
-  m_ = (int)node_ranks_.size();
-  local_rank_ = (int)(std::find(node_ranks_.begin(), node_ranks_.end(), me_) - node_ranks_.begin());
-  order_ = janus_expert_order(me_, node_of_, L_, ctx.priority);
-  ext_.clear();
-  ext_idx_.assign(E_, -1);
-  for (int e = 0; e < E_; ++e)
-    if (node_of_[e / L_] != my_node_) ext_idx_[e] = (int)ext_.size(), ext_.push_back(e);
-  hier_ = ctx.hierarchical && !ext_.empty();
-  // pcie_pairing: this rank's pair peer (local rank on this node), -1 when not listed.
-  pair_peer_local_ = -1;
-  {
-    const auto& pairs = ctx.pcie_switch_pairs;
-    for (size_t i = 0; i + 1 < pairs.size(); i += 2) {
-      int peer = -1;
-      if (pairs[i] == local_rank_) peer = pairs[i + 1];
-      else if (pairs[i + 1] == local_rank_) peer = pairs[i];
-      if (peer >= 0) {
-        if (peer < m_ && peer != local_rank_) pair_peer_local_ = peer;
-        break;
-      }
-    }
-  }
-  if (!hier_ || node_win_) {
-    pairing_ = hier_ && ctx.pcie_pairing && staging_;
-    return;
-  }
-  staging_ = ctx.pcie_pairing;
-  pairing_ = staging_;
-  node_comm_ = ep.split(my_node_, me_);
-  if (!node_comm_ || node_comm_->size() != m_ || node_comm_->rank() != local_rank_)
-    throw std::logic_error("data_centric: node communicator does not match the topology");
-  ext_slots_ = (ext_.size() + m_ - 1) / m_;
-  node_win_ = node_comm_->create_shared_window((ext_slots_ + ext_.size() * (staging_ ? 2 : 1)) * expert_floats_ *
-                                               sizeof(float));
-  if (node_win_->local_size() != m_ || node_win_->local_rank() != local_rank_)
-    throw std::runtime_error("data_centric: hierarchical mode needs each node's ranks to share memory (" +
-                             std::to_string(node_win_->local_size()) + " sharing, node has " +
-                             std::to_string(m_) + ")");
-}
-
-float* DataCentric::ext_cache(int j) {
-  return static_cast<float*>(node_win_->segment(j % m_)) + (size_t)(j / m_) * expert_floats_;
-}
-float* DataCentric::ext_grad(int local, int j) {
-  return static_cast<float*>(node_win_->segment(local)) + (ext_slots_ + (size_t)j) * expert_floats_;
-}
-
-float* DataCentric::ext_stage(int local, int j) {
-  return static_cast<float*>(node_win_->segment(local)) + (ext_slots_ + ext_.size() + (size_t)j) * expert_floats_;
-}
-
-// pcie_pairing (Fig. 9): called by every rank of the node once the node cache holds every
-// external expert the node uses; used_rows[k * n_ext + j] = 1 when local rank k uses ext_[j].
-void DataCentric::pair_copies(MoeContext& ctx, const std::vector<int>& used_rows) {
-  const size_t n_ext = ext_.size();
-  int node_count = 0;
-  for (size_t j = 0; j < n_ext; ++j) node_count += node_used_[j] ? 1 : 0;
-  const int rounds = (node_count + 1) / 2;  // no pair's group is larger (same on every node rank)
-  const int peer = pair_peer_local_;
-  std::vector<int> own, theirs;  // indices into ext_, in round order
-  if (peer >= 0) {
-    int pos = 0;
-    const bool lower = local_rank_ < peer;
-    for (size_t j = 0; j < n_ext; ++j) {
-      if (!used_rows[(size_t)local_rank_ * n_ext + j] && !used_rows[(size_t)peer * n_ext + j]) continue;
-      ((pos % 2 == 0) == lower ? own : theirs).push_back((int)j);
-      ++pos;
-    }
-  }
-  std::vector<Slot*> by_j(n_ext, nullptr);
-  for (auto& s : slots_)
-    if (s->node_cached) by_j[s->ext] = s.get();
-  const int peer_world = peer >= 0 ? ctx.ep->world_rank(node_ranks_[peer]) : -1;
-  const uint64_t expert_bytes = expert_floats_ * sizeof(float);
-  for (int t = 0; t < rounds; ++t) {
-    if (t < (int)own.size()) {
-      const int j = own[t], e = ext_[j];
-      TaskCost cost;
-      phase(ctx, "janus.cache_copy", TaskCategory::copy, cost, e, -1, [&] {
-        std::copy(ext_cache(j), ext_cache(j) + expert_floats_, ext_stage(local_rank_, j));
-      });
-      if (Slot* s = by_j[j]) s->params = view(ext_stage(local_rank_, j), C_, F_);
-      ++stats_.cache_copies;
-      copy_order_.push_back({e, false});
-    }
-    phase(ctx, "janus.sync", TaskCategory::comm, {}, -1, -1, [&] { node_win_->sync(); });
-    if (t < (int)theirs.size() && by_j[theirs[t]]) {
-      const int j = theirs[t], e = ext_[j];
-      Slot* s = by_j[j];
-      TaskCost cost;
-      cost.bytes_to_peer.push_back({peer_world, expert_bytes});
-      phase(ctx, "janus.peer_copy", TaskCategory::copy, cost, e, peer_world, [&] {
-        const float* src = ext_stage(peer, j);
-        s->cache.assign(src, src + expert_floats_);
-      });
-      s->params = view(s->cache.data(), C_, F_);
-      ++stats_.peer_copies;
-      copy_order_.push_back({e, true});
-    }
-  }
 }
 
 void DataCentric::drop_prefetch() {
@@ -515,29 +344,6 @@ void DataCentric::backward(float* dxg, const float* dy, MoeContext& ctx) {
   }
   phase(ctx, "janus.sync", TaskCategory::comm, {}, -1, -1, [&] { grads_win_->barrier(); });
   release_cache();
-}
-
-// Predicted (never measured), uniform routing: each of the E - L experts this rank does not
-// own receives at least one of its tokens*k assignments with probability 1 - (1 - 1/E)^(tk)
-// and is then pulled whole (2HF + F + H floats); (d-1)*L of them live on this rank's node.
-// The pulls run back to back on each link class (the slower one bounds), one latency per
-// pull; backward pushes the same bytes back (not included, as for the other strategies).
-StrategyCost DataCentric::predict(const CostInputs& in) const {
-  StrategyCost c;
-  const int P = std::max(1, in.ep_size), E = in.experts;
-  if (E <= 0 || E % P != 0) return c;
-  const int L = E / P, d = std::clamp(in.devices_per_node, 1, P);
-  const double expert_bytes = (2.0 * in.hidden * in.ffn + in.ffn + in.hidden) * sizeof(float);
-  const double assignments = in.tokens * in.top_k;
-  const double p_used = assignments > 0 ? 1.0 - std::pow(1.0 - 1.0 / E, assignments) : 0.0;
-  const double n_intra = (double)(d - 1) * L * p_used, n_inter = (double)(P - d) * L * p_used;
-  c.bytes_intra = n_intra * expert_bytes;
-  c.bytes_inter = n_inter * expert_bytes;
-  const double t_intra = in.intra_bw > 0 ? c.bytes_intra / in.intra_bw : 0;
-  const double t_inter = in.inter_bw > 0 ? c.bytes_inter / in.inter_bw : 0;
-  c.comm_seconds = std::max(t_intra, t_inter) + (n_intra + n_inter) * in.latency;
-  c.compute_seconds = in.flops_rate > 0 ? 4.0 * in.tokens * in.top_k * in.hidden * in.ffn / in.flops_rate : 0;
-  return c;
 }
 
 namespace {
