@@ -83,8 +83,6 @@ Times run_case(const Case& c, const Config& cfg, Communicator& world, const Topo
   ctx.C = C;
   ctx.F = F;
   ctx.first_local = me * L;
-  ctx.overlap_degree = c.degree;
-  ctx.credits = cfg.strategy.credits;
   for (int j = 0; j < L; ++j) {
     float* p = w.data() + j * ef;
     float* q = g.data() + j * ef;
@@ -92,7 +90,9 @@ Times run_case(const Case& c, const Config& cfg, Communicator& world, const Topo
     ctx.local_grads.push_back({q, q + (size_t)F * C, q + (size_t)F * C + F, q + 2 * (size_t)F * C + F});
   }
   MoeLayer layer;
-  layer.set_strategy(make_strategy(c.strategy), ctx);
+  StrategyConfig options = cfg.strategy;
+  options.expert_centric.overlap_degree = options.hier_a2a.overlap_degree = c.degree;
+  layer.set_strategy(make_strategy(c.strategy, options), ctx);
   const MoeLayerShape shape{N, C, F, E, K, 0.0f, true};
   std::vector<float> out((size_t)N * C), dx((size_t)N * C), drouter((size_t)E * C);
   auto pass = [&] {

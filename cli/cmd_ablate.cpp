@@ -4,10 +4,12 @@
 // `moebench run`, so multi-rank configs launch their ranks as usual), then prints the
 // comparison table of `moebench runs compare` over the variants (speedups against the first).
 // Variant i writes its checkpoints to <run.out_dir>/<experiment>.<i>; when any of those holds
-// an earlier run's checkpoints nothing starts unless --overwrite replaces them.
+// an earlier run's checkpoints nothing starts unless --overwrite replaces them. A variant
+// leaves out the [strategy.<x>] keys its strategy does not read (and equal variants run once).
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -15,6 +17,7 @@
 
 #include "commands.h"
 #include "moebench/config/config_loader.h"
+#include "moebench/config/strategy_names.h"
 #include "moebench/config/usage_error.h"
 #include "moebench/train/output_dir.h"
 #include "moebench/store/run_store.h"
@@ -76,6 +79,26 @@ int run_child(const std::vector<std::string>& args) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+// The --set keys a variant keeps: strategy option keys ([strategy.<x>]) only when the
+// variant's strategy reads that section (setting others is a config error), so a --vary over
+// strategy.name with data_centric switches runs expert_centric once, not once per switch.
+std::vector<std::string> applicable(const std::vector<std::string>& sets, const std::string& file_strategy) {
+  std::string name = file_strategy;
+  for (const auto& s : sets)
+    if (s.starts_with("strategy.name=")) name = s.substr(14);
+  const std::vector<std::string> reads = strategy_option_sections(name);
+  std::vector<std::string> out;
+  for (const auto& s : sets) {
+    const std::string key = s.substr(0, s.find('='));
+    const size_t dot = key.find('.', 9);
+    if (key.starts_with("strategy.") && dot != std::string::npos &&
+        std::find(reads.begin(), reads.end(), key.substr(9, dot - 9)) == reads.end())
+      continue;
+    out.push_back(s);
+  }
+  return out;
+}
+
 int ablate(const AblateOptions& o) {
   std::vector<Axis> axes;
   for (const auto& v : o.vary) axes.push_back(parse_axis(v));
@@ -93,12 +116,26 @@ int ablate(const AblateOptions& o) {
   }
   std::vector<std::string> base = o.sets;
   if (o.steps > 0) base.push_back("train.steps=" + std::to_string(o.steps));
+  const std::string file_strategy = load_config(o.config).strategy.name;
+  {
+    std::vector<std::vector<std::string>> kept;
+    for (const auto& v : variants) {
+      auto sets = base;
+      sets.insert(sets.end(), v.begin(), v.end());
+      const std::vector<std::string> keep = applicable(sets, file_strategy);
+      std::vector<std::string> variant;
+      for (const auto& s : v)
+        if (std::find(keep.begin(), keep.end(), s) != keep.end()) variant.push_back(s);
+      if (std::find(kept.begin(), kept.end(), variant) == kept.end()) kept.push_back(variant);
+    }
+    variants = kept;
+  }
   for (const auto& v : variants) {
     auto sets = base;
     sets.insert(sets.end(), v.begin(), v.end());
-    load_config(o.config, sets);  // ConfigError -> exit 2 before anything runs
+    load_config(o.config, applicable(sets, file_strategy));  // ConfigError -> exit 2 before anything runs
   }
-  const Config cfg = load_config(o.config, base);
+  const Config cfg = load_config(o.config, applicable(base, file_strategy));
   const std::string experiment = o.experiment.empty() ? cfg.run.name + "-ablation" : o.experiment;
   const std::string db = o.db.empty() ? cfg.store.db : o.db;
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
@@ -126,8 +163,9 @@ int ablate(const AblateOptions& o) {
     std::printf("\n=== variant %zu/%zu: %s (run name %s)\n", i + 1, variants.size(), label.c_str(), name.c_str());
     std::vector<std::string> args = {self, "run", o.config, "--db", db, "--experiment", experiment,
                                      "--set", "run.name=" + name, "--set", "store.enabled=true"};
-    for (const auto& s : base) args.insert(args.end(), {"--set", s});
-    for (const auto& s : variants[i]) args.insert(args.end(), {"--set", s});
+    auto sets = base;
+    sets.insert(sets.end(), variants[i].begin(), variants[i].end());
+    for (const auto& s : applicable(sets, file_strategy)) args.insert(args.end(), {"--set", s});
     if (o.overwrite) args.push_back("--overwrite");
     const int rc = run_child(args);
     if (rc != 0) {

@@ -48,7 +48,7 @@ int plan_main(const std::string& path, const std::vector<std::string>& sets, boo
     j["top_k"] = cfg.moe.top_k;
     j["hidden"] = cfg.model.hidden;
     j["ffn_mult"] = cfg.model.ffn_mult;
-    j["janus_threshold"] = cfg.strategy.janus_threshold;
+    j["janus_threshold"] = cfg.strategy.janus.threshold;
     j["blocks"] = nlohmann::json::array();
     for (const auto& p : plan)
       j["blocks"].push_back({{"block", p.block},
@@ -69,7 +69,7 @@ int plan_main(const std::string& path, const std::vector<std::string>& sets, boo
   std::printf("n = %d machines x m = %d workers, B = %g sequences/worker, S = %d, k = %d, H = %d, ffn_mult = %d, "
               "janus_threshold = %g\n",
               n, m, b, cfg.model.seq_len, cfg.moe.top_k, cfg.model.hidden, cfg.model.ffn_mult,
-              (double)cfg.strategy.janus_threshold);
+              (double)cfg.strategy.janus.threshold);
   if (plan.empty()) {
     std::printf("no MoE blocks: nothing to plan\n");
     return 0;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "moebench/strategies/registry.h"
 #include "moebench/tensor/rng.h"
 
 namespace moebench::test {
@@ -63,5 +64,12 @@ QString error_message(const std::function<void()>& f) {
 
 // tests/data/tiny.toml: a tiny MoE-GPT config shared by the trainer and CLI tests.
 inline const char* tiny_config_path() { return MOEBENCH_SOURCE_DIR "/tests/data/tiny.toml"; }
+
+// Strategy `name` with [strategy.expert_centric] / [strategy.hier_a2a] overlap_degree = D.
+inline std::unique_ptr<MoeStrategy> make_strategy_with_degree(const std::string& name, int overlap_degree) {
+  StrategyConfig options;
+  options.expert_centric.overlap_degree = options.hier_a2a.overlap_degree = overlap_degree;
+  return make_strategy(name, options);
+}
 
 }  // namespace moebench::test

@@ -126,6 +126,25 @@ class TestConfigTextEdit : public QObject {
         << "[moe.extra]\nx = 1\n" << "moe.top_k" << "1" << "[moe.extra]\nx = 1\n\n[moe]\ntop_k = 1\n";
     QTest::newRow("new section crlf") << "[run]\r\nname = \"a\"\r\n" << "moe.top_k" << "1"
                                       << "[run]\r\nname = \"a\"\r\n\r\n[moe]\r\ntop_k = 1\r\n";
+    // Option sections of a strategy ([strategy.<name>], two parts deep).
+    QTest::newRow("nested: replace under its header")
+        << "[strategy]\nname = \"janus\"\n[strategy.data_centric]\ncredits = 2\n" << "strategy.data_centric.credits" << "3"
+        << "[strategy]\nname = \"janus\"\n[strategy.data_centric]\ncredits = 3\n";
+    QTest::newRow("nested: replace dotted under the parent")
+        << "[strategy]\ndata_centric.credits = 2\n" << "strategy.data_centric.credits" << "4"
+        << "[strategy]\ndata_centric.credits = 4\n";
+    QTest::newRow("nested: insert next to a dotted key")
+        << "[strategy]\nname = \"janus\"\ndata_centric.credits = 2\n" << "strategy.data_centric.prefetch" << "true"
+        << "[strategy]\nname = \"janus\"\ndata_centric.credits = 2\ndata_centric.prefetch = true\n";
+    QTest::newRow("nested: insert into the parent's inline table")
+        << "strategy = { name = \"janus\" }\n" << "strategy.janus.threshold" << "0.5"
+        << "strategy = { name = \"janus\", janus.threshold = 0.5 }\n";
+    QTest::newRow("nested: replace in a nested inline table")
+        << "strategy = { data_centric = { credits = 2 } }\n" << "strategy.data_centric.credits" << "5"
+        << "strategy = { data_centric = { credits = 5 } }\n";
+    QTest::newRow("nested: new section after the parent")
+        << "[strategy]\nname = \"hier_a2a\"\n" << "strategy.hier_a2a.overlap_degree" << "2"
+        << "[strategy]\nname = \"hier_a2a\"\n\n[strategy.hier_a2a]\noverlap_degree = 2\n";
   }
 
   void set_value() {

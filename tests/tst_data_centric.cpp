@@ -107,16 +107,18 @@ OneLayerResult run_one_layer(Communicator& world, const Switches& sw, int c, int
   ctx.C = c;
   ctx.F = f;
   ctx.first_local = me * Lr;
-  ctx.priority = sw.priority;
-  ctx.prefetch = sw.prefetch;
-  ctx.hierarchical = sw.hierarchical;
-  ctx.pcie_pairing = sw.pcie_pairing;
   ctx.pcie_switch_pairs = sw.pcie_switch_pairs;
   for (int j = 0; j < Lr; ++j) {
     ctx.local.push_back(vw(w.data() + j * ef));
     ctx.local_grads.push_back(vw(g.data() + j * ef));
   }
-  auto owned = std::make_unique<DataCentric>(sw.credits);
+  DataCentricOptions options;
+  options.credits = sw.credits;
+  options.priority = sw.priority;
+  options.prefetch = sw.prefetch;
+  options.hierarchical = sw.hierarchical;
+  options.pcie_pairing = sw.pcie_pairing;
+  auto owned = std::make_unique<DataCentric>(options);
   DataCentric* dc = owned.get();
   MoeLayer layer;
   layer.set_strategy(std::move(owned), ctx);
@@ -247,13 +249,13 @@ class TestDataCentric : public QObject {
         "train.steps=20", "train.batch_size=" + std::to_string(2 * P), "train.eval_every=0",
         "cluster.nodes=" + std::to_string(nodes), "run.ranks=" + std::to_string(P), "run.threads=1",
         "moe.experts=" + std::to_string(experts), "moe.top_k=" + std::to_string(top_k),
-        "strategy.name=data_centric", "strategy.credits=" + std::to_string(credits),
-        "moe.routing=" + routing.toStdString(), std::string("strategy.priority=") + (priority ? "true" : "false"),
-        std::string("strategy.prefetch=") + (prefetch ? "true" : "false"),
-        std::string("strategy.hierarchical=") + (hierarchical ? "true" : "false")};
+        "strategy.name=data_centric", "strategy.data_centric.credits=" + std::to_string(credits),
+        "moe.routing=" + routing.toStdString(), std::string("strategy.data_centric.priority=") + (priority ? "true" : "false"),
+        std::string("strategy.data_centric.prefetch=") + (prefetch ? "true" : "false"),
+        std::string("strategy.data_centric.hierarchical=") + (hierarchical ? "true" : "false")};
     std::vector<std::string> all_sets = sets;
     if (pcie_pairing) {
-      all_sets.push_back("strategy.pcie_pairing=true");
+      all_sets.push_back("strategy.data_centric.pcie_pairing=true");
       all_sets.push_back("cluster.pcie_switch_pairs=[0,1]");
     }
     const Config cfg = load_config(test::tiny_config_path(), all_sets);
@@ -342,7 +344,9 @@ class TestDataCentric : public QObject {
       ctx.local.push_back(view(w.data() + j * EXPERT));
       ctx.local_grads.push_back(view(g.data() + j * EXPERT));
     }
-    auto owned_strategy = std::make_unique<DataCentric>(credits);
+    DataCentricOptions options;
+    options.credits = credits;
+    auto owned_strategy = std::make_unique<DataCentric>(options);
     DataCentric* dc = owned_strategy.get();
     MoeLayer layer;
     layer.set_strategy(std::move(owned_strategy), ctx);

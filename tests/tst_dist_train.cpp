@@ -89,8 +89,8 @@ class TestDistTrain : public QObject {
     const Config cfg = load_config(test::tiny_config_path(),
                                    {"train.steps=20", "train.batch_size=8", "train.eval_every=0", "cluster.nodes=2",
                                     "run.ranks=4", "run.threads=1", "moe.moe_layers=[0,1]", "moe.experts=[4,8]",
-                                    "strategy.name=janus", "strategy.janus_threshold=0.3",
-                                    "strategy.credits=" + std::to_string(credits)});
+                                    "strategy.name=janus", "strategy.janus.threshold=0.3",
+                                    "strategy.data_centric.credits=" + std::to_string(credits)});
     const auto chosen = block_strategies(cfg, 2, 2);
     QCOMPARE(chosen.at(0), std::string("data_centric"));
     QCOMPARE(chosen.at(1), std::string("expert_centric"));

@@ -71,13 +71,12 @@ class TestExchangeGraph : public QObject {
     ctx.C = C;
     ctx.F = F;
     ctx.first_local = me * L;
-    ctx.overlap_degree = degree;
     for (int j = 0; j < L; ++j) {
       ctx.local.push_back(view(w.data() + j * EF));
       ctx.local_grads.push_back(view(g.data() + j * EF));
     }
     MoeLayer layer;
-    layer.set_strategy(make_strategy(strategy.toStdString()), ctx);
+    layer.set_strategy(test::make_strategy_with_degree(strategy.toStdString(), degree), ctx);
     const MoeLayerShape shape{N, C, F, E, K, 0.0f, true};
     std::vector<float> out((size_t)N * C), dx((size_t)N * C, 0.0f), drouter((size_t)E * C, 0.0f);
     layer.forward(out.data(), x.data(), router.data(), {}, shape);
@@ -112,7 +111,7 @@ class TestExchangeGraph : public QObject {
     counts.P = P;
     counts.E = E;
     counts.rows = all;
-    auto s = make_strategy(strategy.toStdString());
+    auto s = test::make_strategy_with_degree(strategy.toStdString(), degree);
     auto h = s->layout(counts, plan);
     const BlockDims d{N, C, E, K};
     TaskGraph fwd, bwd;

@@ -156,7 +156,7 @@ class TestPlan : public QObject {
     // 2 machines x 2 workers, global batch 8 -> B = 2; S = 32, k = 2, H = 64, E = 4/4 = 1 and 8/4 = 2:
     // R = 128 / (4*2*64*E) = 0.25 and 0.125; threshold 0.2 -> data_centric, expert_centric.
     const Config c = parse_config(
-        "[run]\nranks = 4\n[cluster]\nnodes = 2\n[strategy]\njanus_threshold = 0.2\n"
+        "[run]\nranks = 4\n[cluster]\nnodes = 2\n[strategy]\nname = \"janus\"\n[strategy.janus]\nthreshold = 0.2\n"
         "[model]\nvocab_size = 64\nseq_len = 32\nhidden = 64\nlayers = 4\nheads = 4\n"
         "[moe]\nmoe_layers = [3, 1]\nexperts = [8, 4]\ntop_k = 2\n[train]\nbatch_size = 8\n",
         "inline.toml");
@@ -177,7 +177,7 @@ class TestPlan : public QObject {
     QCOMPARE(plan[1].dc_bytes, 33088.0 * 16);
     // R == threshold is not "> threshold": expert-centric.
     const Config at = parse_config(
-        "[run]\nranks = 4\n[cluster]\nnodes = 2\n[strategy]\njanus_threshold = 0.25\n"
+        "[run]\nranks = 4\n[cluster]\nnodes = 2\n[strategy]\nname = \"janus\"\n[strategy.janus]\nthreshold = 0.25\n"
         "[model]\nvocab_size = 64\nseq_len = 32\nhidden = 64\nlayers = 4\nheads = 4\n"
         "[moe]\nmoe_layers = [1]\nexperts = 4\ntop_k = 2\n[train]\nbatch_size = 8\n",
         "inline.toml");

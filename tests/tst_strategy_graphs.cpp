@@ -21,6 +21,8 @@
 #include "moebench/runtime/graph_dump.h"
 #include "moebench/strategies/registry.h"
 
+#include "test_support.h"
+
 using namespace moebench;
 
 namespace {
@@ -47,8 +49,7 @@ Built build(const std::string& strategy, int me, int degree, MoePass pass) {
   ctx.ep_size = P;
   ctx.ep_world = {0, 1, 2, 3};
   ctx.first_local = me;
-  ctx.overlap_degree = degree;
-  auto s = make_strategy(strategy);
+  auto s = test::make_strategy_with_degree(strategy, degree);
   ExchangeCounts counts;
   counts.P = P;
   counts.E = E;
@@ -188,12 +189,11 @@ class TestStrategyGraphs : public QObject {
     ctx.ep_size = P64;
     for (int p = 0; p < P64; ++p) ctx.ep_world.push_back(p);
     ctx.first_local = 74;
-    ctx.overlap_degree = 3;
     ExchangeCounts counts;
     counts.P = P64;
     counts.E = E64;
     counts.rows.assign((size_t)P64 * E64, 3);
-    auto s = make_strategy("expert_centric");
+    auto s = test::make_strategy_with_degree("expert_centric", 3);
     auto h = s->layout(counts, ctx);
     TaskGraph g;
     add_block_pass(g, *s, *h, MoePass::forward, ctx, {P64 * 3, C, E64, 1}, {});

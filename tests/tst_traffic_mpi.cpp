@@ -86,7 +86,6 @@ class TestTrafficMpi : public QObject {
     ctx.C = C;
     ctx.F = F;
     ctx.first_local = me * L;
-    ctx.overlap_degree = degree;
     for (int j = 0; j < L; ++j) {
       float* p = w.data() + (size_t)j * (2 * F * C + F + C);
       float* q = g.data() + (size_t)j * (2 * F * C + F + C);
@@ -94,7 +93,7 @@ class TestTrafficMpi : public QObject {
       ctx.local_grads.push_back({q, q + F * C, q + F * C + F, q + 2 * F * C + F});
     }
     MoeLayer layer;
-    layer.set_strategy(make_strategy(strategy.toStdString()), ctx);
+    layer.set_strategy(test::make_strategy_with_degree(strategy.toStdString(), degree), ctx);
     world->set_traffic_meter(&meter);
     std::vector<float> out((size_t)N * C), dx((size_t)N * C, 0.0f), drouter((size_t)E * C, 0.0f);
     const MoeLayerShape shape{N, C, F, E, K, 0.0f, true};

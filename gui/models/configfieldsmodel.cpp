@@ -50,13 +50,16 @@ const nlohmann::json& defaultsJson() {
   return defaults;
 }
 
+// The value of `key` ("strategy.data_centric.credits") in the nested config JSON.
 QString fallbackOf(const nlohmann::json& config, const QString& key) {
-  const QString section = key.section(QLatin1Char('.'), 0, 0);
-  const QString name = key.section(QLatin1Char('.'), 1);
-  const auto s = config.find(section.toStdString());
-  if (s == config.end()) return {};
-  const auto v = s->find(name.toStdString());
-  return v == s->end() ? QString() : jsonDisplay(*v);
+  const nlohmann::json* node = &config;
+  for (const QString& part : key.split(QLatin1Char('.'))) {
+    if (!node->is_object()) return {};
+    const auto it = node->find(part.toStdString());
+    if (it == node->end()) return {};
+    node = &*it;
+  }
+  return jsonDisplay(*node);
 }
 
 }  // namespace

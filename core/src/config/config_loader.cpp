@@ -288,6 +288,20 @@ std::string qualified_elsewhere(std::string_view key, std::string_view not_secti
 // the section or (`qualified`, for --set) as section.key.
 std::string unknown_key_message(const std::string& section, const std::string& key, bool qualified = false) {
   std::string msg = "unknown key in [" + section + "]";
+  // Keys that moved into their strategy's own section (moebench before the task-graph runtime).
+  static const std::map<std::string, std::string> moved = {
+      {"strategy.credits", "strategy.data_centric.credits"},
+      {"strategy.priority", "strategy.data_centric.priority"},
+      {"strategy.prefetch", "strategy.data_centric.prefetch"},
+      {"strategy.hierarchical", "strategy.data_centric.hierarchical"},
+      {"strategy.pcie_pairing", "strategy.data_centric.pcie_pairing"},
+      {"strategy.janus_threshold", "strategy.janus.threshold"},
+  };
+  if (const auto m = moved.find(section + "." + key); m != moved.end()) {
+    const auto dot = m->second.rfind('.');
+    return "`" + m->first + "` moved: set `" + m->second.substr(dot + 1) + "` in [" + m->second.substr(0, dot) +
+           "] (--set " + m->second + "=...)";
+  }
   const std::string elsewhere = qualified_elsewhere(key, section);
   if (!elsewhere.empty()) return msg + "; did you mean `" + elsewhere + "`?";
   std::vector<std::string> names = keys_of(section);
@@ -300,6 +314,30 @@ std::string unknown_key_message(const std::string& section, const std::string& k
     s = suggest(section + "." + key, all);
   }
   return msg + s;
+}
+
+// The keys of section `name` (known); a subtable that is a known section of its own
+// ([strategy.data_centric] inside [strategy]) is read the same way.
+void read_section(const std::string& name, const toml::table& table, Reader& reader, LoadState& st,
+                  const fs::path& base_dir) {
+  for (auto&& [kk, value] : table) {
+    const std::string key(kk.str());
+    const FieldDef* f = find_field(name, key);
+    if (!f) {
+      const std::string sub = name + "." + key;
+      if (value.is_table() &&
+          std::find(section_names().begin(), section_names().end(), sub) != section_names().end()) {
+        read_section(sub, *value.as_table(), reader, st, base_dir);
+        continue;
+      }
+      st.add({st.source_name, (int)kk.source().begin.line, name + "." + key,
+              st.full() ? std::string() : unknown_key_message(name, key)});  // (dropped when full)
+      continue;
+    }
+    int line = line_of(value);
+    if (line <= 0) line = (int)kk.source().begin.line;
+    reader.read(*f, value, Origin{st.source_name, line}, base_dir);
+  }
 }
 
 void read_file_tables(const toml::table& root, Config& c, LoadState& st, const fs::path& base_dir) {
@@ -325,18 +363,7 @@ void read_file_tables(const toml::table& root, Config& c, LoadState& st, const f
       st.add({st.source_name, key_line, name, msg});
       continue;
     }
-    for (auto&& [kk, value] : *node.as_table()) {
-      const std::string key(kk.str());
-      const FieldDef* f = find_field(name, key);
-      if (!f) {
-        st.add({st.source_name, (int)kk.source().begin.line, name + "." + key,
-                st.full() ? std::string() : unknown_key_message(name, key)});  // (dropped when full)
-        continue;
-      }
-      int line = line_of(value);
-      if (line <= 0) line = (int)kk.source().begin.line;
-      reader.read(*f, value, Origin{st.source_name, line}, base_dir);
-    }
+    read_section(name, *node.as_table(), reader, st, base_dir);
   }
 }
 
@@ -364,7 +391,7 @@ void apply_overrides(const std::vector<std::string>& overrides, Config& c, LoadS
                   std::to_string(kMaxKeyBytes) + " bytes"});
       continue;
     }
-    const auto dot = key.find('.');
+    const auto dot = key.rfind('.');  // strategy.data_centric.credits: section strategy.data_centric
     const FieldDef* f =
         dot == std::string::npos ? nullptr : find_field(key.substr(0, dot), key.substr(dot + 1));
     if (!f) {

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "config_detail.h"
+#include "moebench/config/strategy_names.h"
 
 namespace moebench::config_detail {
 
@@ -67,12 +68,15 @@ const std::vector<FieldDef>& fields() {
                "learned | uniform | zipf:S | hot:E,F | rotating | balanced (synthetic expert choice)"),
 
       MB_FIELD(strategy, name, String, "MoE strategy: expert_centric | hier_a2a | data_centric | janus"),
-      MB_FIELD(strategy, credits, Int, "data_centric: credit-based buffer size C (experts pulled ahead)"),
-      MB_FIELD(strategy, priority, Bool, "data_centric: staggered pull order (Janus Algorithm 1)"),
-      MB_FIELD(strategy, prefetch, Bool, "data_centric: start pulling at the beginning of the iteration"),
-      MB_FIELD(strategy, hierarchical, Bool, "data_centric: node-level expert cache and gradient pre-reduce"),
-      MB_FIELD(strategy, pcie_pairing, Bool, "data_centric: split node-cache copies between PCIe-switch peers"),
-      MB_FIELD(strategy, janus_threshold, Float, "janus: data_centric where R = BSk/(4nHE) > threshold"),
+      MB_FIELD(strategy.expert_centric, overlap_degree, Int,
+               "Tutel's overlap degree D: each expert's rows in D chunks, chunk i+1's exchange overlaps chunk i's experts"),
+      MB_FIELD(strategy.hier_a2a, overlap_degree, Int, "overlap degree D of the two-level exchange (as expert_centric's)"),
+      MB_FIELD(strategy.data_centric, credits, Int, "credit-based buffer size C (experts pulled ahead)"),
+      MB_FIELD(strategy.data_centric, priority, Bool, "staggered pull order (Janus Algorithm 1)"),
+      MB_FIELD(strategy.data_centric, prefetch, Bool, "start pulling at the beginning of the iteration"),
+      MB_FIELD(strategy.data_centric, hierarchical, Bool, "node-level expert cache and gradient pre-reduce"),
+      MB_FIELD(strategy.data_centric, pcie_pairing, Bool, "split node-cache copies between PCIe-switch peers (with hierarchical)"),
+      MB_FIELD(strategy.janus, threshold, Float, "data_centric where R = BSk/(4nHE) > threshold"),
 
       MB_FIELD(data, source, String, "synthetic | bin | text"),
       MB_FIELD(data, path, Path, "bin: train shard (uint16 tokens); text: a text file"),
@@ -107,7 +111,19 @@ const std::vector<FieldDef>& fields() {
 #undef MB_FIELD
 
 const std::vector<std::string>& section_names() {
-  static const std::vector<std::string> names = {"run", "cluster", "model", "parallel", "moe", "strategy", "data", "train", "store"};
+  static const std::vector<std::string> names = {"run",
+                                                 "cluster",
+                                                 "model",
+                                                 "parallel",
+                                                 "moe",
+                                                 "strategy",
+                                                 "strategy.expert_centric",
+                                                 "strategy.hier_a2a",
+                                                 "strategy.data_centric",
+                                                 "strategy.janus",
+                                                 "data",
+                                                 "train",
+                                                 "store"};
   return names;
 }
 
@@ -276,13 +292,20 @@ std::string config_to_toml(const Config& config) {
   std::ostringstream out;
   out << "# moebench config, fully resolved: every key, defaults included.\n";
   if (!config.source_file.empty()) out << "# from: " << config.source_file << "\n";
-  std::string section;
+  // Option sections of strategies the config does not run are written commented out: setting
+  // them is an error (config_validate.cpp), yet every key stays documented.
+  const std::vector<std::string> applies = strategy_option_sections(config.strategy.name);
+  std::string section, comment;
   for (const auto& f : fields()) {
     if (section != f.section) {
       section = f.section;
-      out << "\n[" << section << "]\n";
+      const bool options = section.starts_with("strategy.");
+      comment = options && std::find(applies.begin(), applies.end(), section.substr(9)) == applies.end() ? "# " : "";
+      out << "\n" << comment << "[" << section << "]";
+      if (!comment.empty()) out << "  (not read by strategy.name = " << config.strategy.name << ")";
+      out << "\n";
     }
-    std::string line = std::string(f.key) + " = " + value_text(f, config);
+    std::string line = comment + f.key + " = " + value_text(f, config);
     if (line.size() < 32) line.resize(32, ' ');
     out << line << "  # " << f.doc << "\n";
   }
@@ -291,7 +314,13 @@ std::string config_to_toml(const Config& config) {
 
 nlohmann::json config_to_json(const Config& config) {
   nlohmann::json j = nlohmann::json::object();
-  for (const auto& f : fields()) j[f.section][f.key] = value_json(f, config);
+  for (const auto& f : fields()) {
+    nlohmann::json* node = &j;  // [strategy.data_centric] -> {"strategy": {"data_centric": {...}}}
+    std::string_view section = f.section;
+    for (size_t dot; (dot = section.find('.')) != std::string_view::npos; section.remove_prefix(dot + 1))
+      node = &(*node)[std::string(section.substr(0, dot))];
+    (*node)[std::string(section)][f.key] = value_json(f, config);
+  }
   return j;
 }
 

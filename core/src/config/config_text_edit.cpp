@@ -207,11 +207,12 @@ class Scanner {
   }
 
  private:
-  // Whether `e` is an inline table whose entries can be config keys (`run = { name = ... }`):
-  // keys are section.key, so deeper tables are skipped whole. This bounds the recursion of
-  // scan_inline_table to one level and keeps the scan linear for any nesting.
+  // Whether `e` is an inline table whose entries can be config keys (`run = { name = ... }`,
+  // `strategy = { data_centric = { credits = 3 } }`): keys are section.key with sections at
+  // most two parts deep, so deeper tables are skipped whole. This bounds the recursion of
+  // scan_inline_table to two levels and keeps the scan linear for any nesting.
   bool may_hold_keys(const Entry& e) const {
-    return e.path.size() < 2 && e.value_begin < n_ && t_[e.value_begin] == '{';
+    return e.path.size() < 3 && e.value_begin < n_ && t_[e.value_begin] == '{';
   }
 
   // The entries of the inline table that is the value of entries[index].
@@ -295,11 +296,26 @@ const ConfigKeyInfo& key_info(const std::string& key) {
   throw std::invalid_argument(msg);
 }
 
-// section, name of a known key.
-std::pair<std::string, std::string> split_key(const std::string& key) {
+// The section path and the name of a known key: "strategy.data_centric.credits" ->
+// {strategy, data_centric}, credits.
+std::pair<Path, std::string> split_key(const std::string& key) {
   key_info(key);
-  const auto dot = key.find('.');
-  return {key.substr(0, dot), key.substr(dot + 1)};
+  Path section;
+  size_t from = 0;
+  for (size_t dot; (dot = key.find('.', from)) != std::string::npos; from = dot + 1)
+    section.push_back(key.substr(from, dot - from));
+  return {section, key.substr(from)};
+}
+
+std::string joined(const Path& path, size_t from = 0) {
+  std::string out;
+  for (size_t i = from; i < path.size(); ++i) out += (out.empty() ? "" : ".") + path[i];
+  return out;
+}
+
+Path with(Path path, const std::string& last) {
+  path.push_back(last);
+  return path;
 }
 
 // The trimmed literal when it is one TOML value on one line; else std::invalid_argument.
@@ -340,7 +356,7 @@ const Entry* find_entry(const Layout& layout, const Path& path) {
 std::optional<ConfigValueLocation> find_config_value(std::string_view text, const std::string& key) {
   const auto [section, name] = split_key(key);
   const Layout layout = Scanner(text).scan();
-  const Entry* e = find_entry(layout, {section, name});
+  const Entry* e = find_entry(layout, with(section, name));
   if (!e) return std::nullopt;
   ConfigValueLocation loc;
   loc.begin = e->value_begin;
@@ -365,24 +381,29 @@ std::string set_config_value(std::string_view text, const std::string& key,
   const std::string eol = text.find("\r\n") != std::string_view::npos ? "\r\n" : "\n";
 
   // 1. The key is written: replace its value.
-  if (const Entry* e = find_entry(layout, {section, name})) {
+  if (const Entry* e = find_entry(layout, with(section, name))) {
     out.replace(e->value_begin, e->value_end - e->value_begin, lit);
     return out;
   }
   const std::string assignment = name + " = " + lit;
 
-  // 2. The section is an inline table (`run = { ... }`) or, wrongly, a plain value.
-  if (const Entry* t = find_entry(layout, {section})) {
+  // 2. The section, or a table above it, is an inline table (`run = { ... }`,
+  //    `strategy = { name = "janus" }`) or, wrongly, a plain value: the key goes inside it.
+  for (size_t depth = section.size(); depth >= 1; --depth) {
+    const Path outer(section.begin(), section.begin() + (std::ptrdiff_t)depth);
+    const Entry* t = find_entry(layout, outer);
+    if (!t) continue;
     const int line = line_at(text, t->key_begin);
     if (t->value_begin >= text.size() || text[t->value_begin] != '{' || t->value_end == 0 ||
         text[t->value_end - 1] != '}')
       throw std::invalid_argument("config key `" + key + "`: line " + std::to_string(line) +
-                                  " sets `" + section + "` to a value, not a section; fix it in the text");
+                                  " sets `" + joined(outer) + "` to a value, not a section; fix it in the text");
+    const std::string inner = depth < section.size() ? joined(section, depth) + "." + assignment : assignment;
     size_t close = t->value_end - 1;
     size_t last = close;
     while (last > t->value_begin + 1 && (text[last - 1] == ' ' || text[last - 1] == '\t')) --last;
-    if (last == t->value_begin + 1) out.replace(last, close - last, " " + assignment + " ");
-    else out.insert(last, ", " + assignment);
+    if (last == t->value_begin + 1) out.replace(last, close - last, " " + inner + " ");
+    else out.insert(last, ", " + inner);
     return out;
   }
 
@@ -395,7 +416,7 @@ std::string set_config_value(std::string_view text, const std::string& key,
   };
   for (size_t h = 0; h < layout.headers.size(); ++h) {
     const Header& header = layout.headers[h];
-    if (header.array || header.path != Path{section}) continue;
+    if (header.array || header.path != section) continue;
     const Entry* last = nullptr;
     for (const auto& e : layout.entries)
       if (e.owner == (int)h) last = &e;
@@ -404,13 +425,21 @@ std::string set_config_value(std::string_view text, const std::string& key,
     return insert_line_after(last->line_end, indent, assignment);
   }
 
-  // 4. Top-level dotted keys of the section (`run.name = ...`, no header): one more of them.
+  // 4. Dotted keys of the section (`run.name = ...` at the top level, `data_centric.credits =
+  //    ...` under [strategy]): one more of them, written the same way.
   const Entry* dotted = nullptr;
-  for (const auto& e : layout.entries)
-    if (e.owner == -1 && e.path.size() >= 2 && e.path[0] == section) dotted = &e;
+  size_t dotted_from = 0;  // path parts its header already gives
+  for (const auto& e : layout.entries) {
+    if (e.owner < -1 || e.path.size() != section.size() + 1 ||
+        !std::equal(section.begin(), section.end(), e.path.begin()))
+      continue;
+    const size_t given = e.owner == -1 ? 0 : layout.headers[size_t(e.owner)].path.size();
+    if (e.owner >= 0 && layout.headers[size_t(e.owner)].array) continue;
+    if (given < section.size()) dotted = &e, dotted_from = given;
+  }
   if (dotted) {
     const std::string indent(text.substr(dotted->line_begin, dotted->key_begin - dotted->line_begin));
-    return insert_line_after(dotted->line_end, indent, section + "." + assignment);
+    return insert_line_after(dotted->line_end, indent, joined(section, dotted_from) + "." + assignment);
   }
 
   // 5. A new section at the end, after a blank line.
@@ -420,7 +449,7 @@ std::string set_config_value(std::string_view text, const std::string& key,
                               out.compare(out.size() - 2 * eol.size(), 2 * eol.size(), eol + eol) == 0;
     if (!blank_before) out += eol;
   }
-  out += "[" + section + "]" + eol + assignment + eol;
+  out += "[" + joined(section) + "]" + eol + assignment + eol;
   return out;
 }
 

@@ -78,6 +78,7 @@ class Checker {
   void check_run();
   void check_parallel();
   void check_layout();
+  void check_strategy_options();
   void check_model();
   void check_moe();
   void check_data();
@@ -119,11 +120,7 @@ void Checker::check_parallel() {
   at_least("run.ranks", c_.run.ranks, 1);
   non_negative("run.stop_grace_s", c_.run.stop_grace_s);
   at_least("store.spans_every", c_.store.spans_every, 1);
-  at_least("strategy.credits", c_.strategy.credits, 1);
-  if (ok({"strategy.pcie_pairing", "cluster.pcie_switch_pairs"}) && c_.strategy.pcie_pairing &&
-      c_.cluster.pcie_switch_pairs.empty())
-    fail("strategy.pcie_pairing", "needs cluster.pcie_switch_pairs (which local ranks share a PCIe switch)");
-  non_negative("strategy.janus_threshold", c_.strategy.janus_threshold);
+  check_strategy_options();
   if (ok({"store.db"}) && c_.store.db.empty()) fail("store.db", "must not be empty");
   if (ok({"store.experiment"}) && c_.store.experiment.empty()) fail("store.experiment", "must not be empty");
   at_least("parallel.ep", c_.parallel.ep, 0, " (0 = all data-parallel ranks)");
@@ -159,6 +156,46 @@ void Checker::check_parallel() {
       for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
       fail("strategy.name", "unknown strategy \"" + excerpt(c_.strategy.name) + "\" (known: " + known + ")");
     }
+  }
+}
+
+// [strategy.<x>] sections: only those of the chosen strategy (janus: also expert_centric's and
+// data_centric's) may be set; then each option's range.
+void Checker::check_strategy_options() {
+  if (ok({"strategy.name"})) {
+    const std::vector<std::string> applies = strategy_option_sections(c_.strategy.name);
+    if (!applies.empty())
+      for (const auto& [key, origin] : st_.origins) {
+        if (!key.starts_with("strategy.") || key == "strategy.name") continue;
+        const std::string rest = key.substr(9), section = rest.substr(0, rest.find('.'));
+        if (std::find(applies.begin(), applies.end(), section) != applies.end()) continue;
+        std::string users;
+        for (const auto& n : strategy_names()) {
+          const auto s = strategy_option_sections(n);
+          if (std::find(s.begin(), s.end(), section) != s.end()) users += (users.empty() ? "" : " or ") + n;
+        }
+        fail(key, "[strategy." + section + "] does not apply to strategy.name = \"" + excerpt(c_.strategy.name) +
+                      "\" (it is read by " + users + "); remove it or choose that strategy");
+      }
+  }
+  const auto& o = c_.strategy;
+  at_least("strategy.data_centric.credits", o.data_centric.credits, 1);
+  if (ok({"strategy.data_centric.pcie_pairing", "cluster.pcie_switch_pairs"}) && o.data_centric.pcie_pairing &&
+      c_.cluster.pcie_switch_pairs.empty())
+    fail("strategy.data_centric.pcie_pairing", "needs cluster.pcie_switch_pairs (which local ranks share a PCIe switch)");
+  non_negative("strategy.janus.threshold", o.janus.threshold);
+  // overlap_degree D cuts each expert's rows into D chunks: at least 1, at most the tokens of
+  // a rank (train.batch_size / run.ranks sequences of model.seq_len), else chunks stay empty.
+  const int ranks = c_.run.ranks;
+  const int64_t tokens = ranks >= 1 && c_.train.batch_size % ranks == 0
+                             ? (int64_t)c_.train.batch_size / ranks * c_.model.seq_len : 0;
+  for (const auto& [key, d] : {std::pair<const char*, int>{"strategy.expert_centric.overlap_degree",
+                                                           o.expert_centric.overlap_degree},
+                               {"strategy.hier_a2a.overlap_degree", o.hier_a2a.overlap_degree}}) {
+    at_least(key, d, 1);
+    if (ok({key, "train.batch_size", "model.seq_len", "run.ranks"}) && tokens > 0 && d > tokens)
+      fail(key, "must be at most the " + std::to_string(tokens) + " tokens of a rank (train.batch_size / run.ranks x "
+                "model.seq_len), got " + std::to_string(d));
   }
 }
 

@@ -7,4 +7,11 @@ const std::vector<std::string>& strategy_names() {
   return names;
 }
 
+std::vector<std::string> strategy_option_sections(const std::string& name) {
+  if (name == "janus") return {"janus", "expert_centric", "data_centric"};
+  for (const auto& n : strategy_names())
+    if (n == name) return {name};
+  return {};
+}
+
 }  // namespace moebench

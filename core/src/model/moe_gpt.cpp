@@ -127,38 +127,26 @@ void MoeGpt::init(uint64_t seed) {
   }
 }
 
-void MoeGpt::distribute(const MoeDistribution& d) {
-  executor_ = d.executor;
+void MoeGpt::distribute(const ParallelContext& par) {
+  executor_ = par.executor;
   for (size_t l = 0; l < blocks_.size(); ++l) {
     Block& b = *blocks_[l];
     if (b.experts == 0) continue;
-    MoeContext ctx;
-    ctx.ep = d.ep;
-    ctx.streams = d.streams;
-    ctx.topology = d.topology;
-    ctx.overlap_degree = d.overlap_degree;
-    ctx.executor = d.executor;
-    ctx.credits = d.credits;
-    ctx.priority = d.priority;
-    ctx.prefetch = d.prefetch;
-    ctx.hierarchical = d.hierarchical;
-    ctx.pcie_pairing = d.pcie_pairing;
-    ctx.pcie_switch_pairs = d.pcie_switch_pairs;
-    ctx.layer = (int)l;
+    MoeContext ctx = par.block_context((int)l);
     ctx.experts = b.experts;
     ctx.C = model_.hidden;
     ctx.F = model_.ffn_mult * model_.hidden;
     ctx.first_local = shard_.rank * (b.experts / shard_.size);
     ctx.local = b.expert_params;
     ctx.local_grads = b.expert_grads;
-    b.moe->set_strategy(d.strategy_for((int)l), std::move(ctx));
-    b.moe->set_stats_communicator(d.dp);
+    b.moe->set_strategy(par.strategy_for((int)l), std::move(ctx));
+    b.moe->set_stats_communicator(par.dp);
   }
 }
 
 template <class Fn>
 void MoeGpt::stage(const char* name, int layer, double flops, Fn&& fn) {
-  if (executor_) executor_->run_inline(name, StreamRole::compute, TaskCategory::compute, fn, layer, flops);
+  if (executor_) executor_->run(name, StreamRole::compute, TaskCategory::compute, fn, layer, flops);
   else fn();
 }
 

@@ -4,6 +4,7 @@
 #include "moebench/dist/communicator.h"
 #include "moebench/dist/topology.h"
 #include "moebench/moe/moe_strategy.h"
+#include "moebench/moe/parallel_context.h"
 
 namespace moebench {
 
@@ -33,6 +34,18 @@ Communicator& MoeContext::role_comm(StreamRole role) {
   if (role == StreamRole::comm_intra) return *streams->intra;
   if (role == StreamRole::comm_inter) return *streams->inter;
   throw std::logic_error(std::string("MoeContext::role_comm: ") + stream_role_name(role) + " is not a comm role");
+}
+
+MoeContext ParallelContext::block_context(int layer) const {
+  MoeContext ctx;
+  ctx.ep = ep;
+  ctx.streams = ep_streams;
+  ctx.topology = topology;
+  ctx.executor = executor;
+  ctx.pcie_switch_pairs = pcie_switch_pairs;
+  ctx.layer = layer;
+  ctx.sync_group();
+  return ctx;
 }
 
 }  // namespace moebench

@@ -48,7 +48,7 @@ std::vector<JanusBlockPlan> janus_plan(const Config& config, int nodes, int work
     p.experts = experts;
     p.experts_per_worker = (experts + world - 1) / world;
     p.R = janus_R(b, s, k, nodes, h, e, a);
-    p.paradigm = p.R > (double)config.strategy.janus_threshold ? "data_centric" : "expert_centric";
+    p.paradigm = p.R > (double)config.strategy.janus.threshold ? "data_centric" : "expert_centric";
     p.ec_bytes = janus_ec_bytes(b, s, k, nodes, workers_per_node, h);
     p.dc_bytes = janus_dc_bytes(nodes, workers_per_node, h, e, a);
     plan.push_back(p);

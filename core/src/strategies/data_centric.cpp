@@ -20,7 +20,7 @@ using data_centric_detail::check_contiguous;
 using data_centric_detail::phase;
 using data_centric_detail::view;
 
-DataCentric::DataCentric(int credits) : credits_override_(credits) {}
+DataCentric::DataCentric(DataCentricOptions options) : opts_(options) {}
 DataCentric::~DataCentric() {
   // Never free a buffer with a get in flight.
   if (params_win_ && !prefetch_.empty()) {
@@ -54,7 +54,7 @@ int DataCentric::configure(MoeContext& ctx) {
   if (L < 1 || (int)ctx.local.size() != L || (int)ctx.local_grads.size() != L || ctx.first_local != me * L)
     throw std::invalid_argument("data_centric: rank " + std::to_string(me) + " must own experts [" +
                                 std::to_string(me * L) + ", " + std::to_string(me * L + L) + ")");
-  const int credits = credits_override_ > 0 ? credits_override_ : ctx.credits;
+  const int credits = opts_.credits;
   if (credits < 1) throw std::invalid_argument("data_centric: credits must be at least 1");
   check_contiguous(ctx.local, C, F, "parameters");
   check_contiguous(ctx.local_grads, C, F, "gradients");
@@ -75,7 +75,7 @@ void DataCentric::release_cache() {
 }
 
 void DataCentric::begin_iteration(MoeContext& ctx) {
-  if (!ctx.prefetch) return;
+  if (!opts_.prefetch) return;
   const int credits = configure(ctx);
   release_cache();
   drop_prefetch();
@@ -126,7 +126,7 @@ void DataCentric::forward(float* y, const float* xg, const std::vector<int>& off
   // Prefetched experts are kept only when this forward follows their begin_iteration.
   std::vector<std::unique_ptr<Prefetched>> prefetched;
   bool hier_prefetched = false;
-  if (ctx.prefetch) {
+  if (opts_.prefetch) {
     prefetched.swap(prefetch_);
     hier_prefetched = hier_prefetched_;
   } else {
@@ -378,6 +378,8 @@ std::vector<TaskId> DataCentric::build(TaskGraph& g, MoeHandle& handle, MoePass 
   return {g.add(std::move(t), after)};
 }
 
-std::unique_ptr<MoeStrategy> make_data_centric() { return std::make_unique<DataCentric>(); }
+std::unique_ptr<MoeStrategy> make_data_centric(const StrategyConfig& options) {
+  return std::make_unique<DataCentric>(options.data_centric);
+}
 
 }  // namespace moebench

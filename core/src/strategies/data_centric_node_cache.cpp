@@ -35,12 +35,12 @@ void DataCentric::setup_nodes(MoeContext& ctx) {
     if (node_of_[p] == my_node_) node_ranks_.push_back(p);
   m_ = (int)node_ranks_.size();
   local_rank_ = (int)(std::find(node_ranks_.begin(), node_ranks_.end(), me_) - node_ranks_.begin());
-  order_ = janus_expert_order(me_, node_of_, L_, ctx.priority);
+  order_ = janus_expert_order(me_, node_of_, L_, opts_.priority);
   ext_.clear();
   ext_idx_.assign(E_, -1);
   for (int e = 0; e < E_; ++e)
     if (node_of_[e / L_] != my_node_) ext_idx_[e] = (int)ext_.size(), ext_.push_back(e);
-  hier_ = ctx.hierarchical && !ext_.empty();
+  hier_ = opts_.hierarchical && !ext_.empty();
   // pcie_pairing: this rank's pair peer (local rank on this node), -1 when not listed.
   pair_peer_local_ = -1;
   {
@@ -56,10 +56,10 @@ void DataCentric::setup_nodes(MoeContext& ctx) {
     }
   }
   if (!hier_ || node_win_) {
-    pairing_ = hier_ && ctx.pcie_pairing && staging_;
+    pairing_ = hier_ && opts_.pcie_pairing && staging_;
     return;
   }
-  staging_ = ctx.pcie_pairing;
+  staging_ = opts_.pcie_pairing;
   pairing_ = staging_;
   node_comm_ = ep.split(my_node_, me_);
   if (!node_comm_ || node_comm_->size() != m_ || node_comm_->rank() != local_rank_)

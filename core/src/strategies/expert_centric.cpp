@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "moebench/dist/communicator.h"
+#include "moebench/config/config.h"
 #include "moebench/strategies/token_exchange.h"
 
 namespace moebench {
@@ -13,6 +14,7 @@ namespace {
 
 class ExpertCentric : public TokenExchange {
  public:
+  using TokenExchange::TokenExchange;
   std::string name() const override { return "expert_centric"; }
 
   // Predicted (never measured): with uniform routing each rank sends tokens*k*(P-1)/P rows;
@@ -71,6 +73,8 @@ class ExpertCentric : public TokenExchange {
 
 }  // namespace
 
-std::unique_ptr<MoeStrategy> make_expert_centric() { return std::make_unique<ExpertCentric>(); }
+std::unique_ptr<MoeStrategy> make_expert_centric(const StrategyConfig& options) {
+  return std::make_unique<ExpertCentric>(options.expert_centric.overlap_degree);
+}
 
 }  // namespace moebench

@@ -11,6 +11,7 @@
 
 #include "moebench/dist/communicator.h"
 #include "moebench/dist/topology.h"
+#include "moebench/config/config.h"
 #include "moebench/strategies/token_exchange.h"
 
 namespace moebench {
@@ -56,6 +57,7 @@ struct Staging {
 
 class HierA2a : public TokenExchange {
  public:
+  using TokenExchange::TokenExchange;
   std::string name() const override { return "hier_a2a"; }
 
   // Predicted (never measured), uniform routing, p = EP ranks per node, m = nodes:
@@ -195,6 +197,8 @@ class HierA2a : public TokenExchange {
 
 }  // namespace
 
-std::unique_ptr<MoeStrategy> make_hier_a2a() { return std::make_unique<HierA2a>(); }
+std::unique_ptr<MoeStrategy> make_hier_a2a(const StrategyConfig& options) {
+  return std::make_unique<HierA2a>(options.hier_a2a.overlap_degree);
+}
 
 }  // namespace moebench

@@ -19,7 +19,7 @@ std::map<int, std::string> block_strategies(const Config& cfg, int nodes, int wo
 std::string janus_decision_table(const Config& cfg, int nodes, int workers_per_node) {
   char line[160];
   std::snprintf(line, sizeof line, "janus: per MoE block, R = BSk/(4nHE) (predicted), data_centric where R > %g\n",
-                cfg.strategy.janus_threshold);
+                cfg.strategy.janus.threshold);
   std::string out = line;
   std::snprintf(line, sizeof line, "  %5s %7s %6s %8s  %s\n", "block", "experts", "E/rank", "R", "paradigm");
   out += line;

@@ -9,12 +9,12 @@
 
 namespace moebench {
 
-std::unique_ptr<MoeStrategy> make_expert_centric();
-std::unique_ptr<MoeStrategy> make_hier_a2a();
-std::unique_ptr<MoeStrategy> make_data_centric();
+std::unique_ptr<MoeStrategy> make_expert_centric(const StrategyConfig& options);
+std::unique_ptr<MoeStrategy> make_hier_a2a(const StrategyConfig& options);
+std::unique_ptr<MoeStrategy> make_data_centric(const StrategyConfig& options);
 
 namespace {
-using Factory = std::unique_ptr<MoeStrategy> (*)();
+using Factory = std::unique_ptr<MoeStrategy> (*)(const StrategyConfig&);
 const std::vector<std::pair<std::string, Factory>>& table() {
   static const std::vector<std::pair<std::string, Factory>> t = {
       {"expert_centric", make_expert_centric},
@@ -25,11 +25,11 @@ const std::vector<std::pair<std::string, Factory>>& table() {
 }
 }  // namespace
 
-std::unique_ptr<MoeStrategy> make_strategy(const std::string& name) {
+std::unique_ptr<MoeStrategy> make_strategy(const std::string& name, const StrategyConfig& options) {
   if (name == "janus")
     throw std::invalid_argument("janus is chosen per MoE block (block_strategies() in strategies/janus.h)");
   for (const auto& [n, f] : table())
-    if (n == name) return f();
+    if (n == name) return f(options);
   std::string known;
   for (const auto& n : strategy_names()) known += (known.empty() ? "" : ", ") + n;
   throw std::invalid_argument("unknown strategy \"" + name + "\" (known: " + known + ")");

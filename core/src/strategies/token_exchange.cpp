@@ -71,16 +71,20 @@ TransferSpec spec(const char* name, const ExchangeHandle& h, const Chunk& c, int
 
 }  // namespace
 
+TokenExchange::TokenExchange(int overlap_degree) : D_(overlap_degree) {
+  if (D_ < 1)
+    throw std::invalid_argument("overlap_degree must be at least 1, got " + std::to_string(overlap_degree));
+}
+
 std::unique_ptr<MoeHandle> TokenExchange::layout(const ExchangeCounts& counts, MoeContext& ctx) {
   ctx.sync_group();
-  const int P = ctx.ep_size, me = ctx.ep_rank, E = ctx.experts, D = ctx.overlap_degree;
+  const int P = ctx.ep_size, me = ctx.ep_rank, E = ctx.experts, D = D_;
   if (E % P != 0)
     throw std::invalid_argument("MoE block " + std::to_string(ctx.layer) + ": " + std::to_string(E) +
                                 " experts do not divide over " + std::to_string(P) + " EP ranks");
   if (counts.P != P || counts.E != E || counts.rows.size() != (size_t)P * E)
     throw std::invalid_argument("TokenExchange: counts are not a " + std::to_string(P) + " x " + std::to_string(E) +
                                 " matrix");
-  if (D < 1) throw std::invalid_argument("TokenExchange: overlap_degree must be at least 1");
   const int L = E / P;
   if (ctx.ep && ((int)ctx.local.size() != L || ctx.first_local != me * L))
     throw std::invalid_argument("TokenExchange: rank " + std::to_string(me) + " must own experts [" +

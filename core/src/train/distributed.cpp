@@ -8,6 +8,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "moebench/perf/cluster_model.h"
 #include "moebench/strategies/janus.h"
 #include "moebench/strategies/registry.h"
 #include "moebench/train/checkpoint.h"
@@ -67,24 +68,20 @@ std::string Distributed::describe() const {
 }
 
 void Distributed::attach(MoeGpt& model, const Config& cfg) {
-  MoeDistribution d;
   const std::map<int, std::string> names = block_strategies(cfg, topology_.nodes(), topology_.devices_per_node());
-  d.strategy_for = [names](int block) { return make_strategy(names.at(block)); };
-  d.overlap_degree = 1;
-  d.credits = cfg.strategy.credits;
-  d.priority = cfg.strategy.priority;
-  d.prefetch = cfg.strategy.prefetch;
-  d.hierarchical = cfg.strategy.hierarchical;
-  d.pcie_pairing = cfg.strategy.pcie_pairing;
-  d.pcie_switch_pairs = cfg.cluster.pcie_switch_pairs;
-  d.ep = &groups_->ep();
-  d.streams = std::make_shared<EpStreams>();
-  d.streams->intra = groups_->ep().dup();
-  d.streams->inter = groups_->ep().dup();
-  d.dp = &groups_->dp();
-  d.topology = &topology_;
-  d.executor = &executor_;
-  model.distribute(d);
+  cluster_ = std::make_unique<ClusterModel>(cluster_model(cfg));
+  ParallelContext& p = parallel_;
+  p.strategy_for = [names, options = cfg.strategy](int block) { return make_strategy(names.at(block), options); };
+  p.ep = &groups_->ep();
+  p.dp = &groups_->dp();
+  p.ep_streams = std::make_shared<EpStreams>();
+  p.ep_streams->intra = groups_->ep().dup();
+  p.ep_streams->inter = groups_->ep().dup();
+  p.topology = &topology_;
+  p.cluster = cluster_.get();
+  p.executor = &executor_;
+  p.pcie_switch_pairs = cfg.cluster.pcie_switch_pairs;
+  model.distribute(p);
   float* grads = model.params().grads().data();
   std::set<int> dp_nodes;
   for (int p = 0; p < grad_comm_->size(); ++p) dp_nodes.insert(topology_.node_of(grad_comm_->world_rank(p)));

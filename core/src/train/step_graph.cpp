@@ -10,6 +10,7 @@
 #include "moebench/model/dense_costs.h"
 #include "moebench/moe/block_graph.h"
 #include "moebench/moe/synthetic_routing.h"
+#include "moebench/optim/adamw.h"
 #include "moebench/strategies/janus.h"
 #include "moebench/strategies/registry.h"
 
@@ -95,7 +96,7 @@ TaskGraph build_step_graph(const Config& cfg, int rank) {
     }
     const int E = it->second;
     Moe& m = moe[l];
-    m.strategy = make_strategy(names.at(l));
+    m.strategy = make_strategy(names.at(l), cfg.strategy);
     m.ctx.topology = &topo;
     m.ctx.layer = l;
     m.ctx.experts = E;
@@ -105,11 +106,6 @@ TaskGraph build_step_graph(const Config& cfg, int rank) {
     m.ctx.ep_size = ep;
     for (int p = 0; p < ep; ++p) m.ctx.ep_world.push_back(group * ep + p);
     m.ctx.first_local = ep_rank * (E / ep);
-    m.ctx.credits = cfg.strategy.credits;
-    m.ctx.priority = cfg.strategy.priority;
-    m.ctx.prefetch = cfg.strategy.prefetch;
-    m.ctx.hierarchical = cfg.strategy.hierarchical;
-    m.ctx.pcie_pairing = cfg.strategy.pcie_pairing;
     m.ctx.pcie_switch_pairs = cfg.cluster.pcie_switch_pairs;
     params_held += (double)E * C + (double)(E / ep) * (2.0 * C * F + F + C);
     // Every EP rank's counts, as the runs route them (global token order by rank).
@@ -161,7 +157,7 @@ TaskGraph build_step_graph(const Config& cfg, int rank) {
                                 edp_nodes.size() > 1 ? StreamRole::comm_inter : StreamRole::comm_intra, replicas,
                                 ((group + 1) % replicas) * ep + ep_rank));
   }
-  g.add(compute("optimizer", -1, 10.0 * params_held), reduces);
+  g.add(compute("optimizer", -1, adamw_flops((size_t)params_held)), reduces);
   return g;
 }
 

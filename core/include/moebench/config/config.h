@@ -53,16 +53,34 @@ struct ParallelConfig {
   int ep = 0;                 // expert-parallel group size; 0 = the whole data-parallel group
 };
 
+// Each strategy's options, read from its own section [strategy.<name>]. They are plain data
+// here because config/ sits below strategies/ (strategies read them, config never includes a
+// strategy); a section whose strategy the run does not use is a config error.
+struct ExpertCentricOptions {
+  int overlap_degree = 1;         // Tutel: each expert's rows cut into D chunks; the exchange of
+                                  // chunk i+1 overlaps the expert compute of chunk i
+};
+struct HierA2aOptions {
+  int overlap_degree = 1;         // as expert_centric's, for the two-level exchange
+};
+struct DataCentricOptions {       // Janus (data_centric, and janus' data_centric blocks)
+  int credits = 2;                // credit-based buffer: pulled experts in flight at once
+  bool priority = true;           // staggered pull order (Janus Algorithm 1)
+  bool prefetch = false;          // pull at the start of the iteration (§5.3)
+  bool hierarchical = false;      // node-level expert cache + gradient pre-reduce (§5.1.2)
+  bool pcie_pairing = false;      // with hierarchical: copies from the node cache split
+                                  // between PCIe-switch peers (§5.2, Fig. 8-9)
+};
+struct JanusOptions {
+  float threshold = 1.0f;         // data_centric where R = BSk/(4nHE) > threshold
+};
+
 struct StrategyConfig {
   std::string name = "expert_centric";  // MoE exchange strategy (strategies/registry.h)
-  // Janus (data_centric / janus)
-  int credits = 2;                // credit-based buffer: pulled experts in flight at once
-  bool priority = true;           // data_centric: staggered pull order (Janus Algorithm 1)
-  bool prefetch = false;          // data_centric: pull at the start of the iteration (§5.3)
-  bool hierarchical = false;      // data_centric: node-level expert cache + gradient pre-reduce (§5.1.2)
-  bool pcie_pairing = false;      // data_centric + hierarchical: copies from the node cache split
-                                  // between PCIe-switch peers (§5.2, Fig. 8-9)
-  float janus_threshold = 1.0f;   // janus: data_centric where R = BSk/(4nHE) > threshold
+  ExpertCentricOptions expert_centric;  // [strategy.expert_centric] (also janus' EC blocks)
+  HierA2aOptions hier_a2a;              // [strategy.hier_a2a]
+  DataCentricOptions data_centric;      // [strategy.data_centric] (also janus' DC blocks)
+  JanusOptions janus;                   // [strategy.janus]
 };
 
 struct ModelConfig {

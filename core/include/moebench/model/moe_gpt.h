@@ -12,6 +12,7 @@
 #include "moebench/config/config.h"
 #include "moebench/model/param_arena.h"
 #include "moebench/moe/moe_layer.h"
+#include "moebench/moe/parallel_context.h"
 #include "moebench/moe/synthetic_routing.h"
 
 namespace moebench {
@@ -29,21 +30,6 @@ struct ExpertShard {
 };
 
 // How the MoE blocks run distributed (set by the trainer of a multi-rank run).
-struct MoeDistribution {
-  // The strategy of an MoE block (the trainer makes them: strategies/registry.h, janus.h).
-  std::function<std::unique_ptr<MoeStrategy>(int block)> strategy_for;
-  Communicator* ep = nullptr;      // expert-parallel group
-  std::shared_ptr<EpStreams> streams;  // the EP group's per-role communicators (all blocks)
-  Communicator* dp = nullptr;      // data-parallel group: global-batch aux statistics
-  const Topology* topology = nullptr;
-  Executor* executor = nullptr;
-  int overlap_degree = 1;          // expert_centric / hier_a2a: chunks per exchange
-  int credits = 2;                 // data_centric: strategy.credits
-  bool priority = true, prefetch = false, hierarchical = false;  // data_centric switches
-  bool pcie_pairing = false;
-  std::vector<int> pcie_switch_pairs;
-};
-
 // A contiguous range of the parameter/gradient arena, in floats.
 struct ArenaRange {
   size_t offset = 0, count = 0;
@@ -61,8 +47,8 @@ class MoeGpt {
   // its name, so every sharding of the experts gets the same weights.
   void init(uint64_t seed);
 
-  // Runs the MoE blocks through a distributed strategy (see MoeDistribution).
-  void distribute(const MoeDistribution& d);
+  // Runs the MoE blocks through their distributed strategies (moe/parallel_context.h).
+  void distribute(const ParallelContext& par);
   // Synthetic expert choice ([moe] routing); first_token = global index of this rank's first
   // token in a batch (rank-count independent choices).
   void set_routing(const RoutingSpec& spec, uint64_t seed, long first_token);

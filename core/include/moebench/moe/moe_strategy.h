@@ -50,16 +50,10 @@ struct MoeContext {
   // experts accumulate into local_grads.
   int first_local = 0;
   std::vector<ExpertParams> local, local_grads;
-  // expert_centric / hier_a2a ([strategy.expert_centric] overlap_degree): each expert's rows
-  // are cut into this many chunks whose exchange overlaps the previous chunk's compute.
-  int overlap_degree = 1;
-  // data_centric (Janus): credit-based buffer size, pulled experts in flight at once.
-  int credits = 2;
-  bool priority = true;       // data_centric switches (config [strategy], Janus §5.1.2-5.3)
-  bool prefetch = false;
-  bool hierarchical = false;
-  bool pcie_pairing = false;            // with hierarchical: Janus §5.2 Fig. 8-9
-  std::vector<int> pcie_switch_pairs;   // local ranks sharing a PCIe switch, pairwise
+  // Local ranks sharing a PCIe switch, pairwise (cluster.pcie_switch_pairs; data_centric's
+  // pcie_pairing). Strategy options are not here: each strategy holds its own option struct
+  // ([strategy.<name>], config/config.h), given when it is made (strategies/registry.h).
+  std::vector<int> pcie_switch_pairs;
 
   // Fills ep_rank / ep_size / ep_world from ep (when set).
   void sync_group();

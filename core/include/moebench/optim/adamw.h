@@ -11,6 +11,10 @@ struct AdamWHyper {
   float beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f, weight_decay = 0.0f;
 };
 
+// FLOPs of one AdamW update of n parameters (moments, bias correction, decay, update: about
+// 10 per parameter); the optimizer task's cost.
+inline double adamw_flops(size_t n) { return 10.0 * (double)n; }
+
 class AdamW {
  public:
   AdamW(size_t num_params, AdamWHyper h);

@@ -39,7 +39,7 @@ struct JanusBlockPlan {
   int experts = 0;             // experts in this block
   int experts_per_worker = 0;  // E; when experts do not divide the world: ceil(experts / world)
   double R = 0.0;              // eq. 1 (uses the exact experts / world)
-  std::string paradigm;        // "data_centric" when R > strategy.janus_threshold, else "expert_centric"
+  std::string paradigm;        // "data_centric" when R > strategy.janus.threshold, else "expert_centric"
   double ec_bytes = 0.0;       // Comm_EC in bytes
   double dc_bytes = 0.0;       // Comm_DC in bytes
 };

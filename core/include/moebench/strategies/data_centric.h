@@ -29,7 +29,7 @@
 // forward + backward a rank counts 2 x (distinct remote experts it routed rows to) x expert
 // bytes, split by owner.
 //
-// Switches (MoeContext, config [strategy]):
+// Switches (DataCentricOptions, config [strategy.data_centric]):
 //  priority (§5.2): remote experts are pulled in janus_expert_order (strategies/janus_order.h):
 //    internal experts (owners on this node) in Algorithm 1's staggered order, then external
 //    ones ascending; off: internal ones ascending for every worker. Only used experts are pulled.
@@ -65,6 +65,7 @@
 #include <memory>
 #include <vector>
 
+#include "moebench/config/config.h"
 #include "moebench/moe/moe_strategy.h"
 
 namespace moebench {
@@ -99,8 +100,8 @@ struct DataCentricCopy {
 
 class DataCentric : public MoeStrategy {
  public:
-  // credits <= 0: use ctx.credits (MoeContext, default 2).
-  explicit DataCentric(int credits = 0);
+  // options: [strategy.data_centric] (config/config.h).
+  explicit DataCentric(DataCentricOptions options = {});
   ~DataCentric() override;
   std::string name() const override { return "data_centric"; }
   bool exchanges_counts() const override { return false; }  // tokens stay: only its own counts matter
@@ -114,7 +115,7 @@ class DataCentric : public MoeStrategy {
   StrategyCost predict(const CostInputs& in) const override;
   void begin_iteration(MoeContext& ctx) override;
 
-  void set_credits(int credits) { credits_override_ = credits; }  // <= 0: ctx.credits
+  const DataCentricOptions& options() const { return opts_; }
   const DataCentricStats& stats() const { return stats_; }
   // Experts (global ids) pulled in the last forward, in pull order.
   // Used remote experts are listed in pull order (prefetched ones included, and external ones
@@ -142,7 +143,7 @@ class DataCentric : public MoeStrategy {
   float* ext_stage(int local, int j);
   void pair_copies(MoeContext& ctx, const std::vector<int>& used_rows);
 
-  int credits_override_ = 0;
+  DataCentricOptions opts_;
   int P_ = 1, L_ = 0, C_ = 0, F_ = 0, E_ = 0, me_ = 0;
   size_t expert_floats_ = 0;
   std::unique_ptr<Window> params_win_, grads_win_;
@@ -177,6 +178,6 @@ class DataCentric : public MoeStrategy {
   DataCentricStats stats_;
 };
 
-std::unique_ptr<MoeStrategy> make_data_centric();
+std::unique_ptr<MoeStrategy> make_data_centric(const StrategyConfig& options);
 
 }  // namespace moebench

@@ -1,7 +1,7 @@
 #pragma once
 // janus (Janus §4, §7.5): the unified paradigm. Before training it computes, for every MoE
 // block, R = BSk / (4nHE) (perf/janus_model.h) and runs that block with data_centric where
-// R > strategy.janus_threshold and with expert_centric elsewhere. Other strategy names apply
+// R > strategy.janus.threshold and with expert_centric elsewhere. Other strategy names apply
 // to every block unchanged.
 #include <map>
 #include <string>

@@ -5,7 +5,7 @@
 // two-phase hierarchical all-to-all (hier_a2a).
 //
 // Layout (from the EP group's counts): every (source, expert) row count, cut into D =
-// ctx.overlap_degree chunks (Tutel's overlap degree): chunk i of the n rows a source sends
+// overlap_degree chunks ([strategy.expert_centric] / [strategy.hier_a2a] overlap_degree) (Tutel's overlap degree): chunk i of the n rows a source sends
 // to an expert is rows [n*i/D, n*(i+1)/D). Per chunk the graph is
 //   pack (copy; D > 1) -> dispatch (comm) -> experts (compute: regroup the received rows,
 //   source-major, by local expert; ExpertBank; back) -> combine (comm) -> unpack (copy; D > 1)
@@ -35,6 +35,9 @@ struct TransferSpec {
 
 class TokenExchange : public MoeStrategy {
  public:
+  // overlap_degree >= 1 (std::invalid_argument otherwise).
+  explicit TokenExchange(int overlap_degree = 1);
+  int overlap_degree() const { return D_; }
   std::unique_ptr<MoeHandle> layout(const ExchangeCounts& counts, MoeContext& ctx) override;
   std::vector<TaskId> build(TaskGraph& g, MoeHandle& handle, MoePass pass, const std::vector<TaskId>& after,
                             const MoeBuffers* buffers, MoeContext& ctx) override;
@@ -47,6 +50,9 @@ class TokenExchange : public MoeStrategy {
   // Collective setup on the main thread before the first graph with buffers (hier_a2a: the
   // node communicators). Default: nothing.
   virtual void prepare(MoeContext& ctx) { (void)ctx; }
+
+ private:
+  int D_ = 1;
 };
 
 }  // namespace moebench

@@ -18,10 +18,13 @@
 #include "moebench/dist/topology.h"
 #include "moebench/dist/traffic_meter.h"
 #include "moebench/model/moe_gpt.h"
+#include "moebench/moe/parallel_context.h"
 #include "moebench/optim/adamw.h"
 #include "moebench/runtime/executor.h"
 
 namespace moebench {
+
+class ClusterModel;
 
 class Distributed {
  public:
@@ -41,10 +44,12 @@ class Distributed {
   TrafficMeter& meter() { return *meter_; }
   Executor& executor() { return executor_; }
   ProcessGroups& groups() { return *groups_; }
+  const ParallelContext& parallel() const { return parallel_; }  // filled by attach()
   std::string describe() const;
 
-  // Wires the model: the strategy of every MoE block (strategies/janus.h: janus picks per
-  // block), and the gradient hook that starts each dense bucket's all-reduce on the comm stream.
+  // Wires the model: this rank's ParallelContext (groups, EP streams, topology, cluster model,
+  // executor and the strategy of every MoE block with its [strategy.<name>] options;
+  // strategies/janus.h: janus picks per block), and the gradient hook that starts each dense bucket's all-reduce on the comm stream.
   void attach(MoeGpt& model, const Config& cfg);
   // After backward: waits for the bucket all-reduces, reduces the expert gradients. Returns
   // the seconds the compute thread waited for communication here.
@@ -69,6 +74,8 @@ class Distributed {
   std::unique_ptr<TrafficMeter> meter_;
   std::unique_ptr<ProcessGroups> groups_;
   std::unique_ptr<Communicator> grad_comm_;  // dup of DP, used only by the comm stream
+  std::unique_ptr<ClusterModel> cluster_;
+  ParallelContext parallel_;
   Executor executor_;
   TaskGraph grad_graph_;  // this step's bucket all-reduces, submitted as backward produces them
   float dp_scale_ = 1.0f;

@@ -1,0 +1,35 @@
+#pragma once
+// ParallelContext: everything about how one rank takes part in a distributed run that the
+// model and its MoE blocks need — the process groups (EP, DP, expert-DP; TP and PP join with
+// tensor/pipeline parallelism), the EP group's per-role communicators, the topology, the
+// cluster model, the executor, and the strategy of each MoE block. One per rank, made by the
+// trainer (train/distributed.h). Strategy options are not copied through it: each strategy
+// got its own option struct ([strategy.<name>]) when `strategy_for` made it. The model asks
+// it for a block's strategy and context; it never includes strategies/ (DESIGN §2).
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "moebench/moe/moe_strategy.h"
+
+namespace moebench {
+
+class ClusterModel;
+
+struct ParallelContext {
+  Communicator* ep = nullptr;         // expert-parallel group
+  Communicator* dp = nullptr;         // data-parallel group (global-batch router statistics)
+  std::shared_ptr<EpStreams> ep_streams;  // the EP group's comm.intra / comm.inter dups (all blocks)
+  const Topology* topology = nullptr;
+  const ClusterModel* cluster = nullptr;  // what predictions of this run assume
+  Executor* executor = nullptr;
+  std::vector<int> pcie_switch_pairs;     // cluster.pcie_switch_pairs
+  // The strategy of MoE block `block`, with its options (strategies/registry.h, janus.h).
+  std::function<std::unique_ptr<MoeStrategy>(int block)> strategy_for;
+
+  // The group part of a block's MoeContext (ep, streams, topology, executor, pairs, group
+  // ranks); the model adds the block's shapes and experts.
+  MoeContext block_context(int layer) const;
+};
+
+}  // namespace moebench
