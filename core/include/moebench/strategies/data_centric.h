@@ -45,7 +45,7 @@
 //    internal experts (owners on this node) in Algorithm 1's staggered order, then external
 //    ones ascending; off: internal ones ascending for every worker. Only used experts are pulled.
 //  prefetch (§5.3): begin_iteration() (main thread, before any block's router: window barrier,
-//    then NON-BLOCKING gets) issues the pulls of every expert this rank does not own: internal
+//    then NON-BLOCKING gets; a host span "janus.prefetch" with ctx.executor) issues the pulls of every expert this rank does not own: internal
 //    ones in pull order up to C credits, external ones into the host cache (no credit);
 //    hierarchical: this rank's share of the node cache. Decision: the gets stay non-blocking
 //    main-thread calls (issuing costs nothing; no pass of this block runs then, so no other
