@@ -10,8 +10,8 @@
 //   overlap = (serial - scheduled) / (serial - max(compute, comm)): 1 when the shorter of
 //              the two is completely hidden, 0 when nothing is.
 // Times are medians over the iterations of the slowest rank. The cases: expert_centric with
-// overlap degrees 1, 2, 4, hier_a2a with 1 and 2, data_centric (whose pass is still one task:
-// nothing can overlap across its tasks yet).
+// overlap degrees 1, 2, 4, hier_a2a with 1 and 2, data_centric with the config's credits (its
+// pulls overlap the computes of the experts pulled before them).
 #include <algorithm>
 #include <cstdio>
 #include <memory>

@@ -25,6 +25,9 @@
 
 using namespace moebench;
 
+Q_DECLARE_METATYPE(std::vector<std::string>)
+Q_DECLARE_METATYPE(std::vector<std::vector<int>>)
+
 namespace {
 
 constexpr int P = 4, E = 4, C = 2, F = 3, N = 10, K = 2;
@@ -73,6 +76,70 @@ const GraphTask* find(const TaskGraph& g, const std::string& name, int chunk = -
   for (const GraphTask& t : g.tasks())
     if (t.name == name && t.chunk == chunk) return &t;
   return nullptr;
+}
+
+// data_centric on 4 EP ranks = 2 nodes of 2, 8 experts (rank p owns 2p, 2p+1), C = 2, F = 3:
+// an expert is 2*3*2 + 3 + 2 = 17 floats = 68 bytes. Counts (rows rank s routes to expert e):
+//          e0 e1 e2 e3 e4 e5 e6 e7
+//     s0 [  1  0  2  0  3  0  1  0 ]
+//     s1 [  2  3  1  0  4  0  2  5 ]
+//     s2 [  0  1  0  2  0  3  1  0 ]
+//     s3 [  4  0  0  1  2  2  0  1 ]
+// Rank 1 (node 0, local 1) uses e2 (owned, 1 row), e0, e1 (internal, owner rank 0) and e4, e6,
+// e7 (external, owners 2, 3, 3); its pull order (priority) is e0, e1, e4, e5, e6, e7.
+constexpr int kDcE = 8;
+constexpr uint64_t kDcExpertBytes = (2 * F * C + F + C) * 4;
+const std::vector<long> kDcCounts = {1, 0, 2, 0, 3, 0, 1, 0, 2, 3, 1, 0, 4, 0, 2, 5,
+                                     0, 1, 0, 2, 0, 3, 1, 0, 4, 0, 0, 1, 2, 2, 0, 1};
+
+using DcOptions = DataCentricOptions;
+
+std::unique_ptr<MoeStrategy> make_dc(const DcOptions& o) {
+  StrategyConfig options;
+  options.data_centric = o;
+  return make_strategy("data_centric", options);
+}
+
+MoeContext dc_context(int me) {
+  static const Topology topo = Topology::virtual_blocks(2, 2);
+  MoeContext ctx;
+  ctx.topology = &topo;
+  ctx.layer = 3;
+  ctx.experts = kDcE;
+  ctx.C = C;
+  ctx.F = F;
+  ctx.ep_rank = me;
+  ctx.ep_size = P;
+  ctx.ep_world = {0, 1, 2, 3};
+  ctx.first_local = 2 * me;
+  ctx.pcie_switch_pairs = {0, 1};
+  return ctx;
+}
+
+ExchangeCounts dc_counts() {
+  ExchangeCounts counts;
+  counts.P = P;
+  counts.E = kDcE;
+  counts.rows = kDcCounts;
+  return counts;
+}
+
+// The block's pass of rank `me` (router / combine_backward first), built without buffers.
+Built dc_build(const DcOptions& o, MoePass pass, int me = 1) {
+  MoeContext ctx = dc_context(me);
+  auto s = make_dc(o);
+  auto h = s->layout(dc_counts(), ctx);
+  Built b;
+  add_block_pass(b.g, *s, *h, pass, ctx, {N, C, kDcE, K}, {});
+  for (const GraphTask& t : b.g.tasks())
+    b.names.push_back(t.expert >= 0 ? t.name + "@" + std::to_string(t.expert) : t.name);
+  return b;
+}
+
+std::vector<std::vector<int>> deps_of(const TaskGraph& g) {
+  std::vector<std::vector<int>> out;
+  for (const GraphTask& t : g.tasks()) out.push_back(t.deps);
+  return out;
 }
 
 }  // namespace
@@ -159,9 +226,196 @@ class TestStrategyGraphs : public QObject {
 
   void data_centric_needs_no_counts_exchange() {
     const Built b = build("data_centric", 1, 1, MoePass::forward);
-    QCOMPARE((int)b.g.size(), 3);  // router, the protocol's task, combine
     QCOMPARE(b.names.front(), std::string("moe.router"));
     QCOMPARE(b.names.back(), std::string("moe.combine"));
+    for (const std::string& name : b.names) QVERIFY(name != "moe.counts");
+  }
+
+  void data_centric_forward_credits_data() {
+    QTest::addColumn<int>("credits");
+    QTest::addColumn<std::vector<std::string>>("names");
+    QTest::addColumn<std::vector<std::vector<int>>>("deps");
+    // credits 1: pull k+1 waits for compute k (one expert pulled and not yet computed).
+    QTest::newRow("credits 1")
+        << 1
+        << std::vector<std::string>{"moe.router", "janus.sync", "janus.pull@0", "moe.experts@2", "moe.experts@0",
+                                    "janus.pull@1", "moe.experts@1", "janus.pull@4", "moe.experts@4", "janus.pull@6",
+                                    "moe.experts@6", "janus.pull@7", "moe.experts@7", "moe.combine"}
+        << std::vector<std::vector<int>>{{}, {0}, {1}, {0}, {2}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {3, 12}};
+    // credits 2: the first two pulls after the window barrier, pull k+2 after compute k.
+    QTest::newRow("credits 2")
+        << 2
+        << std::vector<std::string>{"moe.router", "janus.sync", "janus.pull@0", "janus.pull@1", "moe.experts@2",
+                                    "moe.experts@0", "janus.pull@4", "moe.experts@1", "janus.pull@6", "moe.experts@4",
+                                    "janus.pull@7", "moe.experts@6", "moe.experts@7", "moe.combine"}
+        << std::vector<std::vector<int>>{{}, {0}, {1}, {1}, {0}, {2}, {5}, {3}, {7}, {6}, {9}, {8}, {10}, {4, 11, 12}};
+  }
+  void data_centric_forward_credits() {
+    QFETCH(int, credits);
+    QFETCH(std::vector<std::string>, names);
+    QFETCH(std::vector<std::vector<int>>, deps);
+    DcOptions o;
+    o.credits = credits;
+    const Built b = dc_build(o, MoePass::forward);
+    QCOMPARE(b.names, names);
+    QCOMPARE(deps_of(b.g), deps);
+    const std::vector<int> owner_of = {0, 0, 1, 1, 2, 2, 3, 3};
+    for (const GraphTask& t : b.g.tasks()) {
+      QCOMPARE(t.layer, 3);
+      QVERIFY(!t.action);
+      if (t.name == "janus.pull") {
+        QVERIFY(t.role == StreamRole::comm_inter && t.category == TaskCategory::comm);
+        QCOMPARE(t.peer, owner_of[(size_t)t.expert]);
+        QCOMPARE(t.cost.bytes_to_peer, (Sends{{owner_of[(size_t)t.expert], kDcExpertBytes}}));
+      } else if (t.name == "moe.experts") {
+        QVERIFY(t.role == StreamRole::compute);
+        QCOMPARE(t.cost.flops, 4.0 * kDcCounts[(size_t)(1 * kDcE + t.expert)] * C * F);
+      } else if (t.name == "janus.sync") {
+        QVERIFY(t.role == StreamRole::comm_inter && t.cost.bytes_to_peer.empty());
+      }
+    }
+  }
+
+  // Prefetch (credits 1): begin_iteration pulls e0 (the first internal expert, holding the
+  // credit) and every external one; their pulls wait only for the window barrier, e1's for
+  // the credit e0's compute returns.
+  void data_centric_forward_prefetch() {
+    DcOptions o;
+    o.credits = 1;
+    o.prefetch = true;
+    const Built b = dc_build(o, MoePass::forward);
+    QCOMPARE(b.names, (std::vector<std::string>{"moe.router", "janus.sync", "janus.pull@0", "moe.experts@2",
+                                                "moe.experts@0", "janus.pull@1", "janus.pull@4", "janus.pull@6",
+                                                "janus.pull@7", "moe.experts@1", "moe.experts@4", "moe.experts@6",
+                                                "moe.experts@7", "moe.combine"}));
+    QCOMPARE(deps_of(b.g), (std::vector<std::vector<int>>{
+                               {}, {0}, {1}, {0}, {2}, {4}, {1}, {1}, {1}, {5}, {6}, {7}, {8}, {3, 9, 10, 11, 12}}));
+    uint64_t pulled = 0;
+    for (const GraphTask& t : b.g.tasks()) pulled += t.name == "janus.pull" ? t.cost.bytes_sent() : 0;
+    QCOMPARE(pulled, 5 * kDcExpertBytes);  // every used remote expert once, prefetched or not
+  }
+
+  void data_centric_backward() {
+    const Built b = dc_build(DcOptions{}, MoePass::backward);
+    QCOMPARE(b.names, (std::vector<std::string>{"moe.combine_backward", "moe.experts_backward@2",
+                                                "moe.experts_backward@0", "moe.experts_backward@1",
+                                                "moe.experts_backward@4", "moe.experts_backward@6",
+                                                "moe.experts_backward@7", "janus.sync", "janus.push_grad@0",
+                                                "janus.push_grad@1", "janus.push_grad@4", "janus.push_grad@6",
+                                                "janus.push_grad@7", "janus.sync", "moe.router_backward"}));
+    QCOMPARE(deps_of(b.g), (std::vector<std::vector<int>>{{}, {0}, {0}, {0}, {0}, {0}, {0}, {0, 1}, {2, 7}, {3, 7},
+                                                          {4, 7}, {5, 7}, {6, 7}, {7, 8, 9, 10, 11, 12}, {13}}));
+    const std::vector<int> owner_of = {0, 0, 1, 1, 2, 2, 3, 3};
+    for (const GraphTask& t : b.g.tasks()) {
+      if (t.name == "moe.experts_backward") QCOMPARE(t.cost.flops, 8.0 * kDcCounts[(size_t)(kDcE + t.expert)] * C * F);
+      if (t.name == "janus.push_grad")
+        QCOMPARE(t.cost.bytes_to_peer, (Sends{{owner_of[(size_t)t.expert], kDcExpertBytes}}));
+    }
+  }
+
+  // Hierarchical: node 0 uses e4 (ranks 0, 1), e6 (0, 1), e7 (1); external index j = e - 4,
+  // local rank 1 pulls j = 1, 3 when used: e7 only. The cached experts compute after the
+  // node sync; e0, e1 are pulled by the rank itself.
+  void data_centric_hierarchical() {
+    DcOptions o;
+    o.hierarchical = true;
+    const Built f = dc_build(o, MoePass::forward);
+    QCOMPARE(f.names, (std::vector<std::string>{"moe.router", "janus.sync", "janus.pull_node@7", "janus.pull@0",
+                                                "janus.pull@1", "moe.experts@2", "janus.node_sync", "moe.experts@4",
+                                                "moe.experts@6", "moe.experts@7", "moe.experts@0", "moe.experts@1",
+                                                "moe.combine"}));
+    QCOMPARE(deps_of(f.g), (std::vector<std::vector<int>>{
+                               {}, {0}, {1}, {1}, {1}, {0}, {1, 2}, {6}, {6}, {6}, {3}, {4}, {5, 7, 8, 9, 10, 11}}));
+    QCOMPARE(f.g.task(2).cost.bytes_to_peer, (Sends{{3, kDcExpertBytes}}));
+    QCOMPARE(f.g.task(2).peer, 3);
+    const Built b = dc_build(o, MoePass::backward);
+    QCOMPARE(b.names, (std::vector<std::string>{"moe.combine_backward", "moe.experts_backward@2",
+                                                "moe.experts_backward@0", "moe.experts_backward@1",
+                                                "moe.experts_backward@4", "moe.experts_backward@6",
+                                                "moe.experts_backward@7", "janus.node_sync", "janus.sync",
+                                                "janus.push_grad@0", "janus.push_grad@1", "janus.node_reduce@7",
+                                                "janus.push_grad@7", "janus.sync", "moe.router_backward"}));
+    QCOMPARE(deps_of(b.g), (std::vector<std::vector<int>>{{}, {0}, {0}, {0}, {0}, {0}, {0}, {0, 4, 5, 6}, {0, 1, 7},
+                                                          {2, 8}, {3, 8}, {7}, {8, 11}, {8, 9, 10, 12}, {13}}));
+    QCOMPARE(b.g.task(11).cost.flops, 17.0);  // (m - 1) x 17 floats summed
+    QCOMPARE(b.g.task(12).cost.bytes_to_peer, (Sends{{3, kDcExpertBytes}}));
+    // Rank 0 (local 0) pulls j = 0, 2: e4 and e6, and pushes their node sums.
+    const Built f0 = dc_build(o, MoePass::forward, 0);
+    std::vector<std::string> node_pulls;
+    for (const std::string& n : f0.names)
+      if (n.rfind("janus.pull_node", 0) == 0) node_pulls.push_back(n);
+    QCOMPARE(node_pulls, (std::vector<std::string>{"janus.pull_node@4", "janus.pull_node@6"}));
+  }
+
+  // pcie_pairing (pair = local ranks 0, 1): the pair uses e4, e6, e7 -> lower rank e4, e7,
+  // higher (rank 1) e6; two rounds: cache copy e6, sync, peer copy e4; sync, peer copy e7.
+  void data_centric_pcie_pairing() {
+    DcOptions o;
+    o.hierarchical = true;
+    o.pcie_pairing = true;
+    const Built f = dc_build(o, MoePass::forward);
+    QCOMPARE(f.names, (std::vector<std::string>{"moe.router", "janus.sync", "janus.pull_node@7", "janus.pull@0",
+                                                "janus.pull@1", "moe.experts@2", "janus.node_sync",
+                                                "janus.cache_copy@6", "janus.node_sync", "janus.peer_copy@4",
+                                                "janus.node_sync", "janus.peer_copy@7", "moe.experts@4",
+                                                "moe.experts@6", "moe.experts@7", "moe.experts@0", "moe.experts@1",
+                                                "moe.combine"}));
+    QCOMPARE(deps_of(f.g), (std::vector<std::vector<int>>{{}, {0}, {1}, {1}, {1}, {0}, {1, 2}, {6}, {6, 7}, {8},
+                                                          {8}, {10}, {9}, {7}, {11}, {3}, {4},
+                                                          {5, 12, 13, 14, 15, 16}}));
+    for (int i : {7, 9, 11}) {
+      QVERIFY(f.g.task(i).role == StreamRole::copy && f.g.task(i).category == TaskCategory::copy);
+      QCOMPARE(f.g.task(i).cost.copy_bytes, kDcExpertBytes);
+      QVERIFY(f.g.task(i).cost.bytes_to_peer.empty());
+    }
+    QCOMPARE(f.g.task(7).peer, -1);
+    QCOMPARE(f.g.task(9).peer, 0);  // from the pair peer's staging slot
+  }
+
+  // Without a node cache, the graph needs no communicator even with buffers: built with and
+  // without buffers it is the same schedule (the former with an action on every task).
+  void data_centric_same_schedule_with_buffers_data() {
+    QTest::addColumn<int>("credits");
+    QTest::addColumn<bool>("prefetch");
+    QTest::newRow("credits 1") << 1 << false;
+    QTest::newRow("credits 2") << 2 << false;
+    QTest::newRow("credits 1 prefetch") << 1 << true;
+  }
+  void data_centric_same_schedule_with_buffers() {
+    QFETCH(int, credits);
+    QFETCH(bool, prefetch);
+    DcOptions o;
+    o.credits = credits;
+    o.prefetch = prefetch;
+    const size_t ef = 2 * F * C + F + C;
+    std::vector<float> w(2 * ef), gw(2 * ef), rows((size_t)32 * C), out((size_t)32 * C);
+    for (MoePass pass : {MoePass::forward, MoePass::backward}) {
+      MoeContext plain = dc_context(1), bound = dc_context(1);
+      for (int j = 0; j < 2; ++j) {
+        float* p = w.data() + j * ef;
+        float* q = gw.data() + j * ef;
+        bound.local.push_back({p, p + F * C, p + F * C + F, p + 2 * F * C + F});
+        bound.local_grads.push_back({q, q + F * C, q + F * C + F, q + 2 * F * C + F});
+      }
+      auto s1 = make_dc(o), s2 = make_dc(o);
+      auto h1 = s1->layout(dc_counts(), plain), h2 = s2->layout(dc_counts(), bound);
+      MoeBuffers buf;
+      buf.xg = rows.data();
+      buf.y = out.data();
+      buf.dy = rows.data();
+      buf.dxg = out.data();
+      TaskGraph without, with;
+      if (pass == MoePass::backward) {  // the backward uses the forward's handle
+        TaskGraph fwd1, fwd2;
+        s1->build(fwd1, *h1, MoePass::forward, {}, nullptr, plain);
+        s2->build(fwd2, *h2, MoePass::forward, {}, &buf, bound);
+      }
+      const auto done1 = s1->build(without, *h1, pass, {}, nullptr, plain);
+      const auto done2 = s2->build(with, *h2, pass, {}, &buf, bound);
+      QVERIFY(with.same_schedule(without));
+      QCOMPARE(done1.size(), done2.size());
+      for (const GraphTask& t : with.tasks()) QVERIFY(t.action);
+    }
   }
 
   void registry_makes_every_configurable_strategy() {

@@ -1,23 +1,21 @@
 // data_centric: Janus (SIGCOMM'23) data-centric expert parallelism: tokens stay, experts are
 // pulled with one-sided gets under a credit-based buffer and their gradients pushed back
-// with one-sided accumulates. See strategies/data_centric.h for the protocol. This file: the
-// pull schedule (credits, prefetch, forward, backward); data_centric_node_cache.cpp: the
-// node cache and PCIe pairing; data_centric_cost.cpp: the prediction.
+// with one-sided accumulates. See strategies/data_centric.h for the protocol and its tasks.
+// This file: the pull schedule (layout, credits, prefetch, the forward and backward tasks);
+// data_centric_node_cache.cpp: the node cache and PCIe pairing; data_centric_cost.cpp: the
+// prediction.
 #include "data_centric_detail.h"
 
 #include <algorithm>
-#include <cmath>
 #include <stdexcept>
 #include <string>
 
 #include "moebench/dist/communicator.h"
-#include "moebench/dist/topology.h"
-#include "moebench/strategies/janus_order.h"
+#include "moebench/runtime/executor.h"
 
 namespace moebench {
 
 using data_centric_detail::check_contiguous;
-using data_centric_detail::phase;
 using data_centric_detail::view;
 
 DataCentric::DataCentric(DataCentricOptions options) : opts_(options) {}
@@ -44,338 +42,326 @@ void DataCentric::ensure_windows(MoeContext& ctx) {
   win_grads_base_ = ctx.local_grads[0].w1;
 }
 
-int DataCentric::configure(MoeContext& ctx) {
-  Communicator& ep = *ctx.ep;
-  const int P = ep.size(), me = ep.rank(), E = ctx.experts, C = ctx.C, F = ctx.F;
-  if (E % P != 0)
+// The EP group from ctx (ep_rank / ep_size, filled from ctx.ep when set); the owned experts'
+// buffers are checked only with a communicator (a graph without buffers has none).
+int DataCentric::configure(const MoeContext& ctx) {
+  const int P = ctx.ep_size, me = ctx.ep_rank, E = ctx.experts, C = ctx.C, F = ctx.F;
+  if (P < 1 || E % P != 0)
     throw std::invalid_argument("MoE block " + std::to_string(ctx.layer) + ": " + std::to_string(E) +
                                 " experts do not divide over " + std::to_string(P) + " EP ranks");
   const int L = E / P;
-  if (L < 1 || (int)ctx.local.size() != L || (int)ctx.local_grads.size() != L || ctx.first_local != me * L)
+  if (L < 1 || ctx.first_local != me * L ||
+      (ctx.ep && ((int)ctx.local.size() != L || (int)ctx.local_grads.size() != L)))
     throw std::invalid_argument("data_centric: rank " + std::to_string(me) + " must own experts [" +
                                 std::to_string(me * L) + ", " + std::to_string(me * L + L) + ")");
   const int credits = opts_.credits;
   if (credits < 1) throw std::invalid_argument("data_centric: credits must be at least 1");
-  check_contiguous(ctx.local, C, F, "parameters");
-  check_contiguous(ctx.local_grads, C, F, "gradients");
+  if (ctx.ep) {
+    check_contiguous(ctx.local, C, F, "parameters");
+    check_contiguous(ctx.local_grads, C, F, "gradients");
+  }
   P_ = P, L_ = L, C_ = C, F_ = F, E_ = E, me_ = me;
   expert_floats_ = 2 * (size_t)F * C + F + C;
   stats_.credits = credits;
   return credits;
 }
 
+// What begin_iteration pulls, in issue order: every expert this rank does not own in pull
+// order; internal ones only while a credit is free, external ones into the host cache (no
+// credit) or, hierarchical, this rank's share of the node cache (ext index j % m == local rank).
+std::vector<DataCentric::PlannedPull> DataCentric::prefetch_plan(int credits) const {
+  std::vector<PlannedPull> plan;
+  int in_use = 0;
+  for (int e : order_) {
+    const int j = ext_idx_[e];
+    if (hier_ && j >= 0) {
+      if (j % m_ == local_rank_) plan.push_back({e, j, false});
+      continue;
+    }
+    const bool internal = j < 0;
+    if (internal && in_use >= credits) continue;
+    plan.push_back({e, -1, internal});
+    if (internal) ++in_use;
+  }
+  return plan;
+}
+
 void DataCentric::drop_prefetch() {
   if (!prefetch_.empty() && params_win_) params_win_->flush_all();
   prefetch_.clear();
+  prefetch_pending_ = false;
 }
 
-void DataCentric::release_cache() {
-  slots_.clear();
-  have_forward_ = false;
-}
-
+// Runs on the main thread before any block's router, while no pass of this block runs (so no
+// other thread uses the window): barrier, then non-blocking gets the forward's pull tasks
+// complete (data_centric.h, prefetch).
 void DataCentric::begin_iteration(MoeContext& ctx) {
-  if (!opts_.prefetch) return;
+  if (!opts_.prefetch || !ctx.ep) return;
+  ctx.sync_group();
   const int credits = configure(ctx);
-  release_cache();
   drop_prefetch();
-  ensure_windows(ctx);
-  setup_nodes(ctx);
-  // Every owner has finished its previous optimizer step before any pull.
-  phase(ctx, "janus.sync", TaskCategory::comm, {}, -1, -1, [&] { params_win_->barrier(); });
+  setup_topology(ctx);
+  ensure_windows(ctx);  // collective, first call only
+  ensure_node_cache(ctx);
+  const std::vector<PlannedPull> plan = prefetch_plan(credits);
   const uint64_t expert_bytes = expert_floats_ * sizeof(float);
-  prefetch_order_.clear();
-  hier_prefetched_ = false;
-  int in_use = 0;
-  for (int e : order_) {
-    const int owner = e / L_, j = ext_idx_[e];
-    if (hier_ && j >= 0) {
-      hier_prefetched_ = true;
-      if (j % m_ != local_rank_) continue;  // another local rank pulls it into the node cache
-      params_win_->get(ext_cache(j), expert_floats_, owner, (size_t)(e - owner * L_) * expert_floats_ * sizeof(float));
-      ++stats_.node_pulls;
-    } else {
-      const bool internal = j < 0;
-      if (internal && in_use >= credits) continue;
-      auto pf = std::make_unique<Prefetched>();
-      pf->e = e;
-      pf->owner = owner;
-      pf->credit = internal;
-      pf->buf.resize(expert_floats_);
-      params_win_->get(pf->buf.data(), expert_floats_, owner, (size_t)(e - owner * L_) * expert_floats_ * sizeof(float));
-      if (internal) stats_.max_in_use = std::max(stats_.max_in_use, ++in_use);
-      prefetch_.push_back(std::move(pf));
+  auto issue = [&] {
+    params_win_->barrier();  // every owner has finished its previous optimizer step
+    int in_use = 0;
+    for (const PlannedPull& pp : plan) {
+      const int owner = pp.e / L_;
+      const size_t off = (size_t)(pp.e - owner * L_) * expert_bytes;
+      if (pp.ext >= 0) {
+        params_win_->get(ext_cache(pp.ext), expert_floats_, owner, off);
+        ++stats_.node_pulls;
+      } else {
+        auto pf = std::make_unique<Prefetched>();
+        pf->e = pp.e;
+        pf->owner = owner;
+        pf->buf.resize(expert_floats_);
+        params_win_->get(pf->buf.data(), expert_floats_, owner, off);
+        if (pp.credit) stats_.max_in_use = std::max(stats_.max_in_use, ++in_use);
+        prefetch_.push_back(std::move(pf));
+      }
+      ++stats_.pulls;
+      ++stats_.prefetched;
+      stats_.bytes_pulled += expert_bytes;
     }
-    ++stats_.pulls;
-    ++stats_.prefetched;
-    stats_.bytes_pulled += expert_bytes;
-    prefetch_order_.push_back(e);
-  }
-  stats_.last_prefetched = (int)prefetch_order_.size();
+  };
+  prefetch_order_.clear();
+  for (const PlannedPull& pp : plan) prefetch_order_.push_back(pp.e);
+  if (ctx.executor) ctx.executor->run_inline("janus.prefetch", StreamRole::host, TaskCategory::comm, issue, ctx.layer);
+  else issue();
+  prefetch_pending_ = true;
+  stats_.last_prefetched = (int)plan.size();
 }
 
-void DataCentric::forward(float* y, const float* xg, const std::vector<int>& offsets, MoeContext& ctx) {
-  Communicator& ep = *ctx.ep;
-  const int E = ctx.experts;
-  if ((int)offsets.size() != E + 1) throw std::invalid_argument("data_centric: offsets size != experts + 1");
-  const int credits = configure(ctx);
-  const int C = C_, F = F_, L = L_;
-  const uint64_t expert_bytes = expert_floats_ * sizeof(float);
-
-  release_cache();  // a forward without backward (evaluation) leaves nothing stale
-  // Prefetched experts are kept only when this forward follows their begin_iteration.
-  std::vector<std::unique_ptr<Prefetched>> prefetched;
-  bool hier_prefetched = false;
-  if (opts_.prefetch) {
-    prefetched.swap(prefetch_);
-    hier_prefetched = hier_prefetched_;
-  } else {
-    drop_prefetch();
+// Moves begin_iteration's buffers into the pass's slots (the gets stay in flight: the pull
+// tasks complete them); unused ones stay alive in the pass until its janus.sync flushed them.
+void DataCentric::take_prefetch(Pass& p, const MoeContext& ctx) {
+  const bool pending = prefetch_pending_ && opts_.prefetch;
+  prefetch_pending_ = false;
+  p.node_issued = pending && p.node_prefetched;
+  std::vector<Slot*> by_e((size_t)E_, nullptr);
+  for (Slot* s : p.remote) by_e[(size_t)s->e] = s;
+  for (auto& pf : prefetch_) {
+    Slot* s = pending ? by_e[(size_t)pf->e] : nullptr;
+    if (s && s->prefetched) {
+      s->cache = std::move(pf->buf);
+      s->issued = true;
+    } else {
+      p.dropped.push_back(std::move(pf));
+    }
   }
-  hier_prefetched_ = false;
-  ensure_windows(ctx);  // collective, first forward only
-  setup_nodes(ctx);
-  // Every owner has finished updating its experts (previous optimizer step) before any pull.
-  phase(ctx, "janus.sync", TaskCategory::comm, {}, -1, -1, [&] { params_win_->barrier(); });
-  offsets_ = offsets;
+  prefetch_.clear();
+}
 
-  // Used experts: owned ones first (no credit needed), then the remote ones in pull order.
-  std::vector<Slot*> remote, cached;
+std::unique_ptr<MoeHandle> DataCentric::layout(const ExchangeCounts& counts, MoeContext& ctx) {
+  ctx.sync_group();
+  const int credits = configure(ctx);
+  setup_topology(ctx);
+  if (ctx.ep) {
+    ensure_windows(ctx);  // collective, first call only
+    ensure_node_cache(ctx);
+  }
+  // Pairing needs the staging slots, allocated with the node cache (plan: as if they were).
+  pairing_ = hier_ && opts_.pcie_pairing && (staging_ || !ctx.ep);
+  auto p = std::make_unique<Pass>();
+  p->credits = credits;
+  std::vector<long> rows = counts.rows;
+  if (hier_ && ctx.ep) gather_node_counts(rows);
+  const long* mine = rows.data() + (size_t)me_ * E_;
+  p->offsets.assign(E_ + 1, 0);
+  for (int e = 0; e < E_; ++e) p->offsets[e + 1] = p->offsets[e] + (int)mine[e];
+
+  // Planned prefetch (the same plan begin_iteration issues).
+  std::vector<char> planned((size_t)E_, 0), planned_credit((size_t)E_, 0);
+  if (opts_.prefetch)
+    for (const PlannedPull& pp : prefetch_plan(credits)) {
+      planned[(size_t)pp.e] = 1;
+      planned_credit[(size_t)pp.e] = pp.credit;
+      if (pp.ext >= 0) p->node_prefetched = true;
+    }
+  // Used experts: owned ones first (no credit needed), then the others in pull order.
   auto add = [&](int e, bool owned) {
     auto s = std::make_unique<Slot>();
     s->e = e;
-    s->owner = e / L;
+    s->owner = e / L_;
     s->owned = owned;
-    s->off = offsets[e];
-    s->n = offsets[e + 1] - offsets[e];
+    s->off = p->offsets[e];
+    s->n = (int)mine[e];
     s->ext = ext_idx_[e];
-    if (owned) {
-      s->params = ctx.local[e - ctx.first_local];
-      s->grads = ctx.local_grads[e - ctx.first_local];
-    } else if (hier_ && s->ext >= 0) {
+    if (!owned && hier_ && s->ext >= 0) {
       s->node_cached = true;
-      cached.push_back(s.get());
-    } else {
-      remote.push_back(s.get());
+      p->cached.push_back(s.get());
+    } else if (!owned) {
+      s->prefetched = planned[(size_t)e];
+      s->credit = planned_credit[(size_t)e];  // prefetched internal experts hold theirs already
+      if (s->credit) ++p->initial_credits;
+      p->remote.push_back(s.get());
     }
-    slots_.push_back(std::move(s));
+    p->slots.push_back(std::move(s));
   };
-  for (int e = ctx.first_local; e < ctx.first_local + L; ++e)
-    if (offsets[e + 1] > offsets[e]) add(e, true);
+  for (int e = me_ * L_; e < me_ * L_ + L_; ++e)
+    if (mine[e] > 0) add(e, true);
   for (int e : order_)
-    if (offsets[e + 1] > offsets[e]) add(e, false);
+    if (mine[e] > 0) add(e, false);
+  if (hier_) plan_node(*p, rows);
+  return p;
+}
 
-  pulled_order_.clear();
-  forward_issued_.clear();
-  for (auto& s : slots_)
-    if (!s->owned) pulled_order_.push_back(s->e);
+std::vector<TaskId> DataCentric::build(TaskGraph& g, MoeHandle& handle, MoePass pass, const std::vector<TaskId>& after,
+                                       const MoeBuffers* buffers, MoeContext& ctx) {
+  auto& p = dynamic_cast<Pass&>(handle);
+  Builder b(g, ctx, buffers != nullptr);
+  if (pass == MoePass::forward) build_forward(b, p, buffers, after);
+  else build_backward(b, p, buffers, after);
+  return b.sinks();
+}
 
-  // Prefetched buffers go to their slots; unused ones are dropped (credit returned).
-  int in_use = 0;
-  {
-    std::vector<Slot*> by_e(E, nullptr);
-    for (Slot* s : remote) by_e[s->e] = s;
-    bool dropped = false;
-    for (auto& pf : prefetched) {
-      Slot* s = by_e[pf->e];
-      if (!s) {
-        dropped = true;
-        continue;
+void DataCentric::build_forward(Builder& b, Pass& p, const MoeBuffers* buffers, const std::vector<TaskId>& after) {
+  const bool act = b.act;
+  const int C = C_, F = F_, credits = p.credits;
+  const size_t ef = expert_floats_;
+  const uint64_t expert_bytes = ef * sizeof(float);
+  const std::vector<int>& world = b.ctx.ep_world;
+  float* y = act ? buffers->y : nullptr;
+  const float* xg = act ? buffers->xg : nullptr;
+  Window* win = params_win_.get();
+  if (act) {
+    take_prefetch(p, b.ctx);
+    for (auto& s : p.slots)
+      if (s->owned) {
+        s->params = b.ctx.local[(size_t)(s->e - b.ctx.first_local)];
+        s->grads = b.ctx.local_grads[(size_t)(s->e - b.ctx.first_local)];
       }
-      s->cache = std::move(pf->buf);
+    for (Slot* s : p.remote) {
+      s->cache.resize(ef);  // sized here: the pull's action never reallocates
       s->params = view(s->cache.data(), C, F);
-      s->issued = true;
-      s->credit = pf->credit;
-      if (s->credit) ++in_use;
     }
-    if (dropped) params_win_->flush_all();  // no get in flight into a freed buffer
-    prefetched.clear();
+    pulled_order_.clear();
+    forward_issued_.clear();
+    copy_order_.clear();
+    for (auto& s : p.slots)
+      if (!s->owned) pulled_order_.push_back(s->e);
+    stats_.last_pulls = (int)(p.remote.size() + p.cached.size());
   }
-
-  size_t next = 0;
-  auto issue = [&](Slot& s) {
-    s.cache.resize(expert_floats_);
-    s.params = view(s.cache.data(), C, F);
-    params_win_->get(s.cache.data(), expert_floats_, s.owner,
-                     (size_t)(s.e - s.owner * L) * expert_floats_ * sizeof(float));
-    s.issued = true;
-    s.credit = true;
-    ++in_use;
-    stats_.max_in_use = std::max(stats_.max_in_use, in_use);
-    ++stats_.pulls;
-    stats_.bytes_pulled += expert_bytes;
-    forward_issued_.push_back(s.e);
-  };
-  auto refill = [&] {
-    while (next < remote.size() && (remote[next]->issued || in_use < credits)) {
-      if (!remote[next]->issued) issue(*remote[next]);
-      ++next;
-    }
-  };
-  auto compute = [&](Slot& s) {
-    TaskCost cost;
-    cost.flops = 4.0 * (double)s.n * C * F;
-    phase(ctx, "moe.experts", TaskCategory::compute, cost, s.e, -1, [&] {
+  auto compute = [&](Slot& s, const std::vector<TaskId>& deps) {
+    return b.compute("moe.experts", s.e, 4.0 * s.n * C * F, deps, [&s, y, xg, C, F] {
       const std::vector<int> off = {0, s.n};
       s.bank.forward(y + (size_t)s.off * C, xg + (size_t)s.off * C, off, {s.params}, C, F);
     });
   };
 
-  // Hierarchical: the node agrees which external experts it uses; each is pulled once, by
-  // local rank j % m, into the node cache (unless prefetched).
-  std::vector<int> node_issued, used_rows;
-  copy_order_.clear();
-  if (hier_) {
-    node_used_.assign(ext_.size(), 0);
-    if (pairing_) {
-      // Every local rank's used flags (row per local rank), for the pairs' groups.
-      used_rows.assign((size_t)m_ * ext_.size(), 0);
-      for (Slot* s : cached) used_rows[(size_t)local_rank_ * ext_.size() + s->ext] = 1;
-      node_comm_->all_reduce(used_rows.data(), used_rows.size(), DType::i32, ReduceOp::sum);
-      for (int k = 0; k < m_; ++k)
-        for (size_t j = 0; j < ext_.size(); ++j)
-          if (used_rows[(size_t)k * ext_.size() + j]) node_used_[j] = 1;
-    } else {
-      for (Slot* s : cached) node_used_[s->ext] = 1;
-      node_comm_->all_reduce(node_used_.data(), node_used_.size(), DType::i32, ReduceOp::max);
-    }
-    for (size_t j = 0; j < ext_.size(); ++j) {
-      if ((int)j % m_ != local_rank_) continue;
-      const int e = ext_[j], owner = e / L;
-      if (hier_prefetched) {
-        node_issued.push_back(owner);
-        continue;
-      }
-      if (!node_used_[j]) continue;
-      params_win_->get(ext_cache((int)j), expert_floats_, owner, (size_t)(e - owner * L) * expert_floats_ * sizeof(float));
-      node_issued.push_back(owner);
-      ++stats_.node_pulls;
-      ++stats_.pulls;
-      stats_.bytes_pulled += expert_bytes;
-      forward_issued_.push_back(e);
-    }
-    for (Slot* s : cached) s->params = view(ext_cache(s->ext), C, F);
-  }
+  // Every owner has finished updating its experts (previous optimizer step) before any pull;
+  // the barrier also completes begin_iteration's gets.
+  const TaskId sync = b.collective("janus.sync", after, [win] { win->barrier(); });
+  // Hierarchical: this rank's share of the node cache is pulled first (the inter-node pulls
+  // the whole node waits for).
+  const std::vector<TaskId> node_pulls = hier_ ? build_node_pulls(b, p, sync) : std::vector<TaskId>{};
 
-  refill();  // the first pulls travel while the owned experts compute
-  for (auto& s : slots_)
-    if (s->owned) compute(*s);
-  if (hier_) {
-    TaskCost cost;
-    phase(ctx, "janus.pull_node", TaskCategory::comm, cost, -1, -1, [&] {
-      for (int owner : node_issued) params_win_->flush(owner);
-      node_win_->sync();  // every external expert the node uses is in the cache
-    });
-    if (pairing_) pair_copies(ctx, used_rows);
-    for (Slot* s : cached) compute(*s);
+  // Credits: refill issues pulls in pull order while a credit is free (a prefetched expert's
+  // get is already issued: it passes without one), each after the task that freed its credit.
+  const size_t R = p.remote.size();
+  std::vector<TaskId> pull_of(R);
+  int in_use = p.initial_credits;
+  if (act) stats_.max_in_use = std::max(stats_.max_in_use, in_use);
+  size_t next = 0;
+  auto refill = [&](TaskId freed) {
+    while (next < R && (p.remote[next]->prefetched || in_use < credits)) {
+      Slot& s = *p.remote[next];
+      if (!s.prefetched) {
+        s.credit = true;
+        ++in_use;
+      }
+      const size_t off = (size_t)(s.e - s.owner * L_) * expert_bytes;
+      pull_of[next] = b.comm("janus.pull", s.e, world[(size_t)s.owner], expert_bytes, {s.prefetched ? sync : freed},
+                             [win, &s, ef, off] {
+                               if (!s.issued) win->get(s.cache.data(), ef, s.owner, off);
+                               win->flush(s.owner);
+                             });
+      if (act) {
+        stats_.max_in_use = std::max(stats_.max_in_use, in_use);
+        if (!s.issued) {
+          ++stats_.pulls;
+          stats_.bytes_pulled += expert_bytes;
+          forward_issued_.push_back(s.e);
+        }
+      }
+      ++next;
+    }
+  };
+  refill(sync);  // the first pulls travel while the owned experts compute
+  for (auto& s : p.slots)
+    if (s->owned) compute(*s, after);
+  const std::vector<TaskId> node_ready = hier_ ? build_node_ready(b, p, node_pulls) : std::vector<TaskId>{};
+  for (Slot* s : p.cached) compute(*s, {node_ready[(size_t)s->ext]});
+  for (size_t i = 0; i < R; ++i) {
+    Slot& s = *p.remote[i];
+    if (!pull_of[i].valid()) throw std::logic_error("data_centric: expert " + std::to_string(s.e) + " computed before its pull");
+    const TaskId done = compute(s, {pull_of[i]});
+    if (s.credit) --in_use;  // the credit comes back: the next pull overlaps later computes
+    refill(done);
   }
-  for (Slot* s : remote) {
-    TaskCost cost;
-    cost.bytes_to_peer.push_back({ep.world_rank(s->owner), expert_bytes});
-    phase(ctx, "janus.pull", TaskCategory::comm, cost, s->e, ep.world_rank(s->owner),
-          [&] { params_win_->flush(s->owner); });
-    compute(*s);
-    if (s->credit) --in_use;  // the credit comes back: pull the next expert while computing later ones
-    refill();
-  }
-  stats_.last_pulls = (int)(remote.size() + cached.size());
-  have_forward_ = true;
+  if (act) p.forward_built = true;
 }
 
-void DataCentric::backward(float* dxg, const float* dy, MoeContext& ctx) {
-  if (!have_forward_) throw std::logic_error("data_centric: backward without forward");
+void DataCentric::build_backward(Builder& b, Pass& p, const MoeBuffers* buffers, const std::vector<TaskId>& after) {
+  const bool act = b.act;
+  if (act && !p.forward_built) throw std::logic_error("data_centric: backward without forward");
   const int C = C_, F = F_;
-  const uint64_t expert_bytes = expert_floats_ * sizeof(float);
-  if (hier_) std::fill(ext_grad(local_rank_, 0), ext_grad(local_rank_, 0) + ext_.size() * expert_floats_, 0.0f);
-  for (auto& sp : slots_) {
+  const size_t ef = expert_floats_;
+  const uint64_t expert_bytes = ef * sizeof(float);
+  const std::vector<int>& world = b.ctx.ep_world;
+  float* dxg = act ? buffers->dxg : nullptr;
+  const float* dy = act ? buffers->dy : nullptr;
+  Window* win = grads_win_.get();
+  std::vector<TaskId> owned_done, cached_done, remote_done;  // backward tasks, slot order
+  for (auto& sp : p.slots) {
     Slot& s = *sp;
-    if (s.node_cached) {
-      s.grads = view(ext_grad(local_rank_, s.ext), C, F);
-      ++stats_.cache_hits;
-    } else if (!s.owned) {
-      s.grad.assign(expert_floats_, 0.0f);
-      s.grads = view(s.grad.data(), C, F);
+    if (act && !s.owned) {
+      if (s.node_cached) {
+        s.grads = view(ext_grad(local_rank_, s.ext), C, F);
+      } else {
+        s.grad.assign(ef, 0.0f);
+        s.grads = view(s.grad.data(), C, F);
+      }
       ++stats_.cache_hits;
     }
-    TaskCost cost;
-    cost.flops = 8.0 * (double)s.n * C * F;
-    phase(ctx, "moe.experts_backward", TaskCategory::compute, cost, s.e, -1, [&] {
+    const TaskId t = b.compute("moe.experts_backward", s.e, 8.0 * s.n * C * F, after, [&s, dxg, dy, C] {
       s.bank.backward(dxg + (size_t)s.off * C, dy + (size_t)s.off * C, {s.grads}, {s.params});
     });
+    (s.owned ? owned_done : s.node_cached ? cached_done : remote_done).push_back(t);
   }
   // Hierarchical: every local rank's gradient slots are written before the pullers reduce.
-  if (hier_) phase(ctx, "janus.sync", TaskCategory::comm, {}, -1, -1, [&] { node_win_->sync(); });
-  // Owners' own gradient writes are done before anyone accumulates into them; after the
-  // second barrier every owner holds all contributions.
-  phase(ctx, "janus.sync", TaskCategory::comm, {}, -1, -1, [&] { grads_win_->barrier(); });
-  for (auto& sp : slots_) {
+  std::vector<TaskId> slots_written = cached_done;
+  slots_written.insert(slots_written.end(), after.begin(), after.end());
+  const TaskId node_sync = hier_ ? build_node_sync_backward(b, slots_written) : TaskId{};
+  // Owners' own gradient writes are done before anyone accumulates into them.
+  std::vector<TaskId> before = owned_done;
+  before.insert(before.end(), after.begin(), after.end());
+  const TaskId barrier = b.collective("janus.sync", before, [win] { win->barrier(); });
+  std::vector<TaskId> pushes;
+  for (auto& sp : p.slots) {
     Slot& s = *sp;
     if (s.owned || s.node_cached) continue;
-    TaskCost cost;
-    cost.bytes_to_peer.push_back({ctx.ep->world_rank(s.owner), expert_bytes});
-    phase(ctx, "janus.push_grad", TaskCategory::comm, cost, s.e, ctx.ep->world_rank(s.owner), [&] {
-      grads_win_->accumulate(s.grad.data(), expert_floats_, s.owner,
-                             (size_t)(s.e - s.owner * L_) * expert_floats_ * sizeof(float), ReduceOp::sum);
-    });
-    ++stats_.pushes;
-    stats_.bytes_pushed += expert_bytes;
-  }
-  if (hier_) {
-    node_grad_.resize(ext_.size());
-    for (size_t j = 0; j < ext_.size(); ++j) {
-      if ((int)j % m_ != local_rank_ || !node_used_[j]) continue;
-      const int e = ext_[j], owner = e / L_;
-      std::vector<float>& sum = node_grad_[j];
-      sum.assign(ext_grad(0, (int)j), ext_grad(0, (int)j) + expert_floats_);
-      for (int k = 1; k < m_; ++k) {  // fixed order: local rank 0, 1, ..., m-1
-        const float* g = ext_grad(k, (int)j);
-        for (size_t i = 0; i < expert_floats_; ++i) sum[i] += g[i];
-      }
-      TaskCost cost;
-      cost.bytes_to_peer.push_back({ctx.ep->world_rank(owner), expert_bytes});
-      phase(ctx, "janus.push_grad", TaskCategory::comm, cost, e, ctx.ep->world_rank(owner), [&] {
-        grads_win_->accumulate(sum.data(), expert_floats_, owner,
-                               (size_t)(e - owner * L_) * expert_floats_ * sizeof(float), ReduceOp::sum);
-      });
+    const size_t off = (size_t)(s.e - s.owner * L_) * expert_bytes;
+    const TaskId grad = remote_done[pushes.size()];  // pushes holds only remote experts' so far
+    pushes.push_back(b.comm("janus.push_grad", s.e, world[(size_t)s.owner], expert_bytes, {barrier, grad},
+                            [win, &s, ef, off] { win->accumulate(s.grad.data(), ef, s.owner, off, ReduceOp::sum); }));
+    if (act) {
       ++stats_.pushes;
-      ++stats_.node_pushes;
       stats_.bytes_pushed += expert_bytes;
     }
   }
-  phase(ctx, "janus.sync", TaskCategory::comm, {}, -1, -1, [&] { grads_win_->barrier(); });
-  release_cache();
-}
-
-namespace {
-struct DataCentricHandle : MoeHandle {
-  std::vector<int> offsets;  // this rank's slot offsets per expert [E+1]
-};
-}  // namespace
-
-std::unique_ptr<MoeHandle> DataCentric::layout(const ExchangeCounts& counts, MoeContext& ctx) {
-  ctx.sync_group();
-  auto h = std::make_unique<DataCentricHandle>();
-  h->offsets.assign(counts.E + 1, 0);
-  for (int e = 0; e < counts.E; ++e) h->offsets[e + 1] = h->offsets[e] + (int)counts.at(ctx.ep_rank, e);
-  return h;
-}
-
-// Until data_centric's pulls, credits and node cache become tasks of their own, a pass is one
-// task on the compute stream running the protocol above; its phases record their own spans
-// (the task itself has no name, so it records none).
-std::vector<TaskId> DataCentric::build(TaskGraph& g, MoeHandle& handle, MoePass pass, const std::vector<TaskId>& after,
-                                       const MoeBuffers* buffers, MoeContext& ctx) {
-  auto& h = dynamic_cast<DataCentricHandle&>(handle);
-  GraphTask t;
-  t.category = TaskCategory::compute;
-  t.role = StreamRole::compute;
-  t.layer = ctx.layer;
-  if (buffers) {
-    const MoeBuffers b = *buffers;
-    if (pass == MoePass::forward) t.action = [this, &h, &ctx, b] { forward(b.y, b.xg, h.offsets, ctx); };
-    else t.action = [this, &ctx, b] { backward(b.dxg, b.dy, ctx); };
-  }
-  return {g.add(std::move(t), after)};
+  if (hier_) build_node_push(b, p, node_sync, barrier, pushes);
+  // After this barrier every owner holds all contributions; the node's gradient slots are
+  // read, so each rank zeroes its own for the next backward (they start zeroed).
+  const bool hier = hier_;
+  b.collective("janus.sync", pushes, [this, win, hier] {
+    win->barrier();
+    if (hier) std::fill(ext_grad(local_rank_, 0), ext_grad(local_rank_, 0) + ext_.size() * expert_floats_, 0.0f);
+  });
 }
 
 std::unique_ptr<MoeStrategy> make_data_centric(const StrategyConfig& options) {

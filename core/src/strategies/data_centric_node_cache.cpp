@@ -1,10 +1,9 @@
 // data_centric's topology side: the nodes of the EP group, the pull order, the external
-// experts, and (hierarchical) the node-shared cache with its gradient and staging slots and
-// the PCIe-pair copies (strategies/data_centric.h).
+// experts, and (hierarchical) the node-shared cache with its gradient and staging slots, the
+// node's used experts and the PCIe-pair copies, as tasks (strategies/data_centric.h).
 #include "data_centric_detail.h"
 
 #include <algorithm>
-#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -14,19 +13,15 @@
 
 namespace moebench {
 
-using data_centric_detail::check_contiguous;
-using data_centric_detail::phase;
 using data_centric_detail::view;
 
-// Node of every EP rank (from ctx.topology; one node without it), the pull order, the
-// external experts and, when hierarchical, the node communicator and shared cache (collective
-// over ctx.ep the first time).
-void DataCentric::setup_nodes(MoeContext& ctx) {
-  Communicator& ep = *ctx.ep;
+// Node of every EP rank (from ctx.topology and ctx.ep_world; one node without a topology),
+// the pull order, the external experts and the pair peer. Pure: no communicator needed.
+void DataCentric::setup_topology(const MoeContext& ctx) {
   node_of_.assign(P_, 0);
   if (ctx.topology)
     for (int p = 0; p < P_; ++p) {
-      const int w = ep.world_rank(p);
+      const int w = p < (int)ctx.ep_world.size() ? ctx.ep_world[(size_t)p] : p;
       node_of_[p] = w < ctx.topology->world_size() ? ctx.topology->node_of(w) : 0;
     }
   my_node_ = node_of_[me_];
@@ -43,25 +38,24 @@ void DataCentric::setup_nodes(MoeContext& ctx) {
   hier_ = opts_.hierarchical && !ext_.empty();
   // pcie_pairing: this rank's pair peer (local rank on this node), -1 when not listed.
   pair_peer_local_ = -1;
-  {
-    const auto& pairs = ctx.pcie_switch_pairs;
-    for (size_t i = 0; i + 1 < pairs.size(); i += 2) {
-      int peer = -1;
-      if (pairs[i] == local_rank_) peer = pairs[i + 1];
-      else if (pairs[i + 1] == local_rank_) peer = pairs[i];
-      if (peer >= 0) {
-        if (peer < m_ && peer != local_rank_) pair_peer_local_ = peer;
-        break;
-      }
+  const auto& pairs = ctx.pcie_switch_pairs;
+  for (size_t i = 0; i + 1 < pairs.size(); i += 2) {
+    int peer = -1;
+    if (pairs[i] == local_rank_) peer = pairs[i + 1];
+    else if (pairs[i + 1] == local_rank_) peer = pairs[i];
+    if (peer >= 0) {
+      if (peer < m_ && peer != local_rank_) pair_peer_local_ = peer;
+      break;
     }
   }
-  if (!hier_ || node_win_) {
-    pairing_ = hier_ && opts_.pcie_pairing && staging_;
-    return;
-  }
+}
+
+// Hierarchical, first call: the node communicator and the node-shared cache (collective over
+// ctx.ep, on the main thread). pcie_pairing's staging slots exist only when it is on now.
+void DataCentric::ensure_node_cache(MoeContext& ctx) {
+  if (!hier_ || node_win_) return;
   staging_ = opts_.pcie_pairing;
-  pairing_ = staging_;
-  node_comm_ = ep.split(my_node_, me_);
+  node_comm_ = ctx.ep->split(my_node_, me_);
   if (!node_comm_ || node_comm_->size() != m_ || node_comm_->rank() != local_rank_)
     throw std::logic_error("data_centric: node communicator does not match the topology");
   ext_slots_ = (ext_.size() + m_ - 1) / m_;
@@ -79,58 +73,155 @@ float* DataCentric::ext_cache(int j) {
 float* DataCentric::ext_grad(int local, int j) {
   return static_cast<float*>(node_win_->segment(local)) + (ext_slots_ + (size_t)j) * expert_floats_;
 }
-
 float* DataCentric::ext_stage(int local, int j) {
   return static_cast<float*>(node_win_->segment(local)) + (ext_slots_ + ext_.size() + (size_t)j) * expert_floats_;
 }
 
-// pcie_pairing (Fig. 9): called by every rank of the node once the node cache holds every
-// external expert the node uses; used_rows[k * n_ext + j] = 1 when local rank k uses ext_[j].
-void DataCentric::pair_copies(MoeContext& ctx, const std::vector<int>& used_rows) {
+// The node's counts rows (this rank's included) over the node communicator: the block
+// exchanges no counts for data_centric (data_centric.h, hierarchical).
+void DataCentric::gather_node_counts(std::vector<long>& rows) {
+  std::vector<long> node_rows((size_t)m_ * E_);
+  node_comm_->all_gather(rows.data() + (size_t)me_ * E_, node_rows.data(), (size_t)E_, DType::i64);
+  for (int k = 0; k < m_; ++k)
+    std::copy(node_rows.begin() + (long)k * E_, node_rows.begin() + (long)(k + 1) * E_,
+              rows.begin() + (long)node_ranks_[k] * E_);
+}
+
+// The external experts the node uses, this rank's share of them and, with pairing, the
+// pair's groups: the union of both ranks' used external experts, ascending, split by
+// position (even -> the pair's lower local rank, odd -> the higher).
+void DataCentric::plan_node(Pass& p, const std::vector<long>& rows) const {
   const size_t n_ext = ext_.size();
+  auto uses = [&](int local, size_t j) { return rows[(size_t)node_ranks_[local] * E_ + ext_[j]] > 0; };
+  p.node_used.assign(n_ext, 0);
   int node_count = 0;
-  for (size_t j = 0; j < n_ext; ++j) node_count += node_used_[j] ? 1 : 0;
-  const int rounds = (node_count + 1) / 2;  // no pair's group is larger (same on every node rank)
+  for (size_t j = 0; j < n_ext; ++j) {
+    for (int k = 0; k < m_; ++k) p.node_used[j] = p.node_used[j] || uses(k, j);
+    node_count += p.node_used[j];
+    if ((int)j % m_ == local_rank_ && p.node_used[j]) p.node_share.push_back((int)j);
+  }
+  if (!pairing_) return;
+  p.rounds = (node_count + 1) / 2;  // no pair's group is larger (same on every node rank)
   const int peer = pair_peer_local_;
-  std::vector<int> own, theirs;  // indices into ext_, in round order
-  if (peer >= 0) {
-    int pos = 0;
-    const bool lower = local_rank_ < peer;
-    for (size_t j = 0; j < n_ext; ++j) {
-      if (!used_rows[(size_t)local_rank_ * n_ext + j] && !used_rows[(size_t)peer * n_ext + j]) continue;
-      ((pos % 2 == 0) == lower ? own : theirs).push_back((int)j);
-      ++pos;
+  if (peer < 0) return;
+  p.peer_rank = node_ranks_[peer];
+  int pos = 0;
+  const bool lower = local_rank_ < peer;
+  for (size_t j = 0; j < n_ext; ++j) {
+    if (!uses(local_rank_, j) && !uses(peer, j)) continue;
+    ((pos % 2 == 0) == lower ? p.own : p.theirs).push_back((int)j);
+    ++pos;
+  }
+}
+
+// This rank's share of the node cache: one get + flush per node-used external expert it
+// owns the slot of (flush only when begin_iteration issued the get).
+std::vector<TaskId> DataCentric::build_node_pulls(Builder& b, Pass& p, TaskId sync) {
+  const uint64_t expert_bytes = expert_floats_ * sizeof(float);
+  Window* win = params_win_.get();
+  std::vector<TaskId> pulls;
+  for (int j : p.node_share) {
+    const int e = ext_[(size_t)j], owner = e / L_;
+    const size_t off = (size_t)(e - owner * L_) * expert_bytes;
+    float* dst = b.act ? ext_cache(j) : nullptr;
+    const bool issued = p.node_issued;
+    const size_t ef = expert_floats_;
+    pulls.push_back(b.comm("janus.pull_node", e, b.ctx.ep_world[(size_t)owner], expert_bytes, {sync},
+                           [win, dst, ef, owner, off, issued] {
+                             if (!issued) win->get(dst, ef, owner, off);
+                             win->flush(owner);
+                           }));
+    if (b.act && !issued) {
+      ++stats_.node_pulls;
+      ++stats_.pulls;
+      stats_.bytes_pulled += expert_bytes;
+      forward_issued_.push_back(e);
     }
   }
+  return pulls;
+}
+
+// Node sync (every external expert the node uses is in the cache), then with pairing the
+// rounds of Fig. 9: own group's t-th expert node cache -> own staging slot, node sync, the
+// peer's t-th expert peer's staging slot -> private copy when this rank uses it.
+std::vector<TaskId> DataCentric::build_node_ready(Builder& b, Pass& p, const std::vector<TaskId>& node_pulls) {
+  const size_t n_ext = ext_.size(), ef = expert_floats_;
+  const uint64_t expert_bytes = ef * sizeof(float);
+  SharedWindow* node = node_win_.get();
+  const TaskId filled = b.collective("janus.node_sync", node_pulls, [node] { node->sync(); });
+  std::vector<TaskId> ready(n_ext, filled);
   std::vector<Slot*> by_j(n_ext, nullptr);
-  for (auto& s : slots_)
-    if (s->node_cached) by_j[s->ext] = s.get();
-  const int peer_world = peer >= 0 ? ctx.ep->world_rank(node_ranks_[peer]) : -1;
-  const uint64_t expert_bytes = expert_floats_ * sizeof(float);
-  for (int t = 0; t < rounds; ++t) {
-    if (t < (int)own.size()) {
-      const int j = own[t], e = ext_[j];
-      TaskCost cost;
-      phase(ctx, "janus.cache_copy", TaskCategory::copy, cost, e, -1, [&] {
-        std::copy(ext_cache(j), ext_cache(j) + expert_floats_, ext_stage(local_rank_, j));
-      });
-      if (Slot* s = by_j[j]) s->params = view(ext_stage(local_rank_, j), C_, F_);
-      ++stats_.cache_copies;
-      copy_order_.push_back({e, false});
+  for (Slot* s : p.cached) by_j[(size_t)s->ext] = s;
+  if (b.act)
+    for (Slot* s : p.cached) s->params = view(ext_cache(s->ext), C_, F_);
+  const int local = local_rank_, peer = pair_peer_local_;
+  for (int t = 0; t < p.rounds; ++t) {
+    TaskId copied{};
+    if (t < (int)p.own.size()) {
+      const int j = p.own[(size_t)t], e = ext_[(size_t)j];
+      const float* src = b.act ? ext_cache(j) : nullptr;
+      float* dst = b.act ? ext_stage(local, j) : nullptr;
+      copied = b.copy("janus.cache_copy", e, -1, expert_bytes, {b.last_collective},
+                      [src, dst, ef] { std::copy(src, src + ef, dst); });
+      ready[(size_t)j] = copied;
+      if (b.act) {
+        if (Slot* s = by_j[(size_t)j]) s->params = view(dst, C_, F_);
+        ++stats_.cache_copies;
+        copy_order_.push_back({e, false});
+      }
     }
-    phase(ctx, "janus.sync", TaskCategory::comm, {}, -1, -1, [&] { node_win_->sync(); });
-    if (t < (int)theirs.size() && by_j[theirs[t]]) {
-      const int j = theirs[t], e = ext_[j];
-      Slot* s = by_j[j];
-      TaskCost cost;
-      cost.bytes_to_peer.push_back({peer_world, expert_bytes});
-      phase(ctx, "janus.peer_copy", TaskCategory::copy, cost, e, peer_world, [&] {
-        const float* src = ext_stage(peer, j);
-        s->cache.assign(src, src + expert_floats_);
-      });
-      s->params = view(s->cache.data(), C_, F_);
-      ++stats_.peer_copies;
-      copy_order_.push_back({e, true});
+    const TaskId round = b.collective("janus.node_sync", {copied}, [node] { node->sync(); });
+    if (t < (int)p.theirs.size() && by_j[(size_t)p.theirs[(size_t)t]]) {
+      const int j = p.theirs[(size_t)t], e = ext_[(size_t)j];
+      Slot& s = *by_j[(size_t)j];
+      const float* src = b.act ? ext_stage(peer, j) : nullptr;
+      if (b.act) {
+        s.cache.resize(ef);
+        s.params = view(s.cache.data(), C_, F_);
+        ++stats_.peer_copies;
+        copy_order_.push_back({e, true});
+      }
+      ready[(size_t)j] = b.copy("janus.peer_copy", e, b.ctx.ep_world[(size_t)p.peer_rank], expert_bytes, {round},
+                                [src, &s, ef] { std::copy(src, src + ef, s.cache.data()); });
+    }
+  }
+  return ready;
+}
+
+TaskId DataCentric::build_node_sync_backward(Builder& b, const std::vector<TaskId>& cached_done) {
+  SharedWindow* node = node_win_.get();
+  return b.collective("janus.node_sync", cached_done, [node] { node->sync(); });
+}
+
+// Per expert of this rank's share: the m local ranks' gradient slots summed in local-rank
+// order (deterministic), then one accumulate into the owner after the gradient barrier.
+void DataCentric::build_node_push(Builder& b, Pass& p, TaskId node_sync, TaskId barrier, std::vector<TaskId>& pushes) {
+  const size_t ef = expert_floats_;
+  const uint64_t expert_bytes = ef * sizeof(float);
+  Window* win = grads_win_.get();
+  p.node_grad.resize(p.node_share.size());
+  for (size_t i = 0; i < p.node_share.size(); ++i) {
+    const int j = p.node_share[i], e = ext_[(size_t)j], owner = e / L_;
+    std::vector<float>& sum = p.node_grad[i];
+    std::vector<const float*> slots;
+    if (b.act) {
+      sum.resize(ef);
+      for (int k = 0; k < m_; ++k) slots.push_back(ext_grad(k, j));
+    }
+    const TaskId reduced = b.compute("janus.node_reduce", e, (double)(m_ - 1) * ef, {node_sync}, [&sum, slots, ef] {
+      std::copy(slots[0], slots[0] + ef, sum.data());
+      for (size_t k = 1; k < slots.size(); ++k)  // fixed order: local rank 0, 1, ..., m-1
+        for (size_t x = 0; x < ef; ++x) sum[x] += slots[k][x];
+    });
+    const size_t off = (size_t)(e - owner * L_) * expert_bytes;
+    pushes.push_back(b.comm("janus.push_grad", e, b.ctx.ep_world[(size_t)owner], expert_bytes, {barrier, reduced},
+                            [win, &sum, ef, owner, off] {
+                              win->accumulate(sum.data(), ef, owner, off, ReduceOp::sum);
+                            }));
+    if (b.act) {
+      ++stats_.pushes;
+      ++stats_.node_pushes;
+      stats_.bytes_pushed += expert_bytes;
     }
   }
 }

@@ -5,24 +5,35 @@
 // expert, L experts per rank), runs them locally and, in backward, pushes each pulled
 // expert's gradient back to its owner with one-sided accumulate (sum).
 //
-// Forward, per block: window barrier (every owner finished its previous optimizer step);
-// then one task per used expert: up to `credits` pulls are in flight or held uncomputed at
-// once (credit-based buffer, §5.1.1): a pull takes a credit, finishing that expert's compute
-// returns it and issues the next pull, so computing one expert overlaps pulling the next.
-// Owned experts are computed first (they need no credit) while the first pulls travel.
-// Pulled experts stay in a host cache until the end of backward (backward never pulls).
+// A pass is a task graph (moe/moe_strategy.h). layout() decides everything from this rank's
+// counts (the node's counts when hierarchical), the shapes, the topology and the options, so
+// build() appends the same tasks with or without buffers (plan --graph, the simulator).
 //
-// Backward: ExpertBank backward per used expert where the tokens are (dxg directly; owned
-// experts' gradients into ctx.local_grads, pulled experts' into zeroed scratch); window
-// barrier (every owner's local gradient writes are done); accumulate of every pulled
-// expert's gradient into the owner's gradient block; window barrier (all contributions
-// visible before the optimizer). The cache is freed after backward.
-//
-// Spans (when ctx.executor is set): "janus.pull" (comm, peer = owner world rank, bytes =
-// expert bytes, expert = e; the span covers waiting for the pull: get is issued when the
-// credit is taken, flush(owner) completes it), "moe.experts" (compute, one per expert),
-// "moe.experts_backward" (compute, one per expert), "janus.push_grad" (comm, one per pulled
-// expert), "janus.sync" (comm, the window barriers).
+// Forward tasks (after the block's router):
+//   janus.sync          comm: window barrier (every owner finished its previous optimizer step).
+//   janus.pull          comm, one per used remote expert e in pull order: get + flush of the
+//                       expert from its owner (peer = owner's world rank, expert = e,
+//                       bytes_to_peer {owner, expert bytes}).
+//   moe.experts         compute, one per used expert (flops 4 n C F), owned experts first (they
+//                       depend on nothing but the router, so they run while the first pulls
+//                       travel), then each remote one after its pull.
+// Credit-based buffer (§5.1.1): at most `credits` remote experts are pulled and not yet
+// computed. The first `credits` pulls depend on janus.sync; the pull taking the credit that
+// expert k's compute returns depends on that compute (credits = 2: pull k+2 after compute k),
+// so computing one expert overlaps pulling the next.
+// Backward tasks:
+//   moe.experts_backward  compute, one per used expert (flops 8 n C F): dxg where the tokens are;
+//                       owned experts' gradients into ctx.local_grads, pulled ones into scratch.
+//   janus.sync          comm: gradient-window barrier (owners' own gradient writes are done).
+//   janus.push_grad     comm, one per pulled expert: accumulate (sum) into the owner.
+//   janus.sync          comm: barrier (every contribution visible before the optimizer).
+// Every window operation runs on the EP group's comm worker (ctx.ep_role()), in graph order:
+// one thread issues all of a window's operations of a pass, in the same order on every rank
+// (MPI_THREAD_MULTIPLE allows the thread to differ from the one that created the window).
+// Each collective task (window barrier, node sync) depends on the pass's previous one, so a
+// rank whose task failed skips every later collective instead of waiting in one its peers
+// never reach; its main thread reports the error and the job ends (cmd_run's abort).
+// Pulled experts live in the pass's handle (freed with it, at the next forward).
 //
 // Traffic (MPI backend): gets are counted on the PULLING rank's meter with peer = owner
 // (mpi_communicator.h), accumulates on the pushing rank's meter with peer = owner; so per
@@ -33,30 +44,44 @@
 //  priority (§5.2): remote experts are pulled in janus_expert_order (strategies/janus_order.h):
 //    internal experts (owners on this node) in Algorithm 1's staggered order, then external
 //    ones ascending; off: internal ones ascending for every worker. Only used experts are pulled.
-//  prefetch (§5.3): begin_iteration() (window barrier, then non-blocking gets) issues the pulls
-//    of every expert this rank does not own: internal ones in pull order up to C credits,
-//    external ones into the host cache (no credit); forward uses them (flush) and pulls the
-//    rest. Prefetched experts the routing does not use are dropped (their credit returns).
+//  prefetch (§5.3): begin_iteration() (main thread, before any block's router: window barrier,
+//    then NON-BLOCKING gets; a host span "janus.prefetch" with ctx.executor) issues the pulls of every expert this rank does not own: internal
+//    ones in pull order up to C credits, external ones into the host cache (no credit);
+//    hierarchical: this rank's share of the node cache. Decision: the gets stay non-blocking
+//    main-thread calls (issuing costs nothing; no pass of this block runs then, so no other
+//    thread touches the window) and their completion is the block graph's janus.pull /
+//    janus.pull_node task of the expert (flush only, no credit wait), which carries the bytes:
+//    the block's graph is the same with and without prefetch's gets issued, and plan / the
+//    simulator (no begin_iteration) see every used expert's bytes once. Prefetched experts
+//    the routing does not use are dropped (their credit returns; their buffers live until the
+//    pass's janus.sync has flushed them). A forward with prefetch on whose begin_iteration was
+//    not called issues those gets in the same tasks (same schedule).
 //  hierarchical (§5.1.2): external experts are pulled ONCE per node into a node-shared cache
 //    (SharedWindow over the node's EP ranks, split by ctx.topology's node): external expert
-//    number j (ascending) is pulled by the node's local rank j % m into its segment (only when
-//    some local rank uses it, agreed by a max all-reduce of the used flags on the node), then
-//    a node sync; every local rank computes on the cached copy. In backward each local rank
-//    writes its gradient of external expert j into its own shared gradient slot (zero when
-//    unused), node sync, and the puller sums the m slots in local-rank order (deterministic)
-//    and accumulates the sum into the owner once. Per machine and iteration the inter-node
-//    bytes are expert_bytes * (experts on other nodes used by the node), each way.
+//    number j (ascending) is pulled by the node's local rank j % m into its segment, only when
+//    some local rank uses it ("janus.pull_node", comm, bytes to the owner), then a node sync
+//    ("janus.node_sync"); every local rank computes on the cached copy. The node's used set
+//    comes from the node's counts: layout() gathers the node ranks' counts rows over the node
+//    communicator (intra-node, E values per rank). Decision: not exchanges_counts() — the
+//    block's EP-wide counts exchange would send E counts to every rank of every other node,
+//    and the inter-node bytes would no longer be Comm_DC (the expert bytes alone, §5.1.3).
+//    Without a communicator (plan), the counts given hold every rank's row already.
+//    In backward each local rank writes its gradient of external expert j into its own
+//    shared gradient slot (zero when unused), node sync, and the puller sums the m slots in
+//    local-rank order ("janus.node_reduce", compute, deterministic) and accumulates the sum
+//    into the owner once ("janus.push_grad"). Per machine and iteration the inter-node bytes
+//    are expert_bytes * (experts on other nodes used by the node), each way.
 //  pcie_pairing (§5.2, Fig. 8-9; only with hierarchical, pairs from ctx.pcie_switch_pairs,
 //    local ranks listed pairwise): after the node cache is filled, each paired rank makes a
 //    private copy ("device buffer") of every cached external expert it uses. The external
 //    experts the PAIR uses (union of both ranks' used flags, ascending) are split by position:
 //    even -> the pair's lower local rank, odd -> the higher. In round t each paired rank copies
 //    the t-th expert of its own group from the node cache into its node-shared staging slot
-//    ("janus.cache_copy", copy span, peer -1), node sync, then copies the t-th expert of the
-//    peer's group from the peer's staging slot ("janus.peer_copy", copy span, peer = peer's
-//    world rank) when it uses it: own, peer, own, peer, ... (the longer group's tail last).
-//    Own-group experts are computed from the staging slot, peer-group ones from a private
-//    copy; the node-cache gradient path is unchanged (same weights, identical results).
+//    ("janus.cache_copy", copy role, copy_bytes), node sync, then copies the t-th expert of the
+//    peer's group from the peer's staging slot ("janus.peer_copy", copy role, copy_bytes,
+//    peer = peer's world rank) when it uses it: own, peer, own, peer, ... (the longer group's
+//    tail last). Own-group experts are computed from the staging slot, peer-group ones from a
+//    private copy; the node-cache gradient path is unchanged (same weights, identical results).
 //    Every rank of the node runs the same number of rounds (ceil(node-used / 2)); a rank in
 //    no pair (or whose peer is not on the node) only joins the syncs and reads the node cache
 //    as before. The staging slots are allocated with the node cache, so pcie_pairing must be
@@ -104,14 +129,12 @@ class DataCentric : public MoeStrategy {
   explicit DataCentric(DataCentricOptions options = {});
   ~DataCentric() override;
   std::string name() const override { return "data_centric"; }
-  bool exchanges_counts() const override { return false; }  // tokens stay: only its own counts matter
+  // Tokens stay: only this rank's counts matter (hierarchical: the node's, gathered by layout
+  // on the node communicator; see the header comment).
+  bool exchanges_counts() const override { return false; }
   std::unique_ptr<MoeHandle> layout(const ExchangeCounts& counts, MoeContext& ctx) override;
   std::vector<TaskId> build(TaskGraph& g, MoeHandle& handle, MoePass pass, const std::vector<TaskId>& after,
                             const MoeBuffers* buffers, MoeContext& ctx) override;
-  // One pass, blocking, on the calling thread (the compute worker): y[S,C] for the slot rows
-  // xg[S,C] grouped by expert (offsets [E+1]); and dxg from dy with the gradients pushed.
-  void forward(float* y, const float* xg, const std::vector<int>& offsets, MoeContext& ctx);
-  void backward(float* dxg, const float* dy, MoeContext& ctx);
   StrategyCost predict(const CostInputs& in) const override;
   void begin_iteration(MoeContext& ctx) override;
 
@@ -131,17 +154,40 @@ class DataCentric : public MoeStrategy {
   int pair_peer() const { return pairing_ ? pair_peer_local_ : -1; }
 
  private:
-  struct Slot;  // one used expert: its bank, cache and gradient scratch
-  struct Prefetched;
-  int configure(MoeContext& ctx);  // checks the layout, sets P_, L_, ...; returns C
+  struct Slot;        // one used expert of a pass: its rows, parameters, cache, bank
+  struct Pass;        // the handle: a pass's schedule and its used experts
+  struct Prefetched;  // a get issued by begin_iteration
+  struct Builder;     // appends a pass's typed tasks (data_centric_detail.h)
+  struct PlannedPull {  // one expert begin_iteration pulls (prefetch)
+    int e = 0, ext = -1;
+    bool credit = false;  // internal expert: holds a credit
+  };
+  int configure(const MoeContext& ctx);  // checks the layout (with a communicator), sets P_, L_, ...; returns C
   void ensure_windows(MoeContext& ctx);
-  void setup_nodes(MoeContext& ctx);
-  void release_cache();
+  void setup_topology(const MoeContext& ctx);  // pure: nodes, pull order, external experts, pair peer
+  void ensure_node_cache(MoeContext& ctx);     // hierarchical: node communicator and shared cache (collective)
+  std::vector<PlannedPull> prefetch_plan(int credits) const;
   void drop_prefetch();
+  void take_prefetch(Pass& p, const MoeContext& ctx);  // begin_iteration's buffers into the pass
+  // The pull schedule (data_centric.cpp).
+  void build_forward(Builder& b, Pass& p, const MoeBuffers* buffers, const std::vector<TaskId>& after);
+  void build_backward(Builder& b, Pass& p, const MoeBuffers* buffers, const std::vector<TaskId>& after);
+  // The node cache and pairing (data_centric_node_cache.cpp): the node's counts rows, the
+  // node-used experts and this rank's share, the pairs' groups; their tasks.
+  void gather_node_counts(std::vector<long>& rows);
+  void plan_node(Pass& p, const std::vector<long>& rows) const;
+  // Forward: this rank's node pulls (after the window barrier `sync`), then the node sync
+  // and the pairing rounds; build_node_ready returns, per ext_ index, the task after which
+  // this rank may compute on its copy of that expert.
+  std::vector<TaskId> build_node_pulls(Builder& b, Pass& p, TaskId sync);
+  std::vector<TaskId> build_node_ready(Builder& b, Pass& p, const std::vector<TaskId>& node_pulls);
+  // Backward: node sync after the cached experts' gradients (cached_done), returned.
+  TaskId build_node_sync_backward(Builder& b, const std::vector<TaskId>& cached_done);
+  // Backward: sum of the m gradient slots and push, per node_share expert, after `barrier`.
+  void build_node_push(Builder& b, Pass& p, TaskId node_sync, TaskId barrier, std::vector<TaskId>& pushes);
   float* ext_cache(int j);
   float* ext_grad(int local, int j);
   float* ext_stage(int local, int j);
-  void pair_copies(MoeContext& ctx, const std::vector<int>& used_rows);
 
   DataCentricOptions opts_;
   int P_ = 1, L_ = 0, C_ = 0, F_ = 0, E_ = 0, me_ = 0;
@@ -149,32 +195,28 @@ class DataCentric : public MoeStrategy {
   std::unique_ptr<Window> params_win_, grads_win_;
   const float* win_params_base_ = nullptr;
   const float* win_grads_base_ = nullptr;
-  std::vector<int> offsets_;
-  std::vector<std::unique_ptr<Slot>> slots_;  // used experts, compute order
   std::vector<int> pulled_order_;
-  bool have_forward_ = false;
-  // Topology: node of every EP rank, this rank's node, its index there, ranks per node.
+  // Topology: node of every EP rank, EP ranks of this rank's node, pull order, this rank's
+  // index on its node, ranks per node.
   std::vector<int> node_of_, node_ranks_, order_;
   int my_node_ = 0, local_rank_ = 0, m_ = 1;
   std::vector<int> ext_;      // external experts (other nodes), ascending
   std::vector<int> ext_idx_;  // expert -> index in ext_, -1 if internal
   // Hierarchical: node communicator, shared cache (per local rank: ceil(n_ext/m) cached
-  // experts, then n_ext gradient slots), experts the node uses, reduced gradient scratch.
+  // experts, then n_ext gradient slots, then n_ext staging slots with pcie_pairing).
   std::unique_ptr<Communicator> node_comm_;
   std::unique_ptr<SharedWindow> node_win_;
   size_t ext_slots_ = 0;
-  std::vector<int> node_used_;
-  std::vector<std::vector<float>> node_grad_;
   bool hier_ = false;
-  // pcie_pairing: staging slots allocated (n_ext per local rank, after the gradient slots),
-  // pairing active on this node (uniform), this rank's pair peer (local rank, -1: none).
+  // pcie_pairing: staging slots allocated, pairing active on this node (uniform), this
+  // rank's pair peer (local rank, -1: none).
   bool staging_ = false, pairing_ = false;
   int pair_peer_local_ = -1;
   std::vector<DataCentricCopy> copy_order_;
-  // Prefetch state (begin_iteration -> forward).
+  // Prefetch state (begin_iteration -> the next forward's build).
   std::vector<std::unique_ptr<Prefetched>> prefetch_;
+  bool prefetch_pending_ = false;  // begin_iteration issued gets no forward has taken yet
   std::vector<int> prefetch_order_, forward_issued_;
-  bool hier_prefetched_ = false;
   DataCentricStats stats_;
 };
 
