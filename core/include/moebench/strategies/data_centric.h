@@ -111,7 +111,7 @@ class DataCentric : public MoeStrategy {
   // xg[S,C] grouped by expert (offsets [E+1]); and dxg from dy with the gradients pushed.
   void forward(float* y, const float* xg, const std::vector<int>& offsets, MoeContext& ctx);
   void backward(float* dxg, const float* dy, MoeContext& ctx);
-  StrategyCost predict(const CostInputs& in) const override;
+  StrategyCost predict(const CostInputs& in, const MoeContext& ctx, const ClusterModel& cluster) const override;
   void begin_iteration(MoeContext& ctx) override;
 
   void set_credits(int credits) { credits_override_ = credits; }  // <= 0: ctx.credits
