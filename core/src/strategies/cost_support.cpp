@@ -20,6 +20,13 @@ double expert_bytes(int C, int F) { return (2.0 * C * F + F + C) * sizeof(float)
 
 namespace {
 bool inter(ClusterLink link) { return link == ClusterLink::inter_node || link == ClusterLink::inter_switch; }
+// The physical link a class travels on: a PCIe pair without a link of its own talks over the
+// intra-node link, nodes under different switches without a spine over the NICs.
+ClusterLink carrier(const ClusterModel& cluster, ClusterLink link) {
+  if (link == ClusterLink::pcie_pair && cluster.spec().pcie_pair.bandwidth <= 0) return ClusterLink::intra_node;
+  if (link == ClusterLink::inter_switch && cluster.spec().spine.bandwidth <= 0) return ClusterLink::inter_node;
+  return link;
+}
 }  // namespace
 
 LinkBytes flow_bytes(const ClusterModel& cluster, int from, const std::vector<Flow>& flows) {
@@ -36,12 +43,12 @@ double flow_seconds(const ClusterModel& cluster, int from, const std::vector<Flo
                     const std::vector<int>& ep_world) {
   const int nic = cluster.nic_of(from);
   const auto sharers = std::count_if(ep_world.begin(), ep_world.end(), [&](int r) { return cluster.nic_of(r) == nic; });
-  std::map<ClusterLink, double> seconds;
+  std::map<ClusterLink, double> seconds;  // by carrier
   for (const Flow& f : flows) {
     const LinkInfo info = cluster.link_between(from, f.peer);
     if (info.link == ClusterLink::self) continue;
     const double bandwidth = inter(info.link) ? info.bandwidth / (double)std::max<long>(1, sharers) : info.bandwidth;
-    seconds[info.link] += f.messages * info.latency + f.bytes / bandwidth;
+    seconds[carrier(cluster, info.link)] += f.messages * info.latency + f.bytes / bandwidth;
   }
   double slowest = 0;
   for (const auto& [link, s] : seconds) slowest = std::max(slowest, s);

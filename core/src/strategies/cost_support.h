@@ -29,7 +29,8 @@ double expert_bytes(int C, int F);
 // Bytes of `flows` from world rank `from` by link class (self flows count nowhere).
 LinkBytes flow_bytes(const ClusterModel& cluster, int from, const std::vector<Flow>& flows);
 // Seconds for world rank `from` to send `flows` at once: per link class,
-// messages * latency + bytes / bandwidth, the classes concurrently (the slowest bounds). On the
+// messages * latency + bytes / bandwidth, the classes concurrently (the slowest bounds; a PCIe
+// pair without its own link shares the intra-node one, nodes without a spine the NICs). On the
 // inter-node classes the NIC's bandwidth is shared by the EP ranks behind it (every one of
 // them sends at the same time in an EP exchange).
 double flow_seconds(const ClusterModel& cluster, int from, const std::vector<Flow>& flows,
