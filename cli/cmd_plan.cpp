@@ -1,5 +1,6 @@
-// moebench plan CONFIG [--set key=value]... [--json]: the Janus model's PREDICTED per-block
-// plan (R, paradigm, inter-node traffic of both paradigms) for the config's cluster layout.
+// moebench plan CONFIG [--set key=value]... [--json]: the PREDICTED per-block plan of Janus
+// (R, paradigm) with the expert_centric and data_centric predictions (strategies' predict() on
+// the config's cluster model: inter-node traffic per machine, comm and compute seconds).
 // moebench plan CONFIG --graph RANK [--json]: the task graph of one training iteration of that
 // rank (train/step_graph.h), built without MPI from synthetic routing, for any run.ranks.
 #include <cstdio>
@@ -10,8 +11,9 @@
 #include "commands.h"
 #include "moebench/config/config_loader.h"
 #include "moebench/config/usage_error.h"
-#include "moebench/perf/janus_model.h"
+#include "moebench/perf/cluster_model.h"
 #include "moebench/runtime/graph_dump.h"
+#include "moebench/strategies/janus.h"
 #include "moebench/train/step_graph.h"
 
 namespace moebench::cli {
@@ -19,27 +21,39 @@ namespace moebench::cli {
 namespace {
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
+nlohmann::json cost_json(const StrategyCost& c) {
+  return {{"rank_intra_bytes", c.rank.intra},     {"rank_inter_bytes", c.rank.inter},
+          {"machine_intra_bytes", c.machine.intra}, {"machine_inter_bytes", c.machine.inter},
+          {"comm_seconds", c.comm_seconds},       {"compute_seconds", c.compute_seconds}};
+}
+
 int plan_main(const std::string& path, const std::vector<std::string>& sets, bool json) {
   const Config cfg = load_config(path, sets);
-  const int n = cfg.cluster.nodes;
-  const int m = cfg.cluster.devices_per_node > 0 ? cfg.cluster.devices_per_node : cfg.run.ranks / n;
-  const int world = n * m;
+  const ClusterModel cluster = cluster_model(cfg);
+  const int n = cluster.nodes(), m = cluster.devices_per_node(), world = cluster.world_size();
   const double b = (double)cfg.train.batch_size / world;
-  const auto plan = janus_plan(cfg, n, m);
+  std::vector<JanusBlockPlan> plan;
+  try {
+    plan = janus_plan(cfg, cluster);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
   double ec_total = 0, dc_total = 0;
   for (const auto& p : plan) {
-    ec_total += p.ec_bytes;
-    dc_total += p.dc_bytes;
+    ec_total += p.expert_centric.machine.inter;
+    dc_total += p.data_centric.machine.inter;
   }
   const char* what =
-      "predicted by the Janus model (SIGCOMM'23 §5.1.3, eq. 1: R = BSk/(4nHE)); traffic is inter-node, "
-      "per machine, per iteration, forward (backward moves the same)";
+      "predicted by the Janus model (SIGCOMM'23 §5.1.3, eq. 1: R = BSk/(4nHE)) and the strategies' cost models on "
+      "the cluster model (E.C. = expert_centric, D.C. = data_centric with its node cache); traffic is inter-node, per machine, per "
+      "iteration, forward (backward moves the same); seconds are one forward of the block on the slowest rank";
   if (json) {
     nlohmann::json j;
     j["predicted"] = true;
     j["model"] = "janus";
     j["note"] = what;
     j["config"] = path;
+    j["cluster"] = cluster.describe();
     j["nodes"] = n;
     j["workers_per_node"] = m;
     j["world"] = world;
@@ -51,21 +65,24 @@ int plan_main(const std::string& path, const std::vector<std::string>& sets, boo
     j["janus_threshold"] = cfg.strategy.janus.threshold;
     j["blocks"] = nlohmann::json::array();
     for (const auto& p : plan)
-      j["blocks"].push_back({{"block", p.block},
-                             {"experts", p.experts},
-                             {"experts_per_worker", p.experts_per_worker},
-                             {"R", p.R},
-                             {"paradigm", p.paradigm},
-                             {"ec_bytes", p.ec_bytes},
-                             {"dc_bytes", p.dc_bytes},
-                             {"ec_gib", p.ec_bytes / kGiB},
-                             {"dc_gib", p.dc_bytes / kGiB}});
+      j["blocks"].push_back({{"block", p.decision.block},
+                             {"experts", p.decision.experts},
+                             {"experts_per_worker", p.decision.experts_per_worker},
+                             {"R", p.decision.R},
+                             {"paradigm", p.decision.paradigm},
+                             {"ec_bytes", p.expert_centric.machine.inter},
+                             {"dc_bytes", p.data_centric.machine.inter},
+                             {"ec_gib", p.expert_centric.machine.inter / kGiB},
+                             {"dc_gib", p.data_centric.machine.inter / kGiB},
+                             {"expert_centric", cost_json(p.expert_centric)},
+                             {"data_centric", cost_json(p.data_centric)}});
     j["total"] = {{"ec_bytes", ec_total}, {"dc_bytes", dc_total}, {"ec_gib", ec_total / kGiB},
                   {"dc_gib", dc_total / kGiB}};
     std::cout << j.dump(2) << "\n";
     return 0;
   }
   std::printf("Janus plan for %s: %s\n", path.c_str(), what);
+  std::printf("cluster %s\n", cluster.describe().c_str());
   std::printf("n = %d machines x m = %d workers, B = %g sequences/worker, S = %d, k = %d, H = %d, ffn_mult = %d, "
               "janus_threshold = %g\n",
               n, m, b, cfg.model.seq_len, cfg.moe.top_k, cfg.model.hidden, cfg.model.ffn_mult,
@@ -74,12 +91,18 @@ int plan_main(const std::string& path, const std::vector<std::string>& sets, boo
     std::printf("no MoE blocks: nothing to plan\n");
     return 0;
   }
-  std::printf("%6s %8s %12s %9s %15s %14s %14s\n", "block", "experts", "E per worker", "R", "paradigm",
-              "E.C. GiB", "D.C. GiB");
-  for (const auto& p : plan)
-    std::printf("%6d %8d %12d %9.2f %15s %14.4f %14.4f\n", p.block, p.experts, p.experts_per_worker, p.R,
-                p.paradigm.c_str(), p.ec_bytes / kGiB, p.dc_bytes / kGiB);
+  std::printf("%6s %8s %12s %9s %15s %14s %14s %12s %12s %12s\n", "block", "experts", "E per worker", "R", "paradigm",
+              "E.C. GiB", "D.C. GiB", "E.C. comm ms", "D.C. comm ms", "expert ms");
+  for (const auto& p : plan) {
+    const JanusDecision& d = p.decision;
+    const StrategyCost& chosen = d.paradigm == "data_centric" ? p.data_centric : p.expert_centric;
+    std::printf("%6d %8d %12d %9.2f %15s %14.4f %14.4f %12.3f %12.3f %12.3f\n", d.block, d.experts,
+                d.experts_per_worker, d.R, d.paradigm.c_str(), p.expert_centric.machine.inter / kGiB,
+                p.data_centric.machine.inter / kGiB, p.expert_centric.comm_seconds * 1e3,
+                p.data_centric.comm_seconds * 1e3, chosen.compute_seconds * 1e3);
+  }
   std::printf("%6s %8s %12s %9s %15s %14.4f %14.4f\n", "total", "", "", "", "", ec_total / kGiB, dc_total / kGiB);
+  std::printf("expert ms: the chosen paradigm's expert compute (predicted)\n");
   return 0;
 }
 int graph_main(const std::string& path, const std::vector<std::string>& sets, int rank, bool json) {
@@ -113,7 +136,7 @@ int graph_main(const std::string& path, const std::vector<std::string>& sets, in
 
 void add_plan_command(CLI::App& app, Action& action) {
   auto* cmd = app.add_subcommand(
-      "plan", "Predict per MoE block Janus's R, paradigm and inter-node traffic (analytical model)");
+      "plan", "Predict per MoE block Janus's R, paradigm, inter-node traffic and seconds (analytical models)");
   auto config = std::make_shared<std::string>();
   auto sets = std::make_shared<std::vector<std::string>>();
   auto json = std::make_shared<bool>(false);

@@ -19,9 +19,9 @@
 //                           outputs, dx and owners' gradients equal the local reference; with
 //                           prefetch, forward issues no get for a prefetched expert; the
 //                           inter-node bytes per machine per iteration (sum over its ranks,
-//                           TrafficMeter) are expert_bytes * E*m*(n-1) (Comm_DC, exact expert
-//                           size from janus_expert_floats) each way when hierarchical, and m
-//                           times that without.
+//                           TrafficMeter) are data_centric's predict() on a 2 x 2 cluster
+//                           model: expert_bytes * E*m*(n-1) (Comm_DC) each way when
+//                           hierarchical, and m times that without.
 //   pcie_pairing_copies     4 ranks = 2 nodes x 2, hierarchical, pcie_switch_pairs = [0, 1],
 //                           every expert used: each rank copies its group (even / odd positions
 //                           of the pair's sorted external experts: lower / higher local rank)
@@ -41,7 +41,7 @@
 #include "moebench/dist/topology.h"
 #include "moebench/dist/traffic_meter.h"
 #include "moebench/moe/moe_layer.h"
-#include "moebench/perf/janus_model.h"
+#include "moebench/perf/cluster_model.h"
 #include "moebench/strategies/janus_order.h"
 #include "moebench/config/strategy_names.h"
 #include "moebench/strategies/data_centric.h"
@@ -173,6 +173,21 @@ uint64_t node_sum(uint64_t v, int me, int P) {
   return s;
 }
 
+// data_centric's prediction for run_one_layer's layer (4 ranks = 2 nodes x 2, 10 tokens, top 2).
+StrategyCost predicted(int c, int f, int per_rank, bool hierarchical) {
+  ClusterSpec spec;
+  spec.nodes = 2;
+  spec.devices_per_node = 2;
+  MoeContext ctx;
+  ctx.experts = 4 * per_rank;
+  ctx.C = c;
+  ctx.F = f;
+  ctx.ep_world = {0, 1, 2, 3};
+  DataCentricOptions options;
+  options.hierarchical = hierarchical;
+  return DataCentric(options).predict({10, 2}, ctx, ClusterModel(spec));
+}
+
 }  // namespace
 
 class TestDataCentric : public QObject {
@@ -185,25 +200,29 @@ class TestDataCentric : public QObject {
     QVERIFY(std::find(names.begin(), names.end(), "data_centric") != names.end());
   }
 
-  void predict_uniform() {
-    CostInputs in;
-    in.tokens = 4096;
-    in.top_k = 2;
-    in.hidden = 64;
-    in.ffn = 256;
-    in.experts = 16;
-    in.ep_size = 8;
-    in.devices_per_node = 4;
-    in.intra_bw = 100e9;
-    in.inter_bw = 10e9;
-    in.flops_rate = 1e12;
-    const StrategyCost c = make_strategy("data_centric")->predict(in);
+  // 8 EP ranks on 2 nodes x 4 (one NIC per device, no latency): of the 14 remote experts 6
+  // are on the node and 8 off it; each surely gets a token at 8192 assignments.
+  void predict_on_two_nodes() {
+    ClusterSpec spec;
+    spec.nodes = 2;
+    spec.devices_per_node = 4;
+    spec.devices_per_nic = 1;
+    spec.device_flops = 1e12;
+    spec.intra = {100e9, 0};
+    spec.inter = {10e9, 0};
+    const ClusterModel cluster(spec);
+    MoeContext ctx;
+    ctx.experts = 16;
+    ctx.C = 64;
+    ctx.F = 256;
+    ctx.ep_world = {0, 1, 2, 3, 4, 5, 6, 7};
+    const StrategyCost c = make_strategy("data_centric")->predict({4096, 2}, ctx, cluster);
     const double expert_bytes = (2.0 * 64 * 256 + 256 + 64) * 4;
-    // 14 remote experts, 6 on the node, 8 off it; each surely gets a token at 8192 assignments.
-    QVERIFY(std::abs(c.bytes_intra - 6 * expert_bytes) < 1e-6 * expert_bytes);
-    QVERIFY(std::abs(c.bytes_inter - 8 * expert_bytes) < 1e-6 * expert_bytes);
-    QVERIFY(std::abs(c.comm_seconds - 8 * expert_bytes / 10e9) < 1e-12);
-    QVERIFY(c.compute_seconds > 0);
+    QCOMPARE(c.rank.intra, 6 * expert_bytes);
+    QCOMPARE(c.rank.inter, 8 * expert_bytes);
+    QCOMPARE(c.machine.inter, 4 * 8 * expert_bytes);
+    QCOMPARE(c.comm_seconds, 8 * expert_bytes / 10e9);
+    QCOMPARE(c.compute_seconds, 16 * (4.0 * 512 * 64 * 256) / 1e12);  // 16 experts of 8192 / 16 rows
   }
 
   void matches_single_rank_data() {
@@ -548,7 +567,7 @@ class TestDataCentric : public QObject {
     const int H = 4, a = 4, Lr = 2, n = 2, m = 2;
     const OneLayerResult res = run_one_layer(*world, sw, H, a * H, Lr);
     QVERIFY2(res.error.isEmpty(), qPrintable(res.error));
-    QCOMPARE((double)res.expert_floats, janus_expert_floats(H, a));
+    QCOMPARE((double)res.expert_floats, 2.0 * a * H * H + (a + 1.0) * H);  // Janus's 8H^2 + the biases
     const uint64_t expert_bytes = res.expert_floats * sizeof(float);
     QVERIFY(res.stats.max_in_use <= credits);
 
@@ -567,11 +586,12 @@ class TestDataCentric : public QObject {
     }
     QCOMPARE((int)res.pulled.size(), P * Lr - Lr);  // every remote expert used
 
-    // Inter-node bytes per machine per iteration, each way.
+    // Inter-node bytes per machine per iteration, each way: the prediction, Comm_DC with the node cache.
     const uint64_t comm_dc = expert_bytes * Lr * m * (n - 1);
-    QCOMPARE((double)comm_dc, janus_dc_bytes(n, m, H, Lr, a));
+    const double predicted_dc = predicted(H, a * H, Lr, hierarchical).machine.inter;
+    QCOMPARE(predicted_dc, hierarchical ? (double)comm_dc : (double)(m * comm_dc));
     const uint64_t fwd = node_sum(res.fwd_inter, me, P), bwd = node_sum(res.bwd_inter, me, P);
-    const uint64_t expected = hierarchical ? comm_dc : m * comm_dc;
+    const uint64_t expected = (uint64_t)predicted_dc;
     QVERIFY2(fwd == expected, qPrintable(QString("rank %1: machine pulled %2 inter-node bytes, expected %3").arg(me).arg(fwd).arg(expected)));
     QVERIFY2(bwd == expected, qPrintable(QString("rank %1: machine pushed %2 inter-node bytes, expected %3").arg(me).arg(bwd).arg(expected)));
     if (hierarchical) {
@@ -606,7 +626,8 @@ class TestDataCentric : public QObject {
     sw.hierarchical = true;
     const OneLayerResult res = run_one_layer(*world, sw, hidden, ffn_mult * hidden, per_rank);
     QVERIFY2(res.error.isEmpty(), qPrintable(res.error));
-    const double comm_dc = janus_dc_bytes(n, m, hidden, per_rank, ffn_mult);
+    const double comm_dc = predicted(hidden, ffn_mult * hidden, per_rank, true).machine.inter;
+    QCOMPARE(comm_dc, (2.0 * ffn_mult * hidden * hidden + (ffn_mult + 1.0) * hidden) * per_rank * m * (n - 1) * 4);
     const uint64_t fwd = node_sum(res.fwd_inter, me, P), bwd = node_sum(res.bwd_inter, me, P);
     QVERIFY2((double)fwd == comm_dc, qPrintable(QString("machine pulled %1 inter-node bytes, Comm_DC %2").arg(fwd).arg(comm_dc)));
     QVERIFY2((double)bwd == comm_dc, qPrintable(QString("machine pushed %1 inter-node bytes, Comm_DC %2").arg(bwd).arg(comm_dc)));

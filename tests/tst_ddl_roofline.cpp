@@ -266,6 +266,51 @@ class TestDdlRoofline : public QObject {
     QVERIFY2(bp[0].reason.find("model.hidden") != std::string::npos, bp[0].reason.c_str());
   }
 
+  // Spans with recorded FLOPs (store schema 3): a step's FLOPs are the sum of its compute spans'
+  // flops over the ranks, whatever the routing says; steps without them fall back to the routing.
+  void recorded_flops_replace_the_estimate() {
+    QTemporaryDir dir;
+    RunStore store(dir.filePath("flops.db").toStdString());
+    RunInfo info;
+    info.name = "flops";
+    info.ranks = 2;
+    info.config_json = fx::configJson();
+    const RunInfo run = store.create_run(info);
+    for (int step = 1; step <= 2; ++step) {
+      std::vector<SpanRow> spans;
+      for (int rank = 0; rank < 2; ++rank) {
+        SpanRow experts = span(step, rank, "compute", "moe.experts", "compute", 0, 0.002, 0);
+        SpanRow backward = span(step, rank, "compute", "moe.experts_backward", "compute", 0.003, 0.002, 0);
+        experts.flops = step == 1 ? 1e6 * (rank + 1) : 0;  // step 2 recorded none
+        backward.flops = step == 1 ? 2e6 * (rank + 1) : 0;
+        spans.push_back(experts);
+        spans.push_back(backward);
+        spans.push_back(span(step, rank, "compute.comm", "moe.dispatch", "comm", 0.0025, 0.0005, 0));
+      }
+      // 20 assignments: 12 * 2 * 32^2 * 20 = 491,520 FLOPs by the routing.
+      store.log_step(run.id, {}, spans, {}, {{step, 0, 0, 0, 20}});
+    }
+    const auto points = ddl_roofline_points(store, run);
+    QVERIFY2(points[0].has_point(), points[0].reason.c_str());
+    // Step 1: (1 + 2) MFLOP on rank 0 + (2 + 4) on rank 1 = 9e6; step 2: 491,520.
+    QVERIFY(near(points[0].flops_per_step, (9e6 + 491520.0) / 2));
+    // Without routing rows only the step with recorded FLOPs counts.
+    RunInfo bare = info;
+    bare.name = "flops_only";
+    const RunInfo b = store.create_run(bare);
+    for (int step = 1; step <= 2; ++step) {
+      SpanRow experts = span(step, 0, "compute", "moe.experts", "compute", 0, 0.002, 0);
+      experts.flops = step == 1 ? 5e6 : 0;
+      store.log_step(b.id, {}, {experts, span(step, 0, "compute.comm", "moe.dispatch", "comm", 0.0025, 0.0005, 0)},
+                     {}, {});
+    }
+    const auto only = ddl_roofline_points(store, b);
+    QVERIFY2(only[0].has_point(), only[0].reason.c_str());
+    QCOMPARE(only[0].steps_used, int64_t(1));
+    QVERIFY(near(only[0].flops_per_step, 5e6));
+    QVERIFY(near(only[0].achieved_gflops, 5e6 / (2 * 0.0025) / 1e9));
+  }
+
  private:
   QTemporaryDir m_dir;
   std::unique_ptr<RunStore> m_store;

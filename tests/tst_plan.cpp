@@ -1,7 +1,8 @@
 // ctest-labels: unit
-// The Janus model (perf/janus_model.h: PREDICTED traffic and R, SIGCOMM'23 §5.1.3, eq. 1):
-// Table 1 and §7.5's PR-MoE decisions reproduced from sample_configs/models, the formulas on
-// hand-computed rows, and `moebench plan --json`.
+// The Janus plan (strategies/janus.h: R, SIGCOMM'23 eq. 1, with the expert_centric and
+// data_centric predictions, PREDICTED traffic §5.1.3): Table 1 and §7.5's PR-MoE decisions
+// reproduced from sample_configs/models, R and the predicted traffic on hand-computed rows,
+// and `moebench plan --json`.
 #include <QtTest>
 
 #include <QProcess>
@@ -14,7 +15,9 @@
 #include <nlohmann/json.hpp>
 
 #include "moebench/config/config_loader.h"
-#include "moebench/perf/janus_model.h"
+#include "moebench/perf/cluster_model.h"
+#include "moebench/strategies/janus.h"
+#include "moebench/strategies/registry.h"
 #include "test_support.h"
 
 using namespace Qt::StringLiterals;
@@ -32,10 +35,7 @@ std::vector<std::string> gpus32(int b) {
   return {"run.ranks=32", "cluster.nodes=4", "moe.experts=32", "train.batch_size=" + std::to_string(b * 32)};
 }
 
-std::vector<JanusBlockPlan> plan_of(const Config& c) {
-  const int m = c.cluster.devices_per_node > 0 ? c.cluster.devices_per_node : c.run.ranks / c.cluster.nodes;
-  return janus_plan(c, c.cluster.nodes, m);
-}
+std::vector<JanusBlockPlan> plan_of(const Config& c) { return janus_plan(c, cluster_model(c)); }
 
 double round2(double x) { return std::round(x * 100.0) / 100.0; }
 
@@ -45,8 +45,8 @@ struct Totals {
 Totals totals(const std::vector<JanusBlockPlan>& plan) {
   Totals t;
   for (const auto& p : plan) {
-    t.ec_gib += p.ec_bytes / kGiB;
-    t.dc_gib += p.dc_bytes / kGiB;
+    t.ec_gib += p.expert_centric.machine.inter / kGiB;
+    t.dc_gib += p.data_centric.machine.inter / kGiB;
   }
   return t;
 }
@@ -85,10 +85,10 @@ class TestPlan : public QObject {
     const auto plan = plan_of(c);
     QCOMPARE((int)plan.size(), moe_blocks);
     for (const auto& p : plan) {
-      QCOMPARE(p.experts, c.run.ranks);  // #Expert = #GPU
-      QCOMPARE(p.experts_per_worker, 1);
-      QCOMPARE(round2(p.R), r);
-      QCOMPARE(p.paradigm, std::string("data_centric"));
+      QCOMPARE(p.decision.experts, c.run.ranks);  // #Expert = #GPU
+      QCOMPARE(p.decision.experts_per_worker, 1);
+      QCOMPARE(round2(p.decision.R), r);
+      QCOMPARE(p.decision.paradigm, std::string("data_centric"));
     }
     const Totals t = totals(plan);
     QCOMPARE(round2(t.ec_gib), ec_gib);
@@ -103,15 +103,14 @@ class TestPlan : public QObject {
     const std::vector<int> e = {1, 1, 4, 4};
     const std::vector<std::string> paradigm = {"data_centric", "data_centric", "expert_centric", "expert_centric"};
     for (size_t i = 0; i < 4; ++i) {
-      QCOMPARE(plan[i].R, r[i]);
-      QCOMPARE(plan[i].experts_per_worker, e[i]);
-      QCOMPARE(plan[i].paradigm, paradigm[i]);
+      QCOMPARE(plan[i].decision.R, r[i]);
+      QCOMPARE(plan[i].decision.experts_per_worker, e[i]);
+      QCOMPARE(plan[i].decision.paradigm, paradigm[i]);
     }
   }
 
-  void formulas_on_hand_computed_rows_data() {
+  void R_on_hand_computed_rows_data() {
     QTest::addColumn<int>("n");
-    QTest::addColumn<int>("m");
     QTest::addColumn<double>("e");
     QTest::addColumn<int>("h");
     QTest::addColumn<double>("b");
@@ -119,20 +118,15 @@ class TestPlan : public QObject {
     QTest::addColumn<int>("k");
     QTest::addColumn<int>("a");  // ffn_mult
     QTest::addColumn<double>("r");
-    QTest::addColumn<double>("ec");  // bytes
-    QTest::addColumn<double>("dc");  // bytes
-    // T = B*S*k; R = T/(a*n*H*E); EC = 2*m*H*T*(n-1)/n*4; DC = (2aH^2 + (a+1)H)*E*m*(n-1)*4.
-    QTest::newRow("BERT 2x8") << 2 << 8 << 1.0 << 768 << 256.0 << 128 << 2 << 4 << 32.0 / 3.0 << 1610612736.0
-                              << 151117824.0;
-    QTest::newRow("4x2 E=2") << 4 << 2 << 2.0 << 64 << 4.0 << 32 << 1 << 4 << 0.0625 << 98304.0 << 1588224.0;
-    QTest::newRow("one machine") << 1 << 4 << 1.0 << 128 << 8.0 << 64 << 2 << 4 << 2.0 << 0.0 << 0.0;
-    QTest::newRow("ffn_mult 2, E=1/2") << 2 << 1 << 0.5 << 100 << 3.0 << 10 << 3 << 2 << 0.45 << 36000.0 << 80600.0;
-    QTest::newRow("8x8 E=4 R=1") << 8 << 8 << 4.0 << 1024 << 64.0 << 2048 << 1 << 4 << 1.0 << 7516192768.0
-                                 << 7520780288.0;
+    // R = B*S*k/(a*n*H*E).
+    QTest::newRow("BERT 2x8") << 2 << 1.0 << 768 << 256.0 << 128 << 2 << 4 << 32.0 / 3.0;
+    QTest::newRow("4x2 E=2") << 4 << 2.0 << 64 << 4.0 << 32 << 1 << 4 << 0.0625;
+    QTest::newRow("one machine") << 1 << 1.0 << 128 << 8.0 << 64 << 2 << 4 << 2.0;
+    QTest::newRow("ffn_mult 2, E=1/2") << 2 << 0.5 << 100 << 3.0 << 10 << 3 << 2 << 0.45;
+    QTest::newRow("8x8 E=4 R=1") << 8 << 4.0 << 1024 << 64.0 << 2048 << 1 << 4 << 1.0;
   }
-  void formulas_on_hand_computed_rows() {
+  void R_on_hand_computed_rows() {
     QFETCH(int, n);
-    QFETCH(int, m);
     QFETCH(double, e);
     QFETCH(int, h);
     QFETCH(double, b);
@@ -140,16 +134,73 @@ class TestPlan : public QObject {
     QFETCH(int, k);
     QFETCH(int, a);
     QFETCH(double, r);
-    QFETCH(double, ec);
-    QFETCH(double, dc);
     QCOMPARE(janus_R(b, s, k, n, h, e, a), r);
-    QCOMPARE(janus_ec_bytes(b, s, k, n, m, h), ec);
-    QCOMPARE(janus_dc_bytes(n, m, h, e, a), dc);
   }
 
+  // The strategies' predictions on an n x m cluster model, every worker's B*S tokens routed
+  // (balanced) to E experts per worker: per machine, expert_centric's inter-node bytes are
+  // Comm_EC and data_centric's (node cache) Comm_DC.
+  void traffic_on_hand_computed_rows_data() {
+    QTest::addColumn<int>("n");
+    QTest::addColumn<int>("m");
+    QTest::addColumn<int>("e");
+    QTest::addColumn<int>("h");
+    QTest::addColumn<double>("b");
+    QTest::addColumn<int>("s");
+    QTest::addColumn<int>("k");
+    QTest::addColumn<int>("a");  // ffn_mult
+    QTest::addColumn<double>("ec");  // bytes
+    QTest::addColumn<double>("dc");  // bytes
+    // T = B*S*k; EC = 2*m*H*T*(n-1)/n*4; DC = (2aH^2 + (a+1)H)*E*m*(n-1)*4.
+    QTest::newRow("BERT 2x8") << 2 << 8 << 1 << 768 << 256.0 << 128 << 2 << 4 << 1610612736.0 << 151117824.0;
+    QTest::newRow("4x2 E=2") << 4 << 2 << 2 << 64 << 4.0 << 32 << 1 << 4 << 98304.0 << 1588224.0;
+    QTest::newRow("one machine") << 1 << 4 << 1 << 128 << 8.0 << 64 << 2 << 4 << 0.0 << 0.0;
+    QTest::newRow("ffn_mult 2, E=1") << 2 << 1 << 1 << 100 << 3.0 << 10 << 3 << 2 << 36000.0 << 161200.0;
+    QTest::newRow("8x8 E=4 R=1") << 8 << 8 << 4 << 1024 << 64.0 << 2048 << 1 << 4 << 7516192768.0 << 7520780288.0;
+  }
+  void traffic_on_hand_computed_rows() {
+    QFETCH(int, n);
+    QFETCH(int, m);
+    QFETCH(int, e);
+    QFETCH(int, h);
+    QFETCH(double, b);
+    QFETCH(int, s);
+    QFETCH(int, k);
+    QFETCH(int, a);
+    QFETCH(double, ec);
+    QFETCH(double, dc);
+    ClusterSpec spec;
+    spec.nodes = n;
+    spec.devices_per_node = m;
+    const ClusterModel cluster(spec);
+    MoeContext ctx;
+    ctx.experts = e * n * m;
+    ctx.C = h;
+    ctx.F = a * h;
+    for (int r = 0; r < n * m; ++r) ctx.ep_world.push_back(r);
+    const CostInputs load{b * s, k};
+    StrategyConfig node_cache;  // Janus' Comm_DC: experts pulled once per machine
+    node_cache.data_centric.hierarchical = true;
+    QCOMPARE(make_strategy("expert_centric")->predict(load, ctx, cluster).machine.inter, ec);
+    QCOMPARE(make_strategy("data_centric", node_cache)->predict(load, ctx, cluster).machine.inter, dc);
+  }
+
+  // One expert pulled across machines is exactly what moebench stores: Janus's 8H^2 floats plus
+  // the biases, (a+1)H.
   void expert_size_is_what_moebench_pulls() {
-    QCOMPARE(janus_expert_floats(768, 4), 8.0 * 768 * 768 + 5.0 * 768);  // the paper's 8H^2 + biases
-    QCOMPARE(janus_expert_floats(64, 2), 2.0 * 2 * 64 * 64 + 3.0 * 64);
+    ClusterSpec spec;
+    spec.nodes = 2;
+    const ClusterModel cluster(spec);
+    MoeContext ctx;
+    ctx.experts = 2;
+    ctx.ep_world = {0, 1};
+    for (int a : {4, 2}) {
+      const int h = a == 4 ? 768 : 64;
+      ctx.C = h;
+      ctx.F = a * h;
+      const StrategyCost c = make_strategy("data_centric")->predict({8, 1}, ctx, cluster);
+      QCOMPARE(c.rank.inter, (2.0 * a * h * h + (a + 1.0) * h) * 4);
+    }
   }
 
   void plan_from_a_config_text() {
@@ -160,33 +211,39 @@ class TestPlan : public QObject {
         "[model]\nvocab_size = 64\nseq_len = 32\nhidden = 64\nlayers = 4\nheads = 4\n"
         "[moe]\nmoe_layers = [3, 1]\nexperts = [8, 4]\ntop_k = 2\n[train]\nbatch_size = 8\n",
         "inline.toml");
-    const auto plan = janus_plan(c, 2, 2);
+    const auto plan = janus_plan(c, cluster_model(c));
     QCOMPARE((int)plan.size(), 2);
-    QCOMPARE(plan[0].block, 1);  // block order, whatever the order of moe_layers
-    QCOMPARE(plan[0].experts, 4);
-    QCOMPARE(plan[0].R, 0.25);
-    QCOMPARE(plan[0].paradigm, std::string("data_centric"));
-    QCOMPARE(plan[1].block, 3);
-    QCOMPARE(plan[1].experts_per_worker, 2);
-    QCOMPARE(plan[1].R, 0.125);
-    QCOMPARE(plan[1].paradigm, std::string("expert_centric"));
+    QCOMPARE(plan[0].decision.block, 1);  // block order, whatever the order of moe_layers
+    QCOMPARE(plan[0].decision.experts, 4);
+    QCOMPARE(plan[0].decision.R, 0.25);
+    QCOMPARE(plan[0].decision.paradigm, std::string("data_centric"));
+    QCOMPARE(plan[1].decision.block, 3);
+    QCOMPARE(plan[1].decision.experts_per_worker, 2);
+    QCOMPARE(plan[1].decision.R, 0.125);
+    QCOMPARE(plan[1].decision.paradigm, std::string("expert_centric"));
     // EC = 2*2*64*128*(1/2)*4 bytes per block, whatever E; DC = (8*64^2 + 5*64)*E*2*1*4.
-    QCOMPARE(plan[0].ec_bytes, 65536.0);
-    QCOMPARE(plan[1].ec_bytes, 65536.0);
-    QCOMPARE(plan[0].dc_bytes, 33088.0 * 8);
-    QCOMPARE(plan[1].dc_bytes, 33088.0 * 16);
+    QCOMPARE(plan[0].expert_centric.machine.inter, 65536.0);
+    QCOMPARE(plan[1].expert_centric.machine.inter, 65536.0);
+    QCOMPARE(plan[0].data_centric.machine.inter, 33088.0 * 8);
+    QCOMPARE(plan[1].data_centric.machine.inter, 33088.0 * 16);
+    // The decisions block_strategies hands to a janus run's trainer are the plan's.
+    Config janus = c;
+    janus.strategy.name = "janus";
+    const auto chosen = block_strategies(janus, 2, 2);
+    QCOMPARE(chosen.at(1), std::string("data_centric"));
+    QCOMPARE(chosen.at(3), std::string("expert_centric"));
     // R == threshold is not "> threshold": expert-centric.
     const Config at = parse_config(
         "[run]\nranks = 4\n[cluster]\nnodes = 2\n[strategy]\nname = \"janus\"\n[strategy.janus]\nthreshold = 0.25\n"
         "[model]\nvocab_size = 64\nseq_len = 32\nhidden = 64\nlayers = 4\nheads = 4\n"
         "[moe]\nmoe_layers = [1]\nexperts = 4\ntop_k = 2\n[train]\nbatch_size = 8\n",
         "inline.toml");
-    QCOMPARE(janus_plan(at, 2, 2).at(0).paradigm, std::string("expert_centric"));
+    QCOMPARE(janus_decisions(at, 2, 2).at(0).paradigm, std::string("expert_centric"));
     // No MoE block: an empty plan. Bad layouts throw.
     const Config dense = parse_config("[moe]\nmoe_layers = []\n", "dense.toml");
-    QVERIFY(janus_plan(dense, 1, 1).empty());
-    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, janus_plan(c, 0, 2));
-    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, janus_plan(c, 2, 0));
+    QVERIFY(janus_plan(dense, cluster_model(dense)).empty());
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, janus_decisions(c, 0, 2));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, janus_decisions(c, 2, 0));
   }
 
   void cli_plan_json_agrees() {
@@ -206,13 +263,22 @@ class TestPlan : public QObject {
     const auto& blocks = j.at("blocks");
     QCOMPARE((int)blocks.size(), (int)plan.size());
     for (size_t i = 0; i < plan.size(); ++i) {
-      QCOMPARE(blocks[i].at("block").get<int>(), plan[i].block);
-      QCOMPARE(blocks[i].at("experts").get<int>(), plan[i].experts);
-      QCOMPARE(blocks[i].at("experts_per_worker").get<int>(), plan[i].experts_per_worker);
-      QCOMPARE(blocks[i].at("R").get<double>(), plan[i].R);
-      QCOMPARE(blocks[i].at("paradigm").get<std::string>(), plan[i].paradigm);
-      QCOMPARE(blocks[i].at("ec_bytes").get<double>(), plan[i].ec_bytes);
-      QCOMPARE(blocks[i].at("dc_bytes").get<double>(), plan[i].dc_bytes);
+      const JanusDecision& d = plan[i].decision;
+      QCOMPARE(blocks[i].at("block").get<int>(), d.block);
+      QCOMPARE(blocks[i].at("experts").get<int>(), d.experts);
+      QCOMPARE(blocks[i].at("experts_per_worker").get<int>(), d.experts_per_worker);
+      QCOMPARE(blocks[i].at("R").get<double>(), d.R);
+      QCOMPARE(blocks[i].at("paradigm").get<std::string>(), d.paradigm);
+      QCOMPARE(blocks[i].at("ec_bytes").get<double>(), plan[i].expert_centric.machine.inter);
+      QCOMPARE(blocks[i].at("dc_bytes").get<double>(), plan[i].data_centric.machine.inter);
+      const auto& ec = blocks[i].at("expert_centric");
+      QCOMPARE(ec.at("comm_seconds").get<double>(), plan[i].expert_centric.comm_seconds);
+      QCOMPARE(ec.at("compute_seconds").get<double>(), plan[i].expert_centric.compute_seconds);
+      QCOMPARE(ec.at("rank_intra_bytes").get<double>(), plan[i].expert_centric.rank.intra);
+      const auto& dc = blocks[i].at("data_centric");
+      QCOMPARE(dc.at("comm_seconds").get<double>(), plan[i].data_centric.comm_seconds);
+      QCOMPARE(dc.at("machine_inter_bytes").get<double>(), plan[i].data_centric.machine.inter);
+      QVERIFY(plan[i].expert_centric.comm_seconds > 0 && plan[i].data_centric.compute_seconds > 0);
     }
     QCOMPARE(round2(j.at("total").at("ec_gib").get<double>()), 9.0);
     QCOMPARE(round2(j.at("total").at("dc_gib").get<double>()), 1.69);
@@ -226,6 +292,7 @@ class TestPlan : public QObject {
     QCOMPARE(p.exitCode(), 0);
     const QString out = QString::fromUtf8(p.readAllStandardOutput());
     QVERIFY2(out.contains(u"predicted by the Janus model"_s), qPrintable(out));
+    QVERIFY2(out.contains(u"E.C. comm ms"_s) && out.contains(u"D.C. comm ms"_s), qPrintable(out));
     QVERIFY2(out.contains(u"expert_centric"_s) && out.contains(u"data_centric"_s) && out.contains(u"total"_s),
              qPrintable(out));
     QProcess bad;

@@ -71,7 +71,12 @@ class TestRecord : public QObject {
     const auto params = store.params(run.id);
     QVERIFY(std::find(params.begin(), params.end(), std::make_pair(std::string("model.hidden"), std::string("32"))) != params.end());
     std::set<std::string> names;
-    for (const SpanRow& s : store.spans(run.id)) names.insert(s.name);
+    for (const SpanRow& s : store.spans(run.id)) {
+      names.insert(s.name);
+      // The tasks' FLOPs are recorded: expert compute has them, communication none.
+      if (s.name == "moe.experts") QVERIFY2(s.flops > 0, s.name.c_str());
+      if (s.category == "comm") QCOMPARE(s.flops, 0.0);
+    }
     for (const char* n : {"step", "forward", "backward", "optimizer"}) QVERIFY2(names.count(n), n);
     // routing: 6 steps x 1 MoE block x 4 experts, kept tokens = tokens x top_k per step.
     const auto routing = store.routing(run.id);

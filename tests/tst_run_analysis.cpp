@@ -450,7 +450,7 @@ class TestRunAnalysis : public QObject {
     QVERIFY(eval);
     const auto spans = read_csv(out + "/spans.csv");
     QCOMPARE(spans[0], (std::vector<std::string>{"step", "rank", "stream", "name", "category", "start", "duration",
-                                                 "bytes", "peer", "layer", "expert"}));
+                                                 "bytes", "peer", "layer", "expert", "flops", "chunk"}));
     QCOMPARE(spans.size(), size_t(1 + 60));
     double wait_total = 0;
     for (size_t i = 1; i < spans.size(); ++i)

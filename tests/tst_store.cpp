@@ -40,6 +40,8 @@ SpanRow span(int64_t step, int i) {
   r.peer = i % 2 ? (i + 1) % 4 : -1;
   r.layer = i % 3;
   r.expert = i % 5 - 1;
+  r.flops = i % 2 ? 0.0 : 2.5e6 * (i + 1);
+  r.chunk = i % 3 - 1;
   return r;
 }
 
@@ -168,6 +170,8 @@ class TestStore : public QObject {
       QCOMPARE(got.peer, want.peer);
       QCOMPARE(got.layer, want.layer);
       QCOMPARE(got.expert, want.expert);
+      QCOMPARE(got.flops, want.flops);
+      QCOMPARE(got.chunk, want.chunk);
     }
     QCOMPARE(store.spans(made.id, 1, 1).size(), size_t(1));
     QCOMPARE(store.spans(made.id, 0, 0).size(), size_t(2));

@@ -1,7 +1,8 @@
 // ctest-labels: unit
 // store/run_store: a store whose tables do not match the schema version it claims is refused
 // and left byte for byte as it was; a version 1 store (0-based steps) is migrated to 1-based
-// steps; a reader in a directory it cannot write, or of another user's store, creates no -wal
+// steps; version 1 and 2 stores get the spans' flops and chunk (schema 3) with their defaults
+// on old rows; a reader in a directory it cannot write, or of another user's store, creates no -wal
 // or -shm file and the owner can still write afterwards.
 #include <QTemporaryDir>
 #include <QtTest>
@@ -27,18 +28,20 @@ namespace {
 
 bool exists(const std::string& path) { return std::filesystem::exists(path); }
 
-// tests/data/store_v1.sql loaded into a new file at `path` (no -wal: rollback journal mode).
-bool load_v1_fixture(const std::string& path) {
-  const std::string sql = read_bytes(MOEBENCH_SOURCE_DIR "/tests/data/store_v1.sql");
+// tests/data/<fixture> (an old store as SQL) loaded into a new file at `path` (no -wal:
+// rollback journal mode).
+bool load_fixture(const std::string& path, const std::string& fixture) {
+  const std::string sql = read_bytes(MOEBENCH_SOURCE_DIR "/tests/data/" + fixture);
   sqlite3* db = nullptr;
   char* err = nullptr;
   const bool ok = !sql.empty() && sqlite3_open(path.c_str(), &db) == SQLITE_OK &&
                   sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err) == SQLITE_OK;
-  if (err) qWarning("store_v1.sql: %s", err);
+  if (err) qWarning("%s: %s", fixture.c_str(), err);
   sqlite3_free(err);
   sqlite3_close(db);
   return ok;
 }
+bool load_v1_fixture(const std::string& path) { return load_fixture(path, "store_v1.sql"); }
 
 // Runs `fn` in a child process as `uid` (this process's own uid: no switch; else root drops
 // to it, supplementary groups included) and returns what it returned, or "<error: ...>".
@@ -163,8 +166,56 @@ class TestStoreSchema : public QObject {
       QCOMPARE(store.metrics(store.find_run("crashed").id, "loss").at(0).step, int64_t(1));
       QCOMPARE(store.find_run("crashed").status, RunStatus::running);  // of another host: not judged here
     }
-    RunStore reader(path, RunStore::Mode::read_only);  // the migrated tables are version 2's exactly
+    RunStore reader(path, RunStore::Mode::read_only);  // the migrated tables are the current version's exactly
     QCOMPARE(reader.list_runs().size(), size_t(2));
+  }
+
+  // Schema 3 adds spans.flops and spans.chunk: an old store's spans keep flops 0 and chunk -1,
+  // new spans store theirs, and the migrated tables are the current version's exactly.
+  void old_store_gets_span_flops_and_chunk_data() {
+    QTest::addColumn<QString>("fixture");
+    QTest::addColumn<int>("version");
+    QTest::addColumn<int>("old_spans");
+    QTest::newRow("1 -> 3") << "store_v1.sql" << 1 << 4;
+    QTest::newRow("2 -> 3") << "store_v2.sql" << 2 << 3;
+  }
+  void old_store_gets_span_flops_and_chunk() {
+    QFETCH(QString, fixture);
+    QFETCH(int, version);
+    QFETCH(int, old_spans);
+    QTemporaryDir dir;
+    const std::string path = dir.filePath("runs.db").toStdString();
+    QVERIFY(load_fixture(path, fixture.toStdString()));
+    const std::string before = read_bytes(path);
+    const QString msg = error_message<StoreError>([&] { RunStore s(path, RunStore::Mode::read_only); });
+    QVERIFY2(msg.contains(QString::fromStdString(path + " has schema version " + std::to_string(version) +
+                                                 "; this moebench needs " + std::to_string(RunStore::schema_version()))),
+             qPrintable(msg));
+    QVERIFY(read_bytes(path) == before);
+    QCOMPARE(RunStore::schema_version(), 3);
+    {
+      RunStore store(path);
+      QCOMPARE(raw_one(path, "PRAGMA user_version").toInt(), 3);
+      const RunInfo run = store.list_runs().front();  // the fixture's first run
+      const auto spans = store.spans(run.id);
+      QCOMPARE((int)spans.size(), old_spans);
+      for (const SpanRow& s : spans) {
+        QCOMPARE(s.flops, 0.0);
+        QCOMPARE(s.chunk, -1);
+      }
+      SpanRow added = spans.front();
+      added.step = 9;
+      added.flops = 1.5e9;
+      added.chunk = 2;
+      store.log_step(run.id, {}, {added}, {}, {});
+      const auto again = store.spans(run.id, 9, 9);
+      QCOMPARE(again.size(), size_t(1));
+      QCOMPARE(again[0].flops, 1.5e9);
+      QCOMPARE(again[0].chunk, 2);
+      QCOMPARE(again[0].name, spans.front().name);
+    }
+    RunStore reader(path, RunStore::Mode::read_only);  // the migrated tables are version 3's exactly
+    QCOMPARE(reader.spans(reader.list_runs().front().id).size(), size_t(old_spans + 1));
   }
 
   // A reader in a directory it cannot write reads the store, leaves no -wal or -shm file, and

@@ -17,6 +17,7 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 // One layer's spans on one rank in one step.
 struct RankLayerStep {
   double comp = 0, comm = 0;
+  double flops = 0;  // recorded FLOPs of the compute spans (0: none recorded)
   bool has_comp = false, has_comm = false;
   std::vector<std::pair<double, double>> intervals;  // [start, end)
 };
@@ -141,6 +142,7 @@ std::vector<DdlPoint> ddl_roofline_points(const RunStore& store, const RunInfo& 
     if (s.step == skip_step) continue;
     RankLayerStep& acc = by_layer[s.layer][s.step][s.rank];
     (comp ? acc.comp : acc.comm) += s.duration;
+    if (comp) acc.flops += s.flops;
     (comp ? acc.has_comp : acc.has_comm) = true;
     acc.intervals.emplace_back(s.start, s.start + s.duration);
   }
@@ -166,12 +168,13 @@ std::vector<DdlPoint> ddl_roofline_points(const RunStore& store, const RunInfo& 
     p.warmup_excluded = warmup;
     const auto steps_it = by_layer.find(L);
     const auto routed_it = assignments.find(L);
-    bool any_comp = false, any_comm = false;
+    bool any_comp = false, any_comm = false, any_flops = false;
     if (steps_it != by_layer.end())
       for (const auto& [step, ranks] : steps_it->second)
         for (const auto& [rank, acc] : ranks) {
           any_comp = any_comp || acc.has_comp;
           any_comm = any_comm || acc.has_comm;
+          any_flops = any_flops || acc.flops > 0;
         }
     if (!dims.error.empty()) {
       p.reason = dims.error;
@@ -184,29 +187,35 @@ std::vector<DdlPoint> ddl_roofline_points(const RunStore& store, const RunInfo& 
     } else if (!any_comm) {
       p.reason = "no communication spans (category comm) of " + layer_text(L) +
                  ": R_CC undefined";
-    } else if (routed_it == assignments.end()) {
+    } else if (routed_it == assignments.end() && !any_flops) {
       p.reason = "no routing rows of " + layer_text(L) + ": the tokens (sum of B_w) are unknown";
     } else {
       double comp = 0, comm = 0, e2e = 0, flops = 0;
       int64_t n = 0;
       const double flops_per_assignment = 12.0 * dims.ffn_mult * dims.hidden * dims.hidden;
       for (const auto& [step, ranks] : steps_it->second) {
-        const auto tokens = routed_it->second.find(step);
-        if (tokens == routed_it->second.end()) continue;
-        double step_comp = 0, step_comm = 0, step_e2e = 0;
+        double step_comp = 0, step_comm = 0, step_e2e = 0, recorded = 0;
         for (const auto& [rank, acc] : ranks) {
           step_comp = std::max(step_comp, acc.comp);
           step_comm = std::max(step_comm, acc.comm);
           step_e2e = std::max(step_e2e, union_length(acc.intervals));
+          recorded += acc.flops;
+        }
+        double step_flops = recorded;
+        if (!(recorded > 0)) {
+          if (routed_it == assignments.end()) continue;
+          const auto tokens = routed_it->second.find(step);
+          if (tokens == routed_it->second.end()) continue;
+          step_flops = flops_per_assignment * double(tokens->second);
         }
         comp += step_comp;
         comm += step_comm;
         e2e += step_e2e;
-        flops += flops_per_assignment * double(tokens->second);
+        flops += step_flops;
         ++n;
       }
       if (n == 0) {
-        p.reason = "no step has both spans and routing rows of " + layer_text(L);
+        p.reason = "no step has both spans and routing rows (or recorded FLOPs) of " + layer_text(L);
       } else {
         p.steps_used = n;
         p.lat_comp_s = comp / double(n);

@@ -102,6 +102,8 @@ json chrome_trace(const RunStore& store, const RunInfo& run, int64_t first_step,
     if (s.peer >= 0) args["peer"] = s.peer;
     if (s.layer >= 0) args["layer"] = s.layer;
     if (s.expert >= 0) args["expert"] = s.expert;
+    if (s.flops > 0) args["flops"] = s.flops;
+    if (s.chunk >= 0) args["chunk"] = s.chunk;
     events.push_back({{"ph", "X"}, {"name", s.name}, {"cat", s.category}, {"pid", s.rank},
                       {"tid", tid[s.stream]}, {"ts", ts(s.rank, s.start)}, {"dur", to_us(s.duration)},
                       {"args", args}});

@@ -99,10 +99,11 @@ void write_files(const RunStore& store, const RunInfo& run, const std::filesyste
   }
   {
     CsvFile f(root, "spans.csv", suffix,
-              {"step", "rank", "stream", "name", "category", "start", "duration", "bytes", "peer", "layer", "expert"});
+              {"step", "rank", "stream", "name", "category", "start", "duration", "bytes", "peer", "layer", "expert",
+               "flops", "chunk"});
     for (const auto& s : store.spans(run.id))
       f.row({num(s.step), num(s.rank), s.stream, s.name, s.category, num(s.start), num(s.duration), num(s.bytes),
-             num(s.peer), num(s.layer), num(s.expert)});
+             num(s.peer), num(s.layer), num(s.expert), num(s.flops), num(s.chunk)});
     f.close();
   }
   {

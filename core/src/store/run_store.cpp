@@ -247,12 +247,12 @@ void RunStore::log_step(int64_t run, const std::vector<MetricPoint>& metrics, co
   }
   if (!spans.empty()) {
     Stmt& s = I.stmt(
-        "INSERT INTO spans (run, step, rank, stream, name, category, start, duration, bytes, peer, layer, expert) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)");
+        "INSERT INTO spans (run, step, rank, stream, name, category, start, duration, bytes, peer, layer, expert, "
+        "flops, chunk) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)");
     for (const SpanRow& r : spans)
       s.bind(1, run).bind(2, r.step).bind(3, r.rank).bind(4, r.stream).bind(5, r.name).bind(6, r.category)
           .bind(7, r.start).bind(8, r.duration).bind(9, r.bytes).bind(10, r.peer).bind(11, r.layer)
-          .bind(12, r.expert).run();
+          .bind(12, r.expert).bind(13, r.flops).bind(14, r.chunk).run();
   }
   if (!traffic.empty()) {
     Stmt& s = I.stmt("INSERT INTO traffic (run, step, rank, peer, link, bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6)");

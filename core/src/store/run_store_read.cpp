@@ -202,7 +202,7 @@ std::vector<SpanRow> RunStore::spans(int64_t run, int64_t first, int64_t last) c
   std::lock_guard lock(impl_->mu);
   impl_->require_run(run);
   Stmt& s = impl_->stmt(
-      "SELECT step, rank, stream, name, category, start, duration, bytes, peer, layer, expert FROM spans "
+      "SELECT step, rank, stream, name, category, start, duration, bytes, peer, layer, expert, flops, chunk FROM spans "
       "WHERE run = ?1 AND step >= ?2 AND step <= ?3 ORDER BY step, rowid");
   Stmt::Scope scope(s);
   s.bind(1, run).bind(2, first).bind(3, last_or_max(last));
@@ -220,6 +220,8 @@ std::vector<SpanRow> RunStore::spans(int64_t run, int64_t first, int64_t last) c
     r.peer = s.i32(8);
     r.layer = s.i32(9);
     r.expert = s.i32(10);
+    r.flops = s.f64(11);
+    r.chunk = s.i32(12);
     out.push_back(std::move(r));
   }
   return out;

@@ -110,6 +110,12 @@ UPDATE spans SET step = step + 1;
 UPDATE traffic SET step = step + 1;
 UPDATE routing SET step = step + 1;
 )sql",
+    // 3: spans carry the rest of the runtime Span's typed cost: the task's FLOPs and its chunk
+    //    (Tutel / MoNTA chunk index). Spans recorded before keep flops 0 (unknown) and chunk -1.
+    R"sql(
+ALTER TABLE spans ADD COLUMN flops REAL NOT NULL DEFAULT 0;
+ALTER TABLE spans ADD COLUMN chunk INTEGER NOT NULL DEFAULT -1;
+)sql",
 };
 
 constexpr int kKnownVersion = int(sizeof(kMigrations) / sizeof(kMigrations[0]));

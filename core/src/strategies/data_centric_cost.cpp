@@ -1,32 +1,46 @@
-// data_centric's analytical cost (predicted, never measured).
+// data_centric's analytical cost (predicted, never measured): what Janus's model (SIGCOMM'23
+// §5.1.3) says the data-centric paradigm moves, on any EP placement of a ClusterModel.
+//
+// Balanced routing: a rank uses u = min(E, tokens*k) of the E experts, the same share of every
+// owner's L = E/P experts, and pulls each used remote expert whole (expert_bytes: w1, b1, w2,
+// b2), one message a pull. Without the node cache every rank pulls its own. With it
+// (options hierarchical, §5.1.2) same-node experts are still pulled by each rank, and the node's m
+// ranks pull the used external experts (share min(E, m*tokens*k) / E) once, split evenly
+// between them (local rank j % m pulls the j-th). So on Janus's n x m cluster with every expert
+// used a machine pulls Comm_DC = expert_floats * E*m*(n-1) floats across machines, where E here
+// is Janus's experts per worker; without the cache m times that.
+// Each used expert is computed where the tokens are: u tasks of tokens*k/u rows. Backward pushes
+// the same bytes back (not included). pcie_pairing's copies are not predicted.
 #include <algorithm>
-#include <cmath>
+#include <map>
 
+#include "cost_support.h"
 #include "moebench/strategies/data_centric.h"
 
 namespace moebench {
 
-// Predicted (never measured), uniform routing: each of the E - L experts this rank does not
-// own receives at least one of its tokens*k assignments with probability 1 - (1 - 1/E)^(tk)
-// and is then pulled whole (2HF + F + H floats); (d-1)*L of them live on this rank's node.
-// The pulls run back to back on each link class (the slower one bounds), one latency per
-// pull; backward pushes the same bytes back (not included, as for the other strategies).
-StrategyCost DataCentric::predict(const CostInputs& in) const {
-  StrategyCost c;
-  const int P = std::max(1, in.ep_size), E = in.experts;
-  if (E <= 0 || E % P != 0) return c;
-  const int L = E / P, d = std::clamp(in.devices_per_node, 1, P);
-  const double expert_bytes = (2.0 * in.hidden * in.ffn + in.ffn + in.hidden) * sizeof(float);
-  const double assignments = in.tokens * in.top_k;
-  const double p_used = assignments > 0 ? 1.0 - std::pow(1.0 - 1.0 / E, assignments) : 0.0;
-  const double n_intra = (double)(d - 1) * L * p_used, n_inter = (double)(P - d) * L * p_used;
-  c.bytes_intra = n_intra * expert_bytes;
-  c.bytes_inter = n_inter * expert_bytes;
-  const double t_intra = in.intra_bw > 0 ? c.bytes_intra / in.intra_bw : 0;
-  const double t_inter = in.inter_bw > 0 ? c.bytes_inter / in.inter_bw : 0;
-  c.comm_seconds = std::max(t_intra, t_inter) + (n_intra + n_inter) * in.latency;
-  c.compute_seconds = in.flops_rate > 0 ? 4.0 * in.tokens * in.top_k * in.hidden * in.ffn / in.flops_rate : 0;
-  return c;
+StrategyCost DataCentric::predict(const CostInputs& in, const MoeContext& ctx, const ClusterModel& cluster) const {
+  const int L = cost::experts_per_rank(ctx), P = (int)ctx.ep_world.size(), E = ctx.experts;
+  const double rows = in.tokens * in.top_k, bytes = cost::expert_bytes(ctx.C, ctx.F);
+  const double used = std::min<double>(E, rows) / E;  // share of each owner's experts a rank uses
+  std::map<int, int> on_node;                         // node -> EP ranks there
+  for (int r : ctx.ep_world) ++on_node[cluster.node_of(r)];
+  std::vector<cost::RankCost> ranks(P);
+  for (int i = 0; i < P; ++i) {
+    const int me = ctx.ep_world[i], node = cluster.node_of(me), m = on_node[node];
+    const double node_used = std::min<double>(E, m * rows) / E;
+    std::vector<cost::Flow> flows;
+    for (int j = 0; j < P; ++j) {
+      if (j == i) continue;
+      const bool external = cluster.node_of(ctx.ep_world[j]) != node;
+      const double pulls = opts_.hierarchical && external ? L * node_used / m : L * used;
+      flows.push_back({ctx.ep_world[j], pulls * bytes, pulls});
+    }
+    ranks[i].bytes = cost::flow_bytes(cluster, me, flows);
+    ranks[i].comm_seconds = cost::flow_seconds(cluster, me, flows, ctx.ep_world);
+    ranks[i].compute_seconds = rows > 0 ? cost::experts_seconds(cluster, used * E, rows / (used * E), ctx.C, ctx.F) : 0;
+  }
+  return cost::summarize(cluster, ctx.ep_world, ranks);
 }
 
 }  // namespace moebench

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "cost_support.h"
 #include "moebench/dist/communicator.h"
 #include "moebench/config/config.h"
 #include "moebench/strategies/token_exchange.h"
@@ -17,23 +18,24 @@ class ExpertCentric : public TokenExchange {
   using TokenExchange::TokenExchange;
   std::string name() const override { return "expert_centric"; }
 
-  // Predicted (never measured): with uniform routing each rank sends tokens*k*(P-1)/P rows;
-  // of those, (d-1)/(P-1) stay inside the node (d = EP ranks per node). The all-to-all takes
-  // as long as its slowest link class, plus one latency per peer.
-  StrategyCost predict(const CostInputs& in) const override {
-    StrategyCost c;
-    const int P = in.ep_size, d = in.devices_per_node;
-    const double row = (double)in.hidden * sizeof(float);
-    const double out = in.tokens * in.top_k * row * (P - 1) / P;
-    if (P > 1) {
-      c.bytes_intra = out * (double)(d - 1) / (P - 1);
-      c.bytes_inter = out - c.bytes_intra;
+  // Predicted (never measured), balanced routing: each EP rank sends tokens*k/P rows to every
+  // other EP rank and gets as many back (dispatch + combine), D = overlap_degree messages each
+  // way per peer. On Janus's n x m cluster a machine sends Comm_EC = 2*m*H*T*(n-1)/n floats
+  // across machines (§5.1.3, T = tokens*k). Each of its L experts computes P*tokens*k/E rows in
+  // D chunk tasks.
+  StrategyCost predict(const CostInputs& in, const MoeContext& ctx, const ClusterModel& cluster) const override {
+    const int L = cost::experts_per_rank(ctx), P = (int)ctx.ep_world.size(), D = overlap_degree();
+    const double rows = in.tokens * in.top_k, row_bytes = (double)ctx.C * sizeof(float);
+    std::vector<cost::RankCost> ranks(P);
+    for (int i = 0; i < P; ++i) {
+      std::vector<cost::Flow> flows;
+      for (int j = 0; j < P; ++j)
+        if (j != i) flows.push_back({ctx.ep_world[j], 2.0 * rows / P * row_bytes, 2.0 * D});
+      ranks[i].bytes = cost::flow_bytes(cluster, ctx.ep_world[i], flows);
+      ranks[i].comm_seconds = cost::flow_seconds(cluster, ctx.ep_world[i], flows, ctx.ep_world);
+      ranks[i].compute_seconds = cost::experts_seconds(cluster, (double)L * D, P * rows / ctx.experts / D, ctx.C, ctx.F);
     }
-    const double t_intra = in.intra_bw > 0 ? c.bytes_intra / in.intra_bw : 0;
-    const double t_inter = in.inter_bw > 0 ? c.bytes_inter / in.inter_bw : 0;
-    c.comm_seconds = 2.0 * (std::max(t_intra, t_inter) + (P - 1) * in.latency);  // dispatch + combine
-    c.compute_seconds = in.flops_rate > 0 ? 4.0 * in.tokens * in.top_k * in.hidden * in.ffn / in.flops_rate : 0;
-    return c;
+    return cost::summarize(cluster, ctx.ep_world, ranks);
   }
 
  protected:

@@ -5,10 +5,12 @@
 // (p x fewer, p x larger inter-node messages for p ranks per node).
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <stdexcept>
 #include <vector>
 
+#include "cost_support.h"
 #include "moebench/dist/communicator.h"
 #include "moebench/dist/topology.h"
 #include "moebench/config/config.h"
@@ -24,10 +26,11 @@ struct Grid {
   std::vector<std::vector<int>> at;  // at[node][local] -> EP rank
 };
 
-Grid make_grid(const std::vector<int>& ep_world, const Topology& topo) {
+// node_of: world rank -> node (the Topology at run time, the ClusterModel in predict).
+Grid make_grid(const std::vector<int>& ep_world, const std::function<int(int)>& node_of) {
   const int P = (int)ep_world.size();
   std::map<int, std::vector<int>> by_node;  // world node -> EP ranks in order
-  for (int r = 0; r < P; ++r) by_node[topo.node_of(ep_world[r])].push_back(r);
+  for (int r = 0; r < P; ++r) by_node[node_of(ep_world[r])].push_back(r);
   Grid g;
   g.nodes = (int)by_node.size();
   g.per_node = (int)by_node.begin()->second.size();
@@ -60,27 +63,37 @@ class HierA2a : public TokenExchange {
   using TokenExchange::TokenExchange;
   std::string name() const override { return "hier_a2a"; }
 
-  // Predicted (never measured), uniform routing, p = EP ranks per node, m = nodes:
-  // phase 1 sends tokens*k*(p-1)/p rows inside the node; phase 2 sends
-  // tokens*k*(m-1)/m rows across nodes in m-1 messages of p-fold size.
-  StrategyCost predict(const CostInputs& in) const override {
-    StrategyCost c;
-    const int p = std::max(1, in.devices_per_node), m = std::max(1, in.ep_size / p);
-    const double rows = in.tokens * in.top_k, row = (double)in.hidden * sizeof(float);
-    c.bytes_intra = rows * row * (p - 1) / p;
-    c.bytes_inter = rows * row * (m - 1) / m;
-    const double t1 = (in.intra_bw > 0 ? c.bytes_intra / in.intra_bw : 0) + (p - 1) * in.latency;
-    const double t2 = (in.inter_bw > 0 ? c.bytes_inter / in.inter_bw : 0) + (m - 1) * in.latency;
-    c.comm_seconds = 2.0 * (t1 + t2);
-    c.compute_seconds = in.flops_rate > 0 ? 4.0 * rows * in.hidden * in.ffn / in.flops_rate : 0;
-    return c;
+  // Predicted (never measured), balanced routing, p EP ranks on each of m nodes: phase 1
+  // sends tokens*k/p rows to each other local rank, phase 2 tokens*k/m rows to the rank of the
+  // same local index on each other node (one message per node pair); the phases run one after
+  // the other, for dispatch and again for combine. Compute as expert_centric.
+  StrategyCost predict(const CostInputs& in, const MoeContext& ctx, const ClusterModel& cluster) const override {
+    const int L = cost::experts_per_rank(ctx), P = (int)ctx.ep_world.size(), D = overlap_degree();
+    const Grid grid = make_grid(ctx.ep_world, [&](int r) { return cluster.node_of(r); });
+    const int p = grid.per_node, m = grid.nodes;
+    const double rows = in.tokens * in.top_k, row_bytes = (double)ctx.C * sizeof(float);
+    std::vector<cost::RankCost> ranks(P);
+    for (int i = 0; i < P; ++i) {
+      std::vector<cost::Flow> phase1, phase2;
+      for (int l = 0; l < p; ++l)
+        if (l != grid.local[i]) phase1.push_back({ctx.ep_world[grid.at[grid.node[i]][l]], rows / p * row_bytes, (double)D});
+      for (int n = 0; n < m; ++n)
+        if (n != grid.node[i]) phase2.push_back({ctx.ep_world[grid.at[n][grid.local[i]]], rows / m * row_bytes, (double)D});
+      const int me = ctx.ep_world[i];
+      const LinkBytes b1 = cost::flow_bytes(cluster, me, phase1), b2 = cost::flow_bytes(cluster, me, phase2);
+      ranks[i].bytes = {2.0 * (b1.intra + b2.intra), 2.0 * (b1.inter + b2.inter)};
+      ranks[i].comm_seconds = 2.0 * (cost::flow_seconds(cluster, me, phase1, ctx.ep_world) +
+                                     cost::flow_seconds(cluster, me, phase2, ctx.ep_world));
+      ranks[i].compute_seconds = cost::experts_seconds(cluster, (double)L * D, P * rows / ctx.experts / D, ctx.C, ctx.F);
+    }
+    return cost::summarize(cluster, ctx.ep_world, ranks);
   }
 
  protected:
   void prepare(MoeContext& ctx) override {
     if (intra_ && ep_id_ == ctx.ep) return;
     if (!ctx.topology) throw std::invalid_argument("hier_a2a needs the topology");
-    const Grid grid = make_grid(ctx.ep_world, *ctx.topology);
+    const Grid grid = make_grid(ctx.ep_world, [&ctx](int r) { return ctx.topology->node_of(r); });
     const int me = ctx.ep_rank;
     intra_ = ctx.ep->split(grid.node[me], grid.local[me]);
     inter_ = ctx.ep->split(grid.nodes + grid.local[me], grid.node[me]);
@@ -95,7 +108,7 @@ class HierA2a : public TokenExchange {
   TaskId add_transfer(TaskGraph& g, const TransferSpec& t, const std::vector<TaskId>& after,
                       MoeContext& ctx) override {
     if (!ctx.topology) throw std::invalid_argument("hier_a2a needs the topology");
-    const Grid grid = make_grid(ctx.ep_world, *ctx.topology);
+    const Grid grid = make_grid(ctx.ep_world, [&ctx](int r) { return ctx.topology->node_of(r); });
     const int P = ctx.ep_size, me = ctx.ep_rank, p = grid.per_node, m = grid.nodes, C = t.C;
     const int my_node = grid.node[me], my_local = grid.local[me];
     auto R = [&t, P](int s, int d) { return t.rows[(size_t)s * P + d]; };

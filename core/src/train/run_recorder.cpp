@@ -87,7 +87,7 @@ void RunRecorder::on_step(const StepStats& s) {
   spans.reserve(s.records.spans.size());
   for (const Span& sp : s.records.spans)
     spans.push_back({step, sp.rank, stream_role_name(sp.role), sp.name, task_category_name(sp.category), sp.start,
-                     sp.end - sp.start, (int64_t)sp.bytes, sp.peer, sp.layer, sp.expert});
+                     sp.end - sp.start, (int64_t)sp.bytes, sp.peer, sp.layer, sp.expert, sp.flops, sp.chunk});
   std::vector<TrafficRow> traffic;
   for (size_t r = 0; r < s.records.traffic.size(); ++r)
     for (size_t p = 0; p < s.records.traffic[r].size(); ++p) {

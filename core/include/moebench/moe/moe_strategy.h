@@ -23,6 +23,7 @@
 
 namespace moebench {
 
+class ClusterModel;
 class Communicator;
 class Topology;
 class Executor;
@@ -88,18 +89,28 @@ class MoeHandle {
   virtual ~MoeHandle() = default;
 };
 
-// Analytical cost of one forward pass of one MoE block (per rank); "predicted", never measured.
+// predict(): the analytical cost of one forward pass of one MoE block on a ClusterModel,
+// "predicted", never measured. The block's shapes (ctx.C hidden, ctx.F ffn, ctx.experts), the
+// EP group's placement (ctx.ep_world: world ranks, placed on the cluster by
+// ClusterModel::node_of) and the strategy's switches come from the same MoeContext build()
+// reads; CostInputs adds the routing. Routing is balanced (every rank sends tokens*top_k/E rows
+// to each expert; a rank uses min(E, tokens*top_k) experts), the papers' lower bound.
+// Backward moves the same bytes again (not included).
 struct CostInputs {
-  double tokens = 0;        // tokens per rank
-  int top_k = 1, hidden = 0, ffn = 0, experts = 0;
-  int ep_size = 1;          // ranks in the EP group
-  int devices_per_node = 1; // of the EP group's ranks, how many share a node
-  double intra_bw = 0, inter_bw = 0;   // bytes/s per link direction
-  double latency = 0;                  // seconds per message
-  double flops_rate = 0;               // sustained FLOP/s per rank
+  double tokens = 0;  // tokens per EP rank entering the block
+  int top_k = 1;
+};
+// Bytes by link class: intra = another device of the same machine (pcie_pair, intra_node),
+// inter = another machine (inter_node, inter_switch).
+struct LinkBytes {
+  double intra = 0, inter = 0;
 };
 struct StrategyCost {
-  double bytes_intra = 0, bytes_inter = 0;  // sent per rank, forward (backward moves the same)
+  LinkBytes rank;     // sent (pulled, for data_centric) by one EP rank: the mean over the group
+  LinkBytes machine;  // by the EP ranks of one machine together: the mean over the group's machines
+  // The slowest EP rank's seconds on the cluster's links and devices (core/src/strategies/cost_support.h:
+  // latency + bytes / bandwidth per link class, NIC shared; compute_seconds per expert task).
+  // Not added together: how they overlap is the simulator's business.
   double comm_seconds = 0, compute_seconds = 0;
 };
 
@@ -117,7 +128,9 @@ class MoeStrategy {
   // the tasks that complete the pass. buffers == nullptr: the same tasks without actions.
   virtual std::vector<TaskId> build(TaskGraph& g, MoeHandle& handle, MoePass pass, const std::vector<TaskId>& after,
                                     const MoeBuffers* buffers, MoeContext& ctx) = 0;
-  virtual StrategyCost predict(const CostInputs& in) const = 0;
+  // Throws std::invalid_argument when the experts do not divide over the EP group, and
+  // std::out_of_range when an EP rank is outside the cluster.
+  virtual StrategyCost predict(const CostInputs& in, const MoeContext& ctx, const ClusterModel& cluster) const = 0;
   // Called for every MoE block at the start of each forward pass of the model, before any
   // block's gate runs (Janus prefetch, §5.3). Collective over ctx.ep. Default: nothing.
   virtual void begin_iteration(MoeContext& ctx) { (void)ctx; }

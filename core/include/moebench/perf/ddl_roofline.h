@@ -14,10 +14,13 @@
 //   e2e_w  = length of the union of the time intervals of all those spans (both streams).
 //   Per step: Lat_comp = max_w comp_w (eq. 1 takes the slowest worker), Lat_comm = max_w comm_w,
 //   Lat_e2e = max_w e2e_w, over the ranks that have spans of L in that step.
-//   Steps used: the steps with spans of L and routing rows of L, leaving out the warm-up step
+//   Steps used: the steps with spans of L and either recorded FLOPs on its compute spans or
+//   routing rows of L, leaving out the warm-up step
 //   (the first step with any span, when more than 2 steps have spans: summarize_run's rule).
 //   lat_comp_s, lat_comm_s, lat_e2e_s = the means of the per-step values over the steps used.
-//   flops_per_step = mean over the steps used of 12 * a * H^2 * sum_w B_w (eq. 4's numerator:
+//   flops_per_step = mean over the steps used of the step's FLOPs: the sum of the recorded flops
+//     of its compute spans over all ranks (the tasks' costs, spans.flops since store schema 3)
+//     where any is recorded; else 12 * a * H^2 * sum_w B_w (eq. 4's numerator:
 //     3 rounds (forward, 2x backward) of 2 GEMMs of 2 flops per FMA; H = model.hidden,
 //     a * H = model.ffn_mult * H the expert's inner width; sum_w B_w = the token-expert
 //     assignments of L in the step = the sum of all its routing rows, all source ranks and

@@ -8,7 +8,7 @@
 //   params.csv   key,value
 //   tags.csv     key,value
 //   metrics.csv  step,key,value,timestamp
-//   spans.csv    step,rank,stream,name,category,start,duration,bytes,peer,layer,expert
+//   spans.csv    step,rank,stream,name,category,start,duration,bytes,peer,layer,expert,flops,chunk
 //   traffic.csv  step,rank,peer,link,bytes
 //   routing.csv  step,layer,source_rank,expert,tokens
 //

@@ -63,6 +63,8 @@ struct SpanRow {
   double start = 0, duration = 0;  // seconds; start relative to the rank's executor epoch
   int64_t bytes = 0;
   int peer = -1, layer = -1, expert = -1;
+  double flops = 0;  // the task's FLOPs (0: none, or recorded before schema 3)
+  int chunk = -1;    // chunk index of a chunked task, else -1
 };
 
 struct TrafficRow {

@@ -135,7 +135,7 @@ class DataCentric : public MoeStrategy {
   std::unique_ptr<MoeHandle> layout(const ExchangeCounts& counts, MoeContext& ctx) override;
   std::vector<TaskId> build(TaskGraph& g, MoeHandle& handle, MoePass pass, const std::vector<TaskId>& after,
                             const MoeBuffers* buffers, MoeContext& ctx) override;
-  StrategyCost predict(const CostInputs& in) const override;
+  StrategyCost predict(const CostInputs& in, const MoeContext& ctx, const ClusterModel& cluster) const override;
   void begin_iteration(MoeContext& ctx) override;
 
   const DataCentricOptions& options() const { return opts_; }
