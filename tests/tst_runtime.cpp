@@ -255,7 +255,7 @@ class TestRuntime : public QObject {
     GraphTask x = task("gemm", StreamRole::compute);
     x.cost.flops = 2.5e6;
     g.add(std::move(x));
-    GraphTask hidden = task("", StreamRole::compute);  // a container: no span of its own
+    GraphTask hidden = task("", StreamRole::compute);  // a join point: no span of its own
     g.add(std::move(hidden));
     ex.submit(g);
     ex.synchronize();

@@ -11,7 +11,7 @@
 // tasks depending on it are skipped (no action, no span) and fail with the same error, which
 // wait() / synchronize() rethrow on the main thread: a failing rank reports it, never hangs.
 // Every executed task records a Span (runtime/span.h), except a task with an empty name (a
-// container whose inner phases record their own spans).
+// join point with no work of its own).
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
