@@ -146,7 +146,7 @@ void MoeGpt::distribute(const ParallelContext& par) {
 
 template <class Fn>
 void MoeGpt::stage(const char* name, int layer, double flops, Fn&& fn) {
-  if (executor_) executor_->run(name, StreamRole::compute, TaskCategory::compute, fn, layer, flops);
+  if (executor_) executor_->run_inline(name, StreamRole::compute, TaskCategory::compute, fn, layer, flops);
   else fn();
 }
 

@@ -199,21 +199,6 @@ void Executor::synchronize() {
   if (first) std::rethrow_exception(first);
 }
 
-void Executor::run(const std::string& name, StreamRole role, TaskCategory category, std::function<void()> fn,
-                   int layer, double flops) {
-  TaskGraph g;
-  GraphTask t;
-  t.name = name;
-  t.role = role;
-  t.category = category;
-  t.layer = layer;
-  t.cost.flops = flops;
-  t.action = std::move(fn);
-  g.add(std::move(t));
-  submit(g);
-  release(g);
-}
-
 void Executor::run_inline(const std::string& name, StreamRole role, TaskCategory category,
                           const std::function<void()>& fn, int layer, double flops) {
   Span span;

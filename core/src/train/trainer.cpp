@@ -169,8 +169,8 @@ TrainSummary Trainer::run(long stop_at, const TrainCallbacks& cb) {
       st.grad_norm = clip_grad_norm(model_->params(), tc.grad_clip);
     }
     st.lr = lr_at(step_, tc.lr, tc.warmup_steps, tc.steps, tc.min_lr_ratio);
-    ex.run("optimizer", StreamRole::compute, TaskCategory::compute,
-           [&] { opt_->step(model_->params(), st.lr, step_ + 1); }, -1, adamw_flops(model_->params().size()));
+    ex.run_inline("optimizer", StreamRole::compute, TaskCategory::compute,
+                  [&] { opt_->step(model_->params(), st.lr, step_ + 1); }, -1, adamw_flops(model_->params().size()));
     Span whole;
     whole.role = StreamRole::host;
     whole.name = "step";

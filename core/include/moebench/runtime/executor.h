@@ -54,14 +54,9 @@ class Executor {
   // compute worker, in the submission (topological) order, its span keeping its own role.
   void set_serial(bool serial) { serial_ = serial; }
 
-  // Runs fn as one task of `role` on that role's worker, waits for it and rethrows its error:
-  // the main thread's blocking work for a stream (the dense layers and the optimizer run on
-  // the compute worker, which owns the BLAS/OpenMP threads).
-  void run(const std::string& name, StreamRole role, TaskCategory category, std::function<void()> fn,
-           int layer = -1, double flops = 0.0);
-
   // Runs fn on the calling thread, recording a span of `role` (host: the main thread's own
-  // phases, which submit and wait).
+  // phases, which submit and wait; compute: a dense stage or the optimizer, which the main
+  // thread runs while no graph of the rank computes — moe_gpt.h says why).
   void run_inline(const std::string& name, StreamRole role, TaskCategory category, const std::function<void()>& fn,
                   int layer = -1, double flops = 0.0);
 
