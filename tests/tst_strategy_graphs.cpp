@@ -40,18 +40,26 @@ struct Built {
   std::vector<std::string> names;
 };
 
-Built build(const std::string& strategy, int me, int degree, MoePass pass) {
+// Block 3 of EP rank `me` of 4 (2 nodes x 2, ranks 0 and 1 behind one PCIe switch), without
+// communicators: `experts` over the group, experts / 4 owned by each rank.
+MoeContext block_context(int me, int experts) {
   static const Topology topo = Topology::virtual_blocks(2, 2);
   MoeContext ctx;
   ctx.topology = &topo;
   ctx.layer = 3;
-  ctx.experts = E;
+  ctx.experts = experts;
   ctx.C = C;
   ctx.F = F;
   ctx.ep_rank = me;
   ctx.ep_size = P;
   ctx.ep_world = {0, 1, 2, 3};
-  ctx.first_local = me;
+  ctx.first_local = me * (experts / P);
+  ctx.pcie_switch_pairs = {0, 1};
+  return ctx;
+}
+
+Built build(const std::string& strategy, int me, int degree, MoePass pass) {
+  MoeContext ctx = block_context(me, E);
   auto s = test::make_strategy_with_degree(strategy, degree);
   ExchangeCounts counts;
   counts.P = P;
@@ -100,22 +108,6 @@ std::unique_ptr<MoeStrategy> make_dc(const DcOptions& o) {
   return make_strategy("data_centric", options);
 }
 
-MoeContext dc_context(int me) {
-  static const Topology topo = Topology::virtual_blocks(2, 2);
-  MoeContext ctx;
-  ctx.topology = &topo;
-  ctx.layer = 3;
-  ctx.experts = kDcE;
-  ctx.C = C;
-  ctx.F = F;
-  ctx.ep_rank = me;
-  ctx.ep_size = P;
-  ctx.ep_world = {0, 1, 2, 3};
-  ctx.first_local = 2 * me;
-  ctx.pcie_switch_pairs = {0, 1};
-  return ctx;
-}
-
 ExchangeCounts dc_counts() {
   ExchangeCounts counts;
   counts.P = P;
@@ -126,7 +118,7 @@ ExchangeCounts dc_counts() {
 
 // The block's pass of rank `me` (router / combine_backward first), built without buffers.
 Built dc_build(const DcOptions& o, MoePass pass, int me = 1) {
-  MoeContext ctx = dc_context(me);
+  MoeContext ctx = block_context(me, kDcE);
   auto s = make_dc(o);
   auto h = s->layout(dc_counts(), ctx);
   Built b;
@@ -390,7 +382,7 @@ class TestStrategyGraphs : public QObject {
     const size_t ef = 2 * F * C + F + C;
     std::vector<float> w(2 * ef), gw(2 * ef), rows((size_t)32 * C), out((size_t)32 * C);
     for (MoePass pass : {MoePass::forward, MoePass::backward}) {
-      MoeContext plain = dc_context(1), bound = dc_context(1);
+      MoeContext plain = block_context(1, kDcE), bound = block_context(1, kDcE);
       for (int j = 0; j < 2; ++j) {
         float* p = w.data() + j * ef;
         float* q = gw.data() + j * ef;
