@@ -25,6 +25,7 @@
 #include "stop_signals.h"
 #include "moebench/config/config_loader.h"
 #include "moebench/config/usage_error.h"
+#include "moebench/runtime/device.h"
 #include "moebench/dist/launch_report.h"
 #include "moebench/dist/mpi_communicator.h"
 #include "moebench/store/run_store.h"
@@ -215,6 +216,7 @@ int run_rank(const RunOptions& o) {
     const char* held = std::getenv(kOutLockedEnv);  // the local launcher holds the lock
     if (me == 0 && !(held && canonical(out_dir_of(o, cfg)) == held)) lock = claim_out_dir(o, cfg);
     check_resume(o, cfg);
+    check_run_device(cfg.run.device);
   } catch (const ConfigError& e) {
     code = 2;
     message = std::string("config error:\n") + e.what();
@@ -244,6 +246,7 @@ int run_training(const RunOptions& o) {
   if (MpiRuntime::under_mpi_launcher()) return run_rank(o);
   const Config cfg = load_config(o.config, overrides(o, 0));
   check_local_launch(cfg, cfg.run.ranks);
+  check_run_device(cfg.run.device);
   // A damaged or foreign store is said once, here, and left untouched (a new one is created
   // by rank 0 as usual).
   if (cfg.store.enabled && std::filesystem::exists(cfg.store.db)) RunStore(cfg.store.db);

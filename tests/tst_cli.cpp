@@ -10,6 +10,7 @@
 #include <QProcess>
 #include <QThread>
 
+#include "moebench/runtime/device.h"
 #include "moebench/store/gemm_rate_record.h"
 #include "moebench/store/run_store.h"
 #include "store_support.h"
@@ -199,6 +200,34 @@ class TestCli : public QObject {
     Result r = run_cli({u"validate"_s, u"/nonexistent/x.toml"_s});
     QCOMPARE(r.code, 2);
     QVERIFY2(r.err.contains(u"/nonexistent/x.toml"_s), qPrintable(r.err));
+  }
+
+  // run.device = "cuda" says once what is missing on this build or machine (no CUDA build, no
+  // GPU, or no GPU training path yet), exits 2 and writes nothing; so does bench gemm.
+  void cuda_device_requests_say_what_is_missing() {
+    const moebench::CudaAvailability cuda = moebench::cuda_availability();
+    const QString missing = !cuda.built ? u"this moebench was built without CUDA"_s
+                            : cuda.devices == 0 ? u"no CUDA device is visible on this machine"_s
+                                                : u"training on the GPU is not available yet"_s;
+    QTemporaryDir dir;
+    const QString out = dir.filePath(u"out"_s), db = dir.filePath(u"runs.db"_s);
+    for (const QString& ranks : {u"1"_s, u"2"_s}) {
+      const Result r = run_cli(QStringList{u"run"_s, kTiny, u"--ranks"_s, ranks, u"--out"_s, out, u"--db"_s, db,
+                                           u"--set"_s, u"run.device=cuda"_s});
+      QCOMPARE(r.code, 2);
+      QVERIFY2(r.err.contains(u"run.device = \"cuda\": "_s + missing), qPrintable(r.err));
+      QCOMPARE(r.err.count(missing), 1);
+      QVERIFY(!QFile::exists(out));
+      QVERIFY(!QFile::exists(db));
+    }
+    if (cuda.built && cuda.devices > 0) return;  // bench gemm --device cuda then measures the GPU
+    Result r = run_cli({u"bench"_s, u"gemm"_s, u"--device"_s, u"cuda"_s, u"--iters"_s, u"1"_s});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains(u"bench gemm --device cuda: "_s + missing), qPrintable(r.err));
+    r = run_cli({u"bench"_s, u"gemm"_s, u"--device"_s, u"cuda"_s, u"--db"_s, db});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains(u"not with --device cuda"_s), qPrintable(r.err));
+    QVERIFY(!QFile::exists(db));
   }
 
   // A word that is no sub-command is named as such, at every level.

@@ -145,6 +145,11 @@ class TestConfig : public QObject {
     row("empty name", "[run]\nname = \"\"\n", 2, "run.name", "must not be empty");
     row("name with slash", "[run]\nname = \"a/b\"\n", 2, "run.name", "must not contain '/'");
     row("threads", "[run]\nthreads = -1\n", 2, "run.threads", "must be >= 0 (0 = all cores), got -1");
+    row("device", "[run]\ndevice = \"gpu\"\n", 2, "run.device", "must be \"cpu\" or \"cuda\", got \"gpu\"");
+    row("precision", "[run]\nprecision = \"fp16\"\n", 2, "run.precision",
+        "must be \"fp32\" or \"bf16\", got \"fp16\"");
+    row("bf16 on cpu", "[run]\nprecision = \"bf16\"\n", 2, "run.precision",
+        "\"bf16\" needs run.device = \"cuda\" (the CPU path computes in fp32)");
     row("vocab 1", "[model]\nvocab_size = 1\n", 2, "model.vocab_size", "must be >= 2, got 1");
     row("seq_len 0", "[model]\nseq_len = 0\n", 2, "model.seq_len", "must be >= 1, got 0");
     row("hidden 0", "[model]\nhidden = 0\n", 2, "model.hidden", "must be >= 1, got 0");
@@ -509,7 +514,7 @@ class TestConfig : public QObject {
   void roundtrip_full_config() {
     // Every key set to a non-default value.
     const std::string text =
-        "[run]\nname = \"a \\\"quoted\\\" name\\twith tab\"\nseed = 99\nout_dir = \"out/dir\"\nthreads = 2\nranks = 6\noversubscribe_ok = true\nstop_grace_s = 3.0\n"
+        "[run]\nname = \"a \\\"quoted\\\" name\\twith tab\"\nseed = 99\nout_dir = \"out/dir\"\nthreads = 2\ndevice = \"cuda\"\nprecision = \"bf16\"\nranks = 6\noversubscribe_ok = true\nstop_grace_s = 3.0\n"
         "[cluster]\nfile = \"cluster.toml\"\nname = \"tiny\"\nnodes = 2\ndevices_per_node = 3\npcie_switch_pairs = [0, 1]\n"
         "device_tflops = 2.5\nefficiency_flops = [1e6, 1e9]\nefficiency = [0.5, 0.75]\ncopy_bw_gbs = 8.0\n"
         "intra_bw_gbs = 50.0\nintra_latency_us = 1.5\npcie_bw_gbs = 20.0\npcie_latency_us = 2.5\n"

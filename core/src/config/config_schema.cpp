@@ -22,6 +22,8 @@ const std::vector<FieldDef>& fields() {
       MB_FIELD(run, seed, UInt64, "seeds init, synthetic data and batch sampling"),
       MB_FIELD(run, out_dir, String, "checkpoints and outputs go to <out_dir>/<name>/"),
       MB_FIELD(run, threads, Int, "BLAS/OpenMP threads per rank; 0 = all cores / local ranks"),
+      MB_FIELD(run, device, String, "cpu | cuda: where each rank computes (cuda: one GPU per rank, local rank -> device)"),
+      MB_FIELD(run, precision, String, "fp32 | bf16 (bf16 compute with fp32 accumulation and master weights; cuda only)"),
       MB_FIELD(run, ranks, Int, "ranks `moebench run` starts through mpirun when not launched by MPI"),
       MB_FIELD(run, oversubscribe_ok, Bool, "local launch: allow > 8 ranks per core or more memory than available"),
       MB_FIELD(run, stop_grace_s, Float, "local launch: seconds ranks get to stop cleanly after Ctrl-C before they are killed"),

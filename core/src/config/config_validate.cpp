@@ -111,6 +111,12 @@ void Checker::check_run() {
   }
   if (ok({"run.out_dir"}) && r.out_dir.empty()) fail("run.out_dir", "must not be empty");
   at_least("run.threads", r.threads, 0, " (0 = all cores)");
+  if (ok({"run.device"}) && r.device != "cpu" && r.device != "cuda")
+    fail("run.device", "must be \"cpu\" or \"cuda\", got \"" + excerpt(r.device) + "\"");
+  if (ok({"run.precision"}) && r.precision != "fp32" && r.precision != "bf16")
+    fail("run.precision", "must be \"fp32\" or \"bf16\", got \"" + excerpt(r.precision) + "\"");
+  else if (ok({"run.precision", "run.device"}) && r.precision == "bf16" && r.device == "cpu")
+    fail("run.precision", "\"bf16\" needs run.device = \"cuda\" (the CPU path computes in fp32)");
 }
 
 // [run] ranks, [cluster], [parallel], [strategy] and [moe] routing. run.ranks is the world

@@ -39,6 +39,16 @@ int require_cuda(const std::string& what) {
   return a.devices;
 }
 
+void check_run_device(const std::string& device) {
+  if (device != "cuda") return;
+  const std::string what = "run.device = \"cuda\"";
+  require_cuda(what);
+  throw UsageError(what + ": training on the GPU is not available yet: kernels/ holds the CUDA "
+                          "kernels (tested against the CPU functions), but the device runtime "
+                          "(device buffers, CUDA-stream executor, NCCL strategies) is not built; "
+                          "use run.device = \"cpu\"");
+}
+
 int device_for_local_rank(int local_rank, int devices) {
   if (devices <= 0) throw std::invalid_argument("device_for_local_rank: no devices");
   if (local_rank < 0) throw std::invalid_argument("device_for_local_rank: negative local rank");

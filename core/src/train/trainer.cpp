@@ -1,3 +1,4 @@
+#include "moebench/runtime/device.h"
 #include "moebench/train/trainer.h"
 
 #include <algorithm>
@@ -25,6 +26,7 @@ double seconds_since(Clock::time_point t0) {
 
 Trainer::Trainer(const Config& cfg, std::string out_dir, Communicator* world)
     : cfg_(cfg), out_dir_(std::move(out_dir)) {
+  check_run_device(cfg_.run.device);
   ExpertShard shard;
   local_batch_ = cfg_.train.batch_size;
   if (world && world->size() > 1) {

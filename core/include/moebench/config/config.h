@@ -13,6 +13,8 @@ struct RunConfig {
   uint64_t seed = 1234;       // seeds init, synthetic data and batch sampling
   std::string out_dir = "runs";  // checkpoints and outputs go to <out_dir>/<name>/
   int threads = 0;            // BLAS/OpenMP threads; 0 = all cores
+  std::string device = "cpu";      // "cpu" (BLAS, threads) | "cuda" (one GPU per rank, kernels/)
+  std::string precision = "fp32";  // "fp32" | "bf16" (bf16 compute, fp32 master weights; cuda only)
   int ranks = 1;              // local ranks `moebench run` starts through mpirun (outside MPI);
                               // under mpirun / srun the launched world size
   bool oversubscribe_ok = false;  // local launches: allow more than 8 ranks per core or more

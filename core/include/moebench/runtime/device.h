@@ -19,6 +19,12 @@ CudaAvailability cuda_availability();
 // device is visible (<runtime message>)". Returns the number of devices otherwise.
 int require_cuda(const std::string& what);
 
+// The device a run asks for (run.device) can train here: "cpu" always; "cuda" throws
+// UsageError (exit 2) through require_cuda when the build or the GPU is missing, and
+// otherwise because the GPU training path (device buffers, CUDA-stream executor, NCCL
+// strategies) is not built yet: kernels/ holds the kernels, tested on their own.
+void check_run_device(const std::string& device);
+
 // The device local rank `local_rank` uses: local_rank mod devices (ranks share GPUs when
 // there are more ranks than GPUs on a node).
 int device_for_local_rank(int local_rank, int devices);
