@@ -1,40 +1,47 @@
-// One lazily created cuBLAS handle per host thread and CUDA device.
+// cublas_handle(): a thread_local map device -> handle. Each host thread gets its own handles
+// (cuBLAS handles must not be used by two threads at once), created with cublasCreate on first
+// use on a device and destroyed when the thread exits.
 #include "moebench/kernels/blas_handle.h"
 
 #include <cuda_runtime.h>
 
-#include <vector>
+#include <map>
 
 #include "moebench/kernels/cuda_check.h"
 
 namespace moebench::cuda {
 namespace {
 
-// Destroyed at thread exit (for the main thread: before static destructors and the CUDA
-// runtime's own exit handlers). Errors at that point are ignored.
 struct ThreadHandles {
-  std::vector<cublasHandle_t> per_device;
+  std::map<int, cublasHandle_t> by_device;
+  ThreadHandles() = default;
+  ThreadHandles(const ThreadHandles&) = delete;
+  ThreadHandles& operator=(const ThreadHandles&) = delete;
+  // At thread exit. Errors are ignored: at process exit the CUDA runtime may already be
+  // shutting down, and a destructor must not throw.
   ~ThreadHandles() {
-    for (cublasHandle_t h : per_device)
-      if (h) (void)cublasDestroy(h);
+    int current = -1;
+    const bool have_current = cudaGetDevice(&current) == cudaSuccess;
+    for (auto& [device, handle] : by_device) {
+      if (cudaSetDevice(device) == cudaSuccess) (void)cublasDestroy(handle);
+    }
+    if (have_current) (void)cudaSetDevice(current);
+    (void)cudaGetLastError();
   }
 };
-
-thread_local ThreadHandles t_handles;
 
 }  // namespace
 
 cublasHandle_t cublas_handle() {
+  thread_local ThreadHandles handles;
   int device = 0;
   MOEBENCH_CUDA_CHECK(cudaGetDevice(&device));
-  std::vector<cublasHandle_t>& handles = t_handles.per_device;
-  if ((size_t)device >= handles.size()) handles.resize((size_t)device + 1, nullptr);
-  if (!handles[(size_t)device]) {
-    cublasHandle_t h = nullptr;
-    MOEBENCH_CUBLAS_CHECK(cublasCreate(&h));
-    handles[(size_t)device] = h;
-  }
-  return handles[(size_t)device];
+  const auto it = handles.by_device.find(device);
+  if (it != handles.by_device.end()) return it->second;
+  cublasHandle_t handle = nullptr;
+  MOEBENCH_CUBLAS_CHECK(cublasCreate(&handle));
+  handles.by_device.emplace(device, handle);
+  return handle;
 }
 
 }  // namespace moebench::cuda

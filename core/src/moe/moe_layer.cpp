@@ -7,6 +7,7 @@
 
 #include "moebench/dist/communicator.h"
 #include "moebench/moe/block_graph.h"
+#include "moebench/moe/dispatch_layout.h"
 #include "moebench/runtime/executor.h"
 
 namespace moebench {
@@ -41,8 +42,8 @@ Executor& MoeLayer::executor() {
   return *own_executor_;
 }
 
-// Router, then the dispatch order (kept assignments grouped by expert, in token order within
-// an expert) and the gathered slot rows xg_.
+// Router, then the dispatch layout (moe/dispatch_layout.h: kept assignments grouped by expert,
+// in (token, k) order within an expert) and the gathered slot rows xg_.
 void MoeLayer::route(const float* x, const float* router_w, const int* forced_experts) {
   const int N = s_.N, C = s_.C, E = s_.E, K = s_.K;
   RouterOptions opt;
@@ -52,23 +53,12 @@ void MoeLayer::route(const float* x, const float* router_w, const int* forced_ex
   router_forward(routing_, x, router_w, N, C, E, opt, forced_experts);
   if (stats_) globalize_aux(routing_, *stats_);
   const Routing& r = routing_;
-  offsets_.assign(E + 1, 0);
-  for (int e = 0; e < E; ++e) offsets_[e + 1] = offsets_[e] + r.counts[e];
-  const int S = offsets_[E];
+  offsets_.resize(E + 1);
   slot_of_.resize((size_t)N * K);
+  token_of_.resize((size_t)N * K);  // S <= N*K; sized before the layout is known
+  dispatch_layout(offsets_.data(), slot_of_.data(), token_of_.data(), r.expert.data(), r.kept.data(), N, K, E);
+  const int S = offsets_[E];
   token_of_.resize(S);
-  cursor_.assign(offsets_.begin(), offsets_.end() - 1);
-  for (int n = 0; n < N; ++n)
-    for (int k = 0; k < K; ++k) {
-      const int i = n * K + k;
-      if (!r.kept[i]) {
-        slot_of_[i] = -1;
-        continue;
-      }
-      const int slot = cursor_[r.expert[i]]++;
-      slot_of_[i] = slot;
-      token_of_[slot] = n;
-    }
   xg_.resize((size_t)S * C);
 #pragma omp parallel for schedule(static)
   for (int slot = 0; slot < S; ++slot)

@@ -100,7 +100,6 @@ class MoeLayer {
   std::vector<int> offsets_;   // [E+1]
   std::vector<int> slot_of_;   // [N*K]
   std::vector<int> token_of_;  // [S] token of each slot
-  std::vector<int> cursor_;    // [E] dispatch scratch
   std::vector<float> xg_;      // [S,C] gathered inputs
   std::vector<float> y_;       // [S,C] expert outputs (unweighted)
   std::vector<float> dgate_;   // [N,K]

@@ -1,0 +1,51 @@
+#pragma once
+// The expert FFNs of an MoE block on the device: core's ExpertBank (moe/expert_bank.h) as
+// launchers. Rows [offsets[e], offsets[e+1]) of the permuted activations belong to expert e;
+// expert(x) = W2 gelu(W1 x + b1) + b2. Each matrix product over all experts is ONE grouped
+// cuBLAS call (cublasGemmGroupedBatchedEx, built by grouped_gemm_args.h; experts with no rows
+// are left out); bias add, bias gradients and GeLU (gelu.h) are kernels.
+//
+// Weights: one contiguous block per tensor over the E local experts (as an optimizer or a
+// checkpoint holds them), expert e's part at offset e * (size of one expert's tensor):
+//   w1 [E, F, C], b1 [E, F], w2 [E, C, F], b2 [E, C]
+// Gradients have the same layout and type. T = float (fp32 GEMMs, CUBLAS_COMPUTE_32F, no
+// TF32) or bf16 (bf16 storage, CUBLAS_COMPUTE_32F accumulation; bias sums in fp32).
+//
+// offsets is a HOST array [E+1] with offsets[0] = 0 (the rows per expert are needed on the
+// host to size the GEMMs; the caller has them from the counts it downloaded to size the
+// exchange). Each call uploads its pointer arrays and a copy of the offsets into a
+// stream-ordered allocation (cudaMallocAsync / cudaFreeAsync); the upload is from pageable
+// memory, so these launchers cannot be captured into a CUDA graph.
+// For bf16, cuBLAS wants 16-byte aligned matrices: keep C and F multiples of 8.
+// cuBLAS runs on cublas_handle() (blas_handle.h) with the caller's stream and host pointer
+// mode; fp32 GEMMs follow the handle's math mode (the default keeps full fp32, no TF32).
+//
+// Determinism: cuBLAS GEMMs with a fixed configuration, bias sums row by row in order.
+#include <cuda_runtime.h>
+
+namespace moebench::cuda {
+
+// Per-expert FFN parameters (or their gradients): contiguous [E, ...] blocks, see above.
+template <typename T>
+struct ExpertWeights {
+  T* w1 = nullptr;  // [E, F, C]
+  T* b1 = nullptr;  // [E, F]
+  T* w2 = nullptr;  // [E, C, F]
+  T* b2 = nullptr;  // [E, C]
+};
+
+// y[S,C] (overwritten) = expert rows of x[S,C], S = offsets[E]; h[S,F] (pre-GeLU) and
+// a[S,F] (post-GeLU) are written and must be kept for experts_backward.
+template <typename T>
+void experts_forward(T* y, T* h, T* a, const T* x, const int* offsets, const ExpertWeights<T>& w,
+                     int E, int C, int F, cudaStream_t stream = nullptr);
+
+// dx[S,C] (overwritten) and the gradients dw (accumulated, += as ExpertBank) from dy[S,C],
+// given the forward's x, h, a. da and dh are scratch [S,F] (overwritten). Experts with no
+// rows keep their gradients unchanged.
+template <typename T>
+void experts_backward(T* dx, const ExpertWeights<T>& dw, T* da, T* dh, const T* dy, const T* x,
+                      const T* h, const T* a, const int* offsets, const ExpertWeights<T>& w, int E,
+                      int C, int F, cudaStream_t stream = nullptr);
+
+}  // namespace moebench::cuda

@@ -1,0 +1,222 @@
+// Grouped expert FFNs: one cublasGemmGroupedBatchedEx call per matrix product over all experts
+// with rows, bias and GeLU kernels between them.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "moebench/kernels/blas_handle.h"
+#include "moebench/kernels/cuda_check.h"
+#include "moebench/kernels/experts.h"
+#include "moebench/kernels/gelu.h"
+#include "moebench/kernels/grouped_gemm_args.h"
+#include "moebench/kernels/launch.h"
+#include "moebench/kernels/precision.h"
+
+namespace moebench::cuda {
+namespace {
+
+constexpr int kBiasBlock = 128;
+
+template <typename T>
+cudaDataType_t cuda_type();
+template <>
+cudaDataType_t cuda_type<float>() { return CUDA_R_32F; }
+template <>
+cudaDataType_t cuda_type<bf16>() { return CUDA_R_16BF; }
+
+cublasOperation_t cublas_op(GemmOp op) { return op == GemmOp::T ? CUBLAS_OP_T : CUBLAS_OP_N; }
+
+// The expert owning `row`: the largest e < E with offsets[e] <= row (empty experts share
+// their offset with the next one, which then wins).
+__device__ inline int expert_of_row(const int* offsets, int E, long row) {
+  int lo = 0, hi = E - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (offsets[mid] <= row) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+// out[row] += bias[expert of row], one block per row (grid-stride).
+template <typename T>
+__global__ void __launch_bounds__(kBiasBlock)
+    add_expert_bias_kernel(T* out, const T* bias, const int* offsets, int E, int S, int OC) {
+  for (long row = blockIdx.x; row < S; row += gridDim.x) {
+    const T* b = bias + (long)expert_of_row(offsets, E, row) * OC;
+    T* o = out + row * OC;
+    for (int c = threadIdx.x; c < OC; c += kBiasBlock) o[c] = from_float<T>(to_float(o[c]) + to_float(b[c]));
+  }
+}
+
+// dbias[e, j] += sum over e's rows of d[row, j]: one thread per (expert, column), rows in
+// order, fp32 sum; grid (column blocks, experts).
+template <typename T>
+__global__ void __launch_bounds__(kBiasBlock)
+    expert_bias_grad_kernel(T* dbias, const T* d, const int* offsets, int OC) {
+  const int e = blockIdx.y;
+  const int j = blockIdx.x * kBiasBlock + threadIdx.x;
+  if (j >= OC) return;
+  float s = 0.0f;
+  for (long row = offsets[e]; row < offsets[e + 1]; ++row) s += to_float(d[row * OC + j]);
+  T* db = dbias + (long)e * OC + j;
+  *db = from_float<T>(to_float(*db) + s);
+}
+
+// The device pointer arrays of some grouped GEMMs and a copy of the offsets, in one
+// stream-ordered allocation freed (stream-ordered, after the GEMMs) on destruction.
+class GroupedUpload {
+ public:
+  struct Arrays {
+    const void* const* A;
+    const void* const* B;
+    void* const* C;
+  };
+
+  GroupedUpload(const std::vector<const GroupedGemmArgs*>& gemms, const int* offsets, int E,
+                cudaStream_t stream)
+      : stream_(stream) {
+    size_t words = 0;
+    for (const GroupedGemmArgs* g : gemms) words += 3 * (size_t)g->count();
+    const size_t offset_words = ((size_t)(E + 1) * sizeof(int) + sizeof(uintptr_t) - 1) / sizeof(uintptr_t);
+    std::vector<uintptr_t> host(words + offset_words, 0);
+    size_t at = 0;
+    for (const GroupedGemmArgs* g : gemms) {
+      for (const void* p : g->A) host[at++] = reinterpret_cast<uintptr_t>(p);
+      for (const void* p : g->B) host[at++] = reinterpret_cast<uintptr_t>(p);
+      for (void* p : g->C) host[at++] = reinterpret_cast<uintptr_t>(p);
+    }
+    std::memcpy(host.data() + words, offsets, (size_t)(E + 1) * sizeof(int));
+    const size_t bytes = host.size() * sizeof(uintptr_t);
+    MOEBENCH_CUDA_CHECK(cudaMallocAsync(&base_, bytes, stream));
+    // From pageable memory: returns once the host data is staged, so `host` may go.
+    MOEBENCH_CUDA_CHECK(cudaMemcpyAsync(base_, host.data(), bytes, cudaMemcpyHostToDevice, stream));
+    uintptr_t* dev = static_cast<uintptr_t*>(base_);
+    at = 0;
+    for (const GroupedGemmArgs* g : gemms) {
+      const size_t n = (size_t)g->count();
+      arrays_.push_back({reinterpret_cast<const void* const*>(dev + at),
+                         reinterpret_cast<const void* const*>(dev + at + n),
+                         reinterpret_cast<void* const*>(dev + at + 2 * n)});
+      at += 3 * n;
+    }
+    offsets_ = reinterpret_cast<const int*>(dev + words);
+  }
+  ~GroupedUpload() {
+    if (base_) (void)cudaFreeAsync(base_, stream_);  // no throw from a destructor
+  }
+  GroupedUpload(const GroupedUpload&) = delete;
+  GroupedUpload& operator=(const GroupedUpload&) = delete;
+
+  const Arrays& arrays(size_t i) const { return arrays_[i]; }
+  const int* offsets() const { return offsets_; }
+
+ private:
+  cudaStream_t stream_;
+  void* base_ = nullptr;
+  std::vector<Arrays> arrays_;
+  const int* offsets_ = nullptr;
+};
+
+// One grouped GEMM call: C_i = alpha op(A_i) op(B_i) + beta C_i for every problem.
+template <typename T>
+void grouped_gemm(const GroupedGemmArgs& g, const GroupedUpload::Arrays& d, float alpha, float beta,
+                  cudaStream_t stream) {
+  const int count = g.count();
+  if (count == 0) return;
+  cublasHandle_t handle = cublas_handle();
+  MOEBENCH_CUBLAS_CHECK(cublasSetStream(handle, stream));
+  MOEBENCH_CUBLAS_CHECK(cublasSetPointerMode(handle, CUBLAS_POINTER_MODE_HOST));
+  const std::vector<cublasOperation_t> transa(count, cublas_op(g.transa)), transb(count, cublas_op(g.transb));
+  const std::vector<float> alphas(count, alpha), betas(count, beta);
+  const std::vector<int> group_size(count, 1);
+  const cudaDataType_t type = cuda_type<T>();
+  MOEBENCH_CUBLAS_CHECK(cublasGemmGroupedBatchedEx(
+      handle, transa.data(), transb.data(), g.m.data(), g.n.data(), g.k.data(), alphas.data(), d.A, type,
+      g.lda.data(), d.B, type, g.ldb.data(), betas.data(), d.C, type, g.ldc.data(), count,
+      group_size.data(), CUBLAS_COMPUTE_32F));
+}
+
+// Checks the host offsets and returns S = offsets[E].
+int check_experts(const int* offsets, int E, int C, int F, const char* what) {
+  if (E < 1 || C < 1 || F < 1)
+    throw std::invalid_argument(std::string(what) + ": need E, C, F >= 1");
+  if (offsets[0] != 0) throw std::invalid_argument(std::string(what) + ": offsets[0] must be 0");
+  for (int e = 0; e < E; ++e)
+    if (offsets[e + 1] < offsets[e])
+      throw std::invalid_argument(std::string(what) + ": offsets decrease at expert " + std::to_string(e));
+  return offsets[E];
+}
+
+template <typename T>
+void add_expert_bias(T* out, const T* bias, const int* d_offsets, int E, int S, int OC, cudaStream_t stream) {
+  add_expert_bias_kernel<T><<<(int)std::min<long>(S, kMaxGridX), kBiasBlock, 0, stream>>>(out, bias, d_offsets,
+                                                                                     E, S, OC);
+  MOEBENCH_CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
+void expert_bias_grad(T* dbias, const T* d, const int* d_offsets, int E, int OC, cudaStream_t stream) {
+  const dim3 grid((unsigned)ceil_div(OC, kBiasBlock), (unsigned)E);
+  expert_bias_grad_kernel<T><<<grid, kBiasBlock, 0, stream>>>(dbias, d, d_offsets, OC);
+  MOEBENCH_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+template <typename T>
+void experts_forward(T* y, T* h, T* a, const T* x, const int* offsets, const ExpertWeights<T>& w,
+                     int E, int C, int F, cudaStream_t stream) {
+  const int S = check_experts(offsets, E, C, F, "cuda::experts_forward");
+  if (S == 0) return;
+  const size_t el = sizeof(T);
+  const GroupedGemmArgs g1 = grouped_linear_forward_args(offsets, E, el, h, x, w.w1, C, F);
+  const GroupedGemmArgs g2 = grouped_linear_forward_args(offsets, E, el, y, a, w.w2, F, C);
+  const GroupedUpload up({&g1, &g2}, offsets, E, stream);
+  grouped_gemm<T>(g1, up.arrays(0), 1.0f, 0.0f, stream);  // h = x W1^T
+  add_expert_bias(h, w.b1, up.offsets(), E, S, F, stream);
+  gelu_forward(a, h, (long)S * F, stream);
+  grouped_gemm<T>(g2, up.arrays(1), 1.0f, 0.0f, stream);  // y = a W2^T
+  add_expert_bias(y, w.b2, up.offsets(), E, S, C, stream);
+}
+
+template <typename T>
+void experts_backward(T* dx, const ExpertWeights<T>& dw, T* da, T* dh, const T* dy, const T* x,
+                      const T* h, const T* a, const int* offsets, const ExpertWeights<T>& w, int E,
+                      int C, int F, cudaStream_t stream) {
+  const int S = check_experts(offsets, E, C, F, "cuda::experts_backward");
+  if (S == 0) return;
+  const size_t el = sizeof(T);
+  const GroupedGemmArgs g_dw2 = grouped_linear_dweight_args(offsets, E, el, dw.w2, dy, a, F, C);
+  const GroupedGemmArgs g_da = grouped_linear_dinp_args(offsets, E, el, da, dy, w.w2, F, C);
+  const GroupedGemmArgs g_dw1 = grouped_linear_dweight_args(offsets, E, el, dw.w1, dh, x, C, F);
+  const GroupedGemmArgs g_dx = grouped_linear_dinp_args(offsets, E, el, dx, dh, w.w1, C, F);
+  const GroupedUpload up({&g_dw2, &g_da, &g_dw1, &g_dx}, offsets, E, stream);
+  // W2: dW2 += dy^T a, da = dy W2, db2 += sum dy.
+  grouped_gemm<T>(g_dw2, up.arrays(0), 1.0f, 1.0f, stream);
+  grouped_gemm<T>(g_da, up.arrays(1), 1.0f, 0.0f, stream);
+  expert_bias_grad(dw.b2, dy, up.offsets(), E, C, stream);
+  // GeLU: dh = gelu'(h) da (gelu_backward accumulates, so dh starts at zero).
+  MOEBENCH_CUDA_CHECK(cudaMemsetAsync(dh, 0, (size_t)S * F * sizeof(T), stream));
+  gelu_backward(dh, h, da, (long)S * F, stream);
+  // W1: dW1 += dh^T x, dx = dh W1, db1 += sum dh.
+  grouped_gemm<T>(g_dw1, up.arrays(2), 1.0f, 1.0f, stream);
+  grouped_gemm<T>(g_dx, up.arrays(3), 1.0f, 0.0f, stream);
+  expert_bias_grad(dw.b1, dh, up.offsets(), E, F, stream);
+}
+
+template void experts_forward<float>(float*, float*, float*, const float*, const int*,
+                                     const ExpertWeights<float>&, int, int, int, cudaStream_t);
+template void experts_forward<bf16>(bf16*, bf16*, bf16*, const bf16*, const int*, const ExpertWeights<bf16>&,
+                                    int, int, int, cudaStream_t);
+template void experts_backward<float>(float*, const ExpertWeights<float>&, float*, float*, const float*,
+                                      const float*, const float*, const float*, const int*,
+                                      const ExpertWeights<float>&, int, int, int, cudaStream_t);
+template void experts_backward<bf16>(bf16*, const ExpertWeights<bf16>&, bf16*, bf16*, const bf16*, const bf16*,
+                                     const bf16*, const bf16*, const int*, const ExpertWeights<bf16>&, int, int,
+                                     int, cudaStream_t);
+
+}  // namespace moebench::cuda
