@@ -4,6 +4,7 @@
 
 #include <memory>
 
+#include "moebench/kernels/blas_handle.h"
 #include "moebench/kernels/cuda_check.h"
 #include "moebench/kernels/device_buffer.h"
 #include "moebench/kernels/gemm_timing.h"
@@ -33,9 +34,6 @@ void fill_uniform(DeviceBuffer<T>& b, unsigned seed) {
   MOEBENCH_CUDA_CHECK_LAUNCH();
 }
 
-struct HandleDeleter {
-  void operator()(cublasContext* h) const { cublasDestroy(h); }
-};
 struct EventDeleter {
   void operator()(CUevent_st* e) const { cudaEventDestroy(e); }
 };
@@ -53,9 +51,9 @@ std::vector<double> time_typed(int m, int n, int k, cudaDataType_t dtype, cublas
   DeviceBuffer<T> a((size_t)m * k), b((size_t)k * n), c((size_t)m * n);
   fill_uniform(a, 1u);
   fill_uniform(b, 2u);
-  cublasHandle_t raw = nullptr;
-  MOEBENCH_CUBLAS_CHECK(cublasCreate(&raw));
-  std::unique_ptr<cublasContext, HandleDeleter> handle(raw);
+  cublasHandle_t raw = cublas_handle();
+  MOEBENCH_CUBLAS_CHECK(cublasSetStream(raw, nullptr));
+  MOEBENCH_CUBLAS_CHECK(cublasSetPointerMode(raw, CUBLAS_POINTER_MODE_HOST));
   const float alpha = 1.0f, beta = 0.0f;
   // Column-major C^T[n,m] = B^T[n,k] A^T[k,m]: row-major C = A B without transposes.
   auto gemm = [&] {
