@@ -7,10 +7,9 @@
 // a failed check on one rank cannot leave the other waiting in a collective.
 //
 // Without NCCL in the build, or without a GPU, every test is skipped. When ranks must share
-// a GPU (fewer devices than ranks; device = rank % device_count()), NCCL would reject the
-// communicator ("Duplicate GPU detected"), so the test gives each rank its own NCCL_HOSTID
-// (and NCCL_SOCKET_IFNAME=lo) unless those are already set: NCCL then treats the ranks as
-// separate hosts and connects them over sockets on the loopback interface.
+// a GPU (fewer devices than ranks; device = rank % device_count()), the communicator gives
+// them distinct NCCL host identities itself (dist/device_sharing.h), so this test runs 2
+// ranks on a 1-GPU machine.
 #include <QtTest>
 
 #include <mpi.h>
@@ -107,12 +106,6 @@ class TestCommNccl : public QObject {
     if (ndev == 0) return;
     world_ = MpiCommunicator::world();
     const int r = world_->rank();
-    if (ndev < world_->size()) {
-      // Ranks share a GPU: separate NCCL "hosts" over loopback sockets (see the top).
-      std::string host_id = "moebench-tst-comm-nccl-rank" + std::to_string(r);
-      setenv("NCCL_HOSTID", host_id.c_str(), 0);
-      setenv("NCCL_SOCKET_IFNAME", "lo", 0);
-    }
     try {
       nccl_ = std::make_unique<NcclCommunicator>(*world_, r % ndev);
       meter_ = std::make_unique<TrafficMeter>(r, Topology::virtual_blocks(1, world_->size()));

@@ -6,6 +6,7 @@
 
 #include <thread>
 
+#include "moebench/dist/device_sharing.h"
 #include "moebench/dist/local_communicator.h"
 #include "moebench/dist/process_groups.h"
 #include "moebench/dist/topology.h"
@@ -271,6 +272,19 @@ class TestTopology : public QObject {
     LocalCommunicator world;
     const QString msg = test::error_message<std::invalid_argument>([&] { ProcessGroups g(world, GroupSizes{2, 1, 0}); });
     QVERIFY2(msg.contains(u"world size 1 is not divisible"_s), qPrintable(msg));
+  }
+
+  // Two ranks of one host on one GPU are told apart (NcclCommunicator then gives them
+  // distinct NCCL host identities); the same device index on another host is no sharing.
+  void ranks_sharing_a_gpu_are_found() {
+    const uint64_t a = host_identity("node-a"), b = host_identity("node-b");
+    QVERIFY(a != b);
+    QCOMPARE(host_identity("node-a"), a);
+    QCOMPARE(ranks_sharing_a_device({a, a, b, b}, {0, 1, 0, 1}), (std::vector<bool>{false, false, false, false}));
+    QCOMPARE(ranks_sharing_a_device({a, a, a, b}, {0, 0, 1, 0}), (std::vector<bool>{true, true, false, false}));
+    QCOMPARE(ranks_sharing_a_device({a, a, a}, {0, 0, 0}), (std::vector<bool>{true, true, true}));
+    QCOMPARE(ranks_sharing_a_device({a}, {0}), (std::vector<bool>{false}));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, ranks_sharing_a_device({a, b}, {0}));
   }
 };
 

@@ -10,7 +10,10 @@
 // the ranks agree (a 1-int all-reduce on the bootstrap) that every one has its device, so a
 // rank that cannot start makes all of them throw instead of leaving the others waiting.
 // Group rank i of the NCCL communicator is rank i of the bootstrap; world ranks from it.
-// NCCL allows one rank per GPU in a communicator ("Duplicate GPU detected" otherwise).
+// NCCL allows one rank per GPU of a host in a communicator ("Duplicate GPU detected"
+// otherwise): ranks of one host that share a device get distinct NCCL host identities first
+// (dist/device_sharing.h: NCCL_HOSTID, NCCL_SOCKET_IFNAME=lo unless set), collective over the
+// bootstrap, and then talk over loopback sockets.
 //
 // Semantics
 //  * Every buffer is a device pointer on this communicator's device (or managed memory).

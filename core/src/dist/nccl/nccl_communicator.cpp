@@ -1,14 +1,18 @@
 // NcclCommunicator: NCCL collectives and point-to-point on device buffers, one owned stream.
 // Built only when CUDA and NCCL are found (core/CMakeLists.txt, MOEBENCH_HAVE_NCCL).
+#include "moebench/dist/device_sharing.h"
 #include "moebench/dist/nccl_communicator.h"
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace moebench {
 
@@ -229,6 +233,30 @@ int NcclCommunicator::device_count() {
   return n;
 }
 
+namespace {
+
+// Ranks of one host on one GPU become separate NCCL hosts (dist/device_sharing.h). Collective
+// over the bootstrap; sets the environment before ncclCommInitRank reads it.
+void share_devices(Communicator& bootstrap, int rank, int device) {
+  char name[256] = {};
+  gethostname(name, sizeof name - 1);
+  const int P = bootstrap.size();
+  std::vector<int64_t> mine = {(int64_t)host_identity(name), device}, all((size_t)2 * P);
+  bootstrap.all_gather(mine.data(), all.data(), 2, DType::i64);
+  std::vector<uint64_t> host(P);
+  std::vector<int> dev(P);
+  for (int i = 0; i < P; ++i) {
+    host[i] = (uint64_t)all[(size_t)2 * i];
+    dev[i] = (int)all[(size_t)2 * i + 1];
+  }
+  if (!ranks_sharing_a_device(host, dev)[rank]) return;
+  const std::string id = std::string(name) + "/rank" + std::to_string(rank);
+  setenv("NCCL_HOSTID", id.c_str(), 0);
+  setenv("NCCL_SOCKET_IFNAME", "lo", 0);
+}
+
+}  // namespace
+
 NcclCommunicator::NcclCommunicator(Communicator& bootstrap, int device)
     : impl_(std::make_unique<Impl>()) {
   Impl& s = *impl_;
@@ -255,6 +283,7 @@ NcclCommunicator::NcclCommunicator(Communicator& bootstrap, int device)
   if (!local_error.empty()) throw std::runtime_error("NcclCommunicator: " + local_error);
   if (!ok) throw std::runtime_error("NcclCommunicator: another rank could not start (see its error)");
   bootstrap.broadcast(&id, sizeof(id), DType::u8, 0);
+  share_devices(bootstrap, s.rank, device);
 
   check_cuda(cudaSetDevice(device), "cudaSetDevice");
   check_cuda(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
