@@ -41,6 +41,16 @@ class TestRankMemory : public QObject {
     QCOMPARE(m.total_bytes, kRankBaseBytes + m.state_bytes + m.activation_bytes);
   }
 
+  // The whole-model GPU benchmark's config (sample_configs/models/moe_gpt_1b.toml) is ~1B
+  // parameters and fits one 80 GB GPU with room to spare, even at the CPU path's fp32
+  // activations (the lower bound counted here).
+  void gpu_step_config_is_one_billion_parameters_on_one_gpu() {
+    const Config cfg = load_config(std::string(MOEBENCH_SOURCE_DIR) + "/sample_configs/models/moe_gpt_1b.toml");
+    const RankMemory m = estimate_rank_memory(cfg, 1);
+    QVERIFY2(m.parameters > 900'000'000 && m.parameters < 1'100'000'000, std::to_string(m.parameters).c_str());
+    QVERIFY2(m.total_bytes < (uint64_t(64) << 30), std::to_string(m.total_bytes).c_str());
+  }
+
   void absurd_sizes_saturate_instead_of_wrapping() {
     Config cfg = load_config(test::tiny_config_path());
     cfg.model.hidden = 2'000'000'000;
