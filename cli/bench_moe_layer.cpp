@@ -1,6 +1,9 @@
 // moebench bench moe-layer --tokens T --hidden H --ffn-mult A --experts E --top-k K
 //                          [--threads N] [--iters N] [--json]
-// Times one MoE block (router + dispatch + experts + combine) forward and backward on CPU.
+//                          [--device cpu|cuda] [--precision fp32|bf16]
+// Times one MoE block (router + dispatch + experts + combine) forward and backward on CPU
+// (MoeLayer, fp32), or with --device cuda on one GPU (cuda::MoeBlock, fp32 or bf16; see
+// bench_moe_layer_cuda.cpp, which also reports the fraction of a measured GEMM rate).
 // FLOPs counted (matmuls only): forward = 2*T*H*E (router) + 4*T_kept*H*(A*H) (two expert
 // matmuls per kept assignment); backward = 2 x forward (input and weight gradients).
 #include <nlohmann/json.hpp>
@@ -8,19 +11,19 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <stdexcept>
+#include <string>
 
 #include "bench.h"
+#include "bench_moe_layer.h"
+#include "moebench/config/usage_error.h"
 #include "moebench/moe/moe_layer.h"
+#include "moebench/runtime/device.h"
 #include "moebench/tensor/matmul.h"
 #include "moebench/tensor/rng.h"
 
 namespace moebench::cli {
 namespace {
-
-struct MoeBenchOptions {
-  int tokens = 4096, hidden = 256, ffn_mult = 4, experts = 8, top_k = 2, threads = 0, iters = 10;
-  bool json = false;
-};
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -88,10 +91,29 @@ int bench_moe_layer(const MoeBenchOptions& o) {
   return 0;
 }
 
+// The CPU path (fp32 only), or the GPU one when this build and machine have it.
+int bench_moe_layer_on(const MoeBenchOptions& o) {
+  if (o.device == "cpu") {
+    if (o.precision != "fp32")
+      throw UsageError("--precision " + o.precision + " needs --device cuda: the CPU MoE block runs in fp32");
+    return bench_moe_layer(o);
+  }
+  if (o.top_k > o.experts) throw std::invalid_argument("--top-k must be <= --experts");
+  if (o.precision == "bf16" && o.hidden % 8 != 0)
+    throw UsageError("--precision bf16 needs --hidden to be a multiple of 8 (16-byte rows for cuBLAS), got " +
+                     std::to_string(o.hidden));
+  require_cuda("bench moe-layer --device cuda");
+#ifdef MOEBENCH_HAVE_CUDA
+  return bench_moe_layer_cuda(o);
+#else
+  return 2;  // require_cuda threw: this build has no CUDA
+#endif
+}
+
 }  // namespace
 
 void add_bench_moe_layer(CLI::App& bench, Action& action) {
-  auto* cmd = bench.add_subcommand("moe-layer", "One MoE block forward+backward on CPU");
+  auto* cmd = bench.add_subcommand("moe-layer", "One MoE block forward+backward on CPU or one GPU");
   auto o = std::make_shared<MoeBenchOptions>();
   cmd->add_option("--tokens", o->tokens, "Tokens T")->check(positive());
   cmd->add_option("--hidden", o->hidden, "Hidden size H")->check(positive());
@@ -101,7 +123,12 @@ void add_bench_moe_layer(CLI::App& bench, Action& action) {
   cmd->add_option("--threads", o->threads, "Threads (0 = all cores)")->check(non_negative());
   cmd->add_option("--iters", o->iters, "Timed iterations")->check(positive());
   cmd->add_flag("--json", o->json, "Print JSON");
-  cmd->callback([&action, o] { action = [o] { return bench_moe_layer(*o); }; });
+  cmd->add_option("--device", o->device, "cpu (MoeLayer, fp32) or cuda (cuda::MoeBlock on the current GPU)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  cmd->add_option("--precision", o->precision, "fp32 or bf16 (bf16 activations and weights, fp32 accumulation; "
+                                               "--device cuda only)")
+      ->check(CLI::IsMember({"fp32", "bf16"}));
+  cmd->callback([&action, o] { action = [o] { return bench_moe_layer_on(*o); }; });
 }
 
 }  // namespace moebench::cli

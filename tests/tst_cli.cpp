@@ -203,7 +203,8 @@ class TestCli : public QObject {
   }
 
   // run.device = "cuda" says once what is missing on this build or machine (no CUDA build, no
-  // GPU, or no GPU training path yet), exits 2 and writes nothing; so does bench gemm.
+  // GPU, or no GPU training path yet), exits 2 and writes nothing; so do bench gemm and bench
+  // moe-layer. bench moe-layer --precision bf16 is a GPU option: refused on the CPU path.
   void cuda_device_requests_say_what_is_missing() {
     const moebench::CudaAvailability cuda = moebench::cuda_availability();
     const QString missing = !cuda.built ? u"this moebench was built without CUDA"_s
@@ -220,8 +221,20 @@ class TestCli : public QObject {
       QVERIFY(!QFile::exists(out));
       QVERIFY(!QFile::exists(db));
     }
-    if (cuda.built && cuda.devices > 0) return;  // bench gemm --device cuda then measures the GPU
-    Result r = run_cli({u"bench"_s, u"gemm"_s, u"--device"_s, u"cuda"_s, u"--iters"_s, u"1"_s});
+    Result r = run_cli({u"bench"_s, u"moe-layer"_s, u"--precision"_s, u"bf16"_s, u"--iters"_s, u"1"_s});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains(u"--precision bf16 needs --device cuda"_s), qPrintable(r.err));
+    QVERIFY2(r.out.isEmpty(), qPrintable(r.out));
+    if (cuda.built && cuda.devices > 0) return;  // bench gemm / moe-layer --device cuda then measure the GPU
+    r = run_cli({u"bench"_s, u"moe-layer"_s, u"--device"_s, u"cuda"_s, u"--iters"_s, u"1"_s});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains(u"bench moe-layer --device cuda: "_s + missing), qPrintable(r.err));
+    QCOMPARE(r.err.count(missing), 1);
+    r = run_cli({u"bench"_s, u"moe-layer"_s, u"--device"_s, u"cuda"_s, u"--precision"_s, u"bf16"_s, u"--iters"_s,
+                 u"1"_s});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains(u"bench moe-layer --device cuda: "_s + missing), qPrintable(r.err));
+    r = run_cli({u"bench"_s, u"gemm"_s, u"--device"_s, u"cuda"_s, u"--iters"_s, u"1"_s});
     QCOMPARE(r.code, 2);
     QVERIFY2(r.err.contains(u"bench gemm --device cuda: "_s + missing), qPrintable(r.err));
     r = run_cli({u"bench"_s, u"gemm"_s, u"--device"_s, u"cuda"_s, u"--db"_s, db});
@@ -276,7 +289,7 @@ class TestCli : public QObject {
         {{u"export"_s, u"1"_s, u"--csv"_s, u"d"_s}, {u"--db"_s}},
         {gemm, {u"--threads"_s, u"--iters"_s, u"--db"_s}},
         {layer, {u"--tokens"_s, u"--hidden"_s, u"--ffn-mult"_s, u"--experts"_s, u"--top-k"_s, u"--threads"_s,
-                 u"--iters"_s}},
+                 u"--iters"_s, u"--device"_s, u"--precision"_s}},
         {comm, {u"--op"_s, u"-b"_s, u"--maxbytes"_s, u"-i"_s, u"-f"_s, u"-n"_s, u"-w"_s, u"-c"_s, u"--backend"_s}},
         {{u"bench"_s, u"recording"_s, kTiny}, {u"--set"_s, u"--steps"_s, u"--reps"_s}},
     };

@@ -1,0 +1,147 @@
+// MoeBlock<T>: the single-GPU MoE block, host code calling the launchers of kernels/.
+#include "moebench/kernels/moe_block.h"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "moebench/kernels/cuda_check.h"
+#include "moebench/kernels/dispatch_layout.h"
+#include "moebench/kernels/matmul.h"
+#include "moebench/kernels/moe_permute.h"
+
+namespace moebench::cuda {
+namespace {
+
+// Grows b to at least n elements (at least 1, so no pointer is null); never shrinks, so a
+// repeated or smaller shape reuses the allocation.
+template <typename U>
+void grow(DeviceBuffer<U>& b, size_t n) {
+  if (n < 1) n = 1;
+  if (b.size() < n) b.resize(n);
+}
+
+void grow(DeviceRoutingBuffers& rb, int N, int E, int K) {
+  const size_t ne = (size_t)N * E, nk = (size_t)N * K;
+  grow(rb.probs, ne);
+  grow(rb.expert, nk);
+  grow(rb.gate, nk);
+  grow(rb.kept, nk);
+  grow(rb.selected, E);
+  grow(rb.counts, E);
+  grow(rb.f, E);
+  grow(rb.P, E);
+  grow(rb.aux, 1);
+}
+
+void check_shape(int N, int C, int F, int E, int K, float capacity_factor) {
+  if (N < 0 || C < 1 || F < 1 || E < 1)
+    throw std::invalid_argument("cuda::MoeBlock: bad shape (N >= 0 and C, F, E >= 1 required; got N = " +
+                                std::to_string(N) + ", C = " + std::to_string(C) + ", F = " + std::to_string(F) +
+                                ", E = " + std::to_string(E) + ")");
+  if (K < 1 || K > E)
+    throw std::invalid_argument("cuda::MoeBlock: top_k = " + std::to_string(K) + " must be in [1, experts = " +
+                                std::to_string(E) + "]");
+  if (!std::isfinite(capacity_factor) || capacity_factor < 0.0f)
+    throw std::invalid_argument("cuda::MoeBlock: capacity_factor must be finite and >= 0 (0 = dropless)");
+}
+
+}  // namespace
+
+template <typename T>
+void MoeBlock<T>::PinnedFree::operator()(void* p) const noexcept {
+  if (p) (void)cudaFreeHost(p);  // no throw from a deleter
+}
+
+template <typename T>
+MoeBlock<T>::MoeBlock() = default;
+template <typename T>
+MoeBlock<T>::~MoeBlock() = default;
+template <typename T>
+MoeBlock<T>::MoeBlock(MoeBlock&&) noexcept = default;
+template <typename T>
+MoeBlock<T>& MoeBlock<T>::operator=(MoeBlock&&) noexcept = default;
+
+template <typename T>
+float MoeBlock<T>::forward(T* out, const T* x, const T* router_w, const ExpertWeights<T>& w, int N, int C, int F,
+                           int E, int K, float capacity_factor, bool gate_normalize, cudaStream_t stream) {
+  have_forward_ = false;  // until this forward completes
+  check_shape(N, C, F, E, K, capacity_factor);
+  N_ = N, C_ = C, F_ = F, E_ = E, K_ = K;
+
+  // Router: logits GEMM, then softmax / top-k / gates / admission / aux.
+  grow(logits_, (size_t)N * E);
+  matmul_forward(logits_.data(), x, router_w, static_cast<const T*>(nullptr), N, C, E, stream);
+  grow(rb_, N, E, K);
+  routing_ = rb_.view();
+  const RouterParams params{K, expert_capacity(capacity_factor, N, K, E), gate_normalize};
+  route_from_logits(routing_, logits_.data(), N, E, params, nullptr, stream);
+
+  // Dispatch layout; its offsets (and aux) come to the host: the grouped GEMMs need them.
+  grow(d_offsets_, (size_t)E + 1);
+  grow(slot_of_, (size_t)N * K);
+  grow(token_of_, (size_t)N * K);
+  dispatch_layout(d_offsets_.data(), slot_of_.data(), token_of_.data(), routing_.expert, routing_.kept, N, K, E,
+                  stream);
+  if (host_capacity_ < E + 1) {
+    host_capacity_ = 0;  // until the new allocation succeeds
+    host_offsets_.reset();
+    int* p = nullptr;
+    MOEBENCH_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&p), sizeof(int) * (size_t)(E + 1)));
+    host_offsets_.reset(p);
+    host_capacity_ = E + 1;
+  }
+  if (!host_aux_) {
+    float* p = nullptr;
+    MOEBENCH_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&p), sizeof(float)));
+    host_aux_.reset(p);
+  }
+  MOEBENCH_CUDA_CHECK(cudaMemcpyAsync(host_offsets_.get(), d_offsets_.data(), sizeof(int) * (size_t)(E + 1),
+                                      cudaMemcpyDeviceToHost, stream));
+  MOEBENCH_CUDA_CHECK(cudaMemcpyAsync(host_aux_.get(), routing_.aux, sizeof(float), cudaMemcpyDeviceToHost, stream));
+  MOEBENCH_CUDA_CHECK(cudaStreamSynchronize(stream));
+  offsets_.assign(host_offsets_.get(), host_offsets_.get() + E + 1);
+  const float aux = *host_aux_;
+  const int S = offsets_[E];
+
+  // Permute -> experts -> combine.
+  grow(xg_, (size_t)S * C);
+  grow(y_, (size_t)S * C);
+  grow(h_, (size_t)S * F);
+  grow(a_, (size_t)S * F);
+  moe_permute_forward(xg_.data(), x, token_of_.data(), S, C, stream);
+  experts_forward(y_.data(), h_.data(), a_.data(), xg_.data(), offsets_.data(), w, E, C, F, stream);
+  moe_unpermute_forward(out, y_.data(), routing_.gate, slot_of_.data(), N, K, C, stream);
+  have_forward_ = true;
+  return aux;
+}
+
+template <typename T>
+void MoeBlock<T>::backward(T* dx, T* drouter_w, const ExpertWeights<T>& dw, const T* dout, float aux_weight,
+                           const T* x, const T* router_w, const ExpertWeights<T>& w, cudaStream_t stream) {
+  if (!have_forward_) throw std::logic_error("cuda::MoeBlock::backward without forward");
+  const int N = N_, C = C_, F = F_, E = E_, K = K_;
+  const int S = offsets_[E];
+  grow(dgate_, (size_t)N * K);
+  grow(dy_, (size_t)S * C);
+  grow(dxg_, (size_t)S * C);
+  grow(da_, (size_t)S * F);
+  grow(dh_, (size_t)S * F);
+  grow(dlogits_, (size_t)N * E);
+
+  // Combine backward: dgate (fp32) and dy; then the experts; then the scatter-add into dx.
+  moe_unpermute_backward(dgate_.data(), dy_.data(), dout, y_.data(), routing_.gate, slot_of_.data(), N, K, C,
+                         stream);
+  experts_backward(dxg_.data(), dw, da_.data(), dh_.data(), dy_.data(), xg_.data(), h_.data(), a_.data(),
+                   offsets_.data(), w, E, C, F, stream);
+  moe_permute_backward(dx, dxg_.data(), slot_of_.data(), N, K, C, stream);
+
+  // Router: gates (+ aux) -> dlogits -> dx += dlogits Wr, dWr += dlogits^T x.
+  router_logits_backward(dlogits_.data(), dgate_.data(), aux_weight, routing_, stream);
+  matmul_backward(dx, drouter_w, static_cast<T*>(nullptr), dlogits_.data(), x, router_w, N, C, E, stream);
+}
+
+template class MoeBlock<float>;
+template class MoeBlock<bf16>;
+
+}  // namespace moebench::cuda
