@@ -129,7 +129,7 @@ BlockTiming time_block(const MoeBenchOptions& o) {
   cuda::MoeBlock<T> block;
   BlockTiming t;
   auto forward = [&] {
-    t.aux = block.forward(out.data(), x.data(), router.data(), w.view(), N, C, F, E, K, 0.0f, true, nullptr);
+    t.aux = block.forward(out.data(), x.data(), router.data(), w.view(), N, C, F, E, K, /*capacity: dropless*/ 0, true, nullptr);
   };
   auto backward = [&] {
     block.backward(dx.data(), drouter.data(), g.view(), dout.data(), kAuxWeight, x.data(), router.data(), w.view(),

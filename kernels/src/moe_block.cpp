@@ -1,7 +1,6 @@
 // MoeBlock<T>: the single-GPU MoE block, host code calling the launchers of kernels/.
 #include "moebench/kernels/moe_block.h"
 
-#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -34,7 +33,7 @@ void grow(DeviceRoutingBuffers& rb, int N, int E, int K) {
   grow(rb.aux, 1);
 }
 
-void check_shape(int N, int C, int F, int E, int K, float capacity_factor) {
+void check_shape(int N, int C, int F, int E, int K, int capacity) {
   if (N < 0 || C < 1 || F < 1 || E < 1)
     throw std::invalid_argument("cuda::MoeBlock: bad shape (N >= 0 and C, F, E >= 1 required; got N = " +
                                 std::to_string(N) + ", C = " + std::to_string(C) + ", F = " + std::to_string(F) +
@@ -42,8 +41,9 @@ void check_shape(int N, int C, int F, int E, int K, float capacity_factor) {
   if (K < 1 || K > E)
     throw std::invalid_argument("cuda::MoeBlock: top_k = " + std::to_string(K) + " must be in [1, experts = " +
                                 std::to_string(E) + "]");
-  if (!std::isfinite(capacity_factor) || capacity_factor < 0.0f)
-    throw std::invalid_argument("cuda::MoeBlock: capacity_factor must be finite and >= 0 (0 = dropless)");
+  if (capacity < 0)
+    throw std::invalid_argument("cuda::MoeBlock: capacity = " + std::to_string(capacity) +
+                                " must be >= 0 (0 = dropless)");
 }
 
 }  // namespace
@@ -64,9 +64,9 @@ MoeBlock<T>& MoeBlock<T>::operator=(MoeBlock&&) noexcept = default;
 
 template <typename T>
 float MoeBlock<T>::forward(T* out, const T* x, const T* router_w, const ExpertWeights<T>& w, int N, int C, int F,
-                           int E, int K, float capacity_factor, bool gate_normalize, cudaStream_t stream) {
+                           int E, int K, int capacity, bool gate_normalize, cudaStream_t stream) {
   have_forward_ = false;  // until this forward completes
-  check_shape(N, C, F, E, K, capacity_factor);
+  check_shape(N, C, F, E, K, capacity);
   N_ = N, C_ = C, F_ = F, E_ = E, K_ = K;
 
   // Router: logits GEMM, then softmax / top-k / gates / admission / aux.
@@ -74,7 +74,7 @@ float MoeBlock<T>::forward(T* out, const T* x, const T* router_w, const ExpertWe
   matmul_forward(logits_.data(), x, router_w, static_cast<const T*>(nullptr), N, C, E, stream);
   grow(rb_, N, E, K);
   routing_ = rb_.view();
-  const RouterParams params{K, expert_capacity(capacity_factor, N, K, E), gate_normalize};
+  const RouterParams params{K, capacity, gate_normalize};
   route_from_logits(routing_, logits_.data(), N, E, params, nullptr, stream);
 
   // Dispatch layout; its offsets (and aux) come to the host: the grouped GEMMs need them.

@@ -35,7 +35,6 @@
 // experts.h, matmul.h), so the results are bitwise identical run to run.
 #include <cuda_runtime.h>
 
-#include <cmath>
 #include <memory>
 #include <vector>
 
@@ -45,19 +44,6 @@
 #include "moebench/kernels/router.h"
 
 namespace moebench::cuda {
-
-// core's moebench::expert_capacity (moe/router.h) repeated here, since kernels/ does not
-// depend on core: ceil(capacity_factor * N * K / E) with a relative slack of 1e-6, at most
-// N * K and at least 1; 0 (unlimited) when capacity_factor <= 0. tst_kernels_moe_block
-// checks that the two agree.
-inline int expert_capacity(float capacity_factor, int N, int K, int E) {
-  if (!(capacity_factor > 0.0f) || E <= 0) return 0;
-  double c = (double)capacity_factor * (double)N * (double)K / (double)E;
-  c *= (1.0 - 1e-6);
-  c = std::ceil(c);
-  if (c > (double)N * K) c = (double)N * K;
-  return c < 1.0 ? 1 : (int)c;
-}
 
 template <typename T>
 class MoeBlock {
@@ -70,12 +56,12 @@ class MoeBlock {
   MoeBlock& operator=(const MoeBlock&) = delete;
 
   // out[N,C] (overwritten) = sum over the kept (n,k) of gate[n,k] * expert_{e[n,k]}(x[n]);
-  // router_w is [E,C], w the E experts' FFNs (experts.h layout). capacity_factor 0 =
-  // dropless, else capacity = expert_capacity(capacity_factor, N, K, E). Returns the
-  // unweighted aux loss (read back with the offsets). Throws std::invalid_argument on a bad
-  // shape (N < 0; C, F, E < 1; K outside [1, E]; capacity_factor < 0 or not finite).
+  // router_w is [E,C], w the E experts' FFNs (experts.h layout). capacity: assignments each
+  // expert admits, 0 = dropless (the caller resolves it with core's expert_capacity, as
+  // MoeLayer does). Returns the unweighted aux loss (read back with the offsets). Throws
+  // std::invalid_argument on a bad shape (N < 0; C, F, E < 1; K outside [1, E]; capacity < 0).
   float forward(T* out, const T* x, const T* router_w, const ExpertWeights<T>& w, int N, int C, int F, int E,
-                int K, float capacity_factor, bool gate_normalize, cudaStream_t stream = nullptr);
+                int K, int capacity, bool gate_normalize, cudaStream_t stream = nullptr);
 
   // Accumulates (+=) dx[N,C], drouter_w[E,C] and dw (same layout as w) given dout[N,C];
   // aux_weight is the weight of this block's aux loss in the total loss. x, router_w and w
