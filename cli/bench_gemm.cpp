@@ -11,7 +11,7 @@
 
 #include "bench.h"
 #include "moebench/config/usage_error.h"
-#include "moebench/runtime/device.h"
+#include "moebench/train/device.h"
 #include "moebench/store/gemm_rate_record.h"
 #include "moebench/tensor/matmul.h"
 #include "moebench/tensor/rng.h"

@@ -18,7 +18,7 @@
 #include "bench_moe_layer.h"
 #include "moebench/config/usage_error.h"
 #include "moebench/moe/moe_layer.h"
-#include "moebench/runtime/device.h"
+#include "moebench/train/device.h"
 #include "moebench/tensor/matmul.h"
 #include "moebench/tensor/rng.h"
 

@@ -25,7 +25,7 @@
 #include "stop_signals.h"
 #include "moebench/config/config_loader.h"
 #include "moebench/config/usage_error.h"
-#include "moebench/runtime/device.h"
+#include "moebench/train/device.h"
 #include "moebench/dist/launch_report.h"
 #include "moebench/dist/mpi_communicator.h"
 #include "moebench/store/run_store.h"

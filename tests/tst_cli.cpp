@@ -10,7 +10,7 @@
 #include <QProcess>
 #include <QThread>
 
-#include "moebench/runtime/device.h"
+#include "moebench/train/device.h"
 #include "moebench/store/gemm_rate_record.h"
 #include "moebench/store/run_store.h"
 #include "store_support.h"

@@ -3,7 +3,7 @@
 #include <QtTest>
 
 #include "moebench/kernels/launch.h"
-#include "moebench/runtime/device.h"
+#include "moebench/train/device.h"
 
 using namespace moebench;
 using moebench::cuda::launch_1d;

@@ -27,7 +27,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "moebench/runtime/device.h"
+#include "moebench/train/device.h"
 
 #ifdef MOEBENCH_HAVE_CUDA
 #include "moebench/kernels/adamw.h"

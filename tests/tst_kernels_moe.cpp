@@ -44,7 +44,7 @@
 #include "moebench/moe/expert_bank.h"
 #include "moebench/moe/moe_layer.h"
 #include "moebench/moe/router.h"
-#include "moebench/runtime/device.h"
+#include "moebench/train/device.h"
 #include "moebench/tensor/matmul.h"
 #include "moebench/tensor/rng.h"
 #include "test_support.h"

@@ -35,7 +35,7 @@
 #include "moebench/moe/expert_bank.h"
 #include "moebench/moe/moe_layer.h"
 #include "moebench/moe/router.h"
-#include "moebench/runtime/device.h"
+#include "moebench/train/device.h"
 #include "moebench/tensor/matmul.h"
 #include "test_support.h"
 

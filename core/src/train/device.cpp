@@ -1,4 +1,4 @@
-#include "moebench/runtime/device.h"
+#include "moebench/train/device.h"
 
 #include <stdexcept>
 
