@@ -140,10 +140,15 @@ void grouped_gemm(const GroupedGemmArgs& g, const GroupedUpload::Arrays& d, floa
       group_size.data(), CUBLAS_COMPUTE_32F));
 }
 
-// Checks the host offsets and returns S = offsets[E].
+// Checks the host offsets and returns S = offsets[E]. bf16 rows must be 16-byte aligned for the
+// grouped GEMMs (C and F multiples of 8): a clean error instead of a misaligned-address fault.
+template <typename T>
 int check_experts(const int* offsets, int E, int C, int F, const char* what) {
   if (E < 1 || C < 1 || F < 1)
     throw std::invalid_argument(std::string(what) + ": need E, C, F >= 1");
+  if (sizeof(T) == 2 && (C % 8 != 0 || F % 8 != 0))
+    throw std::invalid_argument(std::string(what) + ": bf16 needs C and F to be multiples of 8, got C = " +
+                                std::to_string(C) + ", F = " + std::to_string(F));
   if (offsets[0] != 0) throw std::invalid_argument(std::string(what) + ": offsets[0] must be 0");
   for (int e = 0; e < E; ++e)
     if (offsets[e + 1] < offsets[e])
@@ -170,7 +175,7 @@ void expert_bias_grad(T* dbias, const T* d, const int* d_offsets, int E, int OC,
 template <typename T>
 void experts_forward(T* y, T* h, T* a, const T* x, const int* offsets, const ExpertWeights<T>& w,
                      int E, int C, int F, cudaStream_t stream) {
-  const int S = check_experts(offsets, E, C, F, "cuda::experts_forward");
+  const int S = check_experts<T>(offsets, E, C, F, "cuda::experts_forward");
   if (S == 0) return;
   const size_t el = sizeof(T);
   const GroupedGemmArgs g1 = grouped_linear_forward_args(offsets, E, el, h, x, w.w1, C, F);
@@ -187,7 +192,7 @@ template <typename T>
 void experts_backward(T* dx, const ExpertWeights<T>& dw, T* da, T* dh, const T* dy, const T* x,
                       const T* h, const T* a, const int* offsets, const ExpertWeights<T>& w, int E,
                       int C, int F, cudaStream_t stream) {
-  const int S = check_experts(offsets, E, C, F, "cuda::experts_backward");
+  const int S = check_experts<T>(offsets, E, C, F, "cuda::experts_backward");
   if (S == 0) return;
   const size_t el = sizeof(T);
   const GroupedGemmArgs g_dw2 = grouped_linear_dweight_args(offsets, E, el, dw.w2, dy, a, F, C);

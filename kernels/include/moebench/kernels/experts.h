@@ -16,7 +16,8 @@
 // exchange). Each call uploads its pointer arrays and a copy of the offsets into a
 // stream-ordered allocation (cudaMallocAsync / cudaFreeAsync); the upload is from pageable
 // memory, so these launchers cannot be captured into a CUDA graph.
-// For bf16, cuBLAS wants 16-byte aligned matrices: keep C and F multiples of 8.
+// For bf16, cuBLAS wants 16-byte aligned matrices: C and F must be multiples of 8 (else
+// std::invalid_argument).
 // cuBLAS runs on cublas_handle() (blas_handle.h) with the caller's stream and host pointer
 // mode; fp32 GEMMs follow the handle's math mode (the default keeps full fp32, no TF32).
 //
