@@ -400,6 +400,11 @@ class TestKernelsMoeBlock : public QObject {
       QVERIFY_THROWS_EXCEPTION(std::invalid_argument, block.forward(p, p, p, w, 4, 8, 8, 4, 5, 0, true));
       QVERIFY_THROWS_EXCEPTION(std::invalid_argument, block.forward(p, p, p, w, 4, 8, 8, 4, 0, 0, true));
       QVERIFY_THROWS_EXCEPTION(std::invalid_argument, block.forward(p, p, p, w, 4, 8, 8, 4, 2, -1, true));
+      // bf16 rows must be 16-byte aligned for the grouped GEMMs: C = 12 is refused up front.
+      const int offsets[3] = {0, 2, 4};
+      cuda::bf16* q = nullptr;
+      const cuda::ExpertWeights<cuda::bf16> wb;
+      QVERIFY_THROWS_EXCEPTION(std::invalid_argument, cuda::experts_forward(q, q, q, q, offsets, wb, 2, 12, 16));
     })
   }
 
