@@ -52,6 +52,7 @@
 #ifdef MOEBENCH_HAVE_CUDA
 #include <cuda_runtime.h>
 
+#include "cuda_test_support.h"
 #include "moebench/kernels/cuda_check.h"
 #include "moebench/kernels/device_buffer.h"
 #include "moebench/kernels/dispatch_layout.h"
@@ -83,75 +84,7 @@ namespace {
 using cuda::bf16;
 using cuda::DeviceBuffer;
 
-// ---- host <-> device element conversions ---------------------------------------------------
-
-template <class T>
-T from_f(float v);
-template <>
-float from_f<float>(float v) { return v; }
-template <>
-bf16 from_f<bf16>(float v) { return __float2bfloat16(v); }
-float to_f(float v) { return v; }
-float to_f(bf16 v) { return __bfloat162float(v); }
-
-template <class T>
-std::vector<T> to_type(const std::vector<float>& v) {
-  std::vector<T> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = from_f<T>(v[i]);
-  return out;
-}
-// v rounded to T's precision (a copy for float).
-template <class T>
-std::vector<float> rounded(const std::vector<float>& v) {
-  std::vector<float> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = to_f(from_f<T>(v[i]));
-  return out;
-}
-template <class T>
-DeviceBuffer<T> upload(const std::vector<float>& v) {
-  return DeviceBuffer<T>(to_type<T>(v));
-}
-template <class T>
-std::vector<float> download(const DeviceBuffer<T>& b) {
-  MOEBENCH_CUDA_CHECK(cudaDeviceSynchronize());
-  const std::vector<T> h = b.download();
-  std::vector<float> out(h.size());
-  for (size_t i = 0; i < h.size(); ++i) out[i] = to_f(h[i]);
-  return out;
-}
-template <class T>
-std::vector<T> download_raw(const DeviceBuffer<T>& b) {
-  MOEBENCH_CUDA_CHECK(cudaDeviceSynchronize());
-  return b.download();
-}
-
-template <class T>
-constexpr bool is_bf16 = std::is_same_v<T, bf16>;
-
-// ---- comparisons ----------------------------------------------------------------------------
-
-// "" when |got - ref| <= atol + rtol * |ref| everywhere, else the worst element.
-QString mismatch(const std::vector<float>& got, const std::vector<float>& ref, double atol, double rtol) {
-  if (got.size() != ref.size()) return QString("size %1 vs %2").arg(got.size()).arg(ref.size());
-  double worst = 0.0;
-  size_t at = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double excess = std::abs((double)got[i] - ref[i]) - (atol + rtol * std::abs((double)ref[i]));
-    if (!(excess <= worst)) {  // NaN counts as a mismatch
-      worst = std::isnan(excess) ? INFINITY : excess;
-      at = i;
-    }
-  }
-  if (worst <= 0.0) return {};
-  return QString("element %1: got %2, expected %3 (atol %4, rtol %5)")
-      .arg(at).arg(got[at], 0, 'g', 9).arg(ref[at], 0, 'g', 9).arg(atol).arg(rtol);
-}
-
-double max_abs(const std::vector<float>& v) {
-  double m = 0.0;
-  for (float x : v) m = std::max(m, (double)std::abs(x));
-  return m;
-}
+using namespace moebench::test;  // cuda_test_support.h
 
 #define CHECK_CLOSE(what, got, ref, atol, rtol)                                      \
   do {                                                                               \

@@ -42,6 +42,7 @@
 #ifdef MOEBENCH_HAVE_CUDA
 #include <cuda_runtime.h>
 
+#include "cuda_test_support.h"
 #include "moebench/kernels/cuda_check.h"
 #include "moebench/kernels/device_buffer.h"
 #include "moebench/kernels/moe_block.h"
@@ -74,62 +75,7 @@ namespace {
 using cuda::bf16;
 using cuda::DeviceBuffer;
 
-template <class T>
-constexpr bool is_bf16 = std::is_same_v<T, bf16>;
-
-// ---- host <-> device ------------------------------------------------------------------------
-
-template <class T>
-std::vector<float> rounded(const std::vector<float>& v) {
-  std::vector<float> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = cuda::to_float(cuda::from_float<T>(v[i]));
-  return out;
-}
-template <class T>
-DeviceBuffer<T> upload(const std::vector<float>& v) {
-  std::vector<T> t(v.size());
-  for (size_t i = 0; i < v.size(); ++i) t[i] = cuda::from_float<T>(v[i]);
-  return DeviceBuffer<T>(t);
-}
-// The first n elements of a device array (all of them when n is the buffer's size).
-template <class U>
-std::vector<U> download_raw(const U* dev, size_t n) {
-  std::vector<U> h(n);
-  if (n) MOEBENCH_CUDA_CHECK(cudaMemcpy(h.data(), dev, n * sizeof(U), cudaMemcpyDeviceToHost));
-  return h;
-}
-template <class T>
-std::vector<float> download(const DeviceBuffer<T>& b) {
-  const std::vector<T> h = download_raw(b.data(), b.size());
-  std::vector<float> out(h.size());
-  for (size_t i = 0; i < h.size(); ++i) out[i] = cuda::to_float(h[i]);
-  return out;
-}
-
-// ---- comparisons ----------------------------------------------------------------------------
-
-// "" when |got - ref| <= atol + rtol * |ref| everywhere, else the worst element.
-QString mismatch(const std::vector<float>& got, const std::vector<float>& ref, double atol, double rtol) {
-  if (got.size() != ref.size()) return QString("size %1 vs %2").arg(got.size()).arg(ref.size());
-  double worst = 0.0;
-  size_t at = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double excess = std::abs((double)got[i] - ref[i]) - (atol + rtol * std::abs((double)ref[i]));
-    if (!(excess <= worst)) {  // NaN counts as a mismatch
-      worst = std::isnan(excess) ? INFINITY : excess;
-      at = i;
-    }
-  }
-  if (worst <= 0.0) return {};
-  return QString("element %1: got %2, expected %3 (atol %4, rtol %5)")
-      .arg(at).arg(got[at], 0, 'g', 9).arg(ref[at], 0, 'g', 9).arg(atol).arg(rtol);
-}
-
-double max_abs(const std::vector<float>& v) {
-  double m = 0.0;
-  for (float x : v) m = std::max(m, (double)std::abs(x));
-  return m;
-}
+using namespace moebench::test;  // cuda_test_support.h
 
 template <class V>
 QString first_difference(const V& got, const V& ref) {
