@@ -1,6 +1,7 @@
 #pragma once
 // Helpers of the GPU suites (tst_kernels_*): host <-> device copies with conversion to and
-// from the kernel element type, and tolerance comparisons that name the worst element.
+// from the kernel element type, tolerance comparisons that name the worst element, and the
+// experts' tensors on both sides.
 // Include only under MOEBENCH_HAVE_CUDA.
 #include <QString>
 #include <QtTest>
@@ -14,7 +15,10 @@
 
 #include "moebench/kernels/cuda_check.h"
 #include "moebench/kernels/device_buffer.h"
+#include "moebench/kernels/experts.h"
 #include "moebench/kernels/precision.h"
+#include "moebench/moe/expert_bank.h"
+#include "test_support.h"
 
 namespace moebench::test {
 
@@ -77,5 +81,54 @@ inline double max_abs(const std::vector<float>& v) {
   for (float x : v) m = std::max(m, (double)std::abs(x));
   return m;
 }
+
+// Contiguous expert tensors on the host (experts.h layout: w1 [E,F,C], b1 [E,F], w2 [E,C,F],
+// b2 [E,C]).
+struct HostExperts {
+  int E = 0, C = 0, F = 0;
+  std::vector<float> w1, b1, w2, b2;
+
+  std::vector<ExpertParams> params() {
+    std::vector<ExpertParams> v;
+    for (int e = 0; e < E; ++e)
+      v.push_back({w1.data() + (long)e * F * C, b1.data() + (long)e * F, w2.data() + (long)e * C * F,
+                   b2.data() + (long)e * C});
+    return v;
+  }
+  std::vector<std::vector<float>*> tensors() { return {&w1, &b1, &w2, &b2}; }
+};
+
+// scale 0 gives zeros.
+template <class T>
+HostExperts make_experts(int E, int C, int F, uint64_t seed, float scale = 1.0f) {
+  HostExperts h;
+  h.E = E;
+  h.C = C;
+  h.F = F;
+  h.w1 = rounded<T>(test::random_vector((size_t)E * F * C, seed, scale / std::sqrt((float)C)));
+  h.b1 = rounded<T>(test::random_vector((size_t)E * F, seed + 1, 0.1f * scale));
+  h.w2 = rounded<T>(test::random_vector((size_t)E * C * F, seed + 2, scale / std::sqrt((float)F)));
+  h.b2 = rounded<T>(test::random_vector((size_t)E * C, seed + 3, 0.1f * scale));
+  return h;
+}
+
+template <class T>
+struct DeviceExperts {
+  cuda::DeviceBuffer<T> w1, b1, w2, b2;
+  explicit DeviceExperts(const HostExperts& h)
+      : w1(upload<T>(h.w1)), b1(upload<T>(h.b1)), w2(upload<T>(h.w2)), b2(upload<T>(h.b2)) {}
+  cuda::ExpertWeights<T> view() { return {w1.data(), b1.data(), w2.data(), b2.data()}; }
+  HostExperts download_all(int E, int C, int F) const {
+    HostExperts h;
+    h.E = E;
+    h.C = C;
+    h.F = F;
+    h.w1 = download(w1);
+    h.b1 = download(b1);
+    h.w2 = download(w2);
+    h.b2 = download(b2);
+    return h;
+  }
+};
 
 }  // namespace moebench::test

@@ -323,40 +323,6 @@ void check_permute(int N, int E, int K, int C, uint64_t seed) {
 
 // ---- experts --------------------------------------------------------------------------------
 
-// Contiguous expert weights on the host (w1 [E,F,C], b1 [E,F], w2 [E,C,F], b2 [E,C]).
-struct HostExperts {
-  int E = 0, C = 0, F = 0;
-  std::vector<float> w1, b1, w2, b2;
-
-  std::vector<ExpertParams> params() {
-    std::vector<ExpertParams> v;
-    for (int e = 0; e < E; ++e)
-      v.push_back({w1.data() + (long)e * F * C, b1.data() + (long)e * F, w2.data() + (long)e * C * F,
-                   b2.data() + (long)e * C});
-    return v;
-  }
-};
-
-template <class T>
-HostExperts make_experts(int E, int C, int F, uint64_t seed, float scale = 1.0f) {
-  HostExperts h;
-  h.E = E;
-  h.C = C;
-  h.F = F;
-  h.w1 = rounded<T>(test::random_vector((size_t)E * F * C, seed, scale / std::sqrt((float)C)));
-  h.b1 = rounded<T>(test::random_vector((size_t)E * F, seed + 1, 0.1f * scale));
-  h.w2 = rounded<T>(test::random_vector((size_t)E * C * F, seed + 2, scale / std::sqrt((float)F)));
-  h.b2 = rounded<T>(test::random_vector((size_t)E * C, seed + 3, 0.1f * scale));
-  return h;
-}
-
-template <class T>
-struct DeviceExperts {
-  DeviceBuffer<T> w1, b1, w2, b2;
-  explicit DeviceExperts(const HostExperts& h)
-      : w1(upload<T>(h.w1)), b1(upload<T>(h.b1)), w2(upload<T>(h.w2)), b2(upload<T>(h.b2)) {}
-  cuda::ExpertWeights<T> view() { return {w1.data(), b1.data(), w2.data(), b2.data()}; }
-};
 
 // Tolerance of an expert output: fp32 fixed, bf16 relative to the tensor's scale.
 template <class T>
