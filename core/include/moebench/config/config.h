@@ -51,7 +51,13 @@ struct ClusterConfig {
   double spine_latency_us = 0.0;
 };
 
+// The world is laid out as pp x dp x tp ranks, Megatron's order (tensor-parallel ranks
+// adjacent, pipeline stages outermost): rank = pp_rank * (dp * tp) + dp_rank * tp + tp_rank
+// (dist/process_groups.h). Expert parallelism is carved out of the data-parallel group, or for
+// strategy "ppmoe" is the tensor-parallel group itself (Pipeline MoE §3.3).
 struct ParallelConfig {
+  int tp = 1;                 // tensor-parallel group size (Megatron: heads and FFN columns split)
+  int dp = 0;                 // data-parallel size; 0 = run.ranks / (tp x pp)
   int ep = 0;                 // expert-parallel group size; 0 = the whole data-parallel group
 };
 
