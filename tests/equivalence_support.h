@@ -32,18 +32,23 @@ inline QString compare_losses(const std::vector<float>& got, const std::vector<f
   return {};
 }
 
-// Every tensor of `mine` (dense replicas and this rank's experts) within abs_tol of the
-// reference tensor of the same name.
+// Every tensor of `mine` (dense replicas, tensor-parallel slices and this rank's experts) within
+// abs_tol of the same elements of the reference's (whole) tensor of the same name.
 inline QString compare_params(const ParamArena& mine, const ParamArena& reference, int rank, double abs_tol = 1e-4) {
   double worst = 0;
   std::string worst_name;
   for (const ParamView& pv : mine.views()) {
     const ParamView* rv = reference.find(pv.name);
     if (!rv) return QString("rank %1: %2 missing in the reference").arg(rank).arg(QString::fromStdString(pv.name));
-    for (size_t i = 0; i < pv.numel; ++i) {
-      const double d = std::abs(mine.data()[pv.offset + i] - reference.data()[rv->offset + i]);
-      if (d > worst) worst = d, worst_name = pv.name;
-    }
+    if (rv->full_shape() != pv.full_shape())
+      return QString("rank %1: %2 has another whole shape than the reference").arg(rank).arg(QString::fromStdString(pv.name));
+    const std::vector<std::pair<size_t, size_t>> whole = {{0, pv.numel}};
+    size_t i = 0;
+    for (const auto& [offset, count] : pv.slice.whole() ? whole : pv.slice.runs)
+      for (size_t j = 0; j < count; ++j, ++i) {
+        const double d = std::abs(mine.data()[pv.offset + i] - reference.data()[rv->offset + offset + j]);
+        if (d > worst) worst = d, worst_name = pv.name;
+      }
   }
   if (worst < abs_tol) return {};
   return QString("rank %1: %2 differs by %3").arg(rank).arg(QString::fromStdString(worst_name)).arg(worst);

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <stdexcept>
 
+#include "moebench/dist/communicator.h"
+#include "moebench/dist/topology.h"
 #include "moebench/model/attention.h"
 #include "moebench/model/crossentropy.h"
 #include "moebench/model/dense_costs.h"
@@ -41,12 +44,17 @@ void zero(std::vector<float>& v, size_t n) {
 }
 }  // namespace
 
-MoeGpt::MoeGpt(const ModelConfig& model, const MoeConfig& moe, ExpertShard shard)
-    : model_(model), moe_(moe), shard_(shard) {
+MoeGpt::MoeGpt(const ModelConfig& model, const MoeConfig& moe, ExpertShard shard, TpShard tp)
+    : model_(model), moe_(moe), shard_(shard), tp_(tp) {
   if (model_.hidden % model_.heads != 0)
     throw std::invalid_argument("model.heads must divide model.hidden");
   if (shard_.size < 1 || shard_.rank < 0 || shard_.rank >= shard_.size)
     throw std::invalid_argument("bad expert shard");
+  if (tp_.size < 1 || tp_.rank < 0 || tp_.rank >= tp_.size)
+    throw std::invalid_argument("bad tensor-parallel shard");
+  if (model_.heads % tp_.size != 0)
+    throw std::invalid_argument("parallel.tp = " + std::to_string(tp_.size) + " does not divide model.heads = " +
+                                std::to_string(model_.heads));
   build_params();
 }
 
@@ -54,6 +62,11 @@ MoeGpt::~MoeGpt() = default;
 
 void MoeGpt::build_params() {
   const int64_t C = model_.hidden, F = (int64_t)model_.ffn_mult * C, V = model_.vocab_size;
+  const int64_t t = tp_.size, Ct = C / t, Ft = F / t, r = tp_.rank;
+  const bool split = t > 1;
+  auto rows = [&](int64_t n, int parts, bool vector) {  // column-parallel: this rank's rows
+    return split ? row_slice(n, vector ? 1 : C, parts, r * n / t, n / t, vector) : TensorSlice{};
+  };
   wte_ = params_.add("embed.wte", {V, C}, true);
   wpe_ = params_.add("embed.wpe", {model_.seq_len, C}, true);
   for (int l = 0; l < model_.layers; ++l) {
@@ -61,18 +74,18 @@ void MoeGpt::build_params() {
     const std::string p = "blocks." + std::to_string(l) + ".";
     b->ln1_w = params_.add(p + "ln1.weight", {C}, false);
     b->ln1_b = params_.add(p + "ln1.bias", {C}, false);
-    b->qkv_w = params_.add(p + "attn.qkv.weight", {3 * C, C}, true);
-    b->qkv_b = params_.add(p + "attn.qkv.bias", {3 * C}, false);
-    b->proj_w = params_.add(p + "attn.proj.weight", {C, C}, true);
+    b->qkv_w = params_.add(p + "attn.qkv.weight", {3 * Ct, C}, true, rows(C, 3, false));
+    b->qkv_b = params_.add(p + "attn.qkv.bias", {3 * Ct}, false, rows(C, 3, true));
+    b->proj_w = params_.add(p + "attn.proj.weight", {C, Ct}, true, split ? column_slice(C, C, r * Ct, Ct) : TensorSlice{});
     b->proj_b = params_.add(p + "attn.proj.bias", {C}, false);
     b->ln2_w = params_.add(p + "ln2.weight", {C}, false);
     b->ln2_b = params_.add(p + "ln2.bias", {C}, false);
     for (size_t i = 0; i < moe_.moe_layers.size(); ++i)
       if (moe_.moe_layers[i] == l) b->experts = moe_.experts.at(i);
     if (b->experts == 0) {
-      b->fc_w = params_.add(p + "ffn.fc.weight", {F, C}, true);
-      b->fc_b = params_.add(p + "ffn.fc.bias", {F}, false);
-      b->fcproj_w = params_.add(p + "ffn.proj.weight", {C, F}, true);
+      b->fc_w = params_.add(p + "ffn.fc.weight", {Ft, C}, true, rows(F, 1, false));
+      b->fc_b = params_.add(p + "ffn.fc.bias", {Ft}, false, rows(F, 1, true));
+      b->fcproj_w = params_.add(p + "ffn.proj.weight", {C, Ft}, true, split ? column_slice(C, F, r * Ft, Ft) : TensorSlice{});
       b->fcproj_b = params_.add(p + "ffn.proj.bias", {C}, false);
     } else {
       if (moe_.top_k > b->experts)
@@ -123,12 +136,32 @@ void MoeGpt::init(uint64_t seed) {
     uint64_t name_key = 1469598103934665603ull;  // FNV-1a of the name: same stream on any shard
     for (unsigned char ch : v.name) name_key = (name_key ^ ch) * 1099511628211ull;
     Rng rng = Rng::keyed({seed, 0x1417ull, name_key});
-    for (size_t j = 0; j < v.numel; ++j) p[j] = rng.normal() * std;
+    if (v.slice.whole()) {
+      for (size_t j = 0; j < v.numel; ++j) p[j] = rng.normal() * std;
+      continue;
+    }
+    // A tensor-parallel slice: the whole tensor's stream, this rank's runs of it, so every
+    // tp size starts from the weights of the single-rank model.
+    size_t whole = 1;
+    for (int64_t d : v.slice.full_shape) whole *= (size_t)d;
+    std::vector<float> full(whole);
+    for (float& x : full) x = rng.normal() * std;
+    for (const auto& [offset, count] : v.slice.runs) p = std::copy_n(full.begin() + (long)offset, count, p);
   }
 }
 
 void MoeGpt::distribute(const ParallelContext& par) {
   executor_ = par.executor;
+  tp_comm_ = par.tp;
+  if (tp_.size > 1 && (!tp_comm_ || tp_comm_->size() != tp_.size))
+    throw std::invalid_argument("MoeGpt: tensor parallelism over " + std::to_string(tp_.size) +
+                                " ranks needs a tensor-parallel group of that size");
+  if (tp_comm_ && par.topology) {
+    std::set<int> nodes;
+    for (int q = 0; q < tp_comm_->size(); ++q) nodes.insert(par.topology->node_of(tp_comm_->world_rank(q)));
+    tp_role_ = nodes.size() > 1 ? StreamRole::comm_inter : StreamRole::comm_intra;
+  }
+  tp_partial_.clear();
   for (size_t l = 0; l < blocks_.size(); ++l) {
     Block& b = *blocks_[l];
     if (b.experts == 0) continue;
@@ -139,9 +172,20 @@ void MoeGpt::distribute(const ParallelContext& par) {
     ctx.first_local = shard_.rank * (b.experts / shard_.size);
     ctx.local = b.expert_params;
     ctx.local_grads = b.expert_grads;
-    b.moe->set_strategy(par.strategy_for((int)l), std::move(ctx));
+    std::unique_ptr<MoeStrategy> strategy = par.strategy_for((int)l);
+    if (strategy->partial_outputs()) tp_partial_.push_back(b.router_w);
+    b.moe->set_strategy(std::move(strategy), std::move(ctx));
     b.moe->set_stats_communicator(par.dp);
   }
+}
+
+void MoeGpt::tp_allreduce(float* x, size_t n, int layer) {
+  if (tp_.size == 1) return;
+  if (!tp_comm_) throw std::logic_error("MoeGpt: tensor parallelism without distribute()");
+  const uint64_t t = (uint64_t)tp_.size, bytes = 2 * (t - 1) * n * sizeof(float) / t;  // ring all-reduce
+  auto reduce = [&] { tp_comm_->all_reduce(x, n, DType::f32); };
+  if (executor_) executor_->run_inline("tp.allreduce", tp_role_, TaskCategory::comm, reduce, layer, 0.0, bytes);
+  else reduce();
 }
 
 template <class Fn>
@@ -182,6 +226,12 @@ std::vector<ArenaRange> MoeGpt::expert_ranges() const {
   return out;
 }
 
+std::vector<ArenaRange> MoeGpt::tp_partial_ranges() const {
+  std::vector<ArenaRange> out;
+  for (size_t i : tp_partial_) out.push_back({params_.views()[i].offset, params_.views()[i].numel});
+  return out;
+}
+
 const MoeLayer* MoeGpt::moe_layer(int block) const {
   return blocks_.at((size_t)block)->moe.get();
 }
@@ -189,6 +239,8 @@ const MoeLayer* MoeGpt::moe_layer(int block) const {
 LossParts MoeGpt::forward(const int* inputs, const int* targets, int B, int T, long step) {
   if (T > model_.seq_len) throw std::invalid_argument("sequence longer than model.seq_len");
   const int C = model_.hidden, F = model_.ffn_mult * C, V = model_.vocab_size, NH = model_.heads;
+  const int t = tp_.size, Ct = C / t, Ft = F / t, NHt = NH / t;  // this rank's share (tensor parallel)
+  const bool split = t > 1, bias_here = tp_.rank == 0;  // row-parallel biases: added once
   const long N = (long)B * T;
   B_ = B;
   T_ = T;
@@ -207,31 +259,40 @@ LossParts MoeGpt::forward(const int* inputs, const int* targets, int B, int T, l
     if (l == 0) stage("embed.forward", -1, 0.0, [&] {
         encoder_forward(b.x.data(), inputs, params_.param(wte_), params_.param(wpe_), B, T, C);
       });
-    stage("attn.forward", (int)l, attn_forward_flops(N, C, T), [&] {
-      if (l > 0) residual_forward(b.x.data(), blocks_[l - 1]->res1.data(), blocks_[l - 1]->ffn_out.data(), N * C);
-      ensure(b.ln1, N * C); ensure(b.ln1_mean, N); ensure(b.ln1_rstd, N);
-      layernorm_forward(b.ln1.data(), b.ln1_mean.data(), b.ln1_rstd.data(), b.x.data(),
-                        params_.param(b.ln1_w), params_.param(b.ln1_b), (int)N, C);
-      ensure(b.qkv, N * 3 * C);
-      matmul_forward(b.qkv.data(), b.ln1.data(), params_.param(b.qkv_w), params_.param(b.qkv_b), (int)N, C, 3 * C);
-      ensure(b.preatt, (size_t)B * NH * T * T); ensure(b.att, (size_t)B * NH * T * T); ensure(b.atty, N * C);
-      attention_forward(b.atty.data(), b.preatt.data(), b.att.data(), b.qkv.data(), B, T, C, NH);
-      ensure(b.res1, N * C);
-      matmul_forward(b.res1.data(), b.atty.data(), params_.param(b.proj_w), params_.param(b.proj_b), (int)N, C, C);
+    auto residual_ln2 = [&] {  // res1 += x; ln2 = LayerNorm(res1)
       residual_forward(b.res1.data(), b.res1.data(), b.x.data(), N * C);
       ensure(b.ln2, N * C); ensure(b.ln2_mean, N); ensure(b.ln2_rstd, N);
       layernorm_forward(b.ln2.data(), b.ln2_mean.data(), b.ln2_rstd.data(), b.res1.data(),
                         params_.param(b.ln2_w), params_.param(b.ln2_b), (int)N, C);
+    };
+    stage("attn.forward", (int)l, attn_forward_flops(N, C, T) / t, [&] {
+      if (l > 0) residual_forward(b.x.data(), blocks_[l - 1]->res1.data(), blocks_[l - 1]->ffn_out.data(), N * C);
+      ensure(b.ln1, N * C); ensure(b.ln1_mean, N); ensure(b.ln1_rstd, N);
+      layernorm_forward(b.ln1.data(), b.ln1_mean.data(), b.ln1_rstd.data(), b.x.data(),
+                        params_.param(b.ln1_w), params_.param(b.ln1_b), (int)N, C);
+      ensure(b.qkv, N * 3 * Ct);
+      matmul_forward(b.qkv.data(), b.ln1.data(), params_.param(b.qkv_w), params_.param(b.qkv_b), (int)N, C, 3 * Ct);
+      ensure(b.preatt, (size_t)B * NHt * T * T); ensure(b.att, (size_t)B * NHt * T * T); ensure(b.atty, N * Ct);
+      attention_forward(b.atty.data(), b.preatt.data(), b.att.data(), b.qkv.data(), B, T, Ct, NHt);
+      ensure(b.res1, N * C);
+      matmul_forward(b.res1.data(), b.atty.data(), params_.param(b.proj_w), bias_here ? params_.param(b.proj_b) : nullptr,
+                     (int)N, Ct, C);
+      if (!split) residual_ln2();
     });
+    if (split) {
+      tp_allreduce(b.res1.data(), N * C, (int)l);
+      stage("attn.residual", (int)l, 0.0, residual_ln2);
+    }
     ensure(b.ffn_out, N * C);
     if (b.experts == 0) {
-      stage("ffn.forward", (int)l, ffn_forward_flops(N, C, F), [&] {
-        ensure(b.fch, N * F); ensure(b.fch_gelu, N * F);
-        matmul_forward(b.fch.data(), b.ln2.data(), params_.param(b.fc_w), params_.param(b.fc_b), (int)N, C, F);
-        gelu_forward(b.fch_gelu.data(), b.fch.data(), N * F);
+      stage("ffn.forward", (int)l, ffn_forward_flops(N, C, F) / t, [&] {
+        ensure(b.fch, N * Ft); ensure(b.fch_gelu, N * Ft);
+        matmul_forward(b.fch.data(), b.ln2.data(), params_.param(b.fc_w), params_.param(b.fc_b), (int)N, C, Ft);
+        gelu_forward(b.fch_gelu.data(), b.fch.data(), N * Ft);
         matmul_forward(b.ffn_out.data(), b.fch_gelu.data(), params_.param(b.fcproj_w),
-                       params_.param(b.fcproj_b), (int)N, F, C);
+                       bias_here ? params_.param(b.fcproj_b) : nullptr, (int)N, Ft, C);
       });
+      tp_allreduce(b.ffn_out.data(), N * C, (int)l);
     } else {
       MoeLayerShape s{(int)N, C, F, b.experts, moe_.top_k, moe_.capacity_factor, moe_.gate_normalize};
       const int* forced = nullptr;
@@ -266,6 +327,7 @@ LossParts MoeGpt::forward(const int* inputs, const int* targets, int B, int T, l
 void MoeGpt::backward() {
   const int B = B_, T = T_, C = model_.hidden, F = model_.ffn_mult * C, V = model_.vocab_size,
             NH = model_.heads;
+  const int t = tp_.size, Ct = C / t, Ft = F / t, NHt = NH / t;
   const long N = (long)B * T;
   if (N == 0) throw std::logic_error("MoeGpt::backward without forward");
   stage("head.backward", -1, 2 * head_forward_flops(N, C, V), [&] {
@@ -287,37 +349,45 @@ void MoeGpt::backward() {
     // dresid_ holds d x_{l+1} = d res1 (residual) = d ffn_out
     zero(dscratch_, N * C);  // d ln2
     if (b.experts == 0) {
-      stage("ffn.backward", (int)li, 2 * ffn_forward_flops(N, C, F), [&] {
-        zero(dscratch2_, N * F);  // d fch_gelu
+      stage("ffn.backward", (int)li, 2 * ffn_forward_flops(N, C, F) / t, [&] {
+        zero(dscratch2_, N * Ft);  // d fch_gelu
         matmul_backward(dscratch2_.data(), params_.grad(b.fcproj_w), params_.grad(b.fcproj_b), dresid_.data(),
-                        b.fch_gelu.data(), params_.param(b.fcproj_w), (int)N, F, C);
+                        b.fch_gelu.data(), params_.param(b.fcproj_w), (int)N, Ft, C);
         std::vector<float>& dfch = b.fch_gelu;  // reuse: fch_gelu no longer needed this step
-        std::fill(dfch.begin(), dfch.begin() + N * F, 0.0f);
-        gelu_backward(dfch.data(), b.fch.data(), dscratch2_.data(), N * F);
+        std::fill(dfch.begin(), dfch.begin() + N * Ft, 0.0f);
+        gelu_backward(dfch.data(), b.fch.data(), dscratch2_.data(), N * Ft);
         matmul_backward(dscratch_.data(), params_.grad(b.fc_w), params_.grad(b.fc_b), dfch.data(),
-                        b.ln2.data(), params_.param(b.fc_w), (int)N, C, F);
+                        b.ln2.data(), params_.param(b.fc_w), (int)N, C, Ft);
       });
+      tp_allreduce(dscratch_.data(), N * C, (int)li);  // d ln2: partial over the TP ranks' columns
     } else {
       b.moe->backward(dscratch_.data(), params_.grad(b.router_w), b.expert_grads, dresid_.data(),
                       moe_.aux_loss_weight, b.ln2.data(), params_.param(b.router_w), b.expert_params);
     }
-    stage("attn.backward", (int)li, 2 * attn_forward_flops(N, C, T), [&] {
+    auto ln1_backward = [&] {
+      layernorm_backward(dresid_.data(), params_.grad(b.ln1_w), params_.grad(b.ln1_b), dscratch_.data(),
+                         b.x.data(), params_.param(b.ln1_w), b.ln1_mean.data(), b.ln1_rstd.data(), (int)N, C);
+    };
+    stage("attn.backward", (int)li, 2 * attn_forward_flops(N, C, T) / t, [&] {
       layernorm_backward(dresid_.data(), params_.grad(b.ln2_w), params_.grad(b.ln2_b), dscratch_.data(),
                          b.res1.data(), params_.param(b.ln2_w), b.ln2_mean.data(), b.ln2_rstd.data(), (int)N, C);
       // dresid_ now holds d res1 = d x_l (residual) = d attn proj output
-      zero(dscratch_, N * C);  // d atty
+      zero(dscratch_, N * Ct);  // d atty
       matmul_backward(dscratch_.data(), params_.grad(b.proj_w), params_.grad(b.proj_b), dresid_.data(),
-                      b.atty.data(), params_.param(b.proj_w), (int)N, C, C);
-      zero(dscratch2_, N * 3 * C);  // d qkv
-      ensure(dpreatt, (size_t)B * NH * T * T); ensure(datt, (size_t)B * NH * T * T);
+                      b.atty.data(), params_.param(b.proj_w), (int)N, Ct, C);
+      zero(dscratch2_, N * 3 * Ct);  // d qkv
+      ensure(dpreatt, (size_t)B * NHt * T * T); ensure(datt, (size_t)B * NHt * T * T);
       attention_backward(dscratch2_.data(), dpreatt.data(), datt.data(), dscratch_.data(), b.qkv.data(),
-                         b.att.data(), B, T, C, NH);
+                         b.att.data(), B, T, Ct, NHt);
       zero(dscratch_, N * C);  // d ln1
       matmul_backward(dscratch_.data(), params_.grad(b.qkv_w), params_.grad(b.qkv_b), dscratch2_.data(),
-                      b.ln1.data(), params_.param(b.qkv_w), (int)N, C, 3 * C);
-      layernorm_backward(dresid_.data(), params_.grad(b.ln1_w), params_.grad(b.ln1_b), dscratch_.data(),
-                         b.x.data(), params_.param(b.ln1_w), b.ln1_mean.data(), b.ln1_rstd.data(), (int)N, C);
+                      b.ln1.data(), params_.param(b.qkv_w), (int)N, C, 3 * Ct);
+      if (t == 1) ln1_backward();
     });
+    if (t > 1) {
+      tp_allreduce(dscratch_.data(), N * C, (int)li);  // d ln1: partial over the TP ranks' heads
+      stage("attn.ln1_backward", (int)li, 0.0, ln1_backward);
+    }
     if (grad_ready_) {  // the block's dense part: ln1 .. ln2 (+ FFN or router); experts follow it
       const ParamView& first = params_.views()[b.ln1_w];
       const ParamView& last = params_.views()[b.experts ? b.router_w : b.fcproj_b];

@@ -53,15 +53,40 @@ TaskId add_router_backward_task(TaskGraph& g, const MoeContext& ctx, const Block
                after);
 }
 
+TaskId add_partial_reduce_task(TaskGraph& g, MoeContext& ctx, const BlockDims& d, MoePass pass,
+                               const std::vector<TaskId>& after, float* data) {
+  GraphTask t;
+  t.name = pass == MoePass::forward ? "moe.allreduce" : "moe.allreduce_grad";
+  t.category = TaskCategory::comm;
+  t.role = ctx.ep_role();
+  t.layer = ctx.layer;
+  const uint64_t P = (uint64_t)ctx.ep_size, count = (uint64_t)d.N * d.C;
+  if (P > 1)
+    t.cost.bytes_to_peer.push_back({ctx.ep_world[(size_t)(ctx.ep_rank + 1) % P], 2 * (P - 1) * count * sizeof(float) / P});
+  if (data) {
+    Communicator* comm = &ctx.role_comm(t.role);
+    t.action = [comm, data, count] { comm->all_reduce(data, count, DType::f32); };
+  }
+  return g.add(std::move(t), after);
+}
+
+TaskId add_grad_accumulate_task(TaskGraph& g, const MoeContext& ctx, const BlockDims& d,
+                                const std::vector<TaskId>& after, std::function<void()> action) {
+  return g.add(compute("moe.grad_accumulate", ctx, (double)d.N * d.C, std::move(action)), after);
+}
+
 TaskId add_block_pass(TaskGraph& g, MoeStrategy& strategy, MoeHandle& handle, MoePass pass, MoeContext& ctx,
                       const BlockDims& d, const std::vector<TaskId>& after) {
   if (pass == MoePass::forward) {
     const TaskId router = add_router_task(g, ctx, d, after);
     const TaskId gathered = strategy.exchanges_counts() ? add_counts_task(g, ctx, d, router) : router;
-    return add_combine_task(g, ctx, d, pass, strategy.build(g, handle, pass, {gathered}, nullptr, ctx));
+    const TaskId combined = add_combine_task(g, ctx, d, pass, strategy.build(g, handle, pass, {gathered}, nullptr, ctx));
+    return strategy.partial_outputs() ? add_partial_reduce_task(g, ctx, d, pass, {combined}) : combined;
   }
   const TaskId start = add_combine_task(g, ctx, d, pass, after);
-  return add_router_backward_task(g, ctx, d, strategy.build(g, handle, pass, {start}, nullptr, ctx));
+  const TaskId routed = add_router_backward_task(g, ctx, d, strategy.build(g, handle, pass, {start}, nullptr, ctx));
+  if (!strategy.partial_outputs()) return routed;
+  return add_grad_accumulate_task(g, ctx, d, {add_partial_reduce_task(g, ctx, d, pass, {routed})});
 }
 
 }  // namespace moebench

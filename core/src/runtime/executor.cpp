@@ -200,7 +200,7 @@ void Executor::synchronize() {
 }
 
 void Executor::run_inline(const std::string& name, StreamRole role, TaskCategory category,
-                          const std::function<void()>& fn, int layer, double flops) {
+                          const std::function<void()>& fn, int layer, double flops, uint64_t bytes) {
   Span span;
   span.rank = rank_;
   span.role = role;
@@ -208,6 +208,7 @@ void Executor::run_inline(const std::string& name, StreamRole role, TaskCategory
   span.category = category;
   span.layer = layer;
   span.flops = flops;
+  span.bytes = bytes;
   span.step = step_.load();
   span.start = now();
   std::exception_ptr error;

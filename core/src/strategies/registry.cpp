@@ -12,6 +12,7 @@ namespace moebench {
 std::unique_ptr<MoeStrategy> make_expert_centric(const StrategyConfig& options);
 std::unique_ptr<MoeStrategy> make_hier_a2a(const StrategyConfig& options);
 std::unique_ptr<MoeStrategy> make_data_centric(const StrategyConfig& options);
+std::unique_ptr<MoeStrategy> make_ppmoe(const StrategyConfig& options);
 
 namespace {
 using Factory = std::unique_ptr<MoeStrategy> (*)(const StrategyConfig&);
@@ -20,6 +21,7 @@ const std::vector<std::pair<std::string, Factory>>& table() {
       {"expert_centric", make_expert_centric},
       {"hier_a2a", make_hier_a2a},
       {"data_centric", make_data_centric},
+      {"ppmoe", make_ppmoe},
   };
   return t;
 }

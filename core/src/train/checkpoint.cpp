@@ -3,7 +3,9 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <algorithm>
 #include <map>
+#include <stdexcept>
 #include <vector>
 
 #include "moebench/train/safetensors.h"
@@ -19,16 +21,21 @@ void copy_into(const SafetensorsFile& file, const std::string& path, const std::
   auto it = file.tensors.find(name);
   if (it == file.tensors.end())
     throw CheckpointError(path + ": tensor '" + name + "' is missing (the model has it)");
-  if (it->second.shape != view.shape) {
+  if (it->second.shape != view.full_shape()) {
     auto fmt = [](const std::vector<int64_t>& s) {
       std::string out = "[";
       for (size_t i = 0; i < s.size(); ++i) out += (i ? "," : "") + std::to_string(s[i]);
       return out + "]";
     };
     throw CheckpointError(path + ": tensor '" + name + "' has shape " + fmt(it->second.shape) +
-                          ", the model expects " + fmt(view.shape));
+                          ", the model expects " + fmt(view.full_shape()));
   }
-  std::copy(it->second.data.begin(), it->second.data.end(), dst);
+  if (view.slice.whole()) {
+    std::copy(it->second.data.begin(), it->second.data.end(), dst);
+    return;
+  }
+  for (const auto& [offset, count] : view.slice.runs)
+    dst = std::copy_n(it->second.data.begin() + (long)offset, count, dst);
 }
 
 long metadata_step(SafetensorsFile& file, const std::string& path) {
@@ -49,20 +56,22 @@ SafetensorsFile read_checked(const std::string& path) {
 }
 }  // namespace
 
-void save_checkpoint(const std::string& dir, const ParamArena& params, const AdamW& opt,
-                     const CheckpointState& state, const std::vector<TensorRef>& extra_weights,
-                     const std::vector<TensorRef>& extra_moments) {
-  const std::map<std::string, std::string> meta{
-      {"format", kFormat}, {"step", std::to_string(state.step)}, {"config", state.config_json}};
+void save_checkpoint(const std::string& dir, const ParamArena& params, const AdamW& opt, const CheckpointState& state) {
   std::vector<TensorRef> weights, moments;
   for (size_t i = 0; i < params.views().size(); ++i) {
     const ParamView& v = params.views()[i];
+    if (!v.slice.whole()) throw std::logic_error("save_checkpoint: " + v.name + " is a tensor-parallel slice");
     weights.push_back({v.name, v.shape, params.param(i)});
     moments.push_back({"m." + v.name, v.shape, opt.m().data() + v.offset});
     moments.push_back({"v." + v.name, v.shape, opt.v().data() + v.offset});
   }
-  weights.insert(weights.end(), extra_weights.begin(), extra_weights.end());
-  moments.insert(moments.end(), extra_moments.begin(), extra_moments.end());
+  write_checkpoint(dir, state, weights, moments);
+}
+
+void write_checkpoint(const std::string& dir, const CheckpointState& state, const std::vector<TensorRef>& weights,
+                      const std::vector<TensorRef>& moments) {
+  const std::map<std::string, std::string> meta{
+      {"format", kFormat}, {"step", std::to_string(state.step)}, {"config", state.config_json}};
   // Both files go to a hidden sibling folder that takes the checkpoint's name only when it is
   // complete: a process killed while writing leaves ".<name>.partial-<pid>", which
   // resolve_checkpoint_dir never picks (fsync is left out: a killed process loses nothing

@@ -49,7 +49,14 @@ Distributed::Distributed(Communicator& world, const Config& cfg) : world_(world)
   meter_ = std::make_unique<TrafficMeter>(world.rank(), topology_);
   world_.set_traffic_meter(meter_.get());
   GroupSizes sizes;
+  sizes.tp = cfg.parallel.tp;
   sizes.ep = cfg.parallel.ep;
+  sizes.ep_in_tp = experts_in_tp_ = cfg.strategy.name == "ppmoe";
+  validate_group_sizes(sizes, world.size(), cfg.moe.experts);
+  if (cfg.parallel.dp > 0 && cfg.parallel.dp * cfg.parallel.tp != world.size())
+    throw std::invalid_argument("parallel.dp x parallel.tp = " + std::to_string(cfg.parallel.dp) + " x " +
+                                std::to_string(cfg.parallel.tp) + " does not match the " +
+                                std::to_string(world.size()) + " ranks");
   groups_ = std::make_unique<ProcessGroups>(world_, sizes);
   grad_comm_ = groups_->dp().dup();
   dp_scale_ = 1.0f / (float)groups_->dp_size();
@@ -74,6 +81,7 @@ void Distributed::attach(MoeGpt& model, const Config& cfg) {
   p.strategy_for = [names, options = cfg.strategy](int block) { return make_strategy(names.at(block), options); };
   p.ep = &groups_->ep();
   p.dp = &groups_->dp();
+  p.tp = &groups_->tp();
   p.ep_streams = std::make_shared<EpStreams>();
   p.ep_streams->intra = groups_->ep().dup();
   p.ep_streams->inter = groups_->ep().dup();
@@ -109,9 +117,14 @@ double Distributed::finish_gradients(MoeGpt& model) {
   executor_.run_inline("grad.wait", StreamRole::host, TaskCategory::comm, [this] { executor_.synchronize(); });
   grad_graph_ = TaskGraph();
   const double waited = seconds_since(t0);
+  float* grads = model.params().grads().data();
+  // Partial over the TP group (ppmoe's routers: each rank's experts' share): the gate sync,
+  // h x E floats per MoE block, once per step.
+  Communicator& tp = groups_->tp();
+  for (const ArenaRange& r : model.tp_partial_ranges())
+    if (tp.size() > 1) tp.all_reduce(grads + r.offset, r.count, DType::f32);
   // Experts: each owner accumulated the contributions of every rank in its EP group; sum the
   // replicas (other EP groups) and scale like the dense gradients.
-  float* grads = model.params().grads().data();
   Communicator& edp = groups_->expert_dp();
   for (const ArenaRange& r : model.expert_ranges()) {
     float* g = grads + r.offset;
@@ -123,13 +136,18 @@ double Distributed::finish_gradients(MoeGpt& model) {
 
 double Distributed::clip_gradients(MoeGpt& model, float max_norm) {
   const std::vector<float>& g = model.params().grads();
-  double dense = 0.0, experts = 0.0;
-  for (const ArenaRange& r : model.dense_ranges())
-    for (size_t i = r.offset; i < r.offset + r.count; ++i) dense += (double)g[i] * g[i];
-  for (const ArenaRange& r : model.expert_ranges())
-    for (size_t i = r.offset; i < r.offset + r.count; ++i) experts += (double)g[i] * g[i];
-  groups_->ep().all_reduce(&experts, 1, DType::f64);
-  const double norm = std::sqrt(dense + experts);
+  // Sums of squares: [0] tensors every rank of the TP group holds whole (counted once),
+  // [1] tensor-parallel slices (summed over the TP group), [2] experts (summed over the EP group).
+  double sums[3] = {0.0, 0.0, 0.0};
+  auto add = [&](double& sum, size_t offset, size_t count) {
+    for (size_t i = offset; i < offset + count; ++i) sum += (double)g[i] * g[i];
+  };
+  for (const ArenaRange& r : model.expert_ranges()) add(sums[2], r.offset, r.count);
+  for (const ParamView& v : model.params().views())
+    if (v.name.find(".moe.experts.") == std::string::npos) add(sums[v.slice.whole() ? 0 : 1], v.offset, v.numel);
+  groups_->tp().all_reduce(&sums[1], 1, DType::f64);
+  groups_->ep().all_reduce(&sums[2], 1, DType::f64);
+  const double norm = std::sqrt(sums[0] + sums[1] + sums[2]);
   if (max_norm > 0 && norm > max_norm) {
     const float scale = (float)(max_norm / (norm + 1e-6));
     for (float& x : model.params().grads()) x *= scale;
@@ -168,56 +186,103 @@ std::vector<std::vector<uint8_t>> Distributed::gather_to_root(const std::vector<
   return all;
 }
 
+namespace {
+
+// One tensor (or tensor-parallel slice) a rank contributes to a checkpoint, serialised as
+// name, whole shape, runs, then the weights and both moments of the held elements.
+void put(std::vector<uint8_t>& out, const void* p, size_t n) {
+  const auto* b = static_cast<const uint8_t*>(p);
+  out.insert(out.end(), b, b + n);
+}
+template <class T>
+void put_value(std::vector<uint8_t>& out, T v) { put(out, &v, sizeof v); }
+
+struct Reader {
+  const std::vector<uint8_t>& in;
+  size_t at = 0;
+  void get(void* p, size_t n) {
+    if (at + n > in.size()) throw std::runtime_error("checkpoint gather: a rank sent a truncated tensor list");
+    std::memcpy(p, in.data() + at, n);
+    at += n;
+  }
+  template <class T>
+  T value() { T v; get(&v, sizeof v); return v; }
+};
+
+struct WholeTensor {
+  std::vector<int64_t> shape;
+  std::vector<float> w, m, v;
+};
+
+}  // namespace
+
 void Distributed::save(const std::string& dir, MoeGpt& model, const AdamW& opt, long step,
                        const std::string& config_json) {
-  // The first EP group (world ranks 0 .. ep-1) holds one copy of every expert.
-  Communicator& ep = groups_->ep();
-  const bool first_group = groups_->expert_dp().rank() == 0;
-  const std::vector<ArenaRange> ranges = model.expert_ranges();
   const ParamArena& params = model.params();
-  if (first_group && ep.rank() != 0) {
-    for (const ArenaRange& r : ranges) {
-      ep.send(params.data().data() + r.offset, r.count, DType::f32, 0, 11);
-      ep.send(opt.m().data() + r.offset, r.count, DType::f32, 0, 12);
-      ep.send(opt.v().data() + r.offset, r.count, DType::f32, 0, 13);
+  const bool tp_first = groups_->tp().rank() == 0;
+  std::vector<uint8_t> mine;
+  for (size_t i = 0; i < params.views().size(); ++i) {
+    const ParamView& v = params.views()[i];
+    const bool expert = v.name.find(".moe.experts.") != std::string::npos;
+    const bool holder = expert ? groups_->expert_dp().rank() == 0 && (experts_in_tp_ || tp_first)
+                               : groups_->dp().rank() == 0 && (!v.slice.whole() || tp_first);
+    if (!holder) continue;
+    put_value<uint32_t>(mine, (uint32_t)v.name.size());
+    put(mine, v.name.data(), v.name.size());
+    const std::vector<int64_t>& shape = v.full_shape();
+    put_value<uint32_t>(mine, (uint32_t)shape.size());
+    put(mine, shape.data(), shape.size() * sizeof(int64_t));
+    const std::vector<std::pair<size_t, size_t>> whole = {{0, v.numel}};
+    const auto& runs = v.slice.whole() ? whole : v.slice.runs;
+    put_value<uint64_t>(mine, runs.size());
+    for (const auto& [offset, count] : runs) {
+      put_value<uint64_t>(mine, offset);
+      put_value<uint64_t>(mine, count);
     }
+    put(mine, params.param(i), v.numel * sizeof(float));
+    put(mine, opt.m().data() + v.offset, v.numel * sizeof(float));
+    put(mine, opt.v().data() + v.offset, v.numel * sizeof(float));
   }
+  const std::vector<std::vector<uint8_t>> all = gather_to_root(mine);
   if (world_.rank() == 0) {
-    // MoE blocks in block order with their expert counts.
-    const MoeConfig& mc = model.moe_config();
-    std::map<int, int> blocks;
-    for (size_t i = 0; i < mc.moe_layers.size(); ++i) blocks[mc.moe_layers[i]] = mc.experts[i];
-    const int64_t C = model.model_config().hidden, F = (int64_t)model.model_config().ffn_mult * C;
-    std::vector<std::vector<float>> store;  // keeps received data alive for the TensorRefs
-    std::vector<TensorRef> weights, moments;
-    size_t bi = 0;
-    for (const auto& [block, E] : blocks) {
-      const size_t count = ranges.at(bi++).count;
-      const int L = E / ep.size();
-      for (int r = 1; r < ep.size(); ++r) {
-        float* part[3];
-        for (int k = 0; k < 3; ++k) {
-          store.emplace_back(count);
-          ep.recv(store.back().data(), count, DType::f32, r, 11 + k);
-          part[k] = store.back().data();
+    std::map<std::string, WholeTensor> tensors;  // name order: what the file lists anyway
+    for (const auto& buf : all) {
+      Reader in{buf};
+      while (in.at < buf.size()) {
+        std::string name(in.value<uint32_t>(), '\0');
+        in.get(name.data(), name.size());
+        WholeTensor& t = tensors[name];
+        t.shape.resize(in.value<uint32_t>());
+        in.get(t.shape.data(), t.shape.size() * sizeof(int64_t));
+        size_t numel = 1;
+        for (int64_t d : t.shape) numel *= (size_t)d;
+        for (auto* x : {&t.w, &t.m, &t.v}) x->resize(numel);
+        std::vector<std::pair<size_t, size_t>> runs(in.value<uint64_t>());
+        size_t held = 0;
+        for (auto& [offset, count] : runs) {
+          offset = in.value<uint64_t>();
+          count = in.value<uint64_t>();
+          if (offset + count > numel) throw std::runtime_error("checkpoint gather: a slice of " + name + " lies outside it");
+          held += count;
         }
-        size_t off = 0;
-        for (int j = 0; j < L; ++j) {
-          const std::string p = "blocks." + std::to_string(block) + ".moe.experts." + std::to_string(r * L + j) + ".";
-          const std::pair<const char*, std::vector<int64_t>> tensors[] = {
-              {"w1", {F, C}}, {"b1", {F}}, {"w2", {C, F}}, {"b2", {C}}};
-          for (const auto& [name, shape] : tensors) {
-            size_t n = 1;
-            for (int64_t d : shape) n *= (size_t)d;
-            weights.push_back({p + name, shape, part[0] + off});
-            moments.push_back({"m." + p + name, shape, part[1] + off});
-            moments.push_back({"v." + p + name, shape, part[2] + off});
-            off += n;
+        for (auto* x : {&t.w, &t.m, &t.v}) {
+          std::vector<float> part(held);
+          in.get(part.data(), held * sizeof(float));
+          size_t at = 0;
+          for (const auto& [offset, count] : runs) {
+            std::copy_n(part.begin() + (long)at, count, x->begin() + (long)offset);
+            at += count;
           }
         }
       }
     }
-    save_checkpoint(dir, params, opt, {step, config_json}, weights, moments);
+    std::vector<TensorRef> weights, moments;
+    for (const auto& [name, t] : tensors) {
+      weights.push_back({name, t.shape, t.w.data()});
+      moments.push_back({"m." + name, t.shape, t.m.data()});
+      moments.push_back({"v." + name, t.shape, t.v.data()});
+    }
+    write_checkpoint(dir, {step, config_json}, weights, moments);
   }
   world_.barrier();  // the files exist when save() returns on any rank
 }

@@ -28,10 +28,12 @@ Trainer::Trainer(const Config& cfg, std::string out_dir, Communicator* world)
     : cfg_(cfg), out_dir_(std::move(out_dir)) {
   check_run_device(cfg_.run.device);
   ExpertShard shard;
+  TpShard tp;
   local_batch_ = cfg_.train.batch_size;
   if (world && world->size() > 1) {
     dist_ = std::make_unique<Distributed>(*world, cfg_);
     shard = dist_->shard();
+    tp = dist_->tp_shard();
     local_batch_ = cfg_.train.batch_size / dist_->dp_size();
     first_row_ = (uint64_t)dist_->dp_rank() * local_batch_;
   }
@@ -47,7 +49,7 @@ Trainer::Trainer(const Config& cfg, std::string out_dir, Communicator* world)
     if (rank == (dist_ ? dist_->rank() : 0)) fault_step_ = step;
   }
   corpus_ = load_corpus(cfg_.data, cfg_.model.vocab_size, cfg_.model.seq_len, cfg_.run.seed);
-  model_ = std::make_unique<MoeGpt>(cfg_.model, cfg_.moe, shard);
+  model_ = std::make_unique<MoeGpt>(cfg_.model, cfg_.moe, shard, tp);
   model_->init(cfg_.run.seed);
   if (dist_) dist_->attach(*model_, cfg_);
   model_->set_routing(parse_routing(cfg_.moe.routing), cfg_.run.seed,

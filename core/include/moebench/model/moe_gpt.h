@@ -29,7 +29,18 @@ struct ExpertShard {
   int rank = 0, size = 1;
 };
 
-// How the MoE blocks run distributed (set by the trainer of a multi-rank run).
+// Tensor parallelism (Megatron, Pipeline MoE Fig. 1): this rank holds heads
+// [rank * H / size, (rank + 1) * H / size) of every attention (column-parallel QKV, row-parallel
+// output projection) and the same share of every dense FFN's columns (fc column-parallel, proj
+// row-parallel). LayerNorms, embeddings, routers and the row-parallel biases are replicated
+// (the biases are added by TP rank 0 before the all-reduce). Forward all-reduces the partial
+// outputs of the two row-parallel matmuls (g = reduce_from), backward the partial input
+// gradients of the two column-parallel ones (f = copy_to); the MoE blocks get the replicated
+// LayerNorm output. Checkpoints hold whole tensors (ParamView::slice says where a slice sits).
+struct TpShard {
+  int rank = 0, size = 1;
+};
+
 // A contiguous range of the parameter/gradient arena, in floats.
 struct ArenaRange {
   size_t offset = 0, count = 0;
@@ -37,7 +48,8 @@ struct ArenaRange {
 
 class MoeGpt {
  public:
-  MoeGpt(const ModelConfig& model, const MoeConfig& moe, ExpertShard shard = {});
+  // Throws std::invalid_argument when tp.size does not divide the heads, or E the EP ranks.
+  MoeGpt(const ModelConfig& model, const MoeConfig& moe, ExpertShard shard = {}, TpShard tp = {});
   ~MoeGpt();
   MoeGpt(const MoeGpt&) = delete;
   MoeGpt& operator=(const MoeGpt&) = delete;
@@ -47,7 +59,8 @@ class MoeGpt {
   // its name, so every sharding of the experts gets the same weights.
   void init(uint64_t seed);
 
-  // Runs the MoE blocks through their distributed strategies (moe/parallel_context.h).
+  // Runs the MoE blocks through their distributed strategies (moe/parallel_context.h) and the
+  // tensor-parallel all-reduces over par.tp (required when tp.size > 1).
   void distribute(const ParallelContext& par);
   // Synthetic expert choice ([moe] routing); first_token = global index of this rank's first
   // token in a batch (rank-count independent choices).
@@ -63,7 +76,11 @@ class MoeGpt {
   void set_grad_ready_hook(std::function<void(ArenaRange)> hook) { grad_ready_ = std::move(hook); }
   std::vector<ArenaRange> dense_ranges() const;   // every non-expert parameter
   std::vector<ArenaRange> expert_ranges() const;  // this rank's experts
+  // Gradients that are partial sums over the TP group after backward (the routers of blocks
+  // whose strategy combines each rank's own experts: ppmoe), to be all-reduced once per step.
+  std::vector<ArenaRange> tp_partial_ranges() const;
   const ExpertShard& shard() const { return shard_; }
+  const TpShard& tp() const { return tp_; }
 
   ParamArena& params() { return params_; }
   const ParamArena& params() const { return params_; }
@@ -86,10 +103,15 @@ class MoeGpt {
   // oversubscribed cores), over the runtime's 5 % budget; the graph and the spans are the same.
   template <class Fn>
   void stage(const char* name, int layer, double flops, Fn&& fn);
+  // Sums x[n] over the TP group (nothing at tp = 1), a comm span "tp.allreduce".
+  void tp_allreduce(float* x, size_t n, int layer);
 
   ModelConfig model_;
   MoeConfig moe_;
   ExpertShard shard_;
+  TpShard tp_;
+  Communicator* tp_comm_ = nullptr;
+  StreamRole tp_role_ = StreamRole::comm_intra;
   ParamArena params_;
   Executor* executor_ = nullptr;  // records the dense stages' spans (distributed runs)
   std::function<void(ArenaRange)> grad_ready_;
@@ -99,6 +121,7 @@ class MoeGpt {
   std::vector<int> forced_;
   std::vector<std::unique_ptr<Block>> blocks_;
   size_t wte_ = 0, wpe_ = 0, lnf_w_ = 0, lnf_b_ = 0, head_ = 0;
+  std::vector<size_t> tp_partial_;  // parameter indices (tp_partial_ranges)
 
   // activations of the last forward
   int B_ = 0, T_ = 0;

@@ -5,22 +5,40 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace moebench {
 
+// The part of a whole tensor one rank holds (tensor parallelism): its elements are the runs
+// (flat offset into the whole tensor, count), in order. No runs: the whole tensor.
+struct TensorSlice {
+  std::vector<int64_t> full_shape;
+  std::vector<std::pair<size_t, size_t>> runs;
+  bool whole() const { return runs.empty(); }
+};
+
+// Rows [first, first + count) of every one of `parts` equal row blocks of a [rows, cols]
+// matrix (or vector when cols == 1): the tensor-parallel slice of a fused QKV weight (parts =
+// 3) or of a column-parallel weight (parts = 1).
+TensorSlice row_slice(int64_t rows, int64_t cols, int parts, int64_t first, int64_t count, bool vector = false);
+// Columns [first, first + count) of a [rows, cols] matrix: a row-parallel weight's slice.
+TensorSlice column_slice(int64_t rows, int64_t cols, int64_t first, int64_t count);
+
 struct ParamView {
   std::string name;
-  std::vector<int64_t> shape;
+  std::vector<int64_t> shape;  // what this rank holds
   size_t offset = 0;  // in floats, into ParamArena::data()
   size_t numel = 0;
   bool decay = true;  // AdamW weight decay applies (matrices: yes; biases and norms: no)
+  TensorSlice slice;  // where it sits in the whole tensor (checkpoints hold whole tensors)
+  const std::vector<int64_t>& full_shape() const { return slice.whole() ? shape : slice.full_shape; }
 };
 
 class ParamArena {
  public:
   // Registers a tensor before finalize(); returns its index. Names must be unique.
-  size_t add(const std::string& name, std::vector<int64_t> shape, bool decay);
+  size_t add(const std::string& name, std::vector<int64_t> shape, bool decay, TensorSlice slice = {});
   // Allocates the parameter and gradient buffers (zeroed).
   void finalize();
 

@@ -106,6 +106,7 @@ class MoeLayer {
   std::vector<float> dlogits_; // [N,E]
   std::vector<float> dy_;      // [S,C]
   std::vector<float> dxg_;     // [S,C]
+  std::vector<float> dx_part_; // [N,C] this rank's share of dx (partial_outputs strategies)
 };
 
 // Replaces the aux-loss statistics of r (computed from this rank's tokens) by those of the

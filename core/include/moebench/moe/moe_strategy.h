@@ -121,6 +121,13 @@ class MoeStrategy {
   // Whether layout needs every EP rank's counts (then the block exchanges them first, task
   // moe.counts) or only this rank's (the other rows of the counts are zero).
   virtual bool exchanges_counts() const { return true; }
+  // Whether each EP rank holds the same tokens and computes only its own experts' share of the
+  // block (ppmoe: the EP group is the tensor-parallel group): the block output and the input
+  // gradient are then partial sums that MoeLayer all-reduces over the group (tasks
+  // moe.allreduce / moe.allreduce_grad), the aux-loss gradient is taken on EP rank 0 only, and
+  // the router gradient is partial too (all-reduced once per step, MoeGpt::tp_partial_ranges).
+  // The strategy writes zero rows for the slots of other ranks' experts.
+  virtual bool partial_outputs() const { return false; }
   // The handle of one pass of the block from the EP group's counts (pure: no communication,
   // except collective setup the first time when ctx.ep is set).
   virtual std::unique_ptr<MoeHandle> layout(const ExchangeCounts& counts, MoeContext& ctx) = 0;

@@ -19,6 +19,7 @@ class ClusterModel;
 struct ParallelContext {
   Communicator* ep = nullptr;         // expert-parallel group
   Communicator* dp = nullptr;         // data-parallel group (global-batch router statistics)
+  Communicator* tp = nullptr;         // tensor-parallel group (Megatron's f / g all-reduces)
   std::shared_ptr<EpStreams> ep_streams;  // the EP group's comm.intra / comm.inter dups (all blocks)
   const Topology* topology = nullptr;
   const ClusterModel* cluster = nullptr;  // what predictions of this run assume

@@ -58,7 +58,7 @@ class Executor {
   // phases, which submit and wait; compute: a dense stage or the optimizer, which the main
   // thread runs while no graph of the rank computes — moe_gpt.h says why).
   void run_inline(const std::string& name, StreamRole role, TaskCategory category, const std::function<void()>& fn,
-                  int layer = -1, double flops = 0.0);
+                  int layer = -1, double flops = 0.0, uint64_t bytes = 0);
 
   // Spans recorded since the last take_spans(), in completion order.
   std::vector<Span> take_spans();

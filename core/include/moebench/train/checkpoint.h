@@ -21,15 +21,17 @@ struct CheckpointState {
 // Writes <dir>/model.safetensors and <dir>/optimizer.safetensors. The folder appears under its
 // name only once both files are complete (written to a hidden sibling, then renamed), so a
 // killed run never leaves a half-written checkpoint that --resume would read.
-// extra_weights / extra_moments: tensors held by other ranks (their experts, gathered by
-// rank 0), so the file always holds the whole model whatever the number of ranks.
-void save_checkpoint(const std::string& dir, const ParamArena& params, const AdamW& opt,
-                     const CheckpointState& state, const std::vector<TensorRef>& extra_weights = {},
-                     const std::vector<TensorRef>& extra_moments = {});
+// weights: whole tensors under their names; moments: "m.<name>" and "v.<name>" of each.
+void write_checkpoint(const std::string& dir, const CheckpointState& state, const std::vector<TensorRef>& weights,
+                      const std::vector<TensorRef>& moments);
+// The whole model of one rank that holds all of it (every view whole).
+void save_checkpoint(const std::string& dir, const ParamArena& params, const AdamW& opt, const CheckpointState& state);
 
-// Loads a checkpoint into params/opt; every tensor of the arena must be present with the same
-// shape (CheckpointError naming the tensor otherwise). Experts the arena does not hold (other
-// ranks' shards) are skipped; any other unknown tensor is an error. Returns the stored state.
+// Loads a checkpoint into params/opt; every tensor of the arena must be present with its whole
+// shape (CheckpointError naming the tensor otherwise), and a tensor-parallel slice takes its
+// runs of it (ParamView::slice), so any layout resumes from any other. Experts the arena does
+// not hold (other ranks' shards) are skipped; any other unknown tensor is an error. Returns
+// the stored state.
 CheckpointState load_checkpoint(const std::string& dir, ParamArena& params, AdamW& opt);
 
 // Resolves --resume PATH: a checkpoint directory, or a run directory whose checkpoints/ holds

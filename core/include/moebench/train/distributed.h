@@ -1,13 +1,17 @@
 #pragma once
 // Distributed: everything one rank of a multi-rank run needs besides the model math —
-// topology (virtual or detected), process groups, traffic meter, executor with its compute
-// and comm streams — and the data-parallel steps of training:
+// topology (virtual or detected), process groups (data, tensor and expert parallel), traffic
+// meter, executor with its compute and comm streams — and the parallel steps of training:
 //   * dense gradients: all-reduced over the DP group in buckets (one per block, the head and
 //     the embeddings) on the comm stream while backward continues on the compute thread;
 //   * expert gradients: summed over the expert-data-parallel replicas; both scaled so the
 //     result is the gradient of the global-batch mean loss;
-//   * global gradient norm, loss averaging, and checkpoints that always hold the whole model
-//     (rank 0 gathers the experts of the other EP ranks), so a run resumes on any rank count.
+//   * gradients that are partial sums over the TP group (ppmoe's routers): all-reduced over it
+//     once per step;
+//   * global gradient norm (tensor-parallel slices summed over the TP group, replicated tensors
+//     counted once), loss averaging, and checkpoints that always hold the whole model (rank 0
+//     gathers the tensor-parallel slices and the other EP ranks' experts), so a run resumes on
+//     any layout.
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,6 +43,7 @@ class Distributed {
   int dp_rank() const { return groups_->dp().rank(); }
   int dp_size() const { return groups_->dp_size(); }
   ExpertShard shard() const { return {groups_->ep().rank(), groups_->ep_size()}; }
+  TpShard tp_shard() const { return {groups_->tp().rank(), groups_->tp_size()}; }
   int ranks_on_host() const { return ranks_on_host_; }  // ranks sharing this rank's machine
   const Topology& topology() const { return topology_; }
   TrafficMeter& meter() { return *meter_; }
@@ -65,7 +70,9 @@ class Distributed {
   // Every rank's buffer on rank 0 (index = rank); empty on the other ranks. Collective.
   std::vector<std::vector<uint8_t>> gather_to_root(const std::vector<uint8_t>& mine);
 
-  // Collective: rank 0 writes the whole model (its arena + the other EP ranks' experts).
+  // Collective: rank 0 writes the whole model: each tensor (or tensor-parallel slice) comes from
+  // one holder, DP rank 0 for dense tensors and expert-DP rank 0 for experts, TP rank 0 for
+  // what the TP group replicates.
   void save(const std::string& dir, MoeGpt& model, const AdamW& opt, long step, const std::string& config_json);
 
  private:
@@ -79,6 +86,7 @@ class Distributed {
   Executor executor_;
   TaskGraph grad_graph_;  // this step's bucket all-reduces, submitted as backward produces them
   float dp_scale_ = 1.0f;
+  bool experts_in_tp_ = false;  // ppmoe: each TP rank holds different experts
   int ranks_on_host_ = 1;
 };
 

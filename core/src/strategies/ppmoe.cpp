@@ -1,0 +1,117 @@
+// ppmoe: Pipeline MoE's expert parallelism inside the tensor-parallel group (Pipeline MoE §3.3,
+// Algorithm 1). The EP group is the TP group: every rank holds the same tokens (tensor
+// parallelism all-reduced them before the block) and routes them identically, so nothing is
+// exchanged to dispatch: a rank index-selects the rows of its own E/T experts (N x T = E),
+// runs them, and leaves zeros in the other experts' slots; the combine gives this rank's share
+// of the output, which MoeLayer all-reduces over the group (MoeStrategy::partial_outputs). In
+// backward the mirrored all-reduce sums the shares of dx, and the router's partial gradients
+// are all-reduced once per step (h x E floats, §3.3.4). No all-to-all.
+//
+// Dispatch order: MoeLayer's gathered rows are already grouped by expert (moe/dispatch_layout.h),
+// so this rank's experts own one contiguous range of slots; the index-select is that range.
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "cost_support.h"
+#include "moebench/config/config.h"
+
+namespace moebench {
+namespace {
+
+struct PpmoeHandle : MoeHandle {
+  long first = 0, last = 0, total = 0;  // this rank's slot rows [first, last) of `total`
+  std::vector<int> offsets;             // [L+1] rows of each local expert, from `first`
+  ExpertBank bank;
+};
+
+class Ppmoe : public MoeStrategy {
+ public:
+  std::string name() const override { return "ppmoe"; }
+  // Every rank of the group routes the same tokens: its own counts are everyone's.
+  bool exchanges_counts() const override { return false; }
+  bool partial_outputs() const override { return true; }
+
+  std::unique_ptr<MoeHandle> layout(const ExchangeCounts& counts, MoeContext& ctx) override {
+    ctx.sync_group();
+    const int P = ctx.ep_size, me = ctx.ep_rank, E = ctx.experts;
+    const int L = cost::experts_per_rank(ctx);
+    if (counts.E != E || counts.P != P || counts.rows.size() != (size_t)P * E)
+      throw std::invalid_argument("ppmoe: counts are not a " + std::to_string(P) + " x " + std::to_string(E) + " matrix");
+    if (ctx.ep && ((int)ctx.local.size() != L || ctx.first_local != me * L))
+      throw std::invalid_argument("ppmoe: rank " + std::to_string(me) + " of the tensor-parallel group must own experts [" +
+                                  std::to_string(me * L) + ", " + std::to_string(me * L + L) + ")");
+    auto h = std::make_unique<PpmoeHandle>();
+    h->offsets.assign(L + 1, 0);
+    for (int e = 0; e < E; ++e) {
+      const long n = counts.at(me, e);
+      if (e < me * L) h->first += n;
+      else if (e < me * L + L) h->offsets[e - me * L + 1] = h->offsets[e - me * L] + (int)n;
+      h->total += n;
+    }
+    h->last = h->first + h->offsets[L];
+    return h;
+  }
+
+  std::vector<TaskId> build(TaskGraph& g, MoeHandle& handle, MoePass pass, const std::vector<TaskId>& after,
+                            const MoeBuffers* buffers, MoeContext& ctx) override {
+    auto& h = dynamic_cast<PpmoeHandle&>(handle);
+    const bool fwd = pass == MoePass::forward;
+    const int C = ctx.C, F = ctx.F;
+    GraphTask t;
+    t.name = fwd ? "moe.experts" : "moe.experts_backward";
+    t.category = TaskCategory::compute;
+    t.role = StreamRole::compute;
+    t.layer = ctx.layer;
+    t.cost.flops = (fwd ? 4.0 : 8.0) * (double)(h.last - h.first) * C * F;
+    if (buffers) {
+      // Rows outside [first, last) belong to the other ranks' experts: zero here, so the
+      // combine (and the scatter of dx) sums this rank's share only.
+      const size_t lo = (size_t)h.first * C, hi = (size_t)h.last * C, all = (size_t)h.total * C;
+      if (fwd) {
+        float* y = buffers->y;
+        const float* x = buffers->xg;
+        t.action = [&h, &ctx, y, x, lo, hi, all, C, F] {
+          std::fill(y, y + lo, 0.0f);
+          std::fill(y + hi, y + all, 0.0f);
+          h.bank.forward(y + lo, x + lo, h.offsets, ctx.local, C, F);
+        };
+      } else {
+        float* dx = buffers->dxg;
+        const float* dy = buffers->dy;
+        t.action = [&h, &ctx, dx, dy, lo, hi, all] {
+          std::fill(dx, dx + lo, 0.0f);
+          std::fill(dx + hi, dx + all, 0.0f);
+          h.bank.backward(dx + lo, dy + lo, ctx.local_grads, ctx.local);
+        };
+      }
+    }
+    return {g.add(std::move(t), after)};
+  }
+
+  // Predicted, balanced routing: each of the T ranks runs its E/T experts on tokens*k/E rows
+  // each (every rank holds all `tokens`), and sends 2 (T-1)/T x tokens x C x 4 bytes to the
+  // ring's next rank for the output all-reduce (§3.3.4; the router's h x E sync is per step,
+  // not per block pass, and not included).
+  StrategyCost predict(const CostInputs& in, const MoeContext& ctx, const ClusterModel& cluster) const override {
+    const int L = cost::experts_per_rank(ctx), P = (int)ctx.ep_world.size();
+    const double reduce_bytes = P > 1 ? 2.0 * (P - 1) / P * in.tokens * ctx.C * sizeof(float) : 0.0;
+    std::vector<cost::RankCost> ranks(P);
+    for (int i = 0; i < P; ++i) {
+      std::vector<cost::Flow> flows;
+      if (P > 1) flows.push_back({ctx.ep_world[(i + 1) % P], reduce_bytes, 2.0 * (P - 1)});
+      ranks[i].bytes = cost::flow_bytes(cluster, ctx.ep_world[i], flows);
+      ranks[i].comm_seconds = cost::flow_seconds(cluster, ctx.ep_world[i], flows, ctx.ep_world);
+      ranks[i].compute_seconds = cost::experts_seconds(cluster, L, in.tokens * in.top_k / ctx.experts, ctx.C, ctx.F);
+    }
+    return cost::summarize(cluster, ctx.ep_world, ranks);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<MoeStrategy> make_ppmoe(const StrategyConfig&) { return std::make_unique<Ppmoe>(); }
+
+}  // namespace moebench
