@@ -99,6 +99,36 @@ class TestConfig : public QObject {
     row("ep over the ranks", "[run]\nranks = 6\n[train]\nbatch_size = 6\n[parallel]\nep = 4\n", 6, "parallel.ep", "must divide the 6 data-parallel ranks (run.ranks = 6), got 4");
     row("pcie pair beyond the node", "[run]\nranks = 4\n[cluster]\nnodes = 2\npcie_switch_pairs = [0, 2]\n", 5, "cluster.pcie_switch_pairs", "local rank 2 does not exist: a node has 2 ranks");
     row("hier_a2a group split unevenly", "[run]\nranks = 6\n[train]\nbatch_size = 6\n[cluster]\nnodes = 3\n[moe]\nmoe_layers = [0]\nexperts = 3\n[parallel]\nep = 3\n[strategy]\nname = \"hier_a2a\"\n", 13, "strategy.name", "hier_a2a needs the same number of expert-parallel ranks on every node, but the group of ranks 0-2 has 2 on node 0 and 1 on node 1");
+    // Tensor parallelism: world = dp x tp (Megatron order); the data-parallel size dp =
+    // parallel.dp or run.ranks / parallel.tp is what the batch and the expert-parallel groups divide.
+    row("tp zero", "[parallel]\ntp = 0\n", 2, "parallel.tp", "must be >= 1, got 0");
+    row("dp negative", "[parallel]\ndp = -1\n", 2, "parallel.dp", "must be >= 0 (0 = run.ranks / parallel.tp), got -1");
+    row("tp does not divide ranks", "[run]\nranks = 6\n[parallel]\ntp = 4\n", 4, "parallel.tp", "run.ranks = 6 is not divisible by parallel.tp = 4");
+    row("dp x tp != ranks", "[run]\nranks = 8\n[parallel]\ntp = 2\ndp = 2\n", 5, "parallel.dp", "parallel.dp x parallel.tp = 2 x 2 = 4 must equal run.ranks = 8");
+    row("tp does not divide heads", "[run]\nranks = 4\n[model]\nhidden = 48\nheads = 6\n[parallel]\ntp = 4\n", 7, "parallel.tp",
+        "must divide model.heads = 6 and model.hidden = 48 (attention heads and FFN columns are split over the tensor-parallel ranks), got 4");
+    // (heads divide hidden, so a tp dividing the heads divides hidden too: hidden fails only with heads)
+    row("tp does not divide hidden", "[run]\nranks = 2\n[model]\nhidden = 45\nheads = 3\n[parallel]\ntp = 2\n", 7, "parallel.tp",
+        "must divide model.heads = 3 and model.hidden = 45");
+    row("batch over derived dp", "[run]\nranks = 8\n[parallel]\ntp = 2\n[train]\nbatch_size = 6\n", 6, "train.batch_size",
+        "the global batch must divide over the 4 data-parallel ranks (run.ranks = 8 / parallel.tp = 2), got 6");
+    row("batch over set dp", "[run]\nranks = 8\n[parallel]\ntp = 2\ndp = 4\n[train]\nbatch_size = 6\n", 7, "train.batch_size",
+        "the global batch must divide over the 4 data-parallel ranks (parallel.dp = 4), got 6");
+    row("ep over derived dp", "[run]\nranks = 8\n[parallel]\ntp = 2\nep = 3\n", 5, "parallel.ep",
+        "must divide the 4 data-parallel ranks (run.ranks = 8 / parallel.tp = 2), got 3");
+    row("overlap degree beyond the tokens of a tp rank", "[run]\nranks = 4\n[parallel]\ntp = 2\n[model]\nseq_len = 4\n[train]\nbatch_size = 2\n[strategy.expert_centric]\noverlap_degree = 5\n", 10,
+        "strategy.expert_centric.overlap_degree", "must be at most the 4 tokens of a rank (train.batch_size / (run.ranks / parallel.tp) x model.seq_len), got 5");
+    row("hier_a2a group tp apart split unevenly", "[run]\nranks = 12\n[train]\nbatch_size = 6\n[cluster]\nnodes = 3\n[moe]\nmoe_layers = [0]\nexperts = 3\n[parallel]\ntp = 2\nep = 3\n[strategy]\nname = \"hier_a2a\"\n", 14,
+        "strategy.name", "but the group of ranks 0,2,4 has 2 on node 0 and 1 on node 1 (set parallel.ep to a multiple of the 2 data-parallel ranks per node (4 ranks / parallel.tp = 2), or a divisor of it)");
+    // ppmoe: the expert-parallel group is the tensor-parallel group.
+    row("ppmoe experts over tp", "[run]\nranks = 4\n[parallel]\ntp = 4\n[moe]\nmoe_layers = [1]\nexperts = 6\n[strategy]\nname = \"ppmoe\"\n", 4, "parallel.tp",
+        "the 6 experts of MoE block 1 do not divide over the parallel.tp = 4 tensor-parallel ranks (ppmoe places experts inside the tensor-parallel group)");
+    row("ppmoe ep other than tp", "[run]\nranks = 4\n[parallel]\ntp = 2\nep = 1\n[moe]\nmoe_layers = [1]\nexperts = 4\n[strategy]\nname = \"ppmoe\"\n", 5, "parallel.ep",
+        "must be 0 or parallel.tp = 2 for strategy.name = \"ppmoe\" (its expert-parallel group is the tensor-parallel group), got 1");
+    row("ppmoe options section", "[strategy]\nname = \"ppmoe\"\n[strategy.ppmoe]\nx = 1\n", 3, "strategy.ppmoe",
+        "strategy \"ppmoe\" has no options ([strategy.ppmoe] is not a section)");
+    row("ppmoe with another strategy's option", "[strategy]\nname = \"ppmoe\"\n[strategy.expert_centric]\noverlap_degree = 2\n", 4,
+        "strategy.expert_centric.overlap_degree", "[strategy.expert_centric] does not apply to strategy.name = \"ppmoe\" (it is read by expert_centric or janus)");
     // [strategy.<name>] options: only the chosen strategy's (janus: also expert_centric's and
     // data_centric's); old flat keys name their new place; overlap_degree's range.
     row("option of another strategy", "[strategy]\nname = \"expert_centric\"\n[strategy.data_centric]\n\ncredits = 3\n", 5,
@@ -282,6 +312,10 @@ class TestConfig : public QObject {
     set_row("set unqualified key", "", {"hidden=3"}, "hidden", "did you mean `model.hidden`?");
     set_row("set option of another strategy", "", {"strategy.data_centric.prefetch=true"}, "strategy.data_centric.prefetch",
             "does not apply to strategy.name = \"expert_centric\"");
+    set_row("set option of another strategy for ppmoe", "", {"strategy.name=ppmoe", "strategy.janus.threshold=2"},
+            "strategy.janus.threshold", "[strategy.janus] does not apply to strategy.name = \"ppmoe\" (it is read by janus)");
+    set_row("set ppmoe option", "", {"strategy.name=ppmoe", "strategy.ppmoe.x=1"}, "strategy.ppmoe.x",
+            "strategy \"ppmoe\" has no options ([strategy.ppmoe] is not a section)");
     set_row("set moved key", "", {"strategy.credits=3"}, "strategy.credits", "set `credits` in [strategy.data_centric]");
     set_row("set unknown section", "", {"modle.hidden=3"}, "modle.hidden", "unknown section [modle]");
     set_row("set empty key", "", {"=3"}, "", "the key is empty");
@@ -520,7 +554,7 @@ class TestConfig : public QObject {
         "intra_bw_gbs = 50.0\nintra_latency_us = 1.5\npcie_bw_gbs = 20.0\npcie_latency_us = 2.5\n"
         "inter_bw_gbs = 12.5\ninter_latency_us = 4.0\ndevices_per_nic = 3\nnodes_per_switch = 1\n"
         "spine_bw_gbs = 6.0\nspine_latency_us = 7.0\n"
-        "[parallel]\nep = 2\n[strategy]\nname = \"janus\"\n[strategy.expert_centric]\noverlap_degree = 2\n"
+        "[parallel]\ntp = 3\ndp = 2\nep = 2\n[strategy]\nname = \"janus\"\n[strategy.expert_centric]\noverlap_degree = 2\n"
         "[strategy.data_centric]\ncredits = 3\npriority = false\nprefetch = true\nhierarchical = true\npcie_pairing = true\n"
         "[strategy.janus]\nthreshold = 2.5\n"
         "[model]\nvocab_size = 1000\nseq_len = 16\nhidden = 48\nlayers = 6\nheads = 3\nffn_mult = 2\n"
@@ -599,6 +633,42 @@ class TestConfig : public QObject {
     QCOMPARE(b.strategy.janus.threshold, 0.5f);
     QCOMPARE(b.strategy.expert_centric.overlap_degree, 4);
     QVERIFY(config_to_toml(b).find("\n# [strategy.hier_a2a]  (not read by strategy.name = janus)\n") != std::string::npos);
+  }
+
+  // Layouts with tensor parallelism that load: dp derived or given, ppmoe's experts over the
+  // tensor-parallel group, a batch that divides over dp but not over run.ranks.
+  void tensor_parallel_layouts() {
+    const std::string ppmoe = "[run]\nranks = 4\n[parallel]\ntp = 2\ndp = 2\n[moe]\nmoe_layers = [1]\nexperts = 4\n"
+                              "[strategy]\nname = \"ppmoe\"\n";
+    Config c;
+    try {
+      c = parse_config(ppmoe, "p.toml");
+    } catch (const ConfigError& e) {
+      QFAIL(e.what());
+    }
+    QCOMPARE(c.parallel.tp, 2);
+    QCOMPARE(c.parallel.dp, 2);
+    QCOMPARE(c.parallel.ep, 0);
+    QCOMPARE(c.strategy.name, std::string("ppmoe"));
+    QCOMPARE(c.moe.experts, std::vector<int>({4}));
+    // ppmoe reads no option section: the resolved TOML documents them all commented out.
+    const std::string toml = config_to_toml(c);
+    QVERIFY(toml.find("\n# [strategy.expert_centric]  (not read by strategy.name = ppmoe)\n") != std::string::npos);
+    QVERIFY(toml.find("\n# [strategy.janus]  (not read by strategy.name = ppmoe)\n") != std::string::npos);
+    QCOMPARE(config_to_json(parse_config(toml, "p2.toml")), config_to_json(c));
+    const auto accepted = [&](const std::string& text, const std::vector<std::string>& sets) {
+      const auto issues = issues_of(text, sets, base());
+      QVERIFY2(issues.empty(), (text + dump(issues)).c_str());
+    };
+    accepted(ppmoe, {"parallel.dp=0"});
+    accepted(ppmoe, {"parallel.ep=2"});
+    accepted(ppmoe, {"parallel.tp=1", "parallel.dp=4"});  // tp = 1: each rank its own experts
+    QCOMPARE(parse_config(ppmoe, "p.toml", {"parallel.dp=0"}).parallel.dp, 0);
+    // 4 sequences over dp = 8 / 2 ranks; over all 8 ranks they would not divide.
+    accepted("[run]\nranks = 8\n[parallel]\ntp = 2\n[train]\nbatch_size = 4\n", {});
+    // hier_a2a: groups of ranks tp apart, 2 of each on both nodes.
+    accepted("[run]\nranks = 8\n[cluster]\nnodes = 2\n[moe]\nmoe_layers = [0]\nexperts = 4\n[parallel]\ntp = 2\nep = 4\n"
+             "[strategy]\nname = \"hier_a2a\"\n", {});
   }
 
   void json_is_canonical() {

@@ -14,6 +14,7 @@
 
 #include "config_detail.h"
 #include "config_reader.h"
+#include "moebench/config/strategy_names.h"
 #include "toml_precheck.h"
 
 namespace moebench {
@@ -284,10 +285,23 @@ std::string qualified_elsewhere(std::string_view key, std::string_view not_secti
   return {};
 }
 
+// [strategy.<name>] of a strategy that reads no options (ppmoe): the message, else "". Said
+// plainly, since "unknown key" would suggest a typo in a name that is right.
+std::string optionless_strategy_message(const std::string& name) {
+  const auto& names = strategy_names();
+  const auto& sections = section_names();
+  if (std::find(names.begin(), names.end(), name) == names.end() ||
+      std::find(sections.begin(), sections.end(), "strategy." + name) != sections.end())
+    return {};
+  return "strategy \"" + name + "\" has no options ([strategy." + name + "] is not a section)";
+}
+
 // Unknown key `key` in `section` (known section): the message with a suggestion, as a key of
 // the section or (`qualified`, for --set) as section.key.
 std::string unknown_key_message(const std::string& section, const std::string& key, bool qualified = false) {
   std::string msg = "unknown key in [" + section + "]";
+  if (section == "strategy")
+    if (std::string optionless = optionless_strategy_message(key); !optionless.empty()) return optionless;
   // Keys that moved into their strategy's own section (moebench before the task-graph runtime).
   static const std::map<std::string, std::string> moved = {
       {"strategy.credits", "strategy.data_centric.credits"},
@@ -403,8 +417,10 @@ void apply_overrides(const std::vector<std::string>& overrides, Config& c, LoadS
                                  : "; did you mean `" + elsewhere + "`?";
       } else {
         const std::string section = key.substr(0, dot);
-        if (std::find(section_names().begin(), section_names().end(), section) ==
-            section_names().end())
+        if (section.starts_with("strategy.") && !optionless_strategy_message(section.substr(9)).empty())
+          msg = optionless_strategy_message(section.substr(9));
+        else if (std::find(section_names().begin(), section_names().end(), section) ==
+                 section_names().end())
           msg = "unknown section [" + section + "]" + suggest(section, section_names());
         else
           msg = unknown_key_message(section, key.substr(dot + 1), /*qualified=*/true);

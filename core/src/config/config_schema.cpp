@@ -57,6 +57,8 @@ const std::vector<FieldDef>& fields() {
       MB_FIELD(model, tied_head, Bool, "LM head shares the token embedding"),
       MB_FIELD(model, init_std, Float, "std of the normal weight init"),
 
+      MB_FIELD(parallel, tp, Int, "tensor-parallel group size: attention heads and FFN columns split over tp ranks"),
+      MB_FIELD(parallel, dp, Int, "data-parallel size; 0 = run.ranks / tp"),
       MB_FIELD(parallel, ep, Int, "expert-parallel group size; 0 = all data-parallel ranks"),
 
       MB_FIELD(moe, moe_layers, IntList, "0-based blocks whose FFN is an MoE block; [] = dense"),
@@ -69,7 +71,7 @@ const std::vector<FieldDef>& fields() {
       MB_FIELD(moe, routing, String,
                "learned | uniform | zipf:S | hot:E,F | rotating | balanced (synthetic expert choice)"),
 
-      MB_FIELD(strategy, name, String, "MoE strategy: expert_centric | hier_a2a | data_centric | janus"),
+      MB_FIELD(strategy, name, String, "MoE strategy: expert_centric | hier_a2a | data_centric | janus | ppmoe"),
       MB_FIELD(strategy.expert_centric, overlap_degree, Int,
                "Tutel's overlap degree D: each expert's rows in D chunks, chunk i+1's exchange overlaps chunk i's experts"),
       MB_FIELD(strategy.hier_a2a, overlap_degree, Int, "overlap degree D of the two-level exchange (as expert_centric's)"),

@@ -78,6 +78,10 @@ class Checker {
   void check_run();
   void check_parallel();
   void check_layout();
+  int check_groups();
+  void check_hier_a2a_groups(int ep, int per_node);
+  int data_parallel() const;
+  std::string data_parallel_origin() const;
   void check_strategy_options();
   void check_model();
   void check_moe();
@@ -129,6 +133,8 @@ void Checker::check_parallel() {
   check_strategy_options();
   if (ok({"store.db"}) && c_.store.db.empty()) fail("store.db", "must not be empty");
   if (ok({"store.experiment"}) && c_.store.experiment.empty()) fail("store.experiment", "must not be empty");
+  at_least("parallel.tp", c_.parallel.tp, 1);
+  at_least("parallel.dp", c_.parallel.dp, 0, " (0 = run.ranks / parallel.tp)");
   at_least("parallel.ep", c_.parallel.ep, 0, " (0 = all data-parallel ranks)");
   const int ranks = c_.run.ranks, nodes = c_.cluster.nodes, dpn = c_.cluster.devices_per_node;
   if (ok({"run.ranks", "cluster.nodes", "cluster.devices_per_node"}) && ranks >= 1 && nodes >= 1 && dpn >= 0) {
@@ -191,44 +197,113 @@ void Checker::check_strategy_options() {
     fail("strategy.data_centric.pcie_pairing", "needs cluster.pcie_switch_pairs (which local ranks share a PCIe switch)");
   non_negative("strategy.janus.threshold", o.janus.threshold);
   // overlap_degree D cuts each expert's rows into D chunks: at least 1, at most the tokens of
-  // a rank (train.batch_size / run.ranks sequences of model.seq_len), else chunks stay empty.
-  const int ranks = c_.run.ranks;
-  const int64_t tokens = ranks >= 1 && c_.train.batch_size % ranks == 0
-                             ? (int64_t)c_.train.batch_size / ranks * c_.model.seq_len : 0;
+  // a rank (train.batch_size / dp sequences of model.seq_len: the ranks of a tensor-parallel
+  // group share their sequences), else chunks stay empty.
+  const int dp = data_parallel();
+  const int64_t tokens = dp >= 1 && c_.train.batch_size % dp == 0
+                             ? (int64_t)c_.train.batch_size / dp * c_.model.seq_len : 0;
+  const std::string per_rank = c_.parallel.dp > 0  ? "train.batch_size / parallel.dp"
+                               : c_.parallel.tp > 1 ? "train.batch_size / (run.ranks / parallel.tp)"
+                                                    : "train.batch_size / run.ranks";
   for (const auto& [key, d] : {std::pair<const char*, int>{"strategy.expert_centric.overlap_degree",
                                                            o.expert_centric.overlap_degree},
                                {"strategy.hier_a2a.overlap_degree", o.hier_a2a.overlap_degree}}) {
     at_least(key, d, 1);
-    if (ok({key, "train.batch_size", "model.seq_len", "run.ranks"}) && tokens > 0 && d > tokens)
-      fail(key, "must be at most the " + std::to_string(tokens) + " tokens of a rank (train.batch_size / run.ranks x "
-                "model.seq_len), got " + std::to_string(d));
+    if (ok({key, "train.batch_size", "model.seq_len"}) && tokens > 0 && d > tokens)
+      fail(key, "must be at most the " + std::to_string(tokens) + " tokens of a rank (" + per_rank +
+                    " x model.seq_len), got " + std::to_string(d));
   }
 }
 
-// How the world of run.ranks ranks is laid out (ProcessGroups: data parallel over all ranks,
-// expert-parallel groups of parallel.ep consecutive ranks; nodes in blocks of
-// devices_per_node): every rule the launched ranks would otherwise find one by one.
-void Checker::check_layout() {
-  const int ranks = c_.run.ranks;
-  if (!ok({"run.ranks"}) || ranks < 1) return;
-  const std::string world = " (run.ranks = " + std::to_string(ranks) + ")";
-  const int dp = ranks;  // no tensor or pipeline parallelism yet: every rank is data-parallel
+// The data-parallel size every layout rule uses: parallel.dp, or run.ranks / parallel.tp when
+// it is 0. 0 when the keys give none (a rejected key, or a layout check_groups reports).
+int Checker::data_parallel() const {
+  const int ranks = c_.run.ranks, tp = c_.parallel.tp, dp = c_.parallel.dp;
+  if (!ok({"run.ranks", "parallel.tp", "parallel.dp"}) || ranks < 1 || tp < 1 || dp < 0 || ranks % tp != 0) return 0;
+  if (dp > 0) return (int64_t)dp * tp == ranks ? dp : 0;
+  return ranks / tp;
+}
+
+// Where the data-parallel size comes from, for messages: " (run.ranks = 4)" without tensor
+// parallelism (the text of earlier versions), else " (run.ranks = 8 / parallel.tp = 2)", or
+// " (parallel.dp = 4)" when set.
+std::string Checker::data_parallel_origin() const {
+  if (c_.parallel.dp > 0) return " (parallel.dp = " + std::to_string(c_.parallel.dp) + ")";
+  std::string s = " (run.ranks = " + std::to_string(c_.run.ranks);
+  if (c_.parallel.tp > 1) s += " / parallel.tp = " + std::to_string(c_.parallel.tp);
+  return s + ")";
+}
+
+// The world as pp x dp x tp (pp = 1 for now; dist/process_groups.h): tp and dp against
+// run.ranks, tp against the split of the model, the batch over the data-parallel ranks and the
+// expert-parallel groups. Returns the expert-parallel group size, 0 when the groups cannot be
+// formed (reported, or resting on a key rejected while reading).
+int Checker::check_groups() {
+  const int ranks = c_.run.ranks, tp = c_.parallel.tp, dp_set = c_.parallel.dp;
+  if (!ok({"parallel.tp"}) || tp < 1) return 0;
+  const auto& m = c_.model;
+  // Megatron splits the attention heads (and with them the hidden columns of Q, K, V and the
+  // output projection) and the FFN columns (ffn_mult x hidden) over the tensor-parallel ranks.
+  // Skipped when heads do not divide hidden: check_model reports that.
+  if (tp > 1 && ok({"model.heads", "model.hidden"}) && m.heads >= 1 && m.hidden >= 1 && m.hidden % m.heads == 0 &&
+      (m.heads % tp != 0 || m.hidden % tp != 0))
+    fail("parallel.tp", "must divide model.heads = " + std::to_string(m.heads) + " and model.hidden = " +
+                            std::to_string(m.hidden) + " (attention heads and FFN columns are split over the "
+                            "tensor-parallel ranks), got " + std::to_string(tp),
+         "model.heads");
+  if (!ok({"run.ranks"}) || ranks < 1) return 0;
+  if (ranks % tp != 0) {
+    fail("parallel.tp", "run.ranks = " + std::to_string(ranks) + " is not divisible by parallel.tp = " +
+                            std::to_string(tp), "run.ranks");
+    return 0;
+  }
+  if (!ok({"parallel.dp"}) || dp_set < 0) return 0;
+  if (dp_set > 0 && (int64_t)dp_set * tp != ranks) {
+    fail("parallel.dp", "parallel.dp x parallel.tp = " + std::to_string(dp_set) + " x " + std::to_string(tp) + " = " +
+                            std::to_string((int64_t)dp_set * tp) + " must equal run.ranks = " + std::to_string(ranks),
+         "run.ranks");
+    return 0;
+  }
+  const int dp = data_parallel();
+  const std::string origin = data_parallel_origin();
   const auto& t = c_.train;
   if (ok({"train.batch_size"}) && t.batch_size >= 1 && t.batch_size % dp != 0)
     fail("train.batch_size", "the global batch must divide over the " + std::to_string(dp) +
-                                 " data-parallel ranks" + world + ", got " + std::to_string(t.batch_size),
+                                 " data-parallel ranks" + origin + ", got " + std::to_string(t.batch_size),
          "run.ranks");
   const int ep_set = c_.parallel.ep;
-  if (!ok({"parallel.ep"}) || ep_set < 0) return;
+  if (!ok({"parallel.ep"}) || ep_set < 0) return 0;
+  const bool experts_ok = ok({"moe.experts", "moe.moe_layers"}) && c_.moe.experts.size() == c_.moe.moe_layers.size();
+  if (ok({"strategy.name"}) && c_.strategy.name == "ppmoe") {
+    // Pipeline MoE: the experts of a block are spread over the tensor-parallel group, which
+    // already holds the block's tokens; no data-parallel rank exchanges tokens.
+    if (ep_set != 0 && ep_set != tp) {
+      fail("parallel.ep", "must be 0 or parallel.tp = " + std::to_string(tp) + " for strategy.name = \"ppmoe\" "
+                          "(its expert-parallel group is the tensor-parallel group), got " + std::to_string(ep_set),
+           "strategy.name");
+      return 0;
+    }
+    if (experts_ok)
+      for (size_t i = 0; i < c_.moe.experts.size(); ++i)
+        if (c_.moe.experts[i] >= 1 && c_.moe.experts[i] % tp != 0) {
+          fail("parallel.tp", "the " + std::to_string(c_.moe.experts[i]) + " experts of MoE block " +
+                                  std::to_string(c_.moe.moe_layers[i]) + " do not divide over the parallel.tp = " +
+                                  std::to_string(tp) + " tensor-parallel ranks (ppmoe places experts inside the "
+                                  "tensor-parallel group)",
+               "moe.experts");
+          return 0;
+        }
+    return tp;
+  }
   const int ep = ep_set == 0 ? dp : ep_set;
   if (dp % ep != 0) {
-    fail("parallel.ep", "must divide the " + std::to_string(dp) + " data-parallel ranks" + world + ", got " +
+    fail("parallel.ep", "must divide the " + std::to_string(dp) + " data-parallel ranks" + origin + ", got " +
                             std::to_string(ep), "run.ranks");
-    return;
+    return 0;
   }
   const std::string ep_text = ep_set == 0 ? "the " + std::to_string(ep) + " ranks (parallel.ep = 0: all of them)"
                                           : "parallel.ep = " + std::to_string(ep) + " ranks";
-  if (ok({"moe.experts", "moe.moe_layers"}) && c_.moe.experts.size() == c_.moe.moe_layers.size())
+  if (experts_ok)
     for (size_t i = 0; i < c_.moe.experts.size(); ++i)
       if (c_.moe.experts[i] >= 1 && c_.moe.experts[i] % ep != 0) {
         fail(ep_set == 0 ? "moe.experts" : "parallel.ep",
@@ -236,8 +311,19 @@ void Checker::check_layout() {
                  std::to_string(c_.moe.moe_layers[i]) + " do not divide over " + ep_text +
                  ": every expert-parallel rank must hold the same number of experts",
              ep_set == 0 ? "run.ranks" : "moe.experts");
-        break;
+        return 0;
       }
+  return ep;
+}
+
+// How the world of run.ranks ranks is laid out (check_groups; nodes in blocks of
+// devices_per_node): every rule the launched ranks would otherwise find one by one.
+void Checker::check_layout() {
+  const int ranks = c_.run.ranks;
+  if (!ok({"run.ranks"}) || ranks < 1) return;
+  const std::string world = " (run.ranks = " + std::to_string(ranks) + ")";
+  const int ep = check_groups();
+  if (ep == 0) return;
   // Nodes: validated against run.ranks in check_parallel; here the strategies' needs.
   if (!ok({"cluster.nodes", "cluster.devices_per_node"}) || c_.cluster.nodes < 1 || ranks % c_.cluster.nodes != 0)
     return;
@@ -254,21 +340,56 @@ void Checker::check_layout() {
   if (ok({"cluster.devices_per_nic"}) && c_.cluster.devices_per_node == 0 && per_nic > 0 && per_node % per_nic != 0)
     fail("cluster.devices_per_nic", "must divide the " + std::to_string(per_node) + " ranks of a node" + world +
                                         ", got " + std::to_string(per_nic), "run.ranks");
-  if (ok({"strategy.name"}) && c_.strategy.name == "hier_a2a")
-    for (int first = 0; first < ranks; first += ep) {  // each expert-parallel group
+  if (ok({"strategy.name"}) && c_.strategy.name == "hier_a2a") check_hier_a2a_groups(ep, per_node);
+}
+
+// hier_a2a exchanges inside each node, then between nodes: every node must hold as many ranks
+// of each expert-parallel group. A group is `ep` consecutive data-parallel ranks of one
+// tensor-parallel rank t, i.e. world ranks tp apart: (g * ep + i) * tp + t.
+void Checker::check_hier_a2a_groups(int ep, int per_node) {
+  const int tp = c_.parallel.tp, dp = data_parallel();
+  for (int t = 0; t < tp; ++t)
+    for (int first = 0; first < dp; first += ep) {  // each expert-parallel group
       std::map<int, int> on_node;
-      for (int r = first; r < first + ep; ++r) ++on_node[r / per_node];
-      for (const auto& [node, n] : on_node)
-        if (n != on_node.begin()->second) {
-          fail("strategy.name", "hier_a2a needs the same number of expert-parallel ranks on every node, but the "
-                                "group of ranks " + std::to_string(first) + "-" + std::to_string(first + ep - 1) +
-                                " has " + std::to_string(on_node.begin()->second) + " on node " +
-                                std::to_string(on_node.begin()->first) + " and " + std::to_string(n) +
-                                " on node " + std::to_string(node) + " (set parallel.ep to a multiple of the " +
-                                std::to_string(per_node) + " ranks per node, or a divisor of it)",
-               "parallel.ep");
-          return;
+      for (int i = first; i < first + ep; ++i) ++on_node[(i * tp + t) / per_node];
+      for (const auto& [node, n] : on_node) {
+        if (n == on_node.begin()->second) continue;
+        // The group's ranks: "0-2" when consecutive (tp = 1), else listed ("1,3,5"), cut in the
+        // middle when long so a 1024-rank group stays one readable line.
+        std::string group;
+        if (tp == 1) {
+          group = std::to_string(first) + "-" + std::to_string(first + ep - 1);
+        } else {
+          for (int i = first; i < first + ep; ++i) {
+            if (ep > 8 && i == first + 3) {
+              group += ",...";
+              i = first + ep - 2;
+              continue;
+            }
+            if (!group.empty()) group += ',';
+            group += std::to_string(i * tp + t);
+          }
         }
+        // Nodes hold per_node / tp whole tensor-parallel groups when tp divides per_node: then
+        // the data-parallel ranks per node decide, as the ranks per node do without tp.
+        std::string advice;
+        if (tp == 1)
+          advice = "set parallel.ep to a multiple of the " + std::to_string(per_node) +
+                   " ranks per node, or a divisor of it";
+        else if (per_node % tp == 0)
+          advice = "set parallel.ep to a multiple of the " + std::to_string(per_node / tp) +
+                   " data-parallel ranks per node (" + std::to_string(per_node) + " ranks / parallel.tp = " +
+                   std::to_string(tp) + "), or a divisor of it";
+        else
+          advice = "the " + std::to_string(per_node) + " ranks per node are not a multiple of parallel.tp = " +
+                   std::to_string(tp) + ", so tensor-parallel groups straddle nodes";
+        fail("strategy.name", "hier_a2a needs the same number of expert-parallel ranks on every node, but the "
+                              "group of ranks " + group + " has " + std::to_string(on_node.begin()->second) +
+                              " on node " + std::to_string(on_node.begin()->first) + " and " + std::to_string(n) +
+                              " on node " + std::to_string(node) + " (" + advice + ")",
+             "parallel.ep");
+        return;
+      }
     }
 }
 
