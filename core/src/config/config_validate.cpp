@@ -295,6 +295,19 @@ int Checker::check_groups() {
         }
     return tp;
   }
+  if (ok({"strategy.name", "parallel.tp"}) && tp > 1 &&
+      (c_.strategy.name == "data_centric" || c_.strategy.name == "janus")) {
+    // The pulls use MPI windows, one set per expert-parallel group; with tp > 1 a host holds
+    // several EP groups made by one MPI_Comm_split, and OpenMPI 4.1's osc/rdma names its
+    // shared-memory segment by the communicator id, which those groups share: their windows
+    // collide (open-mpi/ompi#9492, fixed in OpenMPI 5). Refused rather than failing at run time.
+    fail("strategy.name", "\"" + c_.strategy.name + "\" with parallel.tp = " + std::to_string(tp) +
+                              " is not supported: its MPI windows of different tensor-parallel ranks collide in "
+                              "OpenMPI 4.1 (open-mpi/ompi#9492); use parallel.tp = 1, or expert_centric, hier_a2a "
+                              "or ppmoe",
+         "parallel.tp");
+    return 0;
+  }
   const int ep = ep_set == 0 ? dp : ep_set;
   if (dp % ep != 0) {
     fail("parallel.ep", "must divide the " + std::to_string(dp) + " data-parallel ranks" + origin + ", got " +
