@@ -98,14 +98,14 @@ class TestConfig : public QObject {
     row("experts over all ranks", "[run]\nranks = 4\n[moe]\nmoe_layers = [0]\nexperts = 6\n", 5, "moe.experts", "the 6 experts of MoE block 0 do not divide over the 4 ranks (parallel.ep = 0: all of them)");
     row("ep over the ranks", "[run]\nranks = 6\n[train]\nbatch_size = 6\n[parallel]\nep = 4\n", 6, "parallel.ep", "must divide the 6 data-parallel ranks (run.ranks = 6), got 4");
     row("pcie pair beyond the node", "[run]\nranks = 4\n[cluster]\nnodes = 2\npcie_switch_pairs = [0, 2]\n", 5, "cluster.pcie_switch_pairs", "local rank 2 does not exist: a node has 2 ranks");
-    row("data_centric under tensor parallelism", "[run]\nranks = 4\n[model]\nheads = 2\n[parallel]\ntp = 2\n[moe]\nmoe_layers = [0]\nexperts = 4\n[strategy]\nname = \"data_centric\"\n", 11, "strategy.name", "\"data_centric\" with parallel.tp = 2 is not supported: its MPI windows of different tensor-parallel ranks collide in OpenMPI 4.1");
+    row("data_centric under tensor parallelism", "[run]\nranks = 4\n[model]\nheads = 2\n[parallel]\ntp = 2\n[moe]\nmoe_layers = [0]\nexperts = 4\n[strategy]\nname = \"data_centric\"\n", 11, "strategy.name", "\"data_centric\" with parallel.tp = 2 is not supported: the MPI windows of its different expert-parallel groups collide in OpenMPI 4.1");
     row("hier_a2a group split unevenly", "[run]\nranks = 6\n[train]\nbatch_size = 6\n[cluster]\nnodes = 3\n[moe]\nmoe_layers = [0]\nexperts = 3\n[parallel]\nep = 3\n[strategy]\nname = \"hier_a2a\"\n", 13, "strategy.name", "hier_a2a needs the same number of expert-parallel ranks on every node, but the group of ranks 0-2 has 2 on node 0 and 1 on node 1");
     // Tensor parallelism: world = dp x tp (Megatron order); the data-parallel size dp =
     // parallel.dp or run.ranks / parallel.tp is what the batch and the expert-parallel groups divide.
     row("tp zero", "[parallel]\ntp = 0\n", 2, "parallel.tp", "must be >= 1, got 0");
-    row("dp negative", "[parallel]\ndp = -1\n", 2, "parallel.dp", "must be >= 0 (0 = run.ranks / parallel.tp), got -1");
+    row("dp negative", "[parallel]\ndp = -1\n", 2, "parallel.dp", "must be >= 0 (0 = run.ranks / (parallel.tp x parallel.pp)), got -1");
     row("tp does not divide ranks", "[run]\nranks = 6\n[parallel]\ntp = 4\n", 4, "parallel.tp", "run.ranks = 6 is not divisible by parallel.tp = 4");
-    row("dp x tp != ranks", "[run]\nranks = 8\n[parallel]\ntp = 2\ndp = 2\n", 5, "parallel.dp", "parallel.dp x parallel.tp = 2 x 2 = 4 must equal run.ranks = 8");
+    row("dp x tp != ranks", "[run]\nranks = 8\n[parallel]\ntp = 2\ndp = 2\n", 5, "parallel.dp", "parallel.pp x parallel.dp x parallel.tp = 1 x 2 x 2 = 4 must equal run.ranks = 8");
     row("tp does not divide heads", "[run]\nranks = 4\n[model]\nhidden = 48\nheads = 6\n[parallel]\ntp = 4\n", 7, "parallel.tp",
         "must divide model.heads = 6 and model.hidden = 48 (attention heads and FFN columns are split over the tensor-parallel ranks), got 4");
     // (heads divide hidden, so a tp dividing the heads divides hidden too: hidden fails only with heads)
@@ -118,9 +118,28 @@ class TestConfig : public QObject {
     row("ep over derived dp", "[run]\nranks = 8\n[parallel]\ntp = 2\nep = 3\n", 5, "parallel.ep",
         "must divide the 4 data-parallel ranks (run.ranks = 8 / parallel.tp = 2), got 3");
     row("overlap degree beyond the tokens of a tp rank", "[run]\nranks = 4\n[parallel]\ntp = 2\n[model]\nseq_len = 4\n[train]\nbatch_size = 2\n[strategy.expert_centric]\noverlap_degree = 5\n", 10,
-        "strategy.expert_centric.overlap_degree", "must be at most the 4 tokens of a rank (train.batch_size / (run.ranks / parallel.tp) x model.seq_len), got 5");
+        "strategy.expert_centric.overlap_degree", "must be at most the 4 tokens of a rank (train.batch_size / (run.ranks / (parallel.tp x parallel.pp)) x model.seq_len), got 5");
     row("hier_a2a group tp apart split unevenly", "[run]\nranks = 12\n[train]\nbatch_size = 6\n[cluster]\nnodes = 3\n[moe]\nmoe_layers = [0]\nexperts = 3\n[parallel]\ntp = 2\nep = 3\n[strategy]\nname = \"hier_a2a\"\n", 14,
         "strategy.name", "but the group of ranks 0,2,4 has 2 on node 0 and 1 on node 1 (set parallel.ep to a multiple of the 2 data-parallel ranks per node (4 ranks / parallel.tp = 2), or a divisor of it)");
+    // Pipeline parallelism: world = pp x dp x tp; stages of whole blocks; micro-batches per DP rank.
+    row("pp zero", "[parallel]\npp = 0\n", 2, "parallel.pp", "must be >= 1, got 0");
+    row("pp beyond the blocks", "[run]\nranks = 4\n[model]\nlayers = 2\n[parallel]\npp = 4\n", 6, "parallel.pp",
+        "the 4 pipeline stages need at least one block each, but model.layers = 2");
+    row("tp x pp does not divide ranks", "[run]\nranks = 6\n[model]\nlayers = 4\n[parallel]\npp = 4\n", 6, "parallel.pp",
+        "run.ranks = 6 is not divisible by parallel.tp x parallel.pp = 1 x 4");
+    row("pp x dp x tp != ranks", "[run]\nranks = 8\n[parallel]\npp = 2\ndp = 2\n", 5, "parallel.dp",
+        "parallel.pp x parallel.dp x parallel.tp = 2 x 2 x 1 = 4 must equal run.ranks = 8");
+    row("stage_layers sum", "[model]\nlayers = 4\n[run]\nranks = 2\n[parallel]\npp = 2\nstage_layers = [1, 2]\n", 7,
+        "parallel.stage_layers", "the stages' blocks sum to 3, model.layers = 4");
+    row("stage_layers count", "[run]\nranks = 2\n[parallel]\npp = 2\nstage_layers = [4]\n", 5, "parallel.stage_layers",
+        "needs one entry per pipeline stage (parallel.pp = 2), got 1");
+    row("stage without a block", "[run]\nranks = 2\n[parallel]\npp = 2\nstage_layers = [2, 0]\n", 5, "parallel.stage_layers",
+        "stage 1 has 0 blocks; every stage needs at least one");
+    row("microbatches over the batch", "[run]\nranks = 2\n[parallel]\npp = 2\nmicrobatches = 3\n", 5, "parallel.microbatches",
+        "must divide the 8 sequences of a data-parallel rank (train.batch_size = 8 over 1 data-parallel ranks (run.ranks = 2 / parallel.pp = 2)), got 3");
+    row("schedule", "[parallel]\nschedule = \"zb\"\n", 2, "parallel.schedule", "must be \"1f1b\" or \"gpipe\", got \"zb\"");
+    row("janus under pipeline parallelism", "[run]\nranks = 4\n[parallel]\npp = 2\n[strategy]\nname = \"janus\"\n", 6, "strategy.name",
+        "\"janus\" with parallel.pp = 2 is not supported");
     // ppmoe: the expert-parallel group is the tensor-parallel group.
     row("ppmoe experts over tp", "[run]\nranks = 4\n[parallel]\ntp = 4\n[moe]\nmoe_layers = [1]\nexperts = 6\n[strategy]\nname = \"ppmoe\"\n", 4, "parallel.tp",
         "the 6 experts of MoE block 1 do not divide over the parallel.tp = 4 tensor-parallel ranks (ppmoe places experts inside the tensor-parallel group)");
@@ -555,7 +574,7 @@ class TestConfig : public QObject {
         "intra_bw_gbs = 50.0\nintra_latency_us = 1.5\npcie_bw_gbs = 20.0\npcie_latency_us = 2.5\n"
         "inter_bw_gbs = 12.5\ninter_latency_us = 4.0\ndevices_per_nic = 3\nnodes_per_switch = 1\n"
         "spine_bw_gbs = 6.0\nspine_latency_us = 7.0\n"
-        "[parallel]\ntp = 1\ndp = 6\nep = 2\n[strategy]\nname = \"janus\"\n[strategy.expert_centric]\noverlap_degree = 2\n"
+        "[parallel]\ntp = 1\ndp = 6\nep = 2\nmicrobatches = 2\nschedule = \"gpipe\"\nstage_layers = [6]\n[strategy]\nname = \"janus\"\n[strategy.expert_centric]\noverlap_degree = 2\n"
         "[strategy.data_centric]\ncredits = 3\npriority = false\nprefetch = true\nhierarchical = true\npcie_pairing = true\n"
         "[strategy.janus]\nthreshold = 2.5\n"
         "[model]\nvocab_size = 1000\nseq_len = 16\nhidden = 48\nlayers = 6\nheads = 3\nffn_mult = 2\n"
@@ -588,8 +607,10 @@ class TestConfig : public QObject {
       return nlohmann::json::json_pointer("/" + name);
     };
     // Keys this config cannot set: hier_a2a's options (janus runs expert_centric and
-    // data_centric) and parallel.tp (janus refuses tp > 1; tensor_parallel_layouts reads it).
-    auto unread = [](const std::string& key) { return key.starts_with("strategy.hier_a2a.") || key == "parallel.tp"; };
+    // data_centric) and parallel.tp / pp (janus refuses tp, pp > 1; tst_parallel_layouts reads them).
+    auto unread = [](const std::string& key) {
+      return key.starts_with("strategy.hier_a2a.") || key == "parallel.tp" || key == "parallel.pp";
+    };
     size_t covered = 0;
     for (const auto& k : config_keys()) covered += unread(k.name) ? 0 : 1;
     QCOMPARE(leaves(j1, leaves), config_keys().size());

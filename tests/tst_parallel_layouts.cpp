@@ -1,10 +1,11 @@
 // ctest-labels: mpi np=4 np=8 slow
-// Tensor, data and expert parallelism together against the single-process reference: each
-// row names a layout (tp x dp, a strategy) of W ranks and runs where W ranks are launched
-// (CTest runs the suite on 4 and on 8 ranks): 20 steps of a tiny MoE-GPT, per-step loss within
-// 1e-5 relative of the 1-rank run, final parameters (tensor-parallel slices against the same
-// elements of the whole tensors) within 1e-4. A checkpoint written by a tensor-parallel run
-// resumes on one rank.
+// Tensor, pipeline, data and expert parallelism together against the single-process reference:
+// each row names a layout (pp x dp x tp, micro-batches and schedule, a strategy) of W ranks and
+// runs where W ranks are launched (CTest runs the suite on 4 and on 8 ranks): 20 steps of a tiny
+// MoE-GPT, per-step loss within 1e-5 relative of the 1-rank run with the same micro-batches
+// (gradient accumulation; the aux loss is per micro-batch, as in Megatron), final parameters
+// (tensor-parallel slices against the same elements of the whole tensors, each stage's blocks)
+// within 1e-4. A checkpoint written by a tensor- and pipeline-parallel run resumes on one rank.
 #include <QtTest>
 
 #include "moebench/config/config_loader.h"
@@ -20,17 +21,32 @@ using namespace moebench;
 
 namespace {
 
-// The layout's config: 8 heads of 4 (tp up to 8), 2 MoE blocks with 8 experts, a global batch of
-// 2 sequences per data-parallel rank.
-Config layout_config(int ranks, int tp, const std::string& strategy, int nodes, const std::string& routing,
+struct Layout {
+  int ranks, tp, pp = 1, micro = 1;
+  std::string schedule = "1f1b";
+};
+
+// The layout's config: 8 heads of 4 (tp up to 8), max(2, pp) blocks of which blocks 0 and 1 are
+// MoE blocks with 8 experts, micro-batches of one sequence (two when there is one micro-batch)
+// per data-parallel rank.
+Config layout_config(const Layout& l, const std::string& strategy, int nodes, const std::string& routing,
                      int steps = 20) {
-  const int dp = ranks / tp;
+  const int dp = l.ranks / (l.tp * l.pp);
   return load_config(test::tiny_config_path(),
-                     {"train.steps=" + std::to_string(steps), "train.batch_size=" + std::to_string(2 * dp),
-                      "train.eval_every=0", "run.threads=1", "run.ranks=" + std::to_string(ranks),
-                      "cluster.nodes=" + std::to_string(nodes), "model.heads=8", "moe.moe_layers=[0, 1]",
-                      "moe.experts=8", "parallel.tp=" + std::to_string(tp), "strategy.name=" + strategy,
-                      "moe.routing=" + routing});
+                     {"train.steps=" + std::to_string(steps),
+                      "train.batch_size=" + std::to_string(dp * std::max(2, l.micro)), "train.eval_every=0",
+                      "run.threads=1", "run.ranks=" + std::to_string(l.ranks), "cluster.nodes=" + std::to_string(nodes),
+                      "model.heads=8", "model.layers=" + std::to_string(std::max(2, l.pp)), "moe.moe_layers=[0, 1]",
+                      "moe.experts=8", "parallel.tp=" + std::to_string(l.tp), "parallel.pp=" + std::to_string(l.pp),
+                      "parallel.microbatches=" + std::to_string(l.micro), "parallel.schedule=" + l.schedule,
+                      "strategy.name=" + strategy, "moe.routing=" + routing});
+}
+
+// The single-rank reference of a layout: one stage, the same micro-batches.
+Config reference_of(Config cfg) {
+  cfg.parallel.pp = 1;
+  cfg.parallel.stage_layers.clear();
+  return cfg;
 }
 
 }  // namespace
@@ -42,33 +58,55 @@ class TestParallelLayouts : public QObject {
   void matches_single_rank_data() {
     QTest::addColumn<int>("ranks");
     QTest::addColumn<int>("tp");
+    QTest::addColumn<int>("pp");
+    QTest::addColumn<int>("micro");
+    QTest::addColumn<QString>("schedule");
     QTest::addColumn<QString>("strategy");
     QTest::addColumn<int>("nodes");
     QTest::addColumn<QString>("routing");
-    QTest::newRow("tp2 x dp2 expert_centric") << 4 << 2 << "expert_centric" << 1 << "learned";
-    QTest::newRow("tp2 x dp2 hier_a2a, 2 nodes") << 4 << 2 << "hier_a2a" << 2 << "learned";
-    QTest::newRow("tp2 x dp2 expert_centric zipf") << 4 << 2 << "expert_centric" << 1 << "zipf:1.2";
-    QTest::newRow("tp4 ppmoe") << 4 << 4 << "ppmoe" << 1 << "learned";
-    QTest::newRow("tp2 x dp2 ppmoe") << 4 << 2 << "ppmoe" << 1 << "learned";
-    QTest::newRow("tp4 ppmoe, all tokens to expert 0") << 4 << 4 << "ppmoe" << 1 << "hot:0,1";
-    QTest::newRow("tp2 x dp4 expert_centric, 2 nodes") << 8 << 2 << "expert_centric" << 2 << "learned";
-    QTest::newRow("tp4 x dp2 ppmoe, 2 nodes") << 8 << 4 << "ppmoe" << 2 << "learned";
-    QTest::newRow("tp8 ppmoe") << 8 << 8 << "ppmoe" << 1 << "learned";
+    auto row = [](const char* name, int ranks, int tp, int pp, int micro, const char* schedule, const char* strategy,
+                  int nodes, const char* routing) {
+      QTest::newRow(name) << ranks << tp << pp << micro << schedule << strategy << nodes << routing;
+    };
+    row("tp2 x dp2 expert_centric", 4, 2, 1, 1, "1f1b", "expert_centric", 1, "learned");
+    row("tp2 x dp2 hier_a2a, 2 nodes", 4, 2, 1, 1, "1f1b", "hier_a2a", 2, "learned");
+    row("tp2 x dp2 expert_centric zipf", 4, 2, 1, 1, "1f1b", "expert_centric", 1, "zipf:1.2");
+    row("tp4 ppmoe", 4, 4, 1, 1, "1f1b", "ppmoe", 1, "learned");
+    row("tp2 x dp2 ppmoe", 4, 2, 1, 1, "1f1b", "ppmoe", 1, "learned");
+    row("tp4 ppmoe, all tokens to expert 0", 4, 4, 1, 1, "1f1b", "ppmoe", 1, "hot:0,1");
+    row("pp2 x dp2 expert_centric, 2 micro-batches 1f1b", 4, 1, 2, 2, "1f1b", "expert_centric", 1, "learned");
+    row("pp2 x dp2 expert_centric, 4 micro-batches gpipe", 4, 1, 2, 4, "gpipe", "expert_centric", 1, "learned");
+    row("pp2 x tp2 expert_centric, 2 micro-batches", 4, 2, 2, 2, "1f1b", "expert_centric", 1, "learned");
+    row("tp2 x pp2 ppmoe, 2 micro-batches", 4, 2, 2, 2, "1f1b", "ppmoe", 1, "learned");
+    row("pp4, 4 micro-batches 1f1b", 4, 1, 4, 4, "1f1b", "expert_centric", 1, "learned");
+    row("dp4, 2 micro-batches (gradient accumulation)", 4, 1, 1, 2, "gpipe", "expert_centric", 1, "learned");
+    row("tp2 x dp4 expert_centric, 2 nodes", 8, 2, 1, 1, "1f1b", "expert_centric", 2, "learned");
+    row("tp4 x dp2 ppmoe, 2 nodes", 8, 4, 1, 1, "1f1b", "ppmoe", 2, "learned");
+    row("tp8 ppmoe", 8, 8, 1, 1, "1f1b", "ppmoe", 1, "learned");
+    row("tp2 x pp2 x dp2 expert_centric, 2 micro-batches", 8, 2, 2, 2, "1f1b", "expert_centric", 1, "learned");
+    row("tp2 x pp2 x dp2 hier_a2a, 2 nodes", 8, 2, 2, 2, "gpipe", "hier_a2a", 2, "learned");
+    row("tp2 x pp2 x dp2 ppmoe", 8, 2, 2, 2, "1f1b", "ppmoe", 1, "learned");
+    row("pp4 x dp2 expert_centric, 4 micro-batches", 8, 1, 4, 4, "1f1b", "expert_centric", 1, "learned");
   }
   void matches_single_rank() {
     QFETCH(int, ranks);
     QFETCH(int, tp);
+    QFETCH(int, pp);
+    QFETCH(int, micro);
+    QFETCH(QString, schedule);
     QFETCH(QString, strategy);
     QFETCH(int, nodes);
     QFETCH(QString, routing);
     auto world = MpiCommunicator::world();
     if (world->size() != ranks) QSKIP("a layout of another rank count (CTest runs it in the other launch)");
-    const Config cfg = layout_config(ranks, tp, strategy.toStdString(), nodes, routing.toStdString());
+    const Config cfg = layout_config({ranks, tp, pp, micro, schedule.toStdString()}, strategy.toStdString(), nodes,
+                                     routing.toStdString());
     QTemporaryDir ref_dir, dist_dir;
-    Trainer ref(cfg, ref_dir.path().toStdString());
+    Trainer ref(reference_of(cfg), ref_dir.path().toStdString());
     const std::vector<float> expected = test::train_losses(ref);
     Trainer dist(cfg, dist_dir.path().toStdString(), world.get());
     QCOMPARE(dist.distributed()->tp_shard().size, tp);
+    QCOMPARE(dist.model().pipe().stages, pp);
     const std::vector<float> got = test::train_losses(dist);
     const QString loss_diff = test::compare_losses(got, expected, world->rank());
     const QString param_diff = test::compare_params(dist.model().params(), ref.model().params(), world->rank());
@@ -82,7 +120,7 @@ class TestParallelLayouts : public QObject {
     auto world = MpiCommunicator::world();
     if (world->size() != 4) QSKIP("a 4-rank layout (CTest runs it in the 4-rank launch)");
     QTemporaryDir dir;
-    Trainer t(layout_config(4, 4, "ppmoe", 1, "learned", 1), dir.path().toStdString(), world.get());
+    Trainer t(layout_config({4, 4}, "ppmoe", 1, "learned", 1), dir.path().toStdString(), world.get());
     const int r = world->rank();
     QCOMPARE(t.distributed()->groups().tp().rank(), r);
     QCOMPARE(t.distributed()->groups().ep().size(), 4);
@@ -97,8 +135,8 @@ class TestParallelLayouts : public QObject {
     QCOMPARE(qkv->slice.runs.front().first, (size_t)(r * 8 * 32));
   }
 
-  // A tp = 2 x dp = 2 ppmoe run checkpoints the whole model: one rank resumes from it and holds
-  // the parameters the distributed run ended with.
+  // A tp = 2 x pp = 2 ppmoe run checkpoints the whole model (the tied embedding once): one rank
+  // resumes from it and holds the parameters the distributed run ended with.
   void tensor_parallel_checkpoint_resumes_on_one_rank() {
     auto world = MpiCommunicator::world();
     if (world->size() != 4) QSKIP("a 4-rank layout (CTest runs it in the 4-rank launch)");
@@ -110,11 +148,11 @@ class TestParallelLayouts : public QObject {
     std::copy(path.begin(), path.end(), buf.begin());
     group->broadcast(buf.data(), buf.size(), DType::u8, 0);
     path = buf.data();
-    const Config cfg = layout_config(4, 2, "ppmoe", 1, "learned", 3);
+    const Config cfg = layout_config({4, 2, 2, 2}, "ppmoe", 1, "learned", 3);
     Trainer dist(cfg, path, group);
     dist.run(-1);
     group->barrier();
-    Trainer single(cfg, dir.path().toStdString() + "/single");
+    Trainer single(reference_of(cfg), dir.path().toStdString() + "/single");
     QCOMPARE(single.resume(path), 3L);
     const QString diff = test::compare_params(dist.model().params(), single.model().params(), world->rank(), 1e-9);
     group->barrier();  // group rank 0's folder outlives every member's reading

@@ -58,8 +58,13 @@ const std::vector<FieldDef>& fields() {
       MB_FIELD(model, init_std, Float, "std of the normal weight init"),
 
       MB_FIELD(parallel, tp, Int, "tensor-parallel group size: attention heads and FFN columns split over tp ranks"),
-      MB_FIELD(parallel, dp, Int, "data-parallel size; 0 = run.ranks / tp"),
+      MB_FIELD(parallel, pp, Int, "pipeline-parallel stages: the blocks split into pp consecutive ranges"),
+      MB_FIELD(parallel, dp, Int, "data-parallel size; 0 = run.ranks / (tp x pp)"),
       MB_FIELD(parallel, ep, Int, "expert-parallel group size; 0 = all data-parallel ranks"),
+      MB_FIELD(parallel, microbatches, Int,
+               "micro-batches per step (gradient accumulation; pipelined when pp > 1): batch = dp x microbatches x micro-batch"),
+      MB_FIELD(parallel, schedule, String, "pipeline schedule: 1f1b (PipeDream-flush) | gpipe"),
+      MB_FIELD(parallel, stage_layers, IntList, "blocks of each pipeline stage, pp entries summing to model.layers; [] = even"),
 
       MB_FIELD(moe, moe_layers, IntList, "0-based blocks whose FFN is an MoE block; [] = dense"),
       MB_FIELD(moe, experts, Experts,

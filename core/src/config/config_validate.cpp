@@ -79,6 +79,7 @@ class Checker {
   void check_parallel();
   void check_layout();
   int check_groups();
+  void check_stages();
   void check_hier_a2a_groups(int ep, int per_node);
   int data_parallel() const;
   std::string data_parallel_origin() const;
@@ -134,8 +135,13 @@ void Checker::check_parallel() {
   if (ok({"store.db"}) && c_.store.db.empty()) fail("store.db", "must not be empty");
   if (ok({"store.experiment"}) && c_.store.experiment.empty()) fail("store.experiment", "must not be empty");
   at_least("parallel.tp", c_.parallel.tp, 1);
-  at_least("parallel.dp", c_.parallel.dp, 0, " (0 = run.ranks / parallel.tp)");
+  at_least("parallel.pp", c_.parallel.pp, 1);
+  at_least("parallel.dp", c_.parallel.dp, 0, " (0 = run.ranks / (parallel.tp x parallel.pp))");
   at_least("parallel.ep", c_.parallel.ep, 0, " (0 = all data-parallel ranks)");
+  at_least("parallel.microbatches", c_.parallel.microbatches, 1);
+  if (ok({"parallel.schedule"}) && c_.parallel.schedule != "1f1b" && c_.parallel.schedule != "gpipe")
+    fail("parallel.schedule", "must be \"1f1b\" or \"gpipe\", got \"" + excerpt(c_.parallel.schedule) + "\"");
+  check_stages();
   const int ranks = c_.run.ranks, nodes = c_.cluster.nodes, dpn = c_.cluster.devices_per_node;
   if (ok({"run.ranks", "cluster.nodes", "cluster.devices_per_node"}) && ranks >= 1 && nodes >= 1 && dpn >= 0) {
     if (dpn > 0 && (int64_t)nodes * dpn != ranks)
@@ -199,12 +205,13 @@ void Checker::check_strategy_options() {
   // overlap_degree D cuts each expert's rows into D chunks: at least 1, at most the tokens of
   // a rank (train.batch_size / dp sequences of model.seq_len: the ranks of a tensor-parallel
   // group share their sequences), else chunks stay empty.
-  const int dp = data_parallel();
-  const int64_t tokens = dp >= 1 && c_.train.batch_size % dp == 0
-                             ? (int64_t)c_.train.batch_size / dp * c_.model.seq_len : 0;
-  const std::string per_rank = c_.parallel.dp > 0  ? "train.batch_size / parallel.dp"
-                               : c_.parallel.tp > 1 ? "train.batch_size / (run.ranks / parallel.tp)"
-                                                    : "train.batch_size / run.ranks";
+  const int dp = data_parallel(), micro = c_.parallel.microbatches;
+  const int64_t tokens = dp >= 1 && micro >= 1 && c_.train.batch_size % ((int64_t)dp * micro) == 0
+                             ? (int64_t)c_.train.batch_size / dp / micro * c_.model.seq_len : 0;
+  std::string per_rank = c_.parallel.dp > 0  ? "train.batch_size / parallel.dp"
+                         : c_.parallel.tp > 1 || c_.parallel.pp > 1 ? "train.batch_size / (run.ranks / (parallel.tp x parallel.pp))"
+                                                                   : "train.batch_size / run.ranks";
+  if (micro > 1) per_rank += " / parallel.microbatches";
   for (const auto& [key, d] : {std::pair<const char*, int>{"strategy.expert_centric.overlap_degree",
                                                            o.expert_centric.overlap_degree},
                                {"strategy.hier_a2a.overlap_degree", o.hier_a2a.overlap_degree}}) {
@@ -215,13 +222,47 @@ void Checker::check_strategy_options() {
   }
 }
 
-// The data-parallel size every layout rule uses: parallel.dp, or run.ranks / parallel.tp when
-// it is 0. 0 when the keys give none (a rejected key, or a layout check_groups reports).
+// The data-parallel size every layout rule uses: parallel.dp, or run.ranks / (parallel.tp x
+// parallel.pp) when it is 0. 0 when the keys give none (a rejected key, or a layout
+// check_groups reports).
 int Checker::data_parallel() const {
-  const int ranks = c_.run.ranks, tp = c_.parallel.tp, dp = c_.parallel.dp;
-  if (!ok({"run.ranks", "parallel.tp", "parallel.dp"}) || ranks < 1 || tp < 1 || dp < 0 || ranks % tp != 0) return 0;
-  if (dp > 0) return (int64_t)dp * tp == ranks ? dp : 0;
-  return ranks / tp;
+  const int ranks = c_.run.ranks, tp = c_.parallel.tp, pp = c_.parallel.pp, dp = c_.parallel.dp;
+  if (!ok({"run.ranks", "parallel.tp", "parallel.pp", "parallel.dp"}) || ranks < 1 || tp < 1 || pp < 1 || dp < 0 ||
+      ranks % ((int64_t)tp * pp) != 0)
+    return 0;
+  if (dp > 0) return (int64_t)dp * tp * pp == ranks ? dp : 0;
+  return ranks / (tp * pp);
+}
+
+// The blocks of each pipeline stage: pp no larger than the blocks; stage_layers (when given)
+// one positive entry per stage, summing to model.layers.
+void Checker::check_stages() {
+  const int pp = c_.parallel.pp, layers = c_.model.layers;
+  if (!ok({"parallel.pp", "model.layers", "parallel.stage_layers"}) || pp < 1 || layers < 1) return;
+  const auto& sl = c_.parallel.stage_layers;
+  if (sl.empty()) {
+    if (pp > layers)
+      fail("parallel.pp", "the " + std::to_string(pp) + " pipeline stages need at least one block each, but "
+                          "model.layers = " + std::to_string(layers), "model.layers");
+    return;
+  }
+  if ((int)sl.size() != pp) {
+    fail("parallel.stage_layers", "needs one entry per pipeline stage (parallel.pp = " + std::to_string(pp) +
+                                      "), got " + std::to_string(sl.size()), "parallel.pp");
+    return;
+  }
+  int64_t sum = 0;
+  for (size_t i = 0; i < sl.size(); ++i) {
+    if (sl[i] < 1) {
+      fail("parallel.stage_layers", "stage " + std::to_string(i) + " has " + std::to_string(sl[i]) +
+                                        " blocks; every stage needs at least one");
+      return;
+    }
+    sum += sl[i];
+  }
+  if (sum != layers)
+    fail("parallel.stage_layers", "the stages' blocks sum to " + std::to_string(sum) + ", model.layers = " +
+                                      std::to_string(layers), "model.layers");
 }
 
 // Where the data-parallel size comes from, for messages: " (run.ranks = 4)" without tensor
@@ -231,15 +272,16 @@ std::string Checker::data_parallel_origin() const {
   if (c_.parallel.dp > 0) return " (parallel.dp = " + std::to_string(c_.parallel.dp) + ")";
   std::string s = " (run.ranks = " + std::to_string(c_.run.ranks);
   if (c_.parallel.tp > 1) s += " / parallel.tp = " + std::to_string(c_.parallel.tp);
+  if (c_.parallel.pp > 1) s += " / parallel.pp = " + std::to_string(c_.parallel.pp);
   return s + ")";
 }
 
-// The world as pp x dp x tp (pp = 1 for now; dist/process_groups.h): tp and dp against
+// The world as pp x dp x tp (dist/process_groups.h): tp, pp and dp against
 // run.ranks, tp against the split of the model, the batch over the data-parallel ranks and the
 // expert-parallel groups. Returns the expert-parallel group size, 0 when the groups cannot be
 // formed (reported, or resting on a key rejected while reading).
 int Checker::check_groups() {
-  const int ranks = c_.run.ranks, tp = c_.parallel.tp, dp_set = c_.parallel.dp;
+  const int ranks = c_.run.ranks, tp = c_.parallel.tp, pp = c_.parallel.pp, dp_set = c_.parallel.dp;
   if (!ok({"parallel.tp"}) || tp < 1) return 0;
   const auto& m = c_.model;
   // Megatron splits the attention heads (and with them the hidden columns of Q, K, V and the
@@ -251,26 +293,38 @@ int Checker::check_groups() {
                             std::to_string(m.hidden) + " (attention heads and FFN columns are split over the "
                             "tensor-parallel ranks), got " + std::to_string(tp),
          "model.heads");
-  if (!ok({"run.ranks"}) || ranks < 1) return 0;
-  if (ranks % tp != 0) {
-    fail("parallel.tp", "run.ranks = " + std::to_string(ranks) + " is not divisible by parallel.tp = " +
-                            std::to_string(tp), "run.ranks");
+  if (!ok({"run.ranks", "parallel.pp"}) || ranks < 1 || pp < 1) return 0;
+  if (ranks % ((int64_t)tp * pp) != 0) {
+    const std::string what = pp > 1 ? "parallel.tp x parallel.pp = " + std::to_string(tp) + " x " + std::to_string(pp)
+                                    : "parallel.tp = " + std::to_string(tp);
+    fail(tp > 1 || pp == 1 ? "parallel.tp" : "parallel.pp",
+         "run.ranks = " + std::to_string(ranks) + " is not divisible by " + what, "run.ranks");
     return 0;
   }
   if (!ok({"parallel.dp"}) || dp_set < 0) return 0;
-  if (dp_set > 0 && (int64_t)dp_set * tp != ranks) {
-    fail("parallel.dp", "parallel.dp x parallel.tp = " + std::to_string(dp_set) + " x " + std::to_string(tp) + " = " +
-                            std::to_string((int64_t)dp_set * tp) + " must equal run.ranks = " + std::to_string(ranks),
+  if (dp_set > 0 && (int64_t)dp_set * tp * pp != ranks) {
+    fail("parallel.dp", "parallel.pp x parallel.dp x parallel.tp = " + std::to_string(pp) + " x " +
+                            std::to_string(dp_set) + " x " + std::to_string(tp) + " = " +
+                            std::to_string((int64_t)dp_set * tp * pp) + " must equal run.ranks = " +
+                            std::to_string(ranks),
          "run.ranks");
     return 0;
   }
   const int dp = data_parallel();
   const std::string origin = data_parallel_origin();
   const auto& t = c_.train;
+  const int micro = c_.parallel.microbatches;
   if (ok({"train.batch_size"}) && t.batch_size >= 1 && t.batch_size % dp != 0)
     fail("train.batch_size", "the global batch must divide over the " + std::to_string(dp) +
                                  " data-parallel ranks" + origin + ", got " + std::to_string(t.batch_size),
          "run.ranks");
+  else if (ok({"train.batch_size", "parallel.microbatches"}) && t.batch_size >= 1 && micro >= 1 &&
+           t.batch_size / dp % micro != 0)
+    fail("parallel.microbatches", "must divide the " + std::to_string(t.batch_size / dp) +
+                                      " sequences of a data-parallel rank (train.batch_size = " +
+                                      std::to_string(t.batch_size) + " over " + std::to_string(dp) +
+                                      " data-parallel ranks" + origin + "), got " + std::to_string(micro),
+         "train.batch_size");
   const int ep_set = c_.parallel.ep;
   if (!ok({"parallel.ep"}) || ep_set < 0) return 0;
   const bool experts_ok = ok({"moe.experts", "moe.moe_layers"}) && c_.moe.experts.size() == c_.moe.moe_layers.size();
@@ -295,17 +349,19 @@ int Checker::check_groups() {
         }
     return tp;
   }
-  if (ok({"strategy.name", "parallel.tp"}) && tp > 1 &&
+  if (ok({"strategy.name", "parallel.tp", "parallel.pp"}) && (tp > 1 || pp > 1) &&
       (c_.strategy.name == "data_centric" || c_.strategy.name == "janus")) {
-    // The pulls use MPI windows, one set per expert-parallel group; with tp > 1 a host holds
-    // several EP groups made by one MPI_Comm_split, and OpenMPI 4.1's osc/rdma names its
-    // shared-memory segment by the communicator id, which those groups share: their windows
-    // collide (open-mpi/ompi#9492, fixed in OpenMPI 5). Refused rather than failing at run time.
-    fail("strategy.name", "\"" + c_.strategy.name + "\" with parallel.tp = " + std::to_string(tp) +
-                              " is not supported: its MPI windows of different tensor-parallel ranks collide in "
-                              "OpenMPI 4.1 (open-mpi/ompi#9492); use parallel.tp = 1, or expert_centric, hier_a2a "
-                              "or ppmoe",
-         "parallel.tp");
+    // The pulls use MPI windows, one set per expert-parallel group; with tp > 1 or pp > 1 a
+    // host holds several EP groups made by one MPI_Comm_split, and OpenMPI 4.1's osc/rdma
+    // names its shared-memory segment by the communicator id, which those groups share: their
+    // windows collide (open-mpi/ompi#9492, fixed in OpenMPI 5). Refused rather than failing at
+    // run time.
+    const char* key = tp > 1 ? "parallel.tp" : "parallel.pp";
+    fail("strategy.name", "\"" + c_.strategy.name + "\" with " + key + " = " + std::to_string(tp > 1 ? tp : pp) +
+                              " is not supported: the MPI windows of its different expert-parallel groups collide "
+                              "in OpenMPI 4.1 (open-mpi/ompi#9492); use parallel.tp = parallel.pp = 1, or "
+                              "expert_centric, hier_a2a or ppmoe",
+         key);
     return 0;
   }
   const int ep = ep_set == 0 ? dp : ep_set;
@@ -360,18 +416,20 @@ void Checker::check_layout() {
 // of each expert-parallel group. A group is `ep` consecutive data-parallel ranks of one
 // tensor-parallel rank t, i.e. world ranks tp apart: (g * ep + i) * tp + t.
 void Checker::check_hier_a2a_groups(int ep, int per_node) {
-  const int tp = c_.parallel.tp, dp = data_parallel();
+  const int tp = c_.parallel.tp, dp = data_parallel(), pp = c_.parallel.pp;
+  for (int stage = 0; stage < pp; ++stage)  // each pipeline stage holds dp x tp ranks
   for (int t = 0; t < tp; ++t)
     for (int first = 0; first < dp; first += ep) {  // each expert-parallel group
+      const int base = stage * dp * tp;
       std::map<int, int> on_node;
-      for (int i = first; i < first + ep; ++i) ++on_node[(i * tp + t) / per_node];
+      for (int i = first; i < first + ep; ++i) ++on_node[(base + i * tp + t) / per_node];
       for (const auto& [node, n] : on_node) {
         if (n == on_node.begin()->second) continue;
         // The group's ranks: "0-2" when consecutive (tp = 1), else listed ("1,3,5"), cut in the
         // middle when long so a 1024-rank group stays one readable line.
         std::string group;
         if (tp == 1) {
-          group = std::to_string(first) + "-" + std::to_string(first + ep - 1);
+          group = std::to_string(base + first) + "-" + std::to_string(base + first + ep - 1);
         } else {
           for (int i = first; i < first + ep; ++i) {
             if (ep > 8 && i == first + 3) {
@@ -380,7 +438,7 @@ void Checker::check_hier_a2a_groups(int ep, int per_node) {
               continue;
             }
             if (!group.empty()) group += ',';
-            group += std::to_string(i * tp + t);
+            group += std::to_string(base + i * tp + t);
           }
         }
         // Nodes hold per_node / tp whole tensor-parallel groups when tp divides per_node: then

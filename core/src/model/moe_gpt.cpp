@@ -20,7 +20,16 @@
 
 namespace moebench {
 
+// One micro-batch's activations of a block ([N,C] unless noted; tensor-parallel shares where
+// the matmuls are split), and its MoE layer (each slot routes its own micro-batch).
+struct MoeGpt::Acts {
+  std::vector<float> x, ln1, ln1_mean, ln1_rstd, qkv /*[N,3C/t]*/, preatt, att /*[B,NH/t,T,T]*/, atty,
+      res1, ln2, ln2_mean, ln2_rstd, fch, fch_gelu /*[N,F/t]*/, ffn_out;
+  std::unique_ptr<MoeLayer> moe;
+};
+
 struct MoeGpt::Block {
+  int index = 0;    // global block index
   int experts = 0;  // 0: dense FFN block
   // parameter indices into the arena
   size_t ln1_w, ln1_b, qkv_w, qkv_b, proj_w, proj_b, ln2_w, ln2_b;
@@ -28,10 +37,16 @@ struct MoeGpt::Block {
   size_t router_w = 0;                                     // MoE
   std::vector<size_t> expert_first;                        // per expert: index of w1 (b1, w2, b2 follow)
   std::vector<ExpertParams> expert_params, expert_grads;
-  std::unique_ptr<MoeLayer> moe;
-  // activations ([N,C] unless noted)
-  std::vector<float> x, ln1, ln1_mean, ln1_rstd, qkv /*[N,3C]*/, preatt, att /*[B,NH,T,T]*/, atty,
-      res1, ln2, ln2_mean, ln2_rstd, fch, fch_gelu /*[N,F]*/, ffn_out;
+  std::vector<Acts> acts;       // per slot
+  std::vector<int> step_counts; // [E] kept assignments since begin_step()
+};
+
+// A micro-batch's stage-level activations: its tokens, the stage output (the last block's
+// residual sum) and, on the last stage, ln_f, the probabilities and the per-token losses.
+struct MoeGpt::HeadActs {
+  int B = 0, T = 0;
+  std::vector<int> inputs, targets;
+  std::vector<float> x_out, lnf, lnf_mean, lnf_rstd, probs, losses;
 };
 
 namespace {
@@ -44,8 +59,8 @@ void zero(std::vector<float>& v, size_t n) {
 }
 }  // namespace
 
-MoeGpt::MoeGpt(const ModelConfig& model, const MoeConfig& moe, ExpertShard shard, TpShard tp)
-    : model_(model), moe_(moe), shard_(shard), tp_(tp) {
+MoeGpt::MoeGpt(const ModelConfig& model, const MoeConfig& moe, ExpertShard shard, TpShard tp, PipeStage pipe)
+    : model_(model), moe_(moe), shard_(shard), tp_(tp), pipe_(pipe) {
   if (model_.hidden % model_.heads != 0)
     throw std::invalid_argument("model.heads must divide model.hidden");
   if (shard_.size < 1 || shard_.rank < 0 || shard_.rank >= shard_.size)
@@ -55,6 +70,13 @@ MoeGpt::MoeGpt(const ModelConfig& model, const MoeConfig& moe, ExpertShard shard
   if (model_.heads % tp_.size != 0)
     throw std::invalid_argument("parallel.tp = " + std::to_string(tp_.size) + " does not divide model.heads = " +
                                 std::to_string(model_.heads));
+  if (pipe_.end_block < 0) pipe_.end_block = model_.layers;
+  if (pipe_.stages < 1 || pipe_.stage < 0 || pipe_.stage >= pipe_.stages || pipe_.first_block < 0 ||
+      pipe_.first_block >= pipe_.end_block || pipe_.end_block > model_.layers || pipe_.in_flight < 1)
+    throw std::invalid_argument("bad pipeline stage: blocks [" + std::to_string(pipe_.first_block) + ", " +
+                                std::to_string(pipe_.end_block) + ") of stage " + std::to_string(pipe_.stage) +
+                                " of " + std::to_string(pipe_.stages));
+  head_acts_.resize((size_t)pipe_.in_flight);
   build_params();
 }
 
@@ -67,10 +89,12 @@ void MoeGpt::build_params() {
   auto rows = [&](int64_t n, int parts, bool vector) {  // column-parallel: this rank's rows
     return split ? row_slice(n, vector ? 1 : C, parts, r * n / t, n / t, vector) : TensorSlice{};
   };
-  wte_ = params_.add("embed.wte", {V, C}, true);
-  wpe_ = params_.add("embed.wpe", {model_.seq_len, C}, true);
-  for (int l = 0; l < model_.layers; ++l) {
+  if (pipe_.first() || (pipe_.last() && model_.tied_head)) wte_ = params_.add("embed.wte", {V, C}, true);
+  if (pipe_.first()) wpe_ = params_.add("embed.wpe", {model_.seq_len, C}, true);
+  for (int l = pipe_.first_block; l < pipe_.end_block; ++l) {
     auto b = std::make_unique<Block>();
+    b->index = l;
+    b->acts.resize((size_t)pipe_.in_flight);
     const std::string p = "blocks." + std::to_string(l) + ".";
     b->ln1_w = params_.add(p + "ln1.weight", {C}, false);
     b->ln1_b = params_.add(p + "ln1.bias", {C}, false);
@@ -102,13 +126,15 @@ void MoeGpt::build_params() {
         params_.add(q + "w2", {C, F}, true);
         params_.add(q + "b2", {C}, false);
       }
-      b->moe = std::make_unique<MoeLayer>();
+      for (Acts& a : b->acts) a.moe = std::make_unique<MoeLayer>();
     }
     blocks_.push_back(std::move(b));
   }
-  lnf_w_ = params_.add("ln_f.weight", {C}, false);
-  lnf_b_ = params_.add("ln_f.bias", {C}, false);
-  head_ = model_.tied_head ? wte_ : params_.add("lm_head.weight", {V, C}, true);
+  if (pipe_.last()) {
+    lnf_w_ = params_.add("ln_f.weight", {C}, false);
+    lnf_b_ = params_.add("ln_f.bias", {C}, false);
+    head_ = model_.tied_head ? wte_ : params_.add("lm_head.weight", {V, C}, true);
+  }
   params_.finalize();
   for (auto& b : blocks_) {
     for (size_t first : b->expert_first) {
@@ -162,20 +188,22 @@ void MoeGpt::distribute(const ParallelContext& par) {
     tp_role_ = nodes.size() > 1 ? StreamRole::comm_inter : StreamRole::comm_intra;
   }
   tp_partial_.clear();
-  for (size_t l = 0; l < blocks_.size(); ++l) {
-    Block& b = *blocks_[l];
+  for (auto& bp : blocks_) {
+    Block& b = *bp;
     if (b.experts == 0) continue;
-    MoeContext ctx = par.block_context((int)l);
-    ctx.experts = b.experts;
-    ctx.C = model_.hidden;
-    ctx.F = model_.ffn_mult * model_.hidden;
-    ctx.first_local = shard_.rank * (b.experts / shard_.size);
-    ctx.local = b.expert_params;
-    ctx.local_grads = b.expert_grads;
-    std::unique_ptr<MoeStrategy> strategy = par.strategy_for((int)l);
-    if (strategy->partial_outputs()) tp_partial_.push_back(b.router_w);
-    b.moe->set_strategy(std::move(strategy), std::move(ctx));
-    b.moe->set_stats_communicator(par.dp);
+    for (Acts& a : b.acts) {  // every slot's layer gets its own strategy instance
+      MoeContext ctx = par.block_context(b.index);
+      ctx.experts = b.experts;
+      ctx.C = model_.hidden;
+      ctx.F = model_.ffn_mult * model_.hidden;
+      ctx.first_local = shard_.rank * (b.experts / shard_.size);
+      ctx.local = b.expert_params;
+      ctx.local_grads = b.expert_grads;
+      std::unique_ptr<MoeStrategy> strategy = par.strategy_for(b.index);
+      if (strategy->partial_outputs() && &a == &b.acts.front()) tp_partial_.push_back(b.router_w);
+      a.moe->set_strategy(std::move(strategy), std::move(ctx));
+      a.moe->set_stats_communicator(par.dp);
+    }
   }
 }
 
@@ -194,10 +222,9 @@ void MoeGpt::stage(const char* name, int layer, double flops, Fn&& fn) {
   else fn();
 }
 
-void MoeGpt::set_routing(const RoutingSpec& spec, uint64_t seed, long first_token) {
+void MoeGpt::set_routing(const RoutingSpec& spec, uint64_t seed) {
   routing_ = spec;
   routing_seed_ = seed;
-  first_token_ = first_token;
 }
 
 std::vector<ArenaRange> MoeGpt::dense_ranges() const {
@@ -232,187 +259,236 @@ std::vector<ArenaRange> MoeGpt::tp_partial_ranges() const {
   return out;
 }
 
+MoeGpt::Block* MoeGpt::local_block(int block) const {
+  if (block < pipe_.first_block || block >= pipe_.end_block) return nullptr;
+  return blocks_[(size_t)(block - pipe_.first_block)].get();
+}
+
 const MoeLayer* MoeGpt::moe_layer(int block) const {
-  return blocks_.at((size_t)block)->moe.get();
+  const Block* b = local_block(block);
+  return b ? b->acts[(size_t)last_slot_].moe.get() : nullptr;
+}
+
+std::vector<int> MoeGpt::expert_counts(int block) const {
+  const Block* b = local_block(block);
+  return b ? b->step_counts : std::vector<int>{};
+}
+
+void MoeGpt::begin_step() {
+  for (auto& b : blocks_) b->step_counts.assign((size_t)b->experts, 0);
+}
+
+ArenaRange MoeGpt::tied_embedding_copy() const {
+  if (pipe_.first() || wte_ == kNone) return {};
+  return {params_.views()[wte_].offset, params_.views()[wte_].numel};
 }
 
 LossParts MoeGpt::forward(const int* inputs, const int* targets, int B, int T, long step) {
+  if (pipe_.stages != 1) throw std::logic_error("MoeGpt::forward runs the whole model: use forward_micro on a stage");
+  return forward_micro(0, {inputs, targets, B, T, step, 0});
+}
+
+void MoeGpt::backward() { backward_micro(0, nullptr, 1.0f, true); }
+
+const float* MoeGpt::stage_output(int slot) const { return head_acts_.at((size_t)slot).x_out.data(); }
+
+LossParts MoeGpt::forward_micro(int slot, const MicroBatch& mb, const float* x_in) {
+  const int B = mb.B, T = mb.T;
+  if (slot < 0 || slot >= pipe_.in_flight) throw std::out_of_range("activation slot " + std::to_string(slot) + " out of range");
   if (T > model_.seq_len) throw std::invalid_argument("sequence longer than model.seq_len");
+  if (!pipe_.first() && !x_in) throw std::invalid_argument("a pipeline stage after the first needs its input activation");
   const int C = model_.hidden, F = model_.ffn_mult * C, V = model_.vocab_size, NH = model_.heads;
   const int t = tp_.size, Ct = C / t, Ft = F / t, NHt = NH / t;  // this rank's share (tensor parallel)
   const bool split = t > 1, bias_here = tp_.rank == 0;  // row-parallel biases: added once
   const long N = (long)B * T;
-  B_ = B;
-  T_ = T;
-  inputs_.assign(inputs, inputs + N);
-  targets_.assign(targets, targets + N);
+  HeadActs& h = head_acts_[(size_t)slot];
+  last_slot_ = slot;
+  h.B = B;
+  h.T = T;
+  h.inputs.assign(mb.inputs, mb.inputs + N);
+  if (pipe_.last()) h.targets.assign(mb.targets, mb.targets + N);
   for (long i = 0; i < N; ++i)
-    if (inputs[i] < 0 || inputs[i] >= V || targets[i] < 0 || targets[i] >= V)
+    if (mb.inputs[i] < 0 || mb.inputs[i] >= V || (pipe_.last() && (mb.targets[i] < 0 || mb.targets[i] >= V)))
       throw std::out_of_range("token id outside [0, vocab_size)");
 
   LossParts parts;
   for (auto& b : blocks_)  // before any gate: strategies may start pulling experts (prefetch)
-    if (b->moe) b->moe->begin_iteration();
-  for (size_t l = 0; l < blocks_.size(); ++l) {
-    Block& b = *blocks_[l];
-    ensure(b.x, N * C);
-    if (l == 0) stage("embed.forward", -1, 0.0, [&] {
-        encoder_forward(b.x.data(), inputs, params_.param(wte_), params_.param(wpe_), B, T, C);
+    if (b->experts) b->acts[(size_t)slot].moe->begin_iteration();
+  for (size_t i = 0; i < blocks_.size(); ++i) {
+    Block& b = *blocks_[i];
+    Acts& a = b.acts[(size_t)slot];
+    const int l = b.index;
+    ensure(a.x, N * C);
+    if (i == 0 && pipe_.first()) stage("embed.forward", -1, 0.0, [&] {
+        encoder_forward(a.x.data(), mb.inputs, params_.param(wte_), params_.param(wpe_), B, T, C);
       });
     auto residual_ln2 = [&] {  // res1 += x; ln2 = LayerNorm(res1)
-      residual_forward(b.res1.data(), b.res1.data(), b.x.data(), N * C);
-      ensure(b.ln2, N * C); ensure(b.ln2_mean, N); ensure(b.ln2_rstd, N);
-      layernorm_forward(b.ln2.data(), b.ln2_mean.data(), b.ln2_rstd.data(), b.res1.data(),
+      residual_forward(a.res1.data(), a.res1.data(), a.x.data(), N * C);
+      ensure(a.ln2, N * C); ensure(a.ln2_mean, N); ensure(a.ln2_rstd, N);
+      layernorm_forward(a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.res1.data(),
                         params_.param(b.ln2_w), params_.param(b.ln2_b), (int)N, C);
     };
-    stage("attn.forward", (int)l, attn_forward_flops(N, C, T) / t, [&] {
-      if (l > 0) residual_forward(b.x.data(), blocks_[l - 1]->res1.data(), blocks_[l - 1]->ffn_out.data(), N * C);
-      ensure(b.ln1, N * C); ensure(b.ln1_mean, N); ensure(b.ln1_rstd, N);
-      layernorm_forward(b.ln1.data(), b.ln1_mean.data(), b.ln1_rstd.data(), b.x.data(),
+    stage("attn.forward", l, attn_forward_flops(N, C, T) / t, [&] {
+      if (i > 0) {
+        const Acts& prev = blocks_[i - 1]->acts[(size_t)slot];
+        residual_forward(a.x.data(), prev.res1.data(), prev.ffn_out.data(), N * C);
+      } else if (!pipe_.first()) {
+        std::copy_n(x_in, N * C, a.x.data());
+      }
+      ensure(a.ln1, N * C); ensure(a.ln1_mean, N); ensure(a.ln1_rstd, N);
+      layernorm_forward(a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), a.x.data(),
                         params_.param(b.ln1_w), params_.param(b.ln1_b), (int)N, C);
-      ensure(b.qkv, N * 3 * Ct);
-      matmul_forward(b.qkv.data(), b.ln1.data(), params_.param(b.qkv_w), params_.param(b.qkv_b), (int)N, C, 3 * Ct);
-      ensure(b.preatt, (size_t)B * NHt * T * T); ensure(b.att, (size_t)B * NHt * T * T); ensure(b.atty, N * Ct);
-      attention_forward(b.atty.data(), b.preatt.data(), b.att.data(), b.qkv.data(), B, T, Ct, NHt);
-      ensure(b.res1, N * C);
-      matmul_forward(b.res1.data(), b.atty.data(), params_.param(b.proj_w), bias_here ? params_.param(b.proj_b) : nullptr,
+      ensure(a.qkv, N * 3 * Ct);
+      matmul_forward(a.qkv.data(), a.ln1.data(), params_.param(b.qkv_w), params_.param(b.qkv_b), (int)N, C, 3 * Ct);
+      ensure(a.preatt, (size_t)B * NHt * T * T); ensure(a.att, (size_t)B * NHt * T * T); ensure(a.atty, N * Ct);
+      attention_forward(a.atty.data(), a.preatt.data(), a.att.data(), a.qkv.data(), B, T, Ct, NHt);
+      ensure(a.res1, N * C);
+      matmul_forward(a.res1.data(), a.atty.data(), params_.param(b.proj_w), bias_here ? params_.param(b.proj_b) : nullptr,
                      (int)N, Ct, C);
       if (!split) residual_ln2();
     });
     if (split) {
-      tp_allreduce(b.res1.data(), N * C, (int)l);
-      stage("attn.residual", (int)l, 0.0, residual_ln2);
+      tp_allreduce(a.res1.data(), N * C, l);
+      stage("attn.residual", l, 0.0, residual_ln2);
     }
-    ensure(b.ffn_out, N * C);
+    ensure(a.ffn_out, N * C);
     if (b.experts == 0) {
-      stage("ffn.forward", (int)l, ffn_forward_flops(N, C, F) / t, [&] {
-        ensure(b.fch, N * Ft); ensure(b.fch_gelu, N * Ft);
-        matmul_forward(b.fch.data(), b.ln2.data(), params_.param(b.fc_w), params_.param(b.fc_b), (int)N, C, Ft);
-        gelu_forward(b.fch_gelu.data(), b.fch.data(), N * Ft);
-        matmul_forward(b.ffn_out.data(), b.fch_gelu.data(), params_.param(b.fcproj_w),
+      stage("ffn.forward", l, ffn_forward_flops(N, C, F) / t, [&] {
+        ensure(a.fch, N * Ft); ensure(a.fch_gelu, N * Ft);
+        matmul_forward(a.fch.data(), a.ln2.data(), params_.param(b.fc_w), params_.param(b.fc_b), (int)N, C, Ft);
+        gelu_forward(a.fch_gelu.data(), a.fch.data(), N * Ft);
+        matmul_forward(a.ffn_out.data(), a.fch_gelu.data(), params_.param(b.fcproj_w),
                        bias_here ? params_.param(b.fcproj_b) : nullptr, (int)N, Ft, C);
       });
-      tp_allreduce(b.ffn_out.data(), N * C, (int)l);
+      tp_allreduce(a.ffn_out.data(), N * C, l);
     } else {
       MoeLayerShape s{(int)N, C, F, b.experts, moe_.top_k, moe_.capacity_factor, moe_.gate_normalize};
       const int* forced = nullptr;
       if (routing_.kind != RoutingSpec::Kind::learned) {
         forced_.resize((size_t)N * moe_.top_k);
-        synthetic_expert_choice(forced_.data(), routing_, (int)N, moe_.top_k, b.experts, routing_seed_, step,
-                                (int)l, first_token_);
+        synthetic_expert_choice(forced_.data(), routing_, (int)N, moe_.top_k, b.experts, routing_seed_, mb.step, l,
+                                mb.first_token);
         forced = forced_.data();
       }
-      parts.aux += b.moe->forward(b.ffn_out.data(), b.ln2.data(), params_.param(b.router_w), b.expert_params,
-                                  s, forced);
+      parts.aux += a.moe->forward(a.ffn_out.data(), a.ln2.data(), params_.param(b.router_w), b.expert_params, s, forced);
+      const std::vector<int>& counts = a.moe->routing().counts;
+      b.step_counts.resize((size_t)b.experts, 0);
+      for (int e = 0; e < b.experts; ++e) b.step_counts[(size_t)e] += counts[(size_t)e];
     }
   }
+  const Acts& last = blocks_.back()->acts[(size_t)slot];
+  if (!pipe_.last()) {
+    stage("stage.output", -1, 0.0, [&] {
+      ensure(h.x_out, N * C);
+      residual_forward(h.x_out.data(), last.res1.data(), last.ffn_out.data(), N * C);
+    });
+    parts.total = moe_.aux_loss_weight * parts.aux;
+    return parts;
+  }
   stage("head.forward", -1, head_forward_flops(N, C, V), [&] {
-    ensure(x_final_, N * C);
-    const Block& last = *blocks_.back();
-    residual_forward(x_final_.data(), last.res1.data(), last.ffn_out.data(), N * C);
-    ensure(lnf_, N * C); ensure(lnf_mean_, N); ensure(lnf_rstd_, N);
-    layernorm_forward(lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), x_final_.data(),
+    ensure(h.x_out, N * C);
+    residual_forward(h.x_out.data(), last.res1.data(), last.ffn_out.data(), N * C);
+    ensure(h.lnf, N * C); ensure(h.lnf_mean, N); ensure(h.lnf_rstd, N);
+    layernorm_forward(h.lnf.data(), h.lnf_mean.data(), h.lnf_rstd.data(), h.x_out.data(),
                       params_.param(lnf_w_), params_.param(lnf_b_), (int)N, C);
-    ensure(logits_, N * V); ensure(probs_, N * V); ensure(losses_, N);
-    matmul_forward(logits_.data(), lnf_.data(), params_.param(head_), nullptr, (int)N, C, V);
-    crossentropy_softmax_forward(losses_.data(), probs_.data(), logits_.data(), targets, (int)N, V);
+    ensure(logits_, N * V); ensure(h.probs, N * V); ensure(h.losses, N);
+    matmul_forward(logits_.data(), h.lnf.data(), params_.param(head_), nullptr, (int)N, C, V);
+    crossentropy_softmax_forward(h.losses.data(), h.probs.data(), logits_.data(), mb.targets, (int)N, V);
   });
   double sum = 0.0;
-  for (long i = 0; i < N; ++i) sum += losses_[i];
+  for (long i = 0; i < N; ++i) sum += h.losses[i];
   parts.ce = (float)(sum / (double)N);
   parts.total = parts.ce + moe_.aux_loss_weight * parts.aux;
   return parts;
 }
 
-void MoeGpt::backward() {
-  const int B = B_, T = T_, C = model_.hidden, F = model_.ffn_mult * C, V = model_.vocab_size,
+void MoeGpt::backward_micro(int slot, const float* dout, float loss_scale, bool last_micro) {
+  if (slot < 0 || slot >= pipe_.in_flight) throw std::out_of_range("activation slot " + std::to_string(slot) + " out of range");
+  HeadActs& h = head_acts_[(size_t)slot];
+  const int B = h.B, T = h.T, C = model_.hidden, F = model_.ffn_mult * C, V = model_.vocab_size,
             NH = model_.heads;
   const int t = tp_.size, Ct = C / t, Ft = F / t, NHt = NH / t;
   const long N = (long)B * T;
   if (N == 0) throw std::logic_error("MoeGpt::backward without forward");
-  stage("head.backward", -1, 2 * head_forward_flops(N, C, V), [&] {
-    zero(dlogits_, N * V);
-    crossentropy_softmax_backward(dlogits_.data(), probs_.data(), targets_.data(), 1.0f / (float)N, (int)N, V);
-    zero(dscratch_, N * C);  // d lnf
-    matmul_backward(dscratch_.data(), params_.grad(head_), nullptr, dlogits_.data(), lnf_.data(),
-                    params_.param(head_), (int)N, C, V);
-    zero(dresid_, N * C);  // d x_final = d (res1 + ffn_out) of the last block
-    layernorm_backward(dresid_.data(), params_.grad(lnf_w_), params_.grad(lnf_b_), dscratch_.data(),
-                       x_final_.data(), params_.param(lnf_w_), lnf_mean_.data(), lnf_rstd_.data(), (int)N, C);
-  });
-  const ParamView& lnf = params_.views()[lnf_w_];
-  if (grad_ready_) grad_ready_({lnf.offset, params_.size() - lnf.offset});  // ln_f (+ untied head)
+  if (!pipe_.last() && !dout) throw std::invalid_argument("a pipeline stage before the last needs its output gradient");
+  auto ready = [&](ArenaRange r) {
+    if (grad_ready_ && last_micro) grad_ready_(r);
+  };
+  if (pipe_.last()) {
+    stage("head.backward", -1, 2 * head_forward_flops(N, C, V), [&] {
+      zero(dlogits_, N * V);
+      crossentropy_softmax_backward(dlogits_.data(), h.probs.data(), h.targets.data(), loss_scale / (float)N, (int)N, V);
+      zero(dscratch_, N * C);  // d lnf
+      matmul_backward(dscratch_.data(), params_.grad(head_), nullptr, dlogits_.data(), h.lnf.data(),
+                      params_.param(head_), (int)N, C, V);
+      zero(dresid_, N * C);  // d x_out = d (res1 + ffn_out) of the last block
+      layernorm_backward(dresid_.data(), params_.grad(lnf_w_), params_.grad(lnf_b_), dscratch_.data(),
+                         h.x_out.data(), params_.param(lnf_w_), h.lnf_mean.data(), h.lnf_rstd.data(), (int)N, C);
+    });
+    const ParamView& lnf = params_.views()[lnf_w_];
+    ready({lnf.offset, params_.size() - lnf.offset});  // ln_f (+ untied head)
+    if (const ArenaRange copy = tied_embedding_copy(); copy.count > 0) ready(copy);  // the head's wte
+  } else {
+    dresid_.assign(dout, dout + N * C);
+  }
 
-  std::vector<float> dpreatt, datt;
-  for (size_t li = blocks_.size(); li-- > 0;) {
-    Block& b = *blocks_[li];
+  for (size_t i = blocks_.size(); i-- > 0;) {
+    Block& b = *blocks_[i];
+    Acts& a = b.acts[(size_t)slot];
+    const int l = b.index;
     // dresid_ holds d x_{l+1} = d res1 (residual) = d ffn_out
     zero(dscratch_, N * C);  // d ln2
     if (b.experts == 0) {
-      stage("ffn.backward", (int)li, 2 * ffn_forward_flops(N, C, F) / t, [&] {
+      stage("ffn.backward", l, 2 * ffn_forward_flops(N, C, F) / t, [&] {
         zero(dscratch2_, N * Ft);  // d fch_gelu
         matmul_backward(dscratch2_.data(), params_.grad(b.fcproj_w), params_.grad(b.fcproj_b), dresid_.data(),
-                        b.fch_gelu.data(), params_.param(b.fcproj_w), (int)N, Ft, C);
-        std::vector<float>& dfch = b.fch_gelu;  // reuse: fch_gelu no longer needed this step
+                        a.fch_gelu.data(), params_.param(b.fcproj_w), (int)N, Ft, C);
+        std::vector<float>& dfch = a.fch_gelu;  // reuse: fch_gelu no longer needed this micro-batch
         std::fill(dfch.begin(), dfch.begin() + N * Ft, 0.0f);
-        gelu_backward(dfch.data(), b.fch.data(), dscratch2_.data(), N * Ft);
+        gelu_backward(dfch.data(), a.fch.data(), dscratch2_.data(), N * Ft);
         matmul_backward(dscratch_.data(), params_.grad(b.fc_w), params_.grad(b.fc_b), dfch.data(),
-                        b.ln2.data(), params_.param(b.fc_w), (int)N, C, Ft);
+                        a.ln2.data(), params_.param(b.fc_w), (int)N, C, Ft);
       });
-      tp_allreduce(dscratch_.data(), N * C, (int)li);  // d ln2: partial over the TP ranks' columns
+      tp_allreduce(dscratch_.data(), N * C, l);  // d ln2: partial over the TP ranks' columns
     } else {
-      b.moe->backward(dscratch_.data(), params_.grad(b.router_w), b.expert_grads, dresid_.data(),
-                      moe_.aux_loss_weight, b.ln2.data(), params_.param(b.router_w), b.expert_params);
+      a.moe->backward(dscratch_.data(), params_.grad(b.router_w), b.expert_grads, dresid_.data(),
+                      moe_.aux_loss_weight * loss_scale, a.ln2.data(), params_.param(b.router_w), b.expert_params);
     }
     auto ln1_backward = [&] {
       layernorm_backward(dresid_.data(), params_.grad(b.ln1_w), params_.grad(b.ln1_b), dscratch_.data(),
-                         b.x.data(), params_.param(b.ln1_w), b.ln1_mean.data(), b.ln1_rstd.data(), (int)N, C);
+                         a.x.data(), params_.param(b.ln1_w), a.ln1_mean.data(), a.ln1_rstd.data(), (int)N, C);
     };
-    stage("attn.backward", (int)li, 2 * attn_forward_flops(N, C, T) / t, [&] {
+    stage("attn.backward", l, 2 * attn_forward_flops(N, C, T) / t, [&] {
       layernorm_backward(dresid_.data(), params_.grad(b.ln2_w), params_.grad(b.ln2_b), dscratch_.data(),
-                         b.res1.data(), params_.param(b.ln2_w), b.ln2_mean.data(), b.ln2_rstd.data(), (int)N, C);
+                         a.res1.data(), params_.param(b.ln2_w), a.ln2_mean.data(), a.ln2_rstd.data(), (int)N, C);
       // dresid_ now holds d res1 = d x_l (residual) = d attn proj output
       zero(dscratch_, N * Ct);  // d atty
       matmul_backward(dscratch_.data(), params_.grad(b.proj_w), params_.grad(b.proj_b), dresid_.data(),
-                      b.atty.data(), params_.param(b.proj_w), (int)N, Ct, C);
+                      a.atty.data(), params_.param(b.proj_w), (int)N, Ct, C);
       zero(dscratch2_, N * 3 * Ct);  // d qkv
-      ensure(dpreatt, (size_t)B * NHt * T * T); ensure(datt, (size_t)B * NHt * T * T);
-      attention_backward(dscratch2_.data(), dpreatt.data(), datt.data(), dscratch_.data(), b.qkv.data(),
-                         b.att.data(), B, T, Ct, NHt);
+      ensure(dpreatt_, (size_t)B * NHt * T * T); ensure(datt_, (size_t)B * NHt * T * T);
+      attention_backward(dscratch2_.data(), dpreatt_.data(), datt_.data(), dscratch_.data(), a.qkv.data(),
+                         a.att.data(), B, T, Ct, NHt);
       zero(dscratch_, N * C);  // d ln1
       matmul_backward(dscratch_.data(), params_.grad(b.qkv_w), params_.grad(b.qkv_b), dscratch2_.data(),
-                      b.ln1.data(), params_.param(b.qkv_w), (int)N, C, 3 * Ct);
+                      a.ln1.data(), params_.param(b.qkv_w), (int)N, C, 3 * Ct);
       if (t == 1) ln1_backward();
     });
     if (t > 1) {
-      tp_allreduce(dscratch_.data(), N * C, (int)li);  // d ln1: partial over the TP ranks' heads
-      stage("attn.ln1_backward", (int)li, 0.0, ln1_backward);
+      tp_allreduce(dscratch_.data(), N * C, l);  // d ln1: partial over the TP ranks' heads
+      stage("attn.ln1_backward", l, 0.0, ln1_backward);
     }
-    if (grad_ready_) {  // the block's dense part: ln1 .. ln2 (+ FFN or router); experts follow it
-      const ParamView& first = params_.views()[b.ln1_w];
-      const ParamView& last = params_.views()[b.experts ? b.router_w : b.fcproj_b];
-      grad_ready_({first.offset, last.offset + last.numel - first.offset});
-    }
+    // the block's dense part: ln1 .. ln2 (+ FFN or router); experts follow it
+    const ParamView& first = params_.views()[b.ln1_w];
+    const ParamView& lastp = params_.views()[b.experts ? b.router_w : b.fcproj_b];
+    ready({first.offset, lastp.offset + lastp.numel - first.offset});
   }
+  if (!pipe_.first()) return;  // dresid_ = the gradient of the stage input (input_grad())
   stage("embed.backward", -1, 0.0, [&] {
-    encoder_backward(params_.grad(wte_), params_.grad(wpe_), dresid_.data(), inputs_.data(), B, T, C);
+    encoder_backward(params_.grad(wte_), params_.grad(wpe_), dresid_.data(), h.inputs.data(), B, T, C);
   });
-  if (grad_ready_) {
-    const ParamView& wpe = params_.views()[wpe_];
-    grad_ready_({0, wpe.offset + wpe.numel});  // embeddings (tied head included)
-  }
-}
-
-double MoeGpt::forward_flops_per_token(int T) const {
-  const double C = model_.hidden, F = (double)model_.ffn_mult * C, V = model_.vocab_size;
-  double flops = 2.0 * C * V;  // LM head
-  for (const auto& b : blocks_) {
-    flops += 2.0 * C * 3 * C + 2.0 * C * C;  // qkv + projection
-    flops += 2.0 * 2.0 * C * (T + 1) / 2.0;  // causal QK^T and AV, average context (T+1)/2
-    if (b->experts == 0) flops += 2.0 * 2.0 * C * F;
-    else flops += 2.0 * C * b->experts + moe_.top_k * 2.0 * 2.0 * C * F;
-  }
-  return flops;
+  const ParamView& wpe = params_.views()[wpe_];
+  ready({0, wpe.offset + wpe.numel});  // embeddings (tied head included)
 }
 
 }  // namespace moebench

@@ -50,14 +50,18 @@ Distributed::Distributed(Communicator& world, const Config& cfg) : world_(world)
   world_.set_traffic_meter(meter_.get());
   GroupSizes sizes;
   sizes.tp = cfg.parallel.tp;
+  sizes.pp = cfg.parallel.pp;
   sizes.ep = cfg.parallel.ep;
   sizes.ep_in_tp = experts_in_tp_ = cfg.strategy.name == "ppmoe";
   validate_group_sizes(sizes, world.size(), cfg.moe.experts);
-  if (cfg.parallel.dp > 0 && cfg.parallel.dp * cfg.parallel.tp != world.size())
-    throw std::invalid_argument("parallel.dp x parallel.tp = " + std::to_string(cfg.parallel.dp) + " x " +
-                                std::to_string(cfg.parallel.tp) + " does not match the " +
-                                std::to_string(world.size()) + " ranks");
+  if (cfg.parallel.dp > 0 && cfg.parallel.pp * cfg.parallel.dp * cfg.parallel.tp != world.size())
+    throw std::invalid_argument("parallel.pp x parallel.dp x parallel.tp = " + std::to_string(cfg.parallel.pp) + " x " +
+                                std::to_string(cfg.parallel.dp) + " x " + std::to_string(cfg.parallel.tp) +
+                                " does not match the " + std::to_string(world.size()) + " ranks");
   groups_ = std::make_unique<ProcessGroups>(world_, sizes);
+  std::set<int> pp_nodes;
+  for (int q = 0; q < groups_->pp().size(); ++q) pp_nodes.insert(topology_.node_of(groups_->pp().world_rank(q)));
+  pp_role_ = pp_nodes.size() > 1 ? StreamRole::comm_inter : StreamRole::comm_intra;
   grad_comm_ = groups_->dp().dup();
   dp_scale_ = 1.0f / (float)groups_->dp_size();
 }
@@ -123,6 +127,22 @@ double Distributed::finish_gradients(MoeGpt& model) {
   Communicator& tp = groups_->tp();
   for (const ArenaRange& r : model.tp_partial_ranges())
     if (tp.size() > 1) tp.all_reduce(grads + r.offset, r.count, DType::f32);
+  // The tied embedding on the first and last stage: each copy holds its DP-averaged part (the
+  // embedding's, the head's); both become the sum. Ranks of one stage position meet their
+  // partner of the same DP and TP coordinates.
+  Communicator& pp = groups_->pp();
+  const PipeStage& st = model.pipe();
+  if (st.stages > 1 && model.model_config().tied_head && (st.first() || st.last())) {
+    const ParamView* wte = model.params().find("embed.wte");
+    if (!wte) throw std::logic_error("tied head without embed.wte on a first or last stage");
+    std::vector<float> theirs(wte->numel);
+    const int partner = st.first() ? st.stages - 1 : 0;
+    float* g = grads + wte->offset;
+    RequestPtr out = pp.isend(g, wte->numel, DType::f32, partner, 41);
+    pp.recv(theirs.data(), wte->numel, DType::f32, partner, 41);
+    out->wait();
+    for (size_t i = 0; i < wte->numel; ++i) g[i] += theirs[i];
+  }
   // Experts: each owner accumulated the contributions of every rank in its EP group; sum the
   // replicas (other EP groups) and scale like the dense gradients.
   Communicator& edp = groups_->expert_dp();
@@ -142,17 +162,25 @@ double Distributed::clip_gradients(MoeGpt& model, float max_norm) {
   auto add = [&](double& sum, size_t offset, size_t count) {
     for (size_t i = offset; i < offset + count; ++i) sum += (double)g[i] * g[i];
   };
+  const ArenaRange copy = model.tied_embedding_copy();  // counted on the first stage
   for (const ArenaRange& r : model.expert_ranges()) add(sums[2], r.offset, r.count);
   for (const ParamView& v : model.params().views())
-    if (v.name.find(".moe.experts.") == std::string::npos) add(sums[v.slice.whole() ? 0 : 1], v.offset, v.numel);
+    if (v.name.find(".moe.experts.") == std::string::npos && !(copy.count > 0 && v.offset == copy.offset))
+      add(sums[v.slice.whole() ? 0 : 1], v.offset, v.numel);
   groups_->tp().all_reduce(&sums[1], 1, DType::f64);
   groups_->ep().all_reduce(&sums[2], 1, DType::f64);
-  const double norm = std::sqrt(sums[0] + sums[1] + sums[2]);
+  double total = sums[0] + sums[1] + sums[2];
+  pp_sum(&total, 1);
+  const double norm = std::sqrt(total);
   if (max_norm > 0 && norm > max_norm) {
     const float scale = (float)(max_norm / (norm + 1e-6));
     for (float& x : model.params().grads()) x *= scale;
   }
   return norm;
+}
+
+void Distributed::pp_sum(double* v, size_t n) {
+  if (groups_->pp().size() > 1) groups_->pp().all_reduce(v, n, DType::f64);
 }
 
 double Distributed::dp_mean(double v) {
@@ -220,12 +248,14 @@ void Distributed::save(const std::string& dir, MoeGpt& model, const AdamW& opt, 
                        const std::string& config_json) {
   const ParamArena& params = model.params();
   const bool tp_first = groups_->tp().rank() == 0;
+  const ArenaRange copy = model.tied_embedding_copy();  // the first stage's embed.wte is saved
   std::vector<uint8_t> mine;
   for (size_t i = 0; i < params.views().size(); ++i) {
     const ParamView& v = params.views()[i];
     const bool expert = v.name.find(".moe.experts.") != std::string::npos;
     const bool holder = expert ? groups_->expert_dp().rank() == 0 && (experts_in_tp_ || tp_first)
-                               : groups_->dp().rank() == 0 && (!v.slice.whole() || tp_first);
+                               : groups_->dp().rank() == 0 && (!v.slice.whole() || tp_first) &&
+                                     !(copy.count > 0 && v.offset == copy.offset);
     if (!holder) continue;
     put_value<uint32_t>(mine, (uint32_t)v.name.size());
     put(mine, v.name.data(), v.name.size());

@@ -49,10 +49,11 @@ TaskGraph build_step_graph(const Config& cfg, int rank) {
   const int nodes = cfg.cluster.nodes;
   const int per_node = cfg.cluster.devices_per_node > 0 ? cfg.cluster.devices_per_node : W / nodes;
   const Topology topo = Topology::virtual_blocks(nodes, per_node);
-  if (cfg.parallel.tp > 1)
-    throw std::invalid_argument("the step graph of a tensor-parallel layout (parallel.tp = " +
-                                std::to_string(cfg.parallel.tp) + ") is not built yet: plan and the simulator "
-                                "cover data and expert parallelism only");
+  if (cfg.parallel.tp > 1 || cfg.parallel.pp > 1 || cfg.parallel.microbatches > 1)
+    throw std::invalid_argument("the step graph of a tensor- or pipeline-parallel layout (parallel.tp = " +
+                                std::to_string(cfg.parallel.tp) + ", pp = " + std::to_string(cfg.parallel.pp) +
+                                ", microbatches = " + std::to_string(cfg.parallel.microbatches) +
+                                ") is not built yet: plan and the simulator cover data and expert parallelism only");
   // ppmoe's expert-parallel group is the (here single-rank) tensor-parallel group.
   const int ep = cfg.strategy.name == "ppmoe" ? 1 : cfg.parallel.ep > 0 ? cfg.parallel.ep : W;
   const int B = cfg.train.batch_size / W, T = cfg.model.seq_len, C = cfg.model.hidden, V = cfg.model.vocab_size;

@@ -13,6 +13,7 @@
 #include "moebench/dist/communicator.h"
 #include "moebench/tensor/matmul.h"
 #include "moebench/train/checkpoint.h"
+#include "moebench/train/pipeline_step.h"
 #include "moebench/train/step_records_codec.h"
 #include "moebench/train/distributed.h"
 
@@ -29,14 +30,30 @@ Trainer::Trainer(const Config& cfg, std::string out_dir, Communicator* world)
   check_run_device(cfg_.run.device);
   ExpertShard shard;
   TpShard tp;
-  local_batch_ = cfg_.train.batch_size;
+  const PipeSchedule schedule = parse_pipe_schedule(cfg_.parallel.schedule);
+  micro_ = cfg_.parallel.microbatches;
+  PipeStage pipe;
+  pipe.stages = cfg_.parallel.pp;
+  int dp_size = 1;
   if (world && world->size() > 1) {
     dist_ = std::make_unique<Distributed>(*world, cfg_);
     shard = dist_->shard();
     tp = dist_->tp_shard();
-    local_batch_ = cfg_.train.batch_size / dist_->dp_size();
-    first_row_ = (uint64_t)dist_->dp_rank() * local_batch_;
+    dp_size = dist_->dp_size();
+    dp_rank_ = dist_->dp_rank();
+    pipe.stage = dist_->pp_rank();
+  } else if (pipe.stages != 1) {
+    throw std::invalid_argument("parallel.pp = " + std::to_string(pipe.stages) + " needs as many ranks");
   }
+  if (micro_ < 1 || cfg_.train.batch_size % (dp_size * micro_) != 0)
+    throw std::invalid_argument("train.batch_size = " + std::to_string(cfg_.train.batch_size) +
+                                " does not divide into " + std::to_string(dp_size) + " data-parallel ranks x " +
+                                std::to_string(micro_) + " micro-batches");
+  micro_batch_ = cfg_.train.batch_size / (dp_size * micro_);
+  const std::vector<int> bounds = stage_boundaries(cfg_.model.layers, pipe.stages, cfg_.parallel.stage_layers);
+  pipe.first_block = bounds[(size_t)pipe.stage];
+  pipe.end_block = bounds[(size_t)pipe.stage + 1];
+  pipe.in_flight = pipeline_slots(schedule, pipe.stages, pipe.stage, micro_);
   int threads = cfg_.run.threads;
   if (dist_ && threads == 0)  // share the cores among the ranks of this machine
     threads = std::max(1, (int)std::thread::hardware_concurrency() / dist_->ranks_on_host());
@@ -49,16 +66,38 @@ Trainer::Trainer(const Config& cfg, std::string out_dir, Communicator* world)
     if (rank == (dist_ ? dist_->rank() : 0)) fault_step_ = step;
   }
   corpus_ = load_corpus(cfg_.data, cfg_.model.vocab_size, cfg_.model.seq_len, cfg_.run.seed);
-  model_ = std::make_unique<MoeGpt>(cfg_.model, cfg_.moe, shard, tp);
+  model_ = std::make_unique<MoeGpt>(cfg_.model, cfg_.moe, shard, tp, pipe);
   model_->init(cfg_.run.seed);
   if (dist_) dist_->attach(*model_, cfg_);
-  model_->set_routing(parse_routing(cfg_.moe.routing), cfg_.run.seed,
-                      (long)first_row_ * cfg_.model.seq_len);
+  model_->set_routing(parse_routing(cfg_.moe.routing), cfg_.run.seed);
+  pipeline_ = std::make_unique<PipelineStep>(*model_, dist_ ? &dist_->groups().pp() : nullptr, &executor(), schedule,
+                                             micro_, dist_ ? dist_->pp_role() : StreamRole::comm_intra);
   AdamWHyper h{cfg_.train.beta1, cfg_.train.beta2, cfg_.train.eps, cfg_.train.weight_decay};
   opt_ = std::make_unique<AdamW>(model_->params().size(), h);
-  const size_t n = (size_t)local_batch_ * cfg_.model.seq_len;
+  const size_t n = (size_t)micro_ * micro_batch_ * cfg_.model.seq_len;
   inputs_.resize(n);
   targets_.resize(n);
+}
+
+// Micro-batch m of the global batch is rows [m * B / M, (m + 1) * B / M), split over the DP
+// ranks, so a micro-batch's aux-loss statistics (all-reduced over DP) are those of the same
+// rows on one rank with the same parallel.microbatches.
+void Trainer::sample(const std::vector<int32_t>& split, uint64_t index, uint64_t stream) {
+  const int T = cfg_.model.seq_len;
+  const size_t n = (size_t)micro_batch_ * T;
+  for (int m = 0; m < micro_; ++m)
+    sample_batch(split, micro_batch_, T, cfg_.run.seed, index, stream, inputs_.data() + m * n,
+                 targets_.data() + m * n, first_row(m));
+}
+
+uint64_t Trainer::first_row(int m) const {
+  return (uint64_t)m * (cfg_.train.batch_size / micro_) + (uint64_t)dp_rank_ * micro_batch_;
+}
+
+MicroBatch Trainer::micro_batch(int m, long step) const {
+  const int T = cfg_.model.seq_len;
+  const size_t n = (size_t)micro_batch_ * T;
+  return {inputs_.data() + m * n, targets_.data() + m * n, micro_batch_, T, step, (long)first_row(m) * T};
 }
 
 Trainer::~Trainer() = default;
@@ -73,15 +112,17 @@ long Trainer::resume(const std::string& path) {
 }
 
 float Trainer::evaluate() {
-  const int T = cfg_.model.seq_len;
   double sum = 0.0;
   for (int i = 0; i < cfg_.train.eval_batches; ++i) {
-    sample_batch(corpus_.val, local_batch_, T, cfg_.run.seed, (uint64_t)i, kEvalStream, inputs_.data(),
-                 targets_.data(), first_row_);
-    sum += model_->forward(inputs_.data(), targets_.data(), local_batch_, T, i).ce;
+    sample(corpus_.val, (uint64_t)i, kEvalStream);
+    sum += pipeline_->evaluate([&](int m) { return micro_batch(m, i); });
   }
-  const double mean = sum / cfg_.train.eval_batches;
-  return (float)(dist_ ? dist_->dp_mean(mean) : mean);
+  double mean = sum / cfg_.train.eval_batches;
+  if (dist_) {
+    dist_->pp_sum(&mean, 1);  // the last stage's; the others add 0
+    mean = dist_->dp_mean(mean);
+  }
+  return (float)mean;
 }
 
 std::string Trainer::save(const std::string& dir) const {
@@ -108,12 +149,13 @@ bool Trainer::stop_requested() {
 
 StepRecords Trainer::collect_records(const std::vector<Span>& spans, bool with_spans) {
   StepRecords rec;
-  std::vector<std::vector<int>> routing;
-  for (int b = 0; b < cfg_.model.layers; ++b)
-    if (const MoeLayer* layer = model_->moe_layer(b)) {
-      rec.moe_blocks.push_back(b);
-      routing.push_back(layer->routing().counts);
-    }
+  std::vector<std::vector<int>> routing;  // every MoE block; empty for those on other stages
+  std::vector<int> moe_blocks = cfg_.moe.moe_layers;
+  std::sort(moe_blocks.begin(), moe_blocks.end());
+  for (int b : moe_blocks) {
+    rec.moe_blocks.push_back(b);
+    routing.push_back(model_->expert_counts(b));
+  }
   const std::vector<uint64_t> traffic = dist_ ? dist_->meter().per_peer() : std::vector<uint64_t>(1, 0);
   std::vector<uint8_t> mine = encode_rank_records(with_spans ? spans : std::vector<Span>{}, traffic, routing);
   std::vector<std::vector<uint8_t>> all;
@@ -157,17 +199,19 @@ TrainSummary Trainer::run(long stop_at, const TrainCallbacks& cb) {
     if (dist_) dist_->meter().reset();
     ex.set_step(step_);
     ex.take_spans();
-    sample_batch(corpus_.train, local_batch_, T, cfg_.run.seed, (uint64_t)step_, kTrainStream, inputs_.data(),
-                 targets_.data(), first_row_);
+    sample(corpus_.train, (uint64_t)step_, kTrainStream);
     model_->params().zero_grad();
+    model_->begin_step();
     StepStats st;
     st.step = step_;
-    phase("forward", [&] { st.loss = model_->forward(inputs_.data(), targets_.data(), local_batch_, T, step_); });
-    phase("backward", [&] { model_->backward(); });
+    phase("pipeline", [&] { st.loss = pipeline_->train([&](int m) { return micro_batch(m, step_); }); });
     if (dist_) {
       dist_->finish_gradients(*model_);
       st.grad_norm = dist_->clip_gradients(*model_, tc.grad_clip);
-      st.loss.ce = (float)dist_->dp_mean(st.loss.ce);  // aux is already global-batch
+      double parts[2] = {st.loss.ce, st.loss.aux};  // ce: the last stage's; aux: each stage's blocks
+      dist_->pp_sum(parts, 2);
+      st.loss.ce = (float)dist_->dp_mean(parts[0]);  // aux is already global-batch
+      st.loss.aux = (float)parts[1];
       st.loss.total = st.loss.ce + cfg_.moe.aux_loss_weight * st.loss.aux;
     } else {
       st.grad_norm = clip_grad_norm(model_->params(), tc.grad_clip);

@@ -57,8 +57,12 @@ struct ClusterConfig {
 // strategy "ppmoe" is the tensor-parallel group itself (Pipeline MoE §3.3).
 struct ParallelConfig {
   int tp = 1;                 // tensor-parallel group size (Megatron: heads and FFN columns split)
+  int pp = 1;                 // pipeline stages (blocks split into pp consecutive ranges)
   int dp = 0;                 // data-parallel size; 0 = run.ranks / (tp x pp)
   int ep = 0;                 // expert-parallel group size; 0 = the whole data-parallel group
+  int microbatches = 1;       // per step and DP rank: global batch = dp x microbatches x micro-batch
+  std::string schedule = "1f1b";  // pipeline schedule: "1f1b" (PipeDream-flush) | "gpipe"
+  std::vector<int> stage_layers;  // blocks per stage; [] = even (the first stages take the remainder)
 };
 
 // Each strategy's options, read from its own section [strategy.<name>]. They are plain data

@@ -41,6 +41,28 @@ struct TpShard {
   int rank = 0, size = 1;
 };
 
+// Pipeline parallelism: this rank runs blocks [first_block, end_block) (end_block -1: all),
+// stage `stage` of `stages`. The first stage embeds the tokens; the last applies ln_f, the
+// head and the loss. With a tied head the last stage keeps its own copy of embed.wte (same
+// name, same init); the trainer sums the two copies' gradients (Megatron's embedding group).
+// `in_flight` activation sets are kept, one per micro-batch in flight (train/pipeline_schedule.h).
+struct PipeStage {
+  int stage = 0, stages = 1;
+  int first_block = 0, end_block = -1;
+  int in_flight = 1;  // activation sets (micro-batches in flight)
+  bool first() const { return stage == 0; }
+  bool last() const { return stage == stages - 1; }
+};
+
+// One micro-batch as a stage sees it.
+struct MicroBatch {
+  const int* inputs = nullptr;   // [B,T] token ids (embedded on the first stage)
+  const int* targets = nullptr;  // [B,T] (the loss, on the last stage)
+  int B = 0, T = 0;
+  long step = 0;         // keys the synthetic routing
+  long first_token = 0;  // global index of the micro-batch's first token (synthetic routing)
+};
+
 // A contiguous range of the parameter/gradient arena, in floats.
 struct ArenaRange {
   size_t offset = 0, count = 0;
@@ -48,8 +70,10 @@ struct ArenaRange {
 
 class MoeGpt {
  public:
-  // Throws std::invalid_argument when tp.size does not divide the heads, or E the EP ranks.
-  MoeGpt(const ModelConfig& model, const MoeConfig& moe, ExpertShard shard = {}, TpShard tp = {});
+  // Throws std::invalid_argument when tp.size does not divide the heads, E the EP ranks, or
+  // the stage's block range is empty.
+  MoeGpt(const ModelConfig& model, const MoeConfig& moe, ExpertShard shard = {}, TpShard tp = {},
+         PipeStage pipe = {});
   ~MoeGpt();
   MoeGpt(const MoeGpt&) = delete;
   MoeGpt& operator=(const MoeGpt&) = delete;
@@ -62,17 +86,31 @@ class MoeGpt {
   // Runs the MoE blocks through their distributed strategies (moe/parallel_context.h) and the
   // tensor-parallel all-reduces over par.tp (required when tp.size > 1).
   void distribute(const ParallelContext& par);
-  // Synthetic expert choice ([moe] routing); first_token = global index of this rank's first
-  // token in a batch (rank-count independent choices).
-  void set_routing(const RoutingSpec& spec, uint64_t seed, long first_token);
+  // Synthetic expert choice ([moe] routing), keyed by MicroBatch::step and first_token so the
+  // choices do not depend on the rank count.
+  void set_routing(const RoutingSpec& spec, uint64_t seed);
 
-  // inputs/targets: [B,T] token ids, T <= seq_len. Keeps the activations for backward().
-  // step keys the synthetic routing.
+  // One micro-batch through this stage's blocks, keeping its activations in set `slot`
+  // (< PipeStage::in_flight) for backward_micro. x_in: the previous stage's output [B*T, C]
+  // (stages after the first). Returns the micro-batch's cross-entropy (last stage; 0 elsewhere)
+  // and the unweighted aux losses of this stage's MoE blocks.
+  LossParts forward_micro(int slot, const MicroBatch& mb, const float* x_in = nullptr);
+  // The stage's output activation [B*T, C] of the slot's last forward (stages before the last).
+  const float* stage_output(int slot) const;
+  // Gradients of loss_scale x (the slot's total loss), accumulated into params().grads().
+  // dout: gradient of the stage output (stages before the last). The grad-ready hook fires
+  // only when last_micro (the step's final accumulation).
+  void backward_micro(int slot, const float* dout, float loss_scale, bool last_micro);
+  // Gradient of the stage input [B*T, C] after backward_micro (stages after the first).
+  const float* input_grad() const { return dresid_.data(); }
+
+  // The whole model (one stage) on one batch: forward_micro / backward_micro of slot 0.
+  // inputs/targets: [B,T] token ids, T <= seq_len.
   LossParts forward(const int* inputs, const int* targets, int B, int T, long step = 0);
-  // Gradients of the last forward's total loss, accumulated into params().grads().
   void backward();
-  // Called during backward() with each range of dense (non-expert) gradients as soon as no
-  // later part of the backward adds to it: final norm + head, each block, embeddings.
+  // Called during the backward of the last micro-batch with each range of dense (non-expert)
+  // gradients as soon as no later part of the backward adds to it: final norm + head, each
+  // block, embeddings.
   void set_grad_ready_hook(std::function<void(ArenaRange)> hook) { grad_ready_ = std::move(hook); }
   std::vector<ArenaRange> dense_ranges() const;   // every non-expert parameter
   std::vector<ArenaRange> expert_ranges() const;  // this rank's experts
@@ -81,19 +119,28 @@ class MoeGpt {
   std::vector<ArenaRange> tp_partial_ranges() const;
   const ExpertShard& shard() const { return shard_; }
   const TpShard& tp() const { return tp_; }
+  const PipeStage& pipe() const { return pipe_; }
+  // The arena range of the last stage's copy of the tied embed.wte (count 0 elsewhere).
+  ArenaRange tied_embedding_copy() const;
 
   ParamArena& params() { return params_; }
   const ParamArena& params() const { return params_; }
   const ModelConfig& model_config() const { return model_; }
   const MoeConfig& moe_config() const { return moe_; }
-  // The MoE layer of a block (nullptr for a dense block): routing of the last forward.
+  // The MoE layer of a block (nullptr for a dense block or one on another stage): the slot of
+  // the last forward (its routing and strategy).
   const MoeLayer* moe_layer(int block) const;
-  // Forward flops per token (matmuls + attention), for tokens/s -> GFLOP/s reporting.
-  double forward_flops_per_token(int T) const;
+  // Kept assignments per expert of a block summed over the micro-batches since begin_step()
+  // (empty for a dense block or one on another stage).
+  std::vector<int> expert_counts(int block) const;
+  void begin_step();
 
  private:
   struct Block;
+  struct Acts;
+  struct HeadActs;
   void build_params();
+  Block* local_block(int block) const;  // nullptr when not on this stage
   // Runs a dense stage, recorded as a compute span with its flops when distributed (the
   // names and costs of train/step_graph.h's tasks). It runs on the main thread, which then
   // is the rank's only computing thread: an MoE block's graph is waited for before the next
@@ -110,6 +157,7 @@ class MoeGpt {
   MoeConfig moe_;
   ExpertShard shard_;
   TpShard tp_;
+  PipeStage pipe_;
   Communicator* tp_comm_ = nullptr;
   StreamRole tp_role_ = StreamRole::comm_intra;
   ParamArena params_;
@@ -117,17 +165,15 @@ class MoeGpt {
   std::function<void(ArenaRange)> grad_ready_;
   RoutingSpec routing_;
   uint64_t routing_seed_ = 0;
-  long first_token_ = 0;
   std::vector<int> forced_;
-  std::vector<std::unique_ptr<Block>> blocks_;
-  size_t wte_ = 0, wpe_ = 0, lnf_w_ = 0, lnf_b_ = 0, head_ = 0;
+  std::vector<std::unique_ptr<Block>> blocks_;  // this stage's blocks, from pipe_.first_block
+  static constexpr size_t kNone = (size_t)-1;
+  size_t wte_ = kNone, wpe_ = kNone, lnf_w_ = kNone, lnf_b_ = kNone, head_ = kNone;
   std::vector<size_t> tp_partial_;  // parameter indices (tp_partial_ranges)
 
-  // activations of the last forward
-  int B_ = 0, T_ = 0;
-  std::vector<int> inputs_, targets_;
-  std::vector<float> x_final_, lnf_, lnf_mean_, lnf_rstd_, logits_, probs_, losses_;
-  std::vector<float> dresid_, dscratch_, dscratch2_, dlogits_;
+  std::vector<HeadActs> head_acts_;  // per slot: the micro-batch, stage output, ln_f, head
+  int last_slot_ = 0;
+  std::vector<float> logits_, dresid_, dscratch_, dscratch2_, dlogits_, dpreatt_, datt_;
 };
 
 }  // namespace moebench

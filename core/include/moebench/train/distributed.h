@@ -8,6 +8,8 @@
 //     result is the gradient of the global-batch mean loss;
 //   * gradients that are partial sums over the TP group (ppmoe's routers): all-reduced over it
 //     once per step;
+//   * with pipeline stages, the tied embedding: the first stage's embed.wte and the last
+//     stage's copy (its LM head) exchange and sum their gradients;
 //   * global gradient norm (tensor-parallel slices summed over the TP group, replicated tensors
 //     counted once), loss averaging, and checkpoints that always hold the whole model (rank 0
 //     gathers the tensor-parallel slices and the other EP ranks' experts), so a run resumes on
@@ -44,6 +46,10 @@ class Distributed {
   int dp_size() const { return groups_->dp_size(); }
   ExpertShard shard() const { return {groups_->ep().rank(), groups_->ep_size()}; }
   TpShard tp_shard() const { return {groups_->tp().rank(), groups_->tp_size()}; }
+  int pp_rank() const { return groups_->pp().rank(); }
+  StreamRole pp_role() const { return pp_role_; }  // links between neighbouring stages
+  // Sums v[n] over the pipeline stages (values only the last stage has, per-stage parts).
+  void pp_sum(double* v, size_t n);
   int ranks_on_host() const { return ranks_on_host_; }  // ranks sharing this rank's machine
   const Topology& topology() const { return topology_; }
   TrafficMeter& meter() { return *meter_; }
@@ -59,7 +65,8 @@ class Distributed {
   // After backward: waits for the bucket all-reduces, reduces the expert gradients. Returns
   // the seconds the compute thread waited for communication here.
   double finish_gradients(MoeGpt& model);
-  // Global L2 norm of the gradients (dense counted once, experts summed over the EP group),
+  // Global L2 norm of the gradients (dense counted once, experts summed over the EP group,
+  // every stage's parameters, the tied embedding once),
   // scaling all gradients so the norm is at most max_norm (0 = no clipping). Returns the norm
   // before clipping.
   double clip_gradients(MoeGpt& model, float max_norm);
@@ -87,6 +94,7 @@ class Distributed {
   TaskGraph grad_graph_;  // this step's bucket all-reduces, submitted as backward produces them
   float dp_scale_ = 1.0f;
   bool experts_in_tp_ = false;  // ppmoe: each TP rank holds different experts
+  StreamRole pp_role_ = StreamRole::comm_intra;
   int ranks_on_host_ = 1;
 };
 

@@ -13,6 +13,7 @@
 #include "moebench/model/moe_gpt.h"
 #include "moebench/optim/adamw.h"
 #include "moebench/runtime/executor.h"
+#include "moebench/train/pipeline_schedule.h"
 
 namespace moebench {
 
@@ -60,6 +61,7 @@ struct TrainCallbacks {
 
 class Distributed;
 class Communicator;
+class PipelineStep;
 
 // Fault injection for testing failure handling: MOEBENCH_FAULT="RANK:STEP" makes world rank
 // RANK throw at step STEP (1-based, as printed and stored) as a real failure would.
@@ -67,8 +69,9 @@ class Trainer {
  public:
   // out_dir: where checkpoints/ goes. Loads the data (DataError on bad data). With a world
   // communicator of more than one rank the run is distributed (collective construction):
-  // dense parameters data-parallel, MoE blocks expert-parallel through [strategy] name;
-  // train.batch_size is the global batch, split over the data-parallel ranks.
+  // [parallel] pp stages x dp x tp ranks, MoE blocks expert-parallel through [strategy] name;
+  // train.batch_size is the global batch, split into parallel.microbatches micro-batches
+  // (train/pipeline_step.h: run through the stage's schedule) and over the data-parallel ranks.
   Trainer(const Config& cfg, std::string out_dir, Communicator* world = nullptr);
   ~Trainer();
 
@@ -98,8 +101,13 @@ class Trainer {
   Config cfg_;
   std::string out_dir_;
   std::unique_ptr<Distributed> dist_;
-  int local_batch_ = 0;
-  uint64_t first_row_ = 0;  // this rank's first row of the global batch
+  int micro_ = 1;           // micro-batches per step
+  int micro_batch_ = 0;     // sequences of a micro-batch on this DP rank
+  int dp_rank_ = 0;
+  std::unique_ptr<PipelineStep> pipeline_;
+  void sample(const std::vector<int32_t>& split, uint64_t index, uint64_t stream);  // every micro-batch
+  uint64_t first_row(int m) const;  // this rank's first row of micro-batch m in the global batch
+  MicroBatch micro_batch(int m, long step) const;
   TokenCorpus corpus_;
   std::unique_ptr<MoeGpt> model_;
   std::unique_ptr<AdamW> opt_;

@@ -1,0 +1,37 @@
+#pragma once
+// Pipeline-parallel schedules: the order in which one stage runs the forward and backward
+// passes of a step's micro-batches, and how the model's blocks split into stages.
+//   gpipe: every forward, then every backward (GPipe; all micro-batches' activations live);
+//   1f1b:  PipeDream-flush (Narayanan et al. 2021, Megatron's default): stage s of p runs
+//          min(p - s - 1, m) warm-up forwards, then alternates one forward and one backward
+//          (steady state), then drains the remaining backwards (cool-down); at most p - s
+//          micro-batches are in flight, so it keeps that many activation sets instead of m.
+// Backwards run in micro-batch order in both, so gradients accumulate in the same order as a
+// single rank's gradient accumulation. A stage with p = 1 runs F0 B0 F1 B1 ... (1f1b) or all
+// forwards then all backwards (gpipe).
+#include <string>
+#include <vector>
+
+namespace moebench {
+
+struct PipeOp {
+  enum class Kind { forward, backward } kind;
+  int micro;
+  bool operator==(const PipeOp&) const = default;
+};
+
+enum class PipeSchedule { one_f_one_b, gpipe };
+// "1f1b" | "gpipe"; throws std::invalid_argument naming the value otherwise.
+PipeSchedule parse_pipe_schedule(const std::string& name);
+
+// The ops of `stage` (0-based) of `stages` over `micro` micro-batches.
+std::vector<PipeOp> pipeline_ops(PipeSchedule s, int stages, int stage, int micro);
+// Activation sets the stage keeps at once; micro-batch m uses set m % pipeline_slots(...).
+int pipeline_slots(PipeSchedule s, int stages, int stage, int micro);
+
+// First block of each stage plus the end: stage s holds blocks [b[s], b[s+1]). stage_layers
+// gives the blocks per stage; empty = even, the first layers % stages stages one block more.
+// Throws std::invalid_argument when the split is impossible (config validation reports it first).
+std::vector<int> stage_boundaries(int layers, int stages, const std::vector<int>& stage_layers);
+
+}  // namespace moebench

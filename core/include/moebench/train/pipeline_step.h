@@ -1,0 +1,55 @@
+#pragma once
+// PipelineStep: one training step's (or one evaluation batch's) micro-batches through this
+// rank's pipeline stage, in the order of its schedule (train/pipeline_schedule.h). Between
+// stages the activations go forward and their gradients backward point-to-point over the
+// pipeline group (non-blocking sends, so no schedule deadlocks; a send buffer is reused only
+// after its send completed). The waits for a neighbour are comm spans "pp.recv_forward" /
+// "pp.recv_backward": the pipeline bubble, as measured (store/run_summary reports it). Each
+// micro-batch's backward accumulates the gradient of (its loss) / microbatches, so a step is
+// the gradient of the mean over micro-batches; with one stage this is plain gradient
+// accumulation, with one micro-batch a plain step.
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "moebench/model/moe_gpt.h"
+#include "moebench/runtime/executor.h"
+#include "moebench/train/pipeline_schedule.h"
+
+namespace moebench {
+
+class Communicator;
+class Request;
+
+class PipelineStep {
+ public:
+  // pp: the pipeline group (rank = stage), nullptr or size 1 for a single stage. executor:
+  // records the p2p spans (nullptr: none). role: the stream role of the p2p links.
+  PipelineStep(MoeGpt& model, Communicator* pp, Executor* executor, PipeSchedule schedule, int microbatches,
+               StreamRole role);
+  ~PipelineStep();
+
+  // Forward and backward of every micro-batch (batch(m) gives micro-batch m). Returns this
+  // stage's losses as means over the micro-batches: ce on the last stage (0 elsewhere), aux
+  // of this stage's MoE blocks.
+  LossParts train(const std::function<MicroBatch(int)>& batch);
+  // Forward only, in micro-batch order; the mean cross-entropy on the last stage, 0 elsewhere.
+  double evaluate(const std::function<MicroBatch(int)>& batch);
+
+ private:
+  void recv(float* buf, size_t n, int peer, int tag, const char* name);
+  void send(std::vector<float>& buf, std::unique_ptr<Request>& req, size_t n, int peer, int tag, const char* name);
+  void wait_sends();
+
+  MoeGpt& model_;
+  Communicator* pp_;
+  Executor* executor_;
+  PipeSchedule schedule_;
+  int micro_;
+  StreamRole role_;
+  std::vector<float> in_, dout_;                   // received activation / output gradient
+  std::vector<std::vector<float>> out_, din_;      // per slot: sent activation / input gradient
+  std::vector<std::unique_ptr<Request>> out_req_, din_req_;
+};
+
+}  // namespace moebench
