@@ -135,6 +135,30 @@ class TestParallelLayouts : public QObject {
     QCOMPARE(qkv->slice.runs.front().first, (size_t)(r * 8 * 32));
   }
 
+  // Pipeline MoE §3.3: the gate's parameters are synchronised once per step, h x E floats per
+  // MoE block all-reduced over the tp = 4 group (each rank's router gradient covers only its own
+  // experts' tokens); with dp = 1 that is all finish_gradients sends.
+  void ppmoe_synchronises_the_gate_once_per_step() {
+    auto world = MpiCommunicator::world();
+    if (world->size() != 4) QSKIP("a 4-rank layout (CTest runs it in the 4-rank launch)");
+    const Config cfg = layout_config({4, 4}, "ppmoe", 1, "learned", 1);
+    Distributed dist(*world, cfg);
+    MoeGpt model(cfg.model, cfg.moe, dist.shard(), dist.tp_shard());
+    model.init(cfg.run.seed);
+    dist.attach(model, cfg);
+    const int T = cfg.model.seq_len, B = 2, V = cfg.model.vocab_size;
+    std::vector<int> in((size_t)B * T), tg((size_t)B * T);
+    for (size_t i = 0; i < in.size(); ++i) in[i] = (int)(i * 7 % V), tg[i] = (int)(i * 5 % V);
+    model.params().zero_grad();
+    model.forward(in.data(), tg.data(), B, T);
+    model.backward();
+    QCOMPARE(model.tp_partial_ranges().size(), size_t(2));  // both MoE blocks' routers
+    dist.meter().reset();
+    dist.finish_gradients(model);
+    const uint64_t t = 4, gate = (uint64_t)cfg.model.hidden * 8 * sizeof(float);  // h x E floats
+    QCOMPARE(dist.meter().total(), 2 * (2 * (t - 1) * gate / t));
+  }
+
   // A tp = 2 x pp = 2 ppmoe run checkpoints the whole model (the tied embedding once): one rank
   // resumes from it and holds the parameters the distributed run ended with.
   void tensor_parallel_checkpoint_resumes_on_one_rank() {

@@ -8,7 +8,8 @@
 //   hier_a2a        phase 1 to the node peer with local index l: the rows bound for local
 //                   index l on any node; phase 2 to the peer with my local index on node n:
 //                   the rows of my whole node bound for it (same for the return trip with the
-//                   transposed matrix), plus the same all-gather.
+//                   transposed matrix), plus the same all-gather;
+//   ppmoe           the tensor-parallel all-reduce of the block output, forward and backward.
 #include <QtTest>
 
 #include <mpi.h>
@@ -124,6 +125,48 @@ class TestTrafficMpi : public QObject {
     }
     QCOMPARE(meter.bytes(LinkClass::intra_node), intra);
     QCOMPARE(meter.bytes(LinkClass::inter_node), inter);
+  }
+
+  // Pipeline MoE §3.3.4: ppmoe's tokens are the same on every rank of the tensor-parallel group,
+  // so an MoE block moves no tokens: forward is one all-reduce of the [N, C] partial outputs
+  // over the t ranks, backward the mirrored one, each 2 (t - 1) / t x N x C x 4 bytes per rank
+  // (ring: all to the right neighbour). Nothing else: no all-to-all, no counts exchange.
+  void ppmoe_moves_only_the_tensor_parallel_all_reduce() {
+    auto world = MpiCommunicator::world();
+    const int t = world->size(), E = L * t, me = world->rank();
+    if ((N * C) % t != 0) QSKIP("N x C must divide over the ranks");
+    const Topology topo = Topology::virtual_blocks(1, t);
+    TrafficMeter meter(me, topo);
+    const std::vector<float> x = test::random_vector((size_t)N * C, 100);  // identical on every rank
+    const std::vector<float> router = test::random_vector((size_t)E * C, 7);
+    std::vector<float> w = test::random_vector((size_t)L * (2 * F * C + F + C), 50 + me, 0.3f);
+    std::vector<float> g(w.size(), 0.0f);
+    MoeContext ctx;
+    ctx.ep = world.get();  // ppmoe's expert-parallel group is the tensor-parallel group
+    ctx.topology = &topo;
+    ctx.experts = E;
+    ctx.C = C;
+    ctx.F = F;
+    ctx.first_local = me * L;
+    for (int j = 0; j < L; ++j) {
+      float* p = w.data() + (size_t)j * (2 * F * C + F + C);
+      float* q = g.data() + (size_t)j * (2 * F * C + F + C);
+      ctx.local.push_back({p, p + F * C, p + F * C + F, p + 2 * F * C + F});
+      ctx.local_grads.push_back({q, q + F * C, q + F * C + F, q + 2 * F * C + F});
+    }
+    MoeLayer layer;
+    layer.set_strategy(test::make_strategy_with_degree("ppmoe", 1), ctx);
+    world->set_traffic_meter(&meter);
+    std::vector<float> out((size_t)N * C), dx((size_t)N * C, 0.0f), drouter((size_t)E * C, 0.0f);
+    const MoeLayerShape shape{N, C, F, E, K, 0.0f, true};
+    layer.forward(out.data(), x.data(), router.data(), {}, shape);
+    const uint64_t forward = meter.total();
+    layer.backward(dx.data(), drouter.data(), {}, out.data(), 0.01f, x.data(), router.data(), {});
+    world->set_traffic_meter(nullptr);
+    const uint64_t pass = 2ull * (t - 1) * N * C * 4 / t;
+    QCOMPARE(forward, pass);
+    QCOMPARE(meter.total(), 2 * pass);
+    for (int p = 0; p < t; ++p) QCOMPARE(meter.bytes_to(p), p == (me + 1) % t && t > 1 ? 2 * pass : 0ull);
   }
 
   // Janus §5.1.3: with balanced routing, the inter-node bytes a machine sends in one forward
