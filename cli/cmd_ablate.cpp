@@ -1,6 +1,8 @@
-// moebench ablate CONFIG --vary key=a,b [--vary key=c,d]... [--experiment NAME] [--db PATH]
-//                       [--set key=value]... [--steps N] [--overwrite]
-// Runs the cartesian product of the varied keys as one experiment (each variant a child
+// moebench ablate CONFIG... [--vary key=a,b]... [--experiment NAME] [--db PATH]
+//                          [--set key=value]... [--steps N] [--overwrite]
+// Runs the cartesian product of the configs and the varied keys as one experiment (several
+// configs compare layouts that differ in many keys at once, e.g. sample_configs/models/
+// ppmoe_*.toml; experiment name, database and output folder come from the first; each variant a child
 // `moebench run`, so multi-rank configs launch their ranks as usual), then prints the
 // comparison table of `moebench runs compare` over the variants (speedups against the first).
 // Variant i writes its checkpoints to <run.out_dir>/<experiment>.<i>; when any of those holds
@@ -26,7 +28,8 @@ namespace moebench::cli {
 namespace {
 
 struct AblateOptions {
-  std::string config, experiment, db;
+  std::vector<std::string> configs;
+  std::string experiment, db;
   std::vector<std::string> vary, sets;
   int steps = 0;
   bool overwrite = false;
@@ -99,43 +102,51 @@ std::vector<std::string> applicable(const std::vector<std::string>& sets, const 
   return out;
 }
 
+struct Variant {
+  std::string config, label;
+  std::vector<std::string> sets;  // the varied keys' values
+  bool operator==(const Variant&) const = default;
+};
+
 int ablate(const AblateOptions& o) {
+  if (o.configs.size() == 1 && o.vary.empty())
+    throw CLI::ValidationError("--vary", "nothing to compare: give --vary key=a,b or several configs");
   std::vector<Axis> axes;
   for (const auto& v : o.vary) axes.push_back(parse_axis(v));
-  // Check every variant's config before running any.
-  std::vector<std::vector<std::string>> variants(1);
+  std::vector<std::vector<std::string>> product(1);
   for (const Axis& a : axes) {
     std::vector<std::vector<std::string>> next;
-    for (const auto& partial : variants)
+    for (const auto& partial : product)
       for (const auto& value : a.values) {
         auto v = partial;
         v.push_back(a.key + "=" + value);
         next.push_back(v);
       }
-    variants = next;
+    product = next;
   }
   std::vector<std::string> base = o.sets;
   if (o.steps > 0) base.push_back("train.steps=" + std::to_string(o.steps));
-  const std::string file_strategy = load_config(o.config).strategy.name;
-  {
-    std::vector<std::vector<std::string>> kept;
-    for (const auto& v : variants) {
+  std::vector<Variant> variants;
+  for (const std::string& config : o.configs) {
+    const std::string file_strategy = load_config(config).strategy.name;
+    for (const auto& v : product) {
       auto sets = base;
       sets.insert(sets.end(), v.begin(), v.end());
       const std::vector<std::string> keep = applicable(sets, file_strategy);
-      std::vector<std::string> variant;
+      Variant variant{config, o.configs.size() > 1 ? std::filesystem::path(config).stem().string() : "", {}};
       for (const auto& s : v)
-        if (std::find(keep.begin(), keep.end(), s) != keep.end()) variant.push_back(s);
-      if (std::find(kept.begin(), kept.end(), variant) == kept.end()) kept.push_back(variant);
+        if (std::find(keep.begin(), keep.end(), s) != keep.end()) {
+          variant.sets.push_back(s);
+          variant.label += (variant.label.empty() ? "" : " ") + s;
+        }
+      if (std::find(variants.begin(), variants.end(), variant) != variants.end()) continue;
+      // Check every variant's config before running any: ConfigError -> exit 2.
+      load_config(config, keep);
+      variants.push_back(std::move(variant));
     }
-    variants = kept;
   }
-  for (const auto& v : variants) {
-    auto sets = base;
-    sets.insert(sets.end(), v.begin(), v.end());
-    load_config(o.config, applicable(sets, file_strategy));  // ConfigError -> exit 2 before anything runs
-  }
-  const Config cfg = load_config(o.config, applicable(base, file_strategy));
+  const std::string& first = o.configs.front();
+  const Config cfg = load_config(first, applicable(base, load_config(first).strategy.name));
   const std::string experiment = o.experiment.empty() ? cfg.run.name + "-ablation" : o.experiment;
   const std::string db = o.db.empty() ? cfg.store.db : o.db;
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
@@ -157,15 +168,15 @@ int ablate(const AblateOptions& o) {
   std::vector<std::string> run_ids;
   int failures = 0;
   for (size_t i = 0; i < variants.size(); ++i) {
-    std::string label;
-    for (const auto& kv : variants[i]) label += (label.empty() ? "" : " ") + kv;
+    const std::string& label = variants[i].label;
     const std::string name = experiment + "." + std::to_string(i + 1);
     std::printf("\n=== variant %zu/%zu: %s (run name %s)\n", i + 1, variants.size(), label.c_str(), name.c_str());
-    std::vector<std::string> args = {self, "run", o.config, "--db", db, "--experiment", experiment,
+    std::vector<std::string> args = {self, "run", variants[i].config, "--db", db, "--experiment", experiment,
                                      "--set", "run.name=" + name, "--set", "store.enabled=true"};
     auto sets = base;
-    sets.insert(sets.end(), variants[i].begin(), variants[i].end());
-    for (const auto& s : applicable(sets, file_strategy)) args.insert(args.end(), {"--set", s});
+    sets.insert(sets.end(), variants[i].sets.begin(), variants[i].sets.end());
+    for (const auto& s : applicable(sets, load_config(variants[i].config).strategy.name))
+      args.insert(args.end(), {"--set", s});
     if (o.overwrite) args.push_back("--overwrite");
     const int rc = run_child(args);
     if (rc != 0) {
@@ -196,8 +207,8 @@ int ablate(const AblateOptions& o) {
 void add_ablate_command(CLI::App& app, Action& action) {
   auto* cmd = app.add_subcommand("ablate", "Run the cartesian product of config variants as one experiment");
   auto o = std::make_shared<AblateOptions>();
-  cmd->add_option("config", o->config, "TOML config file")->required();
-  cmd->add_option("--vary", o->vary, "key=value1,value2,... (repeatable; the product is run)")->required();
+  cmd->add_option("config", o->configs, "TOML config file(s): each is a variant (times the --vary product)")->required();
+  cmd->add_option("--vary", o->vary, "key=value1,value2,... (repeatable; the product is run)");
   cmd->add_option("--set", o->sets, "Override a key in every variant (repeatable)");
   cmd->add_option("--steps", o->steps, "Steps per variant (sets train.steps)")->check(positive());
   cmd->add_option("--experiment", o->experiment, "Experiment name (default: <run.name>-ablation)");

@@ -92,6 +92,7 @@ void add(PhaseSplit& into, const PhaseSplit& x) {
   into.compute_s += x.compute_s;
   into.comm_s += x.comm_s;
   into.idle_s += x.idle_s;
+  into.bubble_s += x.bubble_s;
   into.samples += x.samples;
 }
 
@@ -102,7 +103,9 @@ void finish(PhaseSplit& p) {
   p.compute_s /= n;
   p.comm_s /= n;
   p.idle_s /= n;
+  p.bubble_s /= n;
   p.comm_share = p.step_s > 0 ? p.comm_s / p.step_s : kNaN;
+  p.bubble_share = p.step_s > 0 ? p.bubble_s / p.step_s : kNaN;
 }
 
 void summarize_phases(const std::vector<SpanRow>& spans, RunSummary& out) {
@@ -136,6 +139,8 @@ void summarize_phases(const std::vector<SpanRow>& spans, RunSummary& out) {
         has_step = true;
       } else if (is_compute_phase(*s)) {
         phases.push_back(s);
+      } else if (s->name == "pp.recv_forward" || s->name == "pp.recv_backward") {
+        x.bubble_s += s->duration;
       }
     }
     if (!has_step) continue;
@@ -201,12 +206,13 @@ std::string mb(double bytes) { return fmt("%.3f MB", bytes / 1e6); }
 std::string phase_line(const PhaseSplit& p) {
   return "step " + ms(p.step_s) + " = compute " + ms(p.compute_s) + " (" + pct(p.compute_s, p.step_s) + ") + comm " +
          ms(p.comm_s) + " (" + pct(p.comm_s, p.step_s) + ") + idle " + ms(p.idle_s) + " (" + pct(p.idle_s, p.step_s) +
-         ")";
+         ")" + (p.bubble_s > 0 ? "; bubble " + pct(p.bubble_s, p.step_s) : "");
 }
 
 nlohmann::json phase_json(const PhaseSplit& p) {
   return {{"step_s", p.step_s},       {"compute_s", p.compute_s}, {"comm_s", p.comm_s},
-          {"idle_s", p.idle_s},       {"comm_share", num(p.comm_share)}, {"samples", p.samples}};
+          {"idle_s", p.idle_s},       {"comm_share", num(p.comm_share)}, {"bubble_s", p.bubble_s},
+          {"bubble_share", num(p.bubble_share)}, {"samples", p.samples}};
 }
 
 }  // namespace
@@ -321,6 +327,9 @@ std::string format_summary(const RunSummary& s) {
     t += "time split   " + phase_line(s.phases) + "  [mean per rank and step";
     t += s.phase_warmup_excluded ? ", warm-up step left out]\n" : "]\n";
     t += "comm share   " + (std::isfinite(s.phases.comm_share) ? fmt("%.1f%%", 100 * s.phases.comm_share) : "-") + "\n";
+    if (s.phases.bubble_s > 0)
+      t += "pipeline bubble " + fmt("%.1f%%", 100 * s.phases.bubble_share) + " of the step (" + ms(s.phases.bubble_s) +
+           " waiting for a neighbouring stage, measured; part of comm)\n";
     if (s.rank_phases.size() > 1)
       for (size_t r = 0; r < s.rank_phases.size(); ++r)
         if (s.rank_phases[r].samples > 0) t += fmt("  rank %-5.0f  ", double(r)) + phase_line(s.rank_phases[r]) + "\n";

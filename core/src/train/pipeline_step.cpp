@@ -51,6 +51,19 @@ void PipelineStep::send(std::vector<float>& buf, std::unique_ptr<Request>& req, 
   else fn();
 }
 
+template <class Fn>
+void PipelineStep::timed(const char* name, int micro, Fn&& fn) {
+  if (!executor_) return fn();
+  Span span;
+  span.role = StreamRole::host;
+  span.name = name;
+  span.chunk = micro;
+  span.start = executor_->now();
+  fn();
+  span.end = executor_->now();
+  executor_->add_span(std::move(span));
+}
+
 void PipelineStep::wait_sends() {
   for (auto* reqs : {&out_req_, &din_req_})
     for (auto& r : *reqs)
@@ -73,7 +86,8 @@ LossParts PipelineStep::train(const std::function<MicroBatch(int)>& batch) {
         in_.resize(n);
         recv(in_.data(), n, st.stage - 1, tag(kForwardTag, op.micro), "pp.recv_forward");
       }
-      const LossParts p = model_.forward_micro((int)slot, mb, st.first() ? nullptr : in_.data());
+      LossParts p;
+      timed("forward", op.micro, [&] { p = model_.forward_micro((int)slot, mb, st.first() ? nullptr : in_.data()); });
       sum.ce += p.ce * scale;
       sum.aux += p.aux * scale;
       if (!st.last()) {
@@ -86,7 +100,8 @@ LossParts PipelineStep::train(const std::function<MicroBatch(int)>& batch) {
         dout_.resize(n);
         recv(dout_.data(), n, st.stage + 1, tag(kBackwardTag, op.micro), "pp.recv_backward");
       }
-      model_.backward_micro((int)slot, st.last() ? nullptr : dout_.data(), scale, op.micro == micro_ - 1);
+      timed("backward", op.micro,
+         [&] { model_.backward_micro((int)slot, st.last() ? nullptr : dout_.data(), scale, op.micro == micro_ - 1); });
       if (!st.first()) {
         if (din_req_[slot]) din_req_[slot]->wait();
         din_[slot].assign(model_.input_grad(), model_.input_grad() + n);

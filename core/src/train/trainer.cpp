@@ -183,10 +183,6 @@ TrainSummary Trainer::run(long stop_at, const TrainCallbacks& cb) {
     summary.final_eval_loss = evaluate();
     if (cb.on_eval) cb.on_eval({step_, summary.final_eval_loss});
   };
-  // The main thread's phases (host spans); the work inside records its own compute and comm spans.
-  auto phase = [&](const char* name, const std::function<void()>& fn) {
-    ex.run_inline(name, StreamRole::host, TaskCategory::compute, fn);
-  };
   while (step_ < stop_at) {
     if (stop_requested()) {
       summary.interrupted = true;
@@ -204,7 +200,7 @@ TrainSummary Trainer::run(long stop_at, const TrainCallbacks& cb) {
     model_->begin_step();
     StepStats st;
     st.step = step_;
-    phase("pipeline", [&] { st.loss = pipeline_->train([&](int m) { return micro_batch(m, step_); }); });
+    st.loss = pipeline_->train([&](int m) { return micro_batch(m, step_); });  // records its phases
     if (dist_) {
       dist_->finish_gradients(*model_);
       st.grad_norm = dist_->clip_gradients(*model_, tc.grad_clip);

@@ -17,7 +17,11 @@
 //     compute = sum of the phases "forward", "backward", "optimizer" (stream host; compute in
 //               older runs) minus the exposed comm inside them
 //     idle    = step - compute - comm
-//   comm_share = comm / step (of the averages). The same warm-up rule applies: the first step
+//   comm_share = comm / step (of the averages).
+//     bubble  = the waits for a neighbouring pipeline stage: summed spans "pp.recv_forward" and
+//               "pp.recv_backward" (train/pipeline_step.h; part of comm above); bubble_share =
+//               bubble / step, 0 without pipeline stages.
+//   The same warm-up rule applies: the first step
 //   with spans is left out when more than 2 steps have spans. Only (step, rank) pairs with a
 //   "step" span count.
 //   Per MoE layer L (layer_phases), over the same (step, rank) pairs: compute = the stream
@@ -44,7 +48,9 @@ namespace moebench {
 
 struct PhaseSplit {
   double step_s = 0, compute_s = 0, comm_s = 0, idle_s = 0;
-  double comm_share = std::numeric_limits<double>::quiet_NaN();  // comm_s / step_s
+  double bubble_s = 0;  // waits for a neighbouring pipeline stage (within comm_s)
+  double comm_share = std::numeric_limits<double>::quiet_NaN();    // comm_s / step_s
+  double bubble_share = std::numeric_limits<double>::quiet_NaN();  // bubble_s / step_s
   int64_t samples = 0;  // (step, rank) pairs averaged
 };
 

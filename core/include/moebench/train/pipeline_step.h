@@ -3,8 +3,10 @@
 // rank's pipeline stage, in the order of its schedule (train/pipeline_schedule.h). Between
 // stages the activations go forward and their gradients backward point-to-point over the
 // pipeline group (non-blocking sends, so no schedule deadlocks; a send buffer is reused only
-// after its send completed). The waits for a neighbour are comm spans "pp.recv_forward" /
-// "pp.recv_backward": the pipeline bubble, as measured (store/run_summary reports it). Each
+// after its send completed). Each forward and backward is a host phase span "forward" /
+// "backward" with the micro-batch in Span::chunk (the timeline's warm-up, steady 1F1B and
+// cool-down); the waits for a neighbour are comm spans "pp.recv_forward" / "pp.recv_backward":
+// the pipeline bubble, as measured (store/run_summary.h reports it). Each
 // micro-batch's backward accumulates the gradient of (its loss) / microbatches, so a step is
 // the gradient of the mean over micro-batches; with one stage this is plain gradient
 // accumulation, with one micro-batch a plain step.
@@ -40,6 +42,9 @@ class PipelineStep {
   void recv(float* buf, size_t n, int peer, int tag, const char* name);
   void send(std::vector<float>& buf, std::unique_ptr<Request>& req, size_t n, int peer, int tag, const char* name);
   void wait_sends();
+  // Runs fn as the host phase `name` ("forward" / "backward") of micro-batch `micro` (Span::chunk).
+  template <class Fn>
+  void timed(const char* name, int micro, Fn&& fn);
 
   MoeGpt& model_;
   Communicator* pp_;
