@@ -179,8 +179,13 @@ class TestParallelLayouts : public QObject {
     Trainer single(reference_of(cfg), dir.path().toStdString() + "/single");
     QCOMPARE(single.resume(path), 3L);
     const QString diff = test::compare_params(dist.model().params(), single.model().params(), world->rank(), 1e-9);
+    // and the same layout resumes from it: every stage and slice as the run left it
+    Trainer again(cfg, path + "/again", group);
+    QCOMPARE(again.resume(path), 3L);
+    const bool same = again.model().params().data() == dist.model().params().data();
     group->barrier();  // group rank 0's folder outlives every member's reading
     QVERIFY2(diff.isEmpty(), qPrintable(diff));
+    QVERIFY2(same, "the same layout resumed with other parameters than the run saved");
   }
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <set>
 #include <stdexcept>
 
@@ -276,6 +277,19 @@ std::vector<int> MoeGpt::expert_counts(int block) const {
 
 void MoeGpt::begin_step() {
   for (auto& b : blocks_) b->step_counts.assign((size_t)b->experts, 0);
+}
+
+bool MoeGpt::held_elsewhere(const std::string& name) const {
+  if (params_.find(name)) return false;
+  if (name.find(".moe.experts.") != std::string::npos) return true;
+  if (name.starts_with("blocks.")) {
+    const int block = std::atoi(name.c_str() + 7);
+    return block >= 0 && block < model_.layers && !local_block(block);
+  }
+  if (name == "embed.wte" || name == "embed.wpe") return !pipe_.first();
+  if (name == "ln_f.weight" || name == "ln_f.bias" || (name == "lm_head.weight" && !model_.tied_head))
+    return !pipe_.last();
+  return false;
 }
 
 ArenaRange MoeGpt::tied_embedding_copy() const {

@@ -108,7 +108,8 @@ void write_checkpoint(const std::string& dir, const CheckpointState& state, cons
   if (had_old) fs::remove_all(old, ec);
 }
 
-CheckpointState load_checkpoint(const std::string& dir, ParamArena& params, AdamW& opt) {
+CheckpointState load_checkpoint(const std::string& dir, ParamArena& params, AdamW& opt,
+                                const std::function<bool(const std::string&)>& held_elsewhere) {
   const std::string model_path = dir + "/model.safetensors";
   const std::string opt_path = dir + "/optimizer.safetensors";
   SafetensorsFile model = read_checked(model_path);
@@ -123,7 +124,8 @@ CheckpointState load_checkpoint(const std::string& dir, ParamArena& params, Adam
     copy_into(moments, opt_path, "v." + v.name, v, opt.v().data() + v.offset);
   }
   for (const auto& [name, tensor] : model.tensors)
-    if (!params.find(name) && name.find(".moe.experts.") == std::string::npos)
+    if (!params.find(name) &&
+        !(held_elsewhere ? held_elsewhere(name) : name.find(".moe.experts.") != std::string::npos))
       throw CheckpointError(model_path + ": tensor '" + name + "' is not part of this model");
   CheckpointState state;
   state.step = metadata_step(model, model_path);

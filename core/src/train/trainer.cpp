@@ -106,7 +106,8 @@ bool Trainer::is_main() const { return !dist_ || dist_->rank() == 0; }
 
 long Trainer::resume(const std::string& path) {
   const std::string dir = resolve_checkpoint_dir(path);
-  CheckpointState state = load_checkpoint(dir, model_->params(), *opt_);
+  CheckpointState state =
+      load_checkpoint(dir, model_->params(), *opt_, [&](const std::string& name) { return model_->held_elsewhere(name); });
   step_ = state.step;
   return step_;
 }

@@ -120,6 +120,9 @@ class MoeGpt {
   const ExpertShard& shard() const { return shard_; }
   const TpShard& tp() const { return tp_; }
   const PipeStage& pipe() const { return pipe_; }
+  // Whether `name` is a tensor of the whole model that another rank holds: another EP rank's
+  // expert, another stage's block, embeddings or head (checkpoints name every tensor).
+  bool held_elsewhere(const std::string& name) const;
   // The arena range of the last stage's copy of the tied embed.wte (count 0 elsewhere).
   ArenaRange tied_embedding_copy() const;
 

@@ -4,6 +4,7 @@
 //   optimizer.safetensors  AdamW moments as "m.<name>" and "v.<name>"
 // Both carry __metadata__ {"format": "moebench-checkpoint-1", "step": "<steps done>",
 // "config": "<canonical JSON>"}. Any safetensors reader can load the weights.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,10 +30,12 @@ void save_checkpoint(const std::string& dir, const ParamArena& params, const Ada
 
 // Loads a checkpoint into params/opt; every tensor of the arena must be present with its whole
 // shape (CheckpointError naming the tensor otherwise), and a tensor-parallel slice takes its
-// runs of it (ParamView::slice), so any layout resumes from any other. Experts the arena does
-// not hold (other ranks' shards) are skipped; any other unknown tensor is an error. Returns
-// the stored state.
-CheckpointState load_checkpoint(const std::string& dir, ParamArena& params, AdamW& opt);
+// runs of it (ParamView::slice), so any layout resumes from any other. Tensors the arena does
+// not hold are skipped when held_elsewhere(name) says another rank holds them (another EP
+// rank's experts, another pipeline stage's blocks; default: any expert); any other unknown
+// tensor is an error. Returns the stored state.
+CheckpointState load_checkpoint(const std::string& dir, ParamArena& params, AdamW& opt,
+                                const std::function<bool(const std::string&)>& held_elsewhere = {});
 
 // Resolves --resume PATH: a checkpoint directory, or a run directory whose checkpoints/ holds
 // step_NNNNNN folders (the highest step is taken). Throws CheckpointError when none is found.
