@@ -278,11 +278,43 @@ class TestRunAnalysis : public QObject {
 
     const QString text = QString::fromStdString(format_summary(s));
     QVERIFY2(text.contains(u"15.000 ms/step"_s) && text.contains(u"comm share   21.9%"_s), qPrintable(text));
+    QVERIFY2(!text.contains(u"bubble"_s), qPrintable(text));  // no pipeline stages, no bubble line
+    QCOMPARE(s.phases.bubble_s, 0.0);
     const json j = summary_json(s);
     QCOMPARE(j["mean_step_ms"].get<double>(), 15.0);
     QCOMPARE(j["expert_load"][0]["imbalance"].get<double>(), 2.0);
     QVERIFY(j["last_metrics"]["loss"].get<double>() == 2.0);
     QVERIFY(near(j["phases"]["comm_share"].get<double>(), 0.21875));
+  }
+
+  // A 2-stage pipeline: stage 0 (rank 0) waits 3 ms for gradients, stage 1 (rank 1) 2 ms for
+  // activations, in 10 ms steps: a bubble of 2.5 ms (25 %) per rank and step on average.
+  void pipeline_bubble_from_the_receive_waits() {
+    const std::string path = dir_.filePath(u"pipeline.db"_s).toStdString();
+    RunStore store(path);
+    RunInfo r;
+    r.name = "pp2";
+    r.ranks = 2;
+    r = store.create_run(r);
+    for (int64_t step = 1; step <= 3; ++step) {
+      std::vector<SpanRow> spans;
+      for (int rank = 0; rank < 2; ++rank) {
+        spans.push_back(span(step, rank, "host", "step", "compute", 0, 0.010));
+        spans.push_back(span(step, rank, "host", "forward", "compute", rank == 0 ? 0.0 : 0.002, 0.003));
+        spans.push_back(span(step, rank, "host", "backward", "compute", 0.006, 0.003));
+        spans.push_back(rank == 0 ? span(step, 0, "comm.intra", "pp.recv_backward", "comm", 0.003, 0.003)
+                                  : span(step, 1, "comm.intra", "pp.recv_forward", "comm", 0.0, 0.002));
+      }
+      store.log_step(r.id, {{"loss", step, 1.0, 1000.0 + double(step)}}, spans, {}, {});
+    }
+    const RunSummary s = summarize_run(store, store.find_run("pp2"));
+    QNEAR(s.phases.bubble_s, 0.0025);
+    QNEAR(s.phases.bubble_share, 0.25);
+    QNEAR(s.rank_phases[0].bubble_share, 0.3);
+    QNEAR(s.rank_phases[1].bubble_share, 0.2);
+    const QString text = QString::fromStdString(format_summary(s));
+    QVERIFY2(text.contains(u"pipeline bubble 25.0% of the step"_s) && text.contains(u"; bubble 30.0%"_s), qPrintable(text));
+    QVERIFY(near(summary_json(s)["phases"]["bubble_share"].get<double>(), 0.25));
   }
 
   void summary_of_a_run_without_spans() {

@@ -13,7 +13,6 @@
 #include "moebench/model/moe_gpt.h"
 #include "moebench/optim/adamw.h"
 #include "moebench/runtime/executor.h"
-#include "moebench/train/pipeline_schedule.h"
 
 namespace moebench {
 
