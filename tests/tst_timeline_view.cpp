@@ -98,6 +98,15 @@ class TstTimelineView : public QObject {
     QCOMPARE(tg::formatDuration(2.5e-6), QStringLiteral("2.500 us"));
     QCOMPARE(tg::formatBytes(4096), QStringLiteral("4096 B (4.10 kB)"));
     QCOMPARE(tg::formatBytes(100), QStringLiteral("100 B"));
+    SpanRow fwd;
+    fwd.stream = "host";
+    fwd.name = "forward";
+    fwd.chunk = 3;
+    QVERIFY(tg::spanTooltip(fwd).endsWith(QStringLiteral("\nmicro-batch 3")));
+    fwd.stream = "comm.inter";
+    QVERIFY(tg::spanTooltip(fwd).endsWith(QStringLiteral("\nchunk 3")));
+    fwd.chunk = -1;
+    QVERIFY(!tg::spanTooltip(fwd).contains(QStringLiteral("chunk")));
     // 20 ms over 1000 px, ticks >= 90 px apart: at most 11 ticks, 20/11 = 1.8 ms -> 2 ms step,
     // ticks 0, 2, ..., 20 ms (11 of them), labels without decimals.
     tg::TimeAxis a;
