@@ -140,6 +140,11 @@ class TestConfig : public QObject {
     row("schedule", "[parallel]\nschedule = \"zb\"\n", 2, "parallel.schedule", "must be \"1f1b\" or \"gpipe\", got \"zb\"");
     row("janus under pipeline parallelism", "[run]\nranks = 4\n[parallel]\npp = 2\n[strategy]\nname = \"janus\"\n", 6, "strategy.name",
         "\"janus\" with parallel.pp = 2 is not supported");
+    // Expert slicing over the tensor-parallel group.
+    row("expert_tp without tp", "[moe]\nexpert_tp = true\n", 2, "moe.expert_tp",
+        "needs parallel.tp > 1 (the expert FFNs are sliced over the tensor-parallel ranks)");
+    row("expert_tp with ppmoe", "[run]\nranks = 4\n[parallel]\ntp = 2\n[moe]\nmoe_layers = [1]\nexperts = 4\nexpert_tp = true\n[strategy]\nname = \"ppmoe\"\n", 8,
+        "moe.expert_tp", "does not apply to strategy.name = \"ppmoe\"");
     // ppmoe: the expert-parallel group is the tensor-parallel group.
     row("ppmoe experts over tp", "[run]\nranks = 4\n[parallel]\ntp = 4\n[moe]\nmoe_layers = [1]\nexperts = 6\n[strategy]\nname = \"ppmoe\"\n", 4, "parallel.tp",
         "the 6 experts of MoE block 1 do not divide over the parallel.tp = 4 tensor-parallel ranks (ppmoe places experts inside the tensor-parallel group)");
@@ -607,9 +612,11 @@ class TestConfig : public QObject {
       return nlohmann::json::json_pointer("/" + name);
     };
     // Keys this config cannot set: hier_a2a's options (janus runs expert_centric and
-    // data_centric) and parallel.tp / pp (janus refuses tp, pp > 1; tst_parallel_layouts reads them).
+    // data_centric) and parallel.tp / pp and moe.expert_tp (janus refuses tp, pp > 1;
+    // tst_parallel_layouts reads them).
     auto unread = [](const std::string& key) {
-      return key.starts_with("strategy.hier_a2a.") || key == "parallel.tp" || key == "parallel.pp";
+      return key.starts_with("strategy.hier_a2a.") || key == "parallel.tp" || key == "parallel.pp" ||
+             key == "moe.expert_tp";
     };
     size_t covered = 0;
     for (const auto& k : config_keys()) covered += unread(k.name) ? 0 : 1;

@@ -73,6 +73,8 @@ const std::vector<FieldDef>& fields() {
       MB_FIELD(moe, capacity_factor, Float, "0 = dropless; else capacity = ceil(cf*tokens*k/E)"),
       MB_FIELD(moe, aux_loss_weight, Float, "weight of the GShard load-balancing loss"),
       MB_FIELD(moe, gate_normalize, Bool, "renormalise the top-k gate weights to sum to 1"),
+      MB_FIELD(moe, expert_tp, Bool,
+               "slice every expert's FFN columns over the tensor-parallel group (DeepSpeed-TED; tp > 1, expert_centric or hier_a2a)"),
       MB_FIELD(moe, routing, String,
                "learned | uniform | zipf:S | hot:E,F | rotating | balanced (synthetic expert choice)"),
 

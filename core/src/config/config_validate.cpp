@@ -328,6 +328,17 @@ int Checker::check_groups() {
   const int ep_set = c_.parallel.ep;
   if (!ok({"parallel.ep"}) || ep_set < 0) return 0;
   const bool experts_ok = ok({"moe.experts", "moe.moe_layers"}) && c_.moe.experts.size() == c_.moe.moe_layers.size();
+  if (ok({"moe.expert_tp", "strategy.name"}) && c_.moe.expert_tp) {
+    // Expert slicing needs a tensor-parallel group to slice over, and a strategy that keeps
+    // every expert whole on its owner (ppmoe already spreads the experts over that group).
+    if (tp == 1)
+      fail("moe.expert_tp", "needs parallel.tp > 1 (the expert FFNs are sliced over the tensor-parallel ranks)",
+           "parallel.tp");
+    else if (c_.strategy.name == "ppmoe")
+      fail("moe.expert_tp", "does not apply to strategy.name = \"ppmoe\" (it places whole experts inside the "
+                            "tensor-parallel group); use expert_centric or hier_a2a",
+           "strategy.name");
+  }
   if (ok({"strategy.name"}) && c_.strategy.name == "ppmoe") {
     // Pipeline MoE: the experts of a block are spread over the tensor-parallel group, which
     // already holds the block's tokens; no data-parallel rank exchanges tokens.

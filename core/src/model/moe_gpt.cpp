@@ -122,10 +122,17 @@ void MoeGpt::build_params() {
       const int local = b->experts / shard_.size, first = shard_.rank * local;
       for (int e = first; e < first + local; ++e) {
         const std::string q = p + "moe.experts." + std::to_string(e) + ".";
-        b->expert_first.push_back(params_.add(q + "w1", {F, C}, true));
-        params_.add(q + "b1", {F}, false);
-        params_.add(q + "w2", {C, F}, true);
-        params_.add(q + "b2", {C}, false);
+        if (sliced_experts()) {  // w1 / b1 column-parallel, w2 row-parallel, b2 replicated
+          b->expert_first.push_back(params_.add(q + "w1", {Ft, C}, true, rows(F, 1, false)));
+          params_.add(q + "b1", {Ft}, false, rows(F, 1, true));
+          params_.add(q + "w2", {C, Ft}, true, column_slice(C, F, r * Ft, Ft));
+          tp_partial_b2_.push_back(params_.add(q + "b2", {C}, false));
+        } else {
+          b->expert_first.push_back(params_.add(q + "w1", {F, C}, true));
+          params_.add(q + "b1", {F}, false);
+          params_.add(q + "w2", {C, F}, true);
+          params_.add(q + "b2", {C}, false);
+        }
       }
       for (Acts& a : b->acts) a.moe = std::make_unique<MoeLayer>();
     }
@@ -137,12 +144,15 @@ void MoeGpt::build_params() {
     head_ = model_.tied_head ? wte_ : params_.add("lm_head.weight", {V, C}, true);
   }
   params_.finalize();
+  // With sliced experts only TP rank 0 adds (and differentiates) b2; the others' partial
+  // outputs leave it out, and its gradient reaches them through the TP all-reduce.
+  const bool b2_here = !sliced_experts() || tp_.rank == 0;
   for (auto& b : blocks_) {
     for (size_t first : b->expert_first) {
-      b->expert_params.push_back({params_.param(first), params_.param(first + 1),
-                                  params_.param(first + 2), params_.param(first + 3)});
-      b->expert_grads.push_back({params_.grad(first), params_.grad(first + 1),
-                                 params_.grad(first + 2), params_.grad(first + 3)});
+      b->expert_params.push_back({params_.param(first), params_.param(first + 1), params_.param(first + 2),
+                                  b2_here ? params_.param(first + 3) : nullptr});
+      b->expert_grads.push_back({params_.grad(first), params_.grad(first + 1), params_.grad(first + 2),
+                                 b2_here ? params_.grad(first + 3) : nullptr});
     }
   }
 }
@@ -183,12 +193,14 @@ void MoeGpt::distribute(const ParallelContext& par) {
   if (tp_.size > 1 && (!tp_comm_ || tp_comm_->size() != tp_.size))
     throw std::invalid_argument("MoeGpt: tensor parallelism over " + std::to_string(tp_.size) +
                                 " ranks needs a tensor-parallel group of that size");
+  if (sliced_experts() && (!par.expert_slice || par.expert_slice->size() != tp_.size))
+    throw std::invalid_argument("MoeGpt: moe.expert_tp needs the tensor-parallel group's expert-slice communicator");
   if (tp_comm_ && par.topology) {
     std::set<int> nodes;
     for (int q = 0; q < tp_comm_->size(); ++q) nodes.insert(par.topology->node_of(tp_comm_->world_rank(q)));
     tp_role_ = nodes.size() > 1 ? StreamRole::comm_inter : StreamRole::comm_intra;
   }
-  tp_partial_.clear();
+  tp_partial_ = tp_partial_b2_;
   for (auto& bp : blocks_) {
     Block& b = *bp;
     if (b.experts == 0) continue;
@@ -196,12 +208,12 @@ void MoeGpt::distribute(const ParallelContext& par) {
       MoeContext ctx = par.block_context(b.index);
       ctx.experts = b.experts;
       ctx.C = model_.hidden;
-      ctx.F = model_.ffn_mult * model_.hidden;
+      ctx.F = model_.ffn_mult * model_.hidden / (sliced_experts() ? tp_.size : 1);
       ctx.first_local = shard_.rank * (b.experts / shard_.size);
       ctx.local = b.expert_params;
       ctx.local_grads = b.expert_grads;
       std::unique_ptr<MoeStrategy> strategy = par.strategy_for(b.index);
-      if (strategy->partial_outputs() && &a == &b.acts.front()) tp_partial_.push_back(b.router_w);
+      if ((strategy->partial_outputs() || sliced_experts()) && &a == &b.acts.front()) tp_partial_.push_back(b.router_w);
       a.moe->set_strategy(std::move(strategy), std::move(ctx));
       a.moe->set_stats_communicator(par.dp);
     }

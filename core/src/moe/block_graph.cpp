@@ -1,6 +1,9 @@
 #include "moebench/moe/block_graph.h"
 
+#include <set>
+
 #include "moebench/dist/communicator.h"
+#include "moebench/dist/topology.h"
 
 namespace moebench {
 namespace {
@@ -53,18 +56,32 @@ TaskId add_router_backward_task(TaskGraph& g, const MoeContext& ctx, const Block
                after);
 }
 
-TaskId add_partial_reduce_task(TaskGraph& g, MoeContext& ctx, const BlockDims& d, MoePass pass,
-                               const std::vector<TaskId>& after, float* data) {
+PartialGroup partial_group(const MoeStrategy& strategy, const MoeContext& ctx) {
+  if (strategy.partial_outputs()) return {ctx.ep_rank, ctx.ep_size, &ctx.ep_world};
+  if (ctx.slice_size > 1) return {ctx.slice_rank, ctx.slice_size, &ctx.slice_world};
+  return {};
+}
+
+TaskId add_partial_reduce_task(TaskGraph& g, const MoeStrategy& strategy, MoeContext& ctx, const BlockDims& d,
+                               MoePass pass, const std::vector<TaskId>& after, float* data) {
+  const PartialGroup group = partial_group(strategy, ctx);
+  const bool sliced = !strategy.partial_outputs();
   GraphTask t;
   t.name = pass == MoePass::forward ? "moe.allreduce" : "moe.allreduce_grad";
   t.category = TaskCategory::comm;
-  t.role = ctx.ep_role();
+  t.role = StreamRole::comm_intra;
+  if (ctx.topology) {
+    std::set<int> nodes;
+    for (int w : *group.world) nodes.insert(ctx.topology->node_of(w));
+    if (nodes.size() > 1) t.role = StreamRole::comm_inter;
+  }
   t.layer = ctx.layer;
-  const uint64_t P = (uint64_t)ctx.ep_size, count = (uint64_t)d.N * d.C;
+  const uint64_t P = (uint64_t)group.size, count = (uint64_t)d.N * d.C;
   if (P > 1)
-    t.cost.bytes_to_peer.push_back({ctx.ep_world[(size_t)(ctx.ep_rank + 1) % P], 2 * (P - 1) * count * sizeof(float) / P});
+    t.cost.bytes_to_peer.push_back({(*group.world)[(size_t)(group.rank + 1) % P], 2 * (P - 1) * count * sizeof(float) / P});
   if (data) {
-    Communicator* comm = &ctx.role_comm(t.role);
+    // the slice group's dup is used by one comm worker at a time: the block's reduces run in order
+    Communicator* comm = sliced ? ctx.slice.get() : &ctx.role_comm(t.role);
     t.action = [comm, data, count] { comm->all_reduce(data, count, DType::f32); };
   }
   return g.add(std::move(t), after);
@@ -81,12 +98,13 @@ TaskId add_block_pass(TaskGraph& g, MoeStrategy& strategy, MoeHandle& handle, Mo
     const TaskId router = add_router_task(g, ctx, d, after);
     const TaskId gathered = strategy.exchanges_counts() ? add_counts_task(g, ctx, d, router) : router;
     const TaskId combined = add_combine_task(g, ctx, d, pass, strategy.build(g, handle, pass, {gathered}, nullptr, ctx));
-    return strategy.partial_outputs() ? add_partial_reduce_task(g, ctx, d, pass, {combined}) : combined;
+    return partial_group(strategy, ctx).size > 1 ? add_partial_reduce_task(g, strategy, ctx, d, pass, {combined})
+                                                  : combined;
   }
   const TaskId start = add_combine_task(g, ctx, d, pass, after);
   const TaskId routed = add_router_backward_task(g, ctx, d, strategy.build(g, handle, pass, {start}, nullptr, ctx));
-  if (!strategy.partial_outputs()) return routed;
-  return add_grad_accumulate_task(g, ctx, d, {add_partial_reduce_task(g, ctx, d, pass, {routed})});
+  if (partial_group(strategy, ctx).size == 1) return routed;
+  return add_grad_accumulate_task(g, ctx, d, {add_partial_reduce_task(g, strategy, ctx, d, pass, {routed})});
 }
 
 }  // namespace moebench

@@ -22,6 +22,7 @@ void experts_bias_backward(const std::vector<ExpertParams>& dexperts, float* Exp
     const int e = item / blocks, b = item % blocks;
     const int j0 = b * kBlock, j1 = std::min(OC, j0 + kBlock);
     float* db = dexperts[e].*bias;
+    if (!db) continue;  // a bias another rank adds (expert slices: b2 on slice rank 0)
     for (int m = offsets[e]; m < offsets[e + 1]; ++m) {
       const float* row = d + (long)m * OC;
       for (int j = j0; j < j1; ++j) db[j] += row[j];

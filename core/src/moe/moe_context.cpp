@@ -9,6 +9,12 @@
 namespace moebench {
 
 void MoeContext::sync_group() {
+  if (slice) {
+    slice_rank = slice->rank();
+    slice_size = slice->size();
+    slice_world.resize(slice_size);
+    for (int p = 0; p < slice_size; ++p) slice_world[p] = slice->world_rank(p);
+  }
   if (!ep) return;
   ep_rank = ep->rank();
   ep_size = ep->size();
@@ -44,6 +50,7 @@ MoeContext ParallelContext::block_context(int layer) const {
   ctx.executor = executor;
   ctx.pcie_switch_pairs = pcie_switch_pairs;
   ctx.layer = layer;
+  ctx.slice = expert_slice;
   ctx.sync_group();
   return ctx;
 }

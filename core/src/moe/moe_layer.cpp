@@ -129,7 +129,8 @@ float MoeLayer::forward_graph(float* out, const float* x, const float* router_w,
   buf.y = y_.data();
   const std::vector<TaskId> done = strategy_->build(g, *handle_, MoePass::forward, {counted}, &buf, ctx_);
   TaskId combined = add_combine_task(g, ctx_, d, MoePass::forward, done, [this, out] { combine(out); });
-  if (strategy_->partial_outputs()) combined = add_partial_reduce_task(g, ctx_, d, MoePass::forward, {combined}, out);
+  if (partial_group(*strategy_, ctx_).size > 1)
+    combined = add_partial_reduce_task(g, *strategy_, ctx_, d, MoePass::forward, {combined}, out);
   ex.submit(g);
   ex.wait(g, combined);
   ex.release(g);
@@ -214,18 +215,19 @@ void MoeLayer::backward_graph(float* dx, float* drouter_w, const float* dout, fl
   buf.dxg = dxg_.data();
   const std::vector<TaskId> done = strategy_->build(g, *handle_, MoePass::backward, {start}, &buf, ctx_);
   TaskId end;
-  if (!strategy_->partial_outputs()) {
+  const PartialGroup partial = partial_group(*strategy_, ctx_);
+  if (partial.size == 1) {
     end = add_router_backward_task(g, ctx_, d, done, [this, dx, drouter_w, aux_weight, x, router_w] {
       scatter_router_backward(dx, drouter_w, aux_weight, x, router_w);
     });
-  } else {  // this rank's share of dx (its experts' rows; the aux term on EP rank 0 only), summed over the group
-    const float aux_here = ctx_.ep_rank == 0 ? aux_weight : 0.0f;
+  } else {  // this rank's share of dx (its experts or slices; the aux term on rank 0 only), summed over the group
+    const float aux_here = partial.rank == 0 ? aux_weight : 0.0f;
     const TaskId routed = add_router_backward_task(g, ctx_, d, done, [this, drouter_w, aux_here, x, router_w] {
       std::fill(dx_part_.begin(), dx_part_.end(), 0.0f);
       scatter_router_backward(dx_part_.data(), drouter_w, aux_here, x, router_w);
     });
     dx_part_.resize((size_t)s_.N * s_.C);  // the all-reduce binds its address now
-    const TaskId reduced = add_partial_reduce_task(g, ctx_, d, MoePass::backward, {routed}, dx_part_.data());
+    const TaskId reduced = add_partial_reduce_task(g, *strategy_, ctx_, d, MoePass::backward, {routed}, dx_part_.data());
     end = add_grad_accumulate_task(g, ctx_, d, {reduced}, [this, dx] {
       const long n = (long)s_.N * s_.C;
 #pragma omp parallel for schedule(static)

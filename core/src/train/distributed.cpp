@@ -89,6 +89,7 @@ void Distributed::attach(MoeGpt& model, const Config& cfg) {
   p.ep_streams = std::make_shared<EpStreams>();
   p.ep_streams->intra = groups_->ep().dup();
   p.ep_streams->inter = groups_->ep().dup();
+  if (cfg.moe.expert_tp && groups_->tp_size() > 1) p.expert_slice = groups_->tp().dup();
   p.topology = &topology_;
   p.cluster = cluster_.get();
   p.executor = &executor_;
@@ -157,17 +158,21 @@ double Distributed::finish_gradients(MoeGpt& model) {
 double Distributed::clip_gradients(MoeGpt& model, float max_norm) {
   const std::vector<float>& g = model.params().grads();
   // Sums of squares: [0] tensors every rank of the TP group holds whole (counted once),
-  // [1] tensor-parallel slices (summed over the TP group), [2] experts (summed over the EP group).
-  double sums[3] = {0.0, 0.0, 0.0};
+  // [1] tensor-parallel slices (summed over the TP group), [2] experts (summed over the EP
+  // group; expert slices, moe.expert_tp, first over the TP group).
+  double sums[3] = {0.0, 0.0, 0.0}, expert_slices = 0.0;
   auto add = [&](double& sum, size_t offset, size_t count) {
     for (size_t i = offset; i < offset + count; ++i) sum += (double)g[i] * g[i];
   };
   const ArenaRange copy = model.tied_embedding_copy();  // counted on the first stage
-  for (const ArenaRange& r : model.expert_ranges()) add(sums[2], r.offset, r.count);
-  for (const ParamView& v : model.params().views())
-    if (v.name.find(".moe.experts.") == std::string::npos && !(copy.count > 0 && v.offset == copy.offset))
-      add(sums[v.slice.whole() ? 0 : 1], v.offset, v.numel);
-  groups_->tp().all_reduce(&sums[1], 1, DType::f64);
+  for (const ParamView& v : model.params().views()) {
+    if (v.name.find(".moe.experts.") != std::string::npos) add(v.slice.whole() ? sums[2] : expert_slices, v.offset, v.numel);
+    else if (!(copy.count > 0 && v.offset == copy.offset)) add(sums[v.slice.whole() ? 0 : 1], v.offset, v.numel);
+  }
+  double tp_parts[2] = {sums[1], expert_slices};
+  groups_->tp().all_reduce(tp_parts, 2, DType::f64);
+  sums[1] = tp_parts[0];
+  sums[2] += tp_parts[1];
   groups_->ep().all_reduce(&sums[2], 1, DType::f64);
   double total = sums[0] + sums[1] + sums[2];
   pp_sum(&total, 1);
@@ -253,7 +258,7 @@ void Distributed::save(const std::string& dir, MoeGpt& model, const AdamW& opt, 
   for (size_t i = 0; i < params.views().size(); ++i) {
     const ParamView& v = params.views()[i];
     const bool expert = v.name.find(".moe.experts.") != std::string::npos;
-    const bool holder = expert ? groups_->expert_dp().rank() == 0 && (experts_in_tp_ || tp_first)
+    const bool holder = expert ? groups_->expert_dp().rank() == 0 && (experts_in_tp_ || !v.slice.whole() || tp_first)
                                : groups_->dp().rank() == 0 && (!v.slice.whole() || tp_first) &&
                                      !(copy.count > 0 && v.offset == copy.offset);
     if (!holder) continue;

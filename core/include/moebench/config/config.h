@@ -113,6 +113,7 @@ struct MoeConfig {
   float capacity_factor = 0.0f;   // 0 = dropless; else capacity = ceil(cf * tokens * k / E)
   float aux_loss_weight = 0.01f;  // weight of the GShard load-balancing loss
   bool gate_normalize = true;     // renormalise the top-k gate weights to sum to 1
+  bool expert_tp = false;         // slice every expert's FFN over the TP group (DeepSpeed-TED)
   // Expert choice: "learned" (the router's top-k) or a synthetic override for reproducible
   // imbalance: "uniform", "zipf:S", "hot:E,F" (expert E gets a fraction F), "rotating".
   std::string routing = "learned";

@@ -115,7 +115,8 @@ class MoeGpt {
   std::vector<ArenaRange> dense_ranges() const;   // every non-expert parameter
   std::vector<ArenaRange> expert_ranges() const;  // this rank's experts
   // Gradients that are partial sums over the TP group after backward (the routers of blocks
-  // whose strategy combines each rank's own experts: ppmoe), to be all-reduced once per step.
+  // whose strategy combines each rank's own experts, ppmoe, or expert slices, moe.expert_tp,
+  // and those slices' b2), to be all-reduced once per step.
   std::vector<ArenaRange> tp_partial_ranges() const;
   const ExpertShard& shard() const { return shard_; }
   const TpShard& tp() const { return tp_; }
@@ -172,7 +173,9 @@ class MoeGpt {
   std::vector<std::unique_ptr<Block>> blocks_;  // this stage's blocks, from pipe_.first_block
   static constexpr size_t kNone = (size_t)-1;
   size_t wte_ = kNone, wpe_ = kNone, lnf_w_ = kNone, lnf_b_ = kNone, head_ = kNone;
-  std::vector<size_t> tp_partial_;  // parameter indices (tp_partial_ranges)
+  std::vector<size_t> tp_partial_;     // parameter indices (tp_partial_ranges)
+  std::vector<size_t> tp_partial_b2_;  // sliced experts' b2 (only TP rank 0's is non-zero)
+  bool sliced_experts() const { return moe_.expert_tp && tp_.size > 1; }
 
   std::vector<HeadActs> head_acts_;  // per slot: the micro-batch, stage output, ln_f, head
   int last_slot_ = 0;

@@ -7,8 +7,9 @@
 //             -> the strategy's tasks -> moe.combine (compute: gate-weighted sum)
 //   backward  moe.combine_backward (compute: gate and slot gradients) -> the strategy's
 //             tasks -> moe.router_backward (compute: scatter-add into dx, router gradient)
-// Strategies with partial outputs (MoeStrategy::partial_outputs, ppmoe) add after the combine
-//   moe.allreduce (comm: ring all-reduce of the N x C output over the EP group), and after the
+// Blocks with partial outputs (MoeStrategy::partial_outputs, ppmoe: over the EP group; experts
+// sliced over the TP group, MoeContext::slice) add after the combine
+//   moe.allreduce (comm: ring all-reduce of the N x C output over that group), and after the
 //   router backward moe.allreduce_grad (comm: the same for this rank's dx share) ->
 //   moe.grad_accumulate (compute: dx += the summed share).
 // Costs: router 2NCE flops, combine 2NKC (backward 4NKC), counts E x 8 bytes to every other
@@ -35,10 +36,18 @@ TaskId add_combine_task(TaskGraph& g, const MoeContext& ctx, const BlockDims& d,
 TaskId add_router_backward_task(TaskGraph& g, const MoeContext& ctx, const BlockDims& d,
                                 const std::vector<TaskId>& after, std::function<void()> action = {});
 
+// The group a block's outputs are partial over: the EP group for ppmoe, the slice group for
+// sliced experts; size 1 when the outputs are whole. rank 0 of it takes the aux gradient.
+struct PartialGroup {
+  int rank = 0, size = 1;
+  const std::vector<int>* world = nullptr;
+};
+PartialGroup partial_group(const MoeStrategy& strategy, const MoeContext& ctx);
+
 // The all-reduce of a partial N x C block output (forward) or input gradient (backward) over
-// the EP group: 2 (P-1)/P x N C x 4 bytes to the ring's next rank. data null: no action.
-TaskId add_partial_reduce_task(TaskGraph& g, MoeContext& ctx, const BlockDims& d, MoePass pass,
-                               const std::vector<TaskId>& after, float* data = nullptr);
+// the partial group: 2 (P-1)/P x N C x 4 bytes to the ring's next rank. data null: no action.
+TaskId add_partial_reduce_task(TaskGraph& g, const MoeStrategy& strategy, MoeContext& ctx, const BlockDims& d,
+                               MoePass pass, const std::vector<TaskId>& after, float* data = nullptr);
 TaskId add_grad_accumulate_task(TaskGraph& g, const MoeContext& ctx, const BlockDims& d,
                                 const std::vector<TaskId>& after, std::function<void()> action = {});
 

@@ -55,8 +55,15 @@ struct MoeContext {
   // pcie_pairing). Strategy options are not here: each strategy holds its own option struct
   // ([strategy.<name>], config/config.h), given when it is made (strategies/registry.h).
   std::vector<int> pcie_switch_pairs;
+  // Experts sliced over the tensor-parallel group (moe.expert_tp, DeepSpeed-TED): this rank
+  // holds 1/slice_size of every expert's FFN columns (local / local_grads are those slices, F
+  // their width), so the block output and input gradient are partial sums over this group.
+  // slice: a dup of the TP group used only by the comm workers (null: not sliced).
+  std::shared_ptr<Communicator> slice;
+  int slice_rank = 0, slice_size = 1;
+  std::vector<int> slice_world;
 
-  // Fills ep_rank / ep_size / ep_world from ep (when set).
+  // Fills ep_rank / ep_size / ep_world from ep (when set), slice_* from slice.
   void sync_group();
   // The role a collective over the whole EP group runs on: comm.inter when the group spans
   // nodes of the topology, else comm.intra.
