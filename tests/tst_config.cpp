@@ -140,7 +140,11 @@ class TestConfig : public QObject {
     row("schedule", "[parallel]\nschedule = \"zb\"\n", 2, "parallel.schedule", "must be \"1f1b\" or \"gpipe\", got \"zb\"");
     row("janus under pipeline parallelism", "[run]\nranks = 4\n[parallel]\npp = 2\n[strategy]\nname = \"janus\"\n", 6, "strategy.name",
         "\"janus\" with parallel.pp = 2 is not supported");
-    // Expert slicing over the tensor-parallel group.
+    // Vocabulary-parallel embedding and head; expert slicing over the tensor-parallel group.
+    row("vocab_parallel without tp", "[parallel]\nvocab_parallel = true\n", 2, "parallel.vocab_parallel",
+        "needs parallel.tp > 1 (the vocabulary is split over the tensor-parallel ranks)");
+    row("vocab over tp", "[run]\nranks = 4\n[model]\nvocab_size = 30\n[parallel]\ntp = 4\nvocab_parallel = true\n", 7,
+        "parallel.vocab_parallel", "model.vocab_size = 30 does not divide over the parallel.tp = 4 tensor-parallel ranks");
     row("expert_tp without tp", "[moe]\nexpert_tp = true\n", 2, "moe.expert_tp",
         "needs parallel.tp > 1 (the expert FFNs are sliced over the tensor-parallel ranks)");
     row("expert_tp with ppmoe", "[run]\nranks = 4\n[parallel]\ntp = 2\n[moe]\nmoe_layers = [1]\nexperts = 4\nexpert_tp = true\n[strategy]\nname = \"ppmoe\"\n", 8,
@@ -616,7 +620,7 @@ class TestConfig : public QObject {
     // tst_parallel_layouts reads them).
     auto unread = [](const std::string& key) {
       return key.starts_with("strategy.hier_a2a.") || key == "parallel.tp" || key == "parallel.pp" ||
-             key == "moe.expert_tp";
+             key == "moe.expert_tp" || key == "parallel.vocab_parallel";
     };
     size_t covered = 0;
     for (const auto& k : config_keys()) covered += unread(k.name) ? 0 : 1;

@@ -29,11 +29,16 @@ struct Layout {
 // The layout's config: 8 heads of 4 (tp up to 8), max(2, pp) blocks of which blocks 0 and 1 are
 // MoE blocks with 8 experts, micro-batches of one sequence (two when there is one micro-batch)
 // per data-parallel rank.
-// strategy: a strategy name, "+expert_tp" appended to slice the experts over the TP group.
+// strategy: a strategy name, "+expert_tp" appended to slice the experts over the TP group,
+// "+vocab" to split the embedding and head by vocabulary rows.
 Config layout_config(const Layout& l, std::string strategy, int nodes, const std::string& routing, int steps = 20) {
   const int dp = l.ranks / (l.tp * l.pp);
-  const bool expert_tp = strategy.ends_with("+expert_tp");
-  if (expert_tp) strategy.resize(strategy.size() - 10);
+  auto option = [&](const std::string& suffix) {
+    if (!strategy.ends_with(suffix)) return false;
+    strategy.resize(strategy.size() - suffix.size());
+    return true;
+  };
+  const bool vocab = option("+vocab"), expert_tp = option("+expert_tp");
   return load_config(test::tiny_config_path(),
                      {"train.steps=" + std::to_string(steps),
                       "train.batch_size=" + std::to_string(dp * std::max(2, l.micro)), "train.eval_every=0",
@@ -42,13 +47,15 @@ Config layout_config(const Layout& l, std::string strategy, int nodes, const std
                       "moe.experts=8", "parallel.tp=" + std::to_string(l.tp), "parallel.pp=" + std::to_string(l.pp),
                       "parallel.microbatches=" + std::to_string(l.micro), "parallel.schedule=" + l.schedule,
                       "strategy.name=" + strategy, "moe.routing=" + routing,
-                      std::string("moe.expert_tp=") + (expert_tp ? "true" : "false")});
+                      std::string("moe.expert_tp=") + (expert_tp ? "true" : "false"),
+                      std::string("parallel.vocab_parallel=") + (vocab ? "true" : "false")});
 }
 
 // The single-rank reference of a layout: one stage, the same micro-batches.
 Config reference_of(Config cfg) {
   cfg.parallel.pp = 1;
   cfg.moe.expert_tp = false;
+  cfg.parallel.vocab_parallel = false;
   cfg.parallel.stage_layers.clear();
   return cfg;
 }
@@ -86,6 +93,8 @@ class TestParallelLayouts : public QObject {
     row("dp4, 2 micro-batches (gradient accumulation)", 4, 1, 1, 2, "gpipe", "expert_centric", 1, "learned");
     row("tp2 x dp2 expert_centric, experts sliced over TP", 4, 2, 1, 1, "1f1b", "expert_centric+expert_tp", 1, "learned");
     row("tp4 expert_centric, experts sliced over TP", 4, 4, 1, 1, "1f1b", "expert_centric+expert_tp", 1, "zipf:1.2");
+    row("tp2 x dp2 expert_centric, vocabulary-parallel embedding and head", 4, 2, 1, 1, "1f1b", "expert_centric+vocab", 1, "learned");
+    row("tp2 x pp2 ppmoe, vocabulary-parallel (tied copy on the last stage)", 4, 2, 2, 2, "1f1b", "ppmoe+vocab", 1, "learned");
     row("tp2 x dp4 expert_centric, 2 nodes", 8, 2, 1, 1, "1f1b", "expert_centric", 2, "learned");
     row("tp4 x dp2 ppmoe, 2 nodes", 8, 4, 1, 1, "1f1b", "ppmoe", 2, "learned");
     row("tp8 ppmoe", 8, 8, 1, 1, "1f1b", "ppmoe", 1, "learned");
@@ -94,6 +103,7 @@ class TestParallelLayouts : public QObject {
     row("tp2 x pp2 x dp2 ppmoe", 8, 2, 2, 2, "1f1b", "ppmoe", 1, "learned");
     row("pp4 x dp2 expert_centric, 4 micro-batches", 8, 1, 4, 4, "1f1b", "expert_centric", 1, "learned");
     row("tp2 x pp2 x dp2 hier_a2a, experts sliced over TP, 2 nodes", 8, 2, 2, 2, "1f1b", "hier_a2a+expert_tp", 2, "learned");
+    row("tp4 x pp2 expert_centric, sliced experts, vocabulary-parallel", 8, 4, 2, 2, "gpipe", "expert_centric+expert_tp+vocab", 1, "learned");
   }
   void matches_single_rank() {
     QFETCH(int, ranks);
@@ -114,7 +124,10 @@ class TestParallelLayouts : public QObject {
     Trainer dist(cfg, dist_dir.path().toStdString(), world.get());
     QCOMPARE(dist.distributed()->tp_shard().size, tp);
     QCOMPARE(dist.model().pipe().stages, pp);
-    if (strategy.endsWith(QStringLiteral("+expert_tp"))) {  // this rank's slice of an expert: F / tp of its columns
+    if (strategy.contains(QStringLiteral("+vocab")))  // this rank's rows of the vocabulary
+      if (const ParamView* wte = dist.model().params().find("embed.wte"))
+        QCOMPARE(wte->shape, (std::vector<int64_t>{cfg.model.vocab_size / tp, cfg.model.hidden}));
+    if (strategy.contains(QStringLiteral("+expert_tp"))) {  // this rank's slice of an expert: F / tp of its columns
       const ParamView* w1 = nullptr;
       for (const ParamView& v : dist.model().params().views())
         if (v.name.ends_with(".w1")) w1 = &v;

@@ -58,6 +58,8 @@ const std::vector<FieldDef>& fields() {
       MB_FIELD(model, init_std, Float, "std of the normal weight init"),
 
       MB_FIELD(parallel, tp, Int, "tensor-parallel group size: attention heads and FFN columns split over tp ranks"),
+      MB_FIELD(parallel, vocab_parallel, Bool,
+               "with tp > 1: token embedding, LM head and cross-entropy split by vocabulary rows (Megatron)"),
       MB_FIELD(parallel, pp, Int, "pipeline-parallel stages: the blocks split into pp consecutive ranges"),
       MB_FIELD(parallel, dp, Int, "data-parallel size; 0 = run.ranks / (tp x pp)"),
       MB_FIELD(parallel, ep, Int, "expert-parallel group size; 0 = all data-parallel ranks"),

@@ -328,6 +328,16 @@ int Checker::check_groups() {
   const int ep_set = c_.parallel.ep;
   if (!ok({"parallel.ep"}) || ep_set < 0) return 0;
   const bool experts_ok = ok({"moe.experts", "moe.moe_layers"}) && c_.moe.experts.size() == c_.moe.moe_layers.size();
+  if (ok({"parallel.vocab_parallel"}) && c_.parallel.vocab_parallel) {
+    if (tp == 1)
+      fail("parallel.vocab_parallel", "needs parallel.tp > 1 (the vocabulary is split over the tensor-parallel ranks)",
+           "parallel.tp");
+    else if (ok({"model.vocab_size"}) && c_.model.vocab_size >= 2 && c_.model.vocab_size % tp != 0)
+      fail("parallel.vocab_parallel", "model.vocab_size = " + std::to_string(c_.model.vocab_size) +
+                                          " does not divide over the parallel.tp = " + std::to_string(tp) +
+                                          " tensor-parallel ranks",
+           "model.vocab_size");
+  }
   if (ok({"moe.expert_tp", "strategy.name"}) && c_.moe.expert_tp) {
     // Expert slicing needs a tensor-parallel group to slice over, and a strategy that keeps
     // every expert whole on its owner (ppmoe already spreads the experts over that group).

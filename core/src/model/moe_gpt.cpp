@@ -15,6 +15,7 @@
 #include "moebench/tensor/gelu.h"
 #include "moebench/model/layernorm.h"
 #include "moebench/model/residual.h"
+#include "moebench/model/vocab_parallel.h"
 #include "moebench/runtime/executor.h"
 #include "moebench/tensor/matmul.h"
 #include "moebench/tensor/rng.h"
@@ -54,6 +55,10 @@ namespace {
 void ensure(std::vector<float>& v, size_t n) {
   if (v.size() < n) v.resize(n);
 }
+float* ensure_data(std::vector<float>& v, size_t n) {
+  ensure(v, n);
+  return v.data();
+}
 void zero(std::vector<float>& v, size_t n) {
   ensure(v, n);
   std::fill(v.begin(), v.begin() + (long)n, 0.0f);
@@ -68,6 +73,9 @@ MoeGpt::MoeGpt(const ModelConfig& model, const MoeConfig& moe, ExpertShard shard
     throw std::invalid_argument("bad expert shard");
   if (tp_.size < 1 || tp_.rank < 0 || tp_.rank >= tp_.size)
     throw std::invalid_argument("bad tensor-parallel shard");
+  if (vocab_split() && model_.vocab_size % tp_.size != 0)
+    throw std::invalid_argument("parallel.tp = " + std::to_string(tp_.size) + " does not divide model.vocab_size = " +
+                                std::to_string(model_.vocab_size) + " (vocabulary-parallel embedding)");
   if (model_.heads % tp_.size != 0)
     throw std::invalid_argument("parallel.tp = " + std::to_string(tp_.size) + " does not divide model.heads = " +
                                 std::to_string(model_.heads));
@@ -90,7 +98,9 @@ void MoeGpt::build_params() {
   auto rows = [&](int64_t n, int parts, bool vector) {  // column-parallel: this rank's rows
     return split ? row_slice(n, vector ? 1 : C, parts, r * n / t, n / t, vector) : TensorSlice{};
   };
-  if (pipe_.first() || (pipe_.last() && model_.tied_head)) wte_ = params_.add("embed.wte", {V, C}, true);
+  const int64_t Vt = vocab_rows();
+  const TensorSlice vocab = vocab_split() ? row_slice(V, C, 1, vocab_first(), Vt, false) : TensorSlice{};
+  if (pipe_.first() || (pipe_.last() && model_.tied_head)) wte_ = params_.add("embed.wte", {Vt, C}, true, vocab);
   if (pipe_.first()) wpe_ = params_.add("embed.wpe", {model_.seq_len, C}, true);
   for (int l = pipe_.first_block; l < pipe_.end_block; ++l) {
     auto b = std::make_unique<Block>();
@@ -141,7 +151,7 @@ void MoeGpt::build_params() {
   if (pipe_.last()) {
     lnf_w_ = params_.add("ln_f.weight", {C}, false);
     lnf_b_ = params_.add("ln_f.bias", {C}, false);
-    head_ = model_.tied_head ? wte_ : params_.add("lm_head.weight", {V, C}, true);
+    head_ = model_.tied_head ? wte_ : params_.add("lm_head.weight", {Vt, C}, true, vocab);
   }
   params_.finalize();
   // With sliced experts only TP rank 0 adds (and differentiates) b2; the others' partial
@@ -220,11 +230,11 @@ void MoeGpt::distribute(const ParallelContext& par) {
   }
 }
 
-void MoeGpt::tp_allreduce(float* x, size_t n, int layer) {
+void MoeGpt::tp_allreduce(float* x, size_t n, int layer, ReduceOp op) {
   if (tp_.size == 1) return;
   if (!tp_comm_) throw std::logic_error("MoeGpt: tensor parallelism without distribute()");
   const uint64_t t = (uint64_t)tp_.size, bytes = 2 * (t - 1) * n * sizeof(float) / t;  // ring all-reduce
-  auto reduce = [&] { tp_comm_->all_reduce(x, n, DType::f32); };
+  auto reduce = [&] { tp_comm_->all_reduce(x, n, DType::f32, op); };
   if (executor_) executor_->run_inline("tp.allreduce", tp_role_, TaskCategory::comm, reduce, layer, 0.0, bytes);
   else reduce();
 }
@@ -345,9 +355,21 @@ LossParts MoeGpt::forward_micro(int slot, const MicroBatch& mb, const float* x_i
     Acts& a = b.acts[(size_t)slot];
     const int l = b.index;
     ensure(a.x, N * C);
-    if (i == 0 && pipe_.first()) stage("embed.forward", -1, 0.0, [&] {
+    if (i == 0 && pipe_.first() && !vocab_split()) stage("embed.forward", -1, 0.0, [&] {
         encoder_forward(a.x.data(), mb.inputs, params_.param(wte_), params_.param(wpe_), B, T, C);
       });
+    if (i == 0 && pipe_.first() && vocab_split()) {  // this rank's vocabulary rows, summed over TP
+      stage("embed.forward", -1, 0.0, [&] {
+        vocab_slice_embed(a.x.data(), mb.inputs, params_.param(wte_), N, C, vocab_first(), vocab_rows());
+      });
+      tp_allreduce(a.x.data(), N * C, -1);
+      stage("embed.positions", -1, 0.0, [&] {
+        const float* wpe = params_.param(wpe_);
+#pragma omp parallel for schedule(static)
+        for (long n = 0; n < N; ++n)
+          for (int c = 0; c < C; ++c) a.x[n * C + c] += wpe[(n % T) * C + c];
+      });
+    }
     auto residual_ln2 = [&] {  // res1 += x; ln2 = LayerNorm(res1)
       residual_forward(a.res1.data(), a.res1.data(), a.x.data(), N * C);
       ensure(a.ln2, N * C); ensure(a.ln2_mean, N); ensure(a.ln2_rstd, N);
@@ -411,16 +433,29 @@ LossParts MoeGpt::forward_micro(int slot, const MicroBatch& mb, const float* x_i
     parts.total = moe_.aux_loss_weight * parts.aux;
     return parts;
   }
-  stage("head.forward", -1, head_forward_flops(N, C, V), [&] {
+  const int Vt = vocab_rows();
+  stage("head.forward", -1, head_forward_flops(N, C, Vt), [&] {
     ensure(h.x_out, N * C);
     residual_forward(h.x_out.data(), last.res1.data(), last.ffn_out.data(), N * C);
     ensure(h.lnf, N * C); ensure(h.lnf_mean, N); ensure(h.lnf_rstd, N);
     layernorm_forward(h.lnf.data(), h.lnf_mean.data(), h.lnf_rstd.data(), h.x_out.data(),
                       params_.param(lnf_w_), params_.param(lnf_b_), (int)N, C);
-    ensure(logits_, N * V); ensure(h.probs, N * V); ensure(h.losses, N);
-    matmul_forward(logits_.data(), h.lnf.data(), params_.param(head_), nullptr, (int)N, C, V);
-    crossentropy_softmax_forward(h.losses.data(), h.probs.data(), logits_.data(), mb.targets, (int)N, V);
+    ensure(logits_, N * Vt); ensure(h.probs, N * Vt); ensure(h.losses, N);
+    matmul_forward(logits_.data(), h.lnf.data(), params_.param(head_), nullptr, (int)N, C, Vt);
+    if (!vocab_split()) crossentropy_softmax_forward(h.losses.data(), h.probs.data(), logits_.data(), mb.targets, (int)N, V);
+    else vocab_ce_row_max(ensure_data(rowmax_, N), logits_.data(), (int)N, Vt);
   });
+  if (vocab_split()) {  // softmax statistics over the vocabulary slices
+    tp_allreduce(rowmax_.data(), N, -1, ReduceOp::max);
+    stage("head.softmax", -1, 0.0, [&] {
+      vocab_ce_exp(h.probs.data(), ensure_data(ce_stats_, 2 * N), logits_.data(), rowmax_.data(), mb.targets, (int)N,
+                   Vt, vocab_first());
+    });
+    tp_allreduce(ce_stats_.data(), 2 * N, -1);
+    stage("head.loss", -1, 0.0, [&] {
+      vocab_ce_finish(h.losses.data(), h.probs.data(), ce_stats_.data(), rowmax_.data(), (int)N, Vt);
+    });
+  }
   double sum = 0.0;
   for (long i = 0; i < N; ++i) sum += h.losses[i];
   parts.ce = (float)(sum / (double)N);
@@ -441,16 +476,28 @@ void MoeGpt::backward_micro(int slot, const float* dout, float loss_scale, bool 
     if (grad_ready_ && last_micro) grad_ready_(r);
   };
   if (pipe_.last()) {
-    stage("head.backward", -1, 2 * head_forward_flops(N, C, V), [&] {
-      zero(dlogits_, N * V);
-      crossentropy_softmax_backward(dlogits_.data(), h.probs.data(), h.targets.data(), loss_scale / (float)N, (int)N, V);
-      zero(dscratch_, N * C);  // d lnf
-      matmul_backward(dscratch_.data(), params_.grad(head_), nullptr, dlogits_.data(), h.lnf.data(),
-                      params_.param(head_), (int)N, C, V);
+    const int Vt = vocab_rows();
+    auto lnf_backward = [&] {
       zero(dresid_, N * C);  // d x_out = d (res1 + ffn_out) of the last block
       layernorm_backward(dresid_.data(), params_.grad(lnf_w_), params_.grad(lnf_b_), dscratch_.data(),
                          h.x_out.data(), params_.param(lnf_w_), h.lnf_mean.data(), h.lnf_rstd.data(), (int)N, C);
+    };
+    stage("head.backward", -1, 2 * head_forward_flops(N, C, Vt), [&] {
+      zero(dlogits_, N * Vt);
+      if (vocab_split())
+        vocab_ce_backward(dlogits_.data(), h.probs.data(), h.targets.data(), loss_scale / (float)N, (int)N, Vt,
+                          vocab_first());
+      else
+        crossentropy_softmax_backward(dlogits_.data(), h.probs.data(), h.targets.data(), loss_scale / (float)N, (int)N, V);
+      zero(dscratch_, N * C);  // d lnf (partial over the vocabulary slices when split)
+      matmul_backward(dscratch_.data(), params_.grad(head_), nullptr, dlogits_.data(), h.lnf.data(),
+                      params_.param(head_), (int)N, C, Vt);
+      if (!vocab_split()) lnf_backward();
     });
+    if (vocab_split()) {
+      tp_allreduce(dscratch_.data(), N * C, -1);
+      stage("head.ln_f_backward", -1, 0.0, lnf_backward);
+    }
     const ParamView& lnf = params_.views()[lnf_w_];
     ready({lnf.offset, params_.size() - lnf.offset});  // ln_f (+ untied head)
     if (const ArenaRange copy = tied_embedding_copy(); copy.count > 0) ready(copy);  // the head's wte
@@ -511,7 +558,12 @@ void MoeGpt::backward_micro(int slot, const float* dout, float loss_scale, bool 
   }
   if (!pipe_.first()) return;  // dresid_ = the gradient of the stage input (input_grad())
   stage("embed.backward", -1, 0.0, [&] {
-    encoder_backward(params_.grad(wte_), params_.grad(wpe_), dresid_.data(), h.inputs.data(), B, T, C);
+    if (!vocab_split()) return encoder_backward(params_.grad(wte_), params_.grad(wpe_), dresid_.data(), h.inputs.data(), B, T, C);
+    vocab_slice_embed_backward(params_.grad(wte_), dresid_.data(), h.inputs.data(), N, C, vocab_first(), vocab_rows());
+    float* dwpe = params_.grad(wpe_);  // in (b, t) order per channel, as encoder_backward
+#pragma omp parallel for schedule(static)
+    for (int c = 0; c < C; ++c)
+      for (long n = 0; n < N; ++n) dwpe[(n % T) * C + c] += dresid_[n * C + c];
   });
   const ParamView& wpe = params_.views()[wpe_];
   ready({0, wpe.offset + wpe.numel});  // embeddings (tied head included)

@@ -39,6 +39,7 @@ Trainer::Trainer(const Config& cfg, std::string out_dir, Communicator* world)
     dist_ = std::make_unique<Distributed>(*world, cfg_);
     shard = dist_->shard();
     tp = dist_->tp_shard();
+    tp.vocab = cfg_.parallel.vocab_parallel;
     dp_size = dist_->dp_size();
     dp_rank_ = dist_->dp_rank();
     pipe.stage = dist_->pp_rank();

@@ -57,6 +57,7 @@ struct ClusterConfig {
 // strategy "ppmoe" is the tensor-parallel group itself (Pipeline MoE §3.3).
 struct ParallelConfig {
   int tp = 1;                 // tensor-parallel group size (Megatron: heads and FFN columns split)
+  bool vocab_parallel = false;  // with tp > 1: embedding and LM head split by vocabulary rows too
   int pp = 1;                 // pipeline stages (blocks split into pp consecutive ranges)
   int dp = 0;                 // data-parallel size; 0 = run.ranks / (tp x pp)
   int ep = 0;                 // expert-parallel group size; 0 = the whole data-parallel group

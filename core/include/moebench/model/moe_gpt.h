@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "moebench/config/config.h"
+#include "moebench/dist/communicator.h"
 #include "moebench/model/param_arena.h"
 #include "moebench/moe/moe_layer.h"
 #include "moebench/moe/parallel_context.h"
@@ -37,8 +38,11 @@ struct ExpertShard {
 // outputs of the two row-parallel matmuls (g = reduce_from), backward the partial input
 // gradients of the two column-parallel ones (f = copy_to); the MoE blocks get the replicated
 // LayerNorm output. Checkpoints hold whole tensors (ParamView::slice says where a slice sits).
+// vocab: the token embedding and the LM head split by vocabulary rows too
+// (parallel.vocab_parallel; model/vocab_parallel.h), rank r holding [r V / size, (r+1) V / size).
 struct TpShard {
   int rank = 0, size = 1;
+  bool vocab = false;
 };
 
 // Pipeline parallelism: this rank runs blocks [first_block, end_block) (end_block -1: all),
@@ -155,7 +159,10 @@ class MoeGpt {
   template <class Fn>
   void stage(const char* name, int layer, double flops, Fn&& fn);
   // Sums x[n] over the TP group (nothing at tp = 1), a comm span "tp.allreduce".
-  void tp_allreduce(float* x, size_t n, int layer);
+  void tp_allreduce(float* x, size_t n, int layer, ReduceOp op = ReduceOp::sum);
+  bool vocab_split() const { return tp_.vocab && tp_.size > 1; }
+  int vocab_rows() const { return model_.vocab_size / (vocab_split() ? tp_.size : 1); }  // Vt
+  int vocab_first() const { return vocab_split() ? tp_.rank * vocab_rows() : 0; }
 
   ModelConfig model_;
   MoeConfig moe_;
@@ -179,6 +186,7 @@ class MoeGpt {
 
   std::vector<HeadActs> head_acts_;  // per slot: the micro-batch, stage output, ln_f, head
   int last_slot_ = 0;
+  std::vector<float> rowmax_, ce_stats_;  // vocabulary-parallel softmax statistics
   std::vector<float> logits_, dresid_, dscratch_, dscratch2_, dlogits_, dpreatt_, datt_;
 };
 
