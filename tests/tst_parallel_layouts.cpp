@@ -91,6 +91,8 @@ class TestParallelLayouts : public QObject {
     row("tp2 x pp2 ppmoe, 2 micro-batches", 4, 2, 2, 2, "1f1b", "ppmoe", 1, "learned");
     row("pp4, 4 micro-batches 1f1b", 4, 1, 4, 4, "1f1b", "expert_centric", 1, "learned");
     row("dp4, 2 micro-batches (gradient accumulation)", 4, 1, 1, 2, "gpipe", "expert_centric", 1, "learned");
+    row("dp4 janus, 2 micro-batches gpipe (two activation sets)", 4, 1, 1, 2, "gpipe", "janus", 2, "learned");
+    row("dp4 data_centric, 2 micro-batches 1f1b", 4, 1, 1, 2, "1f1b", "data_centric", 1, "learned");
     row("tp2 x dp2 expert_centric, experts sliced over TP", 4, 2, 1, 1, "1f1b", "expert_centric+expert_tp", 1, "learned");
     row("tp4 expert_centric, experts sliced over TP", 4, 4, 1, 1, "1f1b", "expert_centric+expert_tp", 1, "zipf:1.2");
     row("tp2 x dp2 expert_centric, vocabulary-parallel embedding and head", 4, 2, 1, 1, "1f1b", "expert_centric+vocab", 1, "learned");
