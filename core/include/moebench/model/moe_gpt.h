@@ -3,6 +3,9 @@
 // [moe] moe_layers. Token + position embedding, pre-LayerNorm blocks with causal multi-head
 // attention, GeLU FFN or MoE block, final LayerNorm, tied or untied LM head, cross-entropy.
 // Loss = mean cross-entropy + aux_loss_weight * sum over MoE blocks of the GShard aux loss.
+// One instance is one rank's part of the model: its expert shard (ExpertShard), its tensor-
+// parallel slices (TpShard) and its pipeline stage's blocks (PipeStage), run one micro-batch at
+// a time (forward_micro / backward_micro; train/pipeline_step.h schedules them).
 #include <functional>
 #include <map>
 #include <memory>
