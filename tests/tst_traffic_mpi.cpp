@@ -30,6 +30,27 @@ using namespace moebench;
 namespace {
 constexpr int L = 2, C = 6, F = 8, N = 10, K = 2;  // L experts per rank
 
+// This rank's L experts (random weights, zero gradients) of E over the EP group `ep`.
+struct LocalExperts {
+  std::vector<float> w, g;
+  MoeContext ctx;
+  LocalExperts(int me, int E, Communicator& ep, const Topology& topo)
+      : w(test::random_vector((size_t)L * (2 * F * C + F + C), 50 + me, 0.3f)), g(w.size(), 0.0f) {
+    ctx.ep = &ep;
+    ctx.topology = &topo;
+    ctx.experts = E;
+    ctx.C = C;
+    ctx.F = F;
+    ctx.first_local = me * L;
+    for (int j = 0; j < L; ++j) {
+      float* p = w.data() + (size_t)j * (2 * F * C + F + C);
+      float* q = g.data() + (size_t)j * (2 * F * C + F + C);
+      ctx.local.push_back({p, p + F * C, p + F * C + F, p + 2 * F * C + F});
+      ctx.local_grads.push_back({q, q + F * C, q + F * C + F, q + 2 * F * C + F});
+    }
+  }
+};
+
 // Bytes one transfer sends from `me` to each peer, given the row matrix R[s][d].
 std::vector<uint64_t> transfer_bytes(const std::string& strategy, const std::vector<long>& R, int me,
                                      const Topology& topo) {
@@ -80,21 +101,8 @@ class TestTrafficMpi : public QObject {
     // Rank-dependent tokens, shared router, this rank's two experts.
     std::vector<float> x = test::random_vector((size_t)N * C, 100 + me);
     std::vector<float> router = test::random_vector((size_t)E * C, 7);
-    std::vector<float> w = test::random_vector((size_t)L * (2 * F * C + F + C), 50 + me, 0.3f);
-    std::vector<float> g(w.size(), 0.0f);
-    MoeContext ctx;
-    ctx.ep = world.get();
-    ctx.topology = &topo;
-    ctx.experts = E;
-    ctx.C = C;
-    ctx.F = F;
-    ctx.first_local = me * L;
-    for (int j = 0; j < L; ++j) {
-      float* p = w.data() + (size_t)j * (2 * F * C + F + C);
-      float* q = g.data() + (size_t)j * (2 * F * C + F + C);
-      ctx.local.push_back({p, p + F * C, p + F * C + F, p + 2 * F * C + F});
-      ctx.local_grads.push_back({q, q + F * C, q + F * C + F, q + 2 * F * C + F});
-    }
+    LocalExperts experts(me, E, *world, topo);
+    MoeContext& ctx = experts.ctx;
     MoeLayer layer;
     layer.set_strategy(test::make_strategy_with_degree(strategy.toStdString(), degree), ctx);
     world->set_traffic_meter(&meter);
@@ -139,21 +147,8 @@ class TestTrafficMpi : public QObject {
     TrafficMeter meter(me, topo);
     const std::vector<float> x = test::random_vector((size_t)N * C, 100);  // identical on every rank
     const std::vector<float> router = test::random_vector((size_t)E * C, 7);
-    std::vector<float> w = test::random_vector((size_t)L * (2 * F * C + F + C), 50 + me, 0.3f);
-    std::vector<float> g(w.size(), 0.0f);
-    MoeContext ctx;
-    ctx.ep = world.get();  // ppmoe's expert-parallel group is the tensor-parallel group
-    ctx.topology = &topo;
-    ctx.experts = E;
-    ctx.C = C;
-    ctx.F = F;
-    ctx.first_local = me * L;
-    for (int j = 0; j < L; ++j) {
-      float* p = w.data() + (size_t)j * (2 * F * C + F + C);
-      float* q = g.data() + (size_t)j * (2 * F * C + F + C);
-      ctx.local.push_back({p, p + F * C, p + F * C + F, p + 2 * F * C + F});
-      ctx.local_grads.push_back({q, q + F * C, q + F * C + F, q + 2 * F * C + F});
-    }
+    LocalExperts experts(me, E, *world, topo);
+    MoeContext& ctx = experts.ctx;  // ppmoe's expert-parallel group is the tensor-parallel group
     MoeLayer layer;
     layer.set_strategy(test::make_strategy_with_degree("ppmoe", 1), ctx);
     world->set_traffic_meter(&meter);
