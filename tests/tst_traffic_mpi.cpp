@@ -30,23 +30,25 @@ using namespace moebench;
 namespace {
 constexpr int L = 2, C = 6, F = 8, N = 10, K = 2;  // L experts per rank
 
-// This rank's L experts (random weights, zero gradients) of E over the EP group `ep`.
+// This rank's `per_rank` experts of width c x f (random weights from `seed` + rank, zero
+// gradients) of E over the EP group `ep`.
 struct LocalExperts {
   std::vector<float> w, g;
   MoeContext ctx;
-  LocalExperts(int me, int E, Communicator& ep, const Topology& topo)
-      : w(test::random_vector((size_t)L * (2 * F * C + F + C), 50 + me, 0.3f)), g(w.size(), 0.0f) {
+  LocalExperts(int me, int E, Communicator& ep, const Topology& topo, int per_rank = L, int c = C, int f = F,
+               uint64_t seed = 50)
+      : w(test::random_vector((size_t)per_rank * (2 * f * c + f + c), seed + me, 0.3f)), g(w.size(), 0.0f) {
     ctx.ep = &ep;
     ctx.topology = &topo;
     ctx.experts = E;
-    ctx.C = C;
-    ctx.F = F;
-    ctx.first_local = me * L;
-    for (int j = 0; j < L; ++j) {
-      float* p = w.data() + (size_t)j * (2 * F * C + F + C);
-      float* q = g.data() + (size_t)j * (2 * F * C + F + C);
-      ctx.local.push_back({p, p + F * C, p + F * C + F, p + 2 * F * C + F});
-      ctx.local_grads.push_back({q, q + F * C, q + F * C + F, q + 2 * F * C + F});
+    ctx.C = c;
+    ctx.F = f;
+    ctx.first_local = me * per_rank;
+    for (int j = 0; j < per_rank; ++j) {
+      float* p = w.data() + (size_t)j * (2 * f * c + f + c);
+      float* q = g.data() + (size_t)j * (2 * f * c + f + c);
+      ctx.local.push_back({p, p + f * c, p + f * c + f, p + 2 * f * c + f});
+      ctx.local_grads.push_back({q, q + f * c, q + f * c + f, q + 2 * f * c + f});
     }
   }
 };
@@ -195,22 +197,9 @@ class TestTrafficMpi : public QObject {
     TrafficMeter meter(me, topo);
     std::vector<float> x = test::random_vector((size_t)tokens * hidden, 300 + me);
     std::vector<float> router = test::random_vector((size_t)E * hidden, 9);
-    const size_t expert_floats = 2 * (size_t)Fw * hidden + Fw + hidden;
-    std::vector<float> w = test::random_vector(per_rank * expert_floats, 60 + me, 0.3f);
-    MoeContext ctx;
-    ctx.ep = world.get();
-    ctx.topology = &topo;
-    ctx.experts = E;
-    ctx.C = hidden;
-    ctx.F = Fw;
-    ctx.first_local = me * per_rank;
-    for (int j = 0; j < per_rank; ++j) {
-      float* p = w.data() + j * expert_floats;
-      ctx.local.push_back({p, p + Fw * hidden, p + Fw * hidden + Fw, p + 2 * Fw * hidden + Fw});
-      ctx.local_grads.push_back(ctx.local.back());  // forward only: never written
-    }
+    LocalExperts experts(me, E, *world, topo, per_rank, hidden, Fw, 60);
     MoeLayer layer;
-    layer.set_strategy(make_strategy(strategy.toStdString()), ctx);
+    layer.set_strategy(make_strategy(strategy.toStdString()), experts.ctx);
     std::vector<int> forced((size_t)tokens * top_k);
     synthetic_expert_choice(forced.data(), parse_routing("balanced"), tokens, top_k, E, 1, 0, 0, (long)me * tokens);
     std::vector<float> out((size_t)tokens * hidden);
