@@ -157,6 +157,7 @@ class TestSafetensors : public QObject {
     QTest::newRow("F16 dtype") << "f16" << "unsupported dtype F16 (only F32 is supported)";
     QTest::newRow("missing shape") << "no_shape" << "has no shape array";
     QTest::newRow("metadata not strings") << "meta" << "__metadata__ value for \"n\" is not a string";
+    QTest::newRow("empty tensor name") << "empty_name" << "a tensor has an empty name";
   }
 
   void corrupt_files() {
@@ -195,6 +196,8 @@ class TestSafetensors : public QObject {
       file = make_file(R"({"a": {"dtype": "F32", "data_offsets": [0, 16]}})", 16);
     } else if (kind == "meta") {
       file = make_file(R"({"__metadata__": {"n": 5}, )" + ok_a + "}", 16);
+    } else if (kind == "empty_name") {
+      file = make_file(R"({"": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}})", 4);
     }
     if (kind != "missing") write_bytes(path, file);
     const QString msg = test::error_message<CheckpointError>([&] { read_safetensors(path); });

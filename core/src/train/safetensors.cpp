@@ -176,6 +176,7 @@ SafetensorsFile parse_safetensors(std::span<const uint8_t> bytes, const std::str
       }
       continue;
     }
+    if (name.empty()) throw CheckpointError(path + ": a tensor has an empty name");
     const std::string what = "tensor \"" + name + "\"";
     if (!entry.is_object()) throw CheckpointError(path + ": " + what + " is not a JSON object");
     if (!entry.contains("dtype") || !entry["dtype"].is_string())
