@@ -259,11 +259,14 @@ class TestStrategyGraphs : public QObject {
         QVERIFY(t.role == StreamRole::comm_inter && t.category == TaskCategory::comm);
         QCOMPARE(t.peer, owner_of[(size_t)t.expert]);
         QCOMPARE(t.cost.bytes_to_peer, (Sends{{owner_of[(size_t)t.expert], kDcExpertBytes}}));
+        QVERIFY(t.cost.transfer == Transfer::get);  // the bytes come from the owner
       } else if (t.name == "moe.experts") {
         QVERIFY(t.role == StreamRole::compute);
         QCOMPARE(t.cost.flops, 4.0 * kDcCounts[(size_t)(1 * kDcE + t.expert)] * C * F);
       } else if (t.name == "janus.sync") {
-        QVERIFY(t.role == StreamRole::comm_inter && t.cost.bytes_to_peer.empty());
+        // The window barrier: zero bytes to every other rank of the EP group (rank 1's view).
+        QVERIFY(t.role == StreamRole::comm_inter && t.cost.transfer == Transfer::send);
+        QCOMPARE(t.cost.bytes_to_peer, (Sends{{0, 0}, {2, 0}, {3, 0}}));
       }
     }
   }
@@ -300,8 +303,10 @@ class TestStrategyGraphs : public QObject {
     const std::vector<int> owner_of = {0, 0, 1, 1, 2, 2, 3, 3};
     for (const GraphTask& t : b.g.tasks()) {
       if (t.name == "moe.experts_backward") QCOMPARE(t.cost.flops, 8.0 * kDcCounts[(size_t)(kDcE + t.expert)] * C * F);
-      if (t.name == "janus.push_grad")
+      if (t.name == "janus.push_grad") {
         QCOMPARE(t.cost.bytes_to_peer, (Sends{{owner_of[(size_t)t.expert], kDcExpertBytes}}));
+        QVERIFY(t.cost.transfer == Transfer::put);
+      }
     }
   }
 

@@ -79,6 +79,7 @@ TaskId add_partial_reduce_task(TaskGraph& g, const MoeStrategy& strategy, MoeCon
   const uint64_t P = (uint64_t)group.size, count = (uint64_t)d.N * d.C;
   if (P > 1)
     t.cost.bytes_to_peer.push_back({(*group.world)[(size_t)(group.rank + 1) % P], 2 * (P - 1) * count * sizeof(float) / P});
+  t.cost.messages = (int)(2 * (P - 1));  // ring: reduce-scatter then all-gather
   if (data) {
     // the slice group's dup is used by one comm worker at a time: the block's reduces run in order
     Communicator* comm = sliced ? ctx.slice.get() : &ctx.role_comm(t.role);

@@ -275,7 +275,7 @@ void DataCentric::build_forward(Builder& b, Pass& p, const MoeBuffers* buffers, 
         ++in_use;
       }
       const size_t off = (size_t)(s.e - s.owner * L_) * expert_bytes;
-      pull_of[next] = b.comm("janus.pull", s.e, world[(size_t)s.owner], expert_bytes, {s.prefetched ? sync : freed},
+      pull_of[next] = b.comm("janus.pull", Transfer::get, s.e, world[(size_t)s.owner], expert_bytes, {s.prefetched ? sync : freed},
                              [win, &s, ef, off] {
                                if (!s.issued) win->get(s.cache.data(), ef, s.owner, off);
                                win->flush(s.owner);
@@ -347,7 +347,7 @@ void DataCentric::build_backward(Builder& b, Pass& p, const MoeBuffers* buffers,
     if (s.owned || s.node_cached) continue;
     const size_t off = (size_t)(s.e - s.owner * L_) * expert_bytes;
     const TaskId grad = remote_done[pushes.size()];  // pushes holds only remote experts' so far
-    pushes.push_back(b.comm("janus.push_grad", s.e, world[(size_t)s.owner], expert_bytes, {barrier, grad},
+    pushes.push_back(b.comm("janus.push_grad", Transfer::put, s.e, world[(size_t)s.owner], expert_bytes, {barrier, grad},
                             [win, &s, ef, off] { win->accumulate(s.grad.data(), ef, s.owner, off, ReduceOp::sum); }));
     if (act) {
       ++stats_.pushes;

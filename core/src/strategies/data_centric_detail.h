@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "moebench/dist/topology.h"
 #include "moebench/runtime/task_graph.h"
 #include "moebench/strategies/data_centric.h"
 
@@ -97,22 +98,34 @@ struct DataCentric::Builder {
     if (act) t.action = std::move(action);
     return g.add(std::move(t), deps);
   }
-  // A comm task on the EP group's comm worker; bytes > 0: sent to (or pulled from) peer_world.
-  TaskId comm(const char* name, int expert, int peer_world, uint64_t bytes, const std::vector<TaskId>& deps,
-              std::function<void()> action) {
+  // A one-sided comm task on the EP group's comm worker: `transfer` get (pulled from
+  // peer_world) or put (accumulated into it), bytes > 0.
+  TaskId comm(const char* name, Transfer transfer, int expert, int peer_world, uint64_t bytes,
+              const std::vector<TaskId>& deps, std::function<void()> action) {
     GraphTask t;
     t.name = name;
     t.category = TaskCategory::comm;
     t.role = comm_role;
     t.expert = expert;
     t.peer = peer_world;
+    t.cost.transfer = transfer;
     if (bytes) t.cost.bytes_to_peer.push_back({peer_world, bytes});
     return add(std::move(t), deps, std::move(action));
   }
-  // A collective (window barrier, node sync): after `deps` and the pass's previous collective.
-  TaskId collective(const char* name, std::vector<TaskId> deps, std::function<void()> action) {
+  // A collective (window barrier over the EP group, or node sync over its ranks on this node):
+  // after `deps` and the pass's previous collective. Its cost lists zero bytes to every other
+  // member: a barrier for the simulator (runtime/task_graph.h, Transfer::send).
+  TaskId collective(const char* name, std::vector<TaskId> deps, std::function<void()> action, bool node_only = false) {
     deps.push_back(last_collective);
-    last_collective = comm(name, -1, -1, 0, deps, std::move(action));
+    GraphTask t;
+    t.name = name;
+    t.category = TaskCategory::comm;
+    t.role = comm_role;
+    const int me = ctx.ep_world[(size_t)ctx.ep_rank];
+    for (int w : ctx.ep_world)
+      if (w != me && (!node_only || (ctx.topology && ctx.topology->node_of(w) == ctx.topology->node_of(me))))
+        t.cost.bytes_to_peer.push_back({w, 0});
+    last_collective = add(std::move(t), deps, std::move(action));
     return last_collective;
   }
   TaskId compute(const char* name, int expert, double flops, const std::vector<TaskId>& deps,

@@ -126,7 +126,7 @@ std::vector<TaskId> DataCentric::build_node_pulls(Builder& b, Pass& p, TaskId sy
     float* dst = b.act ? ext_cache(j) : nullptr;
     const bool issued = p.node_issued;
     const size_t ef = expert_floats_;
-    pulls.push_back(b.comm("janus.pull_node", e, b.ctx.ep_world[(size_t)owner], expert_bytes, {sync},
+    pulls.push_back(b.comm("janus.pull_node", Transfer::get, e, b.ctx.ep_world[(size_t)owner], expert_bytes, {sync},
                            [win, dst, ef, owner, off, issued] {
                              if (!issued) win->get(dst, ef, owner, off);
                              win->flush(owner);
@@ -148,7 +148,7 @@ std::vector<TaskId> DataCentric::build_node_ready(Builder& b, Pass& p, const std
   const size_t n_ext = ext_.size(), ef = expert_floats_;
   const uint64_t expert_bytes = ef * sizeof(float);
   SharedWindow* node = node_win_.get();
-  const TaskId filled = b.collective("janus.node_sync", node_pulls, [node] { node->sync(); });
+  const TaskId filled = b.collective("janus.node_sync", node_pulls, [node] { node->sync(); }, true);
   std::vector<TaskId> ready(n_ext, filled);
   std::vector<Slot*> by_j(n_ext, nullptr);
   for (Slot* s : p.cached) by_j[(size_t)s->ext] = s;
@@ -170,7 +170,7 @@ std::vector<TaskId> DataCentric::build_node_ready(Builder& b, Pass& p, const std
         copy_order_.push_back({e, false});
       }
     }
-    const TaskId round = b.collective("janus.node_sync", {copied}, [node] { node->sync(); });
+    const TaskId round = b.collective("janus.node_sync", {copied}, [node] { node->sync(); }, true);
     if (t < (int)p.theirs.size() && by_j[(size_t)p.theirs[(size_t)t]]) {
       const int j = p.theirs[(size_t)t], e = ext_[(size_t)j];
       Slot& s = *by_j[(size_t)j];
@@ -190,7 +190,7 @@ std::vector<TaskId> DataCentric::build_node_ready(Builder& b, Pass& p, const std
 
 TaskId DataCentric::build_node_sync_backward(Builder& b, const std::vector<TaskId>& cached_done) {
   SharedWindow* node = node_win_.get();
-  return b.collective("janus.node_sync", cached_done, [node] { node->sync(); });
+  return b.collective("janus.node_sync", cached_done, [node] { node->sync(); }, true);
 }
 
 // Per expert of this rank's share: the m local ranks' gradient slots summed in local-rank
@@ -214,7 +214,7 @@ void DataCentric::build_node_push(Builder& b, Pass& p, TaskId node_sync, TaskId 
         for (size_t x = 0; x < ef; ++x) sum[x] += slots[k][x];
     });
     const size_t off = (size_t)(e - owner * L_) * expert_bytes;
-    pushes.push_back(b.comm("janus.push_grad", e, b.ctx.ep_world[(size_t)owner], expert_bytes, {barrier, reduced},
+    pushes.push_back(b.comm("janus.push_grad", Transfer::put, e, b.ctx.ep_world[(size_t)owner], expert_bytes, {barrier, reduced},
                             [win, &sum, ef, owner, off] {
                               win->accumulate(sum.data(), ef, owner, off, ReduceOp::sum);
                             }));

@@ -107,6 +107,7 @@ void Distributed::attach(MoeGpt& model, const Config& cfg) {
     const uint64_t bytes = r.count * sizeof(float);
     const int P = grad_comm_->size(), right = grad_comm_->world_rank((grad_comm_->rank() + 1) % P);
     if (P > 1) t.cost.bytes_to_peer.push_back({right, 2 * bytes * (P - 1) / P});  // ring all-reduce
+    t.cost.messages = 2 * (P - 1);
     t.action = [this, grads, r] {
       float* g = grads + r.offset;
       grad_comm_->all_reduce(g, r.count, DType::f32);

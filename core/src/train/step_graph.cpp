@@ -77,6 +77,7 @@ TaskGraph build_step_graph(const Config& cfg, int rank) {
     t.role = role;
     const uint64_t bytes = (uint64_t)(floats * sizeof(float));
     if (peers > 1) t.cost.bytes_to_peer.push_back({right, 2 * bytes * (uint64_t)(peers - 1) / (uint64_t)peers});
+    t.cost.messages = 2 * (peers - 1);
     return g.add(std::move(t), {after});
   };
   const StreamRole dp_role = dp_inter ? StreamRole::comm_inter : StreamRole::comm_intra;

@@ -19,10 +19,22 @@
 
 namespace moebench {
 
+// How a comm task's bytes_to_peer travel (what the simulator replays; the TrafficMeter counts
+// every kind on this rank with the peer listed):
+//   send  two-sided: the peer runs the matching task (same name, layer, expert, chunk and
+//         occurrence among those) and receives them; a transfer starts once both tasks have
+//         started, and a task ends when its sends and the transfers to it have arrived. Zero
+//         bytes to every other member of a group is a barrier over that group.
+//   get   one-sided pull: the bytes travel from the peer to this rank; no task on the peer.
+//   put   one-sided put / accumulate: to the peer; no task on the peer.
+enum class Transfer { send, get, put };
+
 struct TaskCost {
   double flops = 0.0;                                   // floating-point operations
   std::vector<std::pair<int, uint64_t>> bytes_to_peer;  // (world rank, bytes) this task sends
   uint64_t copy_bytes = 0;                              // bytes a copy task moves locally
+  Transfer transfer = Transfer::send;
+  int messages = 1;  // sequential messages each transfer takes (a ring all-reduce: 2 (P-1))
   uint64_t bytes_sent() const;
   bool operator==(const TaskCost&) const = default;
 };

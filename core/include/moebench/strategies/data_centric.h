@@ -13,7 +13,7 @@
 //   janus.sync          comm: window barrier (every owner finished its previous optimizer step).
 //   janus.pull          comm, one per used remote expert e in pull order: get + flush of the
 //                       expert from its owner (peer = owner's world rank, expert = e,
-//                       bytes_to_peer {owner, expert bytes}).
+//                       bytes_to_peer {owner, expert bytes}, transfer get).
 //   moe.experts         compute, one per used expert (flops 4 n C F), owned experts first (they
 //                       depend on nothing but the router, so they run while the first pulls
 //                       travel), then each remote one after its pull.
@@ -25,7 +25,7 @@
 //   moe.experts_backward  compute, one per used expert (flops 8 n C F): dxg where the tokens are;
 //                       owned experts' gradients into ctx.local_grads, pulled ones into scratch.
 //   janus.sync          comm: gradient-window barrier (owners' own gradient writes are done).
-//   janus.push_grad     comm, one per pulled expert: accumulate (sum) into the owner.
+//   janus.push_grad     comm, one per pulled expert: accumulate (sum) into the owner (transfer put).
 //   janus.sync          comm: barrier (every contribution visible before the optimizer).
 // Every window operation runs on the EP group's comm worker (ctx.ep_role()), in graph order:
 // one thread issues all of a window's operations of a pass, in the same order on every rank
