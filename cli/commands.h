@@ -32,5 +32,6 @@ void add_runs_command(CLI::App& app, Action& action);
 void add_trace_command(CLI::App& app, Action& action);
 void add_export_command(CLI::App& app, Action& action);
 void add_plan_command(CLI::App& app, Action& action);
+void add_simulate_command(CLI::App& app, Action& action);
 
 }  // namespace moebench::cli

@@ -77,15 +77,22 @@ class TestClusterNetwork : public QObject {
     TransferTiming b = net.reserve(free_at.data(), 1, 6, 50.0, 2.0);
     QCOMPARE(b.start, 10.0);
     QCOMPARE(b.arrival, 20.0);
-    // Device 2 has its own NIC (1), but node 1's NIC 2 (devices 4, 5) receives a's bytes until
-    // 10 s: the destination side queues too.
+    // Device 2 has its own NIC (1), free at once, but node 1's NIC 2 (devices 4, 5) receives a's
+    // bytes until 10 s: the transfer waits there (the switch buffers it), 10 + 1 + 5 = 16.
     TransferTiming c = net.reserve(free_at.data(), 2, 5, 10.0, 3.0);
-    QCOMPARE(c.start, 10.0);
+    QCOMPARE(c.start, 3.0);
     QCOMPARE(c.arrival, 16.0);
-    // Device 3 (NIC 1 out, held by c until 11 s) to device 7 (NIC 3 in, held by b until 15 s).
+    // Device 3: NIC 1 out free again at 4 s (c held it 3-4 s); device 7's NIC 3 in is held by b
+    // until 15 s: 15 + 1 + 5 = 21.
     TransferTiming g = net.reserve(free_at.data(), 3, 7, 10.0, 0.0);
-    QCOMPARE(g.start, 15.0);
+    QCOMPARE(g.start, 4.0);
     QCOMPARE(g.arrival, 21.0);
+    // A busy second link: the transfer waits there while the first link is free again.
+    std::vector<double> fresh((size_t)net.link_count(), 0.0);
+    fresh[(size_t)net.route(0, 4).links[1]] = 8.0;  // NIC 2 in busy until 8 s
+    TransferTiming h = net.reserve(fresh.data(), 0, 4, 100.0, 0.0);
+    QCOMPARE(h.start, 0.0);
+    QCOMPARE(h.arrival, 18.0 + 5.0);  // NIC 2 in from 8 s for 10 s
     // Intra-node traffic does not touch the NICs; the reverse direction is another link.
     TransferTiming d = net.reserve(free_at.data(), 4, 0, 100.0, 0.0);
     QCOMPARE(d.start, 0.0);

@@ -77,13 +77,15 @@ Route ClusterNetwork::route(int a, int b) const {
 
 TransferTiming ClusterNetwork::reserve(double* free_at, const Route& r, double bytes, double ready, int messages) const {
   if (r.count == 0) return {ready, ready};
-  double start = ready;
-  for (int i = 0; i < r.count; ++i) start = std::max(start, free_at[r.links[(size_t)i]]);
+  double enter = ready, end = ready, start = ready;
   for (int i = 0; i < r.count; ++i) {
     const int l = r.links[(size_t)i];
-    free_at[l] = start + bytes / links_[(size_t)l].bandwidth;
+    enter = std::max(enter, free_at[l]);  // queued behind the link's earlier transfers
+    if (i == 0) start = enter;
+    free_at[l] = enter + bytes / links_[(size_t)l].bandwidth;
+    end = std::max(end, free_at[l]);      // not done on this link before the previous one
   }
-  return {start, start + std::max(1, messages) * r.latency + bytes / r.bandwidth};
+  return {start, end + std::max(1, messages) * r.latency};
 }
 
 TransferTiming ClusterNetwork::reserve(double* free_at, int a, int b, double bytes, double ready, int messages) const {

@@ -18,8 +18,11 @@ double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-// "model.hidden" -> "128" for every key of the resolved config.
-std::vector<std::pair<std::string, std::string>> flatten(const Config& cfg) {
+}  // namespace
+
+const char* build_git_revision() { return MOEBENCH_GIT_REV; }
+
+std::vector<std::pair<std::string, std::string>> config_params(const Config& cfg) {
   std::vector<std::pair<std::string, std::string>> out;
   const nlohmann::json j = config_to_json(cfg);
   for (auto section = j.begin(); section != j.end(); ++section)
@@ -28,10 +31,6 @@ std::vector<std::pair<std::string, std::string>> flatten(const Config& cfg) {
                        key->is_string() ? key->get<std::string>() : key->dump());
   return out;
 }
-
-}  // namespace
-
-const char* build_git_revision() { return MOEBENCH_GIT_REV; }
 
 RunRecorder::RunRecorder(const Config& cfg, const std::string& topology_text, const Topology* topology,
                          int ranks, const std::string& uuid)
@@ -47,7 +46,7 @@ RunRecorder::RunRecorder(const Config& cfg, const std::string& topology_text, co
   info.git_rev = build_git_revision();
   info.ranks = ranks;
   run_ = store_->create_run(info);
-  store_->log_params(run_.id, flatten(cfg));
+  store_->log_params(run_.id, config_params(cfg));
   // The peak compute rate the run's DDL-roofline is drawn against, when this host measured one.
   // P_w is one worker's rate: the benchmark's rate scaled to the BLAS threads this rank runs
   // with (ranks on one host share its cores), assuming linear scaling in threads.

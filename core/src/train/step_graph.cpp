@@ -41,7 +41,33 @@ std::string step_graph_routing(const Config& cfg) {
              : cfg.moe.routing;
 }
 
+StepRouting synthetic_step_routing(const Config& cfg, long step) {
+  const int W = cfg.run.ranks, K = cfg.moe.top_k;
+  const long N = (long)(cfg.train.batch_size / W) * cfg.model.seq_len;
+  const RoutingSpec spec = routing_of(cfg);
+  StepRouting out;
+  std::vector<int> forced((size_t)N * K);
+  for (size_t i = 0; i < cfg.moe.moe_layers.size(); ++i) {
+    const int l = cfg.moe.moe_layers[i], E = cfg.moe.experts.at(i);
+    std::vector<long>& rows = out.rows[l];
+    rows.assign((size_t)W * E, 0);
+    const long cap = cfg.moe.capacity_factor > 0 ? (long)std::ceil(cfg.moe.capacity_factor * N * K / E) : -1;
+    for (int w = 0; w < W; ++w) {
+      synthetic_expert_choice(forced.data(), spec, (int)N, K, E, cfg.run.seed, step, l, (long)w * N);
+      long* mine = rows.data() + (size_t)w * E;
+      for (int e : forced) ++mine[e];
+      if (cap >= 0)
+        for (int e = 0; e < E; ++e) mine[e] = std::min(mine[e], cap);
+    }
+  }
+  return out;
+}
+
 TaskGraph build_step_graph(const Config& cfg, int rank) {
+  return build_step_graph(cfg, rank, synthetic_step_routing(cfg, 1));
+}
+
+TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routing) {
   const int W = cfg.run.ranks;
   if (rank < 0 || rank >= W)
     throw std::invalid_argument("rank " + std::to_string(rank) + " is outside the " + std::to_string(W) +
@@ -61,7 +87,6 @@ TaskGraph build_step_graph(const Config& cfg, int rank) {
   const long N = (long)B * T;
   const int group = rank / ep, ep_rank = rank % ep;
   const std::map<int, std::string> names = block_strategies(cfg, topo.nodes(), topo.devices_per_node());
-  const RoutingSpec spec = routing_of(cfg);
 
   std::map<int, int> experts_of;  // MoE block -> experts
   for (size_t i = 0; i < cfg.moe.moe_layers.size(); ++i) experts_of[cfg.moe.moe_layers[i]] = cfg.moe.experts.at(i);
@@ -115,20 +140,15 @@ TaskGraph build_step_graph(const Config& cfg, int rank) {
     m.ctx.first_local = ep_rank * (E / ep);
     m.ctx.pcie_switch_pairs = cfg.cluster.pcie_switch_pairs;
     params_held += (double)E * C + (double)(E / ep) * (2.0 * C * F + F + C);
-    // Every EP rank's counts, as the runs route them (global token order by rank).
+    // The EP group's rows, from the step's routing of every rank.
+    const auto rows = routing.rows.find(l);
+    if (rows == routing.rows.end() || rows->second.size() != (size_t)W * E)
+      throw std::invalid_argument("the routing has no " + std::to_string(W) + " x " + std::to_string(E) +
+                                  " counts for MoE block " + std::to_string(l));
     ExchangeCounts counts;
     counts.P = ep;
     counts.E = E;
-    counts.rows.assign((size_t)ep * E, 0);
-    std::vector<int> forced((size_t)N * K);
-    const long cap = cfg.moe.capacity_factor > 0 ? (long)std::ceil(cfg.moe.capacity_factor * N * K / E) : -1;
-    for (int p = 0; p < ep; ++p) {
-      const int world_rank = group * ep + p;
-      synthetic_expert_choice(forced.data(), spec, (int)N, K, E, cfg.run.seed, 1, l, (long)world_rank * N);
-      for (int e : forced) ++counts.rows[(size_t)p * E + e];
-      if (cap >= 0)
-        for (int e = 0; e < E; ++e) counts.rows[(size_t)p * E + e] = std::min(counts.rows[(size_t)p * E + e], cap);
-    }
+    counts.rows.assign(rows->second.begin() + (size_t)group * ep * E, rows->second.begin() + (size_t)(group + 1) * ep * E);
     m.handle = m.strategy->layout(counts, m.ctx);
     last = add_block_pass(g, *m.strategy, *m.handle, MoePass::forward, m.ctx, {(int)N, C, E, K}, {last});
   }

@@ -15,10 +15,13 @@
 //   up[s], down[s]          leaf switch s to the spine and back (nodes_per_switch > 0 and
 //                           spine_bw_gbs > 0): transfers between leaf switches hold both
 // A transfer of `bytes` from a to b with m sequential messages (a ring all-reduce's 2 (P-1)
-// steps) that is ready at t starts at s = max(t, every route link's free time), holds each link
-// until s + bytes / that link's bandwidth (cut-through: all links at once, FIFO in the order
-// transfers are reserved) and arrives at s + m x latency + bytes / (the route's smallest
-// bandwidth). The latency is the link class's (ClusterModel::link). a == b takes no time.
+// steps) that is ready at t enters its route's links in order, each a FIFO of its own (the
+// switches buffer, as ASTRA-sim's store-and-forward links): it enters link k at s_k =
+// max(s_(k-1), link k's free time) (s_0 = t), holds it for bytes / its bandwidth, finishes on it
+// at e_k = max(s_k + bytes / bandwidth_k, e_(k-1)) (never before the previous link), and arrives
+// at e_last + m x latency. Holding every link at once instead (a circuit) wastes a NIC while its
+// partner is busy and predicted an all-to-all 2-3x slower than shared links carry it. The
+// latency is the link class's (ClusterModel::link). a == b takes no time.
 #include <array>
 #include <string>
 #include <vector>
@@ -42,7 +45,7 @@ struct Route {
 };
 
 struct TransferTiming {
-  double start = 0, arrival = 0;  // seconds
+  double start = 0, arrival = 0;  // seconds: entering the first link, arriving
 };
 
 class ClusterNetwork {

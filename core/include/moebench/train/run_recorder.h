@@ -5,6 +5,8 @@
 // and the routing (kept tokens per MoE block, source rank and expert).
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "moebench/config/config.h"
 #include "moebench/dist/topology.h"
@@ -15,6 +17,9 @@ namespace moebench {
 
 // The git revision this binary was built from ("unknown" outside a git checkout).
 const char* build_git_revision();
+
+// The run's params: "model.hidden" -> "128" for every key of the resolved config.
+std::vector<std::pair<std::string, std::string>> config_params(const Config& cfg);
 
 class RunRecorder {
  public:

@@ -1,0 +1,208 @@
+// moebench simulate CONFIG [--cluster FILE] [--steps N] [--routing SPEC|trace:RUN] [--db PATH]
+//                          [--ranks N] [--nodes N] [--set key=value]... [--json]
+// Replays every rank's step graph (the strategies' own builders) on a described cluster
+// (perf/simulator.h) and writes the result into the store as a run tagged predicted
+// (train/predicted_run.h). Every number it prints is predicted.
+//   --cluster FILE  the cluster file replaces the config's [cluster] (default: the config's own)
+//   --nodes N       that cluster with N nodes (scaling a described node type)
+//   --ranks N       run.ranks (must equal the cluster's devices)
+//   --routing SPEC  a synthetic routing (moe.routing) or trace:RUN, the per-step routing a
+//                   measured run of the same model recorded in --db
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "moebench/config/cluster_file.h"
+#include "moebench/config/config_loader.h"
+#include "moebench/config/usage_error.h"
+#include "moebench/perf/cluster_network.h"
+#include "moebench/train/predicted_run.h"
+#include "moebench/train/step_graph.h"
+#include "moebench/train/step_simulation.h"
+#include "moebench/train/trace_routing.h"
+
+namespace moebench::cli {
+namespace {
+
+struct SimulateArgs {
+  std::string config, cluster, routing, db;
+  std::vector<std::string> sets;
+  int steps = 1, ranks = 0, nodes = 0;
+  bool json = false;
+};
+
+// The cluster file's every [cluster] key as --set overrides: it replaces the config's section.
+std::vector<std::string> cluster_overrides(const std::string& file, int nodes) {
+  Config c;
+  c.cluster = load_cluster_file(file);
+  if (nodes > 0) c.cluster.nodes = nodes;
+  std::vector<std::string> out;
+  const nlohmann::json j = config_to_json(c).at("cluster");
+  for (auto it = j.begin(); it != j.end(); ++it)
+    if (it.key() != "file") out.push_back("cluster." + it.key() + "=" + it.value().dump());
+  return out;
+}
+
+double available_memory_bytes() {
+  std::ifstream f("/proc/meminfo");
+  std::string key;
+  double kb = 0;
+  std::string unit;
+  while (f >> key >> kb >> unit)
+    if (key == "MemAvailable:") return kb * 1024.0;
+  return 0;
+}
+
+int simulate_main(const SimulateArgs& a) {
+  std::vector<std::string> sets = a.sets;
+  if (!a.cluster.empty()) {
+    Config probe;
+    probe.cluster = load_cluster_file(a.cluster);
+    const int nodes = a.nodes > 0 ? a.nodes : probe.cluster.nodes;
+    const int devices = nodes * probe.cluster.devices_per_node;
+    const int ranks = a.ranks > 0 ? a.ranks : load_config(a.config, a.sets).run.ranks;
+    if (probe.cluster.devices_per_node > 0 && devices != ranks)
+      throw UsageError("--cluster " + a.cluster + " describes " + std::to_string(nodes) + " nodes x " +
+                       std::to_string(probe.cluster.devices_per_node) + " devices = " + std::to_string(devices) +
+                       " devices; the config runs " + std::to_string(ranks) + " ranks (run.ranks): pass --ranks " +
+                       std::to_string(devices) + ", or --nodes to resize the cluster");
+    for (std::string& s : cluster_overrides(a.cluster, a.nodes)) sets.push_back(std::move(s));
+  } else if (a.nodes > 0) {
+    sets.push_back("cluster.nodes=" + std::to_string(a.nodes));
+  }
+  if (a.ranks > 0) sets.push_back("run.ranks=" + std::to_string(a.ranks));
+  const bool trace = a.routing.rfind("trace:", 0) == 0;
+  if (!a.routing.empty() && !trace) sets.push_back("moe.routing=" + a.routing);
+  if (!a.db.empty()) sets.push_back("store.db=" + a.db);
+  const Config cfg = load_config(a.config, sets);
+  const ClusterModel cluster = cluster_model(cfg);
+  const ClusterNetwork net(cluster);
+  RunStore store(cfg.store.db);
+
+  std::vector<StepRouting> routings;
+  std::string routing_text;
+  try {
+    if (trace) {
+      routings = trace_step_routing(store, a.routing.substr(6), cfg, a.steps);
+      routing_text = a.routing + " (recorded routing replayed)";
+    } else {
+      for (int s = 1; s <= a.steps; ++s) routings.push_back(synthetic_step_routing(cfg, s));
+      routing_text = step_graph_routing(cfg) + " (synthetic)";
+    }
+    const double need = estimated_simulation_bytes(cfg, routings.front()), have = available_memory_bytes();
+    if (have > 0 && need > have)
+      throw UsageError("simulating " + std::to_string(cfg.run.ranks) + " ranks would need about " +
+                       std::to_string((long long)(need / (1 << 20))) + " MiB; this machine has " +
+                       std::to_string((long long)(have / (1 << 20))) + " MiB available");
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+
+  std::vector<std::pair<std::string, std::string>> tags = {
+      {"cluster", cluster.spec().name}, {"routing", routing_text}};
+  if (!a.cluster.empty()) tags.push_back({"cluster_file", a.cluster});
+  PredictedRunWriter writer(store, cfg, cluster, tags);
+  std::vector<double> step_ms;
+  std::vector<BlockSplit> blocks;
+  double comm_ms = 0, wall = 0;
+  size_t tasks = 0;
+  uint64_t transfers = 0;
+  for (int s = 0; s < a.steps; ++s) {
+    const auto t0 = std::chrono::steady_clock::now();
+    StepSimulation sim;
+    try {
+      sim = simulate_step(cfg, net, routings[(size_t)s]);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(e.what());
+    }
+    wall += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    step_ms.push_back(sim.result.makespan * 1e3);
+    comm_ms += exposed_comm_seconds(sim) * 1e3 / a.steps;
+    transfers += sim.result.transfers;
+    for (const TaskGraph& g : sim.graphs) tasks += g.size();
+    const std::vector<BlockSplit> b = block_splits(cfg, sim);
+    if (blocks.empty()) blocks.assign(b.size(), {});
+    for (size_t i = 0; i < b.size(); ++i) {
+      blocks[i].block = b[i].block;
+      blocks[i].strategy = b[i].strategy;
+      blocks[i].compute_s += b[i].compute_s / a.steps;
+      blocks[i].comm_s += b[i].comm_s / a.steps;
+      blocks[i].idle_s += b[i].idle_s / a.steps;
+    }
+    writer.add_step(s + 1, sim);
+  }
+  writer.finish();
+  double mean_ms = 0;
+  for (double v : step_ms) mean_ms += v / a.steps;
+  const double tokens_per_s = mean_ms > 0 ? (double)cfg.train.batch_size * cfg.model.seq_len / (mean_ms / 1e3) : 0;
+
+  if (a.json) {
+    nlohmann::json j;
+    j["predicted"] = true;
+    j["config"] = a.config;
+    j["strategy"] = cfg.strategy.name;
+    j["cluster"] = cluster.describe();
+    j["ranks"] = cfg.run.ranks;
+    j["routing"] = routing_text;
+    j["step_ms"] = step_ms;
+    j["mean_step_ms"] = mean_ms;
+    j["tokens_per_s"] = tokens_per_s;
+    j["comm_ms"] = comm_ms;
+    j["tasks"] = tasks;
+    j["transfers"] = transfers;
+    j["simulation_seconds"] = wall;
+    j["blocks"] = nlohmann::json::array();
+    for (const BlockSplit& b : blocks)
+      j["blocks"].push_back({{"block", b.block}, {"strategy", b.strategy}, {"compute_ms", b.compute_s * 1e3},
+                             {"comm_ms", b.comm_s * 1e3}, {"idle_ms", b.idle_s * 1e3}});
+    j["run"] = {{"id", writer.run().id}, {"uuid", writer.run().uuid}, {"name", writer.run().name}, {"db", cfg.store.db}};
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::printf("PREDICTED by the simulator (nothing was run): %s, strategy %s, %d ranks\n", a.config.c_str(),
+              cfg.strategy.name.c_str(), cfg.run.ranks);
+  std::printf("cluster %s\n", cluster.describe().c_str());
+  std::printf("routing %s; %d step%s, %zu tasks, %llu transfers, simulated in %.3f s\n", routing_text.c_str(), a.steps,
+              a.steps == 1 ? "" : "s", tasks, (unsigned long long)transfers, wall);
+  if (a.steps > 1)
+    for (int s = 0; s < a.steps; ++s) std::printf("  step %d  %.3f ms (predicted)\n", s + 1, step_ms[(size_t)s]);
+  std::printf("predicted %.3f ms/step, %.0f tokens/s; exposed comm %.3f ms per rank (%.1f%% of the step)\n", mean_ms,
+              tokens_per_s, comm_ms, mean_ms > 0 ? 100 * comm_ms / mean_ms : 0.0);
+  if (!blocks.empty()) {
+    std::printf("per MoE block, predicted, mean per rank, forward + backward:\n");
+    std::printf("%6s  %-15s %12s %12s %12s\n", "block", "strategy", "compute ms", "comm ms", "idle ms");
+    for (const BlockSplit& b : blocks)
+      std::printf("%6d  %-15s %12.3f %12.3f %12.3f\n", b.block, b.strategy.c_str(), b.compute_s * 1e3, b.comm_s * 1e3,
+                  b.idle_s * 1e3);
+  }
+  std::printf("stored as run %lld \"%s\" in %s (tag predicted)\n", (long long)writer.run().id,
+              writer.run().name.c_str(), cfg.store.db.c_str());
+  return 0;
+}
+
+}  // namespace
+
+void add_simulate_command(CLI::App& app, Action& action) {
+  auto* cmd = app.add_subcommand("simulate",
+                                 "Predict a training step on a described cluster by replaying every rank's task graph "
+                                 "(stored as a predicted run)");
+  auto a = std::make_shared<SimulateArgs>();
+  cmd->add_option("config", a->config, "TOML config file")->required();
+  cmd->add_option("--cluster", a->cluster, "Cluster file (sample_configs/clusters/*.toml); replaces [cluster]");
+  cmd->add_option("--steps", a->steps, "Steps to simulate (each with its own routing)")->check(positive());
+  cmd->add_option("--routing", a->routing, "Synthetic routing (uniform, zipf:S, hot:E,F, ...) or trace:RUN");
+  cmd->add_option("--db", a->db, "Run store to write the predicted run into (and read trace: runs from)");
+  cmd->add_option("--ranks", a->ranks, "run.ranks (the cluster's devices)")->check(positive());
+  cmd->add_option("--nodes", a->nodes, "Nodes of the cluster (resizes the cluster file's)")->check(positive());
+  cmd->add_option("--set", a->sets, "Override a config key (repeatable)");
+  cmd->add_flag("--json", a->json, "Print JSON instead of text");
+  cmd->callback([&action, a] { action = [a] { return simulate_main(*a); }; });
+}
+
+}  // namespace moebench::cli
