@@ -14,6 +14,7 @@ void add_bench_command(CLI::App& app, Action& action) {
   add_bench_recording(*bench, action);
   add_bench_comm(*bench, action);
   add_bench_overlap(*bench, action);
+  add_bench_simulate(*bench, action);
 }
 
 }  // namespace moebench::cli

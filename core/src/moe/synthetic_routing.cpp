@@ -1,5 +1,6 @@
 #include "moebench/moe/synthetic_routing.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <vector>
@@ -88,22 +89,41 @@ void synthetic_expert_choice(int* forced, const RoutingSpec& spec, int N, int K,
       for (int k = 0; k < K; ++k) forced[n * K + k] = (int)(((first_token + n) * K + k) % E);
     return;
   }
+  const bool hot_kind = spec.kind == RoutingSpec::Kind::hot || spec.kind == RoutingSpec::Kind::rotating;
+  if (spec.kind != RoutingSpec::Kind::zipf) {
+    // Equal weights: draw()'s walk over the experts left (weight 1 each, u = uniform x their
+    // count) picks the floor(u)-th of them, so that is computed directly (the same choices,
+    // without walking E weights per token; the simulator routes every rank's tokens).
+    std::vector<int> taken;  // this token's experts so far, ascending
+    taken.reserve((size_t)K);
+    for (int n = 0; n < N; ++n) {
+      Rng rng = Rng::keyed({seed, 0x5e7a11ull, (uint64_t)step, (uint64_t)layer, (uint64_t)(first_token + n)});
+      taken.clear();
+      for (int k = 0; k < K; ++k) {
+        int e;
+        if (hot_kind && k == 0 && (double)rng.uniform() < fraction) {
+          e = hot;
+        } else if (hot_kind && k == 0 && E > 1) {  // "else uniform over the others"
+          e = (int)((double)rng.uniform() * (double)(E - 1));
+          e += hot <= e;
+        } else {
+          e = (int)((double)rng.uniform() * (double)(E - (int)taken.size()));
+          for (int x : taken) e += x <= e;
+        }
+        forced[n * K + k] = e;
+        taken.insert(std::upper_bound(taken.begin(), taken.end(), e), e);
+      }
+    }
+    return;
+  }
   std::vector<double> base(E, 1.0);
-  if (spec.kind == RoutingSpec::Kind::zipf)
-    for (int e = 0; e < E; ++e) base[e] = 1.0 / std::pow(e + 1.0, spec.zipf_s);
+  for (int e = 0; e < E; ++e) base[e] = 1.0 / std::pow(e + 1.0, spec.zipf_s);
   std::vector<double> w(E);
   for (int n = 0; n < N; ++n) {
     Rng rng = Rng::keyed({seed, 0x5e7a11ull, (uint64_t)step, (uint64_t)layer, (uint64_t)(first_token + n)});
     w = base;
     for (int k = 0; k < K; ++k) {
-      int e;
-      const bool hot_kind = spec.kind == RoutingSpec::Kind::hot || spec.kind == RoutingSpec::Kind::rotating;
-      if (hot_kind && k == 0 && (double)rng.uniform() < fraction) e = hot;
-      else {
-        if (hot_kind && k == 0 && E > 1) w[hot] = 0;  // "else uniform over the others"
-        e = draw(rng, w);
-        if (hot_kind && k == 0 && E > 1) w[hot] = 1.0;
-      }
+      const int e = draw(rng, w);
       forced[n * K + k] = e;
       w[e] = 0;
     }
