@@ -31,7 +31,8 @@ struct LossInfo {
   double final_loss = std::numeric_limits<double>::quiet_NaN();
 };
 
-// Steps with a "loss" metric and the last loss (cheaper than a full summary, for `list`).
+// Steps with a "loss" metric (else a "step_ms" one) and the last loss (cheaper than a full
+// summary, for `list`).
 LossInfo loss_info(const RunStore& store, int64_t run) {
   LossInfo out;
   std::set<int64_t> steps;
@@ -43,6 +44,8 @@ LossInfo loss_info(const RunStore& store, int64_t run) {
       out.final_loss = m.value;
     }
   }
+  if (steps.empty())  // a predicted run computes no loss: its simulated steps
+    for (const auto& m : store.metrics(run, "step_ms")) steps.insert(m.step);
   out.steps = int64_t(steps.size());
   return out;
 }

@@ -260,6 +260,11 @@ int64_t recorded_steps(const RunStore& store, int64_t run) {
 RunSummary summarize_run(const RunStore& store, const RunInfo& run) {
   RunSummary out;
   out.run = run;
+  for (const auto& [key, value] : store.tags(run.id)) {
+    if (key == "predicted") out.predicted = true;
+    if (key == "cluster") out.predicted_cluster = value;
+  }
+  if (!out.predicted) out.predicted_cluster.clear();
 
   // Metrics: steps, last values, speed means.
   std::vector<MetricPoint> metrics = store.metrics(run.id);
@@ -301,6 +306,9 @@ RunSummary summarize_run(const RunStore& store, const RunInfo& run) {
 
 std::string format_summary(const RunSummary& s) {
   std::string t;
+  if (s.predicted)
+    t += "PREDICTED    by the simulator" + (s.predicted_cluster.empty() ? "" : " on cluster " + s.predicted_cluster) +
+         ": nothing ran; every time below is predicted\n";
   t += "steps        " + std::to_string(s.steps);
   if (s.steps > 0) t += " (" + std::to_string(s.first_step) + ".." + std::to_string(s.last_step) + ")";
   t += "\n";
@@ -373,6 +381,7 @@ nlohmann::json run_info_json(const RunInfo& r) {
 nlohmann::json summary_json(const RunSummary& s) {
   nlohmann::json j;
   j["run"] = run_info_json(s.run);
+  j["predicted"] = s.predicted;
   j["steps"] = s.steps;
   j["first_step"] = s.steps > 0 ? nlohmann::json(s.first_step) : nlohmann::json(nullptr);
   j["last_step"] = s.steps > 0 ? nlohmann::json(s.last_step) : nlohmann::json(nullptr);

@@ -48,7 +48,7 @@ void PredictedRunWriter::add_step(int64_t step, const StepSimulation& sim) {
   for (int r = 0; r < W; ++r) {
     const TaskGraph& g = sim.graphs[(size_t)r];
     const auto& times = sim.result.tasks[(size_t)r];
-    double forward_end = 0, backward_start = -1, optimizer_start = -1, optimizer_end = 0;
+    double forward_end = 0, backward_start = -1, optimizer_start = -1;
     for (int i = 0; i < (int)g.size(); ++i) {
       const GraphTask& t = g.task(i);
       const SimulatedTask& s = times[(size_t)i];
@@ -62,10 +62,7 @@ void PredictedRunWriter::add_step(int64_t step, const StepSimulation& sim) {
       for (const auto& [p, b] : t.cost.bytes_to_peer) bytes[(size_t)r][(size_t)p] += b;
       if (t.name == "head.forward") forward_end = s.end;
       if (t.name == "head.backward") backward_start = s.start;
-      if (t.name == "optimizer") {
-        optimizer_start = s.start;
-        optimizer_end = s.end;
-      }
+      if (t.name == "optimizer") optimizer_start = s.start;
     }
     const double end = sim.result.rank_end[(size_t)r];
     auto host = [&](const char* name, double a, double b) {
@@ -74,7 +71,6 @@ void PredictedRunWriter::add_step(int64_t step, const StepSimulation& sim) {
     host("step", 0.0, end);
     host("forward", 0.0, forward_end);
     if (backward_start >= 0) host("backward", backward_start, optimizer_start >= 0 ? optimizer_start : end);
-    if (optimizer_start >= 0) host("optimizer", optimizer_start, optimizer_end);
   }
   std::vector<TrafficRow> traffic;
   uint64_t intra = 0, inter = 0;

@@ -72,6 +72,9 @@ struct LayerLoad {
 
 struct RunSummary {
   RunInfo run;
+  // A run written by the simulator (tag "predicted"): every number is predicted, none measured.
+  bool predicted = false;
+  std::string predicted_cluster;  // its tag "cluster"
   int64_t steps = 0;                 // distinct steps with a "loss" (else any) metric
   int64_t first_step = -1, last_step = -1;
   std::map<std::string, double> last_metrics;  // key -> value at its last step

@@ -8,7 +8,8 @@
 //            nothing), bytes_intra, bytes_inter (all ranks' bytes by link class)
 //   spans    every task of every rank as the executor would record it, plus the host phases
 //            the run summary reads: "step" (0 to the rank's end), "forward" (to the end of
-//            head.forward), "backward" (head.backward to the optimizer) and "optimizer"
+//            head.forward) and "backward" (head.backward to the optimizer; the optimizer
+//            task's own span is the third phase, as in runs of the trainer)
 //   traffic  every rank's bytes to each peer (the graphs' costs) by link class of the cluster
 // No loss: a simulation computes no math. The run ends FINISHED on finish(), FAILED when the
 // writer is destroyed before (a simulation that threw half-way).
