@@ -107,6 +107,7 @@ int simulate_main(const SimulateArgs& a) {
   std::vector<std::pair<std::string, std::string>> tags = {
       {"cluster", cluster.spec().name}, {"routing", routing_text}};
   if (!a.cluster.empty()) tags.push_back({"cluster_file", a.cluster});
+  if (trace) tags.push_back({"trace_run", store.find_run(a.routing.substr(6)).uuid});  // the measured run it replays
   PredictedRunWriter writer(store, cfg, cluster, tags);
   std::vector<double> step_ms;
   std::vector<BlockSplit> blocks;

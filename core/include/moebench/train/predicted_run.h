@@ -1,7 +1,8 @@
 #pragma once
 // PredictedRunWriter: a simulated run in the run store, beside the measured ones, so every CLI
 // verb and GUI view works on it. The run row says what it is: tag predicted = "simulator",
-// tags cluster, cluster_file, routing; its name ends in "(predicted)".
+// tags cluster, cluster_file, routing and, replaying a measured run's routing, trace_run (that
+// run's uuid); its name ends in "(predicted)".
 // Per simulated step (1-based) one transaction (RunStore::log_step):
 //   metrics  step_ms (the slowest rank's end), tokens_per_s (global batch tokens / step),
 //            comm_ms (mean per rank of the time comm tasks run while the rank computes
