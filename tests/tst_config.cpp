@@ -87,6 +87,11 @@ class TestConfig : public QObject {
     row("unknown section", "[model]\nhidden = 64\n[modle]\nlayers = 2\n", 3, "modle",
         "unknown section [modle]; did you mean `model`?");
     row("unknown strategy", "[strategy]\nname = \"janus2\"\n", 2, "strategy.name", "unknown strategy \"janus2\" (known: expert_centric, hier_a2a");
+    row("per_block count", "[moe]\nmoe_layers = [0, 1]\n[strategy]\nname = \"per_block\"\nper_block.blocks = [\"hier_a2a\"]\n", 5, "strategy.per_block.blocks", "needs one strategy per moe.moe_layers entry (2), got 1");
+    row("per_block unknown entry", "[moe]\nmoe_layers = [0]\n[strategy]\nname = \"per_block\"\nper_block.blocks = [\"janus\"]\n", 5, "strategy.per_block.blocks", "\"janus\" cannot run one block (expected expert_centric, hier_a2a or data_centric)");
+    row("per_block not strings", "[strategy]\nname = \"per_block\"\nper_block.blocks = [1]\n", 3, "strategy.per_block.blocks", "expected an array of strings, element 0 is");
+    row("per_block without its name", "[strategy]\nper_block.blocks = [\"hier_a2a\"]\n", 2, "strategy.per_block.blocks", "[strategy.per_block] does not apply to strategy.name = \"expert_centric\"");
+    row("per_block data_centric under tp", "[run]\nranks = 4\n[model]\nheads = 2\n[parallel]\ntp = 2\n[moe]\nmoe_layers = [0]\nexperts = 4\n[strategy]\nname = \"per_block\"\nper_block.blocks = [\"data_centric\"]\n", 11, "strategy.name", "\"per_block\" with parallel.tp = 2 is not supported");
     row("bad routing kind", "[moe]\nrouting = \"zipfian\"\n", 2, "moe.routing", "unknown kind \"zipfian\"");
     row("zipf without exponent", "[moe]\nrouting = \"zipf:x\"\n", 2, "moe.routing", "\"x\" is not a number");
     row("hot expert missing", "[moe]\nmoe_layers = [1]\nexperts = 4\nrouting = \"hot:4,0.5\"\n", 4, "moe.routing", "hot expert 4 does not exist in MoE block 1 (4 experts)");
@@ -157,13 +162,13 @@ class TestConfig : public QObject {
     row("ppmoe options section", "[strategy]\nname = \"ppmoe\"\n[strategy.ppmoe]\nx = 1\n", 3, "strategy.ppmoe",
         "strategy \"ppmoe\" has no options ([strategy.ppmoe] is not a section)");
     row("ppmoe with another strategy's option", "[strategy]\nname = \"ppmoe\"\n[strategy.expert_centric]\noverlap_degree = 2\n", 4,
-        "strategy.expert_centric.overlap_degree", "[strategy.expert_centric] does not apply to strategy.name = \"ppmoe\" (it is read by expert_centric or janus)");
+        "strategy.expert_centric.overlap_degree", "[strategy.expert_centric] does not apply to strategy.name = \"ppmoe\" (it is read by expert_centric or janus or per_block)");
     // [strategy.<name>] options: only the chosen strategy's (janus: also expert_centric's and
     // data_centric's); old flat keys name their new place; overlap_degree's range.
     row("option of another strategy", "[strategy]\nname = \"expert_centric\"\n[strategy.data_centric]\n\ncredits = 3\n", 5,
-        "strategy.data_centric.credits", "[strategy.data_centric] does not apply to strategy.name = \"expert_centric\" (it is read by data_centric or janus)");
+        "strategy.data_centric.credits", "[strategy.data_centric] does not apply to strategy.name = \"expert_centric\" (it is read by data_centric or janus or per_block)");
     row("option of another strategy, default name", "[strategy.hier_a2a]\noverlap_degree = 2\n", 2,
-        "strategy.hier_a2a.overlap_degree", "[strategy.hier_a2a] does not apply to strategy.name = \"expert_centric\" (it is read by hier_a2a)");
+        "strategy.hier_a2a.overlap_degree", "[strategy.hier_a2a] does not apply to strategy.name = \"expert_centric\" (it is read by hier_a2a or per_block)");
     row("moved key", "[strategy]\nname = \"data_centric\"\ncredits = 3\n", 3, "strategy.credits",
         "`strategy.credits` moved: set `credits` in [strategy.data_centric] (--set strategy.data_centric.credits=...)");
     row("moved janus threshold", "[strategy]\njanus_threshold = 2\n", 2, "strategy.janus_threshold",
@@ -615,11 +620,12 @@ class TestConfig : public QObject {
       std::replace(name.begin(), name.end(), '.', '/');
       return nlohmann::json::json_pointer("/" + name);
     };
-    // Keys this config cannot set: hier_a2a's options (janus runs expert_centric and
-    // data_centric) and parallel.tp / pp and moe.expert_tp (janus refuses tp, pp > 1;
+    // Keys this config cannot set: hier_a2a's and per_block's options (janus runs expert_centric
+    // and data_centric) and parallel.tp / pp and moe.expert_tp (janus refuses tp, pp > 1;
     // tst_parallel_layouts reads them).
     auto unread = [](const std::string& key) {
-      return key.starts_with("strategy.hier_a2a.") || key == "parallel.tp" || key == "parallel.pp" ||
+      return key.starts_with("strategy.hier_a2a.") || key.starts_with("strategy.per_block.") || key == "parallel.tp" ||
+             key == "parallel.pp" ||
              key == "moe.expert_tp" || key == "parallel.vocab_parallel";
     };
     size_t covered = 0;
@@ -635,7 +641,7 @@ class TestConfig : public QObject {
     for (const auto& k : config_keys()) {
       std::string line = k.name.substr(k.name.rfind('.') + 1);
       // another strategy's options are written commented out: documented, not set
-      line.insert(0, k.name.starts_with("strategy.hier_a2a.") ? "\n# " : "\n");
+      line.insert(0, k.name.starts_with("strategy.hier_a2a.") || k.name.starts_with("strategy.per_block.") ? "\n# " : "\n");
       line += " = ";
       QVERIFY2(toml.find(line) != std::string::npos, k.name.c_str());
     }

@@ -106,6 +106,25 @@ class TestDistTrain : public QObject {
     QVERIFY2(param_diff.isEmpty(), qPrintable(param_diff));
   }
 
+  // strategy.per_block (what `plan --write-config` writes): hier_a2a and data_centric blocks
+  // in one model, each block's own strategy, the single-rank losses.
+  void per_block_strategies_match_single_rank() {
+    auto world = MpiCommunicator::world();
+    if (world->size() != 4) QSKIP("written for 4 ranks (2 nodes x 2)");
+    const Config cfg = load_config(test::tiny_config_path(),
+                                   {"train.steps=20", "train.batch_size=8", "train.eval_every=0", "cluster.nodes=2",
+                                    "run.ranks=4", "run.threads=1", "moe.moe_layers=[0,1]", "moe.experts=4",
+                                    "strategy.name=per_block", R"(strategy.per_block.blocks=["hier_a2a", "data_centric"])"});
+    QTemporaryDir ref_dir, dist_dir;
+    Trainer ref(cfg, ref_dir.path().toStdString());
+    const std::vector<float> expected = test::train_losses(ref);
+    Trainer dist(cfg, dist_dir.path().toStdString() + "/r" + std::to_string(world->rank()), world.get());
+    QCOMPARE(dist.model().moe_layer(0)->strategy()->name(), std::string("hier_a2a"));
+    QCOMPARE(dist.model().moe_layer(1)->strategy()->name(), std::string("data_centric"));
+    const QString loss_diff = test::compare_losses(test::train_losses(dist), expected, world->rank());
+    QVERIFY2(loss_diff.isEmpty(), qPrintable(loss_diff));
+  }
+
   // Layout rules are the config's (run.ranks is the world); a config checked for another rank
   // count is refused by the trainer rather than run on a layout nobody validated.
   void bad_layouts_are_reported() {

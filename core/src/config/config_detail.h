@@ -13,7 +13,7 @@
 
 namespace moebench::config_detail {
 
-enum class Kind { Int, Int64, UInt64, Float, Double, Bool, String, Path, IntList, DoubleList, Experts };
+enum class Kind { Int, Int64, UInt64, Float, Double, Bool, String, Path, IntList, DoubleList, StringList, Experts };
 
 struct FieldDef {
   const char* section;

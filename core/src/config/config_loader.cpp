@@ -187,6 +187,21 @@ class Reader {
         f.get<double>(c_) = v;
         return true;
       }
+      case Kind::StringList: {
+        auto a = n.as_array();
+        if (!a) return error("expected an array of strings, got " + describe(n));
+        std::vector<std::string> out;
+        for (size_t i = 0; i < a->size(); ++i) {
+          const toml::node& e = *a->get(i);
+          auto s = e.as_string();
+          if (!s)
+            return error("expected an array of strings, element " + std::to_string(i) + " is " + describe(e),
+                         line_of(e));
+          out.push_back(s->get());
+        }
+        f.get<std::vector<std::string>>(c_) = std::move(out);
+        return true;
+      }
       case Kind::DoubleList: {
         auto a = n.as_array();
         if (!a) return error("expected an array of numbers, got " + describe(n));

@@ -80,7 +80,8 @@ const std::vector<FieldDef>& fields() {
       MB_FIELD(moe, routing, String,
                "learned | uniform | zipf:S | hot:E,F | rotating | balanced (synthetic expert choice)"),
 
-      MB_FIELD(strategy, name, String, "MoE strategy: expert_centric | hier_a2a | data_centric | janus | ppmoe"),
+      MB_FIELD(strategy, name, String,
+               "MoE strategy: expert_centric | hier_a2a | data_centric | janus | ppmoe | per_block"),
       MB_FIELD(strategy.expert_centric, overlap_degree, Int,
                "Tutel's overlap degree D: each expert's rows in D chunks, chunk i+1's exchange overlaps chunk i's experts"),
       MB_FIELD(strategy.hier_a2a, overlap_degree, Int, "overlap degree D of the two-level exchange (as expert_centric's)"),
@@ -90,6 +91,8 @@ const std::vector<FieldDef>& fields() {
       MB_FIELD(strategy.data_centric, hierarchical, Bool, "node-level expert cache and gradient pre-reduce"),
       MB_FIELD(strategy.data_centric, pcie_pairing, Bool, "split node-cache copies between PCIe-switch peers (with hierarchical)"),
       MB_FIELD(strategy.janus, threshold, Float, "data_centric where R = BSk/(4nHE) > threshold"),
+      MB_FIELD(strategy.per_block, blocks, StringList,
+               "one strategy per moe.moe_layers entry: expert_centric | hier_a2a | data_centric (plan --write-config)"),
 
       MB_FIELD(data, source, String, "synthetic | bin | text"),
       MB_FIELD(data, path, Path, "bin: train shard (uint16 tokens); text: a text file"),
@@ -134,6 +137,7 @@ const std::vector<std::string>& section_names() {
                                                  "strategy.hier_a2a",
                                                  "strategy.data_centric",
                                                  "strategy.janus",
+                                                 "strategy.per_block",
                                                  "data",
                                                  "train",
                                                  "store"};
@@ -232,6 +236,11 @@ std::string value_text(const FieldDef& f, const Config& c) {
     case Kind::IntList:
     case Kind::Experts: return int_list_text(f.get<std::vector<int>>(c));
     case Kind::DoubleList: return double_list_text(f.get<std::vector<double>>(c));
+    case Kind::StringList: {
+      std::string s = "[";
+      for (const std::string& v : f.get<std::vector<std::string>>(c)) s += (s.size() > 1 ? ", " : "") + toml_string_literal(v);
+      return s + "]";
+    }
   }
   return {};
 }
@@ -249,6 +258,7 @@ nlohmann::json value_json(const FieldDef& f, const Config& c) {
     case Kind::IntList:
     case Kind::Experts: return f.get<std::vector<int>>(c);
     case Kind::DoubleList: return f.get<std::vector<double>>(c);
+    case Kind::StringList: return f.get<std::vector<std::string>>(c);
   }
   return nullptr;
 }
@@ -265,6 +275,7 @@ const char* kind_name(Kind k) {
     case Kind::Path: return "path";
     case Kind::IntList: return "integer array";
     case Kind::DoubleList: return "float array";
+    case Kind::StringList: return "string array";
     case Kind::Experts: return "integer or integer array";
   }
   return "";

@@ -463,6 +463,18 @@ std::string config_value_literal(const std::string& key, std::string_view user_t
     if (lower == "true" || lower == "false") lit = lower;
   } else if (info.type == "integer array" || info.type == "float array") {
     if (lit.empty() || lit.front() != '[') lit = "[" + lit + "]";
+  } else if (info.type == "string array") {
+    if (lit.empty() || lit.front() != '[') {  // "a, b" -> ["a", "b"]
+      std::string items;
+      size_t at = 0;
+      while (at <= lit.size()) {
+        const size_t comma = std::min(lit.find(',', at), lit.size());
+        const std::string item = trim(lit.substr(at, comma - at));
+        if (!item.empty()) items += (items.empty() ? "" : ", ") + toml_string_literal(item);
+        at = comma + 1;
+      }
+      lit = "[" + items + "]";
+    }
   } else if (info.type == "integer or integer array") {
     if (!lit.empty() && lit.front() != '[' && lit.find(',') != std::string::npos) lit = "[" + lit + "]";
   }

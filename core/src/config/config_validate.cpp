@@ -23,6 +23,9 @@ class Checker {
  public:
   Checker(Config& c, LoadState& st) : c_(c), st_(st) {}
 
+  bool uses_per_block(const std::string& name) const {
+    return std::find(c_.strategy.per_block.blocks.begin(), c_.strategy.per_block.blocks.end(), name) != c_.strategy.per_block.blocks.end();
+  }
   bool ok(std::initializer_list<const char*> keys) const {
     for (const char* k : keys)
       if (st_.bad.count(k)) return false;
@@ -197,6 +200,18 @@ void Checker::check_strategy_options() {
       }
   }
   const auto& o = c_.strategy;
+  if (ok({"strategy.name", "strategy.per_block.blocks", "moe.moe_layers"}) && o.name == "per_block") {
+    if (o.per_block.blocks.size() != c_.moe.moe_layers.size())
+      fail("strategy.per_block.blocks", "needs one strategy per moe.moe_layers entry (" +
+                                     std::to_string(c_.moe.moe_layers.size()) + "), got " +
+                                     std::to_string(o.per_block.blocks.size()));
+    for (const std::string& n : o.per_block.blocks)
+      if (n != "expert_centric" && n != "hier_a2a" && n != "data_centric") {
+        fail("strategy.per_block.blocks", "\"" + excerpt(n) + "\" cannot run one block (expected expert_centric, hier_a2a or "
+                                   "data_centric)");
+        break;
+      }
+  }
   at_least("strategy.data_centric.credits", o.data_centric.credits, 1);
   if (ok({"strategy.data_centric.pcie_pairing", "cluster.pcie_switch_pairs"}) && o.data_centric.pcie_pairing &&
       c_.cluster.pcie_switch_pairs.empty())
@@ -370,8 +385,9 @@ int Checker::check_groups() {
         }
     return tp;
   }
-  if (ok({"strategy.name", "parallel.tp", "parallel.pp"}) && (tp > 1 || pp > 1) &&
-      (c_.strategy.name == "data_centric" || c_.strategy.name == "janus")) {
+  const bool pulls = c_.strategy.name == "data_centric" || c_.strategy.name == "janus" ||
+                     (c_.strategy.name == "per_block" && uses_per_block("data_centric"));
+  if (ok({"strategy.name", "parallel.tp", "parallel.pp", "strategy.per_block.blocks"}) && (tp > 1 || pp > 1) && pulls) {
     // The pulls use MPI windows, one set per expert-parallel group; with tp > 1 or pp > 1 a
     // host holds several EP groups made by one MPI_Comm_split, and OpenMPI 4.1's osc/rdma
     // names its shared-memory segment by the communicator id, which those groups share: their
@@ -430,7 +446,9 @@ void Checker::check_layout() {
   if (ok({"cluster.devices_per_nic"}) && c_.cluster.devices_per_node == 0 && per_nic > 0 && per_node % per_nic != 0)
     fail("cluster.devices_per_nic", "must divide the " + std::to_string(per_node) + " ranks of a node" + world +
                                         ", got " + std::to_string(per_nic), "run.ranks");
-  if (ok({"strategy.name"}) && c_.strategy.name == "hier_a2a") check_hier_a2a_groups(ep, per_node);
+  if (ok({"strategy.name", "strategy.per_block.blocks"}) &&
+      (c_.strategy.name == "hier_a2a" || (c_.strategy.name == "per_block" && uses_per_block("hier_a2a"))))
+    check_hier_a2a_groups(ep, per_node);
 }
 
 // hier_a2a exchanges inside each node, then between nodes: every node must hold as many ranks

@@ -3,12 +3,14 @@
 namespace moebench {
 
 const std::vector<std::string>& strategy_names() {
-  static const std::vector<std::string> names = {"expert_centric", "hier_a2a", "data_centric", "janus", "ppmoe"};
+  static const std::vector<std::string> names = {"expert_centric", "hier_a2a", "data_centric", "janus", "ppmoe",
+                                                   "per_block"};
   return names;
 }
 
 std::vector<std::string> strategy_option_sections(const std::string& name) {
   if (name == "janus") return {"janus", "expert_centric", "data_centric"};
+  if (name == "per_block") return {"per_block", "expert_centric", "hier_a2a", "data_centric"};
   // ppmoe has no options, yet its list must not be empty: empty means an unknown name, for
   // which check_strategy_options rejects nothing. {"ppmoe"} names no section of the schema, so
   // every [strategy.<x>] key is rejected.

@@ -66,6 +66,9 @@ std::map<int, std::string> block_strategies(const Config& cfg, int nodes, int wo
   std::map<int, std::string> out;
   if (cfg.strategy.name == "janus") {
     for (const JanusDecision& d : janus_decisions(cfg, nodes, workers_per_node)) out[d.block] = d.paradigm;
+  } else if (cfg.strategy.name == "per_block") {
+    for (size_t i = 0; i < cfg.moe.moe_layers.size() && i < cfg.strategy.per_block.blocks.size(); ++i)
+      out[cfg.moe.moe_layers[i]] = cfg.strategy.per_block.blocks[i];
   } else {
     for (int block : cfg.moe.moe_layers) out[block] = cfg.strategy.name;
   }

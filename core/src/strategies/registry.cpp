@@ -28,8 +28,8 @@ const std::vector<std::pair<std::string, Factory>>& table() {
 }  // namespace
 
 std::unique_ptr<MoeStrategy> make_strategy(const std::string& name, const StrategyConfig& options) {
-  if (name == "janus")
-    throw std::invalid_argument("janus is chosen per MoE block (block_strategies() in strategies/janus.h)");
+  if (name == "janus" || name == "per_block")
+    throw std::invalid_argument(name + " is chosen per MoE block (block_strategies() in strategies/janus.h)");
   for (const auto& [n, f] : table())
     if (n == name) return f(options);
   std::string known;

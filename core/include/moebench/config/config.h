@@ -84,6 +84,11 @@ struct DataCentricOptions {       // Janus (data_centric, and janus' data_centri
   bool pcie_pairing = false;      // with hierarchical: copies from the node cache split
                                   // between PCIe-switch peers (§5.2, Fig. 8-9)
 };
+// name "per_block": each MoE block's strategy, the planner's choice (`plan --write-config`);
+// its blocks read the option sections of the strategies they name.
+struct PerBlockOptions {
+  std::vector<std::string> blocks;  // one per moe.moe_layers entry: expert_centric | hier_a2a | data_centric
+};
 struct JanusOptions {
   float threshold = 1.0f;         // data_centric where R = BSk/(4nHE) > threshold
 };
@@ -94,6 +99,7 @@ struct StrategyConfig {
   HierA2aOptions hier_a2a;              // [strategy.hier_a2a]
   DataCentricOptions data_centric;      // [strategy.data_centric] (also janus' DC blocks)
   JanusOptions janus;                   // [strategy.janus]
+  PerBlockOptions per_block;            // [strategy.per_block]
 };
 
 struct ModelConfig {

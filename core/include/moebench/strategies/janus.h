@@ -50,7 +50,7 @@ struct JanusBlockPlan {
 std::vector<JanusBlockPlan> janus_plan(const Config& cfg, const ClusterModel& cluster);
 
 // Block index -> concrete strategy name for every MoE block of cfg, on `nodes` machines of
-// `workers_per_node` ranks.
+// `workers_per_node` ranks: janus's R rule, strategy.per_block.blocks, or strategy.name.
 std::map<int, std::string> block_strategies(const Config& cfg, int nodes, int workers_per_node);
 
 // The decision table `moebench run` prints and stores for a janus run (one line per block).
