@@ -3,17 +3,24 @@
 // the config's cluster model: inter-node traffic per machine, comm and compute seconds).
 // moebench plan CONFIG --graph RANK [--json]: the task graph of one training iteration of that
 // rank (train/step_graph.h), built without MPI from synthetic routing, for any run.ranks.
+// moebench plan CONFIG --cluster FILE [--nodes N] [--ranks N] [--json] [--write-config OUT]: the
+// planner (train/block_planner.h): each MoE block's PREDICTED time under every applicable
+// strategy and option set on that cluster, the choice per block, and the config that runs it.
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
 
+#include "cluster_option.h"
 #include "commands.h"
 #include "moebench/config/config_loader.h"
 #include "moebench/config/usage_error.h"
 #include "moebench/perf/cluster_model.h"
 #include "moebench/runtime/graph_dump.h"
 #include "moebench/strategies/janus.h"
+#include "moebench/train/block_planner.h"
 #include "moebench/train/step_graph.h"
 
 namespace moebench::cli {
@@ -132,6 +139,89 @@ int graph_main(const std::string& path, const std::vector<std::string>& sets, in
   return 0;
 }
 
+// --cluster: the planner (train/block_planner.h) on the described cluster.
+int cluster_plan_main(const std::string& path, const std::vector<std::string>& sets, bool json,
+                      const std::string& write_config) {
+  if (!write_config.empty() && std::filesystem::exists(write_config))
+    throw UsageError("--write-config: " + write_config + " exists; choose another file (it is never overwritten)");
+  const Config cfg = load_config(path, sets);
+  StepPlan plan;
+  try {
+    plan = plan_blocks(cfg);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  const ClusterModel cluster = cluster_model(cfg);
+  std::string written;
+  if (!write_config.empty()) {
+    const std::string text = "# written by `moebench plan --write-config` (PREDICTED choice for cluster " +
+                             cluster.spec().name + ")\n" + config_to_toml(plan.planned);
+    parse_config(text, write_config);  // the plan is a valid config, or this throws
+    std::ofstream f(write_config);
+    f << text;
+    if (!f.flush()) throw UsageError("--write-config: cannot write " + write_config);
+    written = write_config;
+  }
+  const auto& cands = plan.candidates;
+  if (json) {
+    nlohmann::json j;
+    j["predicted"] = true;
+    j["config"] = path;
+    j["cluster"] = cluster.describe();
+    j["candidates"] = nlohmann::json::array();
+    for (const PlanCandidate& c : cands) {
+      nlohmann::json cj = {{"label", c.label}, {"strategy", c.strategy}, {"applicable", c.applicable}};
+      if (c.applicable) {
+        cj["step_ms"] = c.step_ms;
+        for (const auto& [b, ms] : c.block_ms) cj["block_ms"][std::to_string(b)] = ms;
+      } else {
+        cj["why_not"] = c.why_not;
+      }
+      j["candidates"].push_back(cj);
+    }
+    j["blocks"] = nlohmann::json::array();
+    for (const BlockChoice& b : plan.blocks)
+      j["blocks"].push_back({{"block", b.block}, {"R", b.R}, {"janus_rule", b.janus_rule},
+                             {"choice", cands[(size_t)b.candidate].label},
+                             {"strategy", cands[(size_t)b.candidate].strategy},
+                             {"ms", cands[(size_t)b.candidate].block_ms.at(b.block)}});
+    j["best_single"] = cands[(size_t)plan.best_single].label;
+    j["mixed"] = plan.mixed;
+    j["planned_strategy"] = plan.planned.strategy.name;
+    j["planned_step_ms"] = plan.planned_step_ms;
+    if (!written.empty()) j["written"] = written;
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::printf("Plan for %s on %s: every time PREDICTED by the simulator (ms per MoE block, forward + backward, "
+              "mean per rank)\n", path.c_str(), cluster.describe().c_str());
+  std::printf("%6s %8s %15s", "block", "R", "Janus rule");
+  for (const PlanCandidate& c : cands)
+    if (c.applicable) std::printf(" %*s", (int)std::max<size_t>(10, c.label.size()), c.label.c_str());
+  std::printf("  choice\n");
+  for (const BlockChoice& b : plan.blocks) {
+    std::printf("%6d %8.2f %15s", b.block, b.R, b.janus_rule.c_str());
+    for (const PlanCandidate& c : cands)
+      if (c.applicable) std::printf(" %*.3f", (int)std::max<size_t>(10, c.label.size()), c.block_ms.at(b.block));
+    std::printf("  %s\n", cands[(size_t)b.candidate].label.c_str());
+  }
+  std::printf("%6s %8s %15s", "step", "", "");
+  for (const PlanCandidate& c : cands)
+    if (c.applicable) std::printf(" %*.3f", (int)std::max<size_t>(10, c.label.size()), c.step_ms);
+  std::printf("  (ms/step)\n");
+  for (const PlanCandidate& c : cands)
+    if (!c.applicable) std::printf("not applicable: %s (%s)\n", c.label.c_str(), c.why_not.c_str());
+  if (plan.mixed)
+    std::printf("plan: strategy per_block, predicted %.3f ms/step (best single strategy: %s, %.3f ms/step)\n",
+                plan.planned_step_ms, cands[(size_t)plan.best_single].label.c_str(),
+                cands[(size_t)plan.best_single].step_ms);
+  else
+    std::printf("plan: %s for every block, predicted %.3f ms/step\n", cands[(size_t)plan.best_single].label.c_str(),
+                plan.planned_step_ms);
+  if (!written.empty()) std::printf("wrote %s (moebench run %s)\n", written.c_str(), written.c_str());
+  return 0;
+}
+
 }  // namespace
 
 void add_plan_command(CLI::App& app, Action& action) {
@@ -148,11 +238,19 @@ void add_plan_command(CLI::App& app, Action& action) {
   cmd->add_option("--graph", *graph, "Print the task graph of one iteration of this rank instead")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", *json, "Print JSON instead of a table");
-  cmd->callback([&action, config, sets, json, ranks, graph] {
-    action = [config, sets, json, ranks, graph] {
-      std::vector<std::string> all = *sets;
-      if (*ranks > 0) all.push_back("run.ranks=" + std::to_string(*ranks));
+  auto cluster = std::make_shared<std::string>();
+  auto nodes = std::make_shared<int>(0);
+  auto write = std::make_shared<std::string>();
+  cmd->add_option("--cluster", *cluster,
+                  "Simulate every strategy per MoE block on this cluster file and choose (replaces [cluster])");
+  cmd->add_option("--nodes", *nodes, "Nodes of the --cluster file's cluster (resizes it)")->check(positive());
+  cmd->add_option("--write-config", *write, "With --cluster: write the chosen config (strategy per_block) here");
+  cmd->callback([&action, config, sets, json, ranks, graph, cluster, nodes, write] {
+    action = [config, sets, json, ranks, graph, cluster, nodes, write] {
+      if (!write->empty() && cluster->empty()) throw UsageError("--write-config needs --cluster (the planner)");
+      const std::vector<std::string> all = cluster_sets(*config, *sets, *cluster, *nodes, *ranks);
       if (*graph >= 0) return graph_main(*config, all, *graph, *json);
+      if (!cluster->empty()) return cluster_plan_main(*config, all, *json, *write);
       return plan_main(*config, all, *json);
     };
   });

@@ -17,8 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cluster_option.h"
 #include "commands.h"
-#include "moebench/config/cluster_file.h"
 #include "moebench/config/config_loader.h"
 #include "moebench/config/usage_error.h"
 #include "moebench/perf/cluster_network.h"
@@ -37,18 +37,6 @@ struct SimulateArgs {
   bool json = false;
 };
 
-// The cluster file's every [cluster] key as --set overrides: it replaces the config's section.
-std::vector<std::string> cluster_overrides(const std::string& file, int nodes) {
-  Config c;
-  c.cluster = load_cluster_file(file);
-  if (nodes > 0) c.cluster.nodes = nodes;
-  std::vector<std::string> out;
-  const nlohmann::json j = config_to_json(c).at("cluster");
-  for (auto it = j.begin(); it != j.end(); ++it)
-    if (it.key() != "file") out.push_back("cluster." + it.key() + "=" + it.value().dump());
-  return out;
-}
-
 double available_memory_bytes() {
   std::ifstream f("/proc/meminfo");
   std::string key;
@@ -60,23 +48,7 @@ double available_memory_bytes() {
 }
 
 int simulate_main(const SimulateArgs& a) {
-  std::vector<std::string> sets = a.sets;
-  if (!a.cluster.empty()) {
-    Config probe;
-    probe.cluster = load_cluster_file(a.cluster);
-    const int nodes = a.nodes > 0 ? a.nodes : probe.cluster.nodes;
-    const int devices = nodes * probe.cluster.devices_per_node;
-    const int ranks = a.ranks > 0 ? a.ranks : load_config(a.config, a.sets).run.ranks;
-    if (probe.cluster.devices_per_node > 0 && devices != ranks)
-      throw UsageError("--cluster " + a.cluster + " describes " + std::to_string(nodes) + " nodes x " +
-                       std::to_string(probe.cluster.devices_per_node) + " devices = " + std::to_string(devices) +
-                       " devices; the config runs " + std::to_string(ranks) + " ranks (run.ranks): pass --ranks " +
-                       std::to_string(devices) + ", or --nodes to resize the cluster");
-    for (std::string& s : cluster_overrides(a.cluster, a.nodes)) sets.push_back(std::move(s));
-  } else if (a.nodes > 0) {
-    sets.push_back("cluster.nodes=" + std::to_string(a.nodes));
-  }
-  if (a.ranks > 0) sets.push_back("run.ranks=" + std::to_string(a.ranks));
+  std::vector<std::string> sets = cluster_sets(a.config, a.sets, a.cluster, a.nodes, a.ranks);
   const bool trace = a.routing.rfind("trace:", 0) == 0;
   if (!a.routing.empty() && !trace) sets.push_back("moe.routing=" + a.routing);
   if (!a.db.empty()) sets.push_back("store.db=" + a.db);

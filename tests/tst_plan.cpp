@@ -6,6 +6,7 @@
 #include <QtTest>
 
 #include <QProcess>
+#include <QTemporaryDir>
 
 #include <cmath>
 #include <stdexcept>
@@ -346,6 +347,82 @@ class TestPlan : public QObject {
     QCOMPARE(bad.exitCode(), 2);
     QCOMPARE(QString::fromUtf8(bad.readAllStandardError()),
              u"moebench: --graph: rank 4 is outside the 4 ranks of the config (run.ranks)\n"_s);
+  }
+
+  // The planner (plan --cluster): on Janus's cluster, MoE-BERT at 32 GPUs (R = 5.33) runs every
+  // block data-centric with the node cache, as the paper finds where R > 1; with 2 sequences per
+  // GPU (R = 0.04) pulling every expert costs more than moving the tokens, and no block pulls.
+  void cli_plan_cluster_follows_R_data() {
+    QTest::addColumn<QString>("batch");
+    QTest::addColumn<bool>("pulls");
+    QTest::newRow("R = 5.33") << u"8192"_s << true;
+    QTest::newRow("R = 0.04") << u"64"_s << false;
+  }
+  void cli_plan_cluster_follows_R() {
+    QFETCH(QString, batch);
+    QFETCH(bool, pulls);
+    QProcess p;
+    p.start(QStringLiteral(MOEBENCH_CLI),
+            {u"plan"_s, QStringLiteral(MOEBENCH_SOURCE_DIR "/sample_configs/models/moe_bert.toml"), u"--cluster"_s,
+             QStringLiteral(MOEBENCH_SOURCE_DIR "/sample_configs/clusters/janus.toml"), u"--ranks"_s, u"32"_s,
+             u"--set"_s, u"moe.experts=32"_s, u"--set"_s, u"train.batch_size="_s + batch, u"--json"_s});
+    QVERIFY(p.waitForFinished(120000));
+    QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+    const auto j = nlohmann::json::parse(p.readAllStandardOutput().toStdString());
+    QCOMPARE(j.at("predicted").get<bool>(), true);
+    QCOMPARE(j.at("blocks").size(), (size_t)4);
+    for (const auto& b : j.at("blocks")) {
+      const std::string strategy = b.at("strategy");
+      QVERIFY2((strategy == "data_centric") == pulls, b.dump().c_str());
+      QCOMPARE(b.at("janus_rule").get<std::string>(), std::string(pulls ? "data_centric" : "expert_centric"));
+      // The choice is the fastest applicable candidate of that block.
+      for (const auto& c : j.at("candidates"))
+        if (c.at("applicable").get<bool>())
+          QVERIFY(b.at("ms").get<double>() <= c.at("block_ms").at(std::to_string(b.at("block").get<int>())).get<double>());
+    }
+  }
+
+  // --write-config: the chosen config loads, runs the chosen strategies, and simulating it gives
+  // the plan's predicted step; an existing file is never overwritten.
+  void cli_plan_write_config() {
+    QTemporaryDir dir;
+    const QString out = dir.filePath(u"planned.toml"_s);
+    const QStringList args = {u"plan"_s, QStringLiteral(MOEBENCH_SOURCE_DIR "/sample_configs/models/pr_moe_transformer_xl.toml"),
+                              u"--cluster"_s, QStringLiteral(MOEBENCH_SOURCE_DIR "/sample_configs/clusters/janus.toml"),
+                              u"--nodes"_s, u"2"_s, u"--json"_s, u"--write-config"_s, out};
+    QProcess p;
+    p.start(QStringLiteral(MOEBENCH_CLI), args);
+    QVERIFY(p.waitForFinished(120000));
+    QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+    const auto j = nlohmann::json::parse(p.readAllStandardOutput().toStdString());
+    const Config planned = load_config(out.toStdString());
+    QCOMPARE(planned.strategy.name, j.at("planned_strategy").get<std::string>());
+    QCOMPARE(planned.cluster.name, std::string("janus"));
+    QCOMPARE(planned.run.ranks, 16);
+    if (j.at("mixed").get<bool>()) {
+      QCOMPARE(planned.strategy.name, std::string("per_block"));
+      std::vector<std::string> chosen;
+      for (const auto& b : j.at("blocks")) chosen.push_back(b.at("strategy"));
+      QCOMPARE(planned.strategy.per_block.blocks, chosen);
+    }
+    QProcess sim;
+    sim.start(QStringLiteral(MOEBENCH_CLI), {u"simulate"_s, out, u"--db"_s, dir.filePath(u"runs.db"_s), u"--json"_s});
+    QVERIFY(sim.waitForFinished(120000));
+    QVERIFY2(sim.exitCode() == 0, sim.readAllStandardError().constData());
+    const auto s = nlohmann::json::parse(sim.readAllStandardOutput().toStdString());
+    QCOMPARE(s.at("mean_step_ms").get<double>(), j.at("planned_step_ms").get<double>());
+    QProcess again;
+    again.start(QStringLiteral(MOEBENCH_CLI), args);
+    QVERIFY(again.waitForFinished(120000));
+    QCOMPARE(again.exitCode(), 2);
+    QVERIFY(QString::fromUtf8(again.readAllStandardError()).contains(u"exists; choose another file"_s));
+    QProcess no_cluster;
+    no_cluster.start(QStringLiteral(MOEBENCH_CLI),
+                     {u"plan"_s, QStringLiteral(MOEBENCH_SOURCE_DIR "/sample_configs/quickstart.toml"), u"--write-config"_s,
+                      dir.filePath(u"x.toml"_s)});
+    QVERIFY(no_cluster.waitForFinished(60000));
+    QCOMPARE(no_cluster.exitCode(), 2);
+    QCOMPARE(QString::fromUtf8(no_cluster.readAllStandardError()), u"moebench: --write-config needs --cluster (the planner)\n"_s);
   }
 };
 
