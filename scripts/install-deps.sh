@@ -10,6 +10,8 @@ packages=(
   # the fuzz preset (scripts/test.sh, scripts/fuzz.sh): clang 14, its libFuzzer and sanitizer
   # runtimes (only recommended by clang, so named here), and clang's OpenMP
   clang libclang-rt-14-dev libomp-14-dev
+  # experiments/*/run.sh read moebench's JSON with it
+  python3
 )
 
 missing=()

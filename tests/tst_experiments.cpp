@@ -1,0 +1,33 @@
+// ctest-labels: slow
+// The experiments/ scripts (one per reproduced paper result) still reproduce it: each prints
+// paper vs predicted and exits 1 when a table differs or a direction stops holding.
+#include <QtTest>
+
+#include <QProcess>
+
+using namespace Qt::StringLiterals;
+
+class TestExperiments : public QObject {
+  Q_OBJECT
+ private slots:
+  void scripts_data() {
+    QTest::addColumn<QString>("script");
+    QTest::newRow("janus") << u"experiments/janus/run.sh"_s;
+  }
+  void scripts() {
+    QFETCH(QString, script);
+    QProcess p;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert(u"MOEBENCH"_s, QStringLiteral(MOEBENCH_CLI));
+    p.setProcessEnvironment(env);
+    p.setWorkingDirectory(QStringLiteral(MOEBENCH_SOURCE_DIR));
+    p.start(u"bash"_s, {script});
+    QVERIFY(p.waitForFinished(600000));
+    const QString out = QString::fromUtf8(p.readAllStandardOutput()) + QString::fromUtf8(p.readAllStandardError());
+    QVERIFY2(p.exitCode() == 0, qPrintable(out));
+    QVERIFY2(out.contains(u"RESULT: Table 1 matches; every direction holds (predicted)"_s), qPrintable(out));
+  }
+};
+
+QTEST_APPLESS_MAIN(TestExperiments)
+#include "tst_experiments.moc"
