@@ -3,6 +3,7 @@
 // (QAbstractItemModelTester), grouping, display and sort values, series values and gaps.
 #include <QAbstractItemModelTester>
 #include <QDateTime>
+#include <QFont>
 #include <QGuiApplication>
 #include <QSignalSpy>
 #include <QSortFilterProxyModel>
@@ -66,6 +67,7 @@ class TestGuiModels : public QObject {
   void runListReload();
   void runListSorting();
   void runListEmptyAndNullStore();
+  void runListMarksPredictedRuns();
   void metricSeriesValues();
   void metricSeriesChanges();
 
@@ -168,6 +170,31 @@ void TestGuiModels::runListDisplayAndRoles() {
   QCOMPARE(cell(0, RunListModel::StepMsColumn, beta).data(Qt::UserRole).toDouble(), 50.0);
   QCOMPARE(cell(0, RunListModel::TokensPerSColumn, beta).data(Qt::UserRole).toDouble(), 250.0);
   QCOMPARE(cell(0, RunListModel::NameColumn, beta).data(Qt::UserRole).toString(), QStringLiteral("b1"));
+}
+
+void TestGuiModels::runListMarksPredictedRuns() {
+  // A simulated run (moebench simulate: tag predicted, its cluster) beside the measured ones.
+  const int64_t p = addRun(*m_store, "b1 (predicted)", "beta", "ep", kStart + 500, {1}, {NAN}, {12.5}, {800},
+                           RunStatus::finished);
+  m_store->set_tag(p, "predicted", "simulator");
+  m_store->set_tag(p, "cluster", "janus");
+  m_store->set_tag(m_b1, "note", "measured");
+  RunListModel model;
+  QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+  model.setStore(m_store);
+  const QModelIndex predicted = model.indexForRun(p, RunListModel::StatusColumn);
+  const QModelIndex measured = model.indexForRun(m_b1, RunListModel::StatusColumn);
+  QVERIFY(predicted.isValid() && measured.isValid());
+  QCOMPARE(predicted.data(RunListModel::PredictedRole).toBool(), true);
+  QCOMPARE(measured.data(RunListModel::PredictedRole).toBool(), false);
+  QCOMPARE(predicted.data().toString(), QStringLiteral("FINISHED (predicted)"));
+  QCOMPARE(measured.data().toString(), QStringLiteral("FINISHED"));
+  QCOMPARE(predicted.data(Qt::ToolTipRole).toString(),
+           QStringLiteral("Predicted by the simulator on cluster janus: nothing ran; every time is predicted"));
+  QVERIFY(!measured.data(Qt::ToolTipRole).isValid());
+  QVERIFY(model.indexForRun(p, RunListModel::NameColumn).data(Qt::FontRole).value<QFont>().italic());
+  QVERIFY(!model.indexForRun(m_b1, RunListModel::NameColumn).data(Qt::FontRole).isValid());
+  QCOMPARE(model.indexForRun(p, RunListModel::StepMsColumn).data(Qt::UserRole).toDouble(), 12.5);
 }
 
 void TestGuiModels::runListReload() {

@@ -1,6 +1,7 @@
 #include "models/runlistmodel.h"
 
 #include <QDateTime>
+#include <QFont>
 #include <QLocale>
 
 #include <algorithm>
@@ -66,6 +67,11 @@ void RunListModel::reload() {
       if (!loss.empty()) row.finalLoss = loss.back().value;  // metrics() is ordered by step
       row.stepMs = warmupMean(stepMs);
       row.tokensPerS = warmupMean(m_store->metrics(id, "tokens_per_s"));
+      for (const auto& [key, value] : m_store->tags(id)) {
+        if (key == "predicted") row.predicted = true;
+        if (key == "cluster") row.predictedCluster = QString::fromStdString(value);
+      }
+      if (!row.predicted) row.predictedCluster.clear();
       byName[row.info.experiment].push_back(std::move(row));
     }
     for (auto& [name, runs] : byName)
@@ -155,6 +161,20 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
   if (!row) return {};
   const auto& info = row->info;
   if (role == RunIdRole) return qint64(info.id);
+  if (role == PredictedRole) return row->predicted;
+  if (role == Qt::FontRole) {
+    if (!row->predicted) return {};
+    QFont italic;
+    italic.setItalic(true);
+    return italic;
+  }
+  if (role == Qt::ToolTipRole) {
+    if (!row->predicted) return {};
+    return row->predictedCluster.isEmpty()
+               ? tr("Predicted by the simulator: nothing ran; every time is predicted")
+               : tr("Predicted by the simulator on cluster %1: nothing ran; every time is predicted")
+                     .arg(row->predictedCluster);
+  }
   if (role == Qt::TextAlignmentRole) {
     if (index.column() >= StepsColumn && index.column() <= TokensPerSColumn)
       return QVariant::fromValue(Qt::Alignment(Qt::AlignRight | Qt::AlignVCenter));
@@ -164,7 +184,10 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
   if (!display && role != Qt::UserRole) return {};
   switch (index.column()) {
     case NameColumn: return QString::fromStdString(info.name);
-    case StatusColumn: return QString::fromLatin1(moebench::run_status_name(info.status));
+    case StatusColumn: {
+      const QString status = QString::fromLatin1(moebench::run_status_name(info.status));
+      return row->predicted ? tr("%1 (predicted)").arg(status) : status;
+    }
     case StrategyColumn: return QString::fromStdString(info.strategy);
     case StepsColumn: return display ? QVariant(QString::number(row->steps)) : QVariant(double(row->steps));
     case FinalLossColumn: return display ? QVariant(formatNumber(row->finalLoss, 4)) : rawNumber(row->finalLoss);
@@ -205,5 +228,6 @@ QHash<int, QByteArray> RunListModel::roleNames() const {
   auto names = QAbstractItemModel::roleNames();
   names.insert(Qt::UserRole, "sortValue");
   names.insert(RunIdRole, "runId");
+  names.insert(PredictedRole, "predicted");
   return names;
 }

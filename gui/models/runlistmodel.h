@@ -5,9 +5,11 @@
 //   children:  the experiment's runs, in list_runs order, with the columns below.
 // Roles: Qt::DisplayRole = formatted text; Qt::UserRole = raw value for sorting (numbers as
 // double, text as QString, invalid QVariant when missing so it sorts last); RunIdRole = the
-// run's id (qint64), -1 for experiment rows.
-// reload() reads list_runs() plus the "loss", "step_ms" and "tokens_per_s" metrics of each run
-// (three keyed queries per run; the span/traffic/routing part of summarize_run is skipped so
+// run's id (qint64), -1 for experiment rows; PredictedRole = whether the run was written by the
+// simulator (tag "predicted"): such rows show their status as "FINISHED (predicted)", in italics,
+// with a tooltip naming the cluster (tag "cluster").
+// reload() reads list_runs() plus the "loss", "step_ms" and "tokens_per_s" metrics and the tags
+// of each run (four keyed queries per run; the span/traffic/routing part of summarize_run is skipped so
 // hundreds of runs load quickly). ms/step and tokens/s follow summarize_run's rule: the mean
 // over steps, the first step left out as warm-up when more than 2 steps were recorded.
 #include <QAbstractItemModel>
@@ -26,7 +28,7 @@ class RunListModel : public QAbstractItemModel {
  public:
   enum Column { NameColumn, StatusColumn, StrategyColumn, StepsColumn, FinalLossColumn,
                 StepMsColumn, TokensPerSColumn, StartedColumn, ColumnCount };
-  enum Role { RunIdRole = Qt::UserRole + 1 };
+  enum Role { RunIdRole = Qt::UserRole + 1, PredictedRole };
 
   struct RunRow {
     moebench::RunInfo info;
@@ -34,6 +36,8 @@ class RunListModel : public QAbstractItemModel {
     double finalLoss = std::numeric_limits<double>::quiet_NaN();
     double stepMs = std::numeric_limits<double>::quiet_NaN();
     double tokensPerS = std::numeric_limits<double>::quiet_NaN();
+    bool predicted = false;    // tag "predicted": a simulated run
+    QString predictedCluster;  // its tag "cluster"
   };
   struct Experiment {
     QString name;
