@@ -1,12 +1,39 @@
 #include "cluster_option.h"
 
 #include <nlohmann/json.hpp>
+#include <toml++/toml.h>
 
 #include "moebench/config/cluster_file.h"
 #include "moebench/config/config_loader.h"
 #include "moebench/config/usage_error.h"
 
 namespace moebench::cli {
+namespace {
+
+// A described cluster names every link its devices use: the compute rate always, the intra-node
+// link with more than one device per node, the inter-node link with more than one node (the
+// development machine's defaults would otherwise stand in for them silently).
+void require_links(const std::string& file, const ClusterConfig& c) {
+  toml::table t;
+  try {
+    t = toml::parse_file(file);
+  } catch (const toml::parse_error&) {
+    return;  // load_cluster_file reported it
+  }
+  std::vector<std::string> missing;
+  auto need = [&](const char* key, bool used) {
+    if (used && !t["cluster"][key]) missing.push_back(std::string("cluster.") + key);
+  };
+  need("device_tflops", true);
+  need("intra_bw_gbs", c.devices_per_node != 1);
+  need("inter_bw_gbs", c.nodes > 1);
+  if (missing.empty()) return;
+  std::string keys;
+  for (const std::string& k : missing) keys += (keys.empty() ? "" : ", ") + k;
+  throw UsageError("--cluster " + file + ": missing " + keys + " (a described cluster names every link it uses)");
+}
+
+}  // namespace
 
 std::vector<std::string> cluster_sets(const std::string& config, const std::vector<std::string>& sets,
                                       const std::string& cluster, int nodes, int ranks) {
@@ -15,6 +42,7 @@ std::vector<std::string> cluster_sets(const std::string& config, const std::vect
     Config c;
     c.cluster = load_cluster_file(cluster);
     if (nodes > 0) c.cluster.nodes = nodes;
+    require_links(cluster, c.cluster);
     const int devices = c.cluster.nodes * c.cluster.devices_per_node;
     const int world = ranks > 0 ? ranks : load_config(config, sets).run.ranks;
     if (c.cluster.devices_per_node > 0 && devices != world)

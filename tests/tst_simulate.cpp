@@ -152,6 +152,10 @@ class TestSimulate : public QObject {
     QTest::newRow("devices != ranks") << QStringList{u"--ranks"_s, u"2"_s} << cluster_text("5.0")
                                       << u"describes 2 nodes x 2 devices = 4 devices; the config runs 2 ranks"_s;
     QTest::newRow("zero bandwidth") << kFour << cluster_text("0.0") << u"inter_bw_gbs"_s;
+    QTest::newRow("missing link") << kFour
+                                  << QByteArray("[cluster]\nname = \"x\"\nnodes = 2\ndevices_per_node = 2\n"
+                                                "device_tflops = 1.0\nintra_bw_gbs = 5.0\n")
+                                  << u"c.toml: missing cluster.inter_bw_gbs (a described cluster names every link it uses)"_s;
     QTest::newRow("missing trace run") << (kFour + QStringList{u"--routing"_s, u"trace:nosuchrun"_s})
                                        << cluster_text("5.0") << u"trace:nosuchrun: no run 'nosuchrun'"_s;
     QTest::newRow("bad routing") << (kFour + QStringList{u"--routing"_s, u"zipf:x"_s}) << cluster_text("5.0")
