@@ -200,6 +200,7 @@ class TestClusterModel : public QObject {
     QTest::newRow("pipeline moe") << "ppmoe.toml" << 32 << 300.0 << 12.5 << 8;
     QTest::newRow("monta") << "monta.toml" << 16 << 200.0 << 25.0 << 1;
     QTest::newRow("moesys") << "moesys.toml" << 32 << 300.0 << 25.0 << 1;
+    QTest::newRow("h100") << "h100.toml" << 16 << 450.0 << 50.0 << 1;
     QTest::newRow("local") << "local.toml" << 2 << 10.0 << 10.0 << 2;
   }
 
