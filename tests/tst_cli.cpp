@@ -13,27 +13,17 @@
 #include "moebench/train/device.h"
 #include "moebench/store/gemm_rate_record.h"
 #include "moebench/store/run_store.h"
+#include "cli_support.h"
 #include "store_support.h"
 #include "test_support.h"
 
 using namespace Qt::StringLiterals;
 
 namespace {
-struct Result {
-  int code;
-  QString out, err;
-};
-Result run_cli(const QStringList& args) {
-  QProcess p;
-  p.start(QStringLiteral(MOEBENCH_CLI), args);
-  if (!p.waitForFinished(120000)) return {-1, {}, u"timeout"_s};
-  return {p.exitCode(), QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError())};
-}
+using Result = moebench::test::CliResult;
+using moebench::test::run_cli;
 QString write(const QTemporaryDir& dir, const QString& name, const QByteArray& text) {
-  QFile f(dir.filePath(name));
-  f.open(QIODevice::WriteOnly);
-  f.write(text);
-  return f.fileName();
+  return moebench::test::write_file(dir, name, text);
 }
 // The shared tiny config (tests/data/tiny.toml), run for 3 steps without intermediate evals.
 const QString kTiny = QString::fromUtf8(moebench::test::tiny_config_path());

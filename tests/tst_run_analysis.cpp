@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli_support.h"
 #include "moebench/store/chrome_trace.h"
 #include "moebench/store/csv_export.h"
 #include "moebench/store/run_store.h"
@@ -179,17 +180,8 @@ std::vector<std::vector<std::string>> read_csv(const std::string& path) {
   return rows;
 }
 
-struct Result {
-  int code;
-  QString out, err;
-};
-Result run_cli(const QStringList& args, const QString& cwd = {}) {
-  QProcess p;
-  if (!cwd.isEmpty()) p.setWorkingDirectory(cwd);
-  p.start(QStringLiteral(MOEBENCH_CLI), args);
-  if (!p.waitForFinished(60000)) return {-1, {}, u"timeout"_s};
-  return {p.exitCode(), QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError())};
-}
+using Result = moebench::test::CliResult;
+using moebench::test::run_cli;
 
 json parse(const QString& text) { return json::parse(text.toStdString()); }
 

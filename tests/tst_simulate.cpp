@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "moebench/store/run_store.h"
+#include "cli_support.h"
 #include "test_support.h"
 
 using namespace Qt::StringLiterals;
@@ -18,22 +19,10 @@ using namespace moebench;
 
 namespace {
 
-struct Result {
-  int code;
-  QString out, err;
-};
-Result run_cli(const QStringList& args) {
-  QProcess p;
-  p.start(QStringLiteral(MOEBENCH_CLI), args);
-  if (!p.waitForFinished(180000)) return {-1, {}, u"timeout"_s};
-  return {p.exitCode(), QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError())};
-}
-
+using Result = moebench::test::CliResult;
+using moebench::test::run_cli;
 QString write(const QTemporaryDir& dir, const QString& name, const QByteArray& text) {
-  QFile f(dir.filePath(name));
-  f.open(QIODevice::WriteOnly);
-  f.write(text);
-  return f.fileName();
+  return moebench::test::write_file(dir, name, text);
 }
 
 // 2 nodes x 2 devices; inter-node bandwidth as given.
