@@ -49,14 +49,17 @@ std::string inapplicable(const Config& c) {
   const int per_node = c.cluster.devices_per_node > 0 ? c.cluster.devices_per_node : W / nodes;
   const bool hier = c.strategy.name == "hier_a2a" || (c.strategy.name == "data_centric" && c.strategy.data_centric.hierarchical);
   if (hier && nodes < 2) return "one node: nothing hierarchical to exploit";
+  const int tp = std::max(1, c.parallel.tp), pp = std::max(1, c.parallel.pp);
+  if (c.strategy.name == "data_centric" && (tp > 1 || pp > 1))
+    return "pulls with parallel.tp or pp > 1 do not run (OpenMPI 4.1 window collision, config check)";
   if (c.strategy.name == "hier_a2a") {
-    const int ep = c.parallel.ep > 0 ? c.parallel.ep : W;
+    const int ep = c.parallel.ep > 0 ? c.parallel.ep : W / (tp * pp);
     if (ep % per_node != 0 && per_node % ep != 0) return "EP groups do not cover whole nodes";
   }
   if (c.strategy.name == "expert_centric" || c.strategy.name == "hier_a2a") {
     const int degree = c.strategy.name == "hier_a2a" ? c.strategy.hier_a2a.overlap_degree
                                                      : c.strategy.expert_centric.overlap_degree;
-    if ((long)c.train.batch_size / W * c.model.seq_len < degree) return "fewer tokens per rank than the overlap degree";
+    if ((long)c.train.batch_size / (W / (tp * pp)) / std::max(1, c.parallel.microbatches) * c.model.seq_len < degree) return "fewer tokens per rank than the overlap degree";
   }
   return "";
 }

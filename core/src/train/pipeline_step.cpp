@@ -13,9 +13,15 @@ constexpr int kForwardTag = 1000, kBackwardTag = 3000, kEvalTag = 5000, kTagSpan
 int tag(int base, int micro) { return base + micro % kTagSpan; }
 }  // namespace
 
-PipelineStep::PipelineStep(MoeGpt& model, Communicator* pp, Executor* executor, PipeSchedule schedule,
-                           int microbatches, StreamRole role)
-    : model_(model), pp_(pp), executor_(executor), schedule_(schedule), micro_(microbatches), role_(role) {
+PipelineStep::PipelineStep(MoeGpt& model, Communicator* pp, Communicator* tp, Executor* executor,
+                           PipeSchedule schedule, int microbatches, StreamRole role)
+    : model_(model),
+      pp_(pp),
+      tp_(tp && tp->size() > 1 ? tp : nullptr),
+      executor_(executor),
+      schedule_(schedule),
+      micro_(microbatches),
+      role_(role) {
   const PipeStage& st = model_.pipe();
   if (micro_ < 1) throw std::invalid_argument("parallel.microbatches must be at least 1");
   if (st.stages > 1 && (!pp_ || pp_->size() != st.stages || pp_->rank() != st.stage))
@@ -39,15 +45,32 @@ PipelineStep::~PipelineStep() {
 }
 
 void PipelineStep::recv(float* buf, size_t n, int peer, int tag, const char* name) {
-  auto fn = [&] { pp_->recv(buf, n, DType::f32, peer, tag); };
-  if (executor_) executor_->run_inline(name, role_, TaskCategory::comm, fn);
-  else fn();
+  if (!tp_) {
+    auto fn = [&] { pp_->recv(buf, n, DType::f32, peer, tag); };
+    if (executor_) executor_->run_inline(name, role_, TaskCategory::comm, fn);
+    else fn();
+    return;
+  }
+  // This TP rank's slice from its peer, then the whole activation from the TP group's slices.
+  const size_t part = n / (size_t)tp_->size();
+  slice_.resize(part);
+  auto get = [&] { pp_->recv(slice_.data(), part, DType::f32, peer, tag); };
+  auto gather = [&] { tp_->all_gather(slice_.data(), buf, part, DType::f32); };
+  if (!executor_) {
+    get();
+    gather();
+    return;
+  }
+  executor_->run_inline(name, role_, TaskCategory::comm, get);
+  executor_->run_inline("pp.allgather", role_, TaskCategory::comm, gather, -1, 0.0,
+                        (n - part) * sizeof(float));  // a ring: t - 1 slices to the next TP rank
 }
 
 void PipelineStep::send(std::vector<float>& buf, std::unique_ptr<Request>& req, size_t n, int peer, int tag,
                         const char* name) {
-  auto fn = [&] { req = pp_->isend(buf.data(), n, DType::f32, peer, tag); };
-  if (executor_) executor_->run_inline(name, role_, TaskCategory::comm, fn, -1, 0.0, n * sizeof(float));
+  const size_t t = tp_ ? (size_t)tp_->size() : 1, part = n / t, first = tp_ ? part * (size_t)tp_->rank() : 0;
+  auto fn = [&] { req = pp_->isend(buf.data() + first, part, DType::f32, peer, tag); };
+  if (executor_) executor_->run_inline(name, role_, TaskCategory::comm, fn, -1, 0.0, part * sizeof(float));
   else fn();
 }
 

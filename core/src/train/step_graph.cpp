@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <memory>
 #include <set>
 #include <stdexcept>
 
@@ -13,16 +14,18 @@
 #include "moebench/optim/adamw.h"
 #include "moebench/strategies/janus.h"
 #include "moebench/strategies/registry.h"
+#include "moebench/train/pipeline_schedule.h"
 
 namespace moebench {
 namespace {
 
-GraphTask compute(const std::string& name, int layer, double flops) {
+GraphTask compute(const std::string& name, int layer, double flops, int micro = -1) {
   GraphTask t;
   t.name = name;
   t.role = StreamRole::compute;
   t.category = TaskCategory::compute;
   t.layer = layer;
+  t.chunk = micro;
   t.cost.flops = flops;
   return t;
 }
@@ -32,6 +35,55 @@ RoutingSpec routing_of(const Config& cfg) {
   if (spec.kind == RoutingSpec::Kind::learned) spec = parse_routing("uniform");
   return spec;
 }
+
+// One rank's place in the pp x dp x tp world (Megatron order, dist/process_groups.h).
+struct Place {
+  int tp = 1, pp = 1, dp = 1;
+  int tp_rank = 0, dp_rank = 0, pp_rank = 0;
+  int world(int pp_r, int dp_r, int tp_r) const { return pp_r * dp * tp + dp_r * tp + tp_r; }
+};
+
+Place place_of(const Config& cfg, int rank) {
+  Place p;
+  p.tp = std::max(1, cfg.parallel.tp);
+  p.pp = std::max(1, cfg.parallel.pp);
+  p.dp = cfg.parallel.dp > 0 ? cfg.parallel.dp : cfg.run.ranks / (p.tp * p.pp);
+  if (p.dp < 1 || p.tp * p.pp * p.dp != cfg.run.ranks)
+    throw std::invalid_argument("run.ranks = " + std::to_string(cfg.run.ranks) + " is not parallel.pp x dp x tp = " +
+                                std::to_string(p.pp) + " x " + std::to_string(p.dp) + " x " + std::to_string(p.tp));
+  p.tp_rank = rank % p.tp;
+  p.dp_rank = rank / p.tp % p.dp;
+  p.pp_rank = rank / (p.tp * p.dp);
+  return p;
+}
+
+// A ring all-reduce of `floats` over `members` (world ranks, this rank at `me`): 2 (P-1)/P of
+// the bytes to the next member in 2 (P-1) messages. Matched across the members by name, layer
+// and micro-batch.
+GraphTask ring_allreduce(const std::string& name, int layer, double floats, const std::vector<int>& members, int me,
+                         StreamRole role, int micro = -1) {
+  GraphTask t;
+  t.name = name;
+  t.layer = layer;
+  t.chunk = micro;
+  t.category = TaskCategory::comm;
+  t.role = role;
+  const int P = (int)members.size();
+  const uint64_t bytes = (uint64_t)(floats * sizeof(float));
+  if (P > 1) t.cost.bytes_to_peer.push_back({members[(size_t)(me + 1) % P], 2 * bytes * (uint64_t)(P - 1) / (uint64_t)P});
+  t.cost.messages = 2 * (P - 1);
+  return t;
+}
+
+// comm.inter when the members span nodes of the topology, else comm.intra.
+StreamRole role_over(const Topology& topo, const std::vector<int>& members) {
+  std::set<int> nodes;
+  for (int r : members) nodes.insert(topo.node_of(r));
+  return nodes.size() > 1 ? StreamRole::comm_inter : StreamRole::comm_intra;
+}
+
+// The rows of `step` that fall to micro-batch m of M (as even as whole rows allow).
+long micro_share(long rows, int m, int M) { return rows * (m + 1) / M - rows * m / M; }
 
 }  // namespace
 
@@ -43,7 +95,9 @@ std::string step_graph_routing(const Config& cfg) {
 
 StepRouting synthetic_step_routing(const Config& cfg, long step) {
   const int W = cfg.run.ranks, K = cfg.moe.top_k;
-  const long N = (long)(cfg.train.batch_size / W) * cfg.model.seq_len;
+  const Place shape = place_of(cfg, 0);
+  // Tokens belong to data-parallel ranks: the TP ranks (and stages) of one DP rank route the same.
+  const long N = (long)(cfg.train.batch_size / shape.dp) * cfg.model.seq_len;
   const RoutingSpec spec = routing_of(cfg);
   StepRouting out;
   std::vector<int> forced((size_t)N * K);
@@ -52,12 +106,15 @@ StepRouting synthetic_step_routing(const Config& cfg, long step) {
     std::vector<long>& rows = out.rows[l];
     rows.assign((size_t)W * E, 0);
     const long cap = cfg.moe.capacity_factor > 0 ? (long)std::ceil(cfg.moe.capacity_factor * N * K / E) : -1;
-    for (int w = 0; w < W; ++w) {
-      synthetic_expert_choice(forced.data(), spec, (int)N, K, E, cfg.run.seed, step, l, (long)w * N);
-      long* mine = rows.data() + (size_t)w * E;
-      for (int e : forced) ++mine[e];
+    std::vector<long> mine((size_t)E);
+    for (int d = 0; d < shape.dp; ++d) {
+      synthetic_expert_choice(forced.data(), spec, (int)N, K, E, cfg.run.seed, step, l, (long)d * N);
+      std::fill(mine.begin(), mine.end(), 0);
+      for (int e : forced) ++mine[(size_t)e];
       if (cap >= 0)
-        for (int e = 0; e < E; ++e) mine[e] = std::min(mine[e], cap);
+        for (long& c : mine) c = std::min(c, cap);
+      for (int s = 0; s < shape.pp; ++s)
+        for (int t = 0; t < shape.tp; ++t) std::copy(mine.begin(), mine.end(), rows.begin() + (size_t)shape.world(s, d, t) * E);
     }
   }
   return out;
@@ -75,114 +132,228 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
   const int nodes = cfg.cluster.nodes;
   const int per_node = cfg.cluster.devices_per_node > 0 ? cfg.cluster.devices_per_node : W / nodes;
   const Topology topo = Topology::virtual_blocks(nodes, per_node);
-  if (cfg.parallel.tp > 1 || cfg.parallel.pp > 1 || cfg.parallel.microbatches > 1)
-    throw std::invalid_argument("the step graph of a tensor- or pipeline-parallel layout (parallel.tp = " +
-                                std::to_string(cfg.parallel.tp) + ", pp = " + std::to_string(cfg.parallel.pp) +
-                                ", microbatches = " + std::to_string(cfg.parallel.microbatches) +
-                                ") is not built yet: plan and the simulator cover data and expert parallelism only");
-  // ppmoe's expert-parallel group is the (here single-rank) tensor-parallel group.
-  const int ep = cfg.strategy.name == "ppmoe" ? 1 : cfg.parallel.ep > 0 ? cfg.parallel.ep : W;
-  const int B = cfg.train.batch_size / W, T = cfg.model.seq_len, C = cfg.model.hidden, V = cfg.model.vocab_size;
-  const int F = cfg.model.ffn_mult * C, K = cfg.moe.top_k;
-  const long N = (long)B * T;
-  const int group = rank / ep, ep_rank = rank % ep;
-  const std::map<int, std::string> names = block_strategies(cfg, topo.nodes(), topo.devices_per_node());
+  const Place P = place_of(cfg, rank);
+  const int M = std::max(1, cfg.parallel.microbatches);
+  const std::vector<int> bounds = stage_boundaries(cfg.model.layers, P.pp, cfg.parallel.stage_layers);
+  const int first_block = bounds[(size_t)P.pp_rank], end_block = bounds[(size_t)P.pp_rank + 1];
+  const bool first_stage = P.pp_rank == 0, last_stage = P.pp_rank == P.pp - 1;
 
+  const int B = cfg.train.batch_size / (P.dp * M), T = cfg.model.seq_len, C = cfg.model.hidden, V = cfg.model.vocab_size;
+  const int F = cfg.model.ffn_mult * C, K = cfg.moe.top_k;
+  const long N = (long)B * T;  // tokens of one micro-batch on this rank
+  const double act_bytes = (double)N * C * sizeof(float);
+  const double tp = P.tp, vt = cfg.parallel.vocab_parallel ? tp : 1.0;
+
+  // Groups as world ranks.
+  std::vector<int> tp_group, dp_group;
+  for (int t = 0; t < P.tp; ++t) tp_group.push_back(P.world(P.pp_rank, P.dp_rank, t));
+  for (int d = 0; d < P.dp; ++d) dp_group.push_back(P.world(P.pp_rank, d, P.tp_rank));
+  // Experts: inside the TP group for ppmoe (Pipeline MoE), else runs of ep DP ranks; their
+  // replicas are the DP group (ppmoe) or the ranks with the same EP index.
+  const bool ppmoe = cfg.strategy.name == "ppmoe";
+  const int ep = ppmoe ? P.tp : cfg.parallel.ep > 0 ? cfg.parallel.ep : P.dp;
+  const int ep_rank = ppmoe ? P.tp_rank : P.dp_rank % ep;
+  std::vector<int> ep_group, replicas;
+  if (ppmoe) {
+    ep_group = tp_group;
+    replicas = dp_group;
+  } else {
+    for (int p = 0; p < ep; ++p) ep_group.push_back(dp_group[(size_t)(P.dp_rank / ep * ep + p)]);
+    for (int r = 0; r < P.dp / ep; ++r) replicas.push_back(dp_group[(size_t)(r * ep + ep_rank)]);
+  }
+  const int slice = !ppmoe && cfg.moe.expert_tp ? P.tp : 1;
+  const StreamRole dp_role = role_over(topo, dp_group);
+  const std::map<int, std::string> names = block_strategies(cfg, topo.nodes(), topo.devices_per_node());
   std::map<int, int> experts_of;  // MoE block -> experts
   for (size_t i = 0; i < cfg.moe.moe_layers.size(); ++i) experts_of[cfg.moe.moe_layers[i]] = cfg.moe.experts.at(i);
 
-  // DP all-reduce of a gradient bucket: ring over all ranks (data parallel = world here).
-  const bool dp_inter = topo.nodes() > 1;
-  auto allreduce = [&](TaskGraph& g, const std::string& name, double floats, TaskId after, StreamRole role, int peers,
-                       int right, int layer = -1) {
+  TaskGraph g;
+  // The main thread's work in order (compute, blocking receives and TP all-reduces): `last`.
+  TaskId last;
+  auto main_task = [&](GraphTask t) { return last = g.add(std::move(t), {last}); };
+  auto tp_allreduce = [&](int layer, int micro) {
+    // Megatron's g (forward) / f (backward): blocking on the main thread.
+    if (P.tp > 1) main_task(ring_allreduce("tp.allreduce", layer, (double)N * C, tp_group, P.tp_rank, StreamRole::host, micro));
+  };
+  // Pipeline point to point: activations to the next stage, gradients to the previous; named
+  // by the receiving stage's first block and the micro-batch. The receive blocks the main thread;
+  // sends are non-blocking (isend), one FIFO per direction so they never wait behind each other.
+  // Under TP each rank sends its 1/t slice and the receivers all-gather them (PipelineStep).
+  auto pp_recv = [&](const char* name, int boundary, int micro) {
     GraphTask t;
     t.name = name;
-    t.layer = layer;
+    t.layer = boundary;
+    t.chunk = micro;
+    t.category = TaskCategory::comm;
+    t.role = StreamRole::host;
+    main_task(std::move(t));
+    if (P.tp == 1) return;
+    GraphTask a = ring_allreduce("pp.allgather", boundary, 0, tp_group, P.tp_rank, StreamRole::host, micro);
+    a.cost.bytes_to_peer = {{tp_group[(size_t)(P.tp_rank + 1) % P.tp], (uint64_t)(act_bytes * (tp - 1) / tp)}};
+    a.cost.messages = P.tp - 1;  // a ring all-gather: t - 1 slices forwarded
+    main_task(std::move(a));
+  };
+  auto pp_send = [&](const char* name, int boundary, int micro, int to, StreamRole role) {
+    GraphTask t;
+    t.name = name;
+    t.layer = boundary;
+    t.chunk = micro;
     t.category = TaskCategory::comm;
     t.role = role;
-    const uint64_t bytes = (uint64_t)(floats * sizeof(float));
-    if (peers > 1) t.cost.bytes_to_peer.push_back({right, 2 * bytes * (uint64_t)(peers - 1) / (uint64_t)peers});
-    t.cost.messages = 2 * (peers - 1);
-    return g.add(std::move(t), {after});
+    t.peer = to;
+    t.cost.bytes_to_peer.push_back({to, (uint64_t)(act_bytes / tp)});
+    g.add(std::move(t), {last});
   };
-  const StreamRole dp_role = dp_inter ? StreamRole::comm_inter : StreamRole::comm_intra;
-  const int dp_right = (rank + 1) % W;
+  const int next_stage = last_stage ? -1 : P.world(P.pp_rank + 1, P.dp_rank, P.tp_rank);
+  const int prev_stage = first_stage ? -1 : P.world(P.pp_rank - 1, P.dp_rank, P.tp_rank);
+  const StreamRole to_next = last_stage ? StreamRole::comm_intra : role_over(topo, {rank, next_stage});
+  const StreamRole to_prev = to_next == StreamRole::comm_intra ? StreamRole::comm_inter : StreamRole::comm_intra;
 
-  TaskGraph g;
+  // Parameters this rank holds (AdamW's flops) and its gradient buckets, as MoeGpt reports them.
+  double params_held = 0;
+  const double wte = (double)V * C / vt, wpe = (double)T * C;
+  if (first_stage) params_held += wte + wpe;
+  if (last_stage) params_held += 2.0 * C + (cfg.model.tied_head ? (P.pp > 1 ? wte : 0.0) : wte);
+  auto attn_params = [&] { return (4.0 * C * C + 4.0 * C) / tp + 5.0 * C; };
+  auto ffn_params = [&] { return (2.0 * C * F + F) / tp + C; };
+  const double expert_params = (2.0 * C * F + F) / slice + C;
+
   struct Moe {
-    std::unique_ptr<MoeStrategy> strategy;
-    std::unique_ptr<MoeHandle> handle;
+    std::vector<std::unique_ptr<MoeStrategy>> strategies;  // one per micro-batch (activation set)
+    std::vector<std::unique_ptr<MoeHandle>> handles;
     MoeContext ctx;
   };
   std::map<int, Moe> moe;
-  double params_held = (double)V * C + (double)T * C + 2.0 * C + (cfg.model.tied_head ? 0.0 : (double)V * C);
-  TaskId last = g.add(compute("embed.forward", -1, 0.0));
-  for (int l = 0; l < cfg.model.layers; ++l) {
-    last = g.add(compute("attn.forward", l, attn_forward_flops(N, C, T)), {last});
-    params_held += 4.0 * C * C + 9.0 * C;
+  for (int l = first_block; l < end_block; ++l) {
+    params_held += attn_params();
     auto it = experts_of.find(l);
     if (it == experts_of.end()) {
-      last = g.add(compute("ffn.forward", l, ffn_forward_flops(N, C, F)), {last});
-      params_held += 2.0 * C * F + F + C;
+      params_held += ffn_params();
       continue;
     }
     const int E = it->second;
     Moe& m = moe[l];
-    m.strategy = make_strategy(names.at(l), cfg.strategy);
     m.ctx.topology = &topo;
     m.ctx.layer = l;
     m.ctx.experts = E;
     m.ctx.C = C;
-    m.ctx.F = F;
+    m.ctx.F = F / slice;
     m.ctx.ep_rank = ep_rank;
     m.ctx.ep_size = ep;
-    for (int p = 0; p < ep; ++p) m.ctx.ep_world.push_back(group * ep + p);
+    m.ctx.ep_world = ep_group;
     m.ctx.first_local = ep_rank * (E / ep);
     m.ctx.pcie_switch_pairs = cfg.cluster.pcie_switch_pairs;
-    params_held += (double)E * C + (double)(E / ep) * (2.0 * C * F + F + C);
-    // The EP group's rows, from the step's routing of every rank.
+    if (slice > 1) {
+      m.ctx.slice_rank = P.tp_rank;
+      m.ctx.slice_size = slice;
+      m.ctx.slice_world = tp_group;
+    }
+    params_held += (double)E * C + (double)(E / ep) * expert_params;
     const auto rows = routing.rows.find(l);
     if (rows == routing.rows.end() || rows->second.size() != (size_t)W * E)
       throw std::invalid_argument("the routing has no " + std::to_string(W) + " x " + std::to_string(E) +
                                   " counts for MoE block " + std::to_string(l));
-    ExchangeCounts counts;
-    counts.P = ep;
-    counts.E = E;
-    counts.rows.assign(rows->second.begin() + (size_t)group * ep * E, rows->second.begin() + (size_t)(group + 1) * ep * E);
-    m.handle = m.strategy->layout(counts, m.ctx);
-    last = add_block_pass(g, *m.strategy, *m.handle, MoePass::forward, m.ctx, {(int)N, C, E, K}, {last});
-  }
-  last = g.add(compute("head.forward", -1, head_forward_flops(N, C, V)), {last});
-  // Backward, buckets as MoeGpt reports them: ln_f (+ untied head), each block, embeddings.
-  std::vector<TaskId> reduces;
-  last = g.add(compute("head.backward", -1, 2 * head_forward_flops(N, C, V)), {last});
-  reduces.push_back(allreduce(g, "grad.allreduce", 2.0 * C + (cfg.model.tied_head ? 0.0 : (double)V * C), last,
-                              dp_role, W, dp_right));
-  for (int l = cfg.model.layers - 1; l >= 0; --l) {
-    double bucket = 4.0 * C * C + 9.0 * C;
-    auto it = moe.find(l);
-    if (it == moe.end()) {
-      last = g.add(compute("ffn.backward", l, 2 * ffn_forward_flops(N, C, F)), {last});
-      bucket += 2.0 * C * F + F + C;
-    } else {
-      Moe& m = it->second;
-      last = add_block_pass(g, *m.strategy, *m.handle, MoePass::backward, m.ctx, {(int)N, C, m.ctx.experts, K}, {last});
-      bucket += (double)m.ctx.experts * C;
+    for (int mb = 0; mb < M; ++mb) {
+      ExchangeCounts counts;
+      counts.P = ep;
+      counts.E = E;
+      for (int member : ep_group)
+        for (int e = 0; e < E; ++e) counts.rows.push_back(micro_share(rows->second[(size_t)member * E + e], mb, M));
+      m.strategies.push_back(make_strategy(names.at(l), cfg.strategy));
+      m.handles.push_back(m.strategies.back()->layout(counts, m.ctx));
     }
-    last = g.add(compute("attn.backward", l, 2 * attn_forward_flops(N, C, T)), {last});
-    reduces.push_back(allreduce(g, "grad.allreduce", bucket, last, dp_role, W, dp_right, l));
   }
-  last = g.add(compute("embed.backward", -1, 0.0), {last});
-  reduces.push_back(allreduce(g, "grad.allreduce", (double)V * C + (double)T * C, last, dp_role, W, dp_right));
-  const int replicas = W / ep;
-  if (replicas > 1 && !moe.empty()) {  // experts summed over their replicas (ranks ep apart)
+
+  std::vector<TaskId> reduces;
+  auto bucket = [&](int layer, double floats) {
+    reduces.push_back(g.add(ring_allreduce("grad.allreduce", layer, floats, dp_group, P.dp_rank, dp_role), {last}));
+  };
+  for (const PipeOp& op : pipeline_ops(parse_pipe_schedule(cfg.parallel.schedule), P.pp, P.pp_rank, M)) {
+    const int mb = op.micro, chunk = M > 1 ? mb : -1;
+    const bool accumulate_done = op.kind == PipeOp::Kind::backward && mb == M - 1;  // buckets all-reduce now
+    if (op.kind == PipeOp::Kind::forward) {
+      if (first_stage) {
+        main_task(compute("embed.forward", -1, 0.0, chunk));
+        if (cfg.parallel.vocab_parallel) tp_allreduce(-1, chunk);
+      } else {
+        pp_recv("pp.forward", first_block, mb);
+      }
+      for (int l = first_block; l < end_block; ++l) {
+        main_task(compute("attn.forward", l, attn_forward_flops(N, C, T) / tp, chunk));
+        tp_allreduce(l, chunk);
+        auto it = moe.find(l);
+        if (it == moe.end()) {
+          main_task(compute("ffn.forward", l, ffn_forward_flops(N, C, F) / tp, chunk));
+          tp_allreduce(l, chunk);
+          continue;
+        }
+        Moe& m = it->second;
+        last = add_block_pass(g, *m.strategies[(size_t)mb], *m.handles[(size_t)mb], MoePass::forward, m.ctx,
+                              {(int)N, C, m.ctx.experts, K}, {last});
+      }
+      if (last_stage) main_task(compute("head.forward", -1, head_forward_flops(N, C, (int)(V / vt)), chunk));
+      else pp_send("pp.forward", end_block, mb, next_stage, to_next);
+      continue;
+    }
+    if (last_stage) {
+      main_task(compute("head.backward", -1, 2 * head_forward_flops(N, C, (int)(V / vt)), chunk));
+      if (accumulate_done) bucket(-1, 2.0 * C + (cfg.model.tied_head ? 0.0 : wte));
+    } else {
+      pp_recv("pp.backward", end_block, mb);
+    }
+    for (int l = end_block - 1; l >= first_block; --l) {
+      double floats = attn_params();
+      auto it = moe.find(l);
+      if (it == moe.end()) {
+        main_task(compute("ffn.backward", l, 2 * ffn_forward_flops(N, C, F) / tp, chunk));
+        tp_allreduce(l, chunk);
+        floats += ffn_params();
+      } else {
+        Moe& m = it->second;
+        last = add_block_pass(g, *m.strategies[(size_t)mb], *m.handles[(size_t)mb], MoePass::backward, m.ctx,
+                              {(int)N, C, m.ctx.experts, K}, {last});
+        floats += (double)m.ctx.experts * C;
+      }
+      main_task(compute("attn.backward", l, 2 * attn_forward_flops(N, C, T) / tp, chunk));
+      tp_allreduce(l, chunk);
+      if (accumulate_done) bucket(l, floats);
+    }
+    if (first_stage) {
+      main_task(compute("embed.backward", -1, 0.0, chunk));
+      if (accumulate_done) bucket(-1, wte + wpe);
+    } else {
+      pp_send("pp.backward", first_block, mb, prev_stage, to_prev);
+    }
+  }
+  // Once per step, on the main thread once every bucket is reduced (Distributed::
+  // finish_gradients): the routers' partial gradients over TP (ppmoe, sliced experts) and the
+  // tied embedding's gradient between the first and the last stage.
+  auto after_buckets = [&](GraphTask t) {
+    std::vector<TaskId> deps = reduces;
+    deps.push_back(last);
+    last = g.add(std::move(t), deps);
+    reduces.push_back(last);
+  };
+  double router_floats = 0;
+  for (const auto& [l, m] : moe) router_floats += (double)m.ctx.experts * C;
+  if (P.tp > 1 && (ppmoe || slice > 1) && router_floats > 0)
+    after_buckets(ring_allreduce("tp.partial_allreduce", -1, router_floats, tp_group, P.tp_rank, StreamRole::host));
+  if (P.pp > 1 && cfg.model.tied_head && (first_stage || last_stage)) {
+    GraphTask t;
+    t.name = "pp.tied_grad";
+    t.category = TaskCategory::comm;
+    t.role = StreamRole::host;
+    t.peer = P.world(first_stage ? P.pp - 1 : 0, P.dp_rank, P.tp_rank);
+    t.cost.bytes_to_peer.push_back({t.peer, (uint64_t)(wte * sizeof(float))});
+    after_buckets(std::move(t));
+  }
+  if (replicas.size() > 1 && !moe.empty()) {  // experts summed over their replicas
     double floats = 0;
-    for (const auto& [l, m] : moe) floats += (double)(m.ctx.experts / ep) * (2.0 * C * F + F + C);
-    std::set<int> edp_nodes;
-    for (int r = 0; r < replicas; ++r) edp_nodes.insert(topo.node_of(r * ep + ep_rank));
-    reduces.push_back(allreduce(g, "expert.allreduce", floats, last,
-                                edp_nodes.size() > 1 ? StreamRole::comm_inter : StreamRole::comm_intra, replicas,
-                                ((group + 1) % replicas) * ep + ep_rank));
+    for (const auto& [l, m] : moe) floats += (double)(m.ctx.experts / ep) * expert_params;
+    reduces.push_back(g.add(ring_allreduce("expert.allreduce", -1, floats, replicas,
+                                           (int)(std::find(replicas.begin(), replicas.end(), rank) - replicas.begin()),
+                                           role_over(topo, replicas)),
+                            {last}));
   }
   g.add(compute("optimizer", -1, adamw_flops((size_t)params_held)), reduces);
   return g;

@@ -11,8 +11,11 @@
 namespace moebench {
 namespace {
 
+// A task of MoE block `layer`'s passes: not its attention, TP all-reduce, gradient bucket or
+// pipeline transfer (those carry the block's index too).
 bool block_task(const GraphTask& t, int layer) {
-  return t.layer == layer && t.name.rfind("attn.", 0) != 0 && t.name != "grad.allreduce";
+  return t.layer == layer && t.name.rfind("attn.", 0) != 0 && t.name.rfind("tp.", 0) != 0 &&
+         t.name.rfind("pp.", 0) != 0 && t.name != "grad.allreduce";
 }
 
 using Interval = std::pair<double, double>;
@@ -61,24 +64,25 @@ std::vector<BlockSplit> block_splits(const Config& cfg, const StepSimulation& st
     BlockSplit b;
     b.block = l;
     b.strategy = names.count(l) ? names.at(l) : cfg.strategy.name;
+    int holders = 0;  // ranks whose stage holds the block
     for (int r = 0; r < W; ++r) {
       const TaskGraph& g = step.graphs[(size_t)r];
       const auto& times = step.result.tasks[(size_t)r];
-      // Forward tasks come before the head's backward in the graph, backward ones after.
-      int split = (int)g.size();
-      for (int i = 0; i < (int)g.size(); ++i)
-        if (g.task(i).name == "head.backward") split = i;
-      for (int pass = 0; pass < 2; ++pass) {
-        double first = 0, last = 0, compute = 0;
-        bool any = false;
+      bool holds = false;
+      // Each pass of the block (per micro-batch) is one run of consecutive tasks of the graph.
+      for (int i = 0; i < (int)g.size();) {
+        if (!block_task(g.task(i), l)) {
+          ++i;
+          continue;
+        }
+        holds = true;
+        double first = times[(size_t)i].start, last = times[(size_t)i].end, compute = 0;
         std::vector<Interval> comm, busy;
-        for (int i = pass ? split : 0; i < (pass ? (int)g.size() : split); ++i) {
+        for (; i < (int)g.size() && block_task(g.task(i), l); ++i) {
           const GraphTask& t = g.task(i);
-          if (!block_task(t, l)) continue;
           const SimulatedTask& s = times[(size_t)i];
-          first = any ? std::min(first, s.start) : s.start;
-          last = any ? std::max(last, s.end) : s.end;
-          any = true;
+          first = std::min(first, s.start);
+          last = std::max(last, s.end);
           if (t.category == TaskCategory::comm) {
             comm.push_back({s.start, s.end});
           } else {
@@ -86,14 +90,19 @@ std::vector<BlockSplit> block_splits(const Config& cfg, const StepSimulation& st
             if (t.role == StreamRole::compute) compute += s.end - s.start;
           }
         }
-        if (!any) continue;
         std::vector<Interval> all = comm;
         all.insert(all.end(), busy.begin(), busy.end());
         const double exposed = union_length(all) - union_length(busy);
-        b.compute_s += compute / W;
-        b.comm_s += exposed / W;
-        b.idle_s += std::max(0.0, (last - first) - compute - exposed) / W;
+        b.compute_s += compute;
+        b.comm_s += exposed;
+        b.idle_s += std::max(0.0, (last - first) - compute - exposed);
       }
+      holders += holds;
+    }
+    if (holders > 0) {
+      b.compute_s /= holders;
+      b.comm_s /= holders;
+      b.idle_s /= holders;
     }
     out.push_back(b);
   }

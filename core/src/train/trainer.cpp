@@ -71,8 +71,9 @@ Trainer::Trainer(const Config& cfg, std::string out_dir, Communicator* world)
   model_->init(cfg_.run.seed);
   if (dist_) dist_->attach(*model_, cfg_);
   model_->set_routing(parse_routing(cfg_.moe.routing), cfg_.run.seed);
-  pipeline_ = std::make_unique<PipelineStep>(*model_, dist_ ? &dist_->groups().pp() : nullptr, &executor(), schedule,
-                                             micro_, dist_ ? dist_->pp_role() : StreamRole::comm_intra);
+  pipeline_ = std::make_unique<PipelineStep>(*model_, dist_ ? &dist_->groups().pp() : nullptr,
+                                             dist_ ? &dist_->groups().tp() : nullptr, &executor(), schedule, micro_,
+                                             dist_ ? dist_->pp_role() : StreamRole::comm_intra);
   AdamWHyper h{cfg_.train.beta1, cfg_.train.beta2, cfg_.train.eps, cfg_.train.weight_decay};
   opt_ = std::make_unique<AdamW>(model_->params().size(), h);
   const size_t n = (size_t)micro_ * micro_batch_ * cfg_.model.seq_len;

@@ -10,6 +10,10 @@
 // micro-batch's backward accumulates the gradient of (its loss) / microbatches, so a step is
 // the gradient of the mean over micro-batches; with one stage this is plain gradient
 // accumulation, with one micro-batch a plain step.
+// Under tensor parallelism every TP rank of a stage holds the same activation, so each sends only
+// its 1/t slice to its peer of the next stage, which all-gathers the slices over its TP group
+// (Megatron's scatter/gather optimisation, Narayanan et al. 2021 §4.1): the inter-stage link
+// carries the activation once instead of t times. The all-gather is the comm span "pp.allgather".
 #include <functional>
 #include <memory>
 #include <vector>
@@ -25,10 +29,11 @@ class Request;
 
 class PipelineStep {
  public:
-  // pp: the pipeline group (rank = stage), nullptr or size 1 for a single stage. executor:
+  // pp: the pipeline group (rank = stage), nullptr or size 1 for a single stage. tp: this
+  // stage's tensor-parallel group (nullptr or size 1: whole activations are sent). executor:
   // records the p2p spans (nullptr: none). role: the stream role of the p2p links.
-  PipelineStep(MoeGpt& model, Communicator* pp, Executor* executor, PipeSchedule schedule, int microbatches,
-               StreamRole role);
+  PipelineStep(MoeGpt& model, Communicator* pp, Communicator* tp, Executor* executor, PipeSchedule schedule,
+               int microbatches, StreamRole role);
   ~PipelineStep();
 
   // Forward and backward of every micro-batch (batch(m) gives micro-batch m). Returns this
@@ -48,11 +53,13 @@ class PipelineStep {
 
   MoeGpt& model_;
   Communicator* pp_;
+  Communicator* tp_;  // null when the stage is not tensor-parallel
   Executor* executor_;
   PipeSchedule schedule_;
   int micro_;
   StreamRole role_;
   std::vector<float> in_, dout_;                   // received activation / output gradient
+  std::vector<float> slice_;                       // this TP rank's received slice (all-gather input)
   std::vector<std::vector<float>> out_, din_;      // per slot: sent activation / input gradient
   std::vector<std::unique_ptr<Request>> out_req_, din_req_;
 };

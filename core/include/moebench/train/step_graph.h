@@ -1,17 +1,32 @@
 #pragma once
 // The task graph of one training iteration of one rank, built without buffers and without
-// MPI (`moebench plan --graph RANK`; the simulator replays it): embeddings, per block the
-// attention part and the FFN (dense, or the MoE block's graph from its strategy: moe/
-// block_graph.h), the LM head; backward in reverse with each gradient bucket's all-reduce
-// (ring over the data-parallel ranks) as soon as the bucket is complete, the experts'
-// all-reduce over their replicas, and the optimizer.
+// MPI (`moebench plan --graph RANK`; the simulator replays it), for any pp x dp x tp layout
+// (Megatron rank order, dist/process_groups.h):
+//   per micro-batch, in the order of the pipeline schedule (train/pipeline_schedule.h):
+//     forward   [first stage: embeddings | pp.forward receive] -> per block of this stage the
+//               attention, the TP all-reduce (Megatron's g), the FFN (dense + g, or the MoE
+//               block's graph from its strategy: moe/block_graph.h) -> [last stage: LM head |
+//               pp.forward send]
+//     backward  mirrored, each f all-reduce after its sub-layer; on the last micro-batch each
+//               gradient bucket's all-reduce over the DP group as soon as it is complete
+//   then the routers' partial gradients over TP (ppmoe, sliced experts), the tied embedding
+//   between the first and the last stage, the experts' all-reduce over their replicas, and the
+//   optimizer.
+// The main thread's work is one chain (compute on the compute role; blocking receives and TP
+// all-reduces on the host role, as the runtime runs them inline); pipeline sends are non-blocking,
+// activations and gradients on two comm roles so that one direction never queues behind the
+// other (MPI progresses isends independently).
 //
 // Routing: the MoE blocks' counts come from a StepRouting: the config's synthetic routing, or a
-// measured run's recorded routing (train/trace_routing.h).
+// measured run's recorded routing (train/trace_routing.h). A micro-batch takes its share of the
+// step's rows (as even as whole rows allow).
 //
-// Costs: the dense stages' flops of model/dense_costs.h (what the model's spans carry);
-//   grad.allreduce 2 b (P-1)/P bytes to the ring neighbour for a bucket of b bytes;
-//   optimizer 10 flops per parameter held (AdamW).
+// Costs: the dense stages' flops of model/dense_costs.h divided over TP (what the model's spans
+// carry); a ring all-reduce of b bytes over P ranks sends 2 b (P-1)/P bytes to the next rank in
+// 2 (P-1) messages; pipeline sends carry the micro-batch's N x C activations, 1/t of them per TP
+// rank, all-gathered over TP at the receiver (pp.allgather); optimizer 10 flops per parameter
+// held (AdamW). Not modelled: the vocabulary-parallel cross-entropy's small
+// statistics all-reduces, the wait for a slot's previous send.
 #include <map>
 #include <string>
 #include <vector>
@@ -23,6 +38,7 @@ namespace moebench {
 
 // The rows every world rank routes to each expert of every MoE block in one step (after the
 // capacity cap): rows[block][rank * E + e]. The simulator builds all ranks' graphs from one.
+// The TP ranks and stages of one data-parallel rank hold the same tokens, so the same rows.
 struct StepRouting {
   std::map<int, std::vector<long>> rows;
 };

@@ -3,11 +3,12 @@
 // built from one StepRouting and replayed on a cluster (perf/simulator.h). Everything here is
 // predicted.
 //
-// Per MoE block split (block_splits), for each rank and pass (forward, backward) over the
-// block's tasks (layer L, neither the attention's nor the gradient all-reduce): the window from
-// the pass's first start to its last end; compute = the compute role's compute tasks' time in
-// it; comm = the time comm tasks run while no compute task of the block does (exposed); idle =
-// window - compute - comm. Means over ranks, passes summed.
+// Per MoE block split (block_splits), for each rank and pass (forward, backward; per micro-batch)
+// over the block's tasks (layer L; not the attention's, TP all-reduces, gradient buckets or
+// pipeline transfers): the window from the pass's first start to its last end; compute = the
+// compute role's compute tasks' time in it; comm = the time comm tasks run while no compute task
+// of the block does (exposed); idle = window - compute - comm. Passes summed, means over the
+// ranks whose pipeline stage holds the block.
 #include <string>
 #include <vector>
 

@@ -1,0 +1,206 @@
+#include "moebench/perf/calibration.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+
+#include "moebench/dist/communicator.h"
+#include "moebench/tensor/matmul.h"
+#include "moebench/tensor/rng.h"
+
+namespace moebench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// The fastest repetition: every repetition has the ranks competing with each other, as in a run;
+// what else the machine does meanwhile (another job, a build) only ever slows one down.
+double fastest(const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }
+
+// The slowest rank's value (every rank measured at once, so the step waits for that one).
+double slowest(Communicator& world, double seconds) {
+  world.all_reduce(&seconds, 1, DType::f64, ReduceOp::max);
+  return seconds;
+}
+
+double time_copy(size_t bytes, int repeats) {
+  std::vector<char> a(bytes, 1), b(bytes, 0);
+  std::memcpy(b.data(), a.data(), bytes);  // fault the pages in
+  std::vector<double> t;
+  for (int i = 0; i < repeats; ++i) {
+    const auto t0 = Clock::now();
+    std::memcpy(b.data(), a.data(), bytes);
+    t.push_back(seconds_since(t0));
+    a[(size_t)i % bytes] = b[bytes - 1 - (size_t)i % bytes];  // the copy is used
+  }
+  return fastest(t);
+}
+
+// Round trip of an 8-byte message between ranks 0 and 1, halved; the others wait.
+double time_latency(Communicator& world, int repeats) {
+  const int me = world.rank(), rounds = 200;
+  double word = 0;
+  std::vector<double> t;
+  for (int r = 0; r < repeats; ++r) {
+    world.barrier();
+    const auto t0 = Clock::now();
+    for (int i = 0; i < rounds && me < 2; ++i) {
+      if (me == 0) {
+        world.send(&word, 1, DType::f64, 1);
+        world.recv(&word, 1, DType::f64, 1);
+      } else {
+        world.recv(&word, 1, DType::f64, 0);
+        world.send(&word, 1, DType::f64, 0);
+      }
+    }
+    t.push_back(seconds_since(t0) / (2.0 * rounds));
+  }
+  double lat = fastest(t);
+  world.broadcast(&lat, 1, DType::f64, 0);
+  return lat;
+}
+
+double time_alltoall(Communicator& world, size_t bytes_per_peer, int repeats) {
+  const int P = world.size();
+  const size_t n = bytes_per_peer / sizeof(float);
+  std::vector<float> send(n * (size_t)P, 1.0f), recv(n * (size_t)P);
+  std::vector<size_t> counts((size_t)P, n), displs((size_t)P);
+  for (int p = 0; p < P; ++p) displs[(size_t)p] = n * (size_t)p;
+  auto once = [&] {
+    world.all_to_all_v(send.data(), counts.data(), displs.data(), recv.data(), counts.data(), displs.data(),
+                       DType::f32);
+  };
+  once();
+  std::vector<double> t;
+  for (int r = 0; r < repeats; ++r) {
+    world.barrier();
+    const auto t0 = Clock::now();
+    once();
+    t.push_back(slowest(world, seconds_since(t0)));
+  }
+  return fastest(t);
+}
+
+std::string hostname() {
+  char buf[256] = {0};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  return buf;
+}
+
+}  // namespace
+
+std::vector<GemmSample> calibration_shapes(bool quick) {
+  // Rows x hidden -> output, from a small model's per-expert slice to a large dense FFN.
+  struct Shape { int m, k, n; };
+  static const Shape full[] = {{16, 64, 256},    {64, 64, 256},     {64, 128, 512},   {256, 128, 512},
+                               {256, 256, 1024}, {512, 512, 1024},  {1024, 512, 2048}, {1024, 1024, 2048}};
+  static const Shape small[] = {{16, 64, 256}, {64, 128, 512}, {256, 256, 1024}};
+  std::vector<GemmSample> out;
+  for (const Shape& s : quick ? std::vector<Shape>(std::begin(small), std::end(small))
+                              : std::vector<Shape>(std::begin(full), std::end(full))) {
+    GemmSample g;
+    g.m = s.m, g.k = s.k, g.n = s.n;
+    g.flops = 2.0 * s.m * s.k * s.n;
+    out.push_back(g);
+  }
+  return out;
+}
+
+double time_gemm(int m, int k, int n, int repeats) {
+  Rng rng(11);
+  std::vector<float> in((size_t)m * k), w((size_t)n * k), out((size_t)m * n);
+  for (float& x : in) x = rng.uniform();
+  for (float& x : w) x = rng.uniform();
+  matmul_forward(out.data(), in.data(), w.data(), nullptr, m, k, n);  // warm-up
+  // Small shapes are repeated inside one timing so the clock's resolution does not matter.
+  const int inner = std::max(1, (int)(2e7 / (2.0 * m * k * n)));
+  std::vector<double> t;
+  for (int r = 0; r < repeats; ++r) {
+    const auto t0 = Clock::now();
+    for (int i = 0; i < inner; ++i) matmul_forward(out.data(), in.data(), w.data(), nullptr, m, k, n);
+    t.push_back(seconds_since(t0) / inner);
+  }
+  return fastest(t);
+}
+
+Calibration measure_calibration(Communicator& world, const CalibrationOptions& o) {
+  if (world.size() < 2)
+    throw std::invalid_argument("calibration measures messages between ranks: it needs at least 2, got " +
+                                std::to_string(world.size()));
+  if (o.threads < 1 || o.repeats < 1) throw std::invalid_argument("calibration: threads and repeats must be >= 1");
+  set_num_threads(o.threads);
+  Calibration c;
+  c.host = hostname();
+  c.ranks = world.size();
+  c.threads = o.threads;
+  c.gemm = calibration_shapes(o.quick);
+  for (GemmSample& g : c.gemm) {
+    world.barrier();
+    g.seconds = slowest(world, time_gemm(g.m, g.k, g.n, o.repeats));
+  }
+  const size_t copy_bytes = o.quick ? (size_t(8) << 20) : (size_t(64) << 20);
+  world.barrier();
+  c.copy_bandwidth = (double)copy_bytes / slowest(world, time_copy(copy_bytes, o.repeats));
+  c.latency = time_latency(world, o.repeats);
+  c.alltoall_bytes = o.quick ? double(256 << 10) : double(2 << 20);
+  const double P = world.size();
+  const double a2a = time_alltoall(world, (size_t)c.alltoall_bytes, o.repeats);
+  c.bandwidth = (P - 1) * c.alltoall_bytes / std::max(a2a - (P - 1) * c.latency, 0.5 * a2a);
+  return c;
+}
+
+ClusterSpec calibrated_cluster(const Calibration& c) {
+  ClusterSpec s;
+  s.name = "local";
+  s.nodes = 1;
+  s.devices_per_node = c.ranks;
+  double best = 0;
+  for (const GemmSample& g : c.gemm) best = std::max(best, g.rate());
+  s.device_flops = best;
+  for (const GemmSample& g : c.gemm) s.efficiency.push_back({g.flops, g.rate() / best});
+  s.copy_bandwidth = c.copy_bandwidth;
+  s.intra = {c.bandwidth, c.latency};
+  s.inter = s.intra;  // virtual nodes of one machine: the same shared memory
+  return s;
+}
+
+std::string calibrated_cluster_file(const Calibration& c, const std::string& command) {
+  const ClusterSpec s = calibrated_cluster(c);
+  std::string out;
+  char line[512];
+  auto add = [&](const char* fmt, auto... args) {
+    std::snprintf(line, sizeof line, fmt, args...);
+    out += line;
+  };
+  add("# This machine (%s), measured by `%s`.\n", c.host.c_str(), command.c_str());
+  add("# %d ranks measured at once, %d BLAS thread(s) each (what a run of %d ranks gives a rank here).\n",
+      c.ranks, c.threads, c.ranks);
+  out += "# sgemm (matmul_forward), seconds of the slowest rank per shape (fastest repetition):\n";
+  for (const GemmSample& g : c.gemm)
+    add("#   %5d x %5d x %5d  %10.3e FLOP  %10.3e s  %8.2f GFLOP/s\n", g.m, g.k, g.n, g.flops, g.seconds,
+        g.rate() / 1e9);
+  add("# memcpy %.2f GB/s per rank; 8-byte ping-pong %.2f us one way; all-to-all of %.0f KiB per peer\n",
+      c.copy_bandwidth / 1e9, c.latency * 1e6, c.alltoall_bytes / 1024);
+  add("# %.2f GB/s out of each rank. One node: its devices are the ranks (devices_per_node follows the\n",
+      c.bandwidth / 1e9);
+  out += "# config's run.ranks); the inter-node link is the same shared memory. Bandwidths GB/s (1e9 B/s).\n";
+  out += "[cluster]\nname = \"local\"\nnodes = 1\n";
+  add("device_tflops = %.6g\n", s.device_flops / 1e12);
+  out += "efficiency_flops = [";
+  for (size_t i = 0; i < s.efficiency.size(); ++i) add("%s%.6g", i ? ", " : "", s.efficiency[i].flops);
+  out += "]\nefficiency = [";
+  for (size_t i = 0; i < s.efficiency.size(); ++i) add("%s%.4f", i ? ", " : "", s.efficiency[i].efficiency);
+  out += "]\n";
+  add("copy_bw_gbs = %.6g\n", s.copy_bandwidth / 1e9);
+  add("intra_bw_gbs = %.6g\nintra_latency_us = %.6g\n", s.intra.bandwidth / 1e9, s.intra.latency * 1e6);
+  add("inter_bw_gbs = %.6g\ninter_latency_us = %.6g\n", s.inter.bandwidth / 1e9, s.inter.latency * 1e6);
+  return out;
+}
+
+}  // namespace moebench

@@ -1,0 +1,221 @@
+// The step graph of tensor- and pipeline-parallel layouts (train/step_graph.h): a pipeline
+// stage's graph against a hand-built one, sliced pipeline sends under TP, ppmoe's MoE block moving only the TP all-reduce of
+// Pipeline MoE §3.3.4, the replayed pipeline's makespan inside the 1F1B / GPipe bounds, and every
+// layout of the equivalence matrix replaying without a deadlock.
+#include <QtTest>
+
+#include <numeric>
+
+#include "moebench/config/config_loader.h"
+#include "moebench/model/dense_costs.h"
+#include "moebench/optim/adamw.h"
+#include "moebench/perf/simulator.h"
+#include "moebench/train/step_graph.h"
+#include "test_support.h"
+
+using namespace moebench;
+
+namespace {
+
+Config tiny(std::vector<std::string> sets) {
+  sets.push_back("cluster.nodes=1");
+  return load_config(test::tiny_config_path(), sets);
+}
+
+GraphTask task(const char* name, TaskCategory category, StreamRole role, int layer, int chunk, double flops = 0) {
+  GraphTask t;
+  t.name = name;
+  t.category = category;
+  t.role = role;
+  t.layer = layer;
+  t.chunk = chunk;
+  t.cost.flops = flops;
+  return t;
+}
+
+// The first task where two graphs differ, in words (for failure messages).
+QString first_difference(const TaskGraph& a, const TaskGraph& b) {
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+    const GraphTask &x = a.task((int)i), &y = b.task((int)i);
+    TaskGraph one, other;
+    GraphTask xc = x, yc = y;
+    xc.deps.clear(), yc.deps.clear();
+    one.add(xc);
+    other.add(yc);
+    if (!one.same_schedule(other) || x.deps != y.deps)
+      return QString("task %1: %2 (layer %3 chunk %4, %5 deps) vs %6 (layer %7 chunk %8, %9 deps)")
+          .arg(i).arg(x.name.c_str()).arg(x.layer).arg(x.chunk).arg(x.deps.size())
+          .arg(y.name.c_str()).arg(y.layer).arg(y.chunk).arg(y.deps.size());
+  }
+  return QString("sizes %1 vs %2").arg(a.size()).arg(b.size());
+}
+
+double makespan(const Config& cfg) {
+  std::vector<TaskGraph> graphs;
+  for (int r = 0; r < cfg.run.ranks; ++r) graphs.push_back(build_step_graph(cfg, r));
+  std::vector<const TaskGraph*> ptrs;
+  for (const TaskGraph& g : graphs) ptrs.push_back(&g);
+  return simulate_graphs(ptrs, ClusterNetwork(cluster_model(cfg))).makespan;
+}
+
+}  // namespace
+
+class TestStepGraph : public QObject {
+  Q_OBJECT
+ private slots:
+  // Stage 0 of pp = 2 x dp = 2 with 2 micro-batches under 1F1B (F0 F1 B0 B1 for this stage):
+  // activations out and gradients in per micro-batch, the buckets on the last backward only,
+  // then the tied embedding exchanged with the last stage.
+  void pipeline_stage_against_hand_built() {
+    const Config cfg = tiny({"run.ranks=4", "parallel.pp=2", "parallel.microbatches=2"});
+    const double N = 1 * 16, C = 32, T = 16, F = 64, V = 32;  // micro-batch 1 sequence of 16
+    TaskGraph want;
+    TaskId last;
+    auto main = [&](GraphTask t) { return last = want.add(std::move(t), {last}); };
+    auto send = [&](int chunk) {
+      GraphTask t = task("pp.forward", TaskCategory::comm, StreamRole::comm_intra, 1, chunk);
+      t.peer = 2;  // stage 1, same DP rank
+      t.cost.bytes_to_peer.push_back({2, (uint64_t)(N * C * 4)});
+      want.add(std::move(t), {last});
+    };
+    for (int m = 0; m < 2; ++m) {
+      main(task("embed.forward", TaskCategory::compute, StreamRole::compute, -1, m));
+      main(task("attn.forward", TaskCategory::compute, StreamRole::compute, 0, m, attn_forward_flops(N, C, T)));
+      main(task("ffn.forward", TaskCategory::compute, StreamRole::compute, 0, m, ffn_forward_flops(N, C, F)));
+      send(m);
+    }
+    const double block_floats = (4 * C * C + 9 * C) + (2 * C * F + F + C), embed_floats = V * C + T * C;
+    std::vector<TaskId> reduces;
+    auto bucket = [&](int layer, double floats) {
+      GraphTask t = task("grad.allreduce", TaskCategory::comm, StreamRole::comm_intra, layer, -1);
+      t.cost.bytes_to_peer.push_back({1, (uint64_t)(floats * 4)});  // 2 (P-1)/P = 1 of it, DP peer rank 1
+      t.cost.messages = 2;
+      reduces.push_back(want.add(std::move(t), {last}));
+    };
+    for (int m = 0; m < 2; ++m) {
+      main(task("pp.backward", TaskCategory::comm, StreamRole::host, 1, m));
+      main(task("ffn.backward", TaskCategory::compute, StreamRole::compute, 0, m, 2 * ffn_forward_flops(N, C, F)));
+      main(task("attn.backward", TaskCategory::compute, StreamRole::compute, 0, m, 2 * attn_forward_flops(N, C, T)));
+      if (m == 1) bucket(0, block_floats);
+      main(task("embed.backward", TaskCategory::compute, StreamRole::compute, -1, m));
+      if (m == 1) bucket(-1, embed_floats);
+    }
+    GraphTask tied = task("pp.tied_grad", TaskCategory::comm, StreamRole::host, -1, -1);
+    tied.peer = 2;
+    tied.cost.bytes_to_peer.push_back({2, (uint64_t)(V * C * 4)});
+    std::vector<TaskId> deps = reduces;
+    deps.push_back(last);
+    reduces.push_back(want.add(std::move(tied), deps));
+    want.add(task("optimizer", TaskCategory::compute, StreamRole::compute, -1, -1,
+                  adamw_flops((size_t)(embed_floats + block_floats))),
+             reduces);
+    const TaskGraph got = build_step_graph(cfg, 0);
+    QVERIFY2(got.same_schedule(want), qPrintable(first_difference(got, want)));
+  }
+
+  // ppmoe with tp = 2: the MoE block moves no all-to-all; its combine is one all-reduce per pass
+  // of 2 (t-1)/t x b s h x 4 bytes (Pipeline MoE §3.3.4), the gate sync h x E x 4 once per step.
+  void ppmoe_moves_only_the_tp_allreduce() {
+    const Config cfg = tiny({"run.ranks=2", "parallel.tp=2", "strategy.name=\"ppmoe\""});
+    const TaskGraph g = build_step_graph(cfg, 1);
+    const double bsh = 4 * 16 * 32, t = 2, E = 4, h = 32;
+    std::map<std::string, std::vector<uint64_t>> comm;  // name -> bytes per task
+    for (const GraphTask& x : g.tasks())
+      if (x.category == TaskCategory::comm) comm[x.name].push_back(x.cost.bytes_sent());
+    for (const auto& [name, bytes] : comm) {
+      QVERIFY2(name.find("a2a") == std::string::npos && name.find("dispatch") == std::string::npos, name.c_str());
+      for (uint64_t b : bytes)
+        if (name != "grad.allreduce" && name != "expert.allreduce") QVERIFY2(b > 0, name.c_str());
+    }
+    const uint64_t pass = (uint64_t)(2 * (t - 1) / t * bsh * 4);
+    QCOMPARE(comm["moe.allreduce"], std::vector<uint64_t>({pass}));
+    QCOMPARE(comm["moe.allreduce_grad"], std::vector<uint64_t>({pass}));
+    QCOMPARE(comm["tp.partial_allreduce"], std::vector<uint64_t>({(uint64_t)(2 * (t - 1) / t * h * E * 4)}));
+    // Megatron's g and f: the attention's pair in both blocks, the dense FFN's pair in block 0.
+    QCOMPARE(comm["tp.allreduce"], std::vector<uint64_t>(6, pass));
+    // The experts are split over the TP group: rank 1 computes experts 2 and 3 only.
+    for (const GraphTask& x : g.tasks())
+      if (x.expert >= 0) QVERIFY2(x.expert >= 2, x.name.c_str());
+  }
+
+  // pp = 2 x tp = 2: each TP rank sends half of the micro-batch's activation to its peer of the
+  // next stage, which all-gathers the halves over its TP group (Megatron's scatter/gather).
+  void pipeline_sends_slices_under_tp() {
+    const Config cfg = tiny({"run.ranks=4", "parallel.pp=2", "parallel.tp=2", "parallel.microbatches=2"});
+    const uint64_t act = 2 * 16 * 32 * 4;  // dp = 1: micro-batches of 2 sequences of 16, hidden 32
+    const TaskGraph first = build_step_graph(cfg, 1), second = build_step_graph(cfg, 3);
+    int sends = 0, gathers = 0;
+    for (const GraphTask& t : first.tasks())
+      if (t.name == "pp.forward") {
+        ++sends;
+        QCOMPARE(t.cost.bytes_to_peer, (std::vector<std::pair<int, uint64_t>>{{3, act / 2}}));
+      }
+    for (const GraphTask& t : second.tasks())
+      if (t.name == "pp.allgather") {
+        ++gathers;
+        QCOMPARE(t.cost.bytes_to_peer, (std::vector<std::pair<int, uint64_t>>{{2, act / 2}}));
+        QCOMPARE(t.cost.messages, 1);
+      }
+    QCOMPARE(sends, 2);
+    QCOMPARE(gathers, 2);  // the forward activations; the first stage gathers the gradients
+  }
+
+  // Four stages of one block each, links so fast that only compute counts. With 8 micro-batches
+  // the replayed step lies between (M + P - 1) x the cheapest and the dearest stage's time per
+  // micro-batch (fill and drain around M micro-batches), for 1F1B and GPipe alike; with one
+  // micro-batch the stages run one after another.
+  void pipeline_bubble_within_the_schedule_bounds() {
+    for (const char* schedule : {"1f1b", "gpipe"})
+      for (int M : {8, 1}) {
+        const Config cfg = tiny({"run.ranks=4", "model.layers=4", "moe.moe_layers=[]", "parallel.pp=4",
+                                 "train.batch_size=" + std::to_string(M), "parallel.microbatches=" + std::to_string(M),
+                                 "cluster.intra_bw_gbs=1e9", "cluster.intra_latency_us=0", "cluster.device_tflops=0.001",
+                                 std::string("parallel.schedule=\"") + schedule + "\""});
+        const ClusterModel cluster = cluster_model(cfg);
+        std::vector<double> stage(4, 0.0);  // forward + backward of one micro-batch on each stage
+        for (int s = 0; s < 4; ++s) {
+          const TaskGraph g = build_step_graph(cfg, s);
+          for (const GraphTask& t : g.tasks())
+            if (t.category == TaskCategory::compute && (t.chunk == 0 || M == 1) && t.name != "optimizer")
+              stage[(size_t)s] += cluster.compute_seconds(t.cost.flops);
+        }
+        const double got = makespan(cfg);
+        const double lo = (M + 3) * *std::min_element(stage.begin(), stage.end());
+        const double hi = (M + 3) * *std::max_element(stage.begin(), stage.end());
+        const double serial = std::accumulate(stage.begin(), stage.end(), 0.0);
+        if (M == 1)
+          QVERIFY2(got >= serial * 0.999 && got <= serial * 1.05,
+                   qPrintable(QString("%1, one micro-batch: %2 s, the stages in turn take %3 s").arg(schedule).arg(got).arg(serial)));
+        else
+          QVERIFY2(got >= lo * 0.999 && got <= hi * 1.05,
+                   qPrintable(QString("%1: %2 s outside [%3, %4]").arg(schedule).arg(got).arg(lo).arg(hi)));
+      }
+  }
+
+  // Each layout of the equivalence matrix replays on a 2-node cluster: every send meets its
+  // receiver (the simulator throws on an unmatched send or a schedule that cannot finish).
+  void every_layout_replays_data() {
+    QTest::addColumn<QStringList>("sets");
+    QTest::newRow("tp2 x dp2") << QStringList{"run.ranks=4", "parallel.tp=2"};
+    QTest::newRow("pp2 x dp2") << QStringList{"run.ranks=4", "parallel.pp=2", "parallel.microbatches=2"};
+    QTest::newRow("pp2 x tp2") << QStringList{"run.ranks=4", "parallel.pp=2", "parallel.tp=2", "parallel.microbatches=4"};
+    QTest::newRow("tp2 x pp2 x dp2 gpipe") << QStringList{"run.ranks=8", "parallel.pp=2", "parallel.tp=2",
+                                                          "parallel.microbatches=2", "parallel.schedule=\"gpipe\""};
+    QTest::newRow("tp2 x dp2 expert_tp") << QStringList{"run.ranks=4", "parallel.tp=2", "moe.expert_tp=true"};
+    QTest::newRow("ppmoe tp2 x pp2") << QStringList{"run.ranks=4", "parallel.tp=2", "parallel.pp=2",
+                                                    "parallel.microbatches=2", "strategy.name=\"ppmoe\""};
+    QTest::newRow("pp2 x dp4") << QStringList{"run.ranks=8", "parallel.pp=2", "train.batch_size=8"};
+    QTest::newRow("tp2 x dp2 hier_a2a") << QStringList{"run.ranks=4", "parallel.tp=2", "strategy.name=\"hier_a2a\""};
+  }
+  void every_layout_replays() {
+    QFETCH(QStringList, sets);
+    std::vector<std::string> s;
+    for (const QString& x : sets) s.push_back(x.toStdString());
+    s.push_back("cluster.nodes=2");
+    const Config cfg = load_config(test::tiny_config_path(), s);
+    QVERIFY(makespan(cfg) > 0);
+  }
+};
+
+QTEST_APPLESS_MAIN(TestStepGraph)
+#include "tst_step_graph.moc"
