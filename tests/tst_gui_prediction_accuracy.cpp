@@ -255,4 +255,4 @@ class TstPredictionAccuracy : public QObject {
 };
 
 QTEST_MAIN(TstPredictionAccuracy)
-#include "tst_prediction_accuracy.moc"
+#include "tst_gui_prediction_accuracy.moc"
