@@ -7,6 +7,9 @@
 // watches every reset. PredictionAccuracyView rendered headless: the scatter's points at
 // (measured, predicted), equal axis ranges, the identity line across them, the MAE / R² label,
 // point texts, table selection <-> highlighted point, messages; and its tab in the main window.
+// Last, real runs: `moebench run` of the quickstart config and `moebench simulate` of the same
+// config (paired by config), with --routing trace:<uuid> (paired by trace_run), and with another
+// strategy (left unmatched).
 #include <QtTest>
 
 #include <QAbstractItemModelTester>
@@ -17,6 +20,7 @@
 #include <QTableView>
 #include <QValueAxis>
 
+#include "cli_support.h"
 #include "mainwindow.h"
 #include "widgets/predictionaccuracyview.h"
 
@@ -251,6 +255,41 @@ class TstPredictionAccuracy : public QObject {
     QVERIFY(view);
     QTRY_COMPARE(view->model()->rowCount(), 3);
     QCOMPARE(view->table()->selectionModel()->selectedRows().front().row(), 0);
+  }
+
+  void pairs_real_moebench_runs() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QString config = QStringLiteral(MOEBENCH_SOURCE_DIR "/sample_configs/quickstart.toml");
+    const QString db = dir.filePath("runs.db");
+    auto cli = [&](const QStringList& args) {
+      const test::CliResult r = test::run_cli(args + QStringList{"--db", db}, dir.path());
+      if (r.code != 0) qWarning().noquote() << args.join(' ') << "->" << r.code << r.err;
+      return r.code;
+    };
+    QCOMPARE(cli({"run", config, "--set", "train.steps=3"}), 0);
+    QCOMPARE(cli({"simulate", config, "--steps", "2"}), 0);
+    const QString uuid = QString::fromStdString(RunStore(db.toStdString(), RunStore::Mode::read_only).find_run("quickstart").uuid);
+    QCOMPARE(cli({"simulate", config, "--steps", "2", "--routing", "trace:" + uuid}), 0);
+    QCOMPARE(cli({"simulate", config, "--steps", "1", "--set", "strategy.name=hier_a2a"}), 0);
+
+    auto store = std::make_shared<RunStore>(db.toStdString(), RunStore::Mode::read_only);
+    Model model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.setStore(store);
+    QCOMPARE(model.rowCount(), 2);
+    const int64_t measured = store->find_run("quickstart").id;
+    QCOMPARE(model.pairs()[0].measured.id, measured);
+    QCOMPARE(model.pairs()[0].match, Model::Match::Config);
+    QCOMPARE(model.pairs()[1].measured.id, measured);
+    QCOMPARE(model.pairs()[1].match, Model::Match::TraceRun);
+    // The measured ms/step: the run's step_ms without its first (warm-up) step.
+    const auto ms = store->metrics(measured, "step_ms");
+    QCOMPARE(int(ms.size()), 3);
+    QVERIFY(near(model.pairs()[0].measuredMs, (ms[1].value + ms[2].value) / 2));
+    for (const Model::Pair& p : model.pairs()) QVERIFY(p.predictedMs > 0);
+    QCOMPARE(int(model.unmatched().size()), 1);
+    QCOMPARE(model.unmatched()[0].predicted.strategy, std::string("hier_a2a"));
   }
 };
 
