@@ -34,6 +34,7 @@
 #include <QString>
 #include <QTemporaryDir>
 
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -137,6 +138,11 @@ inline QString write(const QTemporaryDir& dir) {
   writeRun(store, {"big (predicted)", D, {5}, sim(), false, 0}, t += 10);
   writeRun(store, {"lost (predicted)", Dother, {6}, sim({{"trace_run", std::string(32, 'f')}}), false, 0}, t += 10);
   return path;
+}
+
+// write(), then the store opened read-only, as the GUI opens it.
+inline std::shared_ptr<RunStore> open(const QTemporaryDir& dir) {
+  return std::make_shared<RunStore>(write(dir).toStdString(), RunStore::Mode::read_only);
 }
 
 }  // namespace moebench::test::prediction_fixture

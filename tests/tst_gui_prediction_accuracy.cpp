@@ -49,11 +49,7 @@ class TstPredictionAccuracy : public QObject {
  private slots:
   void initTestCase() {
     QVERIFY(m_dir.isValid());
-    try {
-      m_store = std::make_shared<RunStore>(pf::write(m_dir).toStdString(), RunStore::Mode::read_only);
-    } catch (const std::exception& e) {
-      QFAIL(e.what());
-    }
+    QVERIFY_THROWS_NO_EXCEPTION(m_store = pf::open(m_dir));
   }
 
   void pairs_and_numbers() {

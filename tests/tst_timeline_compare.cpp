@@ -32,11 +32,7 @@ class TstTimelineCompare : public QObject {
  private slots:
   void initTestCase() {
     QVERIFY(m_dir.isValid());
-    try {
-      m_store = std::make_shared<RunStore>(pf::write(m_dir).toStdString(), RunStore::Mode::read_only);
-    } catch (const std::exception& e) {
-      QFAIL(e.what());
-    }
+    QVERIFY_THROWS_NO_EXCEPTION(m_store = pf::open(m_dir));
     m_measured = m_store->find_run("ec").id;
     m_predicted = m_store->find_run("ec (predicted)").id;
     m_hier = m_store->find_run("hier").id;
