@@ -114,7 +114,7 @@ class TstTimelineCompare : public QObject {
     TimelineView v;
     v.setRuns(m_store, {m_measured});
     QVERIFY(v.compareWith(m_predicted));
-    // The measured run has 4 steps (all shown by default), the predicted run 2: "all steps" on both.
+    // The measured run has 4 steps (all shown by default), the predicted run 3: "all steps" on both.
     QCOMPARE(v.currentStep(), TimelineView::kAllSteps);
     QCOMPARE(v.compareStepChooser()->currentData().toLongLong(), qint64(TimelineView::kAllSteps));
     // Step 4 has no predicted spans: the predicted run shows its first step.
