@@ -50,7 +50,7 @@ class TimelineCanvas : public QWidget {
   static constexpr double kPanFraction = 0.1;      // arrow keys, pan wheel
   static constexpr int kMinBandPixels = 3;         // shorter left-drags are clicks
   static constexpr double kHeaderHeight = 20;      // px: a stacked run's title row
-  static constexpr double kTrackGap = 10;           // px between stacked runs
+  static constexpr double kTrackGap = 10;          // px between stacked runs
 
   // One run of a stacked timeline.
   struct Track {
