@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Screenshots for the README, of real runs: measures this machine's sgemm rate into a fresh
 # store (the roofline's peak), trains an ablation of three strategies on the quickstart model
-# (4 ranks on 2 virtual nodes), then opens moebench-gui under Xvfb and saves every page and run
-# view to docs/screenshots/<view>.png.
+# (4 ranks on 2 virtual nodes) and simulates each (experiment "predictions"), then opens
+# moebench-gui under Xvfb and saves every page and run view to docs/screenshots/<view>.png.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -14,6 +14,12 @@ trap 'rm -rf "$work"' EXIT
 $B bench gemm --iters 3 --db "$work/runs.db" > "$work/bench.log"
 $B ablate sample_configs/quickstart.toml --db "$work/runs.db" --experiment strategies --steps 100 \
   --set run.out_dir="$work/out" --vary strategy.name=expert_centric,hier_a2a,data_centric > "$work/ablate.log"
+# The simulator's prediction of each: the same config, so the Predicted vs measured view pairs
+# them (it reads the whole store); another experiment, so the other views show the measured runs.
+for strategy in expert_centric hier_a2a data_centric; do
+  $B simulate sample_configs/quickstart.toml --db "$work/runs.db" --set store.experiment=predictions \
+    --set strategy.name=$strategy --steps 3 > "$work/simulate-$strategy.log"
+done
 mkdir -p docs/screenshots
 rm -f docs/screenshots/*.png
 # The strategies experiment selected: its runs fill every view.

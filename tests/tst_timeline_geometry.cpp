@@ -205,6 +205,85 @@ class TstTimelineGeometry : public QObject {
     QVERIFY(LaneLayout::build({}, 20, 10).subLanes.empty());
   }
 
+  // Two runs stacked on one axis: a measured run (2 ranks, its clock starting at 5 s) above a
+  // predicted one (4 ranks, from 0), each aligned at its step start.
+  void stackedRuns() {
+    std::vector<SpanRow> measured = {span(0, "host", 5.0, 0.010, "compute", "step"), span(0, "compute", 5.001, 0.004),
+                                     span(1, "host", 5.0005, 0.0095, "compute", "step"),
+                                     span(1, "comm", 5.006, 0.002, "comm")};
+    std::vector<SpanRow> predicted;
+    for (int r = 0; r < 4; ++r) {
+      predicted.push_back(span(r, "host", 0.0, 0.012, "compute", "step"));
+      predicted.push_back(span(r, "compute", 0.001, 0.004));
+    }
+    // Alignment: the earliest host "step" span, else the earliest span.
+    QCOMPARE(stepStartOrigin(measured), 5.0);
+    QCOMPARE(stepStartOrigin(predicted), 0.0);
+    QCOMPARE(stepStartOrigin({span(0, "compute", 2.0, 1), span(0, "host", 3.0, 1, "compute", "forward")}), 2.0);
+    QCOMPARE(stepStartOrigin({}), 0.0);
+    shiftSpans(measured, -stepStartOrigin(measured));
+    QVERIFY(near(measured[0].start, 0.0));
+    QVERIFY(near(measured[3].start, 0.006));
+    sortForTimeline(measured);
+    sortForTimeline(predicted);
+
+    const StackedLayout st = StackedLayout::build({&measured, &predicted}, {"#1 ec · measured", "#2 ec · predicted"},
+                                                  20, 10, 24, 12);
+    QCOMPARE(st.trackCount(), 2);
+    const StackedTrack &a = st.tracks[0], &b = st.tracks[1];
+    QCOMPARE(a.title, std::string("#1 ec · measured"));
+    QCOMPARE(b.title, std::string("#2 ec · predicted"));
+    // Track 0: header [0, 24), rank 0 (host, compute) [24, 64), gap, rank 1 (host, comm) [74, 114).
+    QCOMPARE(a.top, 0.0);
+    QCOMPARE(a.lanes.top, 24.0);
+    QCOMPARE(a.bottom(), 114.0);
+    // Track 1 below it after the gap: header [126, 150), 4 ranks x 2 streams + 3 gaps.
+    QCOMPARE(b.top, 126.0);
+    QCOMPARE(b.lanes.top, 150.0);
+    QCOMPARE(b.bottom(), 150.0 + 8 * 20 + 3 * 10);
+    QCOMPARE(st.totalHeight, b.bottom());
+    QCOMPARE(b.lanes.laneCount(), 4);
+    // No overlap: every sub-lane of the second run lies below every sub-lane of the first.
+    double firstBottom = 0;
+    for (const SubLane& s : a.lanes.subLanes) firstBottom = std::max(firstBottom, s.top + s.height);
+    for (const SubLane& s : b.lanes.subLanes) QVERIFY(s.top >= firstBottom + 12 + 24);
+    QCOMPARE(st.trackAt(10), 0);        // header
+    QCOMPARE(st.trackAt(100), 0);
+    QCOMPARE(st.trackAt(120), -1);      // gap between the runs
+    QCOMPARE(st.trackAt(130), 1);
+    QCOMPARE(st.trackAt(st.totalHeight), -1);
+    // y within a track's lanes resolves to that track's sub-lane only.
+    QCOMPARE(b.lanes.subLaneAt(b.lanes.subLaneTop(3, "compute") + 1), b.lanes.subLaneIndex(3, "compute"));
+    QCOMPARE(a.lanes.subLaneAt(b.lanes.subLaneTop(3, "compute") + 1), -1);
+
+    // One axis: 0..20 ms over 1000 px. Both step spans start at x0; a 4 ms span is 200 px in both runs.
+    const TimeAxis ax = axis(0, 0.020, 100, 1000);
+    const auto itemsA = visibleItems(measured, a.lanes, ax);
+    const auto itemsB = visibleItems(predicted, b.lanes, ax);
+    auto find = [](const std::vector<DrawItem>& items, int rank, const std::string& stream) -> const DrawItem* {
+      for (const DrawItem& it : items)
+        if (it.span && it.span->rank == rank && it.span->stream == stream) return &it;
+      return nullptr;
+    };
+    const DrawItem *stepA = find(itemsA, 0, "host"), *stepB = find(itemsB, 0, "host");
+    const DrawItem *fwdA = find(itemsA, 0, "compute"), *fwdB = find(itemsB, 2, "compute");
+    QVERIFY(stepA && stepB && fwdA && fwdB);
+    QVERIFY(near(stepA->x, 100) && near(stepB->x, 100));  // both steps start at t = 0
+    QVERIFY(near(stepA->width, 500));                     // 10 ms
+    QVERIFY(near(stepB->width, 600));                     // 12 ms
+    QVERIFY(near(fwdA->width, fwdB->width));              // 4 ms each: equal widths
+    QVERIFY(near(fwdA->width, 200));
+    QVERIFY(near(fwdA->x, fwdB->x));                      // both at 1 ms
+    for (const DrawItem& it : itemsA) QVERIFY(it.y + it.height <= a.bottom());
+    for (const DrawItem& it : itemsB) QVERIFY(it.y >= b.lanes.top);
+    // A hit in the second run's lanes finds its span, not the first run's.
+    const SpanRow* hit = moebench::gui::hitTest(predicted, b.lanes, ax, fwdB->x + 10, b.lanes.subLaneTop(2, "compute") + 5);
+    QVERIFY(hit);
+    QCOMPARE(hit->rank, 2);
+    QCOMPARE(moebench::gui::hitTest(measured, a.lanes, ax, fwdB->x + 10, b.lanes.subLaneTop(2, "compute") + 5),
+             static_cast<const SpanRow*>(nullptr));
+  }
+
   void sortOrder() {
     std::vector<SpanRow> spans = {span(1, "compute", 5, 1), span(0, "comm", 1, 1), span(0, "host", 3, 1),
                                   span(0, "host", 1, 1)};

@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
   const QCommandLineOption selectAll("select-all", "Select every run");
   const QCommandLineOption selectExperiment("select-experiment", "Select the runs of experiment NAME", "NAME");
   const QCommandLineOption tab("tab", "Show the page or run view NAME (Runs, Config, Launch, Metrics, Phases, "
-                                      "Ablation, Traffic, Expert load, Timeline, Roofline)", "NAME");
+                                      "Ablation, Traffic, Expert load, Timeline, Roofline, Predicted vs measured)", "NAME");
   const QCommandLineOption metric("metric", "Plot metric KEY in the Metrics view (default: loss)", "KEY");
   const QCommandLineOption config("config", "Open FILE in the config editor (and the launcher)", "FILE");
   const QCommandLineOption screenshot("screenshot", "Save a PNG of the window to FILE and exit", "FILE");

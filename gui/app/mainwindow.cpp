@@ -29,6 +29,7 @@
 #include "widgets/launcherwindow.h"
 #include "widgets/metricchartview.h"
 #include "widgets/phasebreakdownview.h"
+#include "widgets/predictionaccuracyview.h"
 #include "widgets/rooflineview.h"
 #include "widgets/timelineview.h"
 #include "widgets/trafficview.h"
@@ -76,6 +77,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   m_refresh.push_back(addView<ExpertLoadView>(m_views, tr("Expert load"), "expertLoadView"));
   m_refresh.push_back(addView<TimelineView>(m_views, tr("Timeline"), "timelineView"));
   m_refresh.push_back(addView<RooflineView>(m_views, tr("Roofline"), "rooflineView"));
+  m_refresh.push_back(addView<PredictionAccuracyView>(m_views, tr("Predicted vs measured"), "predictionView"));
   m_viewStale.assign(m_refresh.size(), true);
 
   auto* split = new QSplitter(this);

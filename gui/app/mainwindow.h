@@ -2,8 +2,8 @@
 // MainWindow: three pages.
 //   Runs    the run browser (experiments -> runs; filter, sort, multi-select; selecting an
 //           experiment selects its runs) beside the run views: Metrics, Phases, Ablation,
-//           Traffic, Expert load, Timeline, Roofline. Only the visible view reads the store; the
-//           others catch up when they are shown.
+//           Traffic, Expert load, Timeline, Roofline, Predicted vs measured. Only the visible view
+//           reads the store; the others catch up when they are shown.
 //   Config  the config editor (form + raw TOML, validation at the line).
 //   Launch  the launcher (local or ssh); a finished run's store is opened or reloaded here.
 // File > Open / Open recent / Reload open run stores read-only (moebench writes them in WAL mode).

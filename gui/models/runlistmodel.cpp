@@ -10,22 +10,11 @@
 #include <set>
 #include <utility>
 
+#include "models/stepmeans.h"
+
 namespace {
 
 constexpr quintptr kExperimentId = 0;  // internalId of experiment rows; runs: experiment + 1
-
-// Mean of the values, the first step left out when more than 2 were recorded (summarize_run).
-double warmupMean(const std::vector<moebench::MetricPoint>& points) {
-  if (points.empty()) return std::numeric_limits<double>::quiet_NaN();
-  size_t first = points.size() > 2 ? 1 : 0;
-  double sum = 0;
-  size_t n = 0;
-  for (size_t i = first; i < points.size(); ++i) {
-    sum += points[i].value;
-    ++n;
-  }
-  return n ? sum / double(n) : std::numeric_limits<double>::quiet_NaN();
-}
 
 int64_t distinctSteps(const std::vector<moebench::MetricPoint>& points) {
   std::set<int64_t> steps;
@@ -65,8 +54,8 @@ void RunListModel::reload() {
       auto stepMs = m_store->metrics(id, "step_ms");
       row.steps = loss.empty() ? distinctSteps(stepMs) : distinctSteps(loss);
       if (!loss.empty()) row.finalLoss = loss.back().value;  // metrics() is ordered by step
-      row.stepMs = warmupMean(stepMs);
-      row.tokensPerS = warmupMean(m_store->metrics(id, "tokens_per_s"));
+      row.stepMs = moebench::gui::warmupMean(stepMs);
+      row.tokensPerS = moebench::gui::warmupMean(m_store->metrics(id, "tokens_per_s"));
       for (const auto& [key, value] : m_store->tags(id)) {
         if (key == "predicted") row.predicted = true;
         if (key == "cluster") row.predictedCluster = QString::fromStdString(value);

@@ -104,7 +104,7 @@ void sortForTimeline(std::vector<SpanRow>& spans) {
 
 // ---------------------------------------------------------------- LaneLayout
 
-LaneLayout LaneLayout::build(const std::vector<SpanRow>& spans, double subLaneHeight, double rankGap) {
+LaneLayout LaneLayout::build(const std::vector<SpanRow>& spans, double subLaneHeight, double rankGap, double top) {
   std::map<int, std::set<std::string, decltype(&streamLess)>> streams;
   {
     int lastRank = 0;
@@ -120,7 +120,8 @@ LaneLayout LaneLayout::build(const std::vector<SpanRow>& spans, double subLaneHe
   LaneLayout l;
   l.subLaneHeight = subLaneHeight;
   l.rankGap = rankGap;
-  double y = 0;
+  l.top = top;
+  double y = top;
   bool first = true;
   for (const auto& [rank, names] : streams) {
     if (!first) y += rankGap;
@@ -139,7 +140,7 @@ LaneLayout LaneLayout::build(const std::vector<SpanRow>& spans, double subLaneHe
     lane.height = y - lane.top;
     l.lanes.push_back(std::move(lane));
   }
-  l.totalHeight = y;
+  l.totalHeight = y - top;
   return l;
 }
 
@@ -168,6 +169,51 @@ std::vector<std::string> LaneLayout::labels() const {
   out.reserve(subLanes.size());
   for (const SubLane& s : subLanes) out.push_back("rank " + std::to_string(s.rank) + " / " + s.stream);
   return out;
+}
+
+// ---------------------------------------------------------------- StackedLayout
+
+StackedLayout StackedLayout::build(const std::vector<const std::vector<SpanRow>*>& runs,
+                                   const std::vector<std::string>& titles, double subLaneHeight, double rankGap,
+                                   double headerHeight, double trackGap) {
+  StackedLayout out;
+  double y = 0;
+  for (size_t k = 0; k < runs.size(); ++k) {
+    if (k > 0) y += trackGap;
+    StackedTrack t;
+    t.title = k < titles.size() ? titles[k] : std::string();
+    t.top = y;
+    t.headerHeight = headerHeight;
+    t.lanes = LaneLayout::build(*runs[k], subLaneHeight, rankGap, y + headerHeight);
+    y = t.bottom();
+    out.tracks.push_back(std::move(t));
+  }
+  out.totalHeight = y;
+  return out;
+}
+
+int StackedLayout::trackAt(double y) const {
+  for (size_t k = 0; k < tracks.size(); ++k)
+    if (y >= tracks[k].top && y < tracks[k].bottom()) return int(k);
+  return -1;
+}
+
+double stepStartOrigin(const std::vector<SpanRow>& spans) {
+  double earliest = 0, earliestStep = 0;
+  bool any = false, anyStep = false;
+  for (const SpanRow& s : spans) {
+    if (!any || s.start < earliest) earliest = s.start;
+    any = true;
+    if (s.stream == "host" && s.name == "step" && (!anyStep || s.start < earliestStep)) {
+      earliestStep = s.start;
+      anyStep = true;
+    }
+  }
+  return anyStep ? earliestStep : earliest;
+}
+
+void shiftSpans(std::vector<SpanRow>& spans, double dt) {
+  for (SpanRow& s : spans) s.start += dt;
 }
 
 // ---------------------------------------------------------------- visibleItems

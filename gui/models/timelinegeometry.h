@@ -9,6 +9,9 @@
 //               sub-lane are merged into aggregate items so the item count stays bounded by
 //               about (pixels x sub-lanes) whatever the number of spans.
 //  hitTest      the span under the mouse, for tooltips.
+//  StackedLayout several runs on one time axis: each run's lanes below the previous run's,
+//               under a header row naming the run; stepStartOrigin / shiftSpans align each
+//               run's first shown step at t = 0.
 #include <cstdint>
 #include <map>
 #include <string>
@@ -69,9 +72,12 @@ struct LaneLayout {
   std::vector<Lane> lanes;        // by rank, ascending
   std::vector<SubLane> subLanes;  // top to bottom
   double subLaneHeight = 0, rankGap = 0;
-  double totalHeight = 0;
+  double top = 0;                 // y of the first lane (the tops above are absolute: >= top)
+  double totalHeight = 0;         // from top to the last sub-lane's bottom
 
-  static LaneLayout build(const std::vector<SpanRow>& spans, double subLaneHeight, double rankGap);
+  // Lanes from y = top downwards.
+  static LaneLayout build(const std::vector<SpanRow>& spans, double subLaneHeight, double rankGap, double top = 0);
+  double bottom() const { return top + totalHeight; }
 
   int laneCount() const { return int(lanes.size()); }
   int subLaneCount() const { return int(subLanes.size()); }
@@ -89,6 +95,40 @@ struct LaneLayout {
  private:
   std::map<std::pair<int, std::string>, int> index_;
 };
+
+// A stacked timeline: several runs on one time axis (e.g. a measured run and its prediction,
+// or two strategies). Track k's header row (headerHeight, naming the run) starts trackGap below
+// track k-1's last lane, its lanes (LaneLayout, absolute y) right below the header. Each track
+// is laid out from its own spans, so its sub-lane indices are its own; visibleItems and hitTest
+// take one track's spans and lanes. The time axis is shared: a span of a given duration has the
+// same width in every track.
+struct StackedTrack {
+  std::string title;  // "#7 ec (predicted) · predicted · step 2"
+  double top = 0;     // top of the header row
+  double headerHeight = 0;
+  LaneLayout lanes;
+  double bottom() const { return lanes.bottom(); }
+};
+
+struct StackedLayout {
+  std::vector<StackedTrack> tracks;
+  double totalHeight = 0;  // bottom of the last track
+
+  // runs[k]: track k's spans (sortForTimeline order), titles[k] its header text.
+  static StackedLayout build(const std::vector<const std::vector<SpanRow>*>& runs,
+                             const std::vector<std::string>& titles, double subLaneHeight, double rankGap,
+                             double headerHeight, double trackGap);
+  int trackCount() const { return int(tracks.size()); }
+  // The track whose header or lanes hold y, or -1 (above, below, or in a gap between tracks).
+  int trackAt(double y) const;
+};
+
+// The time a run's shown steps are aligned at: the earliest start of a host "step" span (the
+// trainer's and the simulator's whole-step span), else the earliest start of any span; 0 when
+// there are none. Measured spans count from each rank's executor epoch and predicted ones from
+// 0, so runs are compared after subtracting this (shiftSpans(spans, -origin)).
+double stepStartOrigin(const std::vector<SpanRow>& spans);
+void shiftSpans(std::vector<SpanRow>& spans, double dt);  // start += dt for every span
 
 // One rectangle to paint. count == 1: one span (span points at it). count > 1: an aggregate of
 // `count` spans merged because they were narrower than the minimum pixel width.

@@ -26,6 +26,7 @@
 
 #include "models/rooflinemodel.h"
 #include "widgets/chartclear.h"
+#include "widgets/chartovertable.h"
 
 namespace {
 
@@ -72,35 +73,20 @@ RooflineView::RooflineView(QWidget* parent) : QWidget(parent), m_model(new Roofl
   m_peakInfo->setObjectName("rooflinePeakInfo");
   m_peakInfo->setWordWrap(true);
 
-  auto* chart = new QChart;
-  chart->legend()->setAlignment(Qt::AlignBottom);
-  chart->setTitle(QStringLiteral("DDL-roofline (FasterMoE Fig. 5): measured points, ideal and semi-ideal curves"));
-  m_chartView = new QChartView(chart, this);
-  m_chartView->setObjectName("rooflineChart");
-  m_chartView->setRenderHint(QPainter::Antialiasing);
-  m_chartView->setMinimumHeight(280);
-
-  m_table = new QTableView(this);
-  m_table->setObjectName("rooflineTable");
-  m_table->setModel(m_model);
-  m_table->verticalHeader()->hide();
-  m_table->horizontalHeader()->setStretchLastSection(true);
-  m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
+  const ChartOverTable parts = makeChartOverTable(
+      this, QStringLiteral("roofline"),
+      QStringLiteral("DDL-roofline (FasterMoE Fig. 5): measured points, ideal and semi-ideal curves"), m_model);
+  m_chartView = parts.chartView;
+  m_table = parts.table;
 
   auto* peakRow = new QHBoxLayout;
   peakRow->addWidget(peakLabel);
   peakRow->addWidget(m_peakSpin);
   peakRow->addWidget(m_peakInfo, 1);
-  auto* splitter = new QSplitter(Qt::Vertical, this);
-  splitter->addWidget(m_chartView);
-  splitter->addWidget(m_table);
-  splitter->setStretchFactor(0, 3);
-  splitter->setStretchFactor(1, 1);
-  splitter->setSizes({600, 200});
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(m_message);
   layout->addLayout(peakRow);
-  layout->addWidget(splitter, 1);
+  layout->addWidget(parts.splitter, 1);
 
   connect(m_peakSpin, &QDoubleSpinBox::valueChanged, m_model, &RooflineModel::setEnteredPeak);
   connect(m_model, &RooflineModel::peaksChanged, this, [this] {

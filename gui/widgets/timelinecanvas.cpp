@@ -35,32 +35,58 @@ TimelineCanvas::TimelineCanvas(QWidget* parent) : QWidget(parent) {
   layoutAxis();
 }
 
-QSize TimelineCanvas::sizeHint() const { return {900, int(rulerHeight() + std::max(200.0, m_layout.totalHeight + 8))}; }
+QSize TimelineCanvas::sizeHint() const { return {900, int(rulerHeight() + std::max(200.0, m_stack.totalHeight + 8))}; }
 QSize TimelineCanvas::minimumSizeHint() const { return {300, int(rulerHeight() + 3 * kSubLaneHeight)}; }
 
 double TimelineCanvas::rulerHeight() const { return QFontMetricsF(font()).height() + 10; }
 double TimelineCanvas::laneTop() const { return rulerHeight() + 2 - m_vscroll->value(); }
 
 void TimelineCanvas::setSpans(std::vector<SpanRow> spans) {
-  m_spans = std::move(spans);
-  tg::sortForTimeline(m_spans);
+  std::vector<std::vector<SpanRow>> runs;
+  runs.push_back(std::move(spans));
+  setRuns(std::move(runs), {}, false);
+}
+
+void TimelineCanvas::setTracks(std::vector<Track> tracks) {
+  std::vector<std::vector<SpanRow>> runs;
+  std::vector<std::string> titles;
+  for (Track& t : tracks) {
+    tg::shiftSpans(t.spans, -tg::stepStartOrigin(t.spans));
+    runs.push_back(std::move(t.spans));
+    titles.push_back(t.title.toStdString());
+  }
+  setRuns(std::move(runs), titles, true);
+}
+
+void TimelineCanvas::setRuns(std::vector<std::vector<SpanRow>> runs, const std::vector<std::string>& titles,
+                             bool stacked) {
+  m_runs = std::move(runs);
+  m_stacked = stacked;
+  bool any = false;
   m_tmin = m_tmax = 0;
-  if (!m_spans.empty()) {
-    m_tmin = m_spans.front().start;
-    m_tmax = m_tmin;
-    for (const SpanRow& s : m_spans) {
-      m_tmin = std::min(m_tmin, s.start);
-      m_tmax = std::max(m_tmax, s.start + s.duration);
+  for (std::vector<SpanRow>& spans : m_runs) {
+    tg::sortForTimeline(spans);
+    for (const SpanRow& s : spans) {
+      m_tmin = any ? std::min(m_tmin, s.start) : s.start;
+      m_tmax = any ? std::max(m_tmax, s.start + s.duration) : s.start + s.duration;
+      any = true;
     }
   }
-  m_layout = tg::LaneLayout::build(m_spans, kSubLaneHeight, kRankGap);
+  std::vector<const std::vector<SpanRow>*> pointers;
+  for (const auto& spans : m_runs) pointers.push_back(&spans);
+  m_stack = tg::StackedLayout::build(pointers, titles, kSubLaneHeight, kRankGap, m_stacked ? kHeaderHeight : 0.0,
+                                     m_stacked ? kTrackGap : 0.0);
 
   QFont bold = font();
   bold.setBold(true);
   const QFontMetricsF fmBold(bold), fm(font());
   double rankW = 0, streamW = 0;
-  for (const tg::Lane& l : m_layout.lanes) rankW = std::max(rankW, fmBold.horizontalAdvance(QString::fromStdString(l.label)));
-  for (const tg::SubLane& s : m_layout.subLanes) streamW = std::max(streamW, fm.horizontalAdvance(QString::fromStdString(s.stream)));
+  for (const tg::StackedTrack& t : m_stack.tracks) {
+    for (const tg::Lane& l : t.lanes.lanes)
+      rankW = std::max(rankW, fmBold.horizontalAdvance(QString::fromStdString(l.label)));
+    for (const tg::SubLane& sl : t.lanes.subLanes)
+      streamW = std::max(streamW, fm.horizontalAdvance(QString::fromStdString(sl.stream)));
+  }
   m_rankColumn = std::ceil(rankW + 2 * kLabelPadding);
   m_labelWidth = std::max(80.0, m_rankColumn + std::ceil(streamW + 2 * kLabelPadding));
 
@@ -74,9 +100,24 @@ void TimelineCanvas::setSpans(std::vector<SpanRow> spans) {
   emit viewChanged();
 }
 
+QString TimelineCanvas::trackTitle(int track) const {
+  if (track < 0 || track >= m_stack.trackCount()) return {};
+  return QString::fromStdString(m_stack.tracks[size_t(track)].title);
+}
+
+const std::vector<SpanRow>& TimelineCanvas::spans(int track) const {
+  static const std::vector<SpanRow> none;
+  return track >= 0 && size_t(track) < m_runs.size() ? m_runs[size_t(track)] : none;
+}
+
+const tg::LaneLayout& TimelineCanvas::laneLayout(int track) const {
+  static const tg::LaneLayout none;
+  return track >= 0 && track < m_stack.trackCount() ? m_stack.tracks[size_t(track)].lanes : none;
+}
+
 void TimelineCanvas::layoutAxis() {
   const double available = height() - rulerHeight() - 2;
-  const int overflow = int(std::ceil(m_layout.totalHeight + 4 - available));
+  const int overflow = int(std::ceil(m_stack.totalHeight + 4 - available));
   m_vscroll->setVisible(overflow > 0);
   m_vscroll->setRange(0, std::max(0, overflow));
   m_vscroll->setPageStep(std::max(1, int(available)));
@@ -106,22 +147,28 @@ void TimelineCanvas::viewMoved() {
 
 void TimelineCanvas::ensureItems() const {
   if (!m_itemsDirty) return;
-  m_items = tg::visibleItems(m_spans, m_layout, m_axis, 1.0);
+  m_items.resize(m_runs.size());
+  for (size_t k = 0; k < m_runs.size(); ++k)
+    m_items[k] = tg::visibleItems(m_runs[k], m_stack.tracks[k].lanes, m_axis, 1.0);
   m_itemsDirty = false;
 }
 
 // ---------------------------------------------------------------- hover
 
-const tg::DrawItem* TimelineCanvas::itemAt(QPointF pos) const {
+const tg::DrawItem* TimelineCanvas::itemAt(QPointF pos, int* trackOut) const {
   if (pos.y() < rulerHeight() || pos.x() < m_axis.x0 - kHitTolerance ||
       pos.x() > m_axis.x0 + m_axis.width + kHitTolerance)
     return nullptr;
-  const int sl = m_layout.subLaneAt(pos.y() - laneTop());
+  const double y = pos.y() - laneTop();
+  const int track = m_stack.trackAt(y);
+  if (track < 0) return nullptr;
+  const int sl = m_stack.tracks[size_t(track)].lanes.subLaneAt(y);
   if (sl < 0) return nullptr;
   ensureItems();
+  if (trackOut) *trackOut = track;
   const tg::DrawItem* best = nullptr;
   double bestD = 0;
-  for (const tg::DrawItem& it : m_items) {
+  for (const tg::DrawItem& it : m_items[size_t(track)]) {
     if (it.subLane != sl) continue;
     const double xa = it.x, xb = it.x + std::max(it.width, 1.0);  // drawn at least 1 px wide
     const double d = pos.x() < xa ? xa - pos.x() : (pos.x() > xb ? pos.x() - xb : 0.0);
@@ -135,15 +182,17 @@ const tg::DrawItem* TimelineCanvas::itemAt(QPointF pos) const {
 }
 
 QString TimelineCanvas::tooltipAt(QPointF pos) const {
-  const tg::DrawItem* it = itemAt(pos);
+  int track = 0;
+  const tg::DrawItem* it = itemAt(pos, &track);
   if (!it) return {};
-  if (it->count == 1 && it->span) return tg::spanTooltip(*it->span);
-  const tg::SubLane& lane = m_layout.subLanes.at(size_t(it->subLane));
-  return tg::aggregateTooltip(*it, lane.rank, lane.stream);
+  const QString run = m_stacked ? trackTitle(track) + QLatin1Char('\n') : QString();
+  if (it->count == 1 && it->span) return run + tg::spanTooltip(*it->span);
+  const tg::SubLane& lane = laneLayout(track).subLanes.at(size_t(it->subLane));
+  return run + tg::aggregateTooltip(*it, lane.rank, lane.stream);
 }
 
-QPointF TimelineCanvas::pointAt(double t, int rank, const std::string& stream) const {
-  const double top = m_layout.subLaneTop(rank, stream);
+QPointF TimelineCanvas::pointAt(double t, int rank, const std::string& stream, int track) const {
+  const double top = laneLayout(track).subLaneTop(rank, stream);
   if (top < 0) return {-1, -1};
   return {m_axis.toX(t), laneTop() + top + 0.5 * kSubLaneHeight};
 }
@@ -267,7 +316,7 @@ void TimelineCanvas::mouseDoubleClickEvent(QMouseEvent* e) {
 void TimelineCanvas::paintEvent(QPaintEvent*) {
   QPainter p(this);
   p.fillRect(rect(), palette().color(QPalette::Base));
-  if (m_spans.empty()) {
+  if (std::all_of(m_runs.begin(), m_runs.end(), [](const auto& spans) { return spans.empty(); })) {
     m_lastPaintItems = 0;
     p.setPen(palette().color(QPalette::PlaceholderText));
     p.drawText(rect(), Qt::AlignCenter, tr("No spans to show"));
@@ -292,8 +341,9 @@ void TimelineCanvas::paintEvent(QPaintEvent*) {
 
   int drawn = 0;  // paintItems skips items outside the vertical viewport: count what is drawn
   const double top = laneTop(), bottom = height();
-  for (const tg::DrawItem& it : m_items)
-    if (top + it.y + it.height >= rulerHeight() && top + it.y <= bottom) ++drawn;
+  for (const auto& items : m_items)
+    for (const tg::DrawItem& it : items)
+      if (top + it.y + it.height >= rulerHeight() && top + it.y <= bottom) ++drawn;
   m_lastPaintItems = drawn;
 }
 
@@ -304,20 +354,30 @@ void TimelineCanvas::paintLanes(QPainter& p) const {
   bold.setBold(true);
   p.save();
   p.setClipRect(QRectF(0, rulerHeight(), width(), height() - rulerHeight()));
-  for (size_t i = 0; i < m_layout.lanes.size(); ++i) {
-    const tg::Lane& lane = m_layout.lanes[i];
-    const QRectF r(0, top + lane.top, width(), lane.height);
-    if (i % 2 == 1) p.fillRect(r, alt);
-    p.setFont(bold);
-    p.setPen(text);
-    p.drawText(QRectF(kLabelPadding, r.top(), m_rankColumn - kLabelPadding, kSubLaneHeight),
-               Qt::AlignLeft | Qt::AlignVCenter, QString::fromStdString(lane.label));
+  for (const tg::StackedTrack& track : m_stack.tracks) {
+    if (track.headerHeight > 0) {  // stacked: the run's title row
+      const QRectF r(0, top + track.top, width(), track.headerHeight);
+      p.fillRect(r, palette().color(QPalette::Button));
+      p.setFont(bold);
+      p.setPen(palette().color(QPalette::ButtonText));
+      p.drawText(r.adjusted(kLabelPadding, 0, -kLabelPadding, 0), Qt::AlignLeft | Qt::AlignVCenter,
+                 QString::fromStdString(track.title));
+    }
+    for (size_t i = 0; i < track.lanes.lanes.size(); ++i) {
+      const tg::Lane& lane = track.lanes.lanes[i];
+      const QRectF r(0, top + lane.top, width(), lane.height);
+      if (i % 2 == 1) p.fillRect(r, alt);
+      p.setFont(bold);
+      p.setPen(text);
+      p.drawText(QRectF(kLabelPadding, r.top(), m_rankColumn - kLabelPadding, kSubLaneHeight),
+                 Qt::AlignLeft | Qt::AlignVCenter, QString::fromStdString(lane.label));
+    }
+    p.setFont(font());
+    p.setPen(palette().color(QPalette::PlaceholderText));
+    for (const tg::SubLane& s : track.lanes.subLanes)
+      p.drawText(QRectF(m_rankColumn, top + s.top, m_labelWidth - m_rankColumn - kLabelPadding, s.height),
+                 Qt::AlignLeft | Qt::AlignVCenter, QString::fromStdString(s.stream));
   }
-  p.setFont(font());
-  p.setPen(palette().color(QPalette::PlaceholderText));
-  for (const tg::SubLane& s : m_layout.subLanes)
-    p.drawText(QRectF(m_rankColumn, top + s.top, m_labelWidth - m_rankColumn - kLabelPadding, s.height),
-               Qt::AlignLeft | Qt::AlignVCenter, QString::fromStdString(s.stream));
   p.setPen(palette().color(QPalette::Mid));
   p.drawLine(QPointF(m_axis.x0 - 1, rulerHeight()), QPointF(m_axis.x0 - 1, height()));
   p.restore();
@@ -336,7 +396,11 @@ void TimelineCanvas::paintItems(QPainter& p) const {
   std::vector<Batch> batches;
   std::vector<QRectF> outlines;
   const double top = laneTop(), bottom = height(), rulerBottom = rulerHeight();
-  for (const tg::DrawItem& it : m_items) {
+  std::vector<const tg::DrawItem*> items;
+  for (const auto& track : m_items)
+    for (const tg::DrawItem& it : track) items.push_back(&it);
+  for (const tg::DrawItem* item : items) {
+    const tg::DrawItem& it = *item;
     const double y = top + it.y + 1;
     if (y + it.height < rulerBottom || y > bottom) continue;
     const QRectF r(it.x, y, std::max(it.width, 1.0), it.height - 2);
@@ -361,7 +425,8 @@ void TimelineCanvas::paintItems(QPainter& p) const {
   p.drawRects(outlines.data(), int(outlines.size()));
   p.setPen(Qt::white);
   const QFontMetricsF fm(font());
-  for (const tg::DrawItem& it : m_items) {
+  for (const tg::DrawItem* item : items) {
+    const tg::DrawItem& it = *item;
     if (it.count != 1 || !it.span || it.width < kTextMinWidth) continue;
     const double y = top + it.y;
     if (y + it.height < rulerBottom || y > bottom) continue;
@@ -376,7 +441,7 @@ void TimelineCanvas::paintRuler(QPainter& p) const {
   p.fillRect(QRectF(0, 0, width(), h), palette().color(QPalette::Window));
   p.setPen(palette().color(QPalette::WindowText));
   p.drawText(QRectF(kLabelPadding, 0, m_labelWidth - 2 * kLabelPadding, h), Qt::AlignLeft | Qt::AlignVCenter,
-             tr("time (ms)"));
+             m_stacked ? tr("ms from step start") : tr("time (ms)"));
   const tg::RulerTicks ticks = tg::rulerTicks(m_axis, kTickMinPixels);
   QColor grid = palette().color(QPalette::Mid);
   grid.setAlpha(70);

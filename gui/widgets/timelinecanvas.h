@@ -4,6 +4,10 @@
 // layout and the items to draw (visibleItems, aggregated when zoomed out), recomputing the
 // items only on resize, zoom, pan or new spans — a paint only walks the cached items.
 //
+// Stacked (setTracks): several runs one below the other on one time axis, each under a header
+// row with its title (kHeaderHeight px, kTrackGap px between runs), each run's spans shifted so
+// that its first step starts at t = 0 (stepStartOrigin); the ruler then reads "ms from step start".
+//
 // Geometry on screen (pixels):
 //   left   labelWidth(): "rank N" column, then the stream names of its sub-lanes
 //   top    rulerHeight(): time ruler, in milliseconds of the spans' own clock (SpanRow::start:
@@ -45,14 +49,31 @@ class TimelineCanvas : public QWidget {
   static constexpr double kKeyZoom = 2.0;          // + / - keys
   static constexpr double kPanFraction = 0.1;      // arrow keys, pan wheel
   static constexpr int kMinBandPixels = 3;         // shorter left-drags are clicks
+  static constexpr double kHeaderHeight = 20;      // px: a stacked run's title row
+  static constexpr double kTrackGap = 10;          // px between stacked runs
+
+  // One run of a stacked timeline.
+  struct Track {
+    QString title;  // header row: "#7 ec (predicted) · predicted · step 2"
+    std::vector<moebench::SpanRow> spans;
+  };
 
   explicit TimelineCanvas(QWidget* parent = nullptr);
 
-  // Replaces the spans (sorted here with sortForTimeline) and fits the view to all of them.
+  // Replaces the spans (sorted here with sortForTimeline) by one run's, on their own clock, and
+  // fits the view to all of them.
   void setSpans(std::vector<moebench::SpanRow> spans);
+  // Stacks the runs (the first on top), each shifted so that its first step starts at t = 0, and
+  // fits the view to all of them.
+  void setTracks(std::vector<Track> tracks);
   void clear() { setSpans({}); }
-  const std::vector<moebench::SpanRow>& spans() const { return m_spans; }
-  const moebench::gui::LaneLayout& laneLayout() const { return m_layout; }
+  int trackCount() const { return int(m_runs.size()); }
+  bool isStacked() const { return m_stacked; }
+  QString trackTitle(int track) const;
+  // Track 0's (the main run's) spans and lanes by default.
+  const std::vector<moebench::SpanRow>& spans(int track = 0) const;
+  const moebench::gui::LaneLayout& laneLayout(int track = 0) const;
+  const moebench::gui::StackedLayout& stackedLayout() const { return m_stack; }
   const moebench::gui::TimeAxis& axis() const { return m_axis; }
   // Time range of all spans (seconds); 0..0 when there are none.
   double dataStart() const { return m_tmin; }
@@ -68,7 +89,7 @@ class TimelineCanvas : public QWidget {
   QString tooltipAt(QPointF pos) const;
   // Widget position of time t in the middle of (rank, stream)'s sub-lane; (-1, -1) when that
   // sub-lane does not exist. For tests and for placing markers.
-  QPointF pointAt(double t, int rank, const std::string& stream) const;
+  QPointF pointAt(double t, int rank, const std::string& stream, int track = 0) const;
 
   int lastPaintItemCount() const { return m_lastPaintItems; }  // items drawn by the last paint
   double labelWidth() const { return m_labelWidth; }
@@ -97,20 +118,23 @@ class TimelineCanvas : public QWidget {
   void layoutAxis();             // axis x0/width and the scroll bar from the widget size
   void viewMoved();              // after zoom/pan: clamp, invalidate items, repaint
   void ensureItems() const;
+  void setRuns(std::vector<std::vector<moebench::SpanRow>> runs, const std::vector<std::string>& titles, bool stacked);
   double laneTop() const;        // widget y of layout y = 0
-  const moebench::gui::DrawItem* itemAt(QPointF pos) const;
+  // The item at pos and its track (nullptr when none).
+  const moebench::gui::DrawItem* itemAt(QPointF pos, int* track = nullptr) const;
   void paintRuler(QPainter& p) const;
   void paintLanes(QPainter& p) const;
   void paintItems(QPainter& p) const;
 
-  std::vector<moebench::SpanRow> m_spans;  // sortForTimeline order
-  moebench::gui::LaneLayout m_layout;
+  std::vector<std::vector<moebench::SpanRow>> m_runs;  // per track, sortForTimeline order
+  moebench::gui::StackedLayout m_stack;                 // one track per run
+  bool m_stacked = false;
   moebench::gui::TimeAxis m_axis;
   double m_tmin = 0, m_tmax = 0;
   double m_labelWidth = 120, m_rankColumn = 60;
   QScrollBar* m_vscroll = nullptr;
 
-  mutable std::vector<moebench::gui::DrawItem> m_items;
+  mutable std::vector<std::vector<moebench::gui::DrawItem>> m_items;  // per track
   mutable bool m_itemsDirty = true;
   int m_lastPaintItems = 0;
 

@@ -15,6 +15,13 @@
 #include "widgets/timelinecanvas.h"
 
 namespace {
+// "predicted" for a run the simulator wrote (tag "predicted"), else "measured".
+QString kindText(const moebench::RunStore& store, int64_t runId) {
+  for (const auto& tag : store.tags(runId))
+    if (tag.first == "predicted") return TimelineView::tr("predicted");
+  return TimelineView::tr("measured");
+}
+
 // A colour swatch and its category name (the QLabel holding the name is "legend_<category>").
 QWidget* legendEntry(const char* category, const QString& text, QWidget* parent) {
   auto* box = new QWidget(parent);
@@ -44,6 +51,20 @@ TimelineView::TimelineView(QWidget* parent) : QWidget(parent) {
   m_stepCombo = new QComboBox(this);
   m_stepCombo->setSizeAdjustPolicy(QComboBox::AdjustToContents);
   top->addWidget(m_stepCombo);
+  top->addSpacing(12);
+  top->addWidget(new QLabel(tr("Compare with:"), this));
+  m_compareCombo = new QComboBox(this);
+  m_compareCombo->setObjectName(QStringLiteral("compareChooser"));
+  m_compareCombo->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  m_compareCombo->setToolTip(tr("Stack another run (a prediction, another strategy) below this one on one time axis, "
+                                "each run's shown step starting at 0"));
+  top->addWidget(m_compareCombo);
+  m_compareStepLabel = new QLabel(tr("its step:"), this);
+  m_compareStepCombo = new QComboBox(this);
+  m_compareStepCombo->setObjectName(QStringLiteral("compareStepChooser"));
+  m_compareStepCombo->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  top->addWidget(m_compareStepLabel);
+  top->addWidget(m_compareStepCombo);
   top->addSpacing(16);
   const std::pair<const char*, QString> legend[] = {{"compute", tr("compute")}, {"comm", tr("comm")},
                                                     {"copy", tr("copy")},       {"io", tr("io")},
@@ -82,6 +103,9 @@ TimelineView::TimelineView(QWidget* parent) : QWidget(parent) {
 
   m_runLabelWidget->hide();
   m_runCombo->hide();
+  m_compareCombo->addItem(tr("(none)"), QVariant::fromValue<qlonglong>(-1));
+  m_compareStepLabel->hide();
+  m_compareStepCombo->hide();
   showMessage(tr("Select a run in the run browser to see its per-rank timeline."));
 
   connect(m_runCombo, &QComboBox::currentIndexChanged, this, [this](int i) {
@@ -91,6 +115,16 @@ TimelineView::TimelineView(QWidget* parent) : QWidget(parent) {
     loadRun();
   });
   connect(m_stepCombo, &QComboBox::currentIndexChanged, this, [this](int i) {
+    if (i < 0) return;
+    fillCompareSteps(currentStep());
+    loadSpans();
+  });
+  connect(m_compareCombo, &QComboBox::currentIndexChanged, this, [this](int i) {
+    if (i < 0) return;
+    fillCompareSteps(currentStep());
+    loadSpans();
+  });
+  connect(m_compareStepCombo, &QComboBox::currentIndexChanged, this, [this](int i) {
     if (i >= 0) loadSpans();
   });
   connect(m_canvas, &TimelineCanvas::viewChanged, this, &TimelineView::updateStatus);
@@ -124,6 +158,7 @@ bool TimelineView::selectStep(int64_t step) {
 void TimelineView::setRuns(std::shared_ptr<moebench::RunStore> store, const std::vector<int64_t>& runIds) {
   const bool sameStore = store == m_store;
   m_store = std::move(store);
+  fillCompareChooser();
   const QSignalBlocker block(m_runCombo);
   m_runCombo->clear();
   const bool several = runIds.size() > 1;
@@ -189,7 +224,67 @@ void TimelineView::loadRun(int64_t preferredStep) {
     showMessage(tr("%1 recorded no spans: there is no timeline to show.").arg(m_runLabel));
     return;
   }
+  fillCompareSteps(currentStep());
   loadSpans();
+}
+
+int64_t TimelineView::comparedRun() const {
+  const int i = m_compareCombo->currentIndex();
+  return i < 0 ? -1 : m_compareCombo->itemData(i).toLongLong();
+}
+
+bool TimelineView::compareWith(int64_t runId) {
+  const int i = m_compareCombo->findData(QVariant::fromValue<qlonglong>(runId));
+  if (i < 0) return false;
+  m_compareCombo->setCurrentIndex(i);
+  return true;
+}
+
+void TimelineView::fillCompareChooser() {
+  const int64_t keep = comparedRun();
+  const QSignalBlocker block(m_compareCombo);
+  m_compareCombo->clear();
+  m_compareCombo->addItem(tr("(none)"), QVariant::fromValue<qlonglong>(-1));
+  try {
+    if (m_store)
+      for (const moebench::RunInfo& info : m_store->list_runs())
+        m_compareCombo->addItem(QStringLiteral("%1 (#%2) · %3")
+                                    .arg(QString::fromStdString(info.name), QString::number(info.id),
+                                         kindText(*m_store, info.id)),
+                                QVariant::fromValue<qlonglong>(info.id));
+  } catch (const std::exception&) {
+    // the run list's own error is shown by setRuns; nothing to compare with
+  }
+  const int i = m_compareCombo->findData(QVariant::fromValue<qlonglong>(keep));
+  m_compareCombo->setCurrentIndex(i >= 0 ? i : 0);
+  fillCompareSteps(currentStep());  // hides its step selector when the comparison is gone
+}
+
+void TimelineView::fillCompareSteps(int64_t step) {
+  const int64_t other = comparedRun();
+  const QSignalBlocker block(m_compareStepCombo);
+  m_compareStepCombo->clear();
+  m_compareStepLabel->setVisible(other >= 0);
+  m_compareStepCombo->setVisible(other >= 0);
+  if (other < 0 || !m_store) return;
+  std::vector<int64_t> steps;
+  try {
+    steps = m_store->steps_with(other, moebench::RecordTable::spans);
+  } catch (const std::exception&) {
+    return;  // loadSpans shows the run with no spans
+  }
+  if (steps.empty()) return;
+  m_compareStepCombo->addItem(tr("all steps (%1)").arg(steps.size()), QVariant::fromValue<qlonglong>(kAllSteps));
+  for (int64_t s : steps) m_compareStepCombo->addItem(tr("step %1").arg(s), QVariant::fromValue<qlonglong>(s));
+  const int same = m_compareStepCombo->findData(QVariant::fromValue<qlonglong>(step));
+  m_compareStepCombo->setCurrentIndex(same >= 0 ? same : 1);
+}
+
+QString TimelineView::runTitle(int64_t runId, const QComboBox* steps) const {
+  const moebench::RunInfo info = m_store->find_run(std::to_string(runId));
+  return QStringLiteral("#%1 %2 · %3 · %4")
+      .arg(QString::number(runId), QString::fromStdString(info.name), kindText(*m_store, runId),
+           steps->currentIndex() < 0 ? tr("no spans") : steps->currentText());
 }
 
 void TimelineView::loadSpans() {
@@ -203,7 +298,20 @@ void TimelineView::loadSpans() {
       return;
     }
     m_stack->setCurrentWidget(m_canvas);
-    m_canvas->setSpans(std::move(spans));
+    const int64_t other = comparedRun();
+    if (other < 0) {
+      m_canvas->setSpans(std::move(spans));
+      return;
+    }
+    const int64_t otherStep =
+        m_compareStepCombo->currentIndex() < 0 ? kNoStep : m_compareStepCombo->currentData().toLongLong();
+    std::vector<moebench::SpanRow> otherSpans;
+    if (otherStep == kAllSteps) otherSpans = m_store->spans(other);
+    else if (otherStep != kNoStep) otherSpans = m_store->spans(other, otherStep, otherStep);
+    std::vector<TimelineCanvas::Track> tracks(2);
+    tracks[0] = {runTitle(m_run, m_stepCombo), std::move(spans)};
+    tracks[1] = {runTitle(other, m_compareStepCombo), std::move(otherSpans)};
+    m_canvas->setTracks(std::move(tracks));
   } catch (const std::exception& e) {
     showMessage(tr("Could not load the spans of %1 (%2): %3").arg(m_runLabel, m_stepCombo->currentText(), e.what()));
   }
@@ -216,10 +324,14 @@ void TimelineView::updateStatus() {
   }
   namespace tg = moebench::gui;
   const tg::TimeAxis& a = m_canvas->axis();
-  m_status->setText(tr("%1 spans · %2 ranks · %3 streams · visible %4 – %5 (%6) of %7 – %8")
+  const QString compared = m_canvas->isStacked()
+                               ? tr(" · compared with %1 spans below").arg(m_canvas->spans(1).size())
+                               : QString();
+  m_status->setText(tr("%1 spans · %2 ranks · %3 streams · visible %4 – %5 (%6) of %7 – %8%9")
                         .arg(m_canvas->spans().size())
                         .arg(m_canvas->laneLayout().laneCount())
                         .arg(m_canvas->laneLayout().subLaneCount())
                         .arg(tg::formatTimeMs(a.t0), tg::formatTimeMs(a.t1), tg::formatDuration(a.span()),
-                             tg::formatTimeMs(m_canvas->dataStart()), tg::formatTimeMs(m_canvas->dataEnd())));
+                             tg::formatTimeMs(m_canvas->dataStart()), tg::formatTimeMs(m_canvas->dataEnd()),
+                             compared));
 }

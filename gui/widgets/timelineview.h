@@ -7,6 +7,11 @@
 // Default step: "all steps" when the run has at most kAllStepsByDefault steps with spans, else
 // its first step (so that opening a long run does not load millions of spans at once; "all
 // steps" stays one click away).
+// "Compare with:" stacks a second run of the store below the shown one on one time axis
+// (TimelineCanvas::setTracks: each run's first shown step at t = 0), with its own step selector:
+// choosing a run, or a new step of the first run, shows the same step of the second when it
+// has spans there ("all steps" with "all steps"), else its first step. Each run's header names
+// it: "#id name · predicted|measured · step N" (predicted: the run's tag "predicted").
 // A null store, an empty selection, a run without spans and any error while loading are shown
 // as a message in place of the canvas (message()); nothing is thrown out of setRuns.
 #include <QWidget>
@@ -47,13 +52,23 @@ class TimelineView : public QWidget {
   TimelineCanvas* canvas() const { return m_canvas; }
   QComboBox* runChooser() const { return m_runCombo; }
   QComboBox* stepChooser() const { return m_stepCombo; }
+  // "(none)" (data -1) and every run of the store (data: its id).
+  QComboBox* compareChooser() const { return m_compareCombo; }
+  QComboBox* compareStepChooser() const { return m_compareStepCombo; }
+  // Stacks this run below the shown one (-1: none); false when the store has no such run.
+  bool compareWith(int64_t runId);
+  int64_t comparedRun() const;  // -1 when none
 
  private:
   void showMessage(const QString& text);
   // Fills the step selector for m_run (choosing preferredStep when it has spans, else the
   // default), then loadSpans().
   void loadRun(int64_t preferredStep = kNoStep);
-  void loadSpans();  // the chosen step's spans into the canvas
+  void loadSpans();  // the chosen step's spans (and the compared run's) into the canvas
+  void fillCompareChooser();
+  // Fills the compared run's step selector, preferring `step` (the shown run's step).
+  void fillCompareSteps(int64_t step);
+  QString runTitle(int64_t runId, const QComboBox* steps) const;
   void updateStatus();
 
   std::shared_ptr<moebench::RunStore> m_store;
@@ -62,6 +77,9 @@ class TimelineView : public QWidget {
   QComboBox* m_runCombo = nullptr;
   QLabel* m_runLabelWidget = nullptr;
   QComboBox* m_stepCombo = nullptr;
+  QComboBox* m_compareCombo = nullptr;
+  QLabel* m_compareStepLabel = nullptr;
+  QComboBox* m_compareStepCombo = nullptr;
   QStackedWidget* m_stack = nullptr;
   QLabel* m_message = nullptr;
   TimelineCanvas* m_canvas = nullptr;

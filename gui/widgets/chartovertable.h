@@ -1,0 +1,43 @@
+#pragma once
+// The layout the chart-and-table analysis views share (roofline, predicted vs measured): a chart
+// (antialiased, legend at the bottom, at least 280 px high) above a table of the model's rows
+// (no row numbers, last column stretched, whole rows selected) in a vertical splitter, 3:1.
+#include <QAbstractItemModel>
+#include <QChart>
+#include <QChartView>
+#include <QHeaderView>
+#include <QLegend>
+#include <QSplitter>
+#include <QTableView>
+
+struct ChartOverTable {
+  QChartView* chartView = nullptr;
+  QTableView* table = nullptr;
+  QSplitter* splitter = nullptr;
+};
+
+// Object names: <name>Chart and <name>Table ("roofline" -> rooflineChart, rooflineTable).
+inline ChartOverTable makeChartOverTable(QWidget* parent, const QString& name, const QString& title,
+                                         QAbstractItemModel* model) {
+  ChartOverTable out;
+  auto* chart = new QChart;
+  chart->legend()->setAlignment(Qt::AlignBottom);
+  chart->setTitle(title);
+  out.chartView = new QChartView(chart, parent);
+  out.chartView->setObjectName(name + QStringLiteral("Chart"));
+  out.chartView->setRenderHint(QPainter::Antialiasing);
+  out.chartView->setMinimumHeight(280);
+  out.table = new QTableView(parent);
+  out.table->setObjectName(name + QStringLiteral("Table"));
+  out.table->setModel(model);
+  out.table->verticalHeader()->hide();
+  out.table->horizontalHeader()->setStretchLastSection(true);
+  out.table->setSelectionBehavior(QAbstractItemView::SelectRows);
+  out.splitter = new QSplitter(Qt::Vertical, parent);
+  out.splitter->addWidget(out.chartView);
+  out.splitter->addWidget(out.table);
+  out.splitter->setStretchFactor(0, 3);
+  out.splitter->setStretchFactor(1, 1);
+  out.splitter->setSizes({600, 200});
+  return out;
+}
