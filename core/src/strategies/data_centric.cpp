@@ -210,6 +210,24 @@ std::unique_ptr<MoeHandle> DataCentric::layout(const ExchangeCounts& counts, Moe
   return p;
 }
 
+std::vector<TaskId> DataCentric::build_iteration_start(TaskGraph& g, MoeHandle& handle, const std::vector<TaskId>& after,
+                                                       MoeContext& ctx) {
+  auto& p = dynamic_cast<Pass&>(handle);
+  if (!opts_.prefetch) return {};
+  const uint64_t expert_bytes = expert_floats_ * sizeof(float);
+  GraphTask t;
+  t.name = "janus.prefetch";
+  t.category = TaskCategory::comm;
+  t.role = ctx.ep_role();
+  t.layer = ctx.layer;
+  t.cost.transfer = Transfer::get;
+  for (const PlannedPull& pp : prefetch_plan(p.credits))
+    t.cost.bytes_to_peer.push_back({ctx.ep_world[(size_t)(pp.e / L_)], expert_bytes});
+  if (t.cost.bytes_to_peer.empty()) return {};
+  p.prefetch_task = g.add(std::move(t), after);
+  return {p.prefetch_task};
+}
+
 std::vector<TaskId> DataCentric::build(TaskGraph& g, MoeHandle& handle, MoePass pass, const std::vector<TaskId>& after,
                                        const MoeBuffers* buffers, MoeContext& ctx) {
   auto& p = dynamic_cast<Pass&>(handle);
@@ -275,7 +293,11 @@ void DataCentric::build_forward(Builder& b, Pass& p, const MoeBuffers* buffers, 
         ++in_use;
       }
       const size_t off = (size_t)(s.e - s.owner * L_) * expert_bytes;
-      pull_of[next] = b.comm("janus.pull", Transfer::get, s.e, world[(size_t)s.owner], expert_bytes, {s.prefetched ? sync : freed},
+      // Its bytes moved in the step graph's janus.prefetch: the pull only completes them.
+      const bool staged = s.prefetched && p.prefetch_task.valid();
+      pull_of[next] = b.comm("janus.pull", Transfer::get, s.e, world[(size_t)s.owner], staged ? 0 : expert_bytes,
+                             staged ? std::vector<TaskId>{sync, p.prefetch_task}
+                                    : std::vector<TaskId>{s.prefetched ? sync : freed},
                              [win, &s, ef, off] {
                                if (!s.issued) win->get(s.cache.data(), ef, s.owner, off);
                                win->flush(s.owner);

@@ -68,6 +68,9 @@ struct DataCentric::Pass : MoeHandle {
   std::vector<char> node_used;
   std::vector<int> node_share;
   bool node_prefetched = false, node_issued = false;
+  // Without buffers: the step graph's janus.prefetch task (build_iteration_start), whose gets the
+  // prefetched pulls complete (they then carry no bytes); invalid: none.
+  TaskId prefetch_task;
   std::vector<std::vector<float>> node_grad;  // per node_share entry: the node's summed gradient
   // pcie_pairing: rounds on the node, this rank's and its peer's groups (ext_ indices, round
   // order), the peer's EP rank (-1: no peer).

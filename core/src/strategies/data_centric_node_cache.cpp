@@ -126,7 +126,9 @@ std::vector<TaskId> DataCentric::build_node_pulls(Builder& b, Pass& p, TaskId sy
     float* dst = b.act ? ext_cache(j) : nullptr;
     const bool issued = p.node_issued;
     const size_t ef = expert_floats_;
-    pulls.push_back(b.comm("janus.pull_node", Transfer::get, e, b.ctx.ep_world[(size_t)owner], expert_bytes, {sync},
+    const bool staged = p.node_prefetched && p.prefetch_task.valid();  // moved by janus.prefetch
+    pulls.push_back(b.comm("janus.pull_node", Transfer::get, e, b.ctx.ep_world[(size_t)owner], staged ? 0 : expert_bytes,
+                           staged ? std::vector<TaskId>{sync, p.prefetch_task} : std::vector<TaskId>{sync},
                            [win, dst, ef, owner, off, issued] {
                              if (!issued) win->get(dst, ef, owner, off);
                              win->flush(owner);

@@ -40,6 +40,20 @@ std::vector<PlanCandidate> candidates_of(const Config& base) {
     s.data_centric.hierarchical = true;
     s.data_centric.prefetch = true;
   });
+  // Twice the config's credits: more pulls in flight (Janus §5.2's buffer), plain and cached.
+  const int credits = 2 * base.strategy.data_centric.credits;
+  const std::string more = " C=" + std::to_string(credits);
+  add("data_centric" + more, "data_centric", [credits](StrategyConfig& s) {
+    s.data_centric.hierarchical = false;
+    s.data_centric.prefetch = false;
+    s.data_centric.pcie_pairing = false;
+    s.data_centric.credits = credits;
+  });
+  add("data_centric + cache" + more, "data_centric", [credits](StrategyConfig& s) {
+    s.data_centric.hierarchical = true;
+    s.data_centric.prefetch = false;
+    s.data_centric.credits = credits;
+  });
   return out;
 }
 

@@ -272,6 +272,8 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
     const int mb = op.micro, chunk = M > 1 ? mb : -1;
     const bool accumulate_done = op.kind == PipeOp::Kind::backward && mb == M - 1;  // buckets all-reduce now
     if (op.kind == PipeOp::Kind::forward) {
+      // Before any gate: what the blocks' strategies start for this forward (Janus prefetch).
+      for (auto& [l, m] : moe) m.strategies[(size_t)mb]->build_iteration_start(g, *m.handles[(size_t)mb], {last}, m.ctx);
       if (first_stage) {
         main_task(compute("embed.forward", -1, 0.0, chunk));
         if (cfg.parallel.vocab_parallel) tp_allreduce(-1, chunk);

@@ -148,6 +148,15 @@ class MoeStrategy {
   // Called for every MoE block at the start of each forward pass of the model, before any
   // block's gate runs (Janus prefetch, §5.3). Collective over ctx.ep. Default: nothing.
   virtual void begin_iteration(MoeContext& ctx) { (void)ctx; }
+  // The same moment in a graph built without buffers (the step graph the simulator replays):
+  // the transfers begin_iteration starts for the pass of `handle`, as tasks after `after`; the
+  // pass's tasks built later from this handle wait for them instead of moving those bytes
+  // again. Returns the tasks (default: none).
+  virtual std::vector<TaskId> build_iteration_start(TaskGraph& g, MoeHandle& handle, const std::vector<TaskId>& after,
+                                                    MoeContext& ctx) {
+    (void)g, (void)handle, (void)after, (void)ctx;
+    return {};
+  }
 };
 
 }  // namespace moebench

@@ -52,7 +52,9 @@
 //    thread touches the window) and their completion is the block graph's janus.pull /
 //    janus.pull_node task of the expert (flush only, no credit wait), which carries the bytes:
 //    the block's graph is the same with and without prefetch's gets issued, and plan / the
-//    simulator (no begin_iteration) see every used expert's bytes once. Prefetched experts
+//    simulator (no begin_iteration) see every used expert's bytes once; the step graph adds
+//    build_iteration_start's janus.prefetch task, which moves the planned bytes from the start
+//    of the iteration so that the simulator sees what prefetch hides. Prefetched experts
 //    the routing does not use are dropped (their credit returns; their buffers live until the
 //    pass's janus.sync has flushed them). A forward with prefetch on whose begin_iteration was
 //    not called issues those gets in the same tasks (same schedule).
@@ -137,6 +139,10 @@ class DataCentric : public MoeStrategy {
                             const MoeBuffers* buffers, MoeContext& ctx) override;
   StrategyCost predict(const CostInputs& in, const MoeContext& ctx, const ClusterModel& cluster) const override;
   void begin_iteration(MoeContext& ctx) override;
+  // prefetch on: one comm task "janus.prefetch" (one-sided gets of begin_iteration's plan, on the
+  // EP group's comm role) that the pass's prefetched pulls then wait for with no bytes of their own.
+  std::vector<TaskId> build_iteration_start(TaskGraph& g, MoeHandle& handle, const std::vector<TaskId>& after,
+                                            MoeContext& ctx) override;
 
   const DataCentricOptions& options() const { return opts_; }
   const DataCentricStats& stats() const { return stats_; }

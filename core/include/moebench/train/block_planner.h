@@ -7,8 +7,10 @@
 // Candidates (each the whole model under one setting; a block's time is its forward and
 // backward windows, mean per rank: block_splits' compute + comm + idle):
 //   expert_centric (overlap degree of the config, and 2 when that is 1), hier_a2a (more than
-//   one node), data_centric plain, with the node cache (hierarchical; more than one node) and
-//   with the node cache and prefetch. A candidate the step graph refuses is listed with why.
+//   one node), data_centric plain, with the node cache (hierarchical; more than one node), with
+//   the node cache and prefetch (its gets start with the iteration in the step graph), and plain
+//   and cached with twice the config's credits. A candidate the step graph refuses is listed
+//   with why.
 // The mix: one strategy per block; strategies with several option sets chosen take the set
 // most blocks chose (ties: the first candidate's). When the mix is predicted slower than the
 // best single candidate (blocks interact through shared links), that candidate is the plan.

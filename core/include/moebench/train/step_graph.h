@@ -3,7 +3,9 @@
 // MPI (`moebench plan --graph RANK`; the simulator replays it), for any pp x dp x tp layout
 // (Megatron rank order, dist/process_groups.h):
 //   per micro-batch, in the order of the pipeline schedule (train/pipeline_schedule.h):
-//     forward   [first stage: embeddings | pp.forward receive] -> per block of this stage the
+//     forward   what the MoE blocks' strategies start with the iteration (MoeStrategy::
+//               build_iteration_start: Janus prefetch's gets) -> [first stage: embeddings |
+//               pp.forward receive] -> per block of this stage the
 //               attention, the TP all-reduce (Megatron's g), the FFN (dense + g, or the MoE
 //               block's graph from its strategy: moe/block_graph.h) -> [last stage: LM head |
 //               pp.forward send]
