@@ -122,16 +122,8 @@ int train(const RunOptions& o, const Config& cfg, Communicator* world, const Emu
         for (const auto& [block, name] : block_strategies(cfg, t.nodes(), t.devices_per_node()))
           recorder->store().set_tag(recorder->run().id, "strategy.block." + std::to_string(block), name);
       }
-      if (emu) {  // its times are measured under emulation (runs show: EMULATED)
-        const int64_t id = recorder->run().id;
-        recorder->store().set_tag(id, "emulated", "1");
-        recorder->store().set_tag(id, "emulated.cluster", emu->cluster_name);
-        recorder->store().set_tag(id, "emulated.cluster_file", emu->cluster_file);
-        char scale[32];
-        std::snprintf(scale, sizeof scale, "%.6g", emu->time_scale);
-        recorder->store().set_tag(id, "emulated.time_scale", scale);
-        recorder->store().set_tag(id, "emulated.time_scale_source", emu->time_scale_source);
-      }
+      if (emu)  // its times are measured under emulation (runs show: EMULATED)
+        for (const auto& [key, value] : emu->tags()) recorder->store().set_tag(recorder->run().id, key, value);
       std::printf("recording run %s (%s) in %s, experiment %s\n", recorder->run().uuid.substr(0, 8).c_str(),
                   recorder->run().name.c_str(), cfg.store.db.c_str(), cfg.store.experiment.c_str());
     }

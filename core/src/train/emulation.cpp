@@ -40,6 +40,14 @@ std::string Emulation::describe() const {
   return s + " | every message paced over its links: times are measured under emulation, not predicted";
 }
 
+std::vector<std::pair<std::string, std::string>> Emulation::tags() const {
+  return {{"emulated", "1"},
+          {"emulated.cluster", cluster_name},
+          {"emulated.cluster_file", cluster_file},
+          {"emulated.time_scale", number(time_scale, "%.6g")},
+          {"emulated.time_scale_source", time_scale_source}};
+}
+
 double measure_sgemm_gflops(double seconds) {
   constexpr int n = 512;
   std::vector<float> a((size_t)n * n, 0.5f), b((size_t)n * n, 0.25f), c((size_t)n * n);

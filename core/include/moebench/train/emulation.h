@@ -9,6 +9,8 @@
 // the ranks is the machine's rate per rank. Every rank ends with the same scale.
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "moebench/config/config.h"
 #include "moebench/dist/communicator.h"
@@ -28,6 +30,9 @@ struct Emulation {
 
   std::string label() const;     // "emulated janus x5200"
   std::string describe() const;  // one line for the run header: cluster, scale and its source
+  // The run's tags: emulated = 1, emulated.cluster, emulated.cluster_file, emulated.time_scale,
+  // emulated.time_scale_source (store/run_summary.h reads them for `runs show`).
+  std::vector<std::pair<std::string, std::string>> tags() const;
 };
 
 // The [emulate] of a validated config (cfg.emulate.cluster not empty). Collective over `world`
