@@ -337,6 +337,33 @@ class TestLinkEmulator : public QObject {
       RequestPtr req = c.iall_reduce(ia.data(), ia.size(), DType::i32, ReduceOp::max);
       req->wait();
       out.insert(out.end(), ia.begin(), ia.end());
+      // Several non-blocking collectives in flight, waited in different orders on different
+      // ranks (each must start them in call order), the count arrays of iall_to_all_v gone
+      // before the wait.
+      std::vector<float> bc(5, me == 1 ? 2.5f : 0.0f);
+      std::vector<int32_t> ag(3 * P), ag_mine(3, me + 7);
+      std::vector<int32_t> av_s(2 * P), av_r(2 * P);
+      std::iota(av_s.begin(), av_s.end(), me * 100);
+      RequestPtr r_bc = c.ibroadcast(bc.data(), bc.size(), DType::f32, 1);
+      RequestPtr r_ag = c.iall_gather(ag_mine.data(), ag.data(), 3, DType::i32);
+      RequestPtr r_av;
+      {
+        std::vector<size_t> two(P, 2), displs(P);
+        for (int p = 0; p < P; ++p) displs[p] = size_t(2 * p);
+        r_av = c.iall_to_all_v(av_s.data(), two.data(), displs.data(), av_r.data(), two.data(), displs.data(), DType::i32);
+      }
+      if (me % 2) {  // odd ranks wait in reverse order, even ranks in call order
+        r_av->wait();
+        r_ag->wait();
+        r_bc->wait();
+      } else {
+        r_bc->wait();
+        r_ag->wait();
+        r_av->wait();
+      }
+      out.insert(out.end(), bc.begin(), bc.end());
+      out.insert(out.end(), ag.begin(), ag.end());
+      out.insert(out.end(), av_r.begin(), av_r.end());
       std::vector<int32_t> ring(6, me), from(6);
       RequestPtr sent = c.isend(ring.data(), ring.size(), DType::i32, (me + 1) % P, 7);
       c.recv(from.data(), from.size(), DType::i32, (me + P - 1) % P, 7);
