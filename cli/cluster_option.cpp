@@ -1,7 +1,6 @@
 #include "cluster_option.h"
 
 #include <nlohmann/json.hpp>
-#include <toml++/toml.h>
 
 #include "moebench/config/cluster_file.h"
 #include "moebench/config/config_loader.h"
@@ -10,23 +9,9 @@
 namespace moebench::cli {
 namespace {
 
-// A described cluster names every link its devices use: the compute rate always, the intra-node
-// link with more than one device per node, the inter-node link with more than one node (the
-// development machine's defaults would otherwise stand in for them silently).
+// A described cluster names every link its devices use (cluster_file.h).
 void require_links(const std::string& file, const ClusterConfig& c) {
-  toml::table t;
-  try {
-    t = toml::parse_file(file);
-  } catch (const toml::parse_error&) {
-    return;  // load_cluster_file reported it
-  }
-  std::vector<std::string> missing;
-  auto need = [&](const char* key, bool used) {
-    if (used && !t["cluster"][key]) missing.push_back(std::string("cluster.") + key);
-  };
-  need("device_tflops", true);
-  need("intra_bw_gbs", c.devices_per_node != 1);
-  need("inter_bw_gbs", c.nodes > 1);
+  const std::vector<std::string> missing = missing_cluster_links(file, c);
   if (missing.empty()) return;
   std::string keys;
   for (const std::string& k : missing) keys += (keys.empty() ? "" : ", ") + k;

@@ -32,6 +32,7 @@
 #include "moebench/strategies/janus.h"
 #include "moebench/train/checkpoint.h"
 #include "moebench/train/distributed.h"
+#include "moebench/train/emulation.h"
 #include "moebench/train/output_dir.h"
 #include "moebench/train/run_recorder.h"
 #include "moebench/train/trainer.h"
@@ -46,13 +47,14 @@ struct RunOptions {
   bool overwrite = false, oversubscribe_ok = false;
 };
 
-void print_step(const Config& cfg, const StepStats& s, bool distributed) {
+void print_step(const Config& cfg, const StepStats& s, bool distributed, const Emulation* emu) {
   const int width = (int)std::to_string(cfg.train.steps).size();
   std::printf("step %*ld/%d | loss %.4f | aux %.4f | lr %.2e | grad %.3f | %7.1f ms | %8.0f tok/s",
               width, s.step + 1, cfg.train.steps, s.loss.ce, s.loss.aux, s.lr, s.grad_norm, s.ms, s.tokens_per_s);
   if (distributed)
     std::printf(" | comm %3.0f%% | sent intra %.2f MB inter %.2f MB", 100.0 * s.comm_ms / s.ms,
                 s.bytes_intra / 1e6, s.bytes_inter / 1e6);
+  if (emu) std::printf(" | %s", emu->label().c_str());
   std::printf("\n");
   std::fflush(stdout);
 }
@@ -80,7 +82,8 @@ std::string out_dir_of(const RunOptions& o, const Config& cfg) {
   return o.out.empty() ? cfg.run.out_dir + "/" + cfg.run.name : o.out;
 }
 
-int train(const RunOptions& o, const Config& cfg, Communicator* world) {
+// emu: the run's link emulator ([emulate]; world is already paced), else null.
+int train(const RunOptions& o, const Config& cfg, Communicator* world, const Emulation* emu) {
   install_stop_handlers();
   Trainer trainer(cfg, out_dir_of(o, cfg), world);
   const bool main = trainer.is_main();
@@ -94,6 +97,7 @@ int train(const RunOptions& o, const Config& cfg, Communicator* world) {
     if (trainer.distributed())
       std::printf("distributed: %s | strategy %s | global batch %d\n", trainer.distributed()->describe().c_str(),
                   cfg.strategy.name.c_str(), cfg.train.batch_size);
+    if (emu) std::printf("%s\n", emu->describe().c_str());
     std::printf("uniform-guess loss ln(vocab) = %.4f\n", std::log((double)m.vocab_size));
     if (trainer.distributed() && cfg.strategy.name == "janus") {
       const Topology& t = trainer.distributed()->topology();
@@ -118,6 +122,8 @@ int train(const RunOptions& o, const Config& cfg, Communicator* world) {
         for (const auto& [block, name] : block_strategies(cfg, t.nodes(), t.devices_per_node()))
           recorder->store().set_tag(recorder->run().id, "strategy.block." + std::to_string(block), name);
       }
+      if (emu)  // its times are measured under emulation (runs show: EMULATED)
+        for (const auto& [key, value] : emu->tags()) recorder->store().set_tag(recorder->run().id, key, value);
       std::printf("recording run %s (%s) in %s, experiment %s\n", recorder->run().uuid.substr(0, 8).c_str(),
                   recorder->run().name.c_str(), cfg.store.db.c_str(), cfg.store.experiment.c_str());
     }
@@ -127,7 +133,7 @@ int train(const RunOptions& o, const Config& cfg, Communicator* world) {
   cb.on_step = [&](const StepStats& s) {
     if (!main) return;
     if (recorder) recorder->on_step(s);  // committed before it is shown
-    print_step(cfg, s, distributed);
+    print_step(cfg, s, distributed, emu);
   };
   cb.on_eval = [&](const EvalStats& e) {
     if (!main) return;
@@ -234,8 +240,14 @@ int run_rank(const RunOptions& o) {
     if (me == first) report_rank_failure(me, size, code, message);
     return worst;
   }
+  std::unique_ptr<Communicator> paced;  // [emulate]: world paced over the cluster's links
   try {
-    return train(o, cfg, size > 1 ? world.get() : nullptr);
+    std::unique_ptr<Emulation> emu;
+    if (!cfg.emulate.cluster.empty()) {
+      emu = std::make_unique<Emulation>(resolve_emulation(cfg, world.get()));
+      if (size > 1) paced = emulated_world(*emu, *world);
+    }
+    return train(o, cfg, size > 1 ? (paced ? paced.get() : world.get()) : nullptr, emu.get());
   } catch (const std::exception& e) {
     report_rank_failure(me, size, 1, e.what());
     MpiRuntime::abort_job(1);
@@ -252,7 +264,11 @@ int run_training(const RunOptions& o) {
   if (cfg.store.enabled && std::filesystem::exists(cfg.store.db)) RunStore(cfg.store.db);
   const OutputDirLock lock = claim_out_dir(o, cfg);
   check_resume(o, cfg);
-  if (cfg.run.ranks == 1) return train(o, cfg, nullptr);
+  if (cfg.run.ranks == 1) {  // one rank sends nothing: emulation only labels the run
+    const std::unique_ptr<Emulation> emu =
+        cfg.emulate.cluster.empty() ? nullptr : std::make_unique<Emulation>(resolve_emulation(cfg, nullptr));
+    return train(o, cfg, nullptr, emu.get());
+  }
   LocalLaunch launch;
   launch.ranks = cfg.run.ranks;
   launch.stop_grace_s = cfg.run.stop_grace_s;

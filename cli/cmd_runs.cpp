@@ -50,6 +50,13 @@ LossInfo loss_info(const RunStore& store, int64_t run) {
   return out;
 }
 
+// A run measured under the link emulator (tag "emulated").
+bool is_emulated(const RunStore& store, int64_t run) {
+  for (const auto& [k, v] : store.tags(run))
+    if (k == "emulated") return v == "1";
+  return false;
+}
+
 json num_or_null(double v) { return v == v ? json(v) : json(nullptr); }
 
 std::string short_uuid(const std::string& uuid) { return uuid.substr(0, 8); }
@@ -65,6 +72,7 @@ int list_runs(const std::string& db, const std::string& experiment, bool as_json
       j["steps"] = li.steps;
       j["final_loss"] = num_or_null(li.final_loss);
       j["duration_s"] = num_or_null(run_duration(r) >= 0 ? run_duration(r) : std::nan(""));
+      j["emulated"] = is_emulated(*store, r.id);
       out.push_back(j);
     }
     std::cout << out.dump(2) << "\n";
@@ -79,7 +87,8 @@ int list_runs(const std::string& db, const std::string& experiment, bool as_json
               {true, false, false, false, false, false, true, true, false, true});
   for (const auto& r : runs) {
     const LossInfo li = loss_info(*store, r.id);
-    t.add({std::to_string(r.id), short_uuid(r.uuid), r.name, r.experiment, run_status_name(r.status), r.strategy,
+    const bool emulated = is_emulated(*store, r.id);
+    t.add({std::to_string(r.id), short_uuid(r.uuid), emulated ? r.name + " (emulated)" : r.name, r.experiment, run_status_name(r.status), r.strategy,
            std::to_string(li.steps), fmt_num("%.4f", li.final_loss), fmt_time(r.start_time),
            fmt_duration(run_duration(r))});
   }

@@ -195,6 +195,7 @@ class TestClusterModel : public QObject {
     QTest::addColumn<double>("inter_gbs");
     QTest::addColumn<int>("devices_per_nic");
     QTest::newRow("janus") << "janus.toml" << 32 << 300.0 << 25.0 << 2;
+    QTest::newRow("janus 4 gpu") << "janus_4gpu.toml" << 4 << 300.0 << 25.0 << 2;
     QTest::newRow("fastermoe johnny") << "fastermoe_johnny.toml" << 16 << 8.0 << 6.25 << 8;
     QTest::newRow("fastermoe trevor") << "fastermoe_trevor.toml" << 64 << 25.0 << 12.5 << 4;
     QTest::newRow("pipeline moe") << "ppmoe.toml" << 32 << 300.0 << 12.5 << 8;

@@ -65,6 +65,13 @@ class TestConfig : public QObject {
     write_file(at("corpus.txt"), "hello world\n");
     std::filesystem::create_directories(at("adir"));
     write_file(at("cluster.toml"), "[cluster]\nname = \"from_file\"\nintra_bw_gbs = 300.0\n");
+    // Clusters to emulate ([emulate] cluster): 2 x 2 and 2 x 3 with every link, one without
+    // its inter-node link, one with a NIC of 0 GB/s.
+    const std::string links = "device_tflops = 312.0\nintra_bw_gbs = 300.0\ninter_bw_gbs = 25.0\n";
+    write_file(at("emu4.toml"), "[cluster]\nname = \"emu4\"\nnodes = 2\ndevices_per_node = 2\n" + links);
+    write_file(at("emu6.toml"), "[cluster]\nname = \"emu6\"\nnodes = 2\ndevices_per_node = 3\n" + links);
+    write_file(at("emu_nolinks.toml"), "[cluster]\nnodes = 2\ndevices_per_node = 2\ndevice_tflops = 312.0\nintra_bw_gbs = 300.0\n");
+    write_file(at("emu_zero.toml"), "[cluster]\nnodes = 2\ndevices_per_node = 2\ndevice_tflops = 312.0\nintra_bw_gbs = 300.0\ninter_bw_gbs = 0.0\n");
   }
 
   void errors_data() {
@@ -181,6 +188,20 @@ class TestConfig : public QObject {
     row("nodes do not divide ranks", "[run]\nranks = 4\n[cluster]\nnodes = 3\n", 4, "cluster.nodes", "must divide run.ranks = 4, got 3");
     row("nodes x devices != ranks", "[run]\nranks = 4\n[cluster]\nnodes = 2\ndevices_per_node = 3\n", 5, "cluster.devices_per_node", "= 6 must equal run.ranks = 4");
     row("zero ranks", "[run]\nranks = 0\n", 2, "run.ranks", "must be >= 1, got 0");
+    // [emulate]: the link emulator's cluster and time scale.
+    row("emulate time_scale zero", "[emulate]\ncluster = \"emu4.toml\"\ntime_scale = 0\n", 3, "emulate.time_scale", "must be \"auto\" or a number > 0, got 0");
+    row("emulate time_scale negative", "[emulate]\ntime_scale = -2.5\n", 2, "emulate.time_scale", "must be \"auto\" or a number > 0, got -2.5");
+    row("emulate time_scale word", "[emulate]\ntime_scale = \"fast\"\n", 2, "emulate.time_scale", "must be \"auto\" or a number > 0, got \"fast\"");
+    row("emulate time_scale boolean", "[emulate]\ntime_scale = true\n", 2, "emulate.time_scale", "expected \"auto\" or a number, got boolean true");
+    set_row("emulate time_scale bare word", "", {"emulate.time_scale=fast"}, "emulate.time_scale", "must be \"auto\" or a number > 0, got \"fast\"");
+    row("emulate time_scale without a cluster", "[emulate]\ntime_scale = 5\n", 2, "emulate.time_scale", "needs emulate.cluster");
+    row("emulate cluster not found", "[run]\nranks = 4\n[emulate]\ncluster = \"nope.toml\"\n", 4, "emulate.cluster", "cluster file not found: ");
+    row("emulate cluster without a link", "[run]\nranks = 4\n[cluster]\nnodes = 2\n[emulate]\ncluster = \"emu_nolinks.toml\"\n", 6, "emulate.cluster",
+        "emu_nolinks.toml: missing cluster.inter_bw_gbs (a cluster to emulate names every link its devices use)");
+    row("emulate devices != ranks", "[run]\nranks = 2\n[emulate]\ncluster = \"emu4.toml\"\n", 4, "emulate.cluster",
+        "emu4.toml describes 2 nodes x 2 devices; the run has run.ranks = 2 (one rank per emulated device)");
+    row("emulate nodes != cluster.nodes", "[run]\nranks = 4\n[emulate]\ncluster = \"emu4.toml\"\n", 4, "emulate.cluster",
+        "emu4.toml has 2 nodes; the run's topology has cluster.nodes = 1: set cluster.nodes = 2");
     row("unknown section far", "[tracing]\nnodes = 2\n", 1, "tracing", "unknown section [tracing]");
     row("unknown key", "[model]\n\nhiden = 64\n", 3, "model.hiden", "did you mean `hidden`?");
     row("unknown key other section", "[model]\nlr = 1e-3\n", 2, "model.lr", "did you mean `train.lr`?");
@@ -600,7 +621,8 @@ class TestConfig : public QObject {
         "[train]\nsteps = 7\nbatch_size = 12\nlr = 0.0007\nmin_lr_ratio = 0.2\nwarmup_steps = 3\n"
         "weight_decay = 0.05\nbeta1 = 0.8\nbeta2 = 0.99\neps = 1e-7\ngrad_clip = 0.5\neval_every = 2\n"
         "eval_batches = 1\ncheckpoint_every = 5\n"
-        "[store]\nenabled = false\ndb = \"other.db\"\nexperiment = \"abl\"\nspans_every = 10\n";
+        "[store]\nenabled = false\ndb = \"other.db\"\nexperiment = \"abl\"\nspans_every = 10\n"
+        "[emulate]\ncluster = \"emu6.toml\"\ntime_scale = 50\n";
     Config c1;
     try {
       c1 = parse_config(text, "full.toml", {}, base());
@@ -713,12 +735,38 @@ class TestConfig : public QObject {
              "[strategy]\nname = \"hier_a2a\"\n", {});
   }
 
+  // [emulate]: accepted with a matching cluster ("auto" or a number, kept as text); a cluster file
+  // with a bad value is reported at its own line and key.
+  void emulate_section() {
+    const std::string ok = "[run]\nranks = 4\n[cluster]\nnodes = 2\n[emulate]\ncluster = \"emu4.toml\"\n";
+    Config c;
+    try {
+      c = parse_config(ok, "e.toml", {}, base());
+      QCOMPARE(c.emulate.cluster, at("emu4.toml"));
+      QCOMPARE(c.emulate.time_scale, std::string("auto"));
+      QCOMPARE(parse_config(ok + "time_scale = 50\n", "e.toml", {}, base()).emulate.time_scale, std::string("50"));
+      QCOMPARE(parse_config(ok, "e.toml", {"emulate.time_scale=2.5"}, base()).emulate.time_scale, std::string("2.5"));
+      QCOMPARE(parse_config(ok + "time_scale = \"auto\"\n", "e.toml", {}, base()).emulate.time_scale, std::string("auto"));
+    } catch (const ConfigError& e) {
+      QFAIL(e.what());
+    }
+    QVERIFY(parse_config("", "e.toml").emulate.cluster.empty());  // section absent: no emulation
+    const auto issues = issues_of("[run]\nranks = 4\n[cluster]\nnodes = 2\n[emulate]\ncluster = \"emu_zero.toml\"\n", {}, base());
+    QCOMPARE(issues.size(), size_t(1));
+    QCOMPARE(issues[0].file, at("emu_zero.toml"));
+    QCOMPARE(issues[0].key, std::string("cluster.inter_bw_gbs"));
+    QCOMPARE(issues[0].line, 6);
+    QVERIFY2(issues[0].message.find("must be > 0, got 0") != std::string::npos &&
+                 issues[0].message.find("emulate.cluster") != std::string::npos,
+             issues[0].message.c_str());
+  }
+
   void json_is_canonical() {
     const nlohmann::json j = config_to_json(parse_config(kMoeBase, "t.toml"));
     QCOMPARE(QString::fromStdString(j.dump()).left(12), QString("{\"cluster\":{"));
     std::vector<std::string> sections;
     for (auto it = j.begin(); it != j.end(); ++it) sections.push_back(it.key());
-    QCOMPARE(sections, (std::vector<std::string>{"cluster", "data", "model", "moe", "parallel", "run", "store", "strategy", "train"}));
+    QCOMPARE(sections, (std::vector<std::string>{"cluster", "data", "emulate", "model", "moe", "parallel", "run", "store", "strategy", "train"}));
     QCOMPARE(j["train"]["lr"].dump(), std::string("0.003"));  // shortest float text, not 0.0030000000
     QCOMPARE(j["moe"]["experts"].dump(), std::string("[4,4]"));
     QVERIFY(!j.contains("source_file"));

@@ -179,6 +179,7 @@ class TestConfigTextEdit : public QObject {
     QTest::newRow("insert train.min_lr_ratio") << "train.min_lr_ratio" << "0.25" << "0.25" << 1;
     QTest::newRow("insert model.tied_head") << "model.tied_head" << "False" << "false" << 1;
     QTest::newRow("new section store.experiment") << "store.experiment" << "ablation" << "\"ablation\"" << 3;
+    QTest::newRow("new section emulate.time_scale, a word") << "emulate.time_scale" << "auto" << "\"auto\"" << 3;
   }
 
   void quickstart_edits() {

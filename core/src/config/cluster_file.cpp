@@ -132,6 +132,26 @@ ClusterConfig parse_cluster_file(std::string_view toml_text, const std::string& 
   return c.cluster;
 }
 
+std::vector<std::string> missing_cluster_links(const std::string& path, const ClusterConfig& c) {
+  std::string why;
+  const auto text = read_limited(path, why);
+  if (!text || precheck_toml(*text)) return {};
+  toml::table t;
+  try {
+    t = toml::parse(*text, path);
+  } catch (const toml::parse_error&) {
+    return {};
+  }
+  std::vector<std::string> missing;
+  auto need = [&](const char* key, bool used) {
+    if (used && !t["cluster"][key]) missing.push_back(std::string("cluster.") + key);
+  };
+  need("device_tflops", true);
+  need("intra_bw_gbs", c.devices_per_node != 1);
+  need("inter_bw_gbs", c.nodes > 1);
+  return missing;
+}
+
 ClusterConfig load_cluster_file(const std::string& path) {
   std::string why;
   const auto text = read_limited(path, why);

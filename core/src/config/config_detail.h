@@ -3,6 +3,7 @@
 // the key table, where each key was set, and the collected issues.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -13,7 +14,7 @@
 
 namespace moebench::config_detail {
 
-enum class Kind { Int, Int64, UInt64, Float, Double, Bool, String, Path, IntList, DoubleList, StringList, Experts };
+enum class Kind { Int, Int64, UInt64, Float, Double, Bool, String, Path, IntList, DoubleList, StringList, Experts, AutoOrNumber };
 
 struct FieldDef {
   const char* section;
@@ -71,6 +72,9 @@ void read_cluster_file(Config& c, LoadState& st);
 
 // At most `max` bytes of `s`, then "... (N bytes)" when cut: user text echoed in messages.
 std::string excerpt(std::string_view s, size_t max = 48);
+
+// The number a Kind::AutoOrNumber value holds ("50", "2.5"), nullopt for any other text ("auto").
+std::optional<double> auto_or_number_value(const std::string& text);
 
 // Shortest text that reads back as the same float ("0.003", "1e-08").
 std::string float_text(float v);

@@ -237,6 +237,19 @@ class Reader {
         f.get<std::string>(c_) = v;
         return true;
       }
+      case Kind::AutoOrNumber: {  // a string ("auto") or a number, kept as text ("50")
+        if (auto str = n.as_string()) {
+          f.get<std::string>(c_) = str->get();
+          return true;
+        }
+        double v = 0;
+        if (!n.is_number()) return error("expected \"auto\" or a number, got " + describe(n));
+        if (!read_double(n, v)) return false;
+        char buf[64];
+        const auto res = std::to_chars(buf, buf + sizeof buf, v);
+        f.get<std::string>(c_) = std::string(buf, res.ptr);
+        return true;
+      }
       case Kind::IntList:
       case Kind::Experts: {
         if (f.kind == Kind::Experts && !n.is_array()) {

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <sstream>
 
 #include "config_detail.h"
@@ -120,6 +121,11 @@ const std::vector<FieldDef>& fields() {
       MB_FIELD(store, db, String, "SQLite run database (relative: to the current directory)"),
       MB_FIELD(store, experiment, String, "experiment the run belongs to"),
       MB_FIELD(store, spans_every, Int, "record spans every k-th step (1 = every step)"),
+
+      MB_FIELD(emulate, cluster, Path,
+               "link emulator: pace every message over this cluster file's links (its devices = run.ranks); \"\" = off"),
+      MB_FIELD(emulate, time_scale, AutoOrNumber,
+               "\"auto\" (cluster device rate / this machine's GEMM rate per rank) or a factor > 0 stretching the cluster's time"),
   };
   return table;
 }
@@ -140,7 +146,8 @@ const std::vector<std::string>& section_names() {
                                                  "strategy.per_block",
                                                  "data",
                                                  "train",
-                                                 "store"};
+                                                 "store",
+                                                 "emulate"};
   return names;
 }
 
@@ -148,6 +155,14 @@ const FieldDef* find_field(std::string_view section, std::string_view key) {
   for (const auto& f : fields())
     if (section == f.section && key == f.key) return &f;
   return nullptr;
+}
+
+std::optional<double> auto_or_number_value(const std::string& text) {
+  double v = 0;
+  const char* end = text.data() + text.size();
+  const auto res = std::from_chars(text.data(), end, v);
+  if (text.empty() || res.ec != std::errc() || res.ptr != end) return std::nullopt;
+  return v;
 }
 
 std::string float_text(float v) {
@@ -233,6 +248,10 @@ std::string value_text(const FieldDef& f, const Config& c) {
     case Kind::Bool: return f.get<bool>(c) ? "true" : "false";
     case Kind::String:
     case Kind::Path: return toml_string_literal(f.get<std::string>(c));
+    case Kind::AutoOrNumber: {
+      const std::string& v = f.get<std::string>(c);
+      return auto_or_number_value(v) ? double_text(*auto_or_number_value(v)) : toml_string_literal(v);
+    }
     case Kind::IntList:
     case Kind::Experts: return int_list_text(f.get<std::vector<int>>(c));
     case Kind::DoubleList: return double_list_text(f.get<std::vector<double>>(c));
@@ -255,6 +274,11 @@ nlohmann::json value_json(const FieldDef& f, const Config& c) {
     case Kind::Bool: return f.get<bool>(c);
     case Kind::String:
     case Kind::Path: return f.get<std::string>(c);
+    case Kind::AutoOrNumber: {
+      const std::string& v = f.get<std::string>(c);
+      if (const auto x = auto_or_number_value(v)) return *x;
+      return v;
+    }
     case Kind::IntList:
     case Kind::Experts: return f.get<std::vector<int>>(c);
     case Kind::DoubleList: return f.get<std::vector<double>>(c);
@@ -277,6 +301,7 @@ const char* kind_name(Kind k) {
     case Kind::DoubleList: return "float array";
     case Kind::StringList: return "string array";
     case Kind::Experts: return "integer or integer array";
+    case Kind::AutoOrNumber: return "auto or number";
   }
   return "";
 }

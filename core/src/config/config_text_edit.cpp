@@ -475,6 +475,8 @@ std::string config_value_literal(const std::string& key, std::string_view user_t
       }
       lit = "[" + items + "]";
     }
+  } else if (info.type == "auto or number") {  // a word ("auto") is a string, a number stays one
+    if (!config_detail::auto_or_number_value(lit)) return toml_string_literal(lit);
   } else if (info.type == "integer or integer array") {
     if (!lit.empty() && lit.front() != '[' && lit.find(',') != std::string::npos) lit = "[" + lit + "]";
   }

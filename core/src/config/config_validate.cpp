@@ -3,6 +3,7 @@
 // A rule that involves a key already rejected while reading is skipped, so one typo gives one
 // message rather than a cascade.
 #include <algorithm>
+#include <cmath>
 #include <charconv>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +12,7 @@
 #include <set>
 
 #include "config_detail.h"
+#include "moebench/config/cluster_file.h"
 #include "moebench/moe/synthetic_routing.h"
 #include "moebench/config/strategy_names.h"
 
@@ -91,6 +93,7 @@ class Checker {
   void check_moe();
   void check_data();
   void check_train();
+  void check_emulate();
 
   Config& c_;
   LoadState& st_;
@@ -107,6 +110,7 @@ void Checker::run() {
   check_parallel();
   check_data();
   check_train();
+  check_emulate();
 }
 
 void Checker::check_run() {
@@ -691,6 +695,59 @@ void Checker::check_train() {
 }  // namespace
 
 void validate(Config& c, LoadState& st) { Checker(c, st).run(); }
+
+// [emulate]: time_scale "auto" or > 0; the cluster file read on its own, naming every link its
+// devices use, one device per rank and the nodes of the run's topology (so the traffic classes
+// and node-aware strategies agree with the links the messages are paced over).
+void Checker::check_emulate() {
+  const EmulateConfig& e = c_.emulate;
+  if (ok({"emulate.time_scale"}) && e.time_scale != "auto") {
+    const auto v = auto_or_number_value(e.time_scale);
+    if (!v) fail("emulate.time_scale", "must be \"auto\" or a number > 0, got \"" + excerpt(e.time_scale) + "\"");
+    else if (!(std::isfinite(*v) && *v > 0)) fail("emulate.time_scale", "must be \"auto\" or a number > 0, got " + number_text(*v));
+  }
+  if (!ok({"emulate.cluster"})) return;
+  if (e.cluster.empty()) {
+    if (e.time_scale != "auto")  // (the default is written by config_to_toml: fine without a cluster)
+      fail("emulate.time_scale", "needs emulate.cluster (the cluster file whose links the messages are paced over)");
+    return;
+  }
+  ClusterConfig k;
+  try {
+    k = load_cluster_file(e.cluster);
+  } catch (const ConfigError& err) {
+    for (ConfigIssue issue : err.issues()) {
+      if (issue.line == 0 && issue.key.empty()) {  // not found, unreadable: said at emulate.cluster
+        fail("emulate.cluster", issue.message);
+      } else {
+        issue.message += " (the cluster of emulate.cluster)";
+        st_.add(std::move(issue));
+      }
+    }
+    return;
+  }
+  const std::vector<std::string> missing = missing_cluster_links(e.cluster, k);
+  if (!missing.empty()) {
+    std::string keys;
+    for (const std::string& m : missing) keys += (keys.empty() ? "" : ", ") + m;
+    fail("emulate.cluster", e.cluster + ": missing " + keys + " (a cluster to emulate names every link its devices use)");
+    return;
+  }
+  if (!ok({"run.ranks", "cluster.nodes"})) return;
+  const int ranks = c_.run.ranks;
+  const int per_node = k.devices_per_node > 0 ? k.devices_per_node : (ranks % k.nodes == 0 ? ranks / k.nodes : 0);
+  if ((int64_t)k.nodes * per_node != ranks) {
+    fail("emulate.cluster", e.cluster + " describes " + std::to_string(k.nodes) + " nodes x " +
+                                (k.devices_per_node > 0 ? std::to_string(k.devices_per_node) : std::string("?")) +
+                                " devices; the run has run.ranks = " + std::to_string(ranks) +
+                                " (one rank per emulated device)");
+    return;
+  }
+  if (k.nodes != c_.cluster.nodes)
+    fail("emulate.cluster", e.cluster + " has " + std::to_string(k.nodes) + " nodes; the run's topology has cluster.nodes = " +
+                                std::to_string(c_.cluster.nodes) + ": set cluster.nodes = " + std::to_string(k.nodes) +
+                                " (or cluster.file to the same file) so traffic classes and strategies see the emulated nodes");
+}
 
 void validate_cluster(Config& c, LoadState& st) { Checker(c, st).check_cluster(); }
 

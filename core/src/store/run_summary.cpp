@@ -263,6 +263,9 @@ RunSummary summarize_run(const RunStore& store, const RunInfo& run) {
   for (const auto& [key, value] : store.tags(run.id)) {
     if (key == "predicted") out.predicted = true;
     if (key == "cluster") out.predicted_cluster = value;
+    if (key == "emulated") out.emulated = value == "1";
+    if (key == "emulated.cluster") out.emulated_cluster = value;
+    if (key == "emulated.time_scale") out.emulated_time_scale = value;
   }
   if (!out.predicted) out.predicted_cluster.clear();
 
@@ -309,6 +312,10 @@ std::string format_summary(const RunSummary& s) {
   if (s.predicted)
     t += "PREDICTED    by the simulator" + (s.predicted_cluster.empty() ? "" : " on cluster " + s.predicted_cluster) +
          ": nothing ran; every time below is predicted\n";
+  if (s.emulated)
+    t += "EMULATED     on " + (s.emulated_cluster.empty() ? std::string("a cluster") : s.emulated_cluster) +
+         " (time scale x" + s.emulated_time_scale +
+         "): every message paced over its links; times below are measured under emulation\n";
   t += "steps        " + std::to_string(s.steps);
   if (s.steps > 0) t += " (" + std::to_string(s.first_step) + ".." + std::to_string(s.last_step) + ")";
   t += "\n";
@@ -382,6 +389,8 @@ nlohmann::json summary_json(const RunSummary& s) {
   nlohmann::json j;
   j["run"] = run_info_json(s.run);
   j["predicted"] = s.predicted;
+  j["emulated"] = s.emulated;
+  if (s.emulated) j["emulated_on"] = {{"cluster", s.emulated_cluster}, {"time_scale", s.emulated_time_scale}};
   j["steps"] = s.steps;
   j["first_step"] = s.steps > 0 ? nlohmann::json(s.first_step) : nlohmann::json(nullptr);
   j["last_step"] = s.steps > 0 ? nlohmann::json(s.last_step) : nlohmann::json(nullptr);

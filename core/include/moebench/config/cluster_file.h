@@ -8,6 +8,7 @@
 // thrown as one ConfigError whose issues name the cluster file, the line and the key.
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "moebench/config/config.h"
 #include "moebench/config/config_loader.h"
@@ -20,5 +21,12 @@ ClusterConfig parse_cluster_file(std::string_view toml_text, const std::string& 
 
 // Reads the cluster file at `path` (at most 1 MiB). Throws ConfigError, also when it cannot be read.
 ClusterConfig load_cluster_file(const std::string& path);
+
+// The keys a described cluster (simulate/plan --cluster, [emulate] cluster) must name and the
+// file at `path` does not, for the devices `c` (that file, read) describes: cluster.device_tflops
+// always, cluster.intra_bw_gbs unless one device per node, cluster.inter_bw_gbs with more than
+// one node (the development machine's defaults would otherwise stand in for them silently).
+// Empty when all are there or the file does not parse (load_cluster_file reports that).
+std::vector<std::string> missing_cluster_links(const std::string& path, const ClusterConfig& c);
 
 }  // namespace moebench

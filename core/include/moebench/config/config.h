@@ -160,6 +160,17 @@ struct StoreConfig {
   int spans_every = 1;             // record spans every k-th step (metrics/traffic/routing: every step)
 };
 
+// The link emulator (perf/link_emulator.h, README "Emulating a cluster"): every message of a
+// real run is paced over the links of a cluster file. The section absent (cluster "") = off.
+struct EmulateConfig {
+  // A cluster file (sample_configs/clusters/*.toml) naming every link its devices use; its
+  // devices are the run's ranks. Relative: to the config file's folder (--set: the current directory).
+  std::string cluster;
+  // "auto" = the cluster's device rate / this machine's measured GEMM rate per rank, or a
+  // number > 0 (as text: "50"): the cluster's time stretched by this factor.
+  std::string time_scale = "auto";
+};
+
 struct Config {
   std::string source_file;     // the TOML file it came from (for messages)
   RunConfig run;
@@ -171,6 +182,7 @@ struct Config {
   DataConfig data;
   TrainConfig train;
   StoreConfig store;
+  EmulateConfig emulate;
 
   bool is_moe_block(int block) const;
   int experts_in_block(int block) const;  // 0 for a dense block

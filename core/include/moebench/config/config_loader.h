@@ -77,7 +77,7 @@ std::string toml_string_literal(std::string_view s);
 struct ConfigKeyInfo {
   std::string name;  // "model.hidden"
   std::string type;  // "integer", "float", "boolean", "string", "path", "integer array",
-                     // "float array", "string array", "integer or integer array"
+                     // "float array", "string array", "integer or integer array", "auto or number"
   std::string doc;   // one-line meaning
 };
 const std::vector<ConfigKeyInfo>& config_keys();

@@ -75,6 +75,10 @@ struct RunSummary {
   // A run written by the simulator (tag "predicted"): every number is predicted, none measured.
   bool predicted = false;
   std::string predicted_cluster;  // its tag "cluster"
+  // A run trained under the link emulator (tag "emulated"): times measured with every message
+  // paced over the links of emulated_cluster, stretched by emulated_time_scale.
+  bool emulated = false;
+  std::string emulated_cluster, emulated_time_scale;  // tags emulated.cluster, emulated.time_scale
   int64_t steps = 0;                 // distinct steps with a "loss" (else any) metric
   int64_t first_step = -1, last_step = -1;
   std::map<std::string, double> last_metrics;  // key -> value at its last step

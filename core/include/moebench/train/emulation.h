@@ -1,0 +1,48 @@
+#pragma once
+// The link emulator of a run ([emulate], README "Emulating a cluster"): which cluster, which
+// time scale and where it came from, and the communicator that paces every message over the
+// cluster's links (perf/link_emulator.h).
+//
+// time_scale "auto" = (cluster device rate, FLOP/s) / (this machine's sgemm rate per rank):
+// every rank runs a 512^3 sgemm for about a quarter of a second at once (so the ranks share
+// the cores as they will while training, with the run's BLAS threads) and the mean rate over
+// the ranks is the machine's rate per rank. Every rank ends with the same scale.
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "moebench/config/config.h"
+#include "moebench/dist/communicator.h"
+
+namespace moebench {
+
+class LinkEmulator;
+
+struct Emulation {
+  std::string cluster_file;       // emulate.cluster, resolved
+  std::string cluster_name;       // its cluster.name (the file's stem when it names none)
+  std::string cluster_text;       // ClusterModel::describe()
+  double time_scale = 1;
+  std::string time_scale_source;  // "auto" | "config"
+  double cluster_gflops = 0;      // the cluster's device rate, GFLOP/s
+  double measured_gflops = 0;     // auto: this machine's sgemm rate per rank, GFLOP/s (else 0)
+
+  std::string label() const;     // "emulated janus x5200"
+  std::string describe() const;  // one line for the run header: cluster, scale and its source
+  // The run's tags: emulated = 1, emulated.cluster, emulated.cluster_file, emulated.time_scale,
+  // emulated.time_scale_source (store/run_summary.h reads them for `runs show`).
+  std::vector<std::pair<std::string, std::string>> tags() const;
+};
+
+// The [emulate] of a validated config (cfg.emulate.cluster not empty). Collective over `world`
+// when given (null: one rank): "auto" measures the rate on every rank.
+Emulation resolve_emulation(const Config& cfg, Communicator* world);
+
+// This rank's sgemm rate in GFLOP/s: a 512^3 product repeated for about `seconds`.
+double measure_sgemm_gflops(double seconds);
+
+// The emulator (collective over world: its shared links) and `world` paced over it.
+std::unique_ptr<Communicator> emulated_world(const Emulation& e, Communicator& world);
+
+}  // namespace moebench

@@ -1,0 +1,104 @@
+#include "moebench/train/emulation.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "moebench/config/cluster_file.h"
+#include "moebench/perf/cluster_model.h"
+#include "moebench/perf/link_emulator.h"
+#include "moebench/tensor/matmul.h"
+
+namespace moebench {
+namespace {
+
+std::string number(double v, const char* format = "%.4g") {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+ClusterModel emulated_cluster(const Emulation& e, int ranks) {
+  return ClusterModel(cluster_spec(load_cluster_file(e.cluster_file), ranks));
+}
+
+}  // namespace
+
+std::string Emulation::label() const { return "emulated " + cluster_name + " x" + number(time_scale); }
+
+std::string Emulation::describe() const {
+  std::string s = "emulated cluster " + cluster_name + " (" + cluster_file + ") | time scale x" + number(time_scale);
+  if (time_scale_source == "auto")
+    s += " (auto: " + number(cluster_gflops / 1e3) + " TFLOP/s per device / " + number(measured_gflops) +
+         " GFLOP/s sgemm measured per rank)";
+  else
+    s += " (emulate.time_scale)";
+  return s + " | every message paced over its links: times are measured under emulation, not predicted";
+}
+
+std::vector<std::pair<std::string, std::string>> Emulation::tags() const {
+  return {{"emulated", "1"},
+          {"emulated.cluster", cluster_name},
+          {"emulated.cluster_file", cluster_file},
+          {"emulated.time_scale", number(time_scale, "%.6g")},
+          {"emulated.time_scale_source", time_scale_source}};
+}
+
+double measure_sgemm_gflops(double seconds) {
+  constexpr int n = 512;
+  std::vector<float> a((size_t)n * n, 0.5f), b((size_t)n * n, 0.25f), c((size_t)n * n);
+  matmul_forward(c.data(), a.data(), b.data(), nullptr, n, n, n);  // warm-up
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  int reps = 0;
+  double elapsed = 0;
+  do {
+    matmul_forward(c.data(), a.data(), b.data(), nullptr, n, n, n);
+    ++reps;
+    elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+  } while (elapsed < seconds);
+  return 2.0 * n * n * (double)n * reps / elapsed / 1e9;
+}
+
+Emulation resolve_emulation(const Config& cfg, Communicator* world) {
+  Emulation e;
+  e.cluster_file = cfg.emulate.cluster;
+  const ClusterConfig k = load_cluster_file(e.cluster_file);
+  const std::string stem = std::filesystem::path(e.cluster_file).stem().string();
+  e.cluster_name = k.name == "local" && stem != "local" ? stem : k.name;
+  const int ranks = world ? world->size() : 1;
+  const ClusterModel cluster(cluster_spec(k, ranks));
+  e.cluster_text = cluster.describe();
+  e.cluster_gflops = cluster.device_flops() / 1e9;
+  if (cfg.emulate.time_scale != "auto") {
+    e.time_scale = std::stod(cfg.emulate.time_scale);
+    e.time_scale_source = "config";
+    return e;
+  }
+  e.time_scale_source = "auto";
+  // The run's BLAS threads (as the trainer sets them) while every rank computes at once.
+  const int threads = cfg.run.threads > 0 ? cfg.run.threads
+                                          : std::max(1, (int)std::thread::hardware_concurrency() / ranks);
+  set_num_threads(threads);
+  if (world) world->barrier();
+  double rate = measure_sgemm_gflops(0.25);
+  if (world) {
+    world->all_reduce(&rate, 1, DType::f64);  // bitwise the same sum on every rank
+    rate /= world->size();
+  }
+  if (!(rate > 0)) throw std::runtime_error("link emulator: the measured sgemm rate is not positive");
+  e.measured_gflops = rate;
+  e.time_scale = e.cluster_gflops / rate;
+  return e;
+}
+
+std::unique_ptr<Communicator> emulated_world(const Emulation& e, Communicator& world) {
+  auto emu = std::make_shared<const LinkEmulator>(world, emulated_cluster(e, world.size()), e.time_scale);
+  return std::make_unique<EmulatedCommunicator>(std::move(emu), world);
+}
+
+}  // namespace moebench
