@@ -16,6 +16,7 @@ void add_bench_recording(CLI::App& bench, Action& action);
 void add_bench_comm(CLI::App& bench, Action& action);
 void add_bench_overlap(CLI::App& bench, Action& action);
 void add_bench_simulate(CLI::App& bench, Action& action);
+void add_bench_predictor(CLI::App& bench, Action& action);
 
 // Runs fn `warmup` times untimed, then `iters` times; returns the per-iteration seconds.
 inline std::vector<double> time_iterations(int warmup, int iters, const std::function<void()>& fn) {

@@ -15,6 +15,7 @@ void add_bench_command(CLI::App& app, Action& action) {
   add_bench_comm(*bench, action);
   add_bench_overlap(*bench, action);
   add_bench_simulate(*bench, action);
+  add_bench_predictor(*bench, action);
 }
 
 }  // namespace moebench::cli

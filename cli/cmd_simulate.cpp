@@ -8,6 +8,10 @@
 //   --ranks N       run.ranks (must equal the cluster's devices)
 //   --routing SPEC  a synthetic routing (moe.routing) or trace:RUN, the per-step routing a
 //                   measured run of the same model recorded in --db
+// A config with [emulate] is predicted as the emulated run it describes (train/emulation.h
+// emulated_run_cluster): the emulated cluster's links, time stretched, computing at this
+// machine's rates: --host FILE (e.g. a `moebench calibrate` file), else the config's [cluster].
+// Its links come from [emulate], so --cluster and --nodes are refused for it.
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -21,7 +25,9 @@
 #include "commands.h"
 #include "moebench/config/config_loader.h"
 #include "moebench/config/usage_error.h"
+#include "moebench/config/cluster_file.h"
 #include "moebench/perf/cluster_network.h"
+#include "moebench/train/emulation.h"
 #include "moebench/train/predicted_run.h"
 #include "moebench/train/step_graph.h"
 #include "moebench/train/step_simulation.h"
@@ -31,7 +37,7 @@ namespace moebench::cli {
 namespace {
 
 struct SimulateArgs {
-  std::string config, cluster, routing, db;
+  std::string config, cluster, routing, db, host;
   std::vector<std::string> sets;
   int steps = 1, ranks = 0, nodes = 0;
   bool json = false;
@@ -53,7 +59,17 @@ int simulate_main(const SimulateArgs& a) {
   if (!a.routing.empty() && !trace) sets.push_back("moe.routing=" + a.routing);
   if (!a.db.empty()) sets.push_back("store.db=" + a.db);
   const Config cfg = load_config(a.config, sets);
-  const ClusterModel cluster = cluster_model(cfg);
+  const bool emulated = !cfg.emulate.cluster.empty();
+  if (emulated && (!a.cluster.empty() || a.nodes > 0))
+    throw UsageError("simulate " + a.config + ": the config emulates " + cfg.emulate.cluster +
+                     " ([emulate]), whose links the prediction uses; --cluster and --nodes do not apply "
+                     "(--host FILE names this machine's compute rates)");
+  if (!emulated && !a.host.empty())
+    throw UsageError("simulate --host: only for a config with [emulate] (use --cluster for a described cluster)");
+  const ClusterModel cluster =
+      emulated ? emulated_run_cluster(cfg, a.host.empty() ? cluster_model(cfg)
+                                                          : ClusterModel(cluster_spec(load_cluster_file(a.host), cfg.run.ranks)))
+               : cluster_model(cfg);
   const ClusterNetwork net(cluster);
   RunStore store(cfg.store.db);
 
@@ -79,6 +95,7 @@ int simulate_main(const SimulateArgs& a) {
   std::vector<std::pair<std::string, std::string>> tags = {
       {"cluster", cluster.spec().name}, {"routing", routing_text}};
   if (!a.cluster.empty()) tags.push_back({"cluster_file", a.cluster});
+  if (emulated) tags.push_back({"emulated_run", cfg.emulate.cluster + (a.host.empty() ? "" : ", host " + a.host)});
   if (trace) tags.push_back({"trace_run", store.find_run(a.routing.substr(6)).uuid});  // the measured run it replays
   PredictedRunWriter writer(store, cfg, cluster, tags);
   std::vector<double> step_ms;
@@ -173,6 +190,8 @@ void add_simulate_command(CLI::App& app, Action& action) {
   cmd->add_option("--db", a->db, "Run store to write the predicted run into (and read trace: runs from)");
   cmd->add_option("--ranks", a->ranks, "run.ranks (the cluster's devices)")->check(positive());
   cmd->add_option("--nodes", a->nodes, "Nodes of the cluster (resizes the cluster file's)")->check(positive());
+  cmd->add_option("--host", a->host,
+                  "With [emulate]: this machine's cluster file (compute rates; e.g. from moebench calibrate)");
   cmd->add_option("--set", a->sets, "Override a config key (repeatable)");
   cmd->add_flag("--json", a->json, "Print JSON instead of text");
   cmd->callback([&action, a] { action = [a] { return simulate_main(*a); }; });

@@ -1,7 +1,6 @@
 #include "moebench/train/emulation.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <stdexcept>
@@ -9,6 +8,7 @@
 #include <vector>
 
 #include "moebench/config/cluster_file.h"
+#include "moebench/perf/calibration.h"
 #include "moebench/perf/cluster_model.h"
 #include "moebench/perf/link_emulator.h"
 #include "moebench/tensor/matmul.h"
@@ -48,22 +48,6 @@ std::vector<std::pair<std::string, std::string>> Emulation::tags() const {
           {"emulated.time_scale_source", time_scale_source}};
 }
 
-double measure_sgemm_gflops(double seconds) {
-  constexpr int n = 512;
-  std::vector<float> a((size_t)n * n, 0.5f), b((size_t)n * n, 0.25f), c((size_t)n * n);
-  matmul_forward(c.data(), a.data(), b.data(), nullptr, n, n, n);  // warm-up
-  using Clock = std::chrono::steady_clock;
-  const auto t0 = Clock::now();
-  int reps = 0;
-  double elapsed = 0;
-  do {
-    matmul_forward(c.data(), a.data(), b.data(), nullptr, n, n, n);
-    ++reps;
-    elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
-  } while (elapsed < seconds);
-  return 2.0 * n * n * (double)n * reps / elapsed / 1e9;
-}
-
 Emulation resolve_emulation(const Config& cfg, Communicator* world) {
   Emulation e;
   e.cluster_file = cfg.emulate.cluster;
@@ -85,7 +69,8 @@ Emulation resolve_emulation(const Config& cfg, Communicator* world) {
                                           : std::max(1, (int)std::thread::hardware_concurrency() / ranks);
   set_num_threads(threads);
   if (world) world->barrier();
-  double rate = measure_sgemm_gflops(0.25);
+  constexpr int n = 512;  // calibration's GEMM timing (perf/calibration.h): the fastest of 25
+  double rate = 2.0 * n * n * n / time_gemm(n, n, n, 25) / 1e9;
   if (world) {
     world->all_reduce(&rate, 1, DType::f64);  // bitwise the same sum on every rank
     rate /= world->size();
@@ -99,6 +84,19 @@ Emulation resolve_emulation(const Config& cfg, Communicator* world) {
 std::unique_ptr<Communicator> emulated_world(const Emulation& e, Communicator& world) {
   auto emu = std::make_shared<const LinkEmulator>(world, emulated_cluster(e, world.size()), e.time_scale);
   return std::make_unique<EmulatedCommunicator>(std::move(emu), world);
+}
+
+ClusterModel emulated_run_cluster(const Config& cfg, const ClusterModel& host) {
+  if (cfg.emulate.cluster.empty()) throw std::invalid_argument("the config has no [emulate] cluster");
+  const ClusterModel target(cluster_spec(load_cluster_file(cfg.emulate.cluster), cfg.run.ranks));
+  const double scale = cfg.emulate.time_scale == "auto" ? target.device_flops() / host.device_flops()
+                                                        : std::stod(cfg.emulate.time_scale);
+  ClusterSpec s = scaled_cluster(target, scale).spec();
+  s.name = target.spec().name + " emulated x" + number(scale) + " on " + host.spec().name;
+  s.device_flops = host.spec().device_flops;
+  s.efficiency = host.spec().efficiency;
+  s.copy_bandwidth = host.spec().copy_bandwidth;
+  return ClusterModel(s);
 }
 
 }  // namespace moebench

@@ -4,9 +4,9 @@
 // cluster's links (perf/link_emulator.h).
 //
 // time_scale "auto" = (cluster device rate, FLOP/s) / (this machine's sgemm rate per rank):
-// every rank runs a 512^3 sgemm for about a quarter of a second at once (so the ranks share
-// the cores as they will while training, with the run's BLAS threads) and the mean rate over
-// the ranks is the machine's rate per rank. Every rank ends with the same scale.
+// every rank times a 512^3 sgemm at once (perf/calibration.h's time_gemm, the fastest of 25; so
+// the ranks share the cores as they will while training, with the run's BLAS threads) and the
+// mean rate over the ranks is the machine's rate per rank. Every rank ends with the same scale.
 #include <memory>
 #include <string>
 #include <utility>
@@ -14,6 +14,7 @@
 
 #include "moebench/config/config.h"
 #include "moebench/dist/communicator.h"
+#include "moebench/perf/cluster_model.h"
 
 namespace moebench {
 
@@ -39,8 +40,13 @@ struct Emulation {
 // when given (null: one rank): "auto" measures the rate on every rank.
 Emulation resolve_emulation(const Config& cfg, Communicator* world);
 
-// This rank's sgemm rate in GFLOP/s: a 512^3 product repeated for about `seconds`.
-double measure_sgemm_gflops(double seconds);
+// The cluster an emulated run of `cfg` behaves like, for the simulator to predict it: the
+// [emulate] cluster's nodes, devices and links with their time stretched by the time scale
+// (perf/link_emulator.h scaled_cluster), computing at `host`'s rates (this machine: its device
+// rate, efficiency curve and copy bandwidth, e.g. a `moebench calibrate` file). time_scale
+// "auto" is taken as (cluster device rate) / (host device rate), what the run measures when
+// `host` is calibrated. Throws std::invalid_argument without [emulate].
+ClusterModel emulated_run_cluster(const Config& cfg, const ClusterModel& host);
 
 // The emulator (collective over world: its shared links) and `world` paced over it.
 std::unique_ptr<Communicator> emulated_world(const Emulation& e, Communicator& world);
