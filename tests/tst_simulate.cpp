@@ -85,6 +85,39 @@ class TestSimulate : public QObject {
     QVERIFY2(r.out.contains(u"PREDICTED    by the simulator on cluster two-by-two"_s), qPrintable(r.out));
   }
 
+  // A config with [emulate] is predicted as that emulated run: the cluster's links stretched by
+  // the time scale (a 10x scale at least 10x the comm), computing at --host's rate; --cluster
+  // does not apply to it, --host only to it.
+  void emulated_run_with_host_rates() {
+    QTemporaryDir dir;
+    const QString cluster = write(dir, u"c.toml"_s, cluster_text("5.0"));
+    const QString host = write(dir, u"host.toml"_s, "[cluster]\nname = \"host\"\ndevice_tflops = 0.1\n");
+    const QString db = dir.filePath(u"runs.db"_s);
+    auto simulate = [&](const char* scale, QStringList extra = {}) {
+      return run_cli(QStringList{u"simulate"_s, kTiny, u"--db"_s, db, u"--json"_s, u"--set"_s, u"cluster.nodes=2"_s,
+                                 u"--set"_s, u"emulate.cluster="_s + cluster, u"--set"_s,
+                                 u"emulate.time_scale=\""_s + QString::fromLatin1(scale) + u"\""_s} +
+                     kFour + extra);
+    };
+    Result one = simulate("1", {u"--host"_s, host});
+    QVERIFY2(one.code == 0, qPrintable(one.err));
+    Result ten = simulate("10", {u"--host"_s, host});
+    QVERIFY2(ten.code == 0, qPrintable(ten.err));
+    const auto j1 = nlohmann::json::parse(one.out.toStdString()), j10 = nlohmann::json::parse(ten.out.toStdString());
+    QVERIFY2(QString::fromStdString(j10.at("cluster").get<std::string>()).contains(u"two-by-two emulated x10 on host"_s),
+             qPrintable(QString::fromStdString(j10.at("cluster").get<std::string>())));
+    QVERIFY2(QString::fromStdString(j10.at("cluster").get<std::string>()).contains(u"0.1 TFLOP/s"_s),
+             qPrintable(QString::fromStdString(j10.at("cluster").get<std::string>())));
+    QVERIFY(j10.at("comm_ms").get<double>() > 9 * j1.at("comm_ms").get<double>());
+    QVERIFY(j10.at("mean_step_ms").get<double>() > j1.at("mean_step_ms").get<double>());
+    Result bad = simulate("1", {u"--cluster"_s, cluster});
+    QCOMPARE(bad.code, 2);
+    QVERIFY2(bad.err.contains(u"--cluster and --nodes do not apply"_s), qPrintable(bad.err));
+    bad = run_cli(QStringList{u"simulate"_s, kTiny, u"--db"_s, db, u"--host"_s, host} + kFour);
+    QCOMPARE(bad.code, 2);
+    QVERIFY2(bad.err.contains(u"only for a config with [emulate]"_s), qPrintable(bad.err));
+  }
+
   void faster_links_never_predict_a_slower_step() {
     QTemporaryDir dir;
     double last = 0;
