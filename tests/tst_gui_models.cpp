@@ -68,6 +68,7 @@ class TestGuiModels : public QObject {
   void runListSorting();
   void runListEmptyAndNullStore();
   void runListMarksPredictedRuns();
+  void runListMarksEmulatedRuns();
   void metricSeriesValues();
   void metricSeriesChanges();
 
@@ -195,6 +196,29 @@ void TestGuiModels::runListMarksPredictedRuns() {
   QVERIFY(model.indexForRun(p, RunListModel::NameColumn).data(Qt::FontRole).value<QFont>().italic());
   QVERIFY(!model.indexForRun(m_b1, RunListModel::NameColumn).data(Qt::FontRole).isValid());
   QCOMPARE(model.indexForRun(p, RunListModel::StepMsColumn).data(Qt::UserRole).toDouble(), 12.5);
+}
+
+void TestGuiModels::runListMarksEmulatedRuns() {
+  // A run measured under the link emulator (moebench run with [emulate]: its tags).
+  const int64_t e = addRun(*m_store, "b1 emulated", "beta", "ep", kStart + 600, {1, 2, 3}, {3.0, 2.5, 2.0},
+                           {900, 910, 920}, {10, 10, 10}, RunStatus::finished);
+  m_store->set_tag(e, "emulated", "1");
+  m_store->set_tag(e, "emulated.cluster", "janus_4gpu");
+  m_store->set_tag(e, "emulated.time_scale", "3103");
+  RunListModel model;
+  QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+  model.setStore(m_store);
+  const QModelIndex emulated = model.indexForRun(e, RunListModel::StatusColumn);
+  const QModelIndex measured = model.indexForRun(m_b1, RunListModel::StatusColumn);
+  QCOMPARE(emulated.data(RunListModel::EmulatedRole).toBool(), true);
+  QCOMPARE(emulated.data(RunListModel::PredictedRole).toBool(), false);
+  QCOMPARE(measured.data(RunListModel::EmulatedRole).toBool(), false);
+  QCOMPARE(emulated.data().toString(), QStringLiteral("FINISHED (emulated)"));
+  QCOMPARE(emulated.data(Qt::ToolTipRole).toString(),
+           QStringLiteral("Measured under the link emulator: every message paced over cluster janus_4gpu's links, "
+                          "time scale x3103"));
+  QVERIFY(!model.indexForRun(e, RunListModel::NameColumn).data(Qt::FontRole).isValid());  // measured: upright
+  QCOMPARE(model.indexForRun(e, RunListModel::StepMsColumn).data(Qt::UserRole).toDouble(), 915.0);
 }
 
 void TestGuiModels::runListReload() {

@@ -59,6 +59,9 @@ void RunListModel::reload() {
       for (const auto& [key, value] : m_store->tags(id)) {
         if (key == "predicted") row.predicted = true;
         if (key == "cluster") row.predictedCluster = QString::fromStdString(value);
+        if (key == "emulated") row.emulated = true;
+        if (key == "emulated.cluster") row.emulatedCluster = QString::fromStdString(value);
+        if (key == "emulated.time_scale") row.emulatedScale = QString::fromStdString(value);
       }
       if (!row.predicted) row.predictedCluster.clear();
       byName[row.info.experiment].push_back(std::move(row));
@@ -151,6 +154,7 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
   const auto& info = row->info;
   if (role == RunIdRole) return qint64(info.id);
   if (role == PredictedRole) return row->predicted;
+  if (role == EmulatedRole) return row->emulated;
   if (role == Qt::FontRole) {
     if (!row->predicted) return {};
     QFont italic;
@@ -158,6 +162,9 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
     return italic;
   }
   if (role == Qt::ToolTipRole) {
+    if (row->emulated)
+      return tr("Measured under the link emulator: every message paced over cluster %1's links, time scale x%2")
+          .arg(row->emulatedCluster, row->emulatedScale);
     if (!row->predicted) return {};
     return row->predictedCluster.isEmpty()
                ? tr("Predicted by the simulator: nothing ran; every time is predicted")
@@ -175,7 +182,8 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
     case NameColumn: return QString::fromStdString(info.name);
     case StatusColumn: {
       const QString status = QString::fromLatin1(moebench::run_status_name(info.status));
-      return row->predicted ? tr("%1 (predicted)").arg(status) : status;
+      if (row->predicted) return tr("%1 (predicted)").arg(status);
+      return row->emulated ? tr("%1 (emulated)").arg(status) : status;
     }
     case StrategyColumn: return QString::fromStdString(info.strategy);
     case StepsColumn: return display ? QVariant(QString::number(row->steps)) : QVariant(double(row->steps));
@@ -218,5 +226,6 @@ QHash<int, QByteArray> RunListModel::roleNames() const {
   names.insert(Qt::UserRole, "sortValue");
   names.insert(RunIdRole, "runId");
   names.insert(PredictedRole, "predicted");
+  names.insert(EmulatedRole, "emulated");
   return names;
 }

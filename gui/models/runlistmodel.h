@@ -7,7 +7,9 @@
 // double, text as QString, invalid QVariant when missing so it sorts last); RunIdRole = the
 // run's id (qint64), -1 for experiment rows; PredictedRole = whether the run was written by the
 // simulator (tag "predicted"): such rows show their status as "FINISHED (predicted)", in italics,
-// with a tooltip naming the cluster (tag "cluster").
+// with a tooltip naming the cluster (tag "cluster"). EmulatedRole = whether the run ran under the
+// link emulator (tag "emulated"): status "FINISHED (emulated)", a tooltip naming the emulated
+// cluster and time scale (tags emulated.cluster, emulated.time_scale): measured, under emulation.
 // reload() reads list_runs() plus the "loss", "step_ms" and "tokens_per_s" metrics and the tags
 // of each run (four keyed queries per run; the span/traffic/routing part of summarize_run is skipped so
 // hundreds of runs load quickly). ms/step and tokens/s follow summarize_run's rule: the mean
@@ -28,7 +30,7 @@ class RunListModel : public QAbstractItemModel {
  public:
   enum Column { NameColumn, StatusColumn, StrategyColumn, StepsColumn, FinalLossColumn,
                 StepMsColumn, TokensPerSColumn, StartedColumn, ColumnCount };
-  enum Role { RunIdRole = Qt::UserRole + 1, PredictedRole };
+  enum Role { RunIdRole = Qt::UserRole + 1, PredictedRole, EmulatedRole };
 
   struct RunRow {
     moebench::RunInfo info;
@@ -38,6 +40,8 @@ class RunListModel : public QAbstractItemModel {
     double tokensPerS = std::numeric_limits<double>::quiet_NaN();
     bool predicted = false;    // tag "predicted": a simulated run
     QString predictedCluster;  // its tag "cluster"
+    bool emulated = false;     // tag "emulated": measured under the link emulator
+    QString emulatedCluster, emulatedScale;  // tags emulated.cluster, emulated.time_scale
   };
   struct Experiment {
     QString name;
