@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <limits>
 #include <stdexcept>
 
 #include "moebench/dist/communicator.h"
@@ -29,18 +31,36 @@ double slowest(Communicator& world, double seconds) {
   return seconds;
 }
 
-double time_copy(size_t bytes, int repeats) {
-  std::vector<char> a(bytes, 1), b(bytes, 0);
-  std::memcpy(b.data(), a.data(), bytes);  // fault the pages in
-  std::vector<double> t;
-  for (int i = 0; i < repeats; ++i) {
-    const auto t0 = Clock::now();
-    std::memcpy(b.data(), a.data(), bytes);
-    t.push_back(seconds_since(t0));
-    a[(size_t)i % bytes] = b[bytes - 1 - (size_t)i % bytes];  // the copy is used
+// Every rank at once, `repeats` times: per repetition the slowest rank's seconds (the ranks
+// contend as in a run), the fastest repetition (load from outside the job only slows one down).
+double contended(Communicator& world, int repeats, const std::function<double()>& once) {
+  double best = std::numeric_limits<double>::infinity();
+  for (int r = 0; r < repeats; ++r) {
+    world.barrier();
+    best = std::min(best, slowest(world, once()));
   }
-  return fastest(t);
+  return best;
 }
+
+// One shape's buffers; once() = seconds per product over enough back-to-back products (about
+// 1 GFLOP) that the ranks' timings overlap for several scheduler slices.
+struct Gemm {
+  int m, k, n, inner;
+  std::vector<float> in, w, out;
+  Gemm(int m_, int k_, int n_)
+      : m(m_), k(k_), n(n_), inner(std::max(1, (int)(1e9 / (2.0 * m_ * k_ * n_)))),
+        in((size_t)m_ * k_), w((size_t)n_ * k_), out((size_t)m_ * n_) {
+    Rng rng(11);
+    for (float& x : in) x = rng.uniform();
+    for (float& x : w) x = rng.uniform();
+    matmul_forward(out.data(), in.data(), w.data(), nullptr, m, k, n);  // warm-up
+  }
+  double once() {
+    const auto t0 = Clock::now();
+    for (int i = 0; i < inner; ++i) matmul_forward(out.data(), in.data(), w.data(), nullptr, m, k, n);
+    return seconds_since(t0) / inner;
+  }
+};
 
 // Round trip of an 8-byte message between ranks 0 and 1, halved; the others wait.
 double time_latency(Communicator& world, int repeats) {
@@ -113,20 +133,15 @@ std::vector<GemmSample> calibration_shapes(bool quick) {
 }
 
 double time_gemm(int m, int k, int n, int repeats) {
-  Rng rng(11);
-  std::vector<float> in((size_t)m * k), w((size_t)n * k), out((size_t)m * n);
-  for (float& x : in) x = rng.uniform();
-  for (float& x : w) x = rng.uniform();
-  matmul_forward(out.data(), in.data(), w.data(), nullptr, m, k, n);  // warm-up
-  // Small shapes are repeated inside one timing so the clock's resolution does not matter.
-  const int inner = std::max(1, (int)(2e7 / (2.0 * m * k * n)));
-  std::vector<double> t;
-  for (int r = 0; r < repeats; ++r) {
-    const auto t0 = Clock::now();
-    for (int i = 0; i < inner; ++i) matmul_forward(out.data(), in.data(), w.data(), nullptr, m, k, n);
-    t.push_back(seconds_since(t0) / inner);
-  }
-  return fastest(t);
+  Gemm g(m, k, n);
+  double best = std::numeric_limits<double>::infinity();
+  for (int r = 0; r < repeats; ++r) best = std::min(best, g.once());
+  return best;
+}
+
+double time_gemm_contended(Communicator& world, int m, int k, int n, int repeats) {
+  Gemm g(m, k, n);
+  return contended(world, repeats, [&] { return g.once(); });
 }
 
 Calibration measure_calibration(Communicator& world, const CalibrationOptions& o) {
@@ -140,13 +155,17 @@ Calibration measure_calibration(Communicator& world, const CalibrationOptions& o
   c.ranks = world.size();
   c.threads = o.threads;
   c.gemm = calibration_shapes(o.quick);
-  for (GemmSample& g : c.gemm) {
-    world.barrier();
-    g.seconds = slowest(world, time_gemm(g.m, g.k, g.n, o.repeats));
-  }
+  for (GemmSample& g : c.gemm) g.seconds = time_gemm_contended(world, g.m, g.k, g.n, o.repeats);
   const size_t copy_bytes = o.quick ? (size_t(8) << 20) : (size_t(64) << 20);
-  world.barrier();
-  c.copy_bandwidth = (double)copy_bytes / slowest(world, time_copy(copy_bytes, o.repeats));
+  std::vector<char> from(copy_bytes, 1), to(copy_bytes, 0);
+  std::memcpy(to.data(), from.data(), copy_bytes);  // fault the pages in
+  c.copy_bandwidth = (double)copy_bytes / contended(world, o.repeats, [&] {
+                       const auto t0 = Clock::now();
+                       std::memcpy(to.data(), from.data(), copy_bytes);
+                       const double t = seconds_since(t0);
+                       from[0] = to[copy_bytes - 1];  // the copy is used
+                       return t;
+                     });
   c.latency = time_latency(world, o.repeats);
   c.alltoall_bytes = o.quick ? double(256 << 10) : double(2 << 20);
   const double P = world.size();

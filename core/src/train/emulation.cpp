@@ -68,13 +68,9 @@ Emulation resolve_emulation(const Config& cfg, Communicator* world) {
   const int threads = cfg.run.threads > 0 ? cfg.run.threads
                                           : std::max(1, (int)std::thread::hardware_concurrency() / ranks);
   set_num_threads(threads);
-  if (world) world->barrier();
-  constexpr int n = 512;  // calibration's GEMM timing (perf/calibration.h): the fastest of 25
-  double rate = 2.0 * n * n * n / time_gemm(n, n, n, 25) / 1e9;
-  if (world) {
-    world->all_reduce(&rate, 1, DType::f64);  // bitwise the same sum on every rank
-    rate /= world->size();
-  }
+  constexpr int n = 512;  // calibration's GEMM timing (perf/calibration.h), every rank at once
+  const double seconds = world ? time_gemm_contended(*world, n, n, n, 9) : time_gemm(n, n, n, 9);
+  const double rate = 2.0 * n * n * n / seconds / 1e9;  // the same on every rank
   if (!(rate > 0)) throw std::runtime_error("link emulator: the measured sgemm rate is not positive");
   e.measured_gflops = rate;
   e.time_scale = e.cluster_gflops / rate;

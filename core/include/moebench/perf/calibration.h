@@ -4,8 +4,8 @@
 // time_scale "auto" has a measured rate per rank.
 //
 // Every rank of the world measures at once, as ranks of a `moebench run` compete for the cores
-// and the memory bus; each measurement takes the fastest of its repetitions (other load on the
-// machine only slows a repetition down):
+// and the memory bus: each repetition counts its slowest rank, each measurement the fastest
+// repetition (other load on the machine only slows a repetition down):
 //   compute   sgemm (the trainer's matmul_forward) over shapes from 1e5 to ~4e9 FLOPs, at the
 //             BLAS threads a run of this many ranks gives each rank; the time per shape is the
 //             slowest rank's. device rate = the best shape's rate; the efficiency curve =
@@ -50,8 +50,12 @@ struct Calibration {
 
 // The GEMM shapes measured (ascending flops).
 std::vector<GemmSample> calibration_shapes(bool quick);
-// Seconds of one sgemm of the shape on this rank (fastest of `repeats`, after a warm-up).
+// Seconds of one sgemm of the shape on this rank (fastest of `repeats`, each ~1 GFLOP of
+// back-to-back products, after a warm-up).
 double time_gemm(int m, int k, int n, int repeats);
+// The same on every rank of `world` at once: per repetition the slowest rank, the fastest
+// repetition (collective).
+double time_gemm_contended(Communicator& world, int m, int k, int n, int repeats);
 
 // Collective over `world` (size >= 2; std::invalid_argument otherwise). Every rank returns the
 // same result.

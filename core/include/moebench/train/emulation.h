@@ -4,9 +4,10 @@
 // cluster's links (perf/link_emulator.h).
 //
 // time_scale "auto" = (cluster device rate, FLOP/s) / (this machine's sgemm rate per rank):
-// every rank times a 512^3 sgemm at once (perf/calibration.h's time_gemm, the fastest of 25; so
-// the ranks share the cores as they will while training, with the run's BLAS threads) and the
-// mean rate over the ranks is the machine's rate per rank. Every rank ends with the same scale.
+// every rank times a 512^3 sgemm at once (perf/calibration.h's time_gemm_contended: so the ranks
+// share the cores as they will while training, with the run's BLAS threads; the slowest rank of
+// the fastest of 9 repetitions) and that is the machine's rate per rank, as `moebench calibrate`
+// measures it. Every rank ends with the same scale.
 #include <memory>
 #include <string>
 #include <utility>
