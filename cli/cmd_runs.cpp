@@ -1,7 +1,9 @@
 // moebench runs list|show|compare|delete: browse the run store (default ./runs.db, --db PATH).
 //   list [--experiment X] [--json]   one line per run, newest last
 //   show RUN [--json]                the run's info, params, tags and summary (run_summary.h)
-//   compare RUN RUN... [--json]      side by side; speedups are against the FIRST run given
+//   compare RUN RUN... [--json]      side by side; speedups are against the FIRST run given; the
+//                                    row "timing" says measured, emulated <cluster> x<scale> or
+//                                    predicted (<cluster>)
 //   delete RUN [--force]             the run and all its rows (a RUNNING run only with --force)
 // RUN is a row id, a uuid or a unique uuid prefix (>= 4 chars), or a unique run name.
 // Reading verbs open the database read-only; a missing file is an error, never created.
@@ -144,6 +146,13 @@ int compare_runs(const std::string& db, const std::vector<std::string>& refs, bo
   auto comm_share = [](const RunSummary& s) {
     return s.has_phases ? s.phases.comm_share : std::numeric_limits<double>::quiet_NaN();
   };
+  // How its times came about: a plain run's are measured; an emulated run's are measured under
+  // the link emulator; a simulated run's are predicted.
+  auto timing = [](const RunSummary& s) {
+    if (s.predicted) return "predicted" + (s.predicted_cluster.empty() ? std::string() : " (" + s.predicted_cluster + ")");
+    if (s.emulated) return "emulated " + s.emulated_cluster + " x" + s.emulated_time_scale;
+    return std::string("measured");
+  };
   if (as_json) {
     json runs = json::array();
     for (const auto& s : sums) {
@@ -152,6 +161,7 @@ int compare_runs(const std::string& db, const std::vector<std::string>& refs, bo
                       {"name", s.run.name},
                       {"strategy", s.run.strategy},
                       {"status", run_status_name(s.run.status)},
+                      {"timing", timing(s)},
                       {"steps", s.steps},
                       {"final_loss", num_or_null(s.last("loss"))},
                       {"eval_loss", num_or_null(s.last("eval_loss"))},
@@ -182,6 +192,7 @@ int compare_runs(const std::string& db, const std::vector<std::string>& refs, bo
   row("name", [](const RunSummary& s) { return s.run.name; });
   row("strategy", [](const RunSummary& s) { return s.run.strategy; });
   row("status", [](const RunSummary& s) { return std::string(run_status_name(s.run.status)); });
+  row("timing", timing);
   row("steps", [](const RunSummary& s) { return std::to_string(s.steps); });
   row("final loss", [](const RunSummary& s) { return fmt_num("%.4f", s.last("loss")); });
   row("eval loss", [](const RunSummary& s) { return fmt_num("%.4f", s.last("eval_loss")); });

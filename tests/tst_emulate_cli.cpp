@@ -65,6 +65,8 @@ class TestEmulateCli : public QObject {
              qPrintable(r.out));
     r = run_cli({u"runs"_s, u"list"_s, u"--db"_s, dir.filePath(u"runs.db"_s)});
     QVERIFY2(r.code == 0 && r.out.contains(u"quickstart (emulated)"_s), qPrintable(r.out + r.err));
+    r = run_cli({u"runs"_s, u"compare"_s, u"1"_s, u"1"_s, u"--db"_s, dir.filePath(u"runs.db"_s), u"--json"_s});
+    QVERIFY2(r.code == 0 && r.out.contains(u"\"timing\": \"emulated tiny2x2 x20\""_s), qPrintable(r.out + r.err));
   }
 
   // "auto": the cluster's device rate over the sgemm rate measured per rank, printed.

@@ -110,6 +110,9 @@ class TestSimulate : public QObject {
              qPrintable(QString::fromStdString(j10.at("cluster").get<std::string>())));
     QVERIFY(j10.at("comm_ms").get<double>() > 9 * j1.at("comm_ms").get<double>());
     QVERIFY(j10.at("mean_step_ms").get<double>() > j1.at("mean_step_ms").get<double>());
+    const Result cmp = run_cli({u"runs"_s, u"compare"_s, QString::number(j1.at("run").at("id").get<int64_t>()),
+                                QString::number(j10.at("run").at("id").get<int64_t>()), u"--db"_s, db});
+    QVERIFY2(cmp.code == 0 && cmp.out.contains(u"predicted (two-by-two emulated x10 on host)"_s), qPrintable(cmp.out));
     Result bad = simulate("1", {u"--cluster"_s, cluster});
     QCOMPARE(bad.code, 2);
     QVERIFY2(bad.err.contains(u"--cluster and --nodes do not apply"_s), qPrintable(bad.err));
