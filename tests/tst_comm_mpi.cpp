@@ -21,35 +21,14 @@
 #include "moebench/dist/traffic_meter.h"
 #include "test_support.h"
 #include "mpi_test_main.h"
+#include "rank_check.h"
 
 using namespace moebench;
 using moebench::test::error_message;
 
 namespace {
 
-// Mismatches seen on this rank (the first few, for the message).
-struct Check {
-  QStringList errors;
-  int failures = 0;
-  void expect(bool ok, const QString& what) {
-    if (ok) return;
-    if (++failures <= 8) errors << what;
-  }
-  int ranks_failed() const {
-    int mine = failures ? 1 : 0, all = 0;
-    MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    return all;
-  }
-};
-
-#define AGREE(chk)                                                                            \
-  do {                                                                                        \
-    int bad_ = (chk).ranks_failed();                                                          \
-    QVERIFY2(bad_ == 0, qPrintable(QString("%1 rank(s) failed; on rank %2: %3")               \
-                                       .arg(bad_)                                             \
-                                       .arg(MpiRuntime::world_rank())                         \
-                                       .arg((chk).errors.join("; "))));                       \
-  } while (0)
+using moebench::test::Check;
 
 // Small integers, exact in every dtype and in any summation order.
 double value(int rank, size_t i) { return double((int)((rank * 7 + i * 3) % 11) - 5) * (rank + 1); }

@@ -24,6 +24,7 @@
 #include "moebench/perf/link_emulator.h"
 #include "test_support.h"
 #include "mpi_test_main.h"
+#include "rank_check.h"
 
 using namespace moebench;
 using moebench::test::error_message;
@@ -52,27 +53,7 @@ double seconds_to_send(double bytes, double bw) { return bytes / (bw / kScale); 
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// Mismatches seen on this rank; ranks_failed() agrees over the world.
-struct Check {
-  QStringList errors;
-  void expect(bool ok, const QString& what) {
-    if (!ok && errors.size() < 8) errors << what;
-  }
-  int ranks_failed() const {
-    int mine = errors.isEmpty() ? 0 : 1, all = 0;
-    MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    return all;
-  }
-};
-
-#define AGREE(chk)                                                                            \
-  do {                                                                                        \
-    int bad_ = (chk).ranks_failed();                                                          \
-    QVERIFY2(bad_ == 0, qPrintable(QString("%1 rank(s) failed; on rank %2: %3")               \
-                                       .arg(bad_)                                             \
-                                       .arg(MpiRuntime::world_rank())                         \
-                                       .arg((chk).errors.join("; "))));                       \
-  } while (0)
+using moebench::test::Check;
 
 // Times above the emulated one: sleeping ranks on a loaded 2-core machine wake late, and the
 // real copy comes on top. Generous, since the lower bound is what pacing guarantees.
