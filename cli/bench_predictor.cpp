@@ -15,8 +15,7 @@
 // F defaults to 300: the cluster's links 300x slower than described while this machine
 // computes ~3000x slower than an A100, so communication weighs about 10x less than on the
 // cluster; "auto" would make every inter-node message take ~75 ms and the matrix hours.
-#include <sys/wait.h>
-#include <fcntl.h>
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -30,6 +29,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench.h"
+#include "child_run.h"
 #include "moebench/config/usage_error.h"
 #include "moebench/store/run_store.h"
 
@@ -105,37 +105,6 @@ std::string config_text(const Case& c, int index, const PredictorOptions& o, con
     << "[store]\ndb = \"" << db << "\"\nexperiment = \"bench_predictor\"\n";
   return t.str();
 }
-
-// Runs `args` (argv[0] this executable) with stdout and stderr into `log`; its exit code.
-int run_logged(const std::vector<std::string>& args, const std::string& log) {
-  std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  std::fflush(stdout);
-  const pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error("bench predictor: fork failed");
-  if (pid == 0) {
-    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) {
-      dup2(fd, 1);
-      dup2(fd, 2);
-    }
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-std::string self_path() { return fs::read_symlink("/proc/self/exe").string(); }
 
 double measured_ms(const RunStore& store, const std::string& name) {
   for (const RunInfo& r : store.list_runs("bench_predictor"))

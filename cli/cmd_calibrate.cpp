@@ -3,7 +3,8 @@
 // communicator's per-message latency and per-rank bandwidth) with N ranks at once and writes it
 // as a cluster file (default clusters/local.toml) for `simulate --cluster`, `plan --cluster` and
 // the link emulator. Outside a launcher it starts its ranks through mpirun itself, as `run`
-// does; under mpirun / srun it measures the launched world.
+// does, and then fits this host's own costs on two reference runs (cli/calibrate_reference.h:
+// comm_overhead_us, task factors); under mpirun / srun it measures the launched world only.
 //   --threads T  BLAS threads per rank; 0 = the cores shared among the ranks, as `run` does
 //   --force      replace an existing output file (otherwise: exit 2, nothing written)
 //   --db PATH    also store the best sgemm rate as a `bench gemm` record (runs started on this
@@ -12,13 +13,16 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <thread>
 
+#include "calibrate_reference.h"
 #include "commands.h"
 #include "local_launch.h"
 #include "moebench/config/usage_error.h"
+#include "moebench/dist/launch_report.h"
 #include "moebench/dist/mpi_communicator.h"
 #include "moebench/perf/calibration.h"
 #include "moebench/store/gemm_rate_record.h"
@@ -95,6 +99,8 @@ int calibrate_ranks(const CalibrateArgs& a) {
   std::printf("  messages    %.2f us latency, %.2f GB/s out of each rank (all-to-all)\n", c.latency * 1e6,
               c.bandwidth / 1e9);
   std::printf("wrote %s\n", a.out.c_str());
+  if (MpiRuntime::under_mpi_launcher() && std::getenv(kLaunchDirEnv) == nullptr)
+    std::printf("(no reference runs under your launcher: run `moebench calibrate` outside mpirun to fit task costs)\n");
   if (!a.db.empty()) {
     std::vector<std::pair<std::string, double>> shapes;
     for (const GemmSample& g : c.gemm)
@@ -115,7 +121,9 @@ int calibrate_main(const CalibrateArgs& a) {
   if (!a.db.empty() && fs::exists(a.db)) RunStore(a.db);  // a damaged store is said here, once
   LocalLaunch launch;
   launch.ranks = a.ranks;
-  return launch_local_ranks(launch);
+  const int rc = launch_local_ranks(launch);
+  if (rc == 0) fit_reference_runs(a.out, a.ranks, a.quick);
+  return rc;
 }
 
 }  // namespace

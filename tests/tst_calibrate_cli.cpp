@@ -1,10 +1,11 @@
 // `moebench calibrate` end to end: it starts its own 2 ranks, writes a cluster file that reads
-// back as a cluster, never replaces it without --force, and refuses fewer than 2 ranks, each
+// back as a cluster with the fit of its reference runs, never replaces it without --force, and refuses fewer than 2 ranks, each
 // error said once with exit 2 and nothing written.
 #include <QtTest>
 
 #include <QTemporaryDir>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -29,6 +30,13 @@ class TestCalibrateCli : public QObject {
     text << f.rdbuf();
     const ClusterSpec s = cluster_spec(parse_cluster_file(text.str(), out.toStdString()), 4);
     QVERIFY(s.device_flops > 1e8 && s.intra.bandwidth > 1e7);
+    // the reference runs' fit: the expert and dense tasks of both strategies got a cost
+    QVERIFY2(r.out.contains("reference"), qPrintable(r.out));
+    for (const char* name : {"moe.experts", "moe.experts_backward", "attn.forward"}) {
+      const auto it = std::find_if(s.task_costs.begin(), s.task_costs.end(), [&](const TaskCostFit& c) { return c.name == name; });
+      QVERIFY2(it != s.task_costs.end(), name);
+      QVERIFY(it->factor > 0 && it->overhead >= 0);
+    }
 
     r = moebench::test::run_cli({"calibrate", "--ranks", "2", "--quick", "--out", out});
     QCOMPARE(r.code, 2);

@@ -1,4 +1,4 @@
-// ctest-labels: mpi np=2
+// ctest-labels: mpi np=2 serial
 // Calibration (perf/calibration.h) on 2 ranks: the calibrated cluster predicts a GEMM shape and
 // a message size it did not measure, the cluster file it writes reads back as the same cluster,
 // one rank is refused. `moebench calibrate` end to end: tst_calibrate_cli.
@@ -15,6 +15,8 @@
 using namespace moebench;
 
 namespace {
+
+bool near(double a, double b) { return std::abs(a - b) <= 1e-9 + 1e-6 * std::abs(b); }
 
 double slowest(Communicator& world, double v) {
   world.all_reduce(&v, 1, DType::f64, ReduceOp::max);
@@ -105,6 +107,58 @@ class TestCalibration : public QObject {
     }
     ClusterModel model(read);  // valid: positive bandwidths, ascending curve in (0, 1]
     QCOMPARE(model.efficiency_at(1e30), read.efficiency.back().efficiency);
+  }
+
+  // fit_host_tasks on hand-made spans: a line through two runs' points, the ratio when the
+  // points do not span task sizes, and the comm line over bytes.
+  void fits_host_task_costs() {
+    std::vector<TaskTime> m, p;
+    auto task = [](int run, const char* name, bool comm, double s, double bytes = 0) {
+      return TaskTime{run, name, comm, false, s, bytes};
+    };
+    // "e": run 0 predicted 1 ms measured 3 ms; run 1 predicted 2 ms measured 5 ms: 1 ms + 2 x.
+    for (int i = 0; i < 3; ++i) m.push_back(task(0, "e", false, 3e-3)), m.push_back(task(1, "e", false, 5e-3));
+    p.push_back(task(0, "e", false, 1e-3));
+    p.push_back(task(1, "e", false, 2e-3));
+    // "f": the same size in both runs: measured 3 and 5 ms over predicted 2 ms: ratio 8 / 4 = 2.
+    m.push_back(task(0, "f", false, 3e-3));
+    m.push_back(task(1, "f", false, 5e-3));
+    p.push_back(task(0, "f", false, 2e-3));
+    p.push_back(task(1, "f", false, 2e-3));
+    // main-thread phases, unnamed tasks and names only one side has do not count
+    m.push_back({0, "step", false, true, 9.0, 0});
+    p.push_back({0, "step", false, true, 1.0, 0});
+    m.push_back(task(0, "", false, 9.0));
+    m.push_back(task(0, "only_measured", false, 9.0));
+    // comm: 100 B takes 2 ms more than predicted, 300 B 4 ms more: 1 ms + 10 us per byte.
+    m.push_back(task(0, "a2a", true, 7e-3, 100));
+    p.push_back(task(0, "a2a", true, 5e-3, 100));
+    m.push_back(task(0, "ar", true, 9e-3, 300));
+    p.push_back(task(0, "ar", true, 5e-3, 300));
+    const HostTaskFit fit = fit_host_tasks(m, p);
+    QCOMPARE(fit.task_costs.size(), size_t(2));
+    QCOMPARE(fit.task_costs[0].name, std::string("e"));
+    QVERIFY(near(fit.task_costs[0].overhead, 1e-3));
+    QVERIFY(near(fit.task_costs[0].factor, 2.0));
+    QCOMPARE(fit.task_costs[1].name, std::string("f"));
+    QCOMPARE(fit.task_costs[1].overhead, 0.0);
+    QVERIFY(near(fit.task_costs[1].factor, 2.0));
+    QVERIFY(near(fit.comm_overhead, 1e-3));
+    QVERIFY(near(fit.comm_seconds_per_byte, 1e-5));
+    // a line with a negative overhead falls back to the ratio; comm faster than predicted: 0
+    const HostTaskFit slow = fit_host_tasks({task(0, "g", false, 1e-3), task(1, "g", false, 4e-3), task(0, "c", true, 1e-3, 8)},
+                                            {task(0, "g", false, 1e-3), task(1, "g", false, 2e-3), task(0, "c", true, 2e-3, 8)});
+    QCOMPARE(slow.task_costs.size(), size_t(1));
+    QCOMPARE(slow.task_costs[0].overhead, 0.0);
+    QVERIFY(near(slow.task_costs[0].factor, 5.0 / 3.0));
+    QCOMPARE(slow.comm_overhead, 0.0);
+    QCOMPARE(slow.comm_seconds_per_byte, 0.0);
+    // the fit's lines read back into the cluster
+    const std::string text = "[cluster]\nname = \"local\"\n" + host_task_fit_lines(fit, "a test");
+    const ClusterSpec read = cluster_spec(parse_cluster_file(text, "fit.toml"), 2);
+    QCOMPARE(read.task_costs.size(), size_t(2));
+    QVERIFY(near(read.task_costs[0].overhead, 1e-3) && near(read.task_costs[0].factor, 2.0));
+    QVERIFY(near(read.comm_overhead, 1e-3) && near(read.comm_seconds_per_byte, 1e-5));
   }
 
   void one_rank_is_refused() {

@@ -202,7 +202,7 @@ class TestClusterModel : public QObject {
     QTest::newRow("monta") << "monta.toml" << 16 << 200.0 << 25.0 << 1;
     QTest::newRow("moesys") << "moesys.toml" << 32 << 300.0 << 25.0 << 1;
     QTest::newRow("h100") << "h100.toml" << 16 << 450.0 << 50.0 << 1;
-    QTest::newRow("local") << "local.toml" << 2 << 2.98243 << 2.98243 << 2;  // moebench calibrate --ranks 4
+    QTest::newRow("local") << "local.toml" << 2 << 5.04608 << 5.04608 << 2;  // moebench calibrate --ranks 4
   }
 
   void sample_cluster_files() {
@@ -288,6 +288,13 @@ class TestClusterModel : public QObject {
                                  << "must be > 0 and strictly ascending, entry 1 is 1e+06";
     QTest::newRow("efficiency above 1") << cfg << "[cluster]\nefficiency_flops = [1e9]\nefficiency = [1.5]\n" << true
                                         << 3 << "cluster.efficiency" << "must be in (0, 1], entry 0 is 1.5";
+    QTest::newRow("task cost lengths")
+        << cfg << "[cluster]\ntask_names = [\"a\", \"b\"]\ntask_overhead_us = [0, 1]\ntask_factors = [2.0]\n" << true << 4
+        << "cluster.task_factors" << "has 1 entries but cluster.task_names has 2; give one per task name";
+    QTest::newRow("task factor 0") << cfg << "[cluster]\ntask_names = [\"a\"]\ntask_overhead_us = [0]\ntask_factors = [0]\n"
+                                   << true << 4 << "cluster.task_factors" << "must be > 0, entry 0 (a) is 0";
+    QTest::newRow("negative comm overhead") << cfg << "[cluster]\ncomm_us_per_mb = -3\n" << true << 2
+                                            << "cluster.comm_us_per_mb" << "must be >= 0, got -3";
     QTest::newRow("bad type under a config key") << "[cluster]\nfile = \"c.toml\"\nintra_bw_gbs = 5.0\n"
                                                  << "[cluster]\nintra_bw_gbs = \"x\"\n" << true << 2
                                                  << "cluster.intra_bw_gbs" << "expected a number, got string \"x\"";

@@ -320,18 +320,23 @@ class TestPlan : public QObject {
     QCOMPARE(j.at("predicted").get<bool>(), true);
     QCOMPARE(j.at("rank").get<int>(), 37);
     const auto& tasks = j.at("tasks");
-    int counts = 0, dispatch = 0, dispatch_grad = 0, reduces = 0;
+    int counts = 0, dispatch = 0, dispatch_grad = 0, reduces = 0, host_reduces = 0;
     for (const auto& t : tasks) {
       const std::string name = t.at("name");
       if (name == "moe.counts") {
         ++counts;
-        QCOMPARE((int)t.at("bytes_to_peer").size(), 63);
-        QCOMPARE(t.at("bytes_to_peer")[0].at("bytes").get<int>(), 64 * 8);  // 64 experts' int64 counts
+        QCOMPARE((int)t.at("bytes_to_peer").size(), 1);  // a ring all-gather to the next rank
+        QCOMPARE(t.at("bytes_to_peer")[0].at("peer").get<int>(), 38);
+        QCOMPARE(t.at("bytes_to_peer")[0].at("bytes").get<int>(), 63 * 64 * 8);  // 63 ranks' 64 int64 counts
         QCOMPARE(t.at("role").get<std::string>(), std::string("comm.inter"));
       }
       dispatch += name == "moe.dispatch";
       dispatch_grad += name == "moe.dispatch_grad";
       reduces += name == "grad.allreduce";
+      if (name == "grad.norm.ep" || name == "loss.dp") {  // the main thread's small all-reduces
+        ++host_reduces;
+        QCOMPARE(t.at("role").get<std::string>(), std::string("host"));
+      }
     }
     QCOMPARE(counts, 2);  // quickstart: MoE blocks 1 and 3
     QCOMPARE(dispatch, 2);
@@ -339,7 +344,8 @@ class TestPlan : public QObject {
     QCOMPARE(reduces, 4 + 2);  // the 4 blocks, ln_f and the embeddings
     const auto& last = tasks.back();
     QCOMPARE(last.at("name").get<std::string>(), std::string("optimizer"));
-    QCOMPARE((int)last.at("deps").size(), reduces);
+    QCOMPARE(host_reduces, 2);  // over EP and DP (64 ranks each); no TP or PP
+    QCOMPARE((int)last.at("deps").size(), reduces + host_reduces);
     QProcess bad;
     bad.start(QStringLiteral(MOEBENCH_CLI),
               {u"plan"_s, QStringLiteral(MOEBENCH_SOURCE_DIR "/sample_configs/quickstart.toml"), u"--graph"_s, u"4"_s});

@@ -94,6 +94,29 @@ class TestSimulator : public QObject {
     QCOMPARE(res.makespan, 5.0);
   }
 
+  void a_calibrated_hosts_task_costs_and_comm_extra() {
+    // The same two ranks on a host whose fit says: task "a" takes 0.5 s + 2 x the model, comm
+    // tasks 1 s + 0.1 s per byte beyond their transfers; task "c" has no fit (model time).
+    ClusterSpec s = small_net(1).cluster().spec();
+    s.task_costs = {{"a", 0.5, 2.0}};
+    s.comm_overhead = 1.0;
+    s.comm_seconds_per_byte = 0.1;
+    const ClusterNetwork net{ClusterModel(s)};
+    std::vector<TaskGraph> gs(2);
+    const TaskId a = gs[0].add(compute("a", 100.0));
+    gs[0].add(comm("g", {{1, 10}}, Transfer::get, StreamRole::comm_intra), {a});
+    gs[1].add(compute("c", 100.0));
+    for (int r = 0; r < 2; ++r) gs[(size_t)r].add(comm("x", {{1 - r, 10}}, Transfer::send, StreamRole::comm_inter));
+    const SimulationResult res = simulate_graphs(ptrs(gs), net);
+    // a: 0.5 + 2 x 1 = 2.5. g at 2.5: 1 + 10/10 = 2 on the link, + 1 + 0.1 x 10 = 6.5.
+    QCOMPARE(res.tasks[0][0].end, 2.5);
+    QCOMPARE(res.tasks[0][1].end, 6.5);
+    QCOMPARE(res.tasks[1][0].end, 1.0);  // no fit for "c": 100 / 100
+    // x: both start at 0 (their own role), 10 B each way: 1 + 1 = 2, then + 1 + 1 = 4.
+    QCOMPARE(res.tasks[0][2].end, 4.0);
+    QCOMPARE(res.tasks[1][1].end, 4.0);
+  }
+
   void ring_messages_puts_and_copies() {
     // Both ranks exchange 10 B as a 2-message ring step (an all-reduce of 2 ranks), then rank 0
     // puts 20 B into rank 1 and copies 10 B locally.

@@ -106,6 +106,20 @@ class TestStepGraph : public QObject {
     std::vector<TaskId> deps = reduces;
     deps.push_back(last);
     reduces.push_back(want.add(std::move(tied), deps));
+    // the gradient norm and the loss: ring all-reduces of a few doubles on the main thread, over
+    // EP = DP {0, 1} and PP {0, 2}, each after everything before it
+    auto host_reduce = [&](const char* name, int doubles, int peer) {
+      GraphTask t = task(name, TaskCategory::comm, StreamRole::host, -1, -1);
+      t.cost.bytes_to_peer.push_back({peer, (uint64_t)(doubles * 8)});  // 2 (P-1)/P = 1 of them
+      t.cost.messages = 2;
+      std::vector<TaskId> d = reduces;
+      d.push_back(reduces.back());
+      reduces.push_back(want.add(std::move(t), d));
+    };
+    host_reduce("grad.norm.ep", 1, 1);
+    host_reduce("grad.norm.pp", 1, 2);
+    host_reduce("loss.pp", 2, 2);
+    host_reduce("loss.dp", 1, 1);
     want.add(task("optimizer", TaskCategory::compute, StreamRole::compute, -1, -1,
                   adamw_flops((size_t)(embed_floats + block_floats))),
              reduces);

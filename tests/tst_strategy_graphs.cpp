@@ -12,6 +12,8 @@
 // from them (6 stay); a row is C x 4 = 8 bytes.
 #include <QtTest>
 
+#include <set>
+
 #include <string>
 #include <vector>
 
@@ -140,6 +142,39 @@ class TestStrategyGraphs : public QObject {
   Q_OBJECT
 
  private slots:
+  // The aux loss's router statistics: a ring all-reduce over the DP group beside the exchange,
+  // which the pass's end (a join) waits for; none without data parallelism.
+  void aux_stats_over_the_dp_group() {
+    MoeContext ctx = block_context(1, E);
+    ctx.stats_rank = 0;
+    ctx.stats_size = 2;
+    ctx.stats_world = {1, 3};  // this rank and one on the other node
+    auto s = test::make_strategy_with_degree("expert_centric", 1);
+    ExchangeCounts counts;
+    counts.P = P;
+    counts.E = E;
+    counts.rows = kCounts;
+    auto h = s->layout(counts, ctx);
+    TaskGraph g;
+    const TaskId end = add_block_pass(g, *s, *h, MoePass::forward, ctx, {N, C, E, K}, {});
+    const GraphTask* aux = find(g, "moe.aux_stats");
+    QVERIFY(aux);
+    QVERIFY(aux->role == StreamRole::comm_inter);
+    QCOMPARE(aux->deps, (std::vector<int>{0}));  // after the router
+    QCOMPARE(aux->cost.bytes_to_peer, (Sends{{3, (2 * E + 1) * 8}}));  // 2 (P-1)/P x (2E+1) doubles
+    QCOMPARE(aux->cost.messages, 2);
+    const GraphTask& last = g[end];
+    QVERIFY(last.name.empty());
+    QCOMPARE((int)last.deps.size(), 2);
+    std::set<std::string> joined{g.task(last.deps[0]).name, g.task(last.deps[1]).name};
+    QCOMPARE(joined, (std::set<std::string>{"moe.aux_stats", "moe.combine"}));
+    ctx.stats_size = 1;
+    ctx.stats_world = {1};
+    TaskGraph alone;
+    add_block_pass(alone, *s, *h, MoePass::forward, ctx, {N, C, E, K}, {});
+    QVERIFY(!find(alone, "moe.aux_stats"));
+  }
+
   void expert_centric_forward() {
     const Built b = build("expert_centric", 1, 1, MoePass::forward);
     QCOMPARE(b.names, (std::vector<std::string>{"moe.router", "moe.counts", "moe.dispatch", "moe.experts", "moe.combine",
@@ -147,7 +182,8 @@ class TestStrategyGraphs : public QObject {
     const TaskGraph& g = b.g;
     for (int i = 1; i < (int)g.size(); ++i) QCOMPARE(g.task(i).deps, (std::vector<int>{i - 1}));  // a chain
     QVERIFY(g.task(1).role == StreamRole::comm_inter);  // the EP group spans both nodes
-    QCOMPARE(g.task(1).cost.bytes_to_peer, (Sends{{0, 32}, {2, 32}, {3, 32}}));  // E int64 counts each
+    QCOMPARE(g.task(1).cost.bytes_to_peer, (Sends{{2, 96}}));  // ring all-gather: 3 x E int64 counts to the next
+    QCOMPARE(g.task(1).cost.messages, 3);
     QCOMPARE(g.task(2).cost.bytes_to_peer, (Sends{{0, 24}, {2, 40}, {3, 16}}));  // 3, 5, 2 rows
     QCOMPARE(g.task(3).cost.flops, 4.0 * 11 * C * F);                         // 4 + 6 + 1 + 0 rows
     QCOMPARE(g.task(4).cost.bytes_to_peer, (Sends{{0, 32}, {2, 8}}));         // outputs of 4, 1 rows back

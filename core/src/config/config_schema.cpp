@@ -48,6 +48,11 @@ const std::vector<FieldDef>& fields() {
       MB_FIELD(cluster, nodes_per_switch, Int, "nodes under one leaf switch; 0 = all nodes under one switch"),
       MB_FIELD(cluster, spine_bw_gbs, Double, "bandwidth per NIC between leaf switches, GB/s; 0 = inter_bw_gbs"),
       MB_FIELD(cluster, spine_latency_us, Double, "latency between leaf switches, microseconds (with nodes_per_switch)"),
+      MB_FIELD(cluster, comm_overhead_us, Double, "time a comm task takes beyond its transfers on this host, microseconds (calibrate)"),
+      MB_FIELD(cluster, comm_us_per_mb, Double, "further microseconds per MB a comm task sends, on this host (calibrate)"),
+      MB_FIELD(cluster, task_names, StringList, "compute tasks with a fitted cost (calibrate: fitted on reference runs)"),
+      MB_FIELD(cluster, task_overhead_us, DoubleList, "fixed microseconds of each task_names task, >= 0"),
+      MB_FIELD(cluster, task_factors, DoubleList, "factor on the modelled time of each task_names task, > 0"),
 
       MB_FIELD(model, vocab_size, Int, "vocabulary size (>= 2; 256 for data.source = text)"),
       MB_FIELD(model, seq_len, Int, "context length T (also the position-embedding size)"),

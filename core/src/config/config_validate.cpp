@@ -549,6 +549,31 @@ void Checker::check_cluster() {
       k.devices_per_node > 0 && k.devices_per_node % k.devices_per_nic != 0)
     fail("cluster.devices_per_nic", "must divide cluster.devices_per_node (" + std::to_string(k.devices_per_node) +
                                         "), got " + std::to_string(k.devices_per_nic), "cluster.devices_per_node");
+  non_negative_number("cluster.comm_overhead_us", k.comm_overhead_us);
+  non_negative_number("cluster.comm_us_per_mb", k.comm_us_per_mb);
+  if (ok({"cluster.task_names", "cluster.task_overhead_us", "cluster.task_factors"})) {
+    bool sized = true;
+    for (const auto& [key, n] : {std::pair{"cluster.task_overhead_us", k.task_overhead_us.size()},
+                                 std::pair{"cluster.task_factors", k.task_factors.size()}})
+      if (n != k.task_names.size()) {
+        fail(key, "has " + std::to_string(n) + " entries but cluster.task_names has " +
+                      std::to_string(k.task_names.size()) + "; give one per task name",
+             "cluster.task_names");
+        sized = false;
+      }
+    for (size_t i = 0; sized && i < k.task_names.size(); ++i) {
+      if (!(k.task_overhead_us[i] >= 0.0) || !std::isfinite(k.task_overhead_us[i])) {
+        fail("cluster.task_overhead_us", "must be >= 0, entry " + std::to_string(i) + " (" + k.task_names[i] + ") is " +
+                                             number_text(k.task_overhead_us[i]));
+        break;
+      }
+      if (!(k.task_factors[i] > 0.0) || !std::isfinite(k.task_factors[i])) {
+        fail("cluster.task_factors", "must be > 0, entry " + std::to_string(i) + " (" + k.task_names[i] + ") is " +
+                                         number_text(k.task_factors[i]));
+        break;
+      }
+    }
+  }
   if (!ok({"cluster.efficiency_flops", "cluster.efficiency"})) return;
   const auto& xs = k.efficiency_flops;
   const auto& ys = k.efficiency;

@@ -1,6 +1,8 @@
 #include "moebench/moe/block_graph.h"
 
+#include <algorithm>
 #include <set>
+#include <stdexcept>
 
 #include "moebench/dist/communicator.h"
 #include "moebench/dist/topology.h"
@@ -32,14 +34,43 @@ TaskId add_counts_task(TaskGraph& g, MoeContext& ctx, const BlockDims& d, TaskId
   t.category = TaskCategory::comm;
   t.role = ctx.ep_role();
   t.layer = ctx.layer;
-  for (int p = 0; p < ctx.ep_size; ++p)
-    if (p != ctx.ep_rank) t.cost.bytes_to_peer.push_back({ctx.ep_world[p], (uint64_t)d.E * sizeof(long)});
+  const int P = ctx.ep_size;
+  if (P > 1)
+    t.cost.bytes_to_peer.push_back({ctx.ep_world[(size_t)(ctx.ep_rank + 1) % P], (uint64_t)(P - 1) * d.E * sizeof(long)});
+  t.cost.messages = std::max(1, P - 1);  // ring all-gather
   if (mine && all) {
     Communicator* comm = &ctx.role_comm(t.role);
     const int E = d.E;
     t.action = [comm, mine, all, E] { comm->all_gather(mine, all, E, DType::i64); };
   }
   return g.add(std::move(t), {after});
+}
+
+TaskId add_aux_stats_task(TaskGraph& g, MoeContext& ctx, const BlockDims& d, TaskId after,
+                          std::function<void(Communicator&)> action) {
+  const int P = ctx.stats_size;
+  if (P < 2) return {};
+  GraphTask t;
+  t.name = "moe.aux_stats";
+  t.category = TaskCategory::comm;
+  t.role = ctx.role_over(ctx.stats_world);
+  t.layer = ctx.layer;
+  const uint64_t bytes = (2 * (uint64_t)d.E + 1) * sizeof(double);
+  t.cost.bytes_to_peer.push_back({ctx.stats_world[(size_t)(ctx.stats_rank + 1) % P], 2 * (P - 1) * bytes / P});
+  t.cost.messages = 2 * (P - 1);  // ring: reduce-scatter then all-gather
+  if (action) {
+    if (!ctx.stats) throw std::logic_error("add_aux_stats_task: no DP communicators for the comm workers");
+    Communicator* comm = (t.role == StreamRole::comm_inter ? ctx.stats->inter : ctx.stats->intra).get();
+    t.action = [comm, action = std::move(action)] { action(*comm); };
+  }
+  return g.add(std::move(t), {after});
+}
+
+TaskId add_forward_end(TaskGraph& g, TaskId last, TaskId aux_stats) {
+  if (!aux_stats.valid()) return last;
+  GraphTask join;  // unnamed: no span, no cost
+  join.role = g[last].role;
+  return g.add(std::move(join), {last, aux_stats});
 }
 
 TaskId add_combine_task(TaskGraph& g, const MoeContext& ctx, const BlockDims& d, MoePass pass,
@@ -98,9 +129,12 @@ TaskId add_block_pass(TaskGraph& g, MoeStrategy& strategy, MoeHandle& handle, Mo
   if (pass == MoePass::forward) {
     const TaskId router = add_router_task(g, ctx, d, after);
     const TaskId gathered = strategy.exchanges_counts() ? add_counts_task(g, ctx, d, router) : router;
+    const TaskId aux = add_aux_stats_task(g, ctx, d, router);
     const TaskId combined = add_combine_task(g, ctx, d, pass, strategy.build(g, handle, pass, {gathered}, nullptr, ctx));
-    return partial_group(strategy, ctx).size > 1 ? add_partial_reduce_task(g, strategy, ctx, d, pass, {combined})
-                                                  : combined;
+    return add_forward_end(g, partial_group(strategy, ctx).size > 1
+                                  ? add_partial_reduce_task(g, strategy, ctx, d, pass, {combined})
+                                  : combined,
+                           aux);
   }
   const TaskId start = add_combine_task(g, ctx, d, pass, after);
   const TaskId routed = add_router_backward_task(g, ctx, d, strategy.build(g, handle, pass, {start}, nullptr, ctx));

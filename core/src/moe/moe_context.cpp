@@ -22,10 +22,10 @@ void MoeContext::sync_group() {
   for (int p = 0; p < ep_size; ++p) ep_world[p] = ep->world_rank(p);
 }
 
-StreamRole MoeContext::ep_role() const {
+StreamRole MoeContext::role_over(const std::vector<int>& world) const {
   if (!topology) return StreamRole::comm_intra;
   std::set<int> nodes;
-  for (int w : ep_world)
+  for (int w : world)
     if (w < topology->world_size()) nodes.insert(topology->node_of(w));
   return nodes.size() > 1 ? StreamRole::comm_inter : StreamRole::comm_intra;
 }
@@ -51,6 +51,12 @@ MoeContext ParallelContext::block_context(int layer) const {
   ctx.pcie_switch_pairs = pcie_switch_pairs;
   ctx.layer = layer;
   ctx.slice = expert_slice;
+  ctx.stats = dp_streams;
+  if (dp) {
+    ctx.stats_rank = dp->rank();
+    ctx.stats_size = dp->size();
+    for (int p = 0; p < dp->size(); ++p) ctx.stats_world.push_back(dp->world_rank(p));
+  }
   ctx.sync_group();
   return ctx;
 }

@@ -51,7 +51,7 @@ void MoeLayer::route(const float* x, const float* router_w, const int* forced_ex
   opt.capacity_factor = s_.capacity_factor;
   opt.gate_normalize = s_.gate_normalize;
   router_forward(routing_, x, router_w, N, C, E, opt, forced_experts);
-  if (stats_) globalize_aux(routing_, *stats_);
+  if (stats_ && !strategy_) globalize_aux(routing_, *stats_);  // with a strategy: moe.aux_stats
   const Routing& r = routing_;
   offsets_.resize(E + 1);
   slot_of_.resize((size_t)N * K);
@@ -116,6 +116,12 @@ float MoeLayer::forward_graph(float* out, const float* x, const float* router_w,
   });
   const bool exchange = strategy_->exchanges_counts();
   const TaskId counted = exchange ? add_counts_task(g, ctx_, d, routed, my_counts_.data(), counts_.data()) : routed;
+  TaskId aux;
+  if (stats_ && stats_->size() > 1) {
+    if (ctx_.stats_size != stats_->size())
+      throw std::logic_error("MoeLayer: the block context's DP group does not match its statistics communicator");
+    aux = add_aux_stats_task(g, ctx_, d, routed, [this](Communicator& dp) { globalize_aux(routing_, dp); });
+  }
   ex.submit(g);
   ex.wait(g, counted);
   if (!exchange) std::copy(my_counts_.begin(), my_counts_.end(), counts_.begin() + (long)ctx_.ep_rank * E);
@@ -131,6 +137,7 @@ float MoeLayer::forward_graph(float* out, const float* x, const float* router_w,
   TaskId combined = add_combine_task(g, ctx_, d, MoePass::forward, done, [this, out] { combine(out); });
   if (partial_group(*strategy_, ctx_).size > 1)
     combined = add_partial_reduce_task(g, *strategy_, ctx_, d, MoePass::forward, {combined}, out);
+  combined = add_forward_end(g, combined, aux);
   ex.submit(g);
   ex.wait(g, combined);
   ex.release(g);

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <map>
+#include <tuple>
 #include <stdexcept>
 
 #include "moebench/dist/communicator.h"
@@ -219,6 +221,96 @@ std::string calibrated_cluster_file(const Calibration& c, const std::string& com
   add("copy_bw_gbs = %.6g\n", s.copy_bandwidth / 1e9);
   add("intra_bw_gbs = %.6g\nintra_latency_us = %.6g\n", s.intra.bandwidth / 1e9, s.intra.latency * 1e6);
   add("inter_bw_gbs = %.6g\ninter_latency_us = %.6g\n", s.inter.bandwidth / 1e9, s.inter.latency * 1e6);
+  return out;
+}
+
+HostTaskFit fit_host_tasks(const std::vector<TaskTime>& measured, const std::vector<TaskTime>& predicted) {
+  struct Sum {
+    double seconds = 0, bytes = 0;
+    long n = 0;
+    double mean() const { return n ? seconds / (double)n : 0.0; }
+  };
+  using Key = std::tuple<bool, std::string, int>;  // comm?, name, run
+  std::map<Key, Sum> m, p;
+  auto add = [](std::map<Key, Sum>& to, const std::vector<TaskTime>& from) {
+    for (const TaskTime& t : from)
+      if (!t.name.empty() && (t.comm || !t.main)) {
+        Sum& s = to[{t.comm, t.name, t.run}];
+        s.seconds += t.seconds;
+        s.bytes += t.bytes;
+        ++s.n;
+      }
+  };
+  add(m, measured);
+  add(p, predicted);
+  HostTaskFit fit;
+  struct Weighted {
+    double x, y, w;
+  };
+  std::vector<Weighted> comm;  // per name and run: bytes, extra seconds, count
+  std::map<std::string, std::vector<std::pair<double, double>>> points;  // name -> (x, y) per run
+  for (const auto& [k, ms] : m) {
+    const auto it = p.find(k);
+    if (it == p.end()) continue;
+    if (std::get<0>(k)) {
+      comm.push_back({ms.bytes / (double)ms.n, ms.mean() - it->second.mean(), (double)ms.n});
+    } else if (it->second.mean() > 0 && ms.mean() > 0) {
+      points[std::get<1>(k)].push_back({it->second.mean(), ms.mean()});
+    }
+  }
+  for (const auto& [name, xy] : points) {
+    double sx = 0, sy = 0, lo = xy.front().first, hi = lo;
+    for (const auto& [x, y] : xy) sx += x, sy += y, lo = std::min(lo, x), hi = std::max(hi, x);
+    TaskCostFit c{name, 0.0, sy / sx};
+    if (xy.size() >= 2 && hi >= 1.2 * lo) {
+      const double n = (double)xy.size(), mx = sx / n, my = sy / n;
+      double sxy = 0, sxx = 0;
+      for (const auto& [x, y] : xy) sxy += (x - mx) * (y - my), sxx += (x - mx) * (x - mx);
+      const double factor = sxy / sxx, overhead = my - factor * mx;
+      if (factor > 0 && overhead >= 0) c = {name, overhead, factor};
+    }
+    fit.task_costs.push_back(c);
+  }
+  double w = 0, mx = 0, my = 0;
+  for (const Weighted& c : comm) w += c.w, mx += c.w * c.x, my += c.w * c.y;
+  if (w > 0) {
+    mx /= w;
+    my /= w;
+    double sxy = 0, sxx = 0;
+    for (const Weighted& c : comm) sxy += c.w * (c.x - mx) * (c.y - my), sxx += c.w * (c.x - mx) * (c.x - mx);
+    const double slope = sxx > 0 ? sxy / sxx : -1.0, intercept = my - slope * mx;
+    if (slope >= 0 && intercept >= 0) {
+      fit.comm_overhead = intercept;
+      fit.comm_seconds_per_byte = slope;
+    } else {
+      fit.comm_overhead = std::max(0.0, my);
+    }
+  }
+  return fit;
+}
+
+std::string host_task_fit_lines(const HostTaskFit& fit, const std::string& reference) {
+  std::string out = "# Fitted on " + reference + ":\n"
+                    "# a comm task takes comm_overhead_us + comm_us_per_mb x the MB it sends beyond its\n"
+                    "# transfers; a compute task of a listed name its overhead + its factor x the\n"
+                    "# GEMM-rate model's time (perf/calibration.h fit_host_tasks).\n";
+  char line[128];
+  std::snprintf(line, sizeof line, "comm_overhead_us = %.6g\ncomm_us_per_mb = %.6g\n", fit.comm_overhead * 1e6,
+                fit.comm_seconds_per_byte * 1e12);
+  out += line;
+  auto list = [&](const char* key, auto value) {
+    out += key;
+    out += " = [";
+    for (size_t i = 0; i < fit.task_costs.size(); ++i) out += (i ? ", " : "") + value(fit.task_costs[i]);
+    out += "]\n";
+  };
+  auto number = [&](double v) {
+    std::snprintf(line, sizeof line, "%.4g", v);
+    return std::string(line);
+  };
+  list("task_names", [](const TaskCostFit& c) { return "\"" + c.name + "\""; });
+  list("task_overhead_us", [&](const TaskCostFit& c) { return number(c.overhead * 1e6); });
+  list("task_factors", [&](const TaskCostFit& c) { return number(c.factor); });
   return out;
 }
 

@@ -47,6 +47,9 @@ ClusterModel::ClusterModel(ClusterSpec spec) : spec_(std::move(spec)) {
   require((int64_t)s.nodes * s.devices_per_node <= INT32_MAX, "more than 2147483647 devices");
   require(s.device_flops > 0, "device_flops must be > 0");
   require(s.copy_bandwidth > 0, "copy_bandwidth must be > 0");
+  require(s.comm_overhead >= 0 && s.comm_seconds_per_byte >= 0, "comm_overhead and comm_seconds_per_byte must be >= 0");
+  for (const TaskCostFit& t : s.task_costs)
+    require(t.factor > 0 && t.overhead >= 0, "task cost of " + t.name + " needs factor > 0 and overhead >= 0");
   require(s.intra.bandwidth > 0 && s.inter.bandwidth > 0, "intra and inter bandwidths must be > 0");
   require(s.pcie_pair.bandwidth >= 0 && s.spine.bandwidth >= 0, "pcie_pair and spine bandwidths must be >= 0");
   require(s.intra.latency >= 0 && s.inter.latency >= 0 && s.pcie_pair.latency >= 0 && s.spine.latency >= 0,
@@ -153,6 +156,12 @@ double ClusterModel::efficiency_at(double flops) const {
   return pts[i - 1].efficiency + t * (pts[i].efficiency - pts[i - 1].efficiency);
 }
 
+TaskCostFit ClusterModel::task_cost(const std::string& name) const {
+  for (const TaskCostFit& t : spec_.task_costs)
+    if (t.name == name) return t;
+  return {name, 0.0, 1.0};
+}
+
 double ClusterModel::compute_seconds(double flops) const {
   if (!(flops > 0)) return 0.0;
   return flops / (spec_.device_flops * efficiency_at(flops));
@@ -178,6 +187,9 @@ std::string ClusterModel::describe() const {
     out += ", " + std::to_string(per_switch_) + " nodes per switch, spine " +
            (s.spine.bandwidth > 0 ? link_text(s.spine) : std::string("= inter"));
   out += ", copy " + num(s.copy_bandwidth / 1e9) + " GB/s";
+  if (s.comm_overhead > 0 || s.comm_seconds_per_byte > 0)
+    out += ", comm tasks +" + num(s.comm_overhead * 1e6) + " us +" + num(s.comm_seconds_per_byte * 1e12) + " us/MB";
+  if (!s.task_costs.empty()) out += ", " + std::to_string(s.task_costs.size()) + " fitted task costs";
   return out;
 }
 
@@ -191,6 +203,10 @@ ClusterSpec cluster_spec(const ClusterConfig& k, int world_size) {
   for (size_t i = 0; i < k.efficiency_flops.size() && i < k.efficiency.size(); ++i)
     s.efficiency.push_back({k.efficiency_flops[i], k.efficiency[i]});
   s.copy_bandwidth = k.copy_bw_gbs * 1e9;
+  s.comm_overhead = k.comm_overhead_us * 1e-6;
+  s.comm_seconds_per_byte = k.comm_us_per_mb * 1e-12;
+  for (size_t i = 0; i < k.task_names.size() && i < k.task_factors.size() && i < k.task_overhead_us.size(); ++i)
+    s.task_costs.push_back({k.task_names[i], k.task_overhead_us[i] * 1e-6, k.task_factors[i]});
   s.intra = {k.intra_bw_gbs * 1e9, k.intra_latency_us * 1e-6};
   s.pcie_pair = {k.pcie_bw_gbs * 1e9, k.pcie_latency_us * 1e-6};
   s.inter = {k.inter_bw_gbs * 1e9, k.inter_latency_us * 1e-6};

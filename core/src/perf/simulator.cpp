@@ -41,6 +41,7 @@ struct Rank {
   std::vector<int> next_in_role;           // the next task of i's role, or -1
   std::vector<int> waiting;                // dependencies + previous of its role not ended
   std::vector<int> match_begin, match;     // per send task, its bytes_to_peer's matching peer task (-1: self)
+  std::vector<TaskCostFit> fitted;         // compute tasks: the cluster's fitted cost (empty: none)
   std::vector<int> pending;                // send tasks: transfers (out and in) not reserved yet
   std::vector<int> incoming;               // send tasks: transfers other ranks send to it
   std::vector<double> done_at;             // comm tasks: latest arrival so far
@@ -131,6 +132,12 @@ class Engine {
       }
       last[(size_t)role] = i;
     }
+    if (!net_.cluster().spec().task_costs.empty()) {
+      R.fitted.assign(n, {});
+      for (size_t i = 0; i < n; ++i)
+        if (g.task((int)i).category == TaskCategory::compute && !g.task((int)i).name.empty())
+          R.fitted[i] = net_.cluster().task_cost(g.task((int)i).name);
+    }
     R.pending.assign(n, 0);
     R.incoming.assign(n, 0);
     R.done_at.assign(n, 0.0);
@@ -191,7 +198,7 @@ class Engine {
     for (auto [r, i] : {std::pair{s, si}, std::pair{d, di}}) {
       Rank& R = ranks_[(size_t)r];
       R.done_at[(size_t)i] = std::max(R.done_at[(size_t)i], tt.arrival);
-      if (--R.pending[(size_t)i] == 0) push_end(r, i, R.done_at[(size_t)i]);
+      if (--R.pending[(size_t)i] == 0) push_end(r, i, R.done_at[(size_t)i] + extra(R, i));
     }
   }
 
@@ -201,7 +208,12 @@ class Engine {
     result_.tasks[(size_t)r][(size_t)i].start = now;
     const GraphTask& t = R.g->task(i);
     const ClusterModel& cluster = net_.cluster();
-    if (t.category == TaskCategory::compute) return push_end(r, i, now + cluster.compute_seconds(t.cost.flops));
+    if (t.category == TaskCategory::compute) {
+      const double modelled = cluster.compute_seconds(t.cost.flops);
+      if (R.fitted.empty()) return push_end(r, i, now + modelled);
+      const TaskCostFit& c = R.fitted[(size_t)i];
+      return push_end(r, i, now + c.overhead + c.factor * modelled);
+    }
     if (t.category != TaskCategory::comm) return push_end(r, i, now + cluster.copy_seconds((double)t.cost.copy_bytes));
     R.done_at[(size_t)i] = now;
     if (t.cost.transfer != Transfer::send) {
@@ -211,13 +223,13 @@ class Engine {
         end = std::max(end, net_.reserve(free_at_.data(), get ? p : r, get ? r : p, (double)bytes, now, t.cost.messages).arrival);
         ++result_.transfers;
       }
-      return push_end(r, i, end);
+      return push_end(r, i, end + extra(R, i));
     }
     const int b = R.match_begin[(size_t)i], e = R.match_begin[(size_t)i + 1];
     int out = 0;
     for (int k = b; k < e; ++k) out += R.match[(size_t)k] >= 0;
     R.pending[(size_t)i] = out + R.incoming[(size_t)i];
-    if (R.pending[(size_t)i] == 0) return push_end(r, i, now);
+    if (R.pending[(size_t)i] == 0) return push_end(r, i, now + extra(R, i));
     for (int k = b; k < e; ++k) {
       const int j = R.match[(size_t)k];
       if (j < 0) continue;
@@ -251,6 +263,11 @@ class Engine {
     std::string why = R.started[(size_t)i] ? "started but its transfers never completed (a peer never reached its matching task)"
                                            : "never started (it waits for a task that never ended)";
     return "simulator: the schedule cannot finish: " + task_text(R, r, i) + " " + why;
+  }
+
+  // A comm task's own time beyond its transfers (a calibrated host's; else 0).
+  double extra(const Rank& R, int i) const {
+    return net_.cluster().comm_extra_seconds((double)R.g->task(i).cost.bytes_sent());
   }
 
   const ClusterNetwork& net_;

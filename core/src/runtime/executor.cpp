@@ -2,6 +2,8 @@
 // propagation, span recording.
 #include "moebench/runtime/executor.h"
 
+#include <omp.h>
+
 #include <stdexcept>
 #include <utility>
 
@@ -38,7 +40,11 @@ struct Executor::Item {
 
 class Executor::Worker {
  public:
-  explicit Worker(Executor& owner) : owner_(owner), thread_([this] { run(); }) {}
+  // The worker's OpenMP regions use the thread count of the thread that made it (the rank's
+  // main thread, which set its share of the cores: tensor/matmul.h set_num_threads). A new
+  // thread would otherwise start from the process default (every core) and a machine running
+  // several ranks would run cores x ranks OpenMP threads.
+  explicit Worker(Executor& owner) : owner_(owner), threads_(omp_get_max_threads()), thread_([this] { run(); }) {}
   ~Worker() {
     {
       std::lock_guard<std::mutex> lock(m_);
@@ -57,6 +63,7 @@ class Executor::Worker {
 
  private:
   void run() {
+    omp_set_num_threads(threads_);
     for (;;) {
       Item item;
       {
@@ -91,6 +98,7 @@ class Executor::Worker {
   std::condition_variable cv_;
   std::deque<Item> queue_;
   bool stop_ = false;
+  int threads_;
   std::thread thread_;
 };
 

@@ -89,6 +89,9 @@ void Distributed::attach(MoeGpt& model, const Config& cfg) {
   p.ep_streams = std::make_shared<EpStreams>();
   p.ep_streams->intra = groups_->ep().dup();
   p.ep_streams->inter = groups_->ep().dup();
+  p.dp_streams = std::make_shared<EpStreams>();
+  p.dp_streams->intra = groups_->dp().dup();
+  p.dp_streams->inter = groups_->dp().dup();
   if (cfg.moe.expert_tp && groups_->tp_size() > 1) p.expert_slice = groups_->tp().dup();
   p.topology = &topology_;
   p.cluster = cluster_.get();
@@ -128,7 +131,7 @@ double Distributed::finish_gradients(MoeGpt& model) {
   // h x E floats per MoE block, once per step.
   Communicator& tp = groups_->tp();
   for (const ArenaRange& r : model.tp_partial_ranges())
-    if (tp.size() > 1) tp.all_reduce(grads + r.offset, r.count, DType::f32);
+    host_all_reduce("tp.partial_allreduce", tp, grads + r.offset, r.count, DType::f32);
   // The tied embedding on the first and last stage: each copy holds its DP-averaged part (the
   // embedding's, the head's); both become the sum. Ranks of one stage position meet their
   // partner of the same DP and TP coordinates.
@@ -140,9 +143,11 @@ double Distributed::finish_gradients(MoeGpt& model) {
     std::vector<float> theirs(wte->numel);
     const int partner = st.first() ? st.stages - 1 : 0;
     float* g = grads + wte->offset;
-    RequestPtr out = pp.isend(g, wte->numel, DType::f32, partner, 41);
-    pp.recv(theirs.data(), wte->numel, DType::f32, partner, 41);
-    out->wait();
+    executor_.run_inline("pp.tied_grad", StreamRole::host, TaskCategory::comm, [&] {
+      RequestPtr out = pp.isend(g, wte->numel, DType::f32, partner, 41);
+      pp.recv(theirs.data(), wte->numel, DType::f32, partner, 41);
+      out->wait();
+    }, -1, 0.0, wte->numel * sizeof(float));
     for (size_t i = 0; i < wte->numel; ++i) g[i] += theirs[i];
   }
   // Experts: each owner accumulated the contributions of every rank in its EP group; sum the
@@ -150,7 +155,7 @@ double Distributed::finish_gradients(MoeGpt& model) {
   Communicator& edp = groups_->expert_dp();
   for (const ArenaRange& r : model.expert_ranges()) {
     float* g = grads + r.offset;
-    if (edp.size() > 1) edp.all_reduce(g, r.count, DType::f32);
+    host_all_reduce("expert.allreduce", edp, g, r.count, DType::f32);
     for (size_t i = 0; i < r.count; ++i) g[i] *= dp_scale_;
   }
   return waited;
@@ -171,12 +176,12 @@ double Distributed::clip_gradients(MoeGpt& model, float max_norm) {
     else if (!(copy.count > 0 && v.offset == copy.offset)) add(sums[v.slice.whole() ? 0 : 1], v.offset, v.numel);
   }
   double tp_parts[2] = {sums[1], expert_slices};
-  groups_->tp().all_reduce(tp_parts, 2, DType::f64);
+  host_all_reduce("grad.norm.tp", groups_->tp(), tp_parts, 2, DType::f64);
   sums[1] = tp_parts[0];
   sums[2] += tp_parts[1];
-  groups_->ep().all_reduce(&sums[2], 1, DType::f64);
+  host_all_reduce("grad.norm.ep", groups_->ep(), &sums[2], 1, DType::f64);
   double total = sums[0] + sums[1] + sums[2];
-  pp_sum(&total, 1);
+  pp_sum(&total, 1, "grad.norm.pp");
   const double norm = std::sqrt(total);
   if (max_norm > 0 && norm > max_norm) {
     const float scale = (float)(max_norm / (norm + 1e-6));
@@ -185,12 +190,18 @@ double Distributed::clip_gradients(MoeGpt& model, float max_norm) {
   return norm;
 }
 
-void Distributed::pp_sum(double* v, size_t n) {
-  if (groups_->pp().size() > 1) groups_->pp().all_reduce(v, n, DType::f64);
+void Distributed::host_all_reduce(const char* name, Communicator& group, void* data, size_t count, DType type) {
+  const uint64_t P = (uint64_t)group.size();
+  if (P < 2) return;
+  const uint64_t bytes = 2 * (P - 1) * count * dtype_size(type) / P;  // ring: to the next rank
+  executor_.run_inline(name, StreamRole::host, TaskCategory::comm, [&] { group.all_reduce(data, count, type); }, -1,
+                       0.0, bytes);
 }
 
+void Distributed::pp_sum(double* v, size_t n, const char* name) { host_all_reduce(name, groups_->pp(), v, n, DType::f64); }
+
 double Distributed::dp_mean(double v) {
-  groups_->dp().all_reduce(&v, 1, DType::f64);
+  host_all_reduce("loss.dp", groups_->dp(), &v, 1, DType::f64);
   return v / groups_->dp_size();
 }
 

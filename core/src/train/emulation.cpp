@@ -92,6 +92,9 @@ ClusterModel emulated_run_cluster(const Config& cfg, const ClusterModel& host) {
   s.device_flops = host.spec().device_flops;
   s.efficiency = host.spec().efficiency;
   s.copy_bandwidth = host.spec().copy_bandwidth;
+  s.comm_overhead = host.spec().comm_overhead;  // the host's own costs: it runs the tasks
+  s.comm_seconds_per_byte = host.spec().comm_seconds_per_byte;
+  s.task_costs = host.spec().task_costs;
   return ClusterModel(s);
 }
 

@@ -241,6 +241,9 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
     m.ctx.ep_rank = ep_rank;
     m.ctx.ep_size = ep;
     m.ctx.ep_world = ep_group;
+    m.ctx.stats_rank = P.dp_rank;
+    m.ctx.stats_size = P.dp;
+    m.ctx.stats_world = dp_group;
     m.ctx.first_local = ep_rank * (E / ep);
     m.ctx.pcie_switch_pairs = cfg.cluster.pcie_switch_pairs;
     if (slice > 1) {
@@ -357,6 +360,19 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
                                            role_over(topo, replicas)),
                             {last}));
   }
+  // Then the main thread's small all-reduces (Distributed::clip_gradients, the loss means):
+  // the gradient norm's sums over TP (2 doubles), EP (1) and PP (1), the loss parts over PP (2)
+  // and the loss over DP (1).
+  std::vector<int> pp_group;
+  for (int s = 0; s < P.pp; ++s) pp_group.push_back(P.world(s, P.dp_rank, P.tp_rank));
+  auto host_allreduce = [&](const char* name, int doubles, const std::vector<int>& group, int me) {
+    if (group.size() > 1) after_buckets(ring_allreduce(name, -1, 2.0 * doubles, group, me, StreamRole::host));
+  };
+  host_allreduce("grad.norm.tp", 2, tp_group, P.tp_rank);
+  host_allreduce("grad.norm.ep", 1, ep_group, ep_rank);
+  host_allreduce("grad.norm.pp", 1, pp_group, P.pp_rank);
+  host_allreduce("loss.pp", 2, pp_group, P.pp_rank);
+  host_allreduce("loss.dp", 1, dp_group, P.dp_rank);
   g.add(compute("optimizer", -1, adamw_flops((size_t)params_held)), reduces);
   return g;
 }

@@ -49,6 +49,14 @@ struct ClusterConfig {
   int nodes_per_switch = 0;              // nodes under one leaf switch; 0 = all nodes
   double spine_bw_gbs = 0.0;             // between leaf switches, per NIC; 0 = the inter link
   double spine_latency_us = 0.0;
+  // This host's own costs beyond the model (`moebench calibrate` fits them on reference runs,
+  // perf/calibration.h): what a comm task takes beyond its transfers, and a compute task of a
+  // listed name taking task_overhead_us + task_factors x the compute model's time.
+  double comm_overhead_us = 0.0;
+  double comm_us_per_mb = 0.0;  // and per MB (1e6 bytes) the task sends
+  std::vector<std::string> task_names;
+  std::vector<double> task_overhead_us;
+  std::vector<double> task_factors;
 };
 
 // The world is laid out as pp x dp x tp ranks, Megatron's order (tensor-parallel ranks

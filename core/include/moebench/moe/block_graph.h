@@ -5,6 +5,9 @@
 //             -> moe.counts (comm: all-gather of the per-expert row counts over the EP group;
 //                only for strategies whose layout needs them, MoeStrategy::exchanges_counts)
 //             -> the strategy's tasks -> moe.combine (compute: gate-weighted sum)
+//             moe.router -> moe.aux_stats (comm: all-reduce of the router's load statistics
+//                over the data-parallel group, for the aux loss of the global batch; only when
+//                that group has more than one rank), which the pass's end waits for too
 //   backward  moe.combine_backward (compute: gate and slot gradients) -> the strategy's
 //             tasks -> moe.router_backward (compute: scatter-add into dx, router gradient)
 // Blocks with partial outputs (MoeStrategy::partial_outputs, ppmoe: over the EP group; experts
@@ -12,8 +15,10 @@
 //   moe.allreduce (comm: ring all-reduce of the N x C output over that group), and after the
 //   router backward moe.allreduce_grad (comm: the same for this rank's dx share) ->
 //   moe.grad_accumulate (compute: dx += the summed share).
-// Costs: router 2NCE flops, combine 2NKC (backward 4NKC), counts E x 8 bytes to every other
-// EP rank; N tokens on this rank, C hidden, E experts, K top-k.
+// Costs: router 2NCE flops, combine 2NKC (backward 4NKC); counts a ring all-gather, (P-1) E x 8
+// bytes to the ring's next EP rank in P-1 messages; aux_stats a ring all-reduce of 2E+1
+// doubles over the DP group (the communicator's collectives as the link emulator paces them);
+// N tokens on this rank, C hidden, E experts, K top-k.
 #include <functional>
 #include <memory>
 #include <vector>
@@ -31,6 +36,11 @@ TaskId add_router_task(TaskGraph& g, const MoeContext& ctx, const BlockDims& d, 
 // mine: this rank's E counts; all: the P x E matrix (both null: no action).
 TaskId add_counts_task(TaskGraph& g, MoeContext& ctx, const BlockDims& d, TaskId after, const long* mine = nullptr,
                        long* all = nullptr);
+// After the router, when ctx.stats_size > 1 (else returns an invalid id): action null = none.
+TaskId add_aux_stats_task(TaskGraph& g, MoeContext& ctx, const BlockDims& d, TaskId after,
+                          std::function<void(Communicator&)> action = {});
+// The forward pass's end: `last`, or a join (an unnamed task, no span) of it and aux_stats.
+TaskId add_forward_end(TaskGraph& g, TaskId last, TaskId aux_stats);
 TaskId add_combine_task(TaskGraph& g, const MoeContext& ctx, const BlockDims& d, MoePass pass,
                         const std::vector<TaskId>& after, std::function<void()> action = {});
 TaskId add_router_backward_task(TaskGraph& g, const MoeContext& ctx, const BlockDims& d,

@@ -62,12 +62,20 @@ struct MoeContext {
   std::shared_ptr<Communicator> slice;
   int slice_rank = 0, slice_size = 1;
   std::vector<int> slice_world;
+  // The data-parallel group the router's load statistics are summed over (the aux loss of the
+  // global batch, MoeLayer::globalize_aux): its per-role dups (used only by the comm workers;
+  // null in graphs without buffers), this rank's index, size and world ranks.
+  std::shared_ptr<EpStreams> stats;
+  int stats_rank = 0, stats_size = 1;
+  std::vector<int> stats_world;
 
   // Fills ep_rank / ep_size / ep_world from ep (when set), slice_* from slice.
   void sync_group();
-  // The role a collective over the whole EP group runs on: comm.inter when the group spans
-  // nodes of the topology, else comm.intra.
-  StreamRole ep_role() const;
+  // The role of a collective over `world` (world ranks): comm.inter when they span nodes of
+  // the topology, else comm.intra.
+  StreamRole role_over(const std::vector<int>& world) const;
+  // The role a collective over the whole EP group runs on (role_over(ep_world)).
+  StreamRole ep_role() const { return role_over(ep_world); }
   // The EP communicator for a comm role (creates `streams` on first use: collective over ep).
   Communicator& role_comm(StreamRole role);
 };

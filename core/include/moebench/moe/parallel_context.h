@@ -21,6 +21,7 @@ struct ParallelContext {
   Communicator* dp = nullptr;         // data-parallel group (global-batch router statistics)
   Communicator* tp = nullptr;         // tensor-parallel group (Megatron's f / g all-reduces)
   std::shared_ptr<EpStreams> ep_streams;  // the EP group's comm.intra / comm.inter dups (all blocks)
+  std::shared_ptr<EpStreams> dp_streams;  // the DP group's, for the router statistics' all-reduce
   std::shared_ptr<Communicator> expert_slice;  // moe.expert_tp: a dup of tp for the comm workers
   const Topology* topology = nullptr;
   const ClusterModel* cluster = nullptr;  // what predictions of this run assume

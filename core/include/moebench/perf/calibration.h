@@ -61,6 +61,35 @@ double time_gemm_contended(Communicator& world, int m, int k, int n, int repeats
 // same result.
 Calibration measure_calibration(Communicator& world, const CalibrationOptions& options);
 
+// The host's own costs, fitted on a reference run (`moebench calibrate` trains small MoE models
+// under the link emulator and simulates the same runs on the calibration without a fit): what
+// the GEMM rate and the links do not explain — non-GEMM work, memory-bound steps and thread
+// scheduling of several ranks on few cores.
+struct TaskTime {
+  int run = 0;  // which reference run (a measured run and its simulation share it)
+  std::string name;
+  bool comm = false;  // a comm task (category comm)
+  bool main = false;  // the main thread's phases (role host: forward, backward, step, ...)
+  double seconds = 0;
+  double bytes = 0;   // sent to peers
+};
+struct HostTaskFit {
+  double comm_overhead = 0;            // seconds every comm task takes beyond its transfers, >= 0
+  double comm_seconds_per_byte = 0;    // and per byte it sends, >= 0
+  std::vector<TaskCostFit> task_costs;  // compute tasks, by name (sorted)
+};
+// Per name of a compute task of a worker role found in both: each run gives a point (x = the
+// predicted mean seconds of its tasks of that name, y = the measured mean); the cost is the
+// least-squares line y = overhead + factor x over the points when they span x (max >= 1.2 min)
+// and the line has overhead >= 0 and factor > 0, else overhead 0 and factor = sum y / sum x.
+// The comm tasks (names found in both) give a point per name and run (x = mean bytes sent, y =
+// measured mean - predicted mean, weighted by the measured count): comm_overhead and
+// comm_seconds_per_byte are the weighted least-squares line when both come out >= 0, else
+// the weighted mean of y (at least 0) and 0. Unnamed tasks are ignored.
+HostTaskFit fit_host_tasks(const std::vector<TaskTime>& measured, const std::vector<TaskTime>& predicted);
+// The fit as lines of a cluster file's [cluster] table, with a comment naming `reference`.
+std::string host_task_fit_lines(const HostTaskFit& fit, const std::string& reference);
+
 // The cluster a calibration describes (name "local", one node of `ranks` devices).
 ClusterSpec calibrated_cluster(const Calibration& c);
 // That cluster as a cluster file (README "Cluster files"): a comment block naming `command`,

@@ -20,6 +20,7 @@
 // Numbers come from [cluster] and a cluster file (sample_configs/clusters/*.toml, README
 // "Cluster files"); whatever they predict is "predicted", never measured.
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "moebench/config/config.h"
@@ -39,6 +40,14 @@ struct LinkInfo {
   double bandwidth = 0;  // bytes/s (0 for self)
   double latency = 0;    // seconds
   int nic_a = -1, nic_b = -1;  // inter-node classes: the global NIC of each end, else -1
+};
+
+// A compute task's cost on a calibrated host: overhead + factor x compute_seconds(flops).
+struct TaskCostFit {
+  std::string name;
+  double overhead = 0;  // seconds
+  double factor = 1;
+  bool operator==(const TaskCostFit&) const = default;
 };
 
 struct EfficiencyPoint {
@@ -61,6 +70,12 @@ struct ClusterSpec {
   int devices_per_nic = 0;                   // 0 = devices_per_node (one NIC per node)
   int nodes_per_switch = 0;                  // 0 = nodes (one leaf switch)
   std::vector<int> pcie_switch_pairs;        // local indices, pairwise: [0,1,2,3] = {0,1},{2,3}
+  // A host's own costs (calibrate, perf/calibration.h fit_host_tasks): seconds every comm task
+  // takes beyond its transfers (plus comm_seconds_per_byte x the bytes it sends), and per
+  // compute-task name its fitted cost.
+  double comm_overhead = 0;
+  double comm_seconds_per_byte = 0;
+  std::vector<TaskCostFit> task_costs;
 };
 
 class ClusterModel {
@@ -99,6 +114,10 @@ class ClusterModel {
   // its end points; 1 without a curve.
   double efficiency_at(double flops) const;
   double compute_seconds(double flops) const;  // flops / (device_flops * efficiency_at(flops))
+  // The fitted cost of a compute task of this name ({name, 0, 1} when none is listed).
+  TaskCostFit task_cost(const std::string& name) const;
+  // What a comm task sending `bytes` takes beyond its transfers on a calibrated host (else 0).
+  double comm_extra_seconds(double bytes) const { return spec_.comm_overhead + spec_.comm_seconds_per_byte * bytes; }
   double copy_seconds(double bytes) const;     // bytes / copy_bandwidth (one device alone)
 
   // "janus: 4 nodes x 8 devices, 312 TFLOP/s, intra 300 GB/s 2 us, inter 25 GB/s per NIC (2 devices) 5 us, ..."

@@ -7,7 +7,8 @@
 // one at a time in the graph's topological order; a task starts when its dependencies have
 // ended and the previous task of its role has ended.
 //   compute  ends after ClusterModel::compute_seconds(flops) (the efficiency curve by task size,
-//            so expert tasks take as long as their real token counts make them)
+//            so expert tasks take as long as their real token counts make them); on a
+//            calibrated host with a fitted cost for the name: overhead + factor x that
 //   copy     ends after ClusterModel::copy_seconds(copy_bytes)
 //   comm     its cost's transfers (runtime/task_graph.h Transfer) move over the cluster's directed
 //            links (perf/cluster_network.h, FIFO per link):
@@ -17,6 +18,8 @@
 //                    have arrived (a task with neither ends at once)
 //              get   reserved from the peer to this rank when the task starts
 //              put   reserved from this rank to the peer when the task starts
+//            plus the cluster's comm extra for the bytes it sends (a calibrated host's per-task
+//            cost; 0 otherwise)
 // Per-pair counts are never dropped: an all-to-all-v of P ranks is P (P-1) transfers with their
 // own byte counts, so routing skew and link contention show.
 //

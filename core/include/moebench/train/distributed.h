@@ -48,8 +48,9 @@ class Distributed {
   TpShard tp_shard() const { return {groups_->tp().rank(), groups_->tp_size()}; }
   int pp_rank() const { return groups_->pp().rank(); }
   StreamRole pp_role() const { return pp_role_; }  // links between neighbouring stages
-  // Sums v[n] over the pipeline stages (values only the last stage has, per-stage parts).
-  void pp_sum(double* v, size_t n);
+  // Sums v[n] over the pipeline stages (values only the last stage has, per-stage parts); a
+  // host span `name` (train/step_graph.h lists the step's host collectives).
+  void pp_sum(double* v, size_t n, const char* name = "loss.pp");
   int ranks_on_host() const { return ranks_on_host_; }  // ranks sharing this rank's machine
   const Topology& topology() const { return topology_; }
   TrafficMeter& meter() { return *meter_; }
@@ -83,6 +84,9 @@ class Distributed {
   void save(const std::string& dir, MoeGpt& model, const AdamW& opt, long step, const std::string& config_json);
 
  private:
+  // The main thread's blocking collectives of a step, each a host comm span `name` with the
+  // ring's bytes (the step graph's tasks of that name); nothing for a group of one.
+  void host_all_reduce(const char* name, Communicator& group, void* data, size_t count, DType type);
   Communicator& world_;
   Topology topology_;
   std::unique_ptr<TrafficMeter> meter_;

@@ -44,7 +44,8 @@ Emulation resolve_emulation(const Config& cfg, Communicator* world);
 // The cluster an emulated run of `cfg` behaves like, for the simulator to predict it: the
 // [emulate] cluster's nodes, devices and links with their time stretched by the time scale
 // (perf/link_emulator.h scaled_cluster), computing at `host`'s rates (this machine: its device
-// rate, efficiency curve and copy bandwidth, e.g. a `moebench calibrate` file). time_scale
+// rate, efficiency curve, copy bandwidth, comm overhead and task factors, e.g. a `moebench
+// calibrate` file). time_scale
 // "auto" is taken as (cluster device rate) / (host device rate), what the run measures when
 // `host` is calibrated. Throws std::invalid_argument without [emulate].
 ClusterModel emulated_run_cluster(const Config& cfg, const ClusterModel& host);
