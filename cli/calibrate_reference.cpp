@@ -28,12 +28,12 @@ std::string reference_cluster(int ranks) {
          "inter_bw_gbs = 0.2\ninter_latency_us = 1000\n";
 }
 
-// Sizes beside bench predictor's (hidden 64 / 128, 4 or 8 sequences per rank): hidden 80 and
-// 112 with 5 and 7 sequences per rank.
+// Sizes beside bench predictor's (hidden 64 / 128, 4 or 8 sequences per rank), spanning the
+// models a CPU trains: hidden 80, 112 and 144 with 5, 7 and 9 sequences per rank.
 struct ReferenceSize {
   int hidden, per_rank;
 };
-constexpr ReferenceSize kSizes[] = {{80, 5}, {112, 7}};
+constexpr ReferenceSize kSizes[] = {{80, 5}, {112, 7}, {144, 9}};
 
 std::string reference_config(const std::string& name, const std::string& strategy, ReferenceSize size,
                              const std::string& dir, int ranks, int steps) {
@@ -94,8 +94,10 @@ void fit_reference_runs(const std::string& host_file, int ranks, bool quick) {
     predicted.insert(predicted.end(), p.begin(), p.end());
   }
   const HostTaskFit fit = fit_host_tasks(measured, predicted);
-  const std::string reference = "expert_centric and data_centric + cache, hidden " +
-                                (quick ? std::string("80, ") : std::string("80 and 112, ")) + std::to_string(ranks) +
+  std::string hiddens;
+  for (const ReferenceSize& size : kSizes)
+    if (!quick || size.hidden == kSizes[0].hidden) hiddens += (hiddens.empty() ? "" : ", ") + std::to_string(size.hidden);
+  const std::string reference = "expert_centric and data_centric + cache, hidden " + hiddens + "; " + std::to_string(ranks) +
                                 " ranks, " + std::to_string(steps) + " steps, emulating a 2-node reference cluster";
   const std::string text = read_text(host_file) + host_task_fit_lines(fit, reference);
   const std::string tmp = host_file + ".fit" + std::to_string(getpid());

@@ -202,7 +202,7 @@ class TestClusterModel : public QObject {
     QTest::newRow("monta") << "monta.toml" << 16 << 200.0 << 25.0 << 1;
     QTest::newRow("moesys") << "moesys.toml" << 32 << 300.0 << 25.0 << 1;
     QTest::newRow("h100") << "h100.toml" << 16 << 450.0 << 50.0 << 1;
-    QTest::newRow("local") << "local.toml" << 2 << 5.04608 << 5.04608 << 2;  // moebench calibrate --ranks 4
+    QTest::newRow("local") << "local.toml" << 2 << 4.1546 << 4.1546 << 2;  // moebench calibrate --ranks 4
   }
 
   void sample_cluster_files() {
