@@ -352,13 +352,11 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
     t.cost.bytes_to_peer.push_back({t.peer, (uint64_t)(wte * sizeof(float))});
     after_buckets(std::move(t));
   }
-  if (replicas.size() > 1 && !moe.empty()) {  // experts summed over their replicas
-    double floats = 0;
-    for (const auto& [l, m] : moe) floats += (double)(m.ctx.experts / ep) * expert_params;
-    reduces.push_back(g.add(ring_allreduce("expert.allreduce", -1, floats, replicas,
-                                           (int)(std::find(replicas.begin(), replicas.end(), rank) - replicas.begin()),
-                                           role_over(topo, replicas)),
-                            {last}));
+  if (replicas.size() > 1) {  // experts summed over their replicas, block by block
+    const int me = (int)(std::find(replicas.begin(), replicas.end(), rank) - replicas.begin());
+    for (const auto& [l, m] : moe)
+      after_buckets(ring_allreduce("expert.allreduce", -1, (double)(m.ctx.experts / ep) * expert_params, replicas, me,
+                                   StreamRole::host));
   }
   // Then the main thread's small all-reduces (Distributed::clip_gradients, the loss means):
   // the gradient norm's sums over TP (2 doubles), EP (1) and PP (1), the loss parts over PP (2)

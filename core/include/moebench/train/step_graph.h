@@ -12,7 +12,8 @@
 //     backward  mirrored, each f all-reduce after its sub-layer; on the last micro-batch each
 //               gradient bucket's all-reduce over the DP group as soon as it is complete
 //   then the routers' partial gradients over TP (ppmoe, sliced experts), the tied embedding
-//   between the first and the last stage, the experts' all-reduce over their replicas, the
+//   between the first and the last stage, the experts' all-reduce over their replicas (per
+//   block), the
 //   main thread's small all-reduces (grad.norm.tp / .ep / .pp: the gradient norm's sums;
 //   loss.pp, loss.dp: the loss), and the optimizer.
 // The main thread's work is one chain (compute on the compute role; blocking receives and TP
