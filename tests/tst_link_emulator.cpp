@@ -195,8 +195,15 @@ class TestLinkEmulator : public QObject {
         for (size_t i = 0; i < rc[p]; ++i) ok = ok && r[rd[p] + i] == uint8_t(p);
       return std::make_pair(t, ok);
     };
-    const auto [uniform, ok1] = exchange(base);
-    const auto [skewed, ok2] = exchange(4 * base);
+    // The best of two exchanges each: a stall of the loaded machine (CI runs two suites at once)
+    // or the first exchange's connection setup does not decide the pacing check.
+    auto best_of_two = [&](size_t to2_from0) {
+      const auto [t1, ok1] = exchange(to2_from0);
+      const auto [t2, ok2] = exchange(to2_from0);
+      return std::make_pair(std::min(t1, t2), ok1 && ok2);
+    };
+    const auto [uniform, ok1] = best_of_two(base);
+    const auto [skewed, ok2] = best_of_two(4 * base);
     // Node 0's NIC: ranks 0 and 1 each send base to 2 and 3 (4 base), skewed: 3 base more.
     const double nic_uniform = seconds_to_send(4.0 * base, kInterBw), nic_skewed = seconds_to_send(7.0 * base, kInterBw);
     Check chk;
