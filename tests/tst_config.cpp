@@ -188,6 +188,19 @@ class TestConfig : public QObject {
     row("nodes do not divide ranks", "[run]\nranks = 4\n[cluster]\nnodes = 3\n", 4, "cluster.nodes", "must divide run.ranks = 4, got 3");
     row("nodes x devices != ranks", "[run]\nranks = 4\n[cluster]\nnodes = 2\ndevices_per_node = 3\n", 5, "cluster.devices_per_node", "= 6 must equal run.ranks = 4");
     row("zero ranks", "[run]\nranks = 0\n", 2, "run.ranks", "must be >= 1, got 0");
+    // [strategy.monta]: level, chunks (a whole number in [1, the tokens of a rank]), tp > 1 to drop.
+    row("monta level unknown", "[run]\nranks = 4\n[parallel]\ntp = 2\n[strategy]\nname = \"monta\"\n[strategy.monta]\nlevel = \"O4\"\n", 8,
+        "strategy.monta.level", "must be baseline, O1, O2, O3 or auto, got \"O4\"");
+    row("monta chunks zero", "[run]\nranks = 4\n[parallel]\ntp = 2\n[strategy]\nname = \"monta\"\n[strategy.monta]\nchunks = 0\n", 8,
+        "strategy.monta.chunks", "must be \"auto\" or a whole number >= 1, got \"0\"");
+    row("monta chunks fractional", "[run]\nranks = 4\n[parallel]\ntp = 2\n[strategy]\nname = \"monta\"\n[strategy.monta]\nchunks = 2.5\n", 8,
+        "strategy.monta.chunks", "must be \"auto\" or a whole number >= 1, got \"2.5\"");
+    row("monta chunks beyond the tokens", "[run]\nranks = 4\n[parallel]\ntp = 2\n[model]\nseq_len = 4\n[train]\nbatch_size = 2\n[strategy]\nname = \"monta\"\n[strategy.monta]\nchunks = 5\n", 12,
+        "strategy.monta.chunks", "must be at most the 4 tokens of a rank (train.batch_size / (run.ranks / (parallel.tp x parallel.pp)) x model.seq_len), got 5");
+    row("monta O2 without tensor parallelism", "[run]\nranks = 4\n[strategy]\nname = \"monta\"\n[strategy.monta]\nlevel = \"O2\"\n", 6,
+        "strategy.monta.level", "O2 drops the rows the tensor-parallel ranks hold alike, but parallel.tp = 1 (nothing to drop)");
+    row("monta options with another strategy", "[strategy.monta]\nlevel = \"O1\"\n", 2,
+        "strategy.monta.level", "[strategy.monta] does not apply to strategy.name = \"expert_centric\" (it is read by monta)");
     // [emulate]: the link emulator's cluster and time scale.
     row("emulate time_scale zero", "[emulate]\ncluster = \"emu4.toml\"\ntime_scale = 0\n", 3, "emulate.time_scale", "must be \"auto\" or a number > 0, got 0");
     row("emulate time_scale negative", "[emulate]\ntime_scale = -2.5\n", 2, "emulate.time_scale", "must be \"auto\" or a number > 0, got -2.5");
@@ -647,7 +660,8 @@ class TestConfig : public QObject {
     // and data_centric) and parallel.tp / pp and moe.expert_tp (janus refuses tp, pp > 1;
     // tst_parallel_layouts reads them).
     auto unread = [](const std::string& key) {
-      return key.starts_with("strategy.hier_a2a.") || key.starts_with("strategy.per_block.") || key == "parallel.tp" ||
+      return key.starts_with("strategy.hier_a2a.") || key.starts_with("strategy.per_block.") ||
+             key.starts_with("strategy.monta.") || key == "parallel.tp" ||
              key == "parallel.pp" ||
              key == "moe.expert_tp" || key == "parallel.vocab_parallel";
     };
@@ -664,7 +678,10 @@ class TestConfig : public QObject {
     for (const auto& k : config_keys()) {
       std::string line = k.name.substr(k.name.rfind('.') + 1);
       // another strategy's options are written commented out: documented, not set
-      line.insert(0, k.name.starts_with("strategy.hier_a2a.") || k.name.starts_with("strategy.per_block.") ? "\n# " : "\n");
+      line.insert(0, k.name.starts_with("strategy.hier_a2a.") || k.name.starts_with("strategy.per_block.") ||
+                             k.name.starts_with("strategy.monta.")
+                         ? "\n# "
+                         : "\n");
       line += " = ";
       QVERIFY2(toml.find(line) != std::string::npos, k.name.c_str());
     }
@@ -698,6 +715,13 @@ class TestConfig : public QObject {
     QCOMPARE(b.strategy.janus.threshold, 0.5f);
     QCOMPARE(b.strategy.expert_centric.overlap_degree, 4);
     QVERIFY(config_to_toml(b).find("\n# [strategy.hier_a2a]  (not read by strategy.name = janus)\n") != std::string::npos);
+    // monta: a level and chunks as a number (kept as text) or "auto", through the resolved TOML.
+    const Config m = parse_config("[run]\nranks = 4\n[parallel]\ntp = 2\n[strategy]\nname = \"monta\"\n"
+                                  "[strategy.monta]\nlevel = \"O3\"\nchunks = 4\n", "m.toml");
+    QCOMPARE(m.strategy.monta.level, std::string("O3"));
+    QCOMPARE(m.strategy.monta.chunks, std::string("4"));
+    QCOMPARE(config_to_json(parse_config(config_to_toml(m), "m2.toml")), config_to_json(m));
+    QCOMPARE(parse_config("[strategy]\nname = \"monta\"\n", "m3.toml").strategy.monta.chunks, std::string("auto"));
   }
 
   // Layouts with tensor parallelism that load: dp derived or given, ppmoe's experts over the

@@ -39,16 +39,23 @@ Config layout_config(const Layout& l, std::string strategy, int nodes, const std
     return true;
   };
   const bool vocab = option("+vocab"), expert_tp = option("+expert_tp");
-  return load_config(test::tiny_config_path(),
-                     {"train.steps=" + std::to_string(steps),
-                      "train.batch_size=" + std::to_string(dp * std::max(2, l.micro)), "train.eval_every=0",
-                      "run.threads=1", "run.ranks=" + std::to_string(l.ranks), "cluster.nodes=" + std::to_string(nodes),
-                      "model.heads=8", "model.layers=" + std::to_string(std::max(2, l.pp)), "moe.moe_layers=[0, 1]",
-                      "moe.experts=8", "parallel.tp=" + std::to_string(l.tp), "parallel.pp=" + std::to_string(l.pp),
-                      "parallel.microbatches=" + std::to_string(l.micro), "parallel.schedule=" + l.schedule,
-                      "strategy.name=" + strategy, "moe.routing=" + routing,
-                      std::string("moe.expert_tp=") + (expert_tp ? "true" : "false"),
-                      std::string("parallel.vocab_parallel=") + (vocab ? "true" : "false")});
+  std::vector<std::string> monta;  // "monta:LEVEL:CHUNKS"
+  if (strategy.starts_with("monta:")) {
+    const size_t colon = strategy.find(':', 6);
+    monta = {"strategy.monta.level=" + strategy.substr(6, colon - 6), "strategy.monta.chunks=" + strategy.substr(colon + 1)};
+    strategy = "monta";
+  }
+  std::vector<std::string> sets = {"train.steps=" + std::to_string(steps),
+                                    "train.batch_size=" + std::to_string(dp * std::max(2, l.micro)), "train.eval_every=0",
+                                    "run.threads=1", "run.ranks=" + std::to_string(l.ranks), "cluster.nodes=" + std::to_string(nodes),
+                                    "model.heads=8", "model.layers=" + std::to_string(std::max(2, l.pp)), "moe.moe_layers=[0, 1]",
+                                    "moe.experts=8", "parallel.tp=" + std::to_string(l.tp), "parallel.pp=" + std::to_string(l.pp),
+                                    "parallel.microbatches=" + std::to_string(l.micro), "parallel.schedule=" + l.schedule,
+                                    "strategy.name=" + strategy, "moe.routing=" + routing,
+                                    std::string("moe.expert_tp=") + (expert_tp ? "true" : "false"),
+                                    std::string("parallel.vocab_parallel=") + (vocab ? "true" : "false")};
+  sets.insert(sets.end(), monta.begin(), monta.end());
+  return load_config(test::tiny_config_path(), sets);
 }
 
 // The single-rank reference of a layout: one stage, the same micro-batches.
@@ -97,6 +104,16 @@ class TestParallelLayouts : public QObject {
     row("tp4 expert_centric, experts sliced over TP", 4, 4, 1, 1, "1f1b", "expert_centric+expert_tp", 1, "zipf:1.2");
     row("tp2 x dp2 expert_centric, vocabulary-parallel embedding and head", 4, 2, 1, 1, "1f1b", "expert_centric+vocab", 1, "learned");
     row("tp2 x pp2 ppmoe, vocabulary-parallel (tied copy on the last stage)", 4, 2, 2, 2, "1f1b", "ppmoe+vocab", 1, "learned");
+    // monta (MoNTA): drop + AllToAll + AllGather + copy, chunks pipelined (O2) and the copy on its stream (O3).
+    row("tp2 x dp2 monta O1, 2 nodes", 4, 2, 1, 1, "1f1b", "monta:O1:auto", 2, "learned");
+    row("tp2 x dp2 monta O2 3 chunks, 2 nodes", 4, 2, 1, 1, "1f1b", "monta:O2:3", 2, "learned");
+    row("tp2 x dp2 monta O3 2 chunks, sliced experts, 2 nodes", 4, 2, 1, 1, "1f1b", "monta:O3:2+expert_tp", 2, "zipf:1.2");
+    row("tp2 x dp2 monta baseline, sliced experts", 4, 2, 1, 1, "1f1b", "monta:baseline:auto+expert_tp", 1, "learned");
+    row("tp4 monta O2 4 chunks, sliced experts", 4, 4, 1, 1, "1f1b", "monta:O2:4+expert_tp", 1, "learned");
+    row("tp2 x pp2 monta auto, 2 micro-batches", 4, 2, 2, 2, "1f1b", "monta:auto:auto", 1, "learned");
+    row("tp4 x dp2 monta O3 4 chunks, sliced experts, 2 nodes", 8, 4, 1, 1, "1f1b", "monta:O3:4+expert_tp", 2, "learned");
+    row("tp2 x dp4 monta O2 2 chunks, 2 nodes", 8, 2, 1, 1, "1f1b", "monta:O2:2", 2, "zipf:1.2");
+    row("tp2 x pp2 x dp2 monta O3 3 chunks, sliced experts, 2 nodes", 8, 2, 2, 2, "gpipe", "monta:O3:3+expert_tp", 2, "learned");
     row("tp2 x dp4 expert_centric, 2 nodes", 8, 2, 1, 1, "1f1b", "expert_centric", 2, "learned");
     row("tp4 x dp2 ppmoe, 2 nodes", 8, 4, 1, 1, "1f1b", "ppmoe", 2, "learned");
     row("tp8 ppmoe", 8, 8, 1, 1, "1f1b", "ppmoe", 1, "learned");

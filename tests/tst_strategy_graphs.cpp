@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "moebench/config/config.h"
 #include "moebench/config/strategy_names.h"
 #include "moebench/dist/topology.h"
 #include "moebench/moe/block_graph.h"
@@ -134,6 +135,51 @@ std::vector<std::vector<int>> deps_of(const TaskGraph& g) {
   std::vector<std::vector<int>> out;
   for (const GraphTask& t : g.tasks()) out.push_back(t.deps);
   return out;
+}
+
+// monta on world rank 0 of 2 nodes x 2: TP group {0, 1} (node 0), EP group {0, 2} (across the
+// nodes), one expert per EP rank, C = 2 (8 bytes a row). Counts (rows EP rank s routes to e):
+//     s0 [ 3  5 ]    s1 [ 4  7 ]
+// Dispatch: rank 0 keeps 3 rows, sends 5 to EP rank 1, receives 3 (own) + 4. A run of n rows
+// is cut into N x t = parts pieces [n q / parts, n (q + 1) / parts); TP rank u sends pieces
+// (j, u), q = j t + u.
+struct MontaBuilt {
+  TaskGraph g;
+  std::vector<std::string> names;
+};
+MontaBuilt monta_build(const std::string& level, int chunks, bool sliced) {
+  static const Topology topo = Topology::virtual_blocks(2, 2);
+  MoeContext ctx;
+  ctx.topology = &topo;
+  ctx.layer = 3;
+  ctx.experts = 2;
+  ctx.C = C;
+  ctx.F = F;
+  ctx.ep_rank = 0;
+  ctx.ep_size = 2;
+  ctx.ep_world = {0, 2};
+  ctx.tp_rank = 0;
+  ctx.tp_size = 2;
+  ctx.tp_world = {0, 1};
+  ctx.experts_sliced = sliced;
+  StrategyConfig options;
+  options.name = "monta";
+  options.monta.level = level;
+  options.monta.chunks = std::to_string(chunks);
+  auto s = make_strategy("monta", options);
+  ExchangeCounts counts;
+  counts.P = 2;
+  counts.E = 2;
+  counts.rows = {3, 5, 4, 7};
+  auto h = s->layout(counts, ctx);
+  MontaBuilt b;
+  add_block_pass(b.g, *s, *h, MoePass::forward, ctx, {8, C, 2, 1}, {});
+  for (const GraphTask& t : b.g.tasks()) {
+    std::string name = t.name;
+    if (t.chunk >= 0) name.append(1, '#').append(std::to_string(t.chunk));
+    b.names.push_back(name);
+  }
+  return b;
 }
 
 }  // namespace
@@ -449,6 +495,76 @@ class TestStrategyGraphs : public QObject {
       QCOMPARE(done1.size(), done2.size());
       for (const GraphTask& t : with.tasks()) QVERIFY(t.action);
     }
+  }
+
+  // MoNTA O3 with 2 chunks (parts = 4): dispatch pieces of 5 rows to EP rank 1 are 1, 1, 1, 2,
+  // so TP rank 0 sends q = 0 and q = 2: 1 row each. Received runs 3 (own) and 4: pieces 0,1,1,1
+  // and 1,1,1,1; chunk 0's TP parts get 0+1 and 1+1 rows (AllGather padded to 2), chunk 1's
+  // 1+1 and 1+1. Return trip (3 own, 4 to EP rank 1; receiving 3 and 5): chunk 1's parts get
+  // 1+1 and 1+2 rows (padded to 3).
+  void monta_o3_pipelines_alltoall_allgather_and_copy() {
+    const MontaBuilt b = monta_build("O3", 2, false);
+    QCOMPARE(b.names, (std::vector<std::string>{
+                          "moe.router", "moe.counts", "moe.dispatch#0", "moe.dispatch.allgather#0", "moe.dispatch.copy#0",
+                          "moe.dispatch#1", "moe.dispatch.allgather#1", "moe.dispatch.copy#1", "moe.experts",
+                          "moe.combine#0", "moe.combine.allgather#0", "moe.combine.copy#0", "moe.combine#1",
+                          "moe.combine.allgather#1", "moe.combine.copy#1", "moe.combine"}));
+    const TaskGraph& g = b.g;
+    const std::vector<std::vector<int>> deps = {{}, {0}, {1}, {2}, {3}, {1, 2}, {3, 5}, {4, 6}, {7},
+                                                {8}, {9}, {10}, {8, 9}, {10, 12}, {11, 13}, {14}};
+    QCOMPARE(deps_of(g), deps);
+    for (int i : {2, 5, 9, 12}) QVERIFY(g.task(i).role == StreamRole::comm_inter);  // EP across the nodes
+    for (int i : {3, 6, 10, 13}) QVERIFY(g.task(i).role == StreamRole::comm_intra);  // TP inside node 0
+    for (int i : {4, 7, 11, 14}) QVERIFY(g.task(i).role == StreamRole::copy);        // O3: the copy stream
+    QCOMPARE(g.task(2).cost.bytes_to_peer, (Sends{{2, 8}}));
+    QCOMPARE(g.task(5).cost.bytes_to_peer, (Sends{{2, 8}}));
+    QCOMPARE(g.task(3).cost.bytes_to_peer, (Sends{{1, 16}}));  // (t - 1) x 2 padded rows to the next TP rank
+    QCOMPARE(g.task(3).cost.messages, 1);
+    QCOMPARE(g.task(4).cost.copy_bytes, (uint64_t)3 * 8);
+    QCOMPARE(g.task(7).cost.copy_bytes, (uint64_t)4 * 8);
+    QCOMPARE(g.task(8).cost.flops, 4.0 * 7 * C * F);  // every received row: 3 + 4
+    QCOMPARE(g.task(9).cost.bytes_to_peer, (Sends{{2, 8}}));
+    QCOMPARE(g.task(13).cost.bytes_to_peer, (Sends{{1, 24}}));
+    QCOMPARE(g.task(14).cost.copy_bytes, (uint64_t)5 * 8);
+  }
+
+  // O2: the copy stays on the AllGather's stream, so chunk 1's AllGather also waits for chunk
+  // 0's copy; O1: one chunk (parts = t = 2): 5 rows to EP rank 1 in pieces 2, 3, TP rank 0 sends 2.
+  void monta_o2_and_o1_schedules() {
+    const MontaBuilt o2 = monta_build("O2", 2, false);
+    QCOMPARE(o2.g.task(6).deps, (std::vector<int>{3, 4, 5}));
+    QVERIFY(o2.g.task(4).role == StreamRole::comm_intra && o2.g.task(7).role == StreamRole::comm_intra);
+    const MontaBuilt o1 = monta_build("O1", 4, false);  // O1 ignores chunks
+    QCOMPARE(o1.names, (std::vector<std::string>{"moe.router", "moe.counts", "moe.dispatch", "moe.dispatch.allgather",
+                                                 "moe.dispatch.copy", "moe.experts", "moe.combine",
+                                                 "moe.combine.allgather", "moe.combine.copy", "moe.combine"}));
+    QCOMPARE(o1.g.task(2).cost.bytes_to_peer, (Sends{{2, 16}}));
+    // Received 3 (pieces 1, 2) and 4 (2, 2): TP parts 3 and 4 rows, padded to 4.
+    QCOMPARE(o1.g.task(3).cost.bytes_to_peer, (Sends{{1, 32}}));
+    QCOMPARE(o1.g.task(4).cost.copy_bytes, (uint64_t)7 * 8);
+    const MontaBuilt base = monta_build("baseline", 1, false);
+    QCOMPARE(base.names, (std::vector<std::string>{"moe.router", "moe.counts", "moe.dispatch", "moe.experts",
+                                                   "moe.combine", "moe.combine"}));
+    QCOMPARE(base.g.task(2).cost.bytes_to_peer, (Sends{{2, 40}}));  // all 5 rows: t-fold redundant
+  }
+
+  // Sliced experts return partial sums: each chunk of the return trip first packs the TP
+  // parts' pieces as blocks and reduce-scatters them over the TP group; the block output
+  // leaves whole (no moe.allreduce). Return rows 3 (own) and 4: pieces 1, 2 and 2, 2, so the
+  // blocks hold 1 + 2 = 3 and 2 + 2 = 4 rows (padded to 4).
+  void monta_sums_sliced_experts_before_the_return_trip() {
+    const MontaBuilt b = monta_build("O1", 1, true);
+    QCOMPARE(b.names, (std::vector<std::string>{"moe.router", "moe.counts", "moe.dispatch", "moe.dispatch.allgather",
+                                                "moe.dispatch.copy", "moe.experts", "moe.combine.pack",
+                                                "moe.combine.reduce_scatter", "moe.combine", "moe.combine.allgather",
+                                                "moe.combine.copy", "moe.combine"}));
+    const TaskGraph& g = b.g;
+    QCOMPARE(g.task(6).cost.copy_bytes, (uint64_t)2 * 4 * 8);
+    QCOMPARE(g.task(7).cost.bytes_to_peer, (Sends{{1, 32}}));
+    QCOMPARE(g.task(8).deps, (std::vector<int>{5, 7}));
+    QCOMPARE(g.task(8).cost.bytes_to_peer, (Sends{{2, 16}}));
+    const MontaBuilt base = monta_build("baseline", 1, true);
+    QCOMPARE(base.names.back(), std::string("moe.allreduce"));  // expert_centric's partial outputs
   }
 
   void registry_makes_every_configurable_strategy() {

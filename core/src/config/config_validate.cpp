@@ -89,6 +89,7 @@ class Checker {
   int data_parallel() const;
   std::string data_parallel_origin() const;
   void check_strategy_options();
+  void check_monta(int64_t tokens, const std::string& per_rank);
   void check_model();
   void check_moe();
   void check_data();
@@ -239,6 +240,30 @@ void Checker::check_strategy_options() {
       fail(key, "must be at most the " + std::to_string(tokens) + " tokens of a rank (" + per_rank +
                     " x model.seq_len), got " + std::to_string(d));
   }
+  check_monta(tokens, per_rank);
+}
+
+// [strategy.monta]: a known level; chunks "auto" or a whole number in [1, the tokens of a rank]
+// (chunks cut the sequence); a level that drops rows needs tensor parallelism (tp = 1 leaves
+// nothing redundant to drop).
+void Checker::check_monta(int64_t tokens, const std::string& per_rank) {
+  const MontaOptions& m = c_.strategy.monta;
+  static const std::vector<std::string> levels = {"baseline", "O1", "O2", "O3", "auto"};
+  if (ok({"strategy.monta.level"}) && std::find(levels.begin(), levels.end(), m.level) == levels.end())
+    fail("strategy.monta.level", "must be baseline, O1, O2, O3 or auto, got \"" + excerpt(m.level) + "\"");
+  if (ok({"strategy.monta.chunks"}) && m.chunks != "auto") {
+    const auto v = auto_or_number_value(m.chunks);
+    if (!v || !(*v >= 1) || *v != std::floor(*v) || *v > 1e9)
+      fail("strategy.monta.chunks", "must be \"auto\" or a whole number >= 1, got \"" + excerpt(m.chunks) + "\"");
+    else if (ok({"train.batch_size", "model.seq_len"}) && tokens > 0 && *v > (double)tokens)
+      fail("strategy.monta.chunks", "must be at most the " + std::to_string(tokens) + " tokens of a rank (" + per_rank +
+                                        " x model.seq_len), got " + m.chunks);
+  }
+  if (ok({"strategy.name", "strategy.monta.level", "parallel.tp"}) && c_.strategy.name == "monta" &&
+      c_.parallel.tp == 1 && m.level != "baseline" && m.level != "auto")
+    fail("strategy.monta.level", m.level + " drops the rows the tensor-parallel ranks hold alike, but parallel.tp = 1 "
+                                 "(nothing to drop); use level = \"baseline\" or parallel.tp > 1",
+         "parallel.tp");
 }
 
 // The data-parallel size every layout rule uses: parallel.dp, or run.ranks / (parallel.tp x

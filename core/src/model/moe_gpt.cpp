@@ -203,7 +203,7 @@ void MoeGpt::distribute(const ParallelContext& par) {
   if (tp_.size > 1 && (!tp_comm_ || tp_comm_->size() != tp_.size))
     throw std::invalid_argument("MoeGpt: tensor parallelism over " + std::to_string(tp_.size) +
                                 " ranks needs a tensor-parallel group of that size");
-  if (sliced_experts() && (!par.expert_slice || par.expert_slice->size() != tp_.size))
+  if (sliced_experts() && (!par.tp_dup || par.tp_dup->size() != tp_.size || !par.experts_sliced))
     throw std::invalid_argument("MoeGpt: moe.expert_tp needs the tensor-parallel group's expert-slice communicator");
   if (tp_comm_ && par.topology) {
     std::set<int> nodes;
@@ -223,7 +223,8 @@ void MoeGpt::distribute(const ParallelContext& par) {
       ctx.local = b.expert_params;
       ctx.local_grads = b.expert_grads;
       std::unique_ptr<MoeStrategy> strategy = par.strategy_for(b.index);
-      if ((strategy->partial_outputs() || sliced_experts()) && &a == &b.acts.front()) tp_partial_.push_back(b.router_w);
+      const bool partial_router = strategy->partial_outputs() || (sliced_experts() && !strategy->sums_slices(ctx));
+      if (partial_router && &a == &b.acts.front()) tp_partial_.push_back(b.router_w);
       a.moe->set_strategy(std::move(strategy), std::move(ctx));
       a.moe->set_stats_communicator(par.dp);
     }

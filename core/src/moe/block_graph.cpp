@@ -89,7 +89,7 @@ TaskId add_router_backward_task(TaskGraph& g, const MoeContext& ctx, const Block
 
 PartialGroup partial_group(const MoeStrategy& strategy, const MoeContext& ctx) {
   if (strategy.partial_outputs()) return {ctx.ep_rank, ctx.ep_size, &ctx.ep_world};
-  if (ctx.slice_size > 1) return {ctx.slice_rank, ctx.slice_size, &ctx.slice_world};
+  if (ctx.experts_sliced && ctx.tp_size > 1 && !strategy.sums_slices(ctx)) return {ctx.tp_rank, ctx.tp_size, &ctx.tp_world};
   return {};
 }
 
@@ -112,8 +112,8 @@ TaskId add_partial_reduce_task(TaskGraph& g, const MoeStrategy& strategy, MoeCon
     t.cost.bytes_to_peer.push_back({(*group.world)[(size_t)(group.rank + 1) % P], 2 * (P - 1) * count * sizeof(float) / P});
   t.cost.messages = (int)(2 * (P - 1));  // ring: reduce-scatter then all-gather
   if (data) {
-    // the slice group's dup is used by one comm worker at a time: the block's reduces run in order
-    Communicator* comm = sliced ? ctx.slice.get() : &ctx.role_comm(t.role);
+    // the TP group's dup is used by one comm worker at a time: the block's reduces run in order
+    Communicator* comm = sliced ? ctx.tp.get() : &ctx.role_comm(t.role);
     t.action = [comm, data, count] { comm->all_reduce(data, count, DType::f32); };
   }
   return g.add(std::move(t), after);

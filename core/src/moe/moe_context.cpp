@@ -9,11 +9,11 @@
 namespace moebench {
 
 void MoeContext::sync_group() {
-  if (slice) {
-    slice_rank = slice->rank();
-    slice_size = slice->size();
-    slice_world.resize(slice_size);
-    for (int p = 0; p < slice_size; ++p) slice_world[p] = slice->world_rank(p);
+  if (tp) {
+    tp_rank = tp->rank();
+    tp_size = tp->size();
+    tp_world.resize(tp_size);
+    for (int p = 0; p < tp_size; ++p) tp_world[p] = tp->world_rank(p);
   }
   if (!ep) return;
   ep_rank = ep->rank();
@@ -47,10 +47,12 @@ MoeContext ParallelContext::block_context(int layer) const {
   ctx.ep = ep;
   ctx.streams = ep_streams;
   ctx.topology = topology;
+  ctx.cluster = cluster;
   ctx.executor = executor;
   ctx.pcie_switch_pairs = pcie_switch_pairs;
   ctx.layer = layer;
-  ctx.slice = expert_slice;
+  ctx.tp = tp_dup;
+  ctx.experts_sliced = experts_sliced;
   ctx.stats = dp_streams;
   if (dp) {
     ctx.stats_rank = dp->rank();

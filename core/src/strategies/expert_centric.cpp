@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "cost_support.h"
-#include "moebench/dist/communicator.h"
 #include "moebench/config/config.h"
 #include "moebench/strategies/token_exchange.h"
 
@@ -41,35 +40,7 @@ class ExpertCentric : public TokenExchange {
  protected:
   TaskId add_transfer(TaskGraph& g, const TransferSpec& t, const std::vector<TaskId>& after,
                       MoeContext& ctx) override {
-    const int P = ctx.ep_size;
-    GraphTask task;
-    task.name = t.name;
-    task.category = TaskCategory::comm;
-    task.role = ctx.ep_role();
-    task.layer = t.layer;
-    task.chunk = t.chunk;
-    for (int p = 0; p < P; ++p)
-      if (p != ctx.ep_rank && t.send_rows[p] > 0)
-        task.cost.bytes_to_peer.push_back({ctx.ep_world[p], (uint64_t)t.send_rows[p] * t.C * sizeof(float)});
-    if (t.act) {
-      std::vector<size_t> sc(P), sd(P), rc(P), rd(P);
-      size_t so = 0, ro = 0;
-      for (int p = 0; p < P; ++p) {
-        sc[p] = (size_t)t.send_rows[p] * t.C;
-        rc[p] = (size_t)t.recv_rows[p] * t.C;
-        sd[p] = so;
-        rd[p] = ro;
-        so += sc[p];
-        ro += rc[p];
-      }
-      Communicator* comm = &ctx.role_comm(task.role);
-      const float* send = t.send;
-      float* recv = t.recv;
-      task.action = [comm, send, recv, sc, sd, rc, rd] {
-        comm->all_to_all_v(send, sc.data(), sd.data(), recv, rc.data(), rd.data(), DType::f32);
-      };
-    }
-    return g.add(std::move(task), after);
+    return add_all_to_all_v(g, t, after, ctx);
   }
 };
 

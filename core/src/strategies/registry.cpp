@@ -13,6 +13,7 @@ std::unique_ptr<MoeStrategy> make_expert_centric(const StrategyConfig& options);
 std::unique_ptr<MoeStrategy> make_hier_a2a(const StrategyConfig& options);
 std::unique_ptr<MoeStrategy> make_data_centric(const StrategyConfig& options);
 std::unique_ptr<MoeStrategy> make_ppmoe(const StrategyConfig& options);
+std::unique_ptr<MoeStrategy> make_monta(const StrategyConfig& options);
 
 namespace {
 using Factory = std::unique_ptr<MoeStrategy> (*)(const StrategyConfig&);
@@ -22,6 +23,7 @@ const std::vector<std::pair<std::string, Factory>>& table() {
       {"hier_a2a", make_hier_a2a},
       {"data_centric", make_data_centric},
       {"ppmoe", make_ppmoe},
+      {"monta", make_monta},
   };
   return t;
 }

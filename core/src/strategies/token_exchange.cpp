@@ -1,5 +1,7 @@
 #include "moebench/strategies/token_exchange.h"
 
+#include "moebench/dist/communicator.h"
+
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -24,6 +26,7 @@ struct Chunk {
 struct ExchangeHandle : MoeHandle {
   int P = 1, E = 0, L = 0, me = 0, C = 0, F = 0, D = 1;
   std::vector<Chunk> chunks;
+  std::unique_ptr<TransferState> state;
   bool have_forward = false;
 };
 
@@ -57,6 +60,7 @@ TransferSpec spec(const char* name, const ExchangeHandle& h, const Chunk& c, int
   t.name = name;
   t.chunk = h.D > 1 ? chunk : -1;
   t.C = h.C;
+  t.state = h.state.get();
   t.send_rows = outbound ? c.send_rows : c.recv_rows;
   t.recv_rows = outbound ? c.recv_rows : c.send_rows;
   if (outbound) {
@@ -76,6 +80,39 @@ TokenExchange::TokenExchange(int overlap_degree) : D_(overlap_degree) {
     throw std::invalid_argument("overlap_degree must be at least 1, got " + std::to_string(overlap_degree));
 }
 
+TaskId TokenExchange::add_all_to_all_v(TaskGraph& g, const TransferSpec& t, const std::vector<TaskId>& after,
+                                       MoeContext& ctx) {
+  const int P = ctx.ep_size;
+  GraphTask task;
+  task.name = t.name;
+  task.category = TaskCategory::comm;
+  task.role = ctx.ep_role();
+  task.layer = t.layer;
+  task.chunk = t.chunk;
+  for (int p = 0; p < P; ++p)
+    if (p != ctx.ep_rank && t.send_rows[p] > 0)
+      task.cost.bytes_to_peer.push_back({ctx.ep_world[p], (uint64_t)t.send_rows[p] * t.C * sizeof(float)});
+  if (t.act) {
+    std::vector<size_t> sc(P), sd(P), rc(P), rd(P);
+    size_t so = 0, ro = 0;
+    for (int p = 0; p < P; ++p) {
+      sc[p] = (size_t)t.send_rows[p] * t.C;
+      rc[p] = (size_t)t.recv_rows[p] * t.C;
+      sd[p] = so;
+      rd[p] = ro;
+      so += sc[p];
+      ro += rc[p];
+    }
+    Communicator* comm = &ctx.role_comm(task.role);
+    const float* send = t.send;
+    float* recv = t.recv;
+    task.action = [comm, send, recv, sc, sd, rc, rd] {
+      comm->all_to_all_v(send, sc.data(), sd.data(), recv, rc.data(), rd.data(), DType::f32);
+    };
+  }
+  return g.add(std::move(task), after);
+}
+
 std::unique_ptr<MoeHandle> TokenExchange::layout(const ExchangeCounts& counts, MoeContext& ctx) {
   ctx.sync_group();
   const int P = ctx.ep_size, me = ctx.ep_rank, E = ctx.experts, D = D_;
@@ -92,6 +129,7 @@ std::unique_ptr<MoeHandle> TokenExchange::layout(const ExchangeCounts& counts, M
   if (ctx.ep) prepare(ctx);
   auto h = std::make_unique<ExchangeHandle>();
   h->P = P, h->E = E, h->L = L, h->me = me, h->C = ctx.C, h->F = ctx.F, h->D = D;
+  h->state = make_transfer_state(counts, ctx);
   std::vector<long> first(E + 1, 0);  // this rank's slot offsets per expert
   for (int e = 0; e < E; ++e) first[e + 1] = first[e] + counts.at(me, e);
   auto part = [D](long n, int i, bool hi) { return n * (i + (hi ? 1 : 0)) / D; };
@@ -176,6 +214,7 @@ std::vector<TaskId> TokenExchange::build(TaskGraph& g, MoeHandle& handle, MoePas
     float* final_dst = fwd ? (act ? buffers->y : nullptr) : (act ? buffers->dxg : nullptr);
     std::vector<float>& staging = fwd ? c.y_recv : c.dx_recv;
     t.act = act;
+    t.partial = ctx.experts_sliced;
     if (act) {
       t.send = fwd ? c.y_back.data() : c.dx_back.data();
       if (D > 1) staging.resize((size_t)c.S * C);

@@ -92,7 +92,8 @@ void Distributed::attach(MoeGpt& model, const Config& cfg) {
   p.dp_streams = std::make_shared<EpStreams>();
   p.dp_streams->intra = groups_->dp().dup();
   p.dp_streams->inter = groups_->dp().dup();
-  if (cfg.moe.expert_tp && groups_->tp_size() > 1) p.expert_slice = groups_->tp().dup();
+  if (groups_->tp_size() > 1) p.tp_dup = groups_->tp().dup();
+  p.experts_sliced = cfg.moe.expert_tp && groups_->tp_size() > 1;
   p.topology = &topology_;
   p.cluster = cluster_.get();
   p.executor = &executor_;

@@ -12,6 +12,7 @@
 #include "moebench/moe/block_graph.h"
 #include "moebench/moe/synthetic_routing.h"
 #include "moebench/optim/adamw.h"
+#include "moebench/perf/cluster_model.h"
 #include "moebench/strategies/janus.h"
 #include "moebench/strategies/registry.h"
 #include "moebench/train/pipeline_schedule.h"
@@ -132,6 +133,7 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
   const int nodes = cfg.cluster.nodes;
   const int per_node = cfg.cluster.devices_per_node > 0 ? cfg.cluster.devices_per_node : W / nodes;
   const Topology topo = Topology::virtual_blocks(nodes, per_node);
+  const ClusterModel cluster = cluster_model(cfg);  // what cost-model choices (monta "auto") assume
   const Place P = place_of(cfg, rank);
   const int M = std::max(1, cfg.parallel.microbatches);
   const std::vector<int> bounds = stage_boundaries(cfg.model.layers, P.pp, cfg.parallel.stage_layers);
@@ -234,6 +236,7 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
     const int E = it->second;
     Moe& m = moe[l];
     m.ctx.topology = &topo;
+    m.ctx.cluster = &cluster;
     m.ctx.layer = l;
     m.ctx.experts = E;
     m.ctx.C = C;
@@ -246,11 +249,10 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
     m.ctx.stats_world = dp_group;
     m.ctx.first_local = ep_rank * (E / ep);
     m.ctx.pcie_switch_pairs = cfg.cluster.pcie_switch_pairs;
-    if (slice > 1) {
-      m.ctx.slice_rank = P.tp_rank;
-      m.ctx.slice_size = slice;
-      m.ctx.slice_world = tp_group;
-    }
+    m.ctx.tp_rank = P.tp_rank;
+    m.ctx.tp_size = P.tp;
+    m.ctx.tp_world = tp_group;
+    m.ctx.experts_sliced = slice > 1;
     params_held += (double)E * C + (double)(E / ep) * expert_params;
     const auto rows = routing.rows.find(l);
     if (rows == routing.rows.end() || rows->second.size() != (size_t)W * E)
@@ -339,10 +341,14 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
     last = g.add(std::move(t), deps);
     reduces.push_back(last);
   };
-  double router_floats = 0;
-  for (const auto& [l, m] : moe) router_floats += (double)m.ctx.experts * C;
-  if (P.tp > 1 && (ppmoe || slice > 1) && router_floats > 0)
-    after_buckets(ring_allreduce("tp.partial_allreduce", -1, router_floats, tp_group, P.tp_rank, StreamRole::host));
+  double partial_floats = 0;  // MoeGpt::tp_partial_ranges: partial routers, sliced experts' b2
+  for (const auto& [l, m] : moe) {
+    const MoeStrategy& s = *m.strategies.front();
+    if (s.partial_outputs() || (m.ctx.experts_sliced && !s.sums_slices(m.ctx))) partial_floats += (double)m.ctx.experts * C;
+    if (m.ctx.experts_sliced) partial_floats += (double)(m.ctx.experts / ep) * C;
+  }
+  if (P.tp > 1 && partial_floats > 0)
+    after_buckets(ring_allreduce("tp.partial_allreduce", -1, partial_floats, tp_group, P.tp_rank, StreamRole::host));
   if (P.pp > 1 && cfg.model.tied_head && (first_stage || last_stage)) {
     GraphTask t;
     t.name = "pp.tied_grad";

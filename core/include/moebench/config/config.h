@@ -101,12 +101,25 @@ struct JanusOptions {
   float threshold = 1.0f;         // data_centric where R = BSk/(4nHE) > threshold
 };
 
+// MoNTA (monta.txt): the expert-parallel AllToAll under tensor parallelism, where every TP rank
+// holds the same tokens. Levels (Table 6): "baseline" (expert_centric's all-to-all, t-fold
+// redundant), "O1" (Drop: each TP rank sends 1/t of the rows over the EP group, then an
+// AllGather over the TP group and a copy restore every row), "O2" (the rows in `chunks` chunks:
+// chunk j's AllGather overlaps chunk j+1's AllToAll), "O3" (O2 with the order-restoring copy on
+// its own stream, overlapping the next chunk's AllGather), "auto" (the cost model's choice,
+// Algorithm 3). Dispatch and combine, forward and backward alike.
+struct MontaOptions {
+  std::string level = "auto";
+  std::string chunks = "auto";  // O2 / O3 chunks: a number >= 1 as text, or "auto" (Algorithms 1-2)
+};
+
 struct StrategyConfig {
   std::string name = "expert_centric";  // MoE exchange strategy (strategies/registry.h)
   ExpertCentricOptions expert_centric;  // [strategy.expert_centric] (also janus' EC blocks)
   HierA2aOptions hier_a2a;              // [strategy.hier_a2a]
   DataCentricOptions data_centric;      // [strategy.data_centric] (also janus' DC blocks)
   JanusOptions janus;                   // [strategy.janus]
+  MontaOptions monta;                   // [strategy.monta]
   PerBlockOptions per_block;            // [strategy.per_block]
 };
 

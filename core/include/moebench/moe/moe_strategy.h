@@ -39,6 +39,7 @@ struct MoeContext {
   Communicator* ep = nullptr;          // expert-parallel group (main thread: setup collectives)
   std::shared_ptr<EpStreams> streams;  // per-role dups of ep (created on first use when null)
   const Topology* topology = nullptr;  // world topology (link classes, nodes)
+  const ClusterModel* cluster = nullptr;  // the cluster the run assumes (cost-model choices; may be null)
   Executor* executor = nullptr;        // runs the block's graph (the block makes one when null)
   int layer = -1;                      // block index (span labels)
   int experts = 0;                     // E of this block, over the whole EP group
@@ -55,13 +56,16 @@ struct MoeContext {
   // pcie_pairing). Strategy options are not here: each strategy holds its own option struct
   // ([strategy.<name>], config/config.h), given when it is made (strategies/registry.h).
   std::vector<int> pcie_switch_pairs;
-  // Experts sliced over the tensor-parallel group (moe.expert_tp, DeepSpeed-TED): this rank
-  // holds 1/slice_size of every expert's FFN columns (local / local_grads are those slices, F
-  // their width), so the block output and input gradient are partial sums over this group.
-  // slice: a dup of the TP group used only by the comm workers (null: not sliced).
-  std::shared_ptr<Communicator> slice;
-  int slice_rank = 0, slice_size = 1;
-  std::vector<int> slice_world;
+  // The tensor-parallel group (tp > 1): a dup used only by the comm workers (null in graphs
+  // without buffers or without TP), this rank's index, the group's size and world ranks. TP
+  // ranks hold the same tokens, so their EP groups see the same routing counts.
+  // experts_sliced (moe.expert_tp, DeepSpeed-TED): this rank holds 1/tp_size of every expert's
+  // FFN columns (local / local_grads are those slices, F their width), so expert outputs and
+  // input gradients are partial sums over the TP group.
+  std::shared_ptr<Communicator> tp;
+  int tp_rank = 0, tp_size = 1;
+  std::vector<int> tp_world;
+  bool experts_sliced = false;
   // The data-parallel group the router's load statistics are summed over (the aux loss of the
   // global batch, MoeLayer::globalize_aux): its per-role dups (used only by the comm workers;
   // null in graphs without buffers), this rank's index, size and world ranks.
@@ -69,7 +73,7 @@ struct MoeContext {
   int stats_rank = 0, stats_size = 1;
   std::vector<int> stats_world;
 
-  // Fills ep_rank / ep_size / ep_world from ep (when set), slice_* from slice.
+  // Fills ep_rank / ep_size / ep_world from ep (when set), tp_rank / tp_size / tp_world from tp.
   void sync_group();
   // The role of a collective over `world` (world ranks): comm.inter when they span nodes of
   // the topology, else comm.intra.
@@ -143,6 +147,10 @@ class MoeStrategy {
   // the router gradient is partial too (all-reduced once per step, MoeGpt::tp_partial_ranges).
   // The strategy writes zero rows for the slots of other ranks' experts.
   virtual bool partial_outputs() const { return false; }
+  // Whether the strategy itself sums the sliced experts' partial outputs over the TP group
+  // (monta: a reduce-scatter before its dropped return trip), so the block's output and input
+  // gradient leave it whole (no moe.allreduce) although ctx.experts_sliced.
+  virtual bool sums_slices(const MoeContext& ctx) const { (void)ctx; return false; }
   // The handle of one pass of the block from the EP group's counts (pure: no communication,
   // except collective setup the first time when ctx.ep is set).
   virtual std::unique_ptr<MoeHandle> layout(const ExchangeCounts& counts, MoeContext& ctx) = 0;

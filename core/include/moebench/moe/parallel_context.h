@@ -22,7 +22,8 @@ struct ParallelContext {
   Communicator* tp = nullptr;         // tensor-parallel group (Megatron's f / g all-reduces)
   std::shared_ptr<EpStreams> ep_streams;  // the EP group's comm.intra / comm.inter dups (all blocks)
   std::shared_ptr<EpStreams> dp_streams;  // the DP group's, for the router statistics' all-reduce
-  std::shared_ptr<Communicator> expert_slice;  // moe.expert_tp: a dup of tp for the comm workers
+  std::shared_ptr<Communicator> tp_dup;   // tp > 1: a dup of tp for the MoE blocks' comm workers
+  bool experts_sliced = false;            // moe.expert_tp (DeepSpeed-TED)
   const Topology* topology = nullptr;
   const ClusterModel* cluster = nullptr;  // what predictions of this run assume
   Executor* executor = nullptr;

@@ -20,6 +20,12 @@
 
 namespace moebench {
 
+// What a subclass keeps per handle (one micro-batch's plan and buffers): made at layout by
+// make_transfer_state, handed to add_transfer in TransferSpec::state, gone with the handle.
+struct TransferState {
+  virtual ~TransferState() = default;
+};
+
 // One chunk's transfer: rows (C floats each) of `send`, grouped by destination EP rank
 // (send_rows[d] each), into `recv`, grouped by source (recv_rows[s] each); rows[s * P + d] is
 // the chunk's full P x P matrix of row counts (known to every rank). Without actions (a graph
@@ -28,6 +34,10 @@ struct TransferSpec {
   const char* name = "";
   int layer = -1, chunk = -1, C = 0;
   bool act = false;  // with actions (a graph with buffers)
+  // The rows are partial sums over the TP group (the return trip of experts sliced over it,
+  // MoeContext::experts_sliced): every TP rank sends its own partials.
+  bool partial = false;
+  TransferState* state = nullptr;  // the handle's (null when the subclass made none)
   const float* send = nullptr;
   float* recv = nullptr;
   std::vector<long> send_rows, recv_rows, rows;
@@ -47,6 +57,14 @@ class TokenExchange : public MoeStrategy {
   // Actions only when t.act.
   virtual TaskId add_transfer(TaskGraph& g, const TransferSpec& t, const std::vector<TaskId>& after,
                               MoeContext& ctx) = 0;
+  // The transfer as one all-to-all-v over the EP group on its role (expert_centric's, and
+  // monta's baseline level).
+  static TaskId add_all_to_all_v(TaskGraph& g, const TransferSpec& t, const std::vector<TaskId>& after, MoeContext& ctx);
+  // The handle's state for add_transfer, from the pass's counts (default: none).
+  virtual std::unique_ptr<TransferState> make_transfer_state(const ExchangeCounts& counts, MoeContext& ctx) {
+    (void)counts, (void)ctx;
+    return nullptr;
+  }
   // Collective setup on the main thread before the first graph with buffers (hier_a2a: the
   // node communicators). Default: nothing.
   virtual void prepare(MoeContext& ctx) { (void)ctx; }

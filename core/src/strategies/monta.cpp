@@ -1,0 +1,323 @@
+// monta: MoNTA's AllToAll under tensor parallelism (monta.txt, "Pipelining", Fig. 4-9, 15).
+// Every rank of a TP group holds the same tokens and routes them alike, so expert_centric's
+// all-to-all over each TP rank's EP group carries the same rows t times. MoNTA keeps the
+// expert-centric exchange (TokenExchange: pack, dispatch, experts, combine) and changes how
+// rows cross the EP group (add_transfer), for the dispatch and the combine, forward and
+// backward alike:
+//   Drop       each transfer's rows s -> d are cut into N x t pieces (N chunks along the rows,
+//              t TP parts per chunk); TP rank u sends only the pieces (j, u): 1/t of the volume;
+//   AllToAll   chunk j's pieces over the EP group (task <transfer>, the EP group's role:
+//              comm.inter when it spans nodes), received source-major into a staging buffer;
+//   AllGather  the TP group's staging buffers, padded to the longest (task <transfer>.allgather,
+//              the TP group's role: comm.intra on a node), so every TP rank has every piece;
+//   copy       the pieces back to the rows' places in the receive buffer (task <transfer>.copy,
+//              Fig. 8 step 3).
+// Levels: O1 = one chunk, copy after the AllGather on its stream; O2 = N chunks, chunk j's
+// AllGather beside chunk j+1's AllToAll (Fig. 6-7), the copy still on the AllGather's stream;
+// O3 = O2 with the copies on the copy stream, beside the next chunk's AllGather (Fig. 9, the
+// four streams of Fig. 15). The experts start once every chunk's copy is done (Fig. 15).
+// Sliced experts (moe.expert_tp, MoNTA's setting: each expert split over the TP group) return
+// partial sums: before the combine's AllToAll a reduce-scatter over the TP group sums each TP
+// rank's pieces (task <transfer>.reduce_scatter after a pack), so the block's output leaves
+// whole and needs no moe.allreduce (sums_slices). Level baseline, or tp = 1: expert_centric's
+// all-to-all-v. The level and chunks come from [strategy.monta]; "auto" asks the cost model
+// (perf/monta_model.h) on the cluster this run assumes.
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "cost_support.h"
+#include "moebench/config/config.h"
+#include "moebench/dist/communicator.h"
+#include "moebench/perf/cluster_model.h"
+#include "moebench/strategies/monta.h"
+#include "moebench/strategies/token_exchange.h"
+
+namespace moebench {
+namespace {
+
+// The rows of piece q of a run of n rows cut into `parts`: [n*q/parts, n*(q+1)/parts).
+long piece_lo(long n, long q, long parts) { return n * q / parts; }
+long piece_rows(long n, long q, long parts) { return piece_lo(n, q + 1, parts) - piece_lo(n, q, parts); }
+
+// Buffers of one chunk of one transfer (the graph's actions point into them).
+struct ChunkBuffers {
+  std::vector<float> pack, reduced, stage, gathered;
+};
+
+// A handle's plan and buffers.
+struct MontaState : TransferState {
+  MontaPlan plan;
+  std::vector<std::unique_ptr<ChunkBuffers>> buffers;
+};
+
+class Monta : public TokenExchange {
+ public:
+  explicit Monta(const MontaOptions& options) : TokenExchange(1), options_(options) {}
+  std::string name() const override { return "monta"; }
+  // With tp > 1 every level but baseline drops (auto too: Algorithm 3 never picks the baseline).
+  bool sums_slices(const MoeContext& ctx) const override {
+    return ctx.experts_sliced && ctx.tp_size > 1 && options_.level != "baseline";
+  }
+
+  // Predicted, balanced routing (as expert_centric's): the EP exchange carries 1/t of the rows
+  // (Drop), the TP group's AllGather restores them; comm_seconds as the level's schedule
+  // (perf/monta_model.h: O1 eq. 11, O2 / O3 Algorithms 1-2 at the level's chunks) with the
+  // links' own efficiency (latency + bytes / bandwidth), dispatch and combine.
+  StrategyCost predict(const CostInputs& in, const MoeContext& ctx, const ClusterModel& cluster) const override {
+    const int L = cost::experts_per_rank(ctx), P = (int)ctx.ep_world.size(), t = std::max(1, ctx.tp_size);
+    const double I = in.tokens * in.top_k * ctx.C * sizeof(float);
+    const MontaPlan plan = resolve_monta_plan(options_, ctx, I, &cluster);
+    const bool drop = plan.level != MontaLevel::baseline && t > 1;
+    const double rows = in.tokens * in.top_k, row_bytes = (double)ctx.C * sizeof(float);
+    std::vector<cost::RankCost> ranks(P);
+    for (int i = 0; i < P; ++i) {
+      std::vector<cost::Flow> flows;
+      for (int j = 0; j < P; ++j)
+        if (j != i) flows.push_back({ctx.ep_world[j], 2.0 * rows / P * row_bytes / (drop ? t : 1), 2.0 * (drop ? plan.chunks : 1)});
+      ranks[i].bytes = cost::flow_bytes(cluster, ctx.ep_world[i], flows);
+      ranks[i].comm_seconds = cost::flow_seconds(cluster, ctx.ep_world[i], flows, ctx.ep_world);
+      if (drop) {
+        ranks[i].comm_seconds = 2.0 * monta_seconds(monta_inputs(cluster, ctx, I), plan.level, plan.chunks);
+        const double tp_bytes = 2.0 * rows * row_bytes * (t - 1) / t;  // the AllGathers, dispatch and combine
+        const int next = ctx.tp_world.empty() ? ctx.ep_world[i] : ctx.tp_world[(size_t)(ctx.tp_rank + 1) % t];
+        const LinkBytes tp = cost::flow_bytes(cluster, ctx.ep_world[i], {{next, tp_bytes, 1.0}});
+        ranks[i].bytes.intra += tp.intra;
+        ranks[i].bytes.inter += tp.inter;
+      }
+      ranks[i].compute_seconds = cost::experts_seconds(cluster, (double)L, P * rows / ctx.experts, ctx.C, ctx.F);
+    }
+    return cost::summarize(cluster, ctx.ep_world, ranks);
+  }
+
+ protected:
+  // The plan from this rank's slot rows: the volume I of one AllToAll (eq. 3).
+  std::unique_ptr<TransferState> make_transfer_state(const ExchangeCounts& counts, MoeContext& ctx) override {
+    long rows = 0;
+    for (int e = 0; e < counts.E; ++e) rows += counts.at(ctx.ep_rank, e);
+    auto state = std::make_unique<MontaState>();
+    state->plan = resolve_monta_plan(options_, ctx, (double)rows * ctx.C * sizeof(float), ctx.cluster);
+    return state;
+  }
+
+  TaskId add_transfer(TaskGraph& g, const TransferSpec& t, const std::vector<TaskId>& after, MoeContext& ctx) override {
+    auto& state = dynamic_cast<MontaState&>(*t.state);
+    const MontaPlan plan = state.plan;
+    if (plan.level == MontaLevel::baseline || ctx.tp_size == 1) return add_all_to_all_v(g, t, after, ctx);
+    const int P = ctx.ep_size, T = ctx.tp_size, u = ctx.tp_rank, N = plan.chunks;
+    const long parts = (long)N * T;
+    const size_t C = (size_t)t.C;
+    const uint64_t row_bytes = C * sizeof(float);
+    const StreamRole ep_role = ctx.ep_role(), tp_role = ctx.role_over(ctx.tp_world);
+    const StreamRole copy_role = plan.level == MontaLevel::O3 ? StreamRole::copy : tp_role;
+    const int next_tp = ctx.tp_world[(size_t)(u + 1) % T];
+    std::vector<long> sdisp(P + 1, 0), rdisp(P + 1, 0);
+    for (int p = 0; p < P; ++p) {
+      sdisp[p + 1] = sdisp[p] + t.send_rows[p];
+      rdisp[p + 1] = rdisp[p] + t.recv_rows[p];
+    }
+    auto task = [&](std::string name, TaskCategory category, StreamRole role, int j) {
+      GraphTask x;
+      x.name = std::move(name);
+      x.category = category;
+      x.role = role;
+      x.layer = t.layer;
+      x.chunk = N > 1 ? j : t.chunk;
+      return x;
+    };
+    const std::string base = t.name;
+    TaskId prev_aa, prev_ag, prev_copy, prev_rs;
+    for (int j = 0; j < N; ++j) {
+      ChunkBuffers* buf = nullptr;
+      if (t.act) {
+        state.buffers.push_back(std::make_unique<ChunkBuffers>());
+        buf = state.buffers.back().get();
+      }
+      // What TP part v of this chunk sends: pieces (j, v) of every destination's run.
+      auto sent_by = [&](int v) {
+        long n = 0;
+        for (int d = 0; d < P; ++d) n += piece_rows(t.send_rows[d], (long)j * T + v, parts);
+        return n;
+      };
+      std::vector<TaskId> aa_after = after;
+      if (prev_aa.valid()) aa_after.push_back(prev_aa);
+      const float* send = t.send;
+      std::vector<size_t> sc(P), sd(P);
+      for (int d = 0; d < P; ++d) {
+        const long q = (long)j * T + u;
+        sc[d] = (size_t)piece_rows(t.send_rows[d], q, parts) * C;
+        sd[d] = (size_t)(sdisp[d] + piece_lo(t.send_rows[d], q, parts)) * C;
+      }
+      if (t.partial) {
+        // Sum the TP ranks' partial rows: pack pieces (j, v) as block v, reduce-scatter.
+        long block = 0;
+        for (int v = 0; v < T; ++v) block = std::max(block, sent_by(v));
+        GraphTask pack = task(base + ".pack", TaskCategory::copy, tp_role, j);
+        pack.cost.copy_bytes = (uint64_t)T * block * row_bytes;
+        GraphTask rs = task(base + ".reduce_scatter", TaskCategory::comm, tp_role, j);
+        rs.cost.bytes_to_peer.push_back({next_tp, (uint64_t)(T - 1) * block * row_bytes});
+        rs.cost.messages = T - 1;  // a ring: t - 1 blocks forwarded and added
+        if (t.act) {
+          buf->pack.assign((size_t)T * block * C, 0.0f);
+          buf->reduced.resize((size_t)block * C);
+          pack.action = [buf, send, rows = t.send_rows, sdisp, j, T, P, parts, block, C] {
+            for (int v = 0; v < T; ++v) {
+              float* dst = buf->pack.data() + (size_t)v * block * C;
+              for (int d = 0; d < P; ++d) {
+                const long q = (long)j * T + v, n = piece_rows(rows[d], q, parts);
+                if (n) std::memcpy(dst, send + (size_t)(sdisp[d] + piece_lo(rows[d], q, parts)) * C, sizeof(float) * n * C);
+                dst += (size_t)n * C;
+              }
+            }
+          };
+          Communicator* tp = ctx.tp.get();
+          rs.action = [buf, tp, block, C] {
+            if (block) tp->reduce_scatter(buf->pack.data(), buf->reduced.data(), (size_t)block * C, DType::f32);
+          };
+          send = buf->reduced.data();
+          size_t at = 0;  // the AllToAll now sends from this rank's reduced block
+          for (int d = 0; d < P; ++d) {
+            sd[d] = at;
+            at += sc[d];
+          }
+        }
+        std::vector<TaskId> pack_after = after;
+        if (prev_rs.valid()) pack_after.push_back(prev_rs);
+        const TaskId packed = g.add(std::move(pack), pack_after);
+        prev_rs = g.add(std::move(rs), {packed});
+        aa_after.push_back(prev_rs);
+      }
+
+      // AllToAll of pieces (j, u) over the EP group, into the staging buffer (source-major).
+      std::vector<long> got(T, 0);  // rows TP part v receives in this chunk
+      for (int v = 0; v < T; ++v)
+        for (int s = 0; s < P; ++s) got[v] += piece_rows(t.recv_rows[s], (long)j * T + v, parts);
+      const long stage_rows = *std::max_element(got.begin(), got.end());
+      GraphTask aa = task(base, TaskCategory::comm, ep_role, j);
+      for (int d = 0; d < P; ++d)
+        if (d != ctx.ep_rank && sc[d] > 0) aa.cost.bytes_to_peer.push_back({ctx.ep_world[d], (uint64_t)sc[d] * sizeof(float)});
+      if (t.act) {
+        std::vector<size_t> rc(P), rd(P);
+        size_t at = 0;
+        for (int s = 0; s < P; ++s) {
+          rc[s] = (size_t)piece_rows(t.recv_rows[s], (long)j * T + u, parts) * C;
+          rd[s] = at;
+          at += rc[s];
+        }
+        buf->stage.assign((size_t)stage_rows * C, 0.0f);  // padding rows stay zero
+        Communicator* ep = &ctx.role_comm(ep_role);
+        aa.action = [buf, ep, send, sc, sd, rc, rd] {
+          ep->all_to_all_v(send, sc.data(), sd.data(), buf->stage.data(), rc.data(), rd.data(), DType::f32);
+        };
+      }
+      prev_aa = g.add(std::move(aa), aa_after);
+
+      // AllGather of the staging buffers over the TP group (padded to the longest).
+      GraphTask ag = task(base + ".allgather", TaskCategory::comm, tp_role, j);
+      ag.cost.bytes_to_peer.push_back({next_tp, (uint64_t)(T - 1) * stage_rows * row_bytes});
+      ag.cost.messages = T - 1;  // a ring: t - 1 blocks forwarded
+      if (t.act) {
+        buf->gathered.resize((size_t)T * stage_rows * C);
+        Communicator* tp = ctx.tp.get();
+        ag.action = [buf, tp, stage_rows, C] {
+          if (stage_rows) tp->all_gather(buf->stage.data(), buf->gathered.data(), (size_t)stage_rows * C, DType::f32);
+        };
+      }
+      std::vector<TaskId> ag_after = {prev_aa};
+      if (prev_ag.valid()) ag_after.push_back(prev_ag);
+      if (copy_role == tp_role && prev_copy.valid()) ag_after.push_back(prev_copy);  // O1 / O2: one stream
+      prev_ag = g.add(std::move(ag), ag_after);
+
+      // The copy that puts every piece (j, v) at its rows' place in the receive buffer.
+      GraphTask cp = task(base + ".copy", TaskCategory::copy, copy_role, j);
+      long chunk_rows = 0;
+      for (long n : got) chunk_rows += n;
+      cp.cost.copy_bytes = (uint64_t)chunk_rows * row_bytes;
+      if (t.act) {
+        float* recv = t.recv;
+        cp.action = [buf, recv, rows = t.recv_rows, rdisp, j, T, P, parts, stage_rows, C] {
+          for (int v = 0; v < T; ++v) {
+            const float* src = buf->gathered.data() + (size_t)v * stage_rows * C;
+            for (int s = 0; s < P; ++s) {
+              const long q = (long)j * T + v, n = piece_rows(rows[s], q, parts);
+              if (n) std::memcpy(recv + (size_t)(rdisp[s] + piece_lo(rows[s], q, parts)) * C, src, sizeof(float) * n * C);
+              src += (size_t)n * C;
+            }
+          }
+        };
+      }
+      std::vector<TaskId> cp_after = {prev_ag};
+      if (prev_copy.valid()) cp_after.push_back(prev_copy);
+      prev_copy = g.add(std::move(cp), cp_after);
+    }
+    return prev_copy;
+  }
+
+ private:
+  MontaOptions options_;
+};
+
+}  // namespace
+
+MontaInputs monta_inputs(const ClusterModel& cluster, const MoeContext& ctx, double I) {
+  auto link_of = [&](const std::vector<int>& world) {
+    bool spans = false;
+    for (int w : world) spans = spans || cluster.node_of(w) != cluster.node_of(world.front());
+    LinkSpec l = cluster.link(spans ? ClusterLink::inter_node : ClusterLink::intra_node);
+    if (spans) l.bandwidth = cluster.inter_bandwidth_per_device();
+    return l;
+  };
+  MontaInputs in;
+  in.I = I;
+  in.t = std::max(1, ctx.tp_size);
+  in.e = std::max(1, ctx.ep_size);
+  const LinkSpec ep = ctx.ep_world.empty() ? cluster.link(ClusterLink::intra_node) : link_of(ctx.ep_world);
+  const LinkSpec tp = ctx.tp_world.empty() ? cluster.link(ClusterLink::intra_node) : link_of(ctx.tp_world);
+  in.B1 = ep.bandwidth;
+  in.B2 = tp.bandwidth;
+  in.B3 = cluster.spec().copy_bandwidth;
+  in.r1 = link_efficiency(in.B1, ep.latency, in.e - 1, (in.e - 1.0) / in.e);
+  in.r2 = link_efficiency(in.B2, tp.latency, in.t - 1, (in.t - 1.0) / in.t);
+  in.r3 = [](double) { return 1.0; };
+  in.I_minimal = in.e * ep.latency * in.B1;
+  const double rows = ctx.C > 0 ? I / ((double)ctx.C * sizeof(float)) : 1.0;
+  in.max_chunks = (int)std::clamp(rows / in.t, 1.0, 65536.0);
+  return in;
+}
+
+MontaPlan resolve_monta_plan(const MontaOptions& options, const MoeContext& ctx, double I, const ClusterModel* cluster) {
+  MontaPlan plan;
+  if (ctx.tp_size <= 1 || options.level == "baseline") return {MontaLevel::baseline, 1};
+  const bool auto_level = options.level == "auto", auto_chunks = options.chunks == "auto";
+  if ((auto_level || auto_chunks) && !cluster)
+    throw std::invalid_argument("monta: level or chunks \"auto\" needs the cluster model the run assumes");
+  if (auto_level && auto_chunks) {
+    const MontaChoice c = monta_select(monta_inputs(*cluster, ctx, I));
+    plan = {c.level, c.chunks};
+  } else if (auto_level) {  // Algorithm 3 over O1 and O2 / O3 at the chunks set
+    const MontaInputs in = monta_inputs(*cluster, ctx, I);
+    const int N = std::stoi(options.chunks);
+    plan = {MontaLevel::O1, 1};
+    double best = monta_seconds(in, MontaLevel::O1);
+    for (MontaLevel l : {MontaLevel::O2, MontaLevel::O3})
+      if (const double T = monta_seconds(in, l, N); T < best) best = T, plan = {l, N};
+  } else {
+    plan.level = monta_level_from_name(options.level);
+  }
+  if (plan.level == MontaLevel::O1) {
+    plan.chunks = 1;
+  } else if (!auto_chunks) {
+    plan.chunks = std::stoi(options.chunks);
+  } else if (!auto_level) {  // Algorithm 1 / 2 at the level set
+    plan.chunks = monta_best_chunks(monta_inputs(*cluster, ctx, I), plan.level).chunks;
+  }
+  if (plan.chunks < 1) throw std::invalid_argument("monta: chunks must be >= 1, got " + options.chunks);
+  return plan;
+}
+
+std::unique_ptr<MoeStrategy> make_monta(const StrategyConfig& options) { return std::make_unique<Monta>(options.monta); }
+
+}  // namespace moebench
