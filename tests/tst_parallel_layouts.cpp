@@ -111,6 +111,7 @@ class TestParallelLayouts : public QObject {
     row("tp2 x dp2 monta baseline, sliced experts", 4, 2, 1, 1, "1f1b", "monta:baseline:auto+expert_tp", 1, "learned");
     row("tp4 monta O2 4 chunks, sliced experts", 4, 4, 1, 1, "1f1b", "monta:O2:4+expert_tp", 1, "learned");
     row("tp2 x pp2 monta auto, 2 micro-batches", 4, 2, 2, 2, "1f1b", "monta:auto:auto", 1, "learned");
+    row("tp2 x dp2 monta auto, sliced experts, zipf, 2 nodes", 4, 2, 1, 1, "1f1b", "monta:auto:auto+expert_tp", 2, "zipf:1.5");
     row("tp4 x dp2 monta O3 4 chunks, sliced experts, 2 nodes", 8, 4, 1, 1, "1f1b", "monta:O3:4+expert_tp", 2, "learned");
     row("tp2 x dp4 monta O2 2 chunks, 2 nodes", 8, 2, 1, 1, "1f1b", "monta:O2:2", 2, "zipf:1.2");
     row("tp2 x pp2 x dp2 monta O3 3 chunks, sliced experts, 2 nodes", 8, 2, 2, 2, "gpipe", "monta:O3:3+expert_tp", 2, "learned");

@@ -12,6 +12,7 @@
 // from them (6 stay); a row is C x 4 = 8 bytes.
 #include <QtTest>
 
+#include <algorithm>
 #include <set>
 
 #include <string>
@@ -21,6 +22,7 @@
 #include "moebench/config/strategy_names.h"
 #include "moebench/dist/topology.h"
 #include "moebench/moe/block_graph.h"
+#include "moebench/perf/cluster_model.h"
 #include "moebench/runtime/graph_dump.h"
 #include "moebench/strategies/registry.h"
 
@@ -147,7 +149,8 @@ struct MontaBuilt {
   TaskGraph g;
   std::vector<std::string> names;
 };
-MontaBuilt monta_build(const std::string& level, int chunks, bool sliced) {
+MontaBuilt monta_build(const std::string& level, int chunks, bool sliced, int me = 0,
+                       std::vector<long> rows = {3, 5, 4, 7}, const ClusterModel* cluster = nullptr) {
   static const Topology topo = Topology::virtual_blocks(2, 2);
   MoeContext ctx;
   ctx.topology = &topo;
@@ -155,9 +158,11 @@ MontaBuilt monta_build(const std::string& level, int chunks, bool sliced) {
   ctx.experts = 2;
   ctx.C = C;
   ctx.F = F;
-  ctx.ep_rank = 0;
+  ctx.ep_rank = me;
   ctx.ep_size = 2;
   ctx.ep_world = {0, 2};
+  ctx.first_local = me;
+  ctx.cluster = cluster;
   ctx.tp_rank = 0;
   ctx.tp_size = 2;
   ctx.tp_world = {0, 1};
@@ -165,12 +170,12 @@ MontaBuilt monta_build(const std::string& level, int chunks, bool sliced) {
   StrategyConfig options;
   options.name = "monta";
   options.monta.level = level;
-  options.monta.chunks = std::to_string(chunks);
+  options.monta.chunks = chunks > 0 ? std::to_string(chunks) : "auto";
   auto s = make_strategy("monta", options);
   ExchangeCounts counts;
   counts.P = 2;
   counts.E = 2;
-  counts.rows = {3, 5, 4, 7};
+  counts.rows = std::move(rows);
   auto h = s->layout(counts, ctx);
   MontaBuilt b;
   add_block_pass(b.g, *s, *h, MoePass::forward, ctx, {8, C, 2, 1}, {});
@@ -565,6 +570,25 @@ class TestStrategyGraphs : public QObject {
     QCOMPARE(g.task(8).cost.bytes_to_peer, (Sends{{2, 16}}));
     const MontaBuilt base = monta_build("baseline", 1, true);
     QCOMPARE(base.names.back(), std::string("moe.allreduce"));  // expert_centric's partial outputs
+  }
+
+  // level and chunks "auto": every rank of the EP group must choose the same schedule (their
+  // AllToAlls match chunk by chunk) although their own volumes differ by 10^7 (EP rank 0 routes
+  // 10 rows, rank 1 10^8): the choice is made on the group's mean volume, which is large enough
+  // for pipelined chunks on this cluster.
+  void monta_auto_chooses_alike_on_every_ep_rank() {
+    ClusterSpec spec;
+    spec.nodes = 2;
+    spec.devices_per_node = 2;
+    spec.intra = {1e11, 1e-6};
+    spec.inter = {1e10, 5e-6};
+    spec.copy_bandwidth = 1e12;
+    const ClusterModel cluster(spec);
+    const std::vector<long> rows = {4, 6, 50000000, 50000000};
+    const MontaBuilt r0 = monta_build("auto", 0, false, 0, rows, &cluster);
+    const MontaBuilt r1 = monta_build("auto", 0, false, 1, rows, &cluster);
+    QCOMPARE(r0.names, r1.names);
+    QVERIFY(std::count(r0.names.begin(), r0.names.end(), "moe.dispatch#1") == 1);  // pipelined: 2+ chunks
   }
 
   void registry_makes_every_configurable_strategy() {

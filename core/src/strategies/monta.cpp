@@ -94,12 +94,15 @@ class Monta : public TokenExchange {
   }
 
  protected:
-  // The plan from this rank's slot rows: the volume I of one AllToAll (eq. 3).
+  // The plan from the volume I of one AllToAll (eq. 3): the EP group's mean slot rows per rank.
+  // Every rank of the EP group and of the TP group holds the same counts matrix, so all of them
+  // choose the same level and chunks (their collectives must match); one rank's own rows would not.
   std::unique_ptr<TransferState> make_transfer_state(const ExchangeCounts& counts, MoeContext& ctx) override {
-    long rows = 0;
-    for (int e = 0; e < counts.E; ++e) rows += counts.at(ctx.ep_rank, e);
+    double rows = 0;
+    for (long n : counts.rows) rows += (double)n;
+    rows /= std::max(1, counts.P);
     auto state = std::make_unique<MontaState>();
-    state->plan = resolve_monta_plan(options_, ctx, (double)rows * ctx.C * sizeof(float), ctx.cluster);
+    state->plan = resolve_monta_plan(options_, ctx, rows * ctx.C * sizeof(float), ctx.cluster);
     return state;
   }
 
