@@ -100,6 +100,11 @@ class TestParallelLayouts : public QObject {
     row("dp4, 2 micro-batches (gradient accumulation)", 4, 1, 1, 2, "gpipe", "expert_centric", 1, "learned");
     row("dp4 janus, 2 micro-batches gpipe (two activation sets)", 4, 1, 1, 2, "gpipe", "janus", 2, "learned");
     row("dp4 data_centric, 2 micro-batches 1f1b", 4, 1, 1, 2, "1f1b", "data_centric", 1, "learned");
+    // The pulls' windows of several EP groups on one host (one shared dynamic window).
+    row("tp2 x dp2 data_centric", 4, 2, 1, 1, "1f1b", "data_centric", 1, "learned");
+    row("tp2 x pp2 data_centric, 2 micro-batches gpipe (one EP rank)", 4, 2, 2, 2, "gpipe", "data_centric", 1, "learned");
+    row("pp2 x dp2 janus, 2 nodes, 2 micro-batches", 4, 1, 2, 2, "1f1b", "janus", 2, "learned");
+    row("tp2 x dp2 janus, experts sliced over TP, 2 nodes", 4, 2, 1, 1, "1f1b", "janus+expert_tp", 2, "zipf:1.2");
     row("tp2 x dp2 expert_centric, experts sliced over TP", 4, 2, 1, 1, "1f1b", "expert_centric+expert_tp", 1, "learned");
     row("tp4 expert_centric, experts sliced over TP", 4, 4, 1, 1, "1f1b", "expert_centric+expert_tp", 1, "zipf:1.2");
     row("tp2 x dp2 expert_centric, vocabulary-parallel embedding and head", 4, 2, 1, 1, "1f1b", "expert_centric+vocab", 1, "learned");
@@ -116,6 +121,8 @@ class TestParallelLayouts : public QObject {
     row("tp2 x dp4 monta O2 2 chunks, 2 nodes", 8, 2, 1, 1, "1f1b", "monta:O2:2", 2, "zipf:1.2");
     row("tp2 x pp2 x dp2 monta O3 3 chunks, sliced experts, 2 nodes", 8, 2, 2, 2, "gpipe", "monta:O3:3+expert_tp", 2, "learned");
     row("tp2 x dp4 expert_centric, 2 nodes", 8, 2, 1, 1, "1f1b", "expert_centric", 2, "learned");
+    row("tp2 x pp2 x dp2 data_centric, 2 nodes", 8, 2, 2, 2, "gpipe", "data_centric", 2, "learned");
+    row("tp2 x dp4 janus, 2 nodes", 8, 2, 1, 1, "1f1b", "janus", 2, "zipf:1.2");
     row("tp4 x dp2 ppmoe, 2 nodes", 8, 4, 1, 1, "1f1b", "ppmoe", 2, "learned");
     row("tp8 ppmoe", 8, 8, 1, 1, "1f1b", "ppmoe", 1, "learned");
     row("tp2 x pp2 x dp2 expert_centric, 2 micro-batches", 8, 2, 2, 2, "1f1b", "expert_centric", 1, "learned");

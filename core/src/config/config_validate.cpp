@@ -414,22 +414,6 @@ int Checker::check_groups() {
         }
     return tp;
   }
-  const bool pulls = c_.strategy.name == "data_centric" || c_.strategy.name == "janus" ||
-                     (c_.strategy.name == "per_block" && uses_per_block("data_centric"));
-  if (ok({"strategy.name", "parallel.tp", "parallel.pp", "strategy.per_block.blocks"}) && (tp > 1 || pp > 1) && pulls) {
-    // The pulls use MPI windows, one set per expert-parallel group; with tp > 1 or pp > 1 a
-    // host holds several EP groups made by one MPI_Comm_split, and OpenMPI 4.1's osc/rdma
-    // names its shared-memory segment by the communicator id, which those groups share: their
-    // windows collide (open-mpi/ompi#9492, fixed in OpenMPI 5). Refused rather than failing at
-    // run time.
-    const char* key = tp > 1 ? "parallel.tp" : "parallel.pp";
-    fail("strategy.name", "\"" + c_.strategy.name + "\" with " + key + " = " + std::to_string(tp > 1 ? tp : pp) +
-                              " is not supported: the MPI windows of its different expert-parallel groups collide "
-                              "in OpenMPI 4.1 (open-mpi/ompi#9492); use parallel.tp = parallel.pp = 1, or "
-                              "expert_centric, hier_a2a or ppmoe",
-         key);
-    return 0;
-  }
   const int ep = ep_set == 0 ? dp : ep_set;
   if (dp % ep != 0) {
     fail("parallel.ep", "must divide the " + std::to_string(dp) + " data-parallel ranks" + origin + ", got " +

@@ -23,6 +23,17 @@ void check_peer(const char* what, int peer, int size);
 // Largest single MPI message (bytes); bigger transfers are several messages in order.
 constexpr size_t kPieceBytes = size_t(1) << 30;
 
+// The process's dynamic RMA window over MPI_COMM_WORLD (a dup), with MPI_Win_lock_all held:
+// opened by the first live MpiRuntime, closed by the last (both collective over the world).
+// rma_window() is MPI_WIN_NULL when none is open.
+void open_rma_window();
+void close_rma_window();
+MPI_Win rma_window();
+// Attaches [base, base + bytes) to it unless an attached buffer holds that range already
+// (reference-counted); returns the attachment to pass to rma_detach.
+const void* rma_attach(void* base, size_t bytes);
+void rma_detach(const void* attachment);
+
 // Tags of the blocking collectives' own messages (above the user range, see comm_detail.h).
 constexpr int kTagReduceScatter = 32701;
 constexpr int kTagAllGather = 32702;

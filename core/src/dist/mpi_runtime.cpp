@@ -160,12 +160,20 @@ MpiRuntime::MpiRuntime(int* argc, char*** argv) {
                              std::to_string(provided) + ", need " +
                              std::to_string(MPI_THREAD_MULTIPLE) + ")");
   }
+  try {
+    detail::open_rma_window();
+  } catch (...) {
+    if (owns_) MPI_Finalize();
+    owns_ = false;
+    throw;
+  }
 }
 
 MpiRuntime::~MpiRuntime() {
-  if (!owns_) return;
   int fin = 0;
   MPI_Finalized(&fin);
+  if (!fin) detail::close_rma_window();
+  if (!owns_) return;
   if (!fin) MPI_Finalize();
 }
 

@@ -1,8 +1,12 @@
-// MpiCommunicator windows: one-sided RMA windows over caller memory (passive target, lock_all
-// for the window's life) and node-shared windows (see mpi_communicator.h).
+// MpiCommunicator windows: the process's dynamic RMA window (passive target, lock_all for its
+// life), windows that attach caller memory to it, and node-shared windows (see
+// mpi_communicator.h).
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
+#include <map>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -14,23 +18,118 @@ namespace moebench {
 
 using detail::mpi_check;
 
+namespace detail {
+namespace {
+struct RmaWindow {
+  std::mutex mu;
+  int users = 0;  // live MpiRuntimes
+  MPI_Comm comm = MPI_COMM_NULL;
+  MPI_Win win = MPI_WIN_NULL;
+  struct Attached {
+    size_t bytes;
+    int windows;  // Window objects over a range inside it
+  };
+  std::map<const char*, Attached> attached;  // by base address
+};
+RmaWindow& rma() {
+  static RmaWindow w;
+  return w;
+}
+}  // namespace
+
+void open_rma_window() {
+  RmaWindow& w = rma();
+  std::lock_guard lock(w.mu);
+  if (w.users++ > 0) return;
+  try {
+    mpi_check(MPI_Comm_dup(MPI_COMM_WORLD, &w.comm), "MPI_Comm_dup");
+    mpi_check(MPI_Comm_set_errhandler(w.comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    mpi_check(MPI_Win_create_dynamic(MPI_INFO_NULL, w.comm, &w.win), "MPI_Win_create_dynamic");
+    mpi_check(MPI_Win_set_errhandler(w.win, MPI_ERRORS_RETURN), "MPI_Win_set_errhandler");
+    mpi_check(MPI_Win_lock_all(MPI_MODE_NOCHECK, w.win), "MPI_Win_lock_all");
+  } catch (...) {
+    if (w.win != MPI_WIN_NULL) MPI_Win_free(&w.win);
+    if (w.comm != MPI_COMM_NULL) MPI_Comm_free(&w.comm);
+    w.users = 0;
+    throw;
+  }
+}
+
+void close_rma_window() {
+  RmaWindow& w = rma();
+  std::lock_guard lock(w.mu);
+  if (w.users == 0 || --w.users > 0) return;
+  MPI_Win_unlock_all(w.win);
+  MPI_Win_free(&w.win);
+  MPI_Comm_free(&w.comm);
+}
+
+// MPI forbids attaching overlapping memory, and several windows may cover the same buffer (a
+// strategy with one instance per activation set): a range inside an attached one reuses it.
+const void* rma_attach(void* base, size_t bytes) {
+  RmaWindow& w = rma();
+  std::lock_guard lock(w.mu);
+  const char* b = static_cast<const char*>(base);
+  auto it = w.attached.upper_bound(b);
+  if (it != w.attached.begin()) {
+    auto prev = std::prev(it);
+    if (b + bytes <= prev->first + prev->second.bytes) {
+      ++prev->second.windows;
+      return prev->first;
+    }
+  }
+  int rc = MPI_Win_attach(w.win, base, (MPI_Aint)bytes);
+  if (rc != MPI_SUCCESS)
+    throw_mpi(("MPI_Win_attach of " + std::to_string(bytes) + " bytes (" + std::to_string(w.attached.size()) +
+               " buffers attached; osc_rdma_max_attach, an MCA parameter, is the limit; overlapping buffers "
+               "cannot be attached)")
+                  .c_str(),
+              rc);
+  w.attached[b] = {bytes, 1};
+  return b;
+}
+
+void rma_detach(const void* attachment) {
+  RmaWindow& w = rma();
+  std::lock_guard lock(w.mu);
+  auto it = w.attached.find(static_cast<const char*>(attachment));
+  if (it == w.attached.end() || --it->second.windows > 0) return;
+  MPI_Win_detach(w.win, const_cast<char*>(it->first));
+  w.attached.erase(it);
+}
+
+MPI_Win rma_window() {
+  RmaWindow& w = rma();
+  std::lock_guard lock(w.mu);
+  return w.win;
+}
+}  // namespace detail
+
 class MpiCommunicator::MpiWin final : public Window {
  public:
   MpiWin(MpiCommunicator* owner, void* base, size_t count, DType type)
-      : owner_(owner), type_(type), count_(count) {
+      : owner_(owner), type_(type), count_(count), win_(detail::rma_window()) {
     if (!base && count) throw std::invalid_argument("create_window: null base with a non-zero count");
+    if (win_ == MPI_WIN_NULL) throw std::logic_error("create_window: no MpiRuntime is alive (it owns the RMA window)");
+    for (int r = 0; r < owner->size_; ++r) targets_.push_back(owner->world_rank(r));
     mpi_check(MPI_Comm_dup(owner->comm_, &comm_), "MPI_Comm_dup");
     try {
       mpi_check(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
-      uint64_t mine = (uint64_t)count * dtype_size(type);
+      const uint64_t mine = (uint64_t)count * dtype_size(type);
+      if (mine) attached_ = detail::rma_attach(base, mine);
+      MPI_Aint address = 0;
+      mpi_check(MPI_Get_address(base ? base : &address, &address), "MPI_Get_address");
+      uint64_t row[2] = {mine, (uint64_t)address};
+      std::vector<uint64_t> all(2 * (size_t)owner->size_);
+      mpi_check(MPI_Allgather(row, 2, MPI_UINT64_T, all.data(), 2, MPI_UINT64_T, comm_), "MPI_Allgather");
       window_bytes_.resize(owner->size_);
-      mpi_check(MPI_Allgather(&mine, 1, MPI_UINT64_T, window_bytes_.data(), 1, MPI_UINT64_T, comm_),
-                "MPI_Allgather");
-      mpi_check(MPI_Win_create(base, (MPI_Aint)mine, 1, MPI_INFO_NULL, comm_, &win_), "MPI_Win_create");
-      mpi_check(MPI_Win_set_errhandler(win_, MPI_ERRORS_RETURN), "MPI_Win_set_errhandler");
-      mpi_check(MPI_Win_lock_all(MPI_MODE_NOCHECK, win_), "MPI_Win_lock_all");
+      addresses_.resize(owner->size_);
+      for (int r = 0; r < owner->size_; ++r) {
+        window_bytes_[r] = all[2 * (size_t)r];
+        addresses_[r] = (MPI_Aint)all[2 * (size_t)r + 1];
+      }
     } catch (...) {
-      if (win_ != MPI_WIN_NULL) MPI_Win_free(&win_);
+      if (attached_) detail::rma_detach(attached_);
       MPI_Comm_free(&comm_);
       throw;
     }
@@ -40,16 +139,17 @@ class MpiCommunicator::MpiWin final : public Window {
     int fin = 0;
     MPI_Finalized(&fin);
     if (fin) return;
-    MPI_Win_unlock_all(win_);
-    MPI_Win_free(&win_);
+    MPI_Win_flush_all(win_);
+    MPI_Barrier(comm_);  // nobody still reads or writes this rank's memory
+    if (attached_) detail::rma_detach(attached_);
     MPI_Comm_free(&comm_);
   }
 
   void get(void* dst, size_t count, int target, size_t off) override {
     check("get", count, target, off);
     for_pieces(count, [&](size_t done, int n) {
-      mpi_check(MPI_Get(static_cast<char*>(dst) + done * es(), n, t(), target,
-                        (MPI_Aint)(off + done * es()), n, t(), win_),
+      mpi_check(MPI_Get(static_cast<char*>(dst) + done * es(), n, t(), targets_[target],
+                        disp(target, off + done * es()), n, t(), win_),
                 "MPI_Get");
     });
     owner_->count_send(target, count * es());  // pull traffic: target -> us, on our meter
@@ -58,8 +158,8 @@ class MpiCommunicator::MpiWin final : public Window {
   void put(const void* src, size_t count, int target, size_t off) override {
     check("put", count, target, off);
     for_pieces(count, [&](size_t done, int n) {
-      mpi_check(MPI_Put(static_cast<const char*>(src) + done * es(), n, t(), target,
-                        (MPI_Aint)(off + done * es()), n, t(), win_),
+      mpi_check(MPI_Put(static_cast<const char*>(src) + done * es(), n, t(), targets_[target],
+                        disp(target, off + done * es()), n, t(), win_),
                 "MPI_Put");
     });
     owner_->count_send(target, count * es());
@@ -68,8 +168,8 @@ class MpiCommunicator::MpiWin final : public Window {
   void accumulate(const void* src, size_t count, int target, size_t off, ReduceOp op) override {
     check("accumulate", count, target, off);
     for_pieces(count, [&](size_t done, int n) {
-      mpi_check(MPI_Accumulate(static_cast<const char*>(src) + done * es(), n, t(), target,
-                               (MPI_Aint)(off + done * es()), n, t(), detail::mpi_op(op), win_),
+      mpi_check(MPI_Accumulate(static_cast<const char*>(src) + done * es(), n, t(), targets_[target],
+                               disp(target, off + done * es()), n, t(), detail::mpi_op(op), win_),
                 "MPI_Accumulate");
     });
     owner_->count_send(target, count * es());
@@ -77,7 +177,7 @@ class MpiCommunicator::MpiWin final : public Window {
 
   void flush(int target) override {
     detail::check_peer("Window::flush", target, (int)window_bytes_.size());
-    mpi_check(MPI_Win_flush(target, win_), "MPI_Win_flush");
+    mpi_check(MPI_Win_flush(targets_[target], win_), "MPI_Win_flush");
   }
   void flush_all() override { mpi_check(MPI_Win_flush_all(win_), "MPI_Win_flush_all"); }
   void barrier() override {
@@ -92,6 +192,8 @@ class MpiCommunicator::MpiWin final : public Window {
  private:
   size_t es() const { return dtype_size(type_); }
   MPI_Datatype t() const { return detail::mpi_type(type_); }
+  // A dynamic window's displacements are absolute addresses in the target.
+  MPI_Aint disp(int target, size_t off) const { return MPI_Aint_add(addresses_[target], (MPI_Aint)off); }
 
   void check(const char* what, size_t count, int target, size_t off) const {
     detail::check_peer(what, target, (int)window_bytes_.size());
@@ -112,9 +214,12 @@ class MpiCommunicator::MpiWin final : public Window {
   MpiCommunicator* owner_;
   DType type_;
   size_t count_;
-  MPI_Comm comm_ = MPI_COMM_NULL;
-  MPI_Win win_ = MPI_WIN_NULL;
+  MPI_Win win_;               // the process's dynamic window (MPI_COMM_WORLD ranks)
+  std::vector<int> targets_;  // group rank -> world rank
+  MPI_Comm comm_ = MPI_COMM_NULL;  // this group, for the address exchange and barriers
+  const void* attached_ = nullptr;  // the attachment that holds our memory
   std::vector<uint64_t> window_bytes_;  // every rank's window size
+  std::vector<MPI_Aint> addresses_;     // every rank's window base
 };
 
 class MpiCommunicator::MpiSharedWin final : public SharedWindow {

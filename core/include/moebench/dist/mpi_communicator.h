@@ -2,7 +2,8 @@
 // MpiRuntime and MpiCommunicator: the OpenMPI backend (MPI_THREAD_MULTIPLE).
 //
 // MpiRuntime (RAII) initialises MPI when nobody has yet and finalises it when it did; every
-// MpiCommunicator / window must be destroyed before it.
+// MpiCommunicator / window must be destroyed before it. Its constructor and destructor are
+// collective over MPI_COMM_WORLD (they create and free the process's RMA window, see Windows).
 //
 // MpiCommunicator wraps one MPI communicator with MPI_ERRORS_RETURN: every MPI failure becomes
 // a std::runtime_error "<MPI call> failed: <MPI_Error_string>". Construction, split(), dup(),
@@ -44,14 +45,22 @@
 // split(color, key): MPI_Comm_split; color < 0 (MPI_UNDEFINED) returns nullptr.
 // Sub-communicators and dups inherit the traffic meter pointer.
 //
-// Windows: MPI_Win_create over the caller's memory (disp unit 1: target offsets in BYTES,
-// counts in elements of the window's dtype), passive target with MPI_Win_lock_all
-// (MPI_MODE_NOCHECK) for the window's whole life, on a dup of this communicator (so a window
-// may be used from another thread than the communicator). Bounds are checked against every
-// rank's window size. get / put / accumulate return at once (MPI semantics): dst holds the
-// data, and src may be reused, only after flush(target), flush_all() or barrier().
-// barrier(): flush_all + MPI_Win_sync + MPI_Barrier + MPI_Win_sync.
-// A window must be destroyed before its communicator.
+// Windows: one dynamic RMA window over MPI_COMM_WORLD per process (MPI_Win_create_dynamic, made
+// by MpiRuntime's constructor and freed by its destructor, passive target with
+// MPI_Win_lock_all(MPI_MODE_NOCHECK) in between). create_window() attaches the caller's memory
+// to it (MPI_Win_attach) and gathers every member's address and size over a dup of this
+// communicator (so a window may be used from another thread than the communicator); targets
+// are translated to world ranks. One window for all groups, rather than one MPI_Win_create per
+// group, because OpenMPI 4.1's osc/rdma names a window's shared-memory segment after its
+// communicator's context id, which the groups of one MPI_Comm_split share: their windows would
+// collide (open-mpi/ompi#9492). A rank may have at most osc_rdma_max_attach buffers attached
+// (an MCA parameter, 64 by default; the attach fails naming it otherwise). Offsets are in
+// BYTES, counts in elements of the window's dtype; bounds are checked against every rank's
+// window size. get / put / accumulate return at once (MPI semantics): dst holds the data, and
+// src may be reused, only after flush(target), flush_all() or barrier() (flushes cover every
+// window of the process: correct, if sometimes longer). barrier(): flush_all + MPI_Win_sync +
+// MPI_Barrier (this group) + MPI_Win_sync. The destructor flushes and barriers over the group
+// before detaching. A window needs a live MpiRuntime (create_window throws without one).
 // Shared windows: MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) + MPI_Win_allocate_shared; every
 // segment starts zeroed; sync() = MPI_Win_sync + barrier on the node communicator + MPI_Win_sync.
 #include <mpi.h>
@@ -72,7 +81,7 @@ class MpiRuntime {
   // provided thread level (fresh or pre-existing) is lower.
   MpiRuntime(int* argc, char*** argv);
   MpiRuntime() : MpiRuntime(nullptr, nullptr) {}
-  ~MpiRuntime();  // MPI_Finalize when this object initialised MPI
+  ~MpiRuntime();  // frees the RMA window; MPI_Finalize when this object initialised MPI
   MpiRuntime(const MpiRuntime&) = delete;
   MpiRuntime& operator=(const MpiRuntime&) = delete;
 
