@@ -1,7 +1,10 @@
 // moebench bench comm: collective bandwidth in the style of nccl-tests, through the same
 // Communicator the trainer uses.
 //   mpirun -np 4 moebench bench comm --op alltoall -b 8 -e 64M -f 2 [-n 20 -w 5 -c 1] [--json]
-// Outside a launcher it runs as a world of 1 rank (MPI singleton init).
+//        [--db FILE]
+// Outside a launcher it runs as a world of 1 rank (MPI singleton init). --db (alltoall and
+// allgather only) stores the busbw curve for MoNTA's cost model (store/comm_rate_record.h); the
+// table also ends with the curve written as cluster keys (*_busbw_bytes / *_busbw_gbs).
 //
 // Semantics follow nccl-tests (doc/PERFORMANCE.md there):
 //   size   bytes of the largest buffer a rank touches: allreduce / broadcast the buffer,
@@ -32,6 +35,7 @@
 #include "bench.h"
 #include "moebench/dist/local_communicator.h"
 #include "moebench/dist/mpi_communicator.h"
+#include "moebench/store/comm_rate_record.h"
 
 namespace moebench::cli {
 namespace {
@@ -43,6 +47,7 @@ struct CommBenchOptions {
   std::string min_bytes = "32M", max_bytes = "32M", step_bytes = "1M";
   int factor = 1, iters = 20, warmup = 5, check = 1;
   std::string backend = "mpi";
+  std::string db;  // store the curve (alltoall / allgather) in this run database
   bool json = false;
 };
 
@@ -294,7 +299,28 @@ int run_bench(Communicator& comm, const CommBenchOptions& o) {
     } else {
       std::printf("# Out of bounds values : %ld %s\n", wrong_total, wrong_total ? "FAILED" : "OK");
       std::printf("# Avg bus bandwidth    : %g \n#\n", avg);
+      // The curve as cluster keys (MoNTA's r1 / r2 = busbw / the link's bandwidth).
+      if ((op == Op::alltoall || op == Op::allgather) && comm.size() > 1) {
+        std::string xs, ys;
+        for (const Row& r : rows) {
+          if (r.size == 0 || !(r.busbw > 0)) continue;
+          xs += (xs.empty() ? "" : ", ") + std::to_string(r.size);
+          char y[32];
+          std::snprintf(y, sizeof y, "%.4g", r.busbw);
+          ys += (ys.empty() ? "" : ", ") + std::string(y);
+        }
+        std::printf("# cluster keys (measured, %d ranks):\n# %s_busbw_bytes = [%s]\n# %s_busbw_gbs = [%s]\n", comm.size(),
+                    o.op.c_str(), xs.c_str(), o.op.c_str(), ys.c_str());
+      }
       std::fflush(stdout);
+    }
+    if (!o.db.empty() && wrong_total == 0) {
+      std::vector<std::pair<double, double>> curve;
+      for (const Row& r : rows) curve.push_back({(double)r.size, r.busbw});
+      RunStore store(o.db);
+      const RunInfo run = record_comm_rate(store, o.op, comm.size(), curve);
+      std::fprintf(o.json ? stderr : stdout, "# stored as run %s (experiment %s) in %s, host %s\n",
+                   run.uuid.substr(0, 8).c_str(), kBenchExperiment, o.db.c_str(), run.host.c_str());
     }
   }
   return wrong_total > 0 ? 1 : 0;
@@ -336,11 +362,15 @@ void add_bench_comm(CLI::App& bench, Action& action) {
   cmd->add_option("--backend", o->backend, "Communicator: mpi, or local (1 rank, no MPI)")
       ->check(CLI::IsMember({"mpi", "local"}));
   cmd->add_flag("--json", o->json, "Print JSON instead of the table");
+  cmd->add_option("--db", o->db,
+                  "Store the alltoall / allgather curve in this run database (monta level = \"auto\" uses it)");
   cmd->callback([&action, o] {
     if (*parse_size(o->min_bytes) > *parse_size(o->max_bytes))
       throw CLI::ValidationError("-b", o->min_bytes + " is larger than -e " + o->max_bytes);
     if (o->factor == 1 && *parse_size(o->step_bytes) == 0)
       throw CLI::ValidationError("-i", "must be positive when -f is 1");
+    if (!o->db.empty() && o->op != "alltoall" && o->op != "allgather")
+      throw CLI::ValidationError("--db", "stores the alltoall and allgather curves (MoNTA's r1, r2), not --op " + o->op);
     action = [o] { return bench_comm(*o); };
   });
 }

@@ -5,7 +5,8 @@
 // rank (train/step_graph.h), built without MPI from synthetic routing, for any run.ranks.
 // moebench plan CONFIG --cluster FILE [--nodes N] [--ranks N] [--json] [--write-config OUT]: the
 // planner (train/block_planner.h): each MoE block's PREDICTED time under every applicable
-// strategy and option set on that cluster, the choice per block, and the config that runs it.
+// strategy and option set on that cluster, the choice per block, and the config that runs it;
+// with parallel.tp > 1 also MoNTA's cost-model choice per block (plan_monta.h).
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +16,7 @@
 
 #include "cluster_option.h"
 #include "commands.h"
+#include "plan_monta.h"
 #include "moebench/config/config_loader.h"
 #include "moebench/config/usage_error.h"
 #include "moebench/perf/cluster_model.h"
@@ -189,6 +191,7 @@ int cluster_plan_main(const std::string& path, const std::vector<std::string>& s
     j["mixed"] = plan.mixed;
     j["planned_strategy"] = plan.planned.strategy.name;
     j["planned_step_ms"] = plan.planned_step_ms;
+    if (cfg.parallel.tp > 1) j["monta"] = monta_plan_json(cfg, cluster);
     if (!written.empty()) j["written"] = written;
     std::cout << j.dump(2) << "\n";
     return 0;
@@ -218,6 +221,7 @@ int cluster_plan_main(const std::string& path, const std::vector<std::string>& s
   else
     std::printf("plan: %s for every block, predicted %.3f ms/step\n", cands[(size_t)plan.best_single].label.c_str(),
                 plan.planned_step_ms);
+  if (cfg.parallel.tp > 1) print_monta_plan(cfg, cluster);
   if (!written.empty()) std::printf("wrote %s (moebench run %s)\n", written.c_str(), written.c_str());
   return 0;
 }

@@ -22,6 +22,7 @@
 #include "commands.h"
 #include "launch_limits.h"
 #include "local_launch.h"
+#include "measured_comm_curves.h"
 #include "stop_signals.h"
 #include "moebench/config/config_loader.h"
 #include "moebench/config/usage_error.h"
@@ -242,6 +243,7 @@ int run_rank(const RunOptions& o) {
   }
   std::unique_ptr<Communicator> paced;  // [emulate]: world paced over the cluster's links
   try {
+    use_measured_comm_curves(cfg, *world);
     std::unique_ptr<Emulation> emu;
     if (!cfg.emulate.cluster.empty()) {
       emu = std::make_unique<Emulation>(resolve_emulation(cfg, world.get()));

@@ -1,6 +1,7 @@
 // ctest-labels: unit mpi
 // `moebench bench comm` through the built CLI: nccl-tests columns, one row per size, exact
-// correctness (#wrong 0) over 2 MPI ranks, JSON output, and exit code 2 on bad flags.
+// correctness (#wrong 0) over 2 MPI ranks, JSON output, the curve --db stores for MoNTA, and
+// exit code 2 on bad flags.
 // (Speed itself is never judged here.)
 #include <QtTest>
 
@@ -11,7 +12,12 @@
 #include <QProcessEnvironment>
 #include <QRegularExpression>
 
+#include <QTemporaryDir>
+
 #include <cmath>
+
+#include "moebench/dist/mpi_communicator.h"
+#include "moebench/store/comm_rate_record.h"
 
 using namespace Qt::StringLiterals;
 
@@ -109,6 +115,42 @@ class TestBenchComm : public QObject {
     }
   }
 
+  // --db stores the measured curve; latest_comm_rate finds it for this host (MoNTA's r1 source)
+  // with the rates the benchmark printed, and a record of the group's rank count wins over a
+  // newer one of another count.
+  void alltoall_curve_is_stored_for_monta() {
+    QTemporaryDir dir;
+    const QString db = dir.filePath(u"runs.db"_s);
+    auto bench = [&](const QString& ranks) {
+      return run(QStringLiteral(MOEBENCH_MPIEXEC),
+                 {u"--oversubscribe"_s, u"--bind-to"_s, u"none"_s, u"-np"_s, ranks, QStringLiteral(MOEBENCH_CLI), u"bench"_s,
+                  u"comm"_s, u"--op"_s, u"alltoall"_s, u"-b"_s, u"4K"_s, u"-e"_s, u"64K"_s, u"-f"_s, u"4"_s, u"-n"_s,
+                  u"2"_s, u"-w"_s, u"1"_s, u"--json"_s, u"--db"_s, db});
+    };
+    const Result two = bench(u"2"_s);
+    QVERIFY2(two.code == 0, qPrintable(two.out + two.err));
+    QVERIFY2(two.err.contains(u"stored as run"_s), qPrintable(two.err));
+    const QJsonArray rows = QJsonDocument::fromJson(two.out.toUtf8()).object()[u"rows"_s].toArray();
+    QCOMPARE(rows.size(), 3);
+    const Result three = bench(u"3"_s);  // newer, but measured with 3 ranks
+    QVERIFY2(three.code == 0, qPrintable(three.out + three.err));
+
+    moebench::RunStore store(db.toStdString());
+    const auto rate = moebench::latest_comm_rate(store, moebench::MpiRuntime::hostname(), "alltoall", 2);
+    QVERIFY(rate.has_value());
+    QCOMPARE(rate->ranks, 2);
+    QCOMPARE(rate->busbw.size(), size_t(3));
+    for (int i = 0; i < 3; ++i) {
+      const QJsonObject row = rows[i].toObject();
+      QCOMPARE(rate->busbw[i].first, row[u"size"_s].toDouble());
+      QVERIFY(std::abs(rate->busbw[i].second - row[u"busbw_gbps"_s].toDouble()) <= 1e-6 + 1e-6 * rate->busbw[i].second);
+    }
+    QCOMPARE(moebench::latest_comm_rate(store, moebench::MpiRuntime::hostname(), "alltoall", 3)->ranks, 3);
+    QCOMPARE(moebench::latest_comm_rate(store, moebench::MpiRuntime::hostname(), "alltoall", 5)->ranks, 3);  // the newest
+    QVERIFY(!moebench::latest_comm_rate(store, moebench::MpiRuntime::hostname(), "allgather", 2));
+    QVERIFY(!moebench::latest_comm_rate(store, "another-host", "alltoall", 2));
+  }
+
   void bad_flags_exit_2_data() {
     QTest::addColumn<QStringList>("args");
     QTest::newRow("unknown op") << QStringList{u"--op"_s, u"frob"_s};
@@ -116,6 +158,7 @@ class TestBenchComm : public QObject {
     QTest::newRow("min above max") << QStringList{u"-b"_s, u"1M"_s, u"-e"_s, u"1K"_s};
     QTest::newRow("check not 0 or 1") << QStringList{u"-c"_s, u"2"_s};
     QTest::newRow("unknown backend") << QStringList{u"--backend"_s, u"carrier-pigeon"_s};
+    QTest::newRow("--db for an op MoNTA does not use") << QStringList{u"--op"_s, u"allreduce"_s, u"--db"_s, u"x.db"_s};
   }
   void bad_flags_exit_2() {
     QFETCH(QStringList, args);

@@ -95,7 +95,7 @@ class TestConfig : public QObject {
         "unknown section [modle]; did you mean `model`?");
     row("unknown strategy", "[strategy]\nname = \"janus2\"\n", 2, "strategy.name", "unknown strategy \"janus2\" (known: expert_centric, hier_a2a");
     row("per_block count", "[moe]\nmoe_layers = [0, 1]\n[strategy]\nname = \"per_block\"\nper_block.blocks = [\"hier_a2a\"]\n", 5, "strategy.per_block.blocks", "needs one strategy per moe.moe_layers entry (2), got 1");
-    row("per_block unknown entry", "[moe]\nmoe_layers = [0]\n[strategy]\nname = \"per_block\"\nper_block.blocks = [\"janus\"]\n", 5, "strategy.per_block.blocks", "\"janus\" cannot run one block (expected expert_centric, hier_a2a or data_centric)");
+    row("per_block unknown entry", "[moe]\nmoe_layers = [0]\n[strategy]\nname = \"per_block\"\nper_block.blocks = [\"janus\"]\n", 5, "strategy.per_block.blocks", "\"janus\" cannot run one block (expected expert_centric, hier_a2a, data_centric or monta)");
     row("per_block not strings", "[strategy]\nname = \"per_block\"\nper_block.blocks = [1]\n", 3, "strategy.per_block.blocks", "expected an array of strings, element 0 is");
     row("per_block without its name", "[strategy]\nper_block.blocks = [\"hier_a2a\"]\n", 2, "strategy.per_block.blocks", "[strategy.per_block] does not apply to strategy.name = \"expert_centric\"");
     row("bad routing kind", "[moe]\nrouting = \"zipfian\"\n", 2, "moe.routing", "unknown kind \"zipfian\"");
@@ -108,6 +108,12 @@ class TestConfig : public QObject {
     row("batch default over the ranks", "[run]\nranks = 3\n", 2, "train.batch_size", "must divide over the 3 data-parallel ranks (run.ranks = 3), got 8");
     row("experts over all ranks", "[run]\nranks = 4\n[moe]\nmoe_layers = [0]\nexperts = 6\n", 5, "moe.experts", "the 6 experts of MoE block 0 do not divide over the 4 ranks (parallel.ep = 0: all of them)");
     row("ep over the ranks", "[run]\nranks = 6\n[train]\nbatch_size = 6\n[parallel]\nep = 4\n", 6, "parallel.ep", "must divide the 6 data-parallel ranks (run.ranks = 6), got 4");
+    row("busbw curve lengths", "[cluster]\nalltoall_busbw_bytes = [1e6, 1e8]\nalltoall_busbw_gbs = [2.0]\n", 3,
+        "cluster.alltoall_busbw_gbs", "has 1 entries but cluster.alltoall_busbw_bytes has 2; give one bus bandwidth per point");
+    row("busbw curve unsorted", "[cluster]\nallgather_busbw_bytes = [1e8, 1e6]\nallgather_busbw_gbs = [2.0, 3.0]\n", 2,
+        "cluster.allgather_busbw_bytes", "must be > 0 and strictly ascending, entry 1 is 1e+06");
+    row("busbw not positive", "[cluster]\nallgather_busbw_bytes = [1e6]\nallgather_busbw_gbs = [0.0]\n", 3,
+        "cluster.allgather_busbw_gbs", "must be > 0, entry 0 is 0");
     row("pcie pair beyond the node", "[run]\nranks = 4\n[cluster]\nnodes = 2\npcie_switch_pairs = [0, 2]\n", 5, "cluster.pcie_switch_pairs", "local rank 2 does not exist: a node has 2 ranks");
     row("hier_a2a group split unevenly", "[run]\nranks = 6\n[train]\nbatch_size = 6\n[cluster]\nnodes = 3\n[moe]\nmoe_layers = [0]\nexperts = 3\n[parallel]\nep = 3\n[strategy]\nname = \"hier_a2a\"\n", 13, "strategy.name", "hier_a2a needs the same number of expert-parallel ranks on every node, but the group of ranks 0-2 has 2 on node 0 and 1 on node 1");
     // Tensor parallelism: world = dp x tp (Megatron order); the data-parallel size dp =
@@ -155,6 +161,8 @@ class TestConfig : public QObject {
         "parallel.vocab_parallel", "model.vocab_size = 30 does not divide over the parallel.tp = 4 tensor-parallel ranks");
     row("expert_tp without tp", "[moe]\nexpert_tp = true\n", 2, "moe.expert_tp",
         "needs parallel.tp > 1 (the expert FFNs are sliced over the tensor-parallel ranks)");
+    row("expert_tp with janus", "[run]\nranks = 4\n[parallel]\ntp = 2\n[moe]\nmoe_layers = [1]\nexperts = 4\nexpert_tp = true\n[strategy]\nname = \"janus\"\n", 8,
+        "moe.expert_tp", "does not apply to data_centric pulls (strategy.name = \"janus\")");
     row("expert_tp with ppmoe", "[run]\nranks = 4\n[parallel]\ntp = 2\n[moe]\nmoe_layers = [1]\nexperts = 4\nexpert_tp = true\n[strategy]\nname = \"ppmoe\"\n", 8,
         "moe.expert_tp", "does not apply to strategy.name = \"ppmoe\"");
     // ppmoe: the expert-parallel group is the tensor-parallel group.
@@ -619,6 +627,8 @@ class TestConfig : public QObject {
         "inter_bw_gbs = 12.5\ninter_latency_us = 4.0\ndevices_per_nic = 3\nnodes_per_switch = 1\n"
         "spine_bw_gbs = 6.0\nspine_latency_us = 7.0\ncomm_overhead_us = 800.0\ncomm_us_per_mb = 1200.0\n"
         "task_names = [\"moe.experts\"]\ntask_overhead_us = [140.0]\ntask_factors = [2.5]\n"
+        "alltoall_busbw_bytes = [1e6, 1e8]\nalltoall_busbw_gbs = [2.0, 9.0]\nallgather_busbw_bytes = [4e6]\n"
+        "allgather_busbw_gbs = [30.0]\nd2d_bw_gbs = 400.0\n"
         "[parallel]\ntp = 1\ndp = 6\nep = 2\nmicrobatches = 2\nschedule = \"gpipe\"\nstage_layers = [6]\n[strategy]\nname = \"janus\"\n[strategy.expert_centric]\noverlap_degree = 2\n"
         "[strategy.data_centric]\ncredits = 3\npriority = false\nprefetch = true\nhierarchical = true\npcie_pairing = true\n"
         "[strategy.janus]\nthreshold = 2.5\n"

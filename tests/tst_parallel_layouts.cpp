@@ -30,7 +30,8 @@ struct Layout {
 // MoE blocks with 8 experts, micro-batches of one sequence (two when there is one micro-batch)
 // per data-parallel rank.
 // strategy: a strategy name, "+expert_tp" appended to slice the experts over the TP group,
-// "+vocab" to split the embedding and head by vocabulary rows.
+// "+vocab" to split the embedding and head by vocabulary rows; "monta:LEVEL:CHUNKS" for monta,
+// "per_block:A,B" for strategies A and B on the two MoE blocks.
 Config layout_config(const Layout& l, std::string strategy, int nodes, const std::string& routing, int steps = 20) {
   const int dp = l.ranks / (l.tp * l.pp);
   auto option = [&](const std::string& suffix) {
@@ -39,11 +40,15 @@ Config layout_config(const Layout& l, std::string strategy, int nodes, const std
     return true;
   };
   const bool vocab = option("+vocab"), expert_tp = option("+expert_tp");
-  std::vector<std::string> monta;  // "monta:LEVEL:CHUNKS"
+  std::vector<std::string> monta;  // the strategy's own keys: "monta:LEVEL:CHUNKS", "per_block:A,B"
   if (strategy.starts_with("monta:")) {
     const size_t colon = strategy.find(':', 6);
     monta = {"strategy.monta.level=" + strategy.substr(6, colon - 6), "strategy.monta.chunks=" + strategy.substr(colon + 1)};
     strategy = "monta";
+  } else if (strategy.starts_with("per_block:")) {  // "per_block:A,B": one strategy per MoE block
+    monta = {"strategy.per_block.blocks=[\"" + strategy.substr(10, strategy.find(',') - 10) + "\", \"" +
+             strategy.substr(strategy.find(',') + 1) + "\"]"};
+    strategy = "per_block";
   }
   std::vector<std::string> sets = {"train.steps=" + std::to_string(steps),
                                     "train.batch_size=" + std::to_string(dp * std::max(2, l.micro)), "train.eval_every=0",
@@ -104,7 +109,7 @@ class TestParallelLayouts : public QObject {
     row("tp2 x dp2 data_centric", 4, 2, 1, 1, "1f1b", "data_centric", 1, "learned");
     row("tp2 x pp2 data_centric, 2 micro-batches gpipe (one EP rank)", 4, 2, 2, 2, "gpipe", "data_centric", 1, "learned");
     row("pp2 x dp2 janus, 2 nodes, 2 micro-batches", 4, 1, 2, 2, "1f1b", "janus", 2, "learned");
-    row("tp2 x dp2 janus, experts sliced over TP, 2 nodes", 4, 2, 1, 1, "1f1b", "janus+expert_tp", 2, "zipf:1.2");
+    row("tp2 x dp2 janus, 2 nodes", 4, 2, 1, 1, "1f1b", "janus", 2, "zipf:1.2");
     row("tp2 x dp2 expert_centric, experts sliced over TP", 4, 2, 1, 1, "1f1b", "expert_centric+expert_tp", 1, "learned");
     row("tp4 expert_centric, experts sliced over TP", 4, 4, 1, 1, "1f1b", "expert_centric+expert_tp", 1, "zipf:1.2");
     row("tp2 x dp2 expert_centric, vocabulary-parallel embedding and head", 4, 2, 1, 1, "1f1b", "expert_centric+vocab", 1, "learned");
@@ -119,6 +124,8 @@ class TestParallelLayouts : public QObject {
     row("tp2 x dp2 monta auto, sliced experts, zipf, 2 nodes", 4, 2, 1, 1, "1f1b", "monta:auto:auto+expert_tp", 2, "zipf:1.5");
     row("tp4 x dp2 monta O3 4 chunks, sliced experts, 2 nodes", 8, 4, 1, 1, "1f1b", "monta:O3:4+expert_tp", 2, "learned");
     row("tp2 x dp4 monta O2 2 chunks, 2 nodes", 8, 2, 1, 1, "1f1b", "monta:O2:2", 2, "zipf:1.2");
+    row("tp2 x dp4 per_block monta auto + data_centric, 2 nodes", 8, 2, 1, 1, "1f1b",
+        "per_block:monta,data_centric", 2, "learned");
     row("tp2 x pp2 x dp2 monta O3 3 chunks, sliced experts, 2 nodes", 8, 2, 2, 2, "gpipe", "monta:O3:3+expert_tp", 2, "learned");
     row("tp2 x dp4 expert_centric, 2 nodes", 8, 2, 1, 1, "1f1b", "expert_centric", 2, "learned");
     row("tp2 x pp2 x dp2 data_centric, 2 nodes", 8, 2, 2, 2, "gpipe", "data_centric", 2, "learned");

@@ -13,17 +13,20 @@
 #include <QtTest>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include <string>
 #include <vector>
 
 #include "moebench/config/config.h"
+#include "moebench/config/config_loader.h"
 #include "moebench/config/strategy_names.h"
 #include "moebench/dist/topology.h"
 #include "moebench/moe/block_graph.h"
 #include "moebench/perf/cluster_model.h"
 #include "moebench/runtime/graph_dump.h"
+#include "moebench/strategies/monta.h"
 #include "moebench/strategies/registry.h"
 
 #include "test_support.h"
@@ -576,6 +579,38 @@ class TestStrategyGraphs : public QObject {
   // AllToAlls match chunk by chunk) although their own volumes differ by 10^7 (EP rank 0 routes
   // 10 rows, rank 1 10^8): the choice is made on the group's mean volume, which is large enough
   // for pipelined chunks on this cluster.
+  // The cluster file's measured curves reach the cost model: monta.toml holds the paper's
+  // Table 8 efficiencies as bus bandwidths (r1 0.427 / 0.632 / 0.741 of 25 GB/s at 2^23 / 2^25 /
+  // 2^28 bytes, r2 0.726 / 0.776 of 200 GB/s at 2^26 / 2^28, copies at 1280 GB/s). One 8192-token
+  // sequence of width 8192 per rank, top-1: I = 2^28 bytes; t = 8, e = 2 (one EP peer per node).
+  // By hand: baseline 2^28 / 2 / (25e9 x 0.741) = 7.2452 ms; O1 2^25 / 2 / (25e9 x 0.632) +
+  // 2^28 x 7/8 / (200e9 x 0.776) = 1.06188 + 1.51336 ms; O3 with 4 chunks: AA_j 2^23 / 2 /
+  // (25e9 x 0.427) = 0.392913, AG_j 2^26 x 7/8 / (200e9 x 0.726) = 0.404409, D2D 2^26 / 1.28e12
+  // = 0.0524288 ms, T = AA_j + 4 AG_j + D2D = 2.06298 ms.
+  void monta_cluster_curves_give_table_8() {
+    const std::string cluster = std::string(MOEBENCH_SOURCE_DIR) + "/sample_configs/clusters/monta.toml";
+    const Config cfg = parse_config("", "t.toml",
+                                    {"run.ranks=16", "parallel.tp=8", "train.batch_size=2", "model.seq_len=8192",
+                                     "model.hidden=8192", "model.heads=64", "moe.experts=2", "moe.top_k=1",
+                                     "moe.moe_layers=[1]", "strategy.name=monta", "cluster.file=" + cluster});
+    const auto rows = monta_block_choices(cfg, cluster_model(cfg));
+    QCOMPARE(rows.size(), size_t(1));
+    const MontaBlockChoice& c = rows[0];
+    QCOMPARE(c.I, 268435456.0);
+    QVERIFY(c.measured_r1 && c.measured_r2);
+    auto near = [](double seconds, double ms) { return std::abs(seconds * 1e3 - ms) < 1e-4; };
+    QVERIFY2(near(c.baseline, 7.24519), qPrintable(QString::number(c.baseline * 1e3, 'g', 8)));
+    QVERIFY2(near(c.O1, 1.06188 + 1.51336), qPrintable(QString::number(c.O1 * 1e3, 'g', 8)));
+    QCOMPARE(c.O3.chunks, 4);
+    QVERIFY2(near(c.O3.seconds, 2.06298), qPrintable(QString::number(c.O3.seconds * 1e3, 'g', 8)));
+    QCOMPARE(monta_level_name(c.chosen.level), "O3");
+    // Without the curves the link fallback decides (and says so).
+    Config bare = cfg;
+    bare.cluster.alltoall_busbw_bytes.clear();
+    bare.cluster.alltoall_busbw_gbs.clear();
+    QVERIFY(!monta_block_choices(bare, cluster_model(bare))[0].measured_r1);
+  }
+
   void monta_auto_chooses_alike_on_every_ep_rank() {
     ClusterSpec spec;
     spec.nodes = 2;

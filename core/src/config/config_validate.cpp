@@ -78,6 +78,8 @@ class Checker {
 
   void run();
   void check_cluster();
+  void check_curve(const char* xs_key, const std::vector<double>& xs, const char* ys_key, const std::vector<double>& ys,
+                   const char* noun, const char* range, double max);
 
  private:
   void check_run();
@@ -211,9 +213,9 @@ void Checker::check_strategy_options() {
                                      std::to_string(c_.moe.moe_layers.size()) + "), got " +
                                      std::to_string(o.per_block.blocks.size()));
     for (const std::string& n : o.per_block.blocks)
-      if (n != "expert_centric" && n != "hier_a2a" && n != "data_centric") {
-        fail("strategy.per_block.blocks", "\"" + excerpt(n) + "\" cannot run one block (expected expert_centric, hier_a2a or "
-                                   "data_centric)");
+      if (n != "expert_centric" && n != "hier_a2a" && n != "data_centric" && n != "monta") {
+        fail("strategy.per_block.blocks", "\"" + excerpt(n) + "\" cannot run one block (expected expert_centric, hier_a2a, "
+                                   "data_centric or monta)");
         break;
       }
   }
@@ -391,6 +393,13 @@ int Checker::check_groups() {
     else if (c_.strategy.name == "ppmoe")
       fail("moe.expert_tp", "does not apply to strategy.name = \"ppmoe\" (it places whole experts inside the "
                             "tensor-parallel group); use expert_centric or hier_a2a",
+           "strategy.name");
+    else if (c_.strategy.name == "data_centric" || c_.strategy.name == "janus" ||
+             (c_.strategy.name == "per_block" && uses_per_block("data_centric")))
+      // The pulls move an owner's experts as one block w1|b1|w2|b2 each; a sliced expert's
+      // replicated b2 lives apart from its slices in the parameter arena.
+      fail("moe.expert_tp", "does not apply to data_centric pulls (strategy.name = \"" + c_.strategy.name +
+                                "\"): they fetch whole experts; use expert_centric, hier_a2a or monta",
            "strategy.name");
   }
   if (ok({"strategy.name"}) && c_.strategy.name == "ppmoe") {
@@ -583,25 +592,37 @@ void Checker::check_cluster() {
       }
     }
   }
-  if (!ok({"cluster.efficiency_flops", "cluster.efficiency"})) return;
-  const auto& xs = k.efficiency_flops;
-  const auto& ys = k.efficiency;
+  non_negative_number("cluster.d2d_bw_gbs", k.d2d_bw_gbs, " (0 = cluster.copy_bw_gbs)");
+  check_curve("cluster.efficiency_flops", k.efficiency_flops, "cluster.efficiency", k.efficiency, "efficiency",
+              "in (0, 1]", 1.0);
+  check_curve("cluster.alltoall_busbw_bytes", k.alltoall_busbw_bytes, "cluster.alltoall_busbw_gbs", k.alltoall_busbw_gbs,
+              "bus bandwidth", "> 0", 0.0);
+  check_curve("cluster.allgather_busbw_bytes", k.allgather_busbw_bytes, "cluster.allgather_busbw_gbs",
+              k.allgather_busbw_gbs, "bus bandwidth", "> 0", 0.0);
+}
+
+// A measured curve: points xs (> 0, strictly ascending) and one value ys each (a `noun`), > 0
+// and at most `max` when max > 0.
+void Checker::check_curve(const char* xs_key, const std::vector<double>& xs, const char* ys_key,
+                          const std::vector<double>& ys, const char* noun, const char* range, double max) {
+  if (!ok({xs_key, ys_key})) return;
   if (xs.size() != ys.size()) {
-    fail("cluster.efficiency", "has " + std::to_string(ys.size()) + " entries but cluster.efficiency_flops has " +
-                                   std::to_string(xs.size()) + "; give one efficiency per point",
-         "cluster.efficiency_flops");
+    fail(ys_key, "has " + std::to_string(ys.size()) + " entries but " + xs_key + " has " + std::to_string(xs.size()) +
+                     "; give one " + noun + " per point",
+         xs_key);
     return;
   }
   for (size_t i = 0; i < xs.size(); ++i) {
     if (!(xs[i] > 0.0) || (i > 0 && !(xs[i] > xs[i - 1]))) {
-      fail("cluster.efficiency_flops", "must be > 0 and strictly ascending, entry " + std::to_string(i) + " is " +
-                                           number_text(xs[i]));
+      fail(xs_key, "must be > 0 and strictly ascending, entry " + std::to_string(i) + " is " + number_text(xs[i]));
       break;
     }
   }
   for (size_t i = 0; i < ys.size(); ++i)
-    if (!(ys[i] > 0.0 && ys[i] <= 1.0)) {
-      fail("cluster.efficiency", "must be in (0, 1], entry " + std::to_string(i) + " is " + number_text(ys[i]));
+    if (!(ys[i] > 0.0 && (max <= 0.0 || ys[i] <= max) && std::isfinite(ys[i]))) {
+      std::string what = "must be ";
+      what += range;
+      fail(ys_key, what + ", entry " + std::to_string(i) + " is " + number_text(ys[i]));
       break;
     }
 }

@@ -187,6 +187,10 @@ std::string ClusterModel::describe() const {
     out += ", " + std::to_string(per_switch_) + " nodes per switch, spine " +
            (s.spine.bandwidth > 0 ? link_text(s.spine) : std::string("= inter"));
   out += ", copy " + num(s.copy_bandwidth / 1e9) + " GB/s";
+  if (s.d2d_bandwidth > 0) out += ", device copies " + num(s.d2d_bandwidth / 1e9) + " GB/s";
+  if (!s.alltoall_busbw.empty() || !s.allgather_busbw.empty())
+    out += ", measured AllToAll / AllGather curves (" + std::to_string(s.alltoall_busbw.size()) + " / " +
+           std::to_string(s.allgather_busbw.size()) + " points)";
   if (s.comm_overhead > 0 || s.comm_seconds_per_byte > 0)
     out += ", comm tasks +" + num(s.comm_overhead * 1e6) + " us +" + num(s.comm_seconds_per_byte * 1e12) + " us/MB";
   if (!s.task_costs.empty()) out += ", " + std::to_string(s.task_costs.size()) + " fitted task costs";
@@ -214,6 +218,11 @@ ClusterSpec cluster_spec(const ClusterConfig& k, int world_size) {
   s.devices_per_nic = k.devices_per_nic;
   s.nodes_per_switch = k.nodes_per_switch;
   s.pcie_switch_pairs = k.pcie_switch_pairs;
+  for (size_t i = 0; i < k.alltoall_busbw_bytes.size() && i < k.alltoall_busbw_gbs.size(); ++i)
+    s.alltoall_busbw.push_back({k.alltoall_busbw_bytes[i], k.alltoall_busbw_gbs[i] * 1e9});
+  for (size_t i = 0; i < k.allgather_busbw_bytes.size() && i < k.allgather_busbw_gbs.size(); ++i)
+    s.allgather_busbw.push_back({k.allgather_busbw_bytes[i], k.allgather_busbw_gbs[i] * 1e9});
+  s.d2d_bandwidth = k.d2d_bw_gbs * 1e9;
   return s;
 }
 

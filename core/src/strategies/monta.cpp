@@ -273,6 +273,15 @@ MontaInputs monta_inputs(const ClusterModel& cluster, const MoeContext& ctx, dou
     if (spans) l.bandwidth = cluster.inter_bandwidth_per_device();
     return l;
   };
+  // A measured busbw curve as efficiencies of bandwidth B (raised to the best measured rate when
+  // the link is faster than described, so that r <= 1 and B r is what was measured).
+  auto measured = [](const std::vector<std::pair<double, double>>& busbw, double& B) {
+    for (const auto& [bytes, bw] : busbw) B = std::max(B, bw);
+    std::vector<std::pair<double, double>> points;
+    for (const auto& [bytes, bw] : busbw) points.push_back({bytes, bw / B});
+    return efficiency_curve(points);
+  };
+  const ClusterSpec& spec = cluster.spec();
   MontaInputs in;
   in.I = I;
   in.t = std::max(1, ctx.tp_size);
@@ -281,14 +290,55 @@ MontaInputs monta_inputs(const ClusterModel& cluster, const MoeContext& ctx, dou
   const LinkSpec tp = ctx.tp_world.empty() ? cluster.link(ClusterLink::intra_node) : link_of(ctx.tp_world);
   in.B1 = ep.bandwidth;
   in.B2 = tp.bandwidth;
-  in.B3 = cluster.spec().copy_bandwidth;
-  in.r1 = link_efficiency(in.B1, ep.latency, in.e - 1, (in.e - 1.0) / in.e);
-  in.r2 = link_efficiency(in.B2, tp.latency, in.t - 1, (in.t - 1.0) / in.t);
+  in.B3 = spec.d2d_bandwidth > 0 ? spec.d2d_bandwidth : spec.copy_bandwidth;
   in.r3 = [](double) { return 1.0; };
-  in.I_minimal = in.e * ep.latency * in.B1;
+  if (!spec.alltoall_busbw.empty()) {
+    in.r1 = measured(spec.alltoall_busbw, in.B1);
+    in.I_minimal = spec.alltoall_busbw.front().first;  // nothing measured below: no chunk goes there
+  } else {
+    in.r1 = link_efficiency(in.B1, ep.latency, in.e - 1, (in.e - 1.0) / in.e);
+    in.I_minimal = in.e * ep.latency * in.B1;  // the volume at 50 % efficiency
+  }
+  in.r2 = spec.allgather_busbw.empty() ? link_efficiency(in.B2, tp.latency, in.t - 1, (in.t - 1.0) / in.t)
+                                       : measured(spec.allgather_busbw, in.B2);
   const double rows = ctx.C > 0 ? I / ((double)ctx.C * sizeof(float)) : 1.0;
   in.max_chunks = (int)std::clamp(rows / in.t, 1.0, 65536.0);
   return in;
+}
+
+std::vector<MontaBlockChoice> monta_block_choices(const Config& cfg, const ClusterModel& cluster) {
+  const int tp = std::max(1, cfg.parallel.tp), pp = std::max(1, cfg.parallel.pp);
+  const int dp = cfg.parallel.dp > 0 ? cfg.parallel.dp : cfg.run.ranks / (tp * pp);
+  const int ep = cfg.parallel.ep > 0 ? cfg.parallel.ep : dp;
+  if (dp < 1 || tp * pp * dp != cluster.world_size())
+    throw std::invalid_argument("monta: the cluster's " + std::to_string(cluster.world_size()) +
+                                " devices are not parallel.pp x dp x tp = " + std::to_string(pp) + " x " +
+                                std::to_string(dp) + " x " + std::to_string(tp));
+  MoeContext ctx;
+  ctx.C = cfg.model.hidden;
+  ctx.tp_size = tp;
+  ctx.ep_size = ep;
+  for (int r = 0; r < tp; ++r) ctx.tp_world.push_back(r);
+  for (int d = 0; d < ep; ++d) ctx.ep_world.push_back(d * tp);
+  const double tokens = (double)cfg.train.batch_size / dp / std::max(1, cfg.parallel.microbatches) * cfg.model.seq_len;
+  const double I = tokens * cfg.moe.top_k * cfg.model.hidden * sizeof(float);
+  std::vector<MontaBlockChoice> out;
+  for (int block : cfg.moe.moe_layers) {
+    const MontaInputs in = monta_inputs(cluster, ctx, I);
+    MontaBlockChoice c;
+    c.block = block;
+    c.I = I;
+    c.baseline = monta_seconds(in, MontaLevel::baseline);
+    c.O1 = monta_seconds(in, MontaLevel::O1);
+    c.O2 = monta_best_chunks(in, MontaLevel::O2);
+    c.O3 = monta_best_chunks(in, MontaLevel::O3);
+    c.chosen = monta_select(in);
+    c.bound = monta_speedup_bound(in);
+    c.measured_r1 = !cluster.spec().alltoall_busbw.empty();
+    c.measured_r2 = !cluster.spec().allgather_busbw.empty();
+    out.push_back(c);
+  }
+  return out;
 }
 
 MontaPlan resolve_monta_plan(const MontaOptions& options, const MoeContext& ctx, double I, const ClusterModel* cluster) {

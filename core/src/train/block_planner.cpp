@@ -54,6 +54,12 @@ std::vector<PlanCandidate> candidates_of(const Config& base) {
     s.data_centric.prefetch = false;
     s.data_centric.credits = credits;
   });
+  // MoNTA (tensor parallelism only): its cost model's choice, and each level with its best chunks.
+  for (const char* level : {"auto", "O1", "O2", "O3"})
+    add(std::string("monta ") + level, "monta", [level](StrategyConfig& s) {
+      s.monta.level = level;
+      s.monta.chunks = "auto";
+    });
   return out;
 }
 
@@ -64,8 +70,7 @@ std::string inapplicable(const Config& c) {
   const bool hier = c.strategy.name == "hier_a2a" || (c.strategy.name == "data_centric" && c.strategy.data_centric.hierarchical);
   if (hier && nodes < 2) return "one node: nothing hierarchical to exploit";
   const int tp = std::max(1, c.parallel.tp), pp = std::max(1, c.parallel.pp);
-  if (c.strategy.name == "data_centric" && (tp > 1 || pp > 1))
-    return "pulls with parallel.tp or pp > 1 do not run (OpenMPI 4.1 window collision, config check)";
+  if (c.strategy.name == "monta" && tp == 1) return "parallel.tp = 1: no tensor-parallel redundancy to drop";
   if (c.strategy.name == "hier_a2a") {
     const int ep = c.parallel.ep > 0 ? c.parallel.ep : W / (tp * pp);
     if (ep % per_node != 0 && per_node % ep != 0) return "EP groups do not cover whole nodes";
@@ -142,6 +147,7 @@ StepPlan plan_blocks(const Config& cfg) {
     if (strategy == "expert_centric") mix.strategy.expert_centric = s.expert_centric;
     if (strategy == "hier_a2a") mix.strategy.hier_a2a = s.hier_a2a;
     if (strategy == "data_centric") mix.strategy.data_centric = s.data_centric;
+    if (strategy == "monta") mix.strategy.monta = s.monta;
   }
   const bool uniform = std::all_of(plan.blocks.begin(), plan.blocks.end(),
                                    [&](const BlockChoice& b) { return b.candidate == plan.blocks.front().candidate; });

@@ -49,6 +49,14 @@ struct ClusterConfig {
   int nodes_per_switch = 0;              // nodes under one leaf switch; 0 = all nodes
   double spine_bw_gbs = 0.0;             // between leaf switches, per NIC; 0 = the inter link
   double spine_latency_us = 0.0;
+  // Measured collective rates (`moebench bench comm`, busbw: nccl-tests' bus bandwidth) by the
+  // bytes of one operation (alltoall: one rank's send buffer; allgather: the receive buffer),
+  // ascending; [] = none measured. MoNTA's efficiencies r1, r2 are busbw / the link's bandwidth.
+  std::vector<double> alltoall_busbw_bytes;
+  std::vector<double> alltoall_busbw_gbs;
+  std::vector<double> allgather_busbw_bytes;
+  std::vector<double> allgather_busbw_gbs;
+  double d2d_bw_gbs = 0.0;  // device-memory copies (MoNTA's B3 x r3), GB/s; 0 = copy_bw_gbs
   // This host's own costs beyond the model (`moebench calibrate` fits them on reference runs,
   // perf/calibration.h): what a comm task takes beyond its transfers, and a compute task of a
   // listed name taking task_overhead_us + task_factors x the compute model's time.

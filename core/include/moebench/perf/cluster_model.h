@@ -76,6 +76,10 @@ struct ClusterSpec {
   double comm_overhead = 0;
   double comm_seconds_per_byte = 0;
   std::vector<TaskCostFit> task_costs;
+  // Measured collective rates (ClusterConfig's *_busbw_* keys): (bytes, bus bandwidth in
+  // bytes/s), ascending; empty = none. And the device-memory copy rate (0 = copy_bandwidth).
+  std::vector<std::pair<double, double>> alltoall_busbw, allgather_busbw;
+  double d2d_bandwidth = 0;
 };
 
 class ClusterModel {

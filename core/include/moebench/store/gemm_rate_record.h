@@ -17,7 +17,6 @@
 
 namespace moebench {
 
-inline constexpr const char* kBenchExperiment = "bench";
 inline constexpr const char* kGemmRateMetric = "sgemm_gflops";
 
 struct GemmRate {

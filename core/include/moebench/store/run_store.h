@@ -16,6 +16,9 @@
 
 namespace moebench {
 
+// The experiment of the benchmarks' records (bench gemm / bench comm results runs carry).
+inline constexpr const char* kBenchExperiment = "bench";
+
 class StoreError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;

@@ -17,10 +17,12 @@ struct MontaPlan {
 
 // The cost model's inputs for one AllToAll of I bytes of the block of ctx on `cluster`:
 // t = ctx.tp_size, e = ctx.ep_size; B1 / B2 the links of the EP and TP groups (a node's NIC
-// shared by its devices when the group spans nodes, else the intra-node link), B3 the copy
-// bandwidth; r1, r2 the links' own efficiency (latency per message against bytes / bandwidth:
-// link_efficiency), r3 = 1. No measured curves yet: this is the stated fallback. I_minimal is
-// the volume at which the AllToAll's efficiency falls to 1/2 (e * latency * B1).
+// shared by its devices when the group spans nodes, else the intra-node link), B3 the cluster's
+// d2d_bw_gbs (else copy_bw_gbs) with r3 = 1. r1, r2: the cluster's measured AllToAll / AllGather
+// curves (busbw / B; `moebench bench comm`, cluster keys *_busbw_*), or where none was measured
+// the link's own curve (latency per message against bytes / bandwidth: link_efficiency), the
+// stated fallback. I_minimal: the smallest measured AllToAll (nothing is known below it), or
+// without a curve the volume at which the AllToAll's efficiency falls to 1/2 (e latency B1).
 MontaInputs monta_inputs(const ClusterModel& cluster, const MoeContext& ctx, double I);
 
 // The level and chunks of [strategy.monta] for a block moving I bytes per AllToAll: as set, or
@@ -28,5 +30,20 @@ MontaInputs monta_inputs(const ClusterModel& cluster, const MoeContext& ctx, dou
 // Algorithms 1-2 for the chunks). tp = 1 runs the baseline (nothing to drop). Throws
 // std::invalid_argument for "auto" without a cluster.
 MontaPlan resolve_monta_plan(const MontaOptions& options, const MoeContext& ctx, double I, const ClusterModel* cluster);
+
+// The cost model on a config (plan --cluster, experiments/monta): per MoE block, the AllToAll of
+// world rank 0's groups (TP ranks 0..t-1; its EP group of ep consecutive data-parallel ranks),
+// I = tokens per micro-batch and rank x top_k x hidden x 4 bytes (balanced routing), every
+// level's predicted seconds (O2 / O3 at their best chunks) and Algorithm 3's choice. Also says
+// whether r1 / r2 come from measured curves (else the link fallback). Predicted, never measured.
+struct MontaBlockChoice {
+  int block = 0;
+  double I = 0;
+  double baseline = 0, O1 = 0;
+  MontaChoice O2, O3, chosen;
+  double bound = 0;  // eq. 13
+  bool measured_r1 = false, measured_r2 = false;
+};
+std::vector<MontaBlockChoice> monta_block_choices(const Config& cfg, const ClusterModel& cluster);
 
 }  // namespace moebench
