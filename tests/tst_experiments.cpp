@@ -17,6 +17,7 @@ class TestExperiments : public QObject {
                            << u"RESULT: Table 1 matches; every direction holds (predicted)"_s;
     QTest::newRow("pipeline_moe") << u"experiments/pipeline_moe/run.sh"_s
                                   << u"RESULT: Table 2's speed-ratio ordering holds (predicted)"_s;
+    QTest::newRow("monta") << u"experiments/monta/run.sh"_s << u"RESULT: Table 8 and the eq. 13 bound match (predicted)"_s;
   }
   void scripts() {
     QFETCH(QString, script);

@@ -330,9 +330,18 @@ std::vector<MontaBlockChoice> monta_block_choices(const Config& cfg, const Clust
     c.I = I;
     c.baseline = monta_seconds(in, MontaLevel::baseline);
     c.O1 = monta_seconds(in, MontaLevel::O1);
-    c.O2 = monta_best_chunks(in, MontaLevel::O2);
-    c.O3 = monta_best_chunks(in, MontaLevel::O3);
-    c.chosen = monta_select(in);
+    if (cfg.strategy.monta.chunks == "auto") {
+      c.O2 = monta_best_chunks(in, MontaLevel::O2);
+      c.O3 = monta_best_chunks(in, MontaLevel::O3);
+      c.chosen = monta_select(in);
+    } else {  // the chunks set: Algorithm 3 over O1 and O2 / O3 at N
+      const int N = std::stoi(cfg.strategy.monta.chunks);
+      c.O2 = {MontaLevel::O2, N, monta_seconds(in, MontaLevel::O2, N)};
+      c.O3 = {MontaLevel::O3, N, monta_seconds(in, MontaLevel::O3, N)};
+      c.chosen = {MontaLevel::O1, 1, c.O1};
+      for (const MontaChoice& o : {c.O2, c.O3})
+        if (o.seconds < c.chosen.seconds) c.chosen = o;
+    }
     c.bound = monta_speedup_bound(in);
     c.measured_r1 = !cluster.spec().alltoall_busbw.empty();
     c.measured_r2 = !cluster.spec().allgather_busbw.empty();

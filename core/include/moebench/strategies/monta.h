@@ -34,7 +34,8 @@ MontaPlan resolve_monta_plan(const MontaOptions& options, const MoeContext& ctx,
 // The cost model on a config (plan --cluster, experiments/monta): per MoE block, the AllToAll of
 // world rank 0's groups (TP ranks 0..t-1; its EP group of ep consecutive data-parallel ranks),
 // I = tokens per micro-batch and rank x top_k x hidden x 4 bytes (balanced routing), every
-// level's predicted seconds (O2 / O3 at their best chunks) and Algorithm 3's choice. Also says
+// level's predicted seconds (O2 / O3 at their best chunks, or at [strategy.monta] chunks when
+// it is a number) and Algorithm 3's choice. Also says
 // whether r1 / r2 come from measured curves (else the link fallback). Predicted, never measured.
 struct MontaBlockChoice {
   int block = 0;
