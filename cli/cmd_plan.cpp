@@ -17,7 +17,6 @@
 
 #include "cluster_option.h"
 #include "commands.h"
-#include "plan_memory.h"
 #include "moebench/config/config_loader.h"
 #include "moebench/config/usage_error.h"
 #include "moebench/perf/cluster_model.h"
@@ -25,6 +24,7 @@
 #include "moebench/strategies/janus.h"
 #include "moebench/train/block_planner.h"
 #include "moebench/train/step_graph.h"
+#include "plan_memory.h"
 
 namespace moebench::cli {
 
@@ -248,7 +248,8 @@ void add_plan_command(CLI::App& app, Action& action) {
   auto nodes = std::make_shared<int>(0);
   auto write = std::make_shared<std::string>();
   cmd->add_option("--cluster", *cluster,
-                  "Simulate every strategy per MoE block on this cluster file and choose (replaces [cluster])");
+                  "Simulate every strategy per MoE block on this cluster file and choose (replaces [cluster]; with "
+                  "--memory only its devices)");
   cmd->add_option("--nodes", *nodes, "Nodes of the --cluster file's cluster (resizes it)")->check(positive());
   cmd->add_option("--write-config", *write, "With --cluster: write the chosen config (strategy per_block) here");
   cmd->callback([&action, config, sets, json, ranks, graph, cluster, nodes, write, memory] {

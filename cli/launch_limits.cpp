@@ -11,23 +11,10 @@
 
 #include "moebench/config/usage_error.h"
 #include "moebench/perf/memory_model.h"
+#include "number_text.h"
 
 namespace moebench::cli {
 namespace {
-
-// "1.5 GB"
-std::string gigabytes(double bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, bytes >= 1e9 ? "%.1f GB" : "%.0f MB", bytes >= 1e9 ? bytes / 1e9 : bytes / 1e6);
-  return buf;
-}
-
-// "1234567" (a count held in a double: configs of absurd size give counts beyond 64 bits)
-std::string count(double n) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.0f", n);
-  return buf;
-}
 
 // A cgroup v2 file holding one number, or "max"; 0 when absent or unlimited.
 uint64_t cgroup_value(const std::string& name) {
@@ -82,13 +69,13 @@ void check_local_launch(const Config& cfg, int ranks) {
   const TrainerMemory& worst = model.worst_fp32().fp32;
   const uint64_t avail = available_memory_bytes();
   if (avail > 0 && need > (double)avail)
-    throw UsageError("refusing to start " + what + ": they need about " + gigabytes(need) + " of memory (up to " +
-                     gigabytes(kRankBaseBytes + worst.peak()) + " for one rank: " +
-                     gigabytes(worst.weights + worst.gradients + worst.adam) + " for " + count(worst.parameters) +
+    throw UsageError("refusing to start " + what + ": they need about " + bytes_text(need) + " of memory (up to " +
+                     bytes_text(kRankBaseBytes + worst.peak()) + " for one rank: " +
+                     bytes_text(worst.weights + worst.gradients + worst.adam) + " for " + count_text(worst.parameters) +
                      " parameters' weights, gradients and Adam moments, " +
-                     gigabytes(worst.activations + worst.workspace) + " of activations and workspace" +
-                     (worst.checkpoint > 0 ? ", " + gigabytes(worst.checkpoint) + " to write a checkpoint" : "") +
-                     "; moebench plan --memory details it) and " + gigabytes((double)avail) + " is available; " +
+                     bytes_text(worst.activations + worst.workspace) + " of activations and workspace" +
+                     (worst.checkpoint > 0 ? ", " + bytes_text(worst.checkpoint) + " to write a checkpoint" : "") +
+                     "; moebench plan --memory details it) and " + bytes_text((double)avail) + " is available; " +
                      kOverride);
 }
 

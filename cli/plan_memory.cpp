@@ -10,6 +10,7 @@
 #include "moebench/config/config_loader.h"
 #include "moebench/config/usage_error.h"
 #include "moebench/perf/memory_model.h"
+#include "number_text.h"
 
 namespace moebench::cli {
 namespace {
@@ -19,25 +20,6 @@ constexpr ActivationScheme kActs[] = {ActivationScheme::pp_tp_ep, ActivationSche
                                       ActivationScheme::selective_recompute, ActivationScheme::full_recompute};
 // Column heads of the per-stage activation table (activation_scheme_name in full elsewhere).
 constexpr const char* kActColumns[] = {"PP+TP+EP", "+SP", "+SP+selective", "+SP+full"};
-
-// "812 B", "1.25 KiB", "3.40 MiB", "80 GiB" (three significant digits)
-std::string bytes_text(double b) {
-  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  int u = 0;
-  while (b >= 1024.0 && u < 5) {
-    b /= 1024.0;
-    ++u;
-  }
-  char buf[48];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.3g %s", b, units[u]);
-  return buf;
-}
-
-std::string count_text(double n) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.0f", n);
-  return buf;
-}
 
 // The device memory a verdict compares with, and where it comes from.
 struct Device {
