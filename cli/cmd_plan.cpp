@@ -7,6 +7,8 @@
 // planner (train/block_planner.h): each MoE block's PREDICTED time under every applicable
 // strategy and option set on that cluster, the choice per block, and the config that runs it;
 // with parallel.tp > 1 also MoNTA's cost-model choice per block (plan_monta.h).
+// moebench plan CONFIG --memory [--cluster FILE] [--json]: MoNTA's memory model per device
+// (plan_memory.h); --cluster there only describes the devices (no planner).
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -24,6 +26,7 @@
 #include "moebench/strategies/janus.h"
 #include "moebench/train/block_planner.h"
 #include "moebench/train/step_graph.h"
+#include "plan_memory.h"
 
 namespace moebench::cli {
 
@@ -236,23 +239,31 @@ void add_plan_command(CLI::App& app, Action& action) {
   auto json = std::make_shared<bool>(false);
   auto ranks = std::make_shared<int>(0);
   auto graph = std::make_shared<int>(-1);
+  auto memory = std::make_shared<bool>(false);
   cmd->add_option("config", *config, "TOML config file")->required();
   cmd->add_option("--set", *sets, "Override a key, e.g. --set cluster.nodes=4 (repeatable)");
   cmd->add_option("--ranks", *ranks, "Plan for this many ranks (sets run.ranks)")->check(positive());
   cmd->add_option("--graph", *graph, "Print the task graph of one iteration of this rank instead")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--memory", *memory,
+                "Print MoNTA's memory model per device instead (weights per ZeRO stage, activations, verdicts)");
   cmd->add_flag("--json", *json, "Print JSON instead of a table");
   auto cluster = std::make_shared<std::string>();
   auto nodes = std::make_shared<int>(0);
   auto write = std::make_shared<std::string>();
   cmd->add_option("--cluster", *cluster,
-                  "Simulate every strategy per MoE block on this cluster file and choose (replaces [cluster])");
+                  "Simulate every strategy per MoE block on this cluster file and choose (replaces [cluster]; with "
+                  "--memory only its devices)");
   cmd->add_option("--nodes", *nodes, "Nodes of the --cluster file's cluster (resizes it)")->check(positive());
   cmd->add_option("--write-config", *write, "With --cluster: write the chosen config (strategy per_block) here");
-  cmd->callback([&action, config, sets, json, ranks, graph, cluster, nodes, write] {
-    action = [config, sets, json, ranks, graph, cluster, nodes, write] {
+  cmd->callback([&action, config, sets, json, ranks, graph, cluster, nodes, write, memory] {
+    action = [config, sets, json, ranks, graph, cluster, nodes, write, memory] {
+      if (*memory && *graph >= 0) throw UsageError("--memory and --graph exclude each other: choose one");
+      if (*memory && !write->empty())
+        throw UsageError("--memory and --write-config exclude each other (--write-config writes the planner's choice)");
       if (!write->empty() && cluster->empty()) throw UsageError("--write-config needs --cluster (the planner)");
       const std::vector<std::string> all = cluster_sets(*config, *sets, *cluster, *nodes, *ranks);
+      if (*memory) return memory_plan_main(*config, all, *json);
       if (*graph >= 0) return graph_main(*config, all, *graph, *json);
       if (!cluster->empty()) return cluster_plan_main(*config, all, *json, *write);
       return plan_main(*config, all, *json);

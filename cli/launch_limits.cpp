@@ -10,17 +10,11 @@
 #include <thread>
 
 #include "moebench/config/usage_error.h"
-#include "moebench/perf/rank_memory.h"
+#include "moebench/perf/memory_model.h"
+#include "number_text.h"
 
 namespace moebench::cli {
 namespace {
-
-// "1.5 GB"
-std::string gigabytes(double bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, bytes >= 1e9 ? "%.1f GB" : "%.0f MB", bytes >= 1e9 ? bytes / 1e9 : bytes / 1e6);
-  return buf;
-}
 
 // A cgroup v2 file holding one number, or "max"; 0 when absent or unlimited.
 uint64_t cgroup_value(const std::string& name) {
@@ -68,15 +62,21 @@ void check_local_launch(const Config& cfg, int ranks) {
     throw UsageError("refusing to start " + what + " on " + std::to_string(cores) +
                      (cores == 1 ? " core" : " cores") + ": at most " + std::to_string(kMaxRanksPerCore) +
                      " ranks per core (" + std::to_string(kMaxRanksPerCore * cores) + " here); " + kOverride);
-  const RankMemory per = estimate_rank_memory(cfg, ranks);
-  const double need = (double)per.total_bytes * ranks;
+  // Every stage's ranks (dp x tp of them), and rank 0's checkpoint buffers once.
+  const MemoryModel model = memory_model(cfg);
+  double need = model.stages.front().fp32.checkpoint;
+  for (const StageMemory& s : model.stages) need += (double)model.d * model.t * (kRankBaseBytes + s.fp32.steady());
+  const TrainerMemory& worst = model.worst_fp32().fp32;
   const uint64_t avail = available_memory_bytes();
   if (avail > 0 && need > (double)avail)
-    throw UsageError("refusing to start " + what + ": they need at least " + gigabytes(need) + " of memory (" +
-                     gigabytes((double)per.total_bytes) + " each: " + gigabytes((double)per.state_bytes) +
-                     " for " + std::to_string(per.parameters) + " parameters' weights, gradients and Adam moments, " +
-                     gigabytes((double)per.activation_bytes) + " of activations) and " + gigabytes((double)avail) +
-                     " is available; " + kOverride);
+    throw UsageError("refusing to start " + what + ": they need about " + bytes_text(need) + " of memory (up to " +
+                     bytes_text(kRankBaseBytes + worst.peak()) + " for one rank: " +
+                     bytes_text(worst.weights + worst.gradients + worst.adam) + " for " + count_text(worst.parameters) +
+                     " parameters' weights, gradients and Adam moments, " +
+                     bytes_text(worst.activations + worst.workspace) + " of activations and workspace" +
+                     (worst.checkpoint > 0 ? ", " + bytes_text(worst.checkpoint) + " to write a checkpoint" : "") +
+                     "; moebench plan --memory details it) and " + bytes_text((double)avail) + " is available; " +
+                     kOverride);
 }
 
 }  // namespace moebench::cli

@@ -5,7 +5,7 @@
 // waits forever on a neighbour), and 1F1B needs fewer activation sets than GPipe.
 #include <QtTest>
 
-#include "moebench/train/pipeline_schedule.h"
+#include "moebench/model/pipeline_schedule.h"
 
 using namespace moebench;
 

@@ -84,7 +84,8 @@ class TestStepGraph : public QObject {
       main(task("ffn.forward", TaskCategory::compute, StreamRole::compute, 0, m, ffn_forward_flops(N, C, F)));
       send(m);
     }
-    const double block_floats = (4 * C * C + 9 * C) + (2 * C * F + F + C), embed_floats = V * C + T * C;
+    // ln1 2C, QKV 3C^2 + 3C, projection C^2 + C, ln2 2C; the FFN 2CF + F + C
+    const double block_floats = (4 * C * C + 8 * C) + (2 * C * F + F + C), embed_floats = V * C + T * C;
     std::vector<TaskId> reduces;
     auto bucket = [&](int layer, double floats) {
       GraphTask t = task("grad.allreduce", TaskCategory::comm, StreamRole::comm_intra, layer, -1);

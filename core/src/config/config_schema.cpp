@@ -35,6 +35,7 @@ const std::vector<FieldDef>& fields() {
       MB_FIELD(cluster, devices_per_node, Int, "ranks per node; 0 = world size / nodes"),
       MB_FIELD(cluster, pcie_switch_pairs, IntList, "local ranks sharing a PCIe switch, pairwise: [0,1,2,3] = {0,1},{2,3}"),
       MB_FIELD(cluster, device_tflops, Double, "sustained compute rate per device, TFLOP/s"),
+      MB_FIELD(cluster, device_memory_gib, Double, "memory per device, GiB (2^30 bytes); 0 = not described"),
       MB_FIELD(cluster, efficiency_flops, DoubleList, "efficiency curve: FLOPs per task, ascending; [] = no curve"),
       MB_FIELD(cluster, efficiency, DoubleList, "fraction of device_tflops reached at each efficiency_flops point, in (0, 1]"),
       MB_FIELD(cluster, copy_bw_gbs, Double, "host <-> device copy bandwidth per PCIe switch uplink, GB/s"),

@@ -46,6 +46,7 @@ ClusterModel::ClusterModel(ClusterSpec spec) : spec_(std::move(spec)) {
   require(s.devices_per_node >= 1, "devices_per_node must be >= 1, got " + std::to_string(s.devices_per_node));
   require((int64_t)s.nodes * s.devices_per_node <= INT32_MAX, "more than 2147483647 devices");
   require(s.device_flops > 0, "device_flops must be > 0");
+  require(s.device_memory >= 0, "device_memory must be >= 0");
   require(s.copy_bandwidth > 0, "copy_bandwidth must be > 0");
   require(s.comm_overhead >= 0 && s.comm_seconds_per_byte >= 0, "comm_overhead and comm_seconds_per_byte must be >= 0");
   for (const TaskCostFit& t : s.task_costs)
@@ -178,6 +179,7 @@ std::string ClusterModel::describe() const {
                     std::to_string(s.devices_per_node) + " devices, " + num(s.device_flops / 1e12) +
                     " TFLOP/s per device";
   if (!s.efficiency.empty()) out += " (efficiency curve, " + std::to_string(s.efficiency.size()) + " points)";
+  if (s.device_memory > 0) out += ", " + num(s.device_memory / (1024.0 * 1024.0 * 1024.0)) + " GiB per device";
   out += ", intra " + link_text(s.intra);
   if (!s.pcie_switch_pairs.empty())
     out += ", PCIe pairs " + std::to_string(s.pcie_switch_pairs.size() / 2) + " per node" +
@@ -203,6 +205,7 @@ ClusterSpec cluster_spec(const ClusterConfig& k, int world_size) {
   s.nodes = k.nodes;
   s.devices_per_node = k.devices_per_node > 0 ? k.devices_per_node : (k.nodes > 0 ? world_size / k.nodes : 0);
   s.device_flops = k.device_tflops * 1e12;
+  s.device_memory = k.device_memory_gib * 1024.0 * 1024.0 * 1024.0;
   s.efficiency.clear();
   for (size_t i = 0; i < k.efficiency_flops.size() && i < k.efficiency.size(); ++i)
     s.efficiency.push_back({k.efficiency_flops[i], k.efficiency[i]});

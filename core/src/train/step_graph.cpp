@@ -9,13 +9,14 @@
 
 #include "moebench/dist/topology.h"
 #include "moebench/model/dense_costs.h"
+#include "moebench/model/param_count.h"
+#include "moebench/model/pipeline_schedule.h"
 #include "moebench/moe/block_graph.h"
 #include "moebench/moe/synthetic_routing.h"
 #include "moebench/optim/adamw.h"
 #include "moebench/perf/cluster_model.h"
 #include "moebench/strategies/janus.h"
 #include "moebench/strategies/registry.h"
-#include "moebench/train/pipeline_schedule.h"
 
 namespace moebench {
 namespace {
@@ -211,14 +212,13 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
   const StreamRole to_next = last_stage ? StreamRole::comm_intra : role_over(topo, {rank, next_stage});
   const StreamRole to_prev = to_next == StreamRole::comm_intra ? StreamRole::comm_inter : StreamRole::comm_intra;
 
-  // Parameters this rank holds (AdamW's flops) and its gradient buckets, as MoeGpt reports them.
-  double params_held = 0;
-  const double wte = (double)V * C / vt, wpe = (double)T * C;
-  if (first_stage) params_held += wte + wpe;
-  if (last_stage) params_held += 2.0 * C + (cfg.model.tied_head ? (P.pp > 1 ? wte : 0.0) : wte);
-  auto attn_params = [&] { return (4.0 * C * C + 4.0 * C) / tp + 5.0 * C; };
-  auto ffn_params = [&] { return (2.0 * C * F + F) / tp + C; };
-  const double expert_params = (2.0 * C * F + F) / slice + C;
+  // Parameters this rank holds (AdamW's flops) and its gradient buckets, as MoeGpt registers them.
+  const TpShard tp_shard{P.tp_rank, P.tp, cfg.parallel.vocab_parallel};
+  const ParamPieces pieces = param_pieces(cfg.model, tp_shard, slice > 1);
+  const double params_held = rank_param_counts(cfg.model, cfg.moe, ExpertShard{ep_rank, ep}, tp_shard,
+                                               PipeStage{P.pp_rank, P.pp, first_block, end_block})
+                                 .total();
+  const double wte = pieces.wte, wpe = pieces.wpe, expert_params = pieces.expert;
 
   struct Moe {
     std::vector<std::unique_ptr<MoeStrategy>> strategies;  // one per micro-batch (activation set)
@@ -227,12 +227,8 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
   };
   std::map<int, Moe> moe;
   for (int l = first_block; l < end_block; ++l) {
-    params_held += attn_params();
     auto it = experts_of.find(l);
-    if (it == experts_of.end()) {
-      params_held += ffn_params();
-      continue;
-    }
+    if (it == experts_of.end()) continue;
     const int E = it->second;
     Moe& m = moe[l];
     m.ctx.topology = &topo;
@@ -253,7 +249,6 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
     m.ctx.tp_size = P.tp;
     m.ctx.tp_world = tp_group;
     m.ctx.experts_sliced = slice > 1;
-    params_held += (double)E * C + (double)(E / ep) * expert_params;
     const auto rows = routing.rows.find(l);
     if (rows == routing.rows.end() || rows->second.size() != (size_t)W * E)
       throw std::invalid_argument("the routing has no " + std::to_string(W) + " x " + std::to_string(E) +
@@ -309,12 +304,12 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
       pp_recv("pp.backward", end_block, mb);
     }
     for (int l = end_block - 1; l >= first_block; --l) {
-      double floats = attn_params();
+      double floats = pieces.attention;
       auto it = moe.find(l);
       if (it == moe.end()) {
         main_task(compute("ffn.backward", l, 2 * ffn_forward_flops(N, C, F) / tp, chunk));
         tp_allreduce(l, chunk);
-        floats += ffn_params();
+        floats += pieces.ffn;
       } else {
         Moe& m = it->second;
         last = add_block_pass(g, *m.strategies[(size_t)mb], *m.handles[(size_t)mb], MoePass::backward, m.ctx,

@@ -36,6 +36,7 @@ struct ClusterConfig {
   // Links and devices (perf/cluster_model.h). Bandwidths in GB/s = 1e9 bytes/s per direction,
   // latencies in microseconds. Defaults: this development machine, roughly (README).
   double device_tflops = 0.12;           // sustained compute rate per device, TFLOP/s
+  double device_memory_gib = 0.0;        // memory per device, GiB (2^30 bytes); 0 = not described
   std::vector<double> efficiency_flops;  // efficiency curve: FLOPs per task, ascending ...
   std::vector<double> efficiency;        // ... and the fraction of device_tflops reached there
   double copy_bw_gbs = 10.0;             // host <-> device copies, per PCIe switch uplink

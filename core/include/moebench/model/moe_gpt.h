@@ -52,7 +52,7 @@ struct TpShard {
 // stage `stage` of `stages`. The first stage embeds the tokens; the last applies ln_f, the
 // head and the loss. With a tied head the last stage keeps its own copy of embed.wte (same
 // name, same init); the trainer sums the two copies' gradients (Megatron's embedding group).
-// `in_flight` activation sets are kept, one per micro-batch in flight (train/pipeline_schedule.h).
+// `in_flight` activation sets are kept, one per micro-batch in flight (model/pipeline_schedule.h).
 struct PipeStage {
   int stage = 0, stages = 1;
   int first_block = 0, end_block = -1;

@@ -62,6 +62,7 @@ struct ClusterSpec {
   int devices_per_node = 1;
   double device_flops = 1.2e11;              // sustained FLOP/s per device
   std::vector<EfficiencyPoint> efficiency;   // ascending flops; empty = always 1
+  double device_memory = 0;                  // bytes per device; 0 = not described
   double copy_bandwidth = 1e10;              // host <-> device, bytes/s per PCIe switch uplink
   LinkSpec intra{1e10, 1e-6};
   LinkSpec pcie_pair{0, 0};                  // bandwidth 0 = use `intra`

@@ -1,6 +1,6 @@
 #pragma once
 // PipelineStep: one training step's (or one evaluation batch's) micro-batches through this
-// rank's pipeline stage, in the order of its schedule (train/pipeline_schedule.h). Between
+// rank's pipeline stage, in the order of its schedule (model/pipeline_schedule.h). Between
 // stages the activations go forward and their gradients backward point-to-point over the
 // pipeline group (non-blocking sends, so no schedule deadlocks; a send buffer is reused only
 // after its send completed). Each forward and backward is a host phase span "forward" /
@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "moebench/model/moe_gpt.h"
+#include "moebench/model/pipeline_schedule.h"
 #include "moebench/runtime/executor.h"
-#include "moebench/train/pipeline_schedule.h"
 
 namespace moebench {
 

@@ -2,7 +2,7 @@
 // The task graph of one training iteration of one rank, built without buffers and without
 // MPI (`moebench plan --graph RANK`; the simulator replays it), for any pp x dp x tp layout
 // (Megatron rank order, dist/process_groups.h):
-//   per micro-batch, in the order of the pipeline schedule (train/pipeline_schedule.h):
+//   per micro-batch, in the order of the pipeline schedule (model/pipeline_schedule.h):
 //     forward   what the MoE blocks' strategies start with the iteration (MoeStrategy::
 //               build_iteration_start: Janus prefetch's gets) -> [first stage: embeddings |
 //               pp.forward receive] -> per block of this stage the

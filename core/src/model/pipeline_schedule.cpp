@@ -1,4 +1,4 @@
-#include "moebench/train/pipeline_schedule.h"
+#include "moebench/model/pipeline_schedule.h"
 
 #include <algorithm>
 #include <stdexcept>

@@ -1,0 +1,106 @@
+// What the fp32 CPU trainer holds on one rank (trainer_memory.h), buffer by buffer as the model
+// (model/moe_gpt.cpp), the MoE layer (moe/moe_layer.cpp, moe/router.cpp, moe/expert_bank.cpp),
+// the token exchange (strategies/token_exchange.cpp), the pipeline (train/pipeline_step.cpp),
+// the trainer and the checkpoint writers allocate them. Sizes in floats, int32 or bytes, as
+// noted; all in double so that an absurd config gives a huge number, not a wrapped one.
+#include "moebench/perf/trainer_memory.h"
+
+#include <algorithm>
+#include <climits>
+
+#include "memory_layout.h"
+#include "moebench/model/param_count.h"
+#include "moebench/moe/router.h"
+
+namespace moebench {
+namespace {
+
+constexpr double kFloat = 4, kInt = 4;
+
+// Kept MoE slots of one micro-batch's block: N k dropless, else at most E x capacity.
+double moe_slots(double N, int K, int E, float capacity_factor) {
+  const double assignments = N * K;
+  if (!(capacity_factor > 0) || assignments > INT_MAX) return assignments;
+  return std::min(assignments, (double)E * expert_capacity(capacity_factor, (int)N, K, E));
+}
+
+}  // namespace
+
+TrainerMemory trainer_memory(const Config& cfg, int stage, bool rank0) {
+  const memory_detail::Layout L = memory_detail::layout_of(cfg);
+  const PipeStage pipe = L.stage(stage);
+  const ModelConfig& md = cfg.model;
+  const double T = md.seq_len, B = L.b, N = B * T, C = md.hidden, F = (double)md.ffn_mult * md.hidden;
+  const double t = L.t, Ct = C / t, Ft = F / t, Ht = (double)md.heads / t;
+  const bool vocab_split = L.vocab_parallel && L.t > 1, sliced = cfg.moe.expert_tp && L.t > 1;
+  const double Vt = (double)md.vocab_size / (vocab_split ? t : 1.0), Fe = sliced ? Ft : F;
+  const int K = cfg.moe.top_k;
+  const bool distributed = cfg.run.ranks > 1, first = pipe.first(), last = pipe.last();
+  const std::string& strategy = cfg.strategy.name;
+  const double scores = B * Ht * T * T;  // one attention's [b, H/t, s, s]
+
+  TrainerMemory m;
+  const ParamCounts held = rank_param_counts(md, cfg.moe, L.experts(), L.tp(), pipe);
+  m.parameters = held.total();
+  m.weights = kFloat * m.parameters;
+  m.gradients = kFloat * m.parameters;
+  m.adam = 2 * kFloat * m.parameters;
+
+  // One micro-batch's activations (one slot).
+  double slot = 0;
+  bool dense_block = false, moe_block = false;
+  for (int l = pipe.first_block; l < pipe.end_block; ++l) {
+    // Acts: x, ln1, res1, ln2, ffn_out; the LayerNorms' mean and rstd; qkv and atty; preatt and att.
+    slot += kFloat * (5 * N * C + 4 * N + 4 * N * Ct + 2 * scores);
+    const int E = cfg.experts_in_block(l);
+    if (E == 0) {
+      dense_block = true;
+      slot += kFloat * 2 * N * Ft;  // fch, fch_gelu
+      continue;
+    }
+    moe_block = true;
+    const double S = moe_slots(N, K, E, cfg.moe.capacity_factor);
+    // Routing (moe/router.h): logits and probabilities [N, E], gates [N, K], f and P [E]; the
+    // choices [N, K], selections and counts [E]; the kept flags [N, K] (bytes).
+    slot += kFloat * (2 * N * E + N * K + 2 * E) + kInt * (N * K + 2 * E) + N * K;
+    // MoeLayer: offsets, slot of each assignment, token of each slot (sized N k before the
+    // layout shrinks it); gathered rows xg and expert outputs y; backward: gate and logit
+    // gradients, dy and dxg.
+    slot += kInt * (E + 1 + 2 * N * K) + kFloat * (4 * S * C + N * K + N * E);
+    // The experts' rows on this rank (ExpertBank: expert of each row, offsets, pre- and
+    // post-GeLU and their gradients).
+    const double R = distributed && L.ppmoe ? S / t : S;
+    slot += kInt * (R + E + 1) + kFloat * 4 * R * Fe;
+    if (distributed && !L.ppmoe && strategy != "data_centric")
+      slot += kFloat * 8 * R * C;  // token exchange: x_recv, x_exp, y_exp, y_back and their gradients' four
+    if (distributed && (L.ppmoe || (sliced && strategy != "monta")))
+      slot += kFloat * N * C;  // dx_part: this rank's share of the input gradient, summed over the group
+  }
+  // HeadActs: tokens, the stage output; on the last stage targets, ln_f and its statistics,
+  // probabilities and losses.
+  slot += kInt * N + kFloat * N * C;
+  if (last) slot += kInt * N + kFloat * (N * C + 2 * N + N * Vt + N);
+  m.activations = slot * pipe.in_flight;
+
+  // Workspace: dresid, dscratch, dscratch2 (d fch_gelu [N, F/t] or d qkv [N, 3C/t]), dpreatt, datt.
+  m.workspace = kFloat * (2 * N * C + std::max(dense_block ? N * Ft : 0.0, 3 * N * Ct) + 2 * scores);
+  if (last) m.workspace += kFloat * (2 * N * Vt + (vocab_split ? 3 * N : 0.0));  // logits, dlogits; softmax statistics
+  if (moe_block && cfg.moe.routing != "learned") m.workspace += kInt * N * K;   // synthetic expert choice
+  if (L.p > 1) {
+    // PipelineStep: a send buffer per slot and a receive buffer each way; the TP slice received.
+    if (!last) m.workspace += kFloat * N * C * (pipe.in_flight + 1);
+    if (!first) m.workspace += kFloat * N * C * (pipe.in_flight + 1) + (L.t > 1 ? kFloat * N * Ct : 0.0);
+    if (md.tied_head && (first || last))
+      m.workspace += kFloat * param_pieces(md, L.tp(), sliced).wte;  // the other end's embedding gradient
+  }
+  m.workspace += 2 * kInt * L.microbatches * N;  // a step's inputs and targets
+
+  if (rank0) {
+    // The optimizer file (m and v) is the larger of the two a checkpoint writes.
+    const double whole = rank_param_counts(md, cfg.moe, ExpertShard{}, TpShard{}, PipeStage{}).total();
+    m.checkpoint = distributed ? 3 * kFloat * (m.parameters + 2 * whole) + 2 * kFloat * whole : 2 * kFloat * m.parameters;
+  }
+  return m;
+}
+
+}  // namespace moebench
