@@ -9,6 +9,8 @@
 // with parallel.tp > 1 also MoNTA's cost-model choice per block (plan_monta.h).
 // moebench plan CONFIG --memory [--cluster FILE] [--json]: MoNTA's memory model per device
 // (plan_memory.h); --cluster there only describes the devices (no planner).
+// moebench plan CONFIG --context LEN [--cluster FILE] [--json]: MoNTA's long-context expansion
+// (plan_context.h), likewise.
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -26,6 +28,7 @@
 #include "moebench/strategies/janus.h"
 #include "moebench/train/block_planner.h"
 #include "moebench/train/step_graph.h"
+#include "plan_context.h"
 #include "plan_memory.h"
 
 namespace moebench::cli {
@@ -240,6 +243,7 @@ void add_plan_command(CLI::App& app, Action& action) {
   auto ranks = std::make_shared<int>(0);
   auto graph = std::make_shared<int>(-1);
   auto memory = std::make_shared<bool>(false);
+  auto context = std::make_shared<long long>(0);  // tokens, with --context
   cmd->add_option("config", *config, "TOML config file")->required();
   cmd->add_option("--set", *sets, "Override a key, e.g. --set cluster.nodes=4 (repeatable)");
   cmd->add_option("--ranks", *ranks, "Plan for this many ranks (sets run.ranks)")->check(positive());
@@ -247,6 +251,9 @@ void add_plan_command(CLI::App& app, Action& action) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--memory", *memory,
                 "Print MoNTA's memory model per device instead (weights per ZeRO stage, activations, verdicts)");
+  CLI::Option* context_given =
+      cmd->add_option("--context", *context,
+                      "Propose MoNTA's horizontal or vertical CP / EP expansion for a context of this many tokens instead");
   cmd->add_flag("--json", *json, "Print JSON instead of a table");
   auto cluster = std::make_shared<std::string>();
   auto nodes = std::make_shared<int>(0);
@@ -256,14 +263,19 @@ void add_plan_command(CLI::App& app, Action& action) {
                   "--memory only its devices)");
   cmd->add_option("--nodes", *nodes, "Nodes of the --cluster file's cluster (resizes it)")->check(positive());
   cmd->add_option("--write-config", *write, "With --cluster: write the chosen config (strategy per_block) here");
-  cmd->callback([&action, config, sets, json, ranks, graph, cluster, nodes, write, memory] {
-    action = [config, sets, json, ranks, graph, cluster, nodes, write, memory] {
-      if (*memory && *graph >= 0) throw UsageError("--memory and --graph exclude each other: choose one");
+  cmd->callback([&action, config, sets, json, ranks, graph, cluster, nodes, write, memory, context, context_given] {
+    const bool by_context = context_given->count() > 0;
+    action = [config, sets, json, ranks, graph, cluster, nodes, write, memory, context, by_context] {
+      const int modes = (*memory ? 1 : 0) + (*graph >= 0 ? 1 : 0) + (by_context ? 1 : 0);
+      if (modes > 1) throw UsageError("--memory, --graph and --context exclude each other: choose one");
+      if (by_context && !write->empty())
+        throw UsageError("--context and --write-config exclude each other (--write-config writes the planner's choice)");
       if (*memory && !write->empty())
         throw UsageError("--memory and --write-config exclude each other (--write-config writes the planner's choice)");
       if (!write->empty() && cluster->empty()) throw UsageError("--write-config needs --cluster (the planner)");
       const std::vector<std::string> all = cluster_sets(*config, *sets, *cluster, *nodes, *ranks);
       if (*memory) return memory_plan_main(*config, all, *json);
+      if (by_context) return context_plan_main(*config, all, *context, *json);
       if (*graph >= 0) return graph_main(*config, all, *graph, *json);
       if (!cluster->empty()) return cluster_plan_main(*config, all, *json, *write);
       return plan_main(*config, all, *json);

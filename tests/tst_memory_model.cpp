@@ -281,6 +281,64 @@ class TestMemoryModel : public QObject {
     QVERIFY2(r.err.contains("--memory") && r.err.contains("--write-config"), qPrintable(r.err));
   }
 
+  // plan --context (MoNTA "Cluster Expansion"): the longest sequence one EP group holds is where
+  // --memory's baseline + selective-recompute verdict turns from fits to does not fit, and the
+  // paper's rule on 16 single-GPU nodes with EP groups of 4: cp < ep with a switch of 16 >= ep x cp
+  // nodes is horizontal (scale ep x cp), cp >= ep vertical (max), and a switch of 4 nodes forces
+  // vertical for cp = 2.
+  void plan_context_expansion() {
+    const QStringList layout{"--set", "run.ranks=16", "--set", "cluster.nodes=16", "--set", "parallel.ep=4",
+                             "--set", "train.batch_size=16", "--set", "cluster.device_memory_gib=0.001"};
+    auto context = [&](long long len, const QStringList& more = {}) {
+      const test::CliResult r = test::run_cli(QStringList{"plan", test::tiny_config_path(), "--context", QString::number(len),
+                                                          "--json"} + layout + more);
+      if (r.code != 0) qWarning("%s", qPrintable(r.err));
+      return nlohmann::json::parse(r.code == 0 ? r.out.toStdString() : std::string("{}"));
+    };
+    const nlohmann::json one = context(100);
+    QVERIFY(one.at("predicted").get<bool>());
+    const long long L = one.at("group_max_sequence").get<long long>();
+    QVERIFY(L > 1);
+    auto fits_at = [&](long long s) {
+      const test::CliResult r = test::run_cli(QStringList{"plan", test::tiny_config_path(), "--memory", "--json", "--set",
+                                                          "model.seq_len=" + QString::number(s)} + layout);
+      const nlohmann::json j = nlohmann::json::parse(r.out.toStdString());
+      for (const auto& c : j.at("combinations"))
+        if (c.at("weights") == "baseline" && c.at("activations") == "PP+TP+EP+SP+selective recompute") return c.at("fits").get<bool>();
+      return false;
+    };
+    QVERIFY(fits_at(L));
+    QVERIFY(!fits_at(L + 1));
+    const nlohmann::json whole = context(L), h2 = context(L + 1), h3 = context(3 * L), v4 = context(3 * L + 1);
+    QCOMPARE(whole.at("expansion").get<std::string>(), std::string("no"));
+    QCOMPARE(h2.at("cp_world_size").get<int>(), 2);
+    QCOMPARE(h2.at("expansion").get<std::string>(), std::string("horizontal"));
+    QCOMPARE(h2.at("network_scale_nodes").get<int>(), 8);
+    QCOMPARE(h3.at("expansion").get<std::string>(), std::string("horizontal"));
+    QCOMPARE(h3.at("network_scale_nodes").get<int>(), 12);
+    QCOMPARE(v4.at("cp_world_size").get<int>(), 4);
+    QCOMPARE(v4.at("expansion").get<std::string>(), std::string("vertical"));
+    QCOMPARE(v4.at("network_scale_nodes").get<int>(), 4);
+    const nlohmann::json small = context(L + 1, {"--set", "cluster.nodes_per_switch=4"});
+    QCOMPARE(small.at("expansion").get<std::string>(), std::string("vertical"));
+    QVERIFY(small.at("why").get<std::string>().find("switch network (4 nodes) is smaller") != std::string::npos);
+  }
+
+  void plan_context_errors() {
+    test::CliResult r = test::run_cli({"plan", test::tiny_config_path(), "--context", "0"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("at least 1 token"), qPrintable(r.err));
+    r = test::run_cli({"plan", test::tiny_config_path(), "--context", "4096"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("cluster.device_memory_gib"), qPrintable(r.err));
+    r = test::run_cli({"plan", test::tiny_config_path(), "--context", "4096", "--memory"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("--context") && r.err.contains("--memory"), qPrintable(r.err));
+    r = test::run_cli({"plan", test::tiny_config_path(), "--context", "4096", "--set", "cluster.device_memory_gib=0.00001"});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains("the weights alone need"), qPrintable(r.err));
+  }
+
   // --cluster only describes the devices: MoNTA's own cluster, 16 A800 of 80 GiB.
   void plan_memory_on_a_cluster_file() {
     const test::CliResult r =
