@@ -11,7 +11,12 @@
 //              the two is completely hidden, 0 when nothing is.
 // Times are medians over the iterations of the slowest rank. The cases: expert_centric with
 // overlap degrees 1, 2, 4, hier_a2a with 1 and 2, data_centric with the config's credits (its
-// pulls overlap the computes of the experts pulled before them).
+// pulls overlap the computes of the experts pulled before them). With parallel.tp = t > 1 the
+// world is t-rank TP groups (consecutive ranks, the same tokens) and EP groups across them, and
+// the cases are monta's levels: baseline, O1, O2 and O3 with [strategy.monta] chunks (4 when
+// "auto"), where O2 / O3 also overlap chunk j's AllGather (and copy) with chunk j+1's AllToAll:
+// communication with communication, so their overlap column is "-" (compare sched_ms with
+// serial_ms). [emulate] paces every message over the cluster's links, as in a run.
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -28,6 +33,7 @@
 #include "moebench/runtime/executor.h"
 #include "moebench/strategies/registry.h"
 #include "moebench/tensor/rng.h"
+#include "moebench/train/emulation.h"
 
 namespace moebench::cli {
 namespace {
@@ -40,7 +46,17 @@ struct OverlapOptions {
 
 struct Case {
   std::string strategy;
-  int degree = 1;
+  int degree = 1;           // expert_centric / hier_a2a overlap degree, monta chunks
+  std::string level = "";  // monta
+};
+
+// The groups of the run: the whole world as the EP group, or with tp > 1 TP groups of
+// consecutive ranks and EP groups of the ranks at one TP index.
+struct Groups {
+  Communicator* ep = nullptr;
+  std::unique_ptr<Communicator> ep_owned, tp_group;
+  std::shared_ptr<Communicator> tp;  // the TP group's dup the comm workers use
+  int tp_size = 1, tp_index = 0, data_index = 0;  // data_index: the TP group (its tokens)
 };
 
 struct Times {
@@ -59,23 +75,27 @@ std::vector<float> random_values(size_t n, uint64_t key, float scale) {
   return v;
 }
 
-Times run_case(const Case& c, const Config& cfg, Communicator& world, const Topology& topo, const OverlapOptions& o) {
-  const int P = world.size(), me = world.rank();
+Times run_case(const Case& c, const Config& cfg, Communicator& world, Groups& groups, const Topology& topo,
+               const OverlapOptions& o) {
+  Communicator& ep = *groups.ep;
+  const int P = ep.size(), me = ep.rank(), d = groups.data_index;
   const int block = cfg.moe.moe_layers.front(), E = cfg.moe.experts.front();
   const int C = cfg.model.hidden, F = cfg.model.ffn_mult * C, K = cfg.moe.top_k;
-  const int N = cfg.train.batch_size / P * cfg.model.seq_len;
+  const int N = cfg.train.batch_size / (world.size() / groups.tp_size) * cfg.model.seq_len;
   const size_t ef = 2 * (size_t)F * C + F + C;
   const int L = E / P;
-  std::vector<float> w = random_values((size_t)L * ef, 50 + me, 0.02f), g(w.size(), 0.0f);
-  std::vector<float> x = random_values((size_t)N * C, 100 + me, 1.0f), router = random_values((size_t)E * C, 7, 0.02f);
-  std::vector<float> dout = random_values((size_t)N * C, 300 + me, 1.0f);
+  // The tokens (and their gradients) of a TP group are the same on its ranks.
+  std::vector<float> w = random_values((size_t)L * ef, 50 + world.rank(), 0.02f), g(w.size(), 0.0f);
+  std::vector<float> x = random_values((size_t)N * C, 100 + d, 1.0f), router = random_values((size_t)E * C, 7, 0.02f);
+  std::vector<float> dout = random_values((size_t)N * C, 300 + d, 1.0f);
   RoutingSpec spec = parse_routing(cfg.moe.routing);
   if (spec.kind == RoutingSpec::Kind::learned) spec = parse_routing("uniform");
   std::vector<int> forced((size_t)N * K);
-  synthetic_expert_choice(forced.data(), spec, N, K, E, cfg.run.seed, 1, block, (long)me * N);
-  Executor ex(me);
+  synthetic_expert_choice(forced.data(), spec, N, K, E, cfg.run.seed, 1, block, (long)d * N);
+  Executor ex(world.rank());
   MoeContext ctx;
-  ctx.ep = &world;
+  ctx.ep = &ep;
+  ctx.tp = groups.tp;
   ctx.topology = &topo;
   ctx.executor = &ex;
   ctx.layer = block;
@@ -89,9 +109,12 @@ Times run_case(const Case& c, const Config& cfg, Communicator& world, const Topo
     ctx.local.push_back({p, p + (size_t)F * C, p + (size_t)F * C + F, p + 2 * (size_t)F * C + F});
     ctx.local_grads.push_back({q, q + (size_t)F * C, q + (size_t)F * C + F, q + 2 * (size_t)F * C + F});
   }
+  ctx.sync_group();
   MoeLayer layer;
   StrategyConfig options = cfg.strategy;
   options.expert_centric.overlap_degree = options.hier_a2a.overlap_degree = c.degree;
+  options.monta.level = c.level.empty() ? "baseline" : c.level;
+  options.monta.chunks = std::to_string(c.degree);
   layer.set_strategy(make_strategy(c.strategy, options), ctx);
   const MoeLayerShape shape{N, C, F, E, K, 0.0f, true};
   std::vector<float> out((size_t)N * C), dx((size_t)N * C), drouter((size_t)E * C);
@@ -133,25 +156,58 @@ int bench_overlap(const OverlapOptions& o) {
   if (cfg.moe.moe_layers.empty()) throw UsageError("bench overlap: the config has no MoE block (moe.moe_layers)");
   const int nodes = cfg.cluster.nodes;
   const Topology topo = Topology::virtual_blocks(nodes, world->size() / nodes);
-  const std::vector<Case> cases = {{"expert_centric", 1}, {"expert_centric", 2}, {"expert_centric", 4},
-                                   {"hier_a2a", 1},       {"hier_a2a", 2},       {"data_centric", 1}};
+  // [emulate]: every message paced over the cluster's links (train/emulation.h), as in a run.
+  std::unique_ptr<Emulation> emu;
+  std::unique_ptr<Communicator> paced;
+  if (!cfg.emulate.cluster.empty()) {
+    emu = std::make_unique<Emulation>(resolve_emulation(cfg, world.get()));
+    if (world->size() > 1) paced = emulated_world(*emu, *world);
+  }
+  Communicator& all = paced ? *paced : *world;
+  Groups groups;
+  groups.ep = &all;
+  groups.tp_size = std::max(1, cfg.parallel.tp);
+  std::vector<Case> cases = {{"expert_centric", 1}, {"expert_centric", 2}, {"expert_centric", 4},
+                             {"hier_a2a", 1},       {"hier_a2a", 2},       {"data_centric", 1}};
+  if (groups.tp_size > 1) {
+    const int t = groups.tp_size, r = world->rank();
+    groups.tp_index = r % t;
+    groups.data_index = r / t;
+    groups.tp_group = all.split(groups.data_index, r);
+    groups.tp = std::shared_ptr<Communicator>(groups.tp_group->dup());
+    groups.ep_owned = all.split(groups.tp_index, r);
+    groups.ep = groups.ep_owned.get();
+    const int N = cfg.strategy.monta.chunks == "auto" ? 4 : std::stoi(cfg.strategy.monta.chunks);
+    cases = {{"monta", 1, "baseline"}, {"monta", 1, "O1"}, {"monta", N, "O2"}, {"monta", N, "O3"}};
+  }
   const bool main = world->rank() == 0;
   if (main) {
     std::printf("# overlap of one MoE block (forward + backward): %s, %d rank(s) on %d virtual node(s), block %d: "
                 "%d experts, hidden %d, top-%d, %d tokens/rank; median of %d iterations, slowest rank\n",
                 o.config.c_str(), world->size(), nodes, cfg.moe.moe_layers.front(), cfg.moe.experts.front(),
-                cfg.model.hidden, cfg.moe.top_k, cfg.train.batch_size / world->size() * cfg.model.seq_len, o.iters);
+                cfg.model.hidden, cfg.moe.top_k, cfg.train.batch_size / (world->size() / groups.tp_size) * cfg.model.seq_len,
+                o.iters);
+    if (emu) std::printf("# %s\n", emu->describe().c_str());
+    if (groups.tp_size > 1)
+      std::printf("# tp = %d: EP groups of %d ranks across the TP groups (every rank of a TP group holds its tokens)\n",
+                  groups.tp_size, groups.ep->size());
     std::printf("%-20s %11s %11s %11s %11s %9s\n", "case", "serial_ms", "sched_ms", "compute_ms", "comm_ms",
                 "overlap");
   }
   for (const Case& c : cases) {
     if (c.strategy == "hier_a2a" && nodes < 2) continue;
-    const Times t = run_case(c, cfg, *world, topo, o);
+    const Times t = run_case(c, cfg, all, groups, topo, o);
     const double ideal = t.serial - std::max(t.compute, t.comm);
     if (main) {
-      const std::string name = c.strategy + (c.strategy == "data_centric" ? "" : " D=" + std::to_string(c.degree));
-      std::printf("%-20s %11.3f %11.3f %11.3f %11.3f %9.2f\n", name.c_str(), t.serial * 1e3, t.scheduled * 1e3,
-                  t.compute * 1e3, t.comm * 1e3, ideal > 0 ? (t.serial - t.scheduled) / ideal : 0.0);
+      const std::string name = c.strategy == "monta" ? "monta " + c.level + (c.degree > 1 ? " N=" + std::to_string(c.degree) : "")
+                               : c.strategy + (c.strategy == "data_centric" ? "" : " D=" + std::to_string(c.degree));
+      // monta's chunks overlap communication with communication (AllGather under AllToAll), which
+      // the compute / comm bound does not describe: there sched_ms against serial_ms is the measure.
+      char overlap[16] = "-";
+      if (!(c.strategy == "monta" && c.degree > 1))
+        std::snprintf(overlap, sizeof overlap, "%.2f", ideal > 0 ? (t.serial - t.scheduled) / ideal : 0.0);
+      std::printf("%-20s %11.3f %11.3f %11.3f %11.3f %9s\n", name.c_str(), t.serial * 1e3, t.scheduled * 1e3,
+                  t.compute * 1e3, t.comm * 1e3, overlap);
       std::fflush(stdout);
     }
   }
