@@ -1,106 +1,19 @@
 // The rules a resolved config must satisfy: value ranges, consistency between keys (heads vs
-// hidden, MoE blocks vs layers, top_k vs experts, vocab vs data source) and readable data files.
-// A rule that involves a key already rejected while reading is skipped, so one typo gives one
-// message rather than a cascade.
+// hidden, MoE blocks vs layers, top_k vs experts, vocab vs data source, the parallel layout) and
+// readable data files. [cluster] and the strategies' options have their own files
+// (config_checker.h). A rule that involves a key already rejected while reading is skipped, so
+// one typo gives one message rather than a cascade.
 #include <algorithm>
 #include <cmath>
-#include <charconv>
-#include <filesystem>
-#include <fstream>
-#include <initializer_list>
 #include <map>
 #include <set>
 
-#include "config_detail.h"
+#include "config_checker.h"
 #include "moebench/config/cluster_file.h"
 #include "moebench/moe/synthetic_routing.h"
 #include "moebench/config/strategy_names.h"
 
 namespace moebench::config_detail {
-namespace {
-
-namespace fs = std::filesystem;
-
-class Checker {
- public:
-  Checker(Config& c, LoadState& st) : c_(c), st_(st) {}
-
-  bool uses_per_block(const std::string& name) const {
-    return std::find(c_.strategy.per_block.blocks.begin(), c_.strategy.per_block.blocks.end(), name) != c_.strategy.per_block.blocks.end();
-  }
-  bool ok(std::initializer_list<const char*> keys) const {
-    for (const char* k : keys)
-      if (st_.bad.count(k)) return false;
-    return true;
-  }
-  void fail(const std::string& key, const std::string& msg, const std::string& fallback = {}) {
-    st_.fail(key, msg, fallback);
-  }
-
-  void at_least(const char* key, int64_t v, int64_t lo, const char* note = "") {
-    if (ok({key}) && v < lo)
-      fail(key, "must be >= " + std::to_string(lo) + note + ", got " + std::to_string(v));
-  }
-  void positive(const char* key, float v) {
-    if (ok({key}) && !(v > 0.0f)) fail(key, "must be > 0, got " + float_text(v));
-  }
-  void non_negative(const char* key, float v, const char* note = "") {
-    if (ok({key}) && !(v >= 0.0f)) fail(key, std::string("must be >= 0") + note + ", got " + float_text(v));
-  }
-  // [0, 1) or, with closed, [0, 1].
-  void unit(const char* key, float v, bool closed = false) {
-    if (!ok({key})) return;
-    const bool in = v >= 0.0f && (closed ? v <= 1.0f : v < 1.0f);
-    if (!in) fail(key, std::string("must be in [0, 1") + (closed ? "]" : ")") + ", got " + float_text(v));
-  }
-
-  // Doubles of [cluster]: bandwidths, latencies, rates.
-  static std::string number_text(double v) {
-    char buf[64];
-    const auto res = std::to_chars(buf, buf + sizeof buf, v);
-    return std::string(buf, res.ptr);
-  }
-  void positive_number(const char* key, double v) {
-    if (ok({key}) && !(v > 0.0)) fail(key, "must be > 0, got " + number_text(v));
-  }
-  void non_negative_number(const char* key, double v, const char* note = "") {
-    if (ok({key}) && !(v >= 0.0)) fail(key, std::string("must be >= 0") + note + ", got " + number_text(v));
-  }
-
-  void readable_file(const char* key, const std::string& path, const char* fallback) {
-    std::error_code ec;
-    const auto status = fs::status(path, ec);
-    if (!fs::exists(status)) return fail(key, "file not found: " + path, fallback);
-    if (!fs::is_regular_file(status)) return fail(key, "not a regular file: " + path, fallback);
-    std::ifstream in(path, std::ios::binary);
-    if (!in) fail(key, "file cannot be read: " + path, fallback);
-  }
-
-  void run();
-  void check_cluster();
-  void check_curve(const char* xs_key, const std::vector<double>& xs, const char* ys_key, const std::vector<double>& ys,
-                   const char* noun, const char* range, double max);
-
- private:
-  void check_run();
-  void check_parallel();
-  void check_layout();
-  int check_groups();
-  void check_stages();
-  void check_hier_a2a_groups(int ep, int per_node);
-  int data_parallel() const;
-  std::string data_parallel_origin() const;
-  void check_strategy_options();
-  void check_monta(int64_t tokens, const std::string& per_rank);
-  void check_model();
-  void check_moe();
-  void check_data();
-  void check_train();
-  void check_emulate();
-
-  Config& c_;
-  LoadState& st_;
-};
 
 void Checker::run() {
   // moe.experts: one integer for every MoE block -> one entry per block.
@@ -185,87 +98,6 @@ void Checker::check_parallel() {
       fail("strategy.name", "unknown strategy \"" + excerpt(c_.strategy.name) + "\" (known: " + known + ")");
     }
   }
-}
-
-// [strategy.<x>] sections: only those of the chosen strategy (janus: also expert_centric's and
-// data_centric's) may be set; then each option's range.
-void Checker::check_strategy_options() {
-  if (ok({"strategy.name"})) {
-    const std::vector<std::string> applies = strategy_option_sections(c_.strategy.name);
-    if (!applies.empty())
-      for (const auto& [key, origin] : st_.origins) {
-        if (!key.starts_with("strategy.") || key == "strategy.name") continue;
-        const std::string rest = key.substr(9), section = rest.substr(0, rest.find('.'));
-        if (std::find(applies.begin(), applies.end(), section) != applies.end()) continue;
-        std::string users;
-        for (const auto& n : strategy_names()) {
-          const auto s = strategy_option_sections(n);
-          if (std::find(s.begin(), s.end(), section) != s.end()) users += (users.empty() ? "" : " or ") + n;
-        }
-        fail(key, "[strategy." + section + "] does not apply to strategy.name = \"" + excerpt(c_.strategy.name) +
-                      "\" (it is read by " + users + "); remove it or choose that strategy");
-      }
-  }
-  const auto& o = c_.strategy;
-  if (ok({"strategy.name", "strategy.per_block.blocks", "moe.moe_layers"}) && o.name == "per_block") {
-    if (o.per_block.blocks.size() != c_.moe.moe_layers.size())
-      fail("strategy.per_block.blocks", "needs one strategy per moe.moe_layers entry (" +
-                                     std::to_string(c_.moe.moe_layers.size()) + "), got " +
-                                     std::to_string(o.per_block.blocks.size()));
-    for (const std::string& n : o.per_block.blocks)
-      if (n != "expert_centric" && n != "hier_a2a" && n != "data_centric" && n != "monta") {
-        fail("strategy.per_block.blocks", "\"" + excerpt(n) + "\" cannot run one block (expected expert_centric, hier_a2a, "
-                                   "data_centric or monta)");
-        break;
-      }
-  }
-  at_least("strategy.data_centric.credits", o.data_centric.credits, 1);
-  if (ok({"strategy.data_centric.pcie_pairing", "cluster.pcie_switch_pairs"}) && o.data_centric.pcie_pairing &&
-      c_.cluster.pcie_switch_pairs.empty())
-    fail("strategy.data_centric.pcie_pairing", "needs cluster.pcie_switch_pairs (which local ranks share a PCIe switch)");
-  non_negative("strategy.janus.threshold", o.janus.threshold);
-  // overlap_degree D cuts each expert's rows into D chunks: at least 1, at most the tokens of
-  // a rank (train.batch_size / dp sequences of model.seq_len: the ranks of a tensor-parallel
-  // group share their sequences), else chunks stay empty.
-  const int dp = data_parallel(), micro = c_.parallel.microbatches;
-  const int64_t tokens = dp >= 1 && micro >= 1 && c_.train.batch_size % ((int64_t)dp * micro) == 0
-                             ? (int64_t)c_.train.batch_size / dp / micro * c_.model.seq_len : 0;
-  std::string per_rank = c_.parallel.dp > 0  ? "train.batch_size / parallel.dp"
-                         : c_.parallel.tp > 1 || c_.parallel.pp > 1 ? "train.batch_size / (run.ranks / (parallel.tp x parallel.pp))"
-                                                                   : "train.batch_size / run.ranks";
-  if (micro > 1) per_rank += " / parallel.microbatches";
-  for (const auto& [key, d] : {std::pair<const char*, int>{"strategy.expert_centric.overlap_degree",
-                                                           o.expert_centric.overlap_degree},
-                               {"strategy.hier_a2a.overlap_degree", o.hier_a2a.overlap_degree}}) {
-    at_least(key, d, 1);
-    if (ok({key, "train.batch_size", "model.seq_len"}) && tokens > 0 && d > tokens)
-      fail(key, "must be at most the " + std::to_string(tokens) + " tokens of a rank (" + per_rank +
-                    " x model.seq_len), got " + std::to_string(d));
-  }
-  check_monta(tokens, per_rank);
-}
-
-// [strategy.monta]: a known level; chunks "auto" or a whole number in [1, the tokens of a rank]
-// (chunks cut the sequence); a level that drops rows needs tensor parallelism (tp = 1 leaves
-// nothing redundant to drop).
-void Checker::check_monta(int64_t tokens, const std::string& per_rank) {
-  const MontaOptions& m = c_.strategy.monta;
-  static const std::vector<std::string> levels = {"baseline", "O1", "O2", "O3", "auto"};
-  if (ok({"strategy.monta.level"}) && std::find(levels.begin(), levels.end(), m.level) == levels.end())
-    fail("strategy.monta.level", "must be baseline, O1, O2, O3 or auto, got \"" + excerpt(m.level) + "\"");
-  if (ok({"strategy.monta.chunks"}) && m.chunks != "auto") {
-    const auto v = auto_or_number_value(m.chunks);
-    if (!v || !(*v >= 1) || *v != std::floor(*v) || *v > 1e9)
-      fail("strategy.monta.chunks", "must be \"auto\" or a whole number >= 1, got \"" + excerpt(m.chunks) + "\"");
-    else if (ok({"train.batch_size", "model.seq_len"}) && tokens > 0 && *v > (double)tokens)
-      fail("strategy.monta.chunks", "must be at most the " + std::to_string(tokens) + " tokens of a rank (" + per_rank +
-                                        " x model.seq_len), got " + m.chunks);
-  }
-  if (ok({"strategy.name", "strategy.monta.level", "parallel.tp"}) && c_.strategy.name == "monta" &&
-      c_.parallel.tp == 1 && m.level != "baseline" && m.level != "auto")
-    fail("strategy.monta.level", m.level + " drops the rows the tensor-parallel ranks hold alike, but parallel.tp = 1 "
-                                 "(nothing to drop); use level = \"baseline\" or parallel.tp > 1",
-         "parallel.tp");
 }
 
 // The data-parallel size every layout rule uses: parallel.dp, or run.ranks / (parallel.tp x
@@ -525,109 +357,6 @@ void Checker::check_hier_a2a_groups(int ep, int per_node) {
     }
 }
 
-// [cluster] on its own (also a cluster file without a config): nodes, links, compute.
-void Checker::check_cluster() {
-  const auto& k = c_.cluster;
-  at_least("cluster.nodes", k.nodes, 1);
-  at_least("cluster.devices_per_node", k.devices_per_node, 0, " (0 = ranks / nodes)");
-  if (ok({"cluster.name"}) && k.name.empty()) fail("cluster.name", "must not be empty");
-  if (ok({"cluster.nodes", "cluster.devices_per_node"}) && (int64_t)k.nodes * k.devices_per_node > INT32_MAX)
-    fail("cluster.devices_per_node", "cluster.nodes x devices_per_node = " +
-                                         std::to_string((int64_t)k.nodes * k.devices_per_node) +
-                                         " devices, more than 2147483647", "cluster.nodes");
-  if (ok({"cluster.pcie_switch_pairs"})) {
-    const auto& pairs = k.pcie_switch_pairs;
-    std::set<int> seen;
-    if (pairs.size() % 2 != 0)
-      fail("cluster.pcie_switch_pairs", "must list pairs of local ranks (an even number of entries), got " +
-                                            std::to_string(pairs.size()));
-    for (int r : pairs)
-      if (r < 0 || !seen.insert(r).second) {
-        fail("cluster.pcie_switch_pairs", "local rank " + std::to_string(r) + " is negative or listed twice");
-        break;
-      } else if (ok({"cluster.devices_per_node"}) && k.devices_per_node > 0 && r >= k.devices_per_node) {
-        fail("cluster.pcie_switch_pairs", "local rank " + std::to_string(r) + " does not exist: a node has " +
-                                              std::to_string(k.devices_per_node) + " devices (cluster.devices_per_node)");
-        break;
-      }
-  }
-  positive_number("cluster.device_tflops", k.device_tflops);
-  non_negative_number("cluster.device_memory_gib", k.device_memory_gib, " (0 = not described)");
-  positive_number("cluster.copy_bw_gbs", k.copy_bw_gbs);
-  positive_number("cluster.intra_bw_gbs", k.intra_bw_gbs);
-  positive_number("cluster.inter_bw_gbs", k.inter_bw_gbs);
-  non_negative_number("cluster.pcie_bw_gbs", k.pcie_bw_gbs, " (0 = the intra-node link)");
-  non_negative_number("cluster.spine_bw_gbs", k.spine_bw_gbs, " (0 = cluster.inter_bw_gbs)");
-  non_negative_number("cluster.intra_latency_us", k.intra_latency_us);
-  non_negative_number("cluster.pcie_latency_us", k.pcie_latency_us);
-  non_negative_number("cluster.inter_latency_us", k.inter_latency_us);
-  non_negative_number("cluster.spine_latency_us", k.spine_latency_us);
-  at_least("cluster.devices_per_nic", k.devices_per_nic, 0, " (0 = all devices of a node)");
-  at_least("cluster.nodes_per_switch", k.nodes_per_switch, 0, " (0 = all nodes under one switch)");
-  if (ok({"cluster.devices_per_nic", "cluster.devices_per_node"}) && k.devices_per_nic > 0 &&
-      k.devices_per_node > 0 && k.devices_per_node % k.devices_per_nic != 0)
-    fail("cluster.devices_per_nic", "must divide cluster.devices_per_node (" + std::to_string(k.devices_per_node) +
-                                        "), got " + std::to_string(k.devices_per_nic), "cluster.devices_per_node");
-  non_negative_number("cluster.comm_overhead_us", k.comm_overhead_us);
-  non_negative_number("cluster.comm_us_per_mb", k.comm_us_per_mb);
-  if (ok({"cluster.task_names", "cluster.task_overhead_us", "cluster.task_factors"})) {
-    bool sized = true;
-    for (const auto& [key, n] : {std::pair{"cluster.task_overhead_us", k.task_overhead_us.size()},
-                                 std::pair{"cluster.task_factors", k.task_factors.size()}})
-      if (n != k.task_names.size()) {
-        fail(key, "has " + std::to_string(n) + " entries but cluster.task_names has " +
-                      std::to_string(k.task_names.size()) + "; give one per task name",
-             "cluster.task_names");
-        sized = false;
-      }
-    for (size_t i = 0; sized && i < k.task_names.size(); ++i) {
-      if (!(k.task_overhead_us[i] >= 0.0) || !std::isfinite(k.task_overhead_us[i])) {
-        fail("cluster.task_overhead_us", "must be >= 0, entry " + std::to_string(i) + " (" + k.task_names[i] + ") is " +
-                                             number_text(k.task_overhead_us[i]));
-        break;
-      }
-      if (!(k.task_factors[i] > 0.0) || !std::isfinite(k.task_factors[i])) {
-        fail("cluster.task_factors", "must be > 0, entry " + std::to_string(i) + " (" + k.task_names[i] + ") is " +
-                                         number_text(k.task_factors[i]));
-        break;
-      }
-    }
-  }
-  non_negative_number("cluster.d2d_bw_gbs", k.d2d_bw_gbs, " (0 = cluster.copy_bw_gbs)");
-  check_curve("cluster.efficiency_flops", k.efficiency_flops, "cluster.efficiency", k.efficiency, "efficiency",
-              "in (0, 1]", 1.0);
-  check_curve("cluster.alltoall_busbw_bytes", k.alltoall_busbw_bytes, "cluster.alltoall_busbw_gbs", k.alltoall_busbw_gbs,
-              "bus bandwidth", "> 0", 0.0);
-  check_curve("cluster.allgather_busbw_bytes", k.allgather_busbw_bytes, "cluster.allgather_busbw_gbs",
-              k.allgather_busbw_gbs, "bus bandwidth", "> 0", 0.0);
-}
-
-// A measured curve: points xs (> 0, strictly ascending) and one value ys each (a `noun`), > 0
-// and at most `max` when max > 0.
-void Checker::check_curve(const char* xs_key, const std::vector<double>& xs, const char* ys_key,
-                          const std::vector<double>& ys, const char* noun, const char* range, double max) {
-  if (!ok({xs_key, ys_key})) return;
-  if (xs.size() != ys.size()) {
-    fail(ys_key, "has " + std::to_string(ys.size()) + " entries but " + xs_key + " has " + std::to_string(xs.size()) +
-                     "; give one " + noun + " per point",
-         xs_key);
-    return;
-  }
-  for (size_t i = 0; i < xs.size(); ++i) {
-    if (!(xs[i] > 0.0) || (i > 0 && !(xs[i] > xs[i - 1]))) {
-      fail(xs_key, "must be > 0 and strictly ascending, entry " + std::to_string(i) + " is " + number_text(xs[i]));
-      break;
-    }
-  }
-  for (size_t i = 0; i < ys.size(); ++i)
-    if (!(ys[i] > 0.0 && (max <= 0.0 || ys[i] <= max) && std::isfinite(ys[i]))) {
-      std::string what = "must be ";
-      what += range;
-      fail(ys_key, what + ", entry " + std::to_string(i) + " is " + number_text(ys[i]));
-      break;
-    }
-}
-
 void Checker::check_model() {
   const auto& m = c_.model;
   at_least("model.vocab_size", m.vocab_size, 2);
@@ -747,8 +476,6 @@ void Checker::check_train() {
   at_least("train.eval_batches", t.eval_batches, 1);
   at_least("train.checkpoint_every", t.checkpoint_every, 0, " (0 = only at the end)");
 }
-
-}  // namespace
 
 void validate(Config& c, LoadState& st) { Checker(c, st).run(); }
 
