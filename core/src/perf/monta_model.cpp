@@ -114,6 +114,13 @@ MontaChoice monta_select(const MontaInputs& in) {
   return best;
 }
 
+MontaChoice monta_select(const MontaInputs& in, int N) {
+  MontaChoice best{MontaLevel::O1, 1, monta_seconds(in, MontaLevel::O1)};
+  for (MontaLevel l : {MontaLevel::O2, MontaLevel::O3})
+    if (const double T = monta_seconds(in, l, N); T < best.seconds) best = {l, N, T};
+  return best;
+}
+
 double monta_speedup_bound(const MontaInputs& in) {
   check(in);
   const double t = in.t, e = in.e;

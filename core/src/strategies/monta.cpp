@@ -338,9 +338,7 @@ std::vector<MontaBlockChoice> monta_block_choices(const Config& cfg, const Clust
       const int N = std::stoi(cfg.strategy.monta.chunks);
       c.O2 = {MontaLevel::O2, N, monta_seconds(in, MontaLevel::O2, N)};
       c.O3 = {MontaLevel::O3, N, monta_seconds(in, MontaLevel::O3, N)};
-      c.chosen = {MontaLevel::O1, 1, c.O1};
-      for (const MontaChoice& o : {c.O2, c.O3})
-        if (o.seconds < c.chosen.seconds) c.chosen = o;
+      c.chosen = monta_select(in, N);
     }
     c.bound = monta_speedup_bound(in);
     c.measured_r1 = !cluster.spec().alltoall_busbw.empty();
@@ -360,12 +358,8 @@ MontaPlan resolve_monta_plan(const MontaOptions& options, const MoeContext& ctx,
     const MontaChoice c = monta_select(monta_inputs(*cluster, ctx, I));
     plan = {c.level, c.chunks};
   } else if (auto_level) {  // Algorithm 3 over O1 and O2 / O3 at the chunks set
-    const MontaInputs in = monta_inputs(*cluster, ctx, I);
-    const int N = std::stoi(options.chunks);
-    plan = {MontaLevel::O1, 1};
-    double best = monta_seconds(in, MontaLevel::O1);
-    for (MontaLevel l : {MontaLevel::O2, MontaLevel::O3})
-      if (const double T = monta_seconds(in, l, N); T < best) best = T, plan = {l, N};
+    const MontaChoice c = monta_select(monta_inputs(*cluster, ctx, I), std::stoi(options.chunks));
+    plan = {c.level, c.chunks};
   } else {
     plan.level = monta_level_from_name(options.level);
   }

@@ -66,6 +66,8 @@ struct MontaChoice {
 MontaChoice monta_best_chunks(const MontaInputs& in, MontaLevel level);
 // Algorithm 3: the fastest of O1 and the best O2 and O3 (ties: the lower level).
 MontaChoice monta_select(const MontaInputs& in);
+// Algorithm 3 with the chunks fixed: the fastest of O1 and O2 / O3 with N chunks.
+MontaChoice monta_select(const MontaInputs& in, int N);
 // eq. 13: T_O3 / T_base as N grows without bound (the AllGather's share, AA_j < AG_j), or the
 // AllToAll's when it is the longer: max((t-1) B1 r1 e / (t (e-1) B2 r2) , 1/t).
 double monta_speedup_bound(const MontaInputs& in);
