@@ -204,7 +204,7 @@ class TestConfig : public QObject {
     row("monta O2 without tensor parallelism", "[run]\nranks = 4\n[strategy]\nname = \"monta\"\n[strategy.monta]\nlevel = \"O2\"\n", 6,
         "strategy.monta.level", "O2 drops the rows the tensor-parallel ranks hold alike, but parallel.tp = 1 (nothing to drop)");
     row("monta options with another strategy", "[strategy.monta]\nlevel = \"O1\"\n", 2,
-        "strategy.monta.level", "[strategy.monta] does not apply to strategy.name = \"expert_centric\" (it is read by monta)");
+        "strategy.monta.level", "[strategy.monta] does not apply to strategy.name = \"expert_centric\" (it is read by monta or per_block)");
     // [emulate]: the link emulator's cluster and time scale.
     row("emulate time_scale zero", "[emulate]\ncluster = \"emu4.toml\"\ntime_scale = 0\n", 3, "emulate.time_scale", "must be \"auto\" or a number > 0, got 0");
     row("emulate time_scale negative", "[emulate]\ntime_scale = -2.5\n", 2, "emulate.time_scale", "must be \"auto\" or a number > 0, got -2.5");

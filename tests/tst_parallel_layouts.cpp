@@ -31,7 +31,8 @@ struct Layout {
 // per data-parallel rank.
 // strategy: a strategy name, "+expert_tp" appended to slice the experts over the TP group,
 // "+vocab" to split the embedding and head by vocabulary rows; "monta:LEVEL:CHUNKS" for monta,
-// "per_block:A,B" for strategies A and B on the two MoE blocks.
+// "per_block:A,B" for strategies A and B on the two MoE blocks; "+ep_priority" (last) puts the MoE
+// blocks' comm tasks on the priority lanes.
 Config layout_config(const Layout& l, std::string strategy, int nodes, const std::string& routing, int steps = 20) {
   const int dp = l.ranks / (l.tp * l.pp);
   auto option = [&](const std::string& suffix) {
@@ -39,6 +40,7 @@ Config layout_config(const Layout& l, std::string strategy, int nodes, const std
     strategy.resize(strategy.size() - suffix.size());
     return true;
   };
+  const bool priority = option("+ep_priority");
   const bool vocab = option("+vocab"), expert_tp = option("+expert_tp");
   std::vector<std::string> monta;  // the strategy's own keys: "monta:LEVEL:CHUNKS", "per_block:A,B"
   if (strategy.starts_with("monta:")) {
@@ -60,6 +62,7 @@ Config layout_config(const Layout& l, std::string strategy, int nodes, const std
                                     std::string("moe.expert_tp=") + (expert_tp ? "true" : "false"),
                                     std::string("parallel.vocab_parallel=") + (vocab ? "true" : "false")};
   sets.insert(sets.end(), monta.begin(), monta.end());
+  if (priority) sets.push_back("strategy.monta.ep_priority=true");
   return load_config(test::tiny_config_path(), sets);
 }
 
@@ -121,9 +124,12 @@ class TestParallelLayouts : public QObject {
     row("tp2 x dp2 monta baseline, sliced experts", 4, 2, 1, 1, "1f1b", "monta:baseline:auto+expert_tp", 1, "learned");
     row("tp4 monta O2 4 chunks, sliced experts", 4, 4, 1, 1, "1f1b", "monta:O2:4+expert_tp", 1, "learned");
     row("tp2 x pp2 monta auto, 2 micro-batches", 4, 2, 2, 2, "1f1b", "monta:auto:auto", 1, "learned");
+    row("tp2 x dp2 monta O2 2 chunks, EP priority, 2 nodes", 4, 2, 1, 1, "1f1b", "monta:O2:2+ep_priority", 2, "learned");
     row("tp2 x dp2 monta auto, sliced experts, zipf, 2 nodes", 4, 2, 1, 1, "1f1b", "monta:auto:auto+expert_tp", 2, "zipf:1.5");
     row("tp4 x dp2 monta O3 4 chunks, sliced experts, 2 nodes", 8, 4, 1, 1, "1f1b", "monta:O3:4+expert_tp", 2, "learned");
     row("tp2 x dp4 monta O2 2 chunks, 2 nodes", 8, 2, 1, 1, "1f1b", "monta:O2:2", 2, "zipf:1.2");
+    row("tp2 x pp2 x dp2 monta O3 2 chunks, EP priority, 2 nodes", 8, 2, 2, 2, "1f1b", "monta:O3:2+ep_priority", 2,
+        "learned");
     row("tp2 x dp4 per_block monta auto + data_centric, 2 nodes", 8, 2, 1, 1, "1f1b",
         "per_block:monta,data_centric", 2, "learned");
     row("tp2 x pp2 x dp2 monta O3 3 chunks, sliced experts, 2 nodes", 8, 2, 2, 2, "gpipe", "monta:O3:3+expert_tp", 2, "learned");

@@ -235,6 +235,44 @@ class TestRuntime : public QObject {
     QVERIFY(a->start < c->end && c->start < a->end && b->start < c->end && c->start < b->end);
   }
 
+  // A priority task runs on its role's second lane: it completes while an earlier task of the
+  // same role (a DP bucket, say) still blocks the role's worker, which plain FIFO would not allow.
+  // Within the lane the order stays FIFO.
+  void priority_lane_does_not_queue_behind_its_role() {
+    Executor ex(0);
+    Gate gate;
+    std::atomic<bool> gate_ok{false}, bucket_done{false}, a2a_saw_bucket{true};
+    std::vector<int> lane_order;  // touched only by the priority lane's thread until synchronize
+    TaskGraph g;
+    g.add(task("grad.allreduce", StreamRole::comm_inter, [&] {
+      gate_ok = gate.wait();
+      bucket_done = true;
+    }, TaskCategory::comm));
+    for (int i = 0; i < 3; ++i) {
+      GraphTask a2a = task("moe.dispatch." + std::to_string(i), StreamRole::comm_inter, [&, i] {
+        lane_order.push_back(i);
+        if (i == 2) {
+          a2a_saw_bucket = bucket_done.load();
+          gate.release();  // only a task that ran beside the blocked bucket can open its gate
+        }
+      }, TaskCategory::comm);
+      a2a.priority = true;
+      g.add(std::move(a2a));
+    }
+    QVERIFY(g.task(1).priority && !g.task(0).priority);
+    ex.submit(g);
+    ex.synchronize();
+    QVERIFY2(gate_ok, "the priority tasks waited behind the bucket (the gate timed out)");
+    QVERIFY(!a2a_saw_bucket);
+    QCOMPARE(lane_order, (std::vector<int>{0, 1, 2}));
+    TaskGraph h;
+    h.add(task("x", StreamRole::compute));
+    ex.submit(h);
+    QCOMPARE(message_of([&] { h.set_priority(0, true); }),
+             QString("task graph: task 'x' was already submitted; its lane is fixed"));
+    ex.synchronize();
+  }
+
   void span_fields_are_recorded() {
     Executor ex(3);
     ex.set_step(7);

@@ -94,6 +94,22 @@ class TestSimulator : public QObject {
     QCOMPARE(res.makespan, 5.0);
   }
 
+  // The same two gets with h on the priority lane: h no longer waits for g's task (the lanes
+  // are separate queues, as the executor's threads) but still for the link g holds (FIFO, no
+  // link priority): it starts at 0 and ends at 0 + 1 + 10/10 after g's bytes, 3.
+  void a_priority_task_does_not_wait_for_its_role() {
+    std::vector<TaskGraph> gs(2);
+    gs[0].add(comm("g", {{1, 10}}, Transfer::get, StreamRole::comm_intra));
+    GraphTask h = comm("h", {{1, 10}}, Transfer::get, StreamRole::comm_intra);
+    h.priority = true;
+    gs[0].add(std::move(h));
+    gs[1].add(compute("a", 100.0));
+    const SimulationResult res = simulate_graphs(ptrs(gs), small_net(1));
+    QCOMPARE(res.tasks[0][0].end, 2.0);
+    QCOMPARE(res.tasks[0][1].start, 0.0);
+    QCOMPARE(res.tasks[0][1].end, 3.0);
+  }
+
   void a_calibrated_hosts_task_costs_and_comm_extra() {
     // The same two ranks on a host whose fit says: task "a" takes 0.5 s + 2 x the model, comm
     // tasks 1 s + 0.1 s per byte beyond their transfers; task "c" has no fit (model time).

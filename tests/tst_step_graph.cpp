@@ -153,6 +153,28 @@ class TestStepGraph : public QObject {
       if (x.expert >= 0) QVERIFY2(x.expert >= 2, x.name.c_str());
   }
 
+  // [strategy.monta] ep_priority: exactly the MoE blocks' comm tasks (counts, statistics,
+  // AllToAlls, AllGathers) go to the priority lanes; the DP buckets, pipeline sends and dense TP
+  // all-reduces stay on the plain ones; without it no task is on a priority lane.
+  void ep_priority_moves_the_moe_comm_tasks() {
+    const std::vector<std::string> layout{"run.ranks=8", "cluster.nodes=2", "parallel.tp=2", "parallel.pp=2",
+                                          "parallel.microbatches=2", "strategy.name=\"monta\"",
+                                          "strategy.monta.level=\"O2\"", "strategy.monta.chunks=2"};
+    std::vector<std::string> with = layout;
+    with.push_back("strategy.monta.ep_priority=true");
+    const TaskGraph plain = build_step_graph(tiny(layout), 5), prio = build_step_graph(tiny(with), 5);  // stage 1: the MoE block
+    QCOMPARE(prio.size(), plain.size());
+    int moved = 0;
+    for (int i = 0; i < (int)prio.size(); ++i) {
+      const GraphTask& t = prio.task(i);
+      QVERIFY(!plain.task(i).priority);
+      const bool moe = t.category == TaskCategory::comm && t.name.rfind("moe.", 0) == 0;
+      QVERIFY2(t.priority == moe, t.name.c_str());
+      moved += t.priority;
+    }
+    QVERIFY(moved > 0);
+  }
+
   // pp = 2 x tp = 2: each TP rank sends half of the micro-batch's activation to its peer of the
   // next stage, which all-gathers the halves over its TP group (Megatron's scatter/gather).
   void pipeline_sends_slices_under_tp() {

@@ -106,6 +106,8 @@ const std::vector<FieldDef>& fields() {
       MB_FIELD(strategy.monta, level, String,
                "MoNTA level: baseline | O1 (drop + AllToAll + AllGather) | O2 (+ chunks pipelined) | O3 (+ copy pipelined) | auto"),
       MB_FIELD(strategy.monta, chunks, AutoOrNumber, "chunks N of O2 / O3 (>= 1), or \"auto\" (the cost model's best N)"),
+      MB_FIELD(strategy.monta, ep_priority, Bool,
+               "every MoE block's comm tasks on their roles' priority lanes: the EP AllToAll never waits behind DP buckets or PP sends"),
       MB_FIELD(strategy.per_block, blocks, StringList,
                "one strategy per moe.moe_layers entry: expert_centric | hier_a2a | data_centric (plan --write-config)"),
 

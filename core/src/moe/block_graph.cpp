@@ -124,8 +124,28 @@ TaskId add_grad_accumulate_task(TaskGraph& g, const MoeContext& ctx, const Block
   return g.add(compute("moe.grad_accumulate", ctx, (double)d.N * d.C, std::move(action)), after);
 }
 
+namespace {
+TaskId add_block_pass_tasks(TaskGraph& g, MoeStrategy& strategy, MoeHandle& handle, MoePass pass, MoeContext& ctx,
+                            const BlockDims& d, const std::vector<TaskId>& after);
+}  // namespace
+
+void prioritise_comm(TaskGraph& g, int from, const MoeContext& ctx) {
+  if (!ctx.comm_priority) return;
+  for (int i = from; i < (int)g.size(); ++i)
+    if (g.task(i).category == TaskCategory::comm) g.set_priority(i, true);
+}
+
 TaskId add_block_pass(TaskGraph& g, MoeStrategy& strategy, MoeHandle& handle, MoePass pass, MoeContext& ctx,
                       const BlockDims& d, const std::vector<TaskId>& after) {
+  const int from = (int)g.size();
+  const TaskId last = add_block_pass_tasks(g, strategy, handle, pass, ctx, d, after);
+  prioritise_comm(g, from, ctx);
+  return last;
+}
+
+namespace {
+TaskId add_block_pass_tasks(TaskGraph& g, MoeStrategy& strategy, MoeHandle& handle, MoePass pass, MoeContext& ctx,
+                            const BlockDims& d, const std::vector<TaskId>& after) {
   if (pass == MoePass::forward) {
     const TaskId router = add_router_task(g, ctx, d, after);
     const TaskId gathered = strategy.exchanges_counts() ? add_counts_task(g, ctx, d, router) : router;
@@ -141,5 +161,6 @@ TaskId add_block_pass(TaskGraph& g, MoeStrategy& strategy, MoeHandle& handle, Mo
   if (partial_group(strategy, ctx).size == 1) return routed;
   return add_grad_accumulate_task(g, ctx, d, {add_partial_reduce_task(g, strategy, ctx, d, pass, {routed})});
 }
+}  // namespace
 
 }  // namespace moebench

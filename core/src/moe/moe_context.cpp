@@ -53,6 +53,7 @@ MoeContext ParallelContext::block_context(int layer) const {
   ctx.layer = layer;
   ctx.tp = tp_dup;
   ctx.experts_sliced = experts_sliced;
+  ctx.comm_priority = comm_priority;
   ctx.stats = dp_streams;
   if (dp) {
     ctx.stats_rank = dp->rank();

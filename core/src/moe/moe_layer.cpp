@@ -122,6 +122,7 @@ float MoeLayer::forward_graph(float* out, const float* x, const float* router_w,
       throw std::logic_error("MoeLayer: the block context's DP group does not match its statistics communicator");
     aux = add_aux_stats_task(g, ctx_, d, routed, [this](Communicator& dp) { globalize_aux(routing_, dp); });
   }
+  prioritise_comm(g, g.submitted(), ctx_);
   ex.submit(g);
   ex.wait(g, counted);
   if (!exchange) std::copy(my_counts_.begin(), my_counts_.end(), counts_.begin() + (long)ctx_.ep_rank * E);
@@ -138,6 +139,7 @@ float MoeLayer::forward_graph(float* out, const float* x, const float* router_w,
   if (partial_group(*strategy_, ctx_).size > 1)
     combined = add_partial_reduce_task(g, *strategy_, ctx_, d, MoePass::forward, {combined}, out);
   combined = add_forward_end(g, combined, aux);
+  prioritise_comm(g, g.submitted(), ctx_);
   ex.submit(g);
   ex.wait(g, combined);
   ex.release(g);
@@ -241,6 +243,7 @@ void MoeLayer::backward_graph(float* dx, float* drouter_w, const float* dout, fl
       for (long i = 0; i < n; ++i) dx[i] += dx_part_[i];
     });
   }
+  prioritise_comm(g, g.submitted(), ctx_);
   ex.submit(g);
   ex.wait(g, end);
   ex.release(g);

@@ -38,7 +38,7 @@ struct Event {
 struct Rank {
   const TaskGraph* g = nullptr;
   std::vector<int> dep_begin, dependents;  // CSR: tasks waiting for task i
-  std::vector<int> next_in_role;           // the next task of i's role, or -1
+  std::vector<int> next_in_role;           // the next task of i's role (and lane), or -1
   std::vector<int> waiting;                // dependencies + previous of its role not ended
   std::vector<int> match_begin, match;     // per send task, its bytes_to_peer's matching peer task (-1: self)
   std::vector<TaskCostFit> fitted;         // compute tasks: the cluster's fitted cost (empty: none)
@@ -123,9 +123,9 @@ class Engine {
         }
     }
     R.next_in_role.assign(n, -1);
-    std::vector<int> last(kStreamRoles, -1);
+    std::vector<int> last(2 * kStreamRoles, -1);  // per role, then per role's priority lane (as Executor)
     for (int i : order) {
-      const int role = (int)g.task(i).role;
+      const int role = (int)g.task(i).role + (g.task(i).priority ? kStreamRoles : 0);
       if (last[(size_t)role] >= 0) {
         R.next_in_role[(size_t)last[(size_t)role]] = i;
         ++R.waiting[(size_t)i];

@@ -108,9 +108,9 @@ Executor::~Executor() {
   for (auto& w : workers_) w.reset();  // drain and join while spans and states are alive
 }
 
-Executor::Worker& Executor::worker(StreamRole role) {
+Executor::Worker& Executor::worker(StreamRole role, bool priority) {
   std::lock_guard<std::mutex> lock(m_);
-  auto& w = workers_[(int)role];
+  auto& w = workers_[(int)role + (priority ? kStreamRoles : 0)];
   if (!w) w = std::make_unique<Worker>(*this);
   return *w;
 }
@@ -154,7 +154,7 @@ void Executor::submit(TaskGraph& g) {
     item.action = std::move(t.action);  // the graph keeps the schedule; the worker owns the action
     for (int d : t.deps) item.deps.push_back((*states)[(size_t)d]);
     item.state = (*states)[(size_t)i];
-    worker(serial_ ? StreamRole::compute : t.role).enqueue(std::move(item));
+    worker(serial_ ? StreamRole::compute : t.role, !serial_ && t.priority).enqueue(std::move(item));
   }
   g.submitted_ = (int)g.tasks_.size();
   g.executor_ = this;

@@ -29,8 +29,9 @@ std::string graph_table(const TaskGraph& g) {
     for (const auto& [peer, bytes] : t.cost.bytes_to_peer)
       sends += (sends.empty() ? "" : " ") + std::to_string(peer) + ":" + std::to_string(bytes);
     if (t.cost.copy_bytes) sends += (sends.empty() ? "" : " ") + std::string("copy:") + std::to_string(t.cost.copy_bytes);
+    const std::string role = std::string(stream_role_name(t.role)) + (t.priority ? "!" : "");  // ! = priority lane
     std::snprintf(line, sizeof line, "%5zu  %-10s  %-7s  %-28s  %-12s  %12.4g  %12llu  [%s]%s%s\n", i,
-                  stream_role_name(t.role), task_category_name(t.category), t.name.empty() ? "<unnamed>" : t.name.c_str(), label(t).c_str(),
+                  role.c_str(), task_category_name(t.category), t.name.empty() ? "<unnamed>" : t.name.c_str(), label(t).c_str(),
                   t.cost.flops, (unsigned long long)t.cost.bytes_sent(), deps.c_str(), sends.empty() ? "" : " -> ",
                   sends.c_str());
     out += line;
@@ -47,6 +48,7 @@ nlohmann::json graph_json(const TaskGraph& g) {
     tasks.push_back({{"id", i},
                      {"name", t.name},
                      {"role", stream_role_name(t.role)},
+                     {"priority", t.priority},
                      {"category", task_category_name(t.category)},
                      {"deps", t.deps},
                      {"flops", t.cost.flops},

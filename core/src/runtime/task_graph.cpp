@@ -53,6 +53,13 @@ void TaskGraph::add_dep(TaskId task, TaskId dep) {
   if (std::find(t.deps.begin(), t.deps.end(), dep.index) == t.deps.end()) t.deps.push_back(dep.index);
 }
 
+void TaskGraph::set_priority(int index, bool priority) {
+  GraphTask& t = tasks_.at((size_t)index);
+  if (index < submitted_)
+    throw std::logic_error("task graph: task '" + t.name + "' was already submitted; its lane is fixed");
+  t.priority = priority;
+}
+
 const GraphTask& TaskGraph::operator[](TaskId id) const {
   check_own(id, "task");
   return tasks_[(size_t)id.index];
@@ -99,7 +106,7 @@ bool TaskGraph::same_schedule(const TaskGraph& other, bool with_actions) const {
   for (size_t i = 0; i < tasks_.size(); ++i) {
     const GraphTask& a = tasks_[i];
     const GraphTask& b = other.tasks_[i];
-    if (a.name != b.name || a.category != b.category || a.role != b.role || a.deps != b.deps ||
+    if (a.name != b.name || a.category != b.category || a.role != b.role || a.priority != b.priority || a.deps != b.deps ||
         !(a.cost == b.cost) || a.layer != b.layer || a.expert != b.expert || a.chunk != b.chunk || a.peer != b.peer)
       return false;
     if (with_actions && (bool)a.action != (bool)b.action) return false;

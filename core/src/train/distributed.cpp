@@ -94,6 +94,7 @@ void Distributed::attach(MoeGpt& model, const Config& cfg) {
   p.dp_streams->inter = groups_->dp().dup();
   if (groups_->tp_size() > 1) p.tp_dup = groups_->tp().dup();
   p.experts_sliced = cfg.moe.expert_tp && groups_->tp_size() > 1;
+  p.comm_priority = cfg.strategy.monta.ep_priority;
   p.topology = &topology_;
   p.cluster = cluster_.get();
   p.executor = &executor_;

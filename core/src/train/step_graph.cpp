@@ -249,6 +249,7 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
     m.ctx.tp_size = P.tp;
     m.ctx.tp_world = tp_group;
     m.ctx.experts_sliced = slice > 1;
+    m.ctx.comm_priority = cfg.strategy.monta.ep_priority;
     const auto rows = routing.rows.find(l);
     if (rows == routing.rows.end() || rows->second.size() != (size_t)W * E)
       throw std::invalid_argument("the routing has no " + std::to_string(W) + " x " + std::to_string(E) +

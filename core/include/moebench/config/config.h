@@ -120,6 +120,9 @@ struct JanusOptions {
 struct MontaOptions {
   std::string level = "auto";
   std::string chunks = "auto";  // O2 / O3 chunks: a number >= 1 as text, or "auto" (Algorithms 1-2)
+  // "Communication Conflict": every MoE block's comm tasks on their roles' priority lanes, so the
+  // EP AllToAll never queues behind DP gradient buckets or PP sends (GraphTask::priority).
+  bool ep_priority = false;
 };
 
 struct StrategyConfig {

@@ -61,6 +61,10 @@ TaskId add_partial_reduce_task(TaskGraph& g, const MoeStrategy& strategy, MoeCon
 TaskId add_grad_accumulate_task(TaskGraph& g, const MoeContext& ctx, const BlockDims& d,
                                 const std::vector<TaskId>& after, std::function<void()> action = {});
 
+// With ctx.comm_priority, moves the comm tasks [from, g.size()) to their roles' priority lanes
+// (GraphTask::priority): MoeLayer before each submit, add_block_pass for the step graph.
+void prioritise_comm(TaskGraph& g, int from, const MoeContext& ctx);
+
 // One pass of a block without buffers, from the handle of the EP group's counts: the tasks
 // MoeLayer executes for those counts (its forward graph, its backward graph), minus the
 // actions. Returns the pass's last task.

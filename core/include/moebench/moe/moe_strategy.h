@@ -66,6 +66,10 @@ struct MoeContext {
   int tp_rank = 0, tp_size = 1;
   std::vector<int> tp_world;
   bool experts_sliced = false;
+  // The block's comm tasks run on their roles' priority lanes (GraphTask::priority;
+  // [strategy.monta] ep_priority). Set for every block of a rank or none: the blocks share the
+  // EP, TP and statistics dups, and each communicator's tasks must stay on one lane.
+  bool comm_priority = false;
   // The data-parallel group the router's load statistics are summed over (the aux loss of the
   // global batch, MoeLayer::globalize_aux): its per-role dups (used only by the comm workers;
   // null in graphs without buffers), this rank's index, size and world ranks.

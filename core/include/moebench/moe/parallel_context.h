@@ -24,6 +24,7 @@ struct ParallelContext {
   std::shared_ptr<EpStreams> dp_streams;  // the DP group's, for the router statistics' all-reduce
   std::shared_ptr<Communicator> tp_dup;   // tp > 1: a dup of tp for the MoE blocks' comm workers
   bool experts_sliced = false;            // moe.expert_tp (DeepSpeed-TED)
+  bool comm_priority = false;             // [strategy.monta] ep_priority: every block (they share the dups)
   const Topology* topology = nullptr;
   const ClusterModel* cluster = nullptr;  // what predictions of this run assume
   Executor* executor = nullptr;

@@ -3,7 +3,9 @@
 //   worker  a CPU thread per role (created on first use) running its tasks in submission
 //           order (on the GPU path a cudaStream). Tasks of different roles run concurrently:
 //           overlap is real. A comm task uses the communicator of its role (the builder binds
-//           it), so concurrent collectives never share matching.
+//           it), so concurrent collectives never share matching. A task with `priority` runs on
+//           its role's priority lane, a second thread of the role: it never queues behind
+//           the role's other tasks (MoNTA: the EP AllToAll before DP gradient buckets).
 //   submit  the rank's main thread submits a graph's new tasks (those added since the last
 //           submit) in a topological order, then waits for a task or for everything. A graph
 //           may grow while it runs (a block's tasks once its routing is known).
@@ -72,7 +74,7 @@ class Executor {
   struct State;   // completion of one task
   struct Item;    // one queued task
   class Worker;
-  Worker& worker(StreamRole role);
+  Worker& worker(StreamRole role, bool priority);
   void record(Span span);
 
   int rank_;
@@ -80,7 +82,7 @@ class Executor {
   bool serial_ = false;
   std::chrono::steady_clock::time_point epoch_;
   std::mutex m_;
-  std::unique_ptr<Worker> workers_[kStreamRoles];
+  std::unique_ptr<Worker> workers_[2 * kStreamRoles];  // per role, then per role's priority lane
   // Completion state per submitted graph (by serial), index = task index.
   std::unordered_map<uint64_t, std::vector<std::shared_ptr<State>>> states_;
   std::vector<Span> spans_;

@@ -1,7 +1,8 @@
 #pragma once
 // Printing a TaskGraph (`moebench plan --graph`): a table, one task per line in insertion
-// order (id, role, category, name, layer/expert/chunk, flops, bytes sent per peer, copy
-// bytes, dependencies), or JSON ({"tasks": [...]}, the same fields, for tools).
+// order (id, role (with "!" on its priority lane), category, name, layer/expert/chunk, flops,
+// bytes sent per peer, copy bytes, dependencies), or JSON ({"tasks": [...]}, the same fields,
+// for tools).
 #include <string>
 
 #include <nlohmann/json.hpp>

@@ -47,6 +47,10 @@ struct GraphTask {
   TaskCost cost;
   int layer = -1, expert = -1, chunk = -1;
   int peer = -1;          // world rank when the task talks to one peer, else -1
+  // Runs on its role's priority lane: a worker (a simulated queue) of its own, so it never
+  // waits behind the role's other tasks (MoNTA's EP priority, [strategy.monta] ep_priority).
+  // Every task of a communicator must be on the same lane (their collectives keep one order).
+  bool priority = false;
   std::function<void()> action;  // empty in a graph built without buffers
 };
 
@@ -71,6 +75,8 @@ class TaskGraph {
   // `task` waits for `dep` too. Both must be tasks of this graph; task must not have been
   // submitted to an executor yet.
   void add_dep(TaskId task, TaskId dep);
+  // Moves task `index` to (or off) its role's priority lane; it must not be submitted yet.
+  void set_priority(int index, bool priority);
 
   size_t size() const { return tasks_.size(); }
   const GraphTask& task(int index) const { return tasks_.at((size_t)index); }
