@@ -167,6 +167,7 @@ int bench_overlap(const OverlapOptions& o) {
   Groups groups;
   groups.ep = &all;
   groups.tp_size = std::max(1, cfg.parallel.tp);
+  groups.data_index = world->rank();  // without TP every rank has its own tokens
   std::vector<Case> cases = {{"expert_centric", 1}, {"expert_centric", 2}, {"expert_centric", 4},
                              {"hier_a2a", 1},       {"hier_a2a", 2},       {"data_centric", 1}};
   if (groups.tp_size > 1) {
