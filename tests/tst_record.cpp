@@ -111,6 +111,39 @@ class TestRecord : public QObject {
     QCOMPARE(routing_sources, (std::set<int>{0, 1, 2, 3}));
   }
 
+  // monta's level and chunks reach the store per step as metrics "monta.level/block1" and
+  // "monta.chunks/block1" (from the ranks, through rank 0's gather): as set, and as the cost
+  // model chose under "auto" (O1 always with one chunk).
+  void monta_choices_are_stored_per_block() {
+    for (const QString& level : {u"O3"_s, u"auto"_s}) {
+      QTemporaryDir dir;
+      const QString db = dir.filePath(u"runs.db"_s);
+      QStringList args = tiny_run(db, dir.filePath(u"o"_s), 3);
+      args << u"--ranks"_s << u"4"_s << u"--set"_s << u"cluster.nodes=2"_s << u"--set"_s << u"parallel.tp=2"_s
+           << u"--set"_s << u"strategy.name=monta"_s << u"--set"_s << (u"strategy.monta.level="_s + level)
+           << u"--set"_s << (level == u"O3"_s ? u"strategy.monta.chunks=3"_s : u"strategy.monta.chunks=auto"_s);
+      Result r = cli(args);
+      QVERIFY2(r.code == 0, qPrintable(r.out + r.err));
+      RunStore store(db.toStdString(), RunStore::Mode::read_only);
+      const RunInfo run = store.list_runs().at(0);
+      const auto levels = store.metrics(run.id, "monta.level/block1");
+      const auto chunks = store.metrics(run.id, "monta.chunks/block1");
+      QCOMPARE(levels.size(), size_t(3));
+      QCOMPARE(chunks.size(), size_t(3));
+      for (size_t i = 0; i < 3; ++i) {
+        QCOMPARE(levels[i].step, int64_t(i + 1));
+        if (level == u"O3"_s) {
+          QCOMPARE(levels[i].value, 3.0);
+          QCOMPARE(chunks[i].value, 3.0);
+        } else {
+          QVERIFY2(levels[i].value >= 1 && levels[i].value <= 3, qPrintable(QString::number(levels[i].value)));
+          QVERIFY(chunks[i].value >= 1);
+          if (levels[i].value == 1) QCOMPARE(chunks[i].value, 1.0);
+        }
+      }
+    }
+  }
+
   void sigterm_marks_the_run_killed() {
     QTemporaryDir dir;
     const QString db = dir.filePath(u"runs.db"_s);

@@ -3,6 +3,7 @@
 // clear error, leaving the records unchanged, for every kind of corrupt buffer rank 0 may get.
 #include <QtTest>
 
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 
@@ -32,10 +33,10 @@ Span make_span(int rank, const char* name, TaskCategory category) {
   return s;
 }
 
-// The buffer of two spans, 4 peers and 2 MoE blocks of 3 experts.
+// The buffer of two spans, 4 peers and 2 MoE blocks of 3 experts, the second with a decision.
 std::vector<uint8_t> sample() {
   return encode_rank_records({make_span(1, "dispatch", TaskCategory::comm), make_span(1, "ffn", TaskCategory::compute)},
-                             {0, 10, 20, 30}, {{5, 0, 7}, {1, 2, 3}});
+                             {0, 10, 20, 30}, {{5, 0, 7}, {1, 2, 3}}, {{}, {{"monta.level", 2}}});
 }
 
 template <class T>
@@ -49,6 +50,7 @@ constexpr size_t kSpanCount = 0;
 constexpr size_t kFirstRole = 4 + 4;                        // count, rank
 constexpr size_t kFirstCategory = 4 + 4 + 4 + (4 + 8);      // count, rank, role, name
 constexpr size_t kTrafficCount = 4 + 2 * 72 + 8 + 3;        // 2 spans of 72 + their names
+constexpr size_t kDecisionBytes = 4 + (4 + 4 + 11 + 8);     // block 0: none; block 1: one
 
 }  // namespace
 
@@ -81,6 +83,12 @@ class TestStepRecords : public QObject {
     QVERIFY((rec.traffic[1] == std::vector<uint64_t>{0, 10, 20, 30}));
     QCOMPARE(rec.routing.size(), size_t(2));
     QVERIFY((rec.routing[1] == std::vector<std::vector<int64_t>>{{5, 0, 7}, {1, 2, 3}}));
+    QCOMPARE(rec.decisions.size(), size_t(2));
+    QCOMPARE(rec.decisions[1].size(), size_t(2));
+    QVERIFY(rec.decisions[1][0].empty());
+    QCOMPARE(rec.decisions[1][1].size(), size_t(1));
+    QCOMPARE(rec.decisions[1][1][0].key, std::string("monta.level"));
+    QCOMPARE(rec.decisions[1][1][0].value, 2.0);
   }
 
   void layout_offsets() {  // the offsets the corrupt rows below write at
@@ -99,13 +107,15 @@ class TestStepRecords : public QObject {
     QTest::addColumn<QString>("kind");
     QTest::addColumn<QString>("expected");
     QTest::newRow("empty") << "empty" << "truncated span count (at byte 0 of 0)";
-    QTest::newRow("truncated") << "truncated" << "routing expert count 3 needs more than the 23 bytes left";
+    QTest::newRow("truncated") << "truncated" << "truncated decision value";
     QTest::newRow("span count too large") << "spans" << "span count 4294967295 needs more than the";
     QTest::newRow("traffic count too large") << "traffic" << "traffic peer count 536870912 needs more than the";
     QTest::newRow("string past the end") << "string" << "span name length 4000000000 needs more than the";
     QTest::newRow("role out of range") << "role" << "span role 6 is not a stream role";
     QTest::newRow("category out of range") << "category" << "span category 9 is not a task category";
     QTest::newRow("negative routing count") << "negative" << "routing count -4 is not a token count";
+    QTest::newRow("decision count too large") << "decisions" << "decision count 1000 needs more than the";
+    QTest::newRow("decision not finite") << "nan" << "decision monta.level is not a finite number";
     QTest::newRow("trailing bytes") << "trailing" << "3 bytes after the records";
   }
 
@@ -120,7 +130,9 @@ class TestStepRecords : public QObject {
     else if (kind == "string") put<uint32_t>(buf, kSpanCount + 12, 4000000000u);
     else if (kind == "role") put<int32_t>(buf, kFirstRole, 6);
     else if (kind == "category") put<int32_t>(buf, kFirstCategory, 9);
-    else if (kind == "negative") put<int64_t>(buf, buf.size() - 8, -4);
+    else if (kind == "negative") put<int64_t>(buf, buf.size() - kDecisionBytes - 8, -4);
+    else if (kind == "decisions") put<uint32_t>(buf, buf.size() - kDecisionBytes + 4, 1000u);
+    else if (kind == "nan") put<double>(buf, buf.size() - 8, std::nan(""));
     else if (kind == "trailing") buf.insert(buf.end(), {1, 2, 3});
     StepRecords rec;
     rec.moe_blocks = {1, 3};
@@ -136,6 +148,7 @@ class TestStepRecords : public QObject {
     QCOMPARE(rec.spans.size(), before.spans.size());  // nothing appended
     QCOMPARE(rec.traffic.size(), before.traffic.size());
     QCOMPARE(rec.routing.size(), before.routing.size());
+    QCOMPARE(rec.decisions.size(), before.decisions.size());
   }
 };
 

@@ -26,17 +26,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     moebench::decode_rank_records(buf, rec);
   } catch (const std::runtime_error&) {
-    if (!rec.spans.empty() || !rec.traffic.empty() || !rec.routing.empty()) fail("a failed decode changed the records");
+    if (!rec.spans.empty() || !rec.traffic.empty() || !rec.routing.empty() || !rec.decisions.empty()) fail("a failed decode changed the records");
     return 0;
   }
-  if (rec.traffic.size() != 1 || rec.routing.size() != 1 || rec.routing[0].size() != rec.moe_blocks.size())
+  if (rec.traffic.size() != 1 || rec.routing.size() != 1 || rec.routing[0].size() != rec.moe_blocks.size() ||
+      rec.decisions.size() != 1 || rec.decisions[0].size() != rec.moe_blocks.size())
     fail("decoded records do not have one rank's shape");
   for (const moebench::Span& s : rec.spans)
     if (s.category < moebench::TaskCategory::compute || s.category > moebench::TaskCategory::io)
       fail("a decoded span has no TaskCategory");
   std::vector<std::vector<int>> routing;
   for (const auto& counts : rec.routing[0]) routing.emplace_back(counts.begin(), counts.end());
-  const std::vector<uint8_t> again = moebench::encode_rank_records(rec.spans, rec.traffic[0], routing);
+  const std::vector<uint8_t> again = moebench::encode_rank_records(rec.spans, rec.traffic[0], routing, rec.decisions[0]);
   if (!std::equal(again.begin(), again.end(), buf.begin(), buf.end())) fail("decode + encode is not the identity");
   return 0;
 }

@@ -124,13 +124,15 @@ void step_records_seeds(const fs::path& out) {
   a2a.bytes = 4096;
   a2a.peer = 2;
   auto seed = [&](const char* name, uint8_t blocks, const std::vector<Span>& spans,
-                  const std::vector<uint64_t>& traffic, const std::vector<std::vector<int>>& routing) {
-    const std::vector<uint8_t> buf = encode_rank_records(spans, traffic, routing);
+                  const std::vector<uint64_t>& traffic, const std::vector<std::vector<int>>& routing,
+                  const std::vector<std::vector<StrategyDecision>>& decisions = {}) {
+    const std::vector<uint8_t> buf = encode_rank_records(spans, traffic, routing, decisions);
     std::string bytes(1, (char)blocks);
     bytes.append(buf.begin(), buf.end());
     write_file(out / name, bytes);
   };
-  seed("two_spans_two_blocks", 2, {fwd, a2a}, {0, 4096, 128, 0}, {{5, 0, 7, 4}, {1, 1, 1, 13}});
+  seed("two_spans_two_blocks", 2, {fwd, a2a}, {0, 4096, 128, 0}, {{5, 0, 7, 4}, {1, 1, 1, 13}},
+       {{}, {{"monta.level", 2}, {"monta.chunks", 4}}});
   seed("no_spans_one_block", 1, {}, {0, 64}, {{3, 3}});
   seed("dense_model", 0, {fwd}, {0}, {});
 }

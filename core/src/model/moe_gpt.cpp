@@ -298,6 +298,11 @@ std::vector<int> MoeGpt::expert_counts(int block) const {
   return b ? b->step_counts : std::vector<int>{};
 }
 
+std::vector<StrategyDecision> MoeGpt::strategy_decisions(int block) const {
+  const MoeLayer* layer = moe_layer(block);
+  return layer ? layer->decisions() : std::vector<StrategyDecision>{};
+}
+
 void MoeGpt::begin_step() {
   for (auto& b : blocks_) b->step_counts.assign((size_t)b->experts, 0);
 }

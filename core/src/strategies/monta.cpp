@@ -106,6 +106,12 @@ class Monta : public TokenExchange {
     return state;
   }
 
+  // Level as 0 baseline, 1 O1, 2 O2, 3 O3 (MontaLevel's order).
+  std::vector<StrategyDecision> state_decisions(const TransferState& state) const override {
+    const MontaPlan& plan = dynamic_cast<const MontaState&>(state).plan;
+    return {{"monta.level", (double)(int)plan.level}, {"monta.chunks", (double)plan.chunks}};
+  }
+
   TaskId add_transfer(TaskGraph& g, const TransferSpec& t, const std::vector<TaskId>& after, MoeContext& ctx) override {
     auto& state = dynamic_cast<MontaState&>(*t.state);
     const MontaPlan plan = state.plan;

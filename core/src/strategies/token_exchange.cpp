@@ -113,6 +113,11 @@ TaskId TokenExchange::add_all_to_all_v(TaskGraph& g, const TransferSpec& t, cons
   return g.add(std::move(task), after);
 }
 
+std::vector<StrategyDecision> TokenExchange::decisions(const MoeHandle& handle) const {
+  const auto& h = dynamic_cast<const ExchangeHandle&>(handle);
+  return h.state ? state_decisions(*h.state) : std::vector<StrategyDecision>{};
+}
+
 std::unique_ptr<MoeHandle> TokenExchange::layout(const ExchangeCounts& counts, MoeContext& ctx) {
   ctx.sync_group();
   const int P = ctx.ep_size, me = ctx.ep_rank, E = ctx.experts, D = D_;

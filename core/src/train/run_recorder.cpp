@@ -82,6 +82,14 @@ void RunRecorder::on_step(const StepStats& s) {
       {"grad_norm", step, s.grad_norm, ts},    {"step_ms", step, s.ms, ts},
       {"tokens_per_s", step, s.tokens_per_s, ts}, {"comm_ms", step, s.comm_ms, ts},
       {"bytes_intra", step, (double)s.bytes_intra, ts}, {"bytes_inter", step, (double)s.bytes_inter, ts}};
+  // Every rank of a block's EP and TP groups decides alike: the first rank holding the block says.
+  for (size_t b = 0; b < s.records.moe_blocks.size(); ++b)
+    for (const auto& rank : s.records.decisions)
+      if (b < rank.size() && !rank[b].empty()) {
+        for (const StrategyDecision& d : rank[b])
+          m.push_back({d.key + "/block" + std::to_string(s.records.moe_blocks[b]), step, d.value, ts});
+        break;
+      }
   std::vector<SpanRow> spans;
   spans.reserve(s.records.spans.size());
   for (const Span& sp : s.records.spans)

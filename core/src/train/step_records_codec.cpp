@@ -1,6 +1,7 @@
 #include "moebench/train/step_records_codec.h"
 
 #include <climits>
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -62,7 +63,8 @@ constexpr size_t kSpanFixedBytes = 4 + 4 + 4 + 4 + 8 + 8 + 8 + 8 + 4 + 4 + 4 + 4
 }  // namespace
 
 std::vector<uint8_t> encode_rank_records(const std::vector<Span>& spans, const std::vector<uint64_t>& traffic,
-                                         const std::vector<std::vector<int>>& routing) {
+                                         const std::vector<std::vector<int>>& routing,
+                                         const std::vector<std::vector<StrategyDecision>>& decisions) {
   Writer w;
   w.put<uint32_t>((uint32_t)spans.size());
   for (const Span& s : spans) {
@@ -85,6 +87,15 @@ std::vector<uint8_t> encode_rank_records(const std::vector<Span>& spans, const s
   for (const auto& counts : routing) {
     w.put<uint32_t>((uint32_t)counts.size());
     for (int c : counts) w.put<int64_t>(c);
+  }
+  for (size_t b = 0; b < routing.size(); ++b) {
+    const std::vector<StrategyDecision> none;
+    const auto& block = b < decisions.size() ? decisions[b] : none;
+    w.put<uint32_t>((uint32_t)block.size());
+    for (const StrategyDecision& d : block) {
+      w.put_str(d.key);
+      w.put<double>(d.value);
+    }
   }
   return w.buf;
 }
@@ -122,11 +133,21 @@ void decode_rank_records(std::span<const uint8_t> buf, StepRecords& into) {
       if (c < 0 || c > INT_MAX) r.corrupt("routing count " + std::to_string(c) + " is not a token count");
     }
   }
+  std::vector<std::vector<StrategyDecision>> decisions(into.moe_blocks.size());
+  for (auto& block : decisions) {
+    block.resize(r.get_count("decision count", 4 + 8));
+    for (StrategyDecision& d : block) {
+      d.key = r.get_str("decision key length");
+      d.value = r.get<double>("decision value");
+      if (!std::isfinite(d.value)) r.corrupt("decision " + d.key + " is not a finite number");
+    }
+  }
   if (r.left() != 0) r.corrupt(std::to_string(r.left()) + " bytes after the records");
   // Appended only once the whole buffer has been read: a corrupt one leaves `into` as it was.
   into.spans.insert(into.spans.end(), std::make_move_iterator(spans.begin()), std::make_move_iterator(spans.end()));
   into.traffic.push_back(std::move(peers));
   into.routing.push_back(std::move(blocks));
+  into.decisions.push_back(std::move(decisions));
 }
 
 }  // namespace moebench

@@ -153,14 +153,16 @@ bool Trainer::stop_requested() {
 StepRecords Trainer::collect_records(const std::vector<Span>& spans, bool with_spans) {
   StepRecords rec;
   std::vector<std::vector<int>> routing;  // every MoE block; empty for those on other stages
+  std::vector<std::vector<StrategyDecision>> decisions;
   std::vector<int> moe_blocks = cfg_.moe.moe_layers;
   std::sort(moe_blocks.begin(), moe_blocks.end());
   for (int b : moe_blocks) {
     rec.moe_blocks.push_back(b);
     routing.push_back(model_->expert_counts(b));
+    decisions.push_back(model_->strategy_decisions(b));
   }
   const std::vector<uint64_t> traffic = dist_ ? dist_->meter().per_peer() : std::vector<uint64_t>(1, 0);
-  std::vector<uint8_t> mine = encode_rank_records(with_spans ? spans : std::vector<Span>{}, traffic, routing);
+  std::vector<uint8_t> mine = encode_rank_records(with_spans ? spans : std::vector<Span>{}, traffic, routing, decisions);
   std::vector<std::vector<uint8_t>> all;
   if (dist_) all = dist_->gather_to_root(mine);  // empty on ranks other than 0
   else all.push_back(std::move(mine));

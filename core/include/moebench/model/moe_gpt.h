@@ -144,6 +144,9 @@ class MoeGpt {
   // Kept assignments per expert of a block summed over the micro-batches since begin_step()
   // (empty for a dense block or one on another stage).
   std::vector<int> expert_counts(int block) const;
+  // The strategy's choices for block's last forward (MoeLayer::decisions); none for a block of
+  // another pipeline stage.
+  std::vector<StrategyDecision> strategy_decisions(int block) const;
   void begin_step();
 
  private:

@@ -66,6 +66,10 @@ class MoeLayer {
   const Routing& routing() const { return routing_; }
   const MoeLayerShape& shape() const { return s_; }
   const MoeStrategy* strategy() const { return strategy_.get(); }
+  // The strategy's choices for the last forward (MoeStrategy::decisions); none without one.
+  std::vector<StrategyDecision> decisions() const {
+    return strategy_ && handle_ ? strategy_->decisions(*handle_) : std::vector<StrategyDecision>{};
+  }
   // Dispatch layout of the last forward: expert e owns slots [offsets[e], offsets[e+1]) of
   // the gathered buffers; slot_of[n*K+k] is the slot of an assignment (-1 when dropped).
   const std::vector<int>& expert_offsets() const { return offsets_; }

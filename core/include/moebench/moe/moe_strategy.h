@@ -137,6 +137,14 @@ struct StrategyCost {
   double comm_seconds = 0, compute_seconds = 0;
 };
 
+// A choice a strategy made for one pass (monta's level and chunks under "auto"): stored per step
+// and MoE block as the run's metric "<key>/block<b>" (train/run_recorder.h), so a run says what
+// it ran, not only what it was asked.
+struct StrategyDecision {
+  std::string key;  // "monta.level", ...
+  double value = 0;
+};
+
 class MoeStrategy {
  public:
   virtual ~MoeStrategy() = default;
@@ -172,6 +180,11 @@ class MoeStrategy {
   // the transfers begin_iteration starts for the pass of `handle`, as tasks after `after`; the
   // pass's tasks built later from this handle wait for them instead of moving those bytes
   // again. Returns the tasks (default: none).
+  // The choices behind `handle` (the last forward's), for the run store. Default: none.
+  virtual std::vector<StrategyDecision> decisions(const MoeHandle& handle) const {
+    (void)handle;
+    return {};
+  }
   virtual std::vector<TaskId> build_iteration_start(TaskGraph& g, MoeHandle& handle, const std::vector<TaskId>& after,
                                                     MoeContext& ctx) {
     (void)g, (void)handle, (void)after, (void)ctx;

@@ -51,6 +51,7 @@ class TokenExchange : public MoeStrategy {
   std::unique_ptr<MoeHandle> layout(const ExchangeCounts& counts, MoeContext& ctx) override;
   std::vector<TaskId> build(TaskGraph& g, MoeHandle& handle, MoePass pass, const std::vector<TaskId>& after,
                             const MoeBuffers* buffers, MoeContext& ctx) override;
+  std::vector<StrategyDecision> decisions(const MoeHandle& handle) const override;
 
  protected:
   // Appends the transfer's tasks after `after`; returns the task after which recv is complete.
@@ -64,6 +65,11 @@ class TokenExchange : public MoeStrategy {
   virtual std::unique_ptr<TransferState> make_transfer_state(const ExchangeCounts& counts, MoeContext& ctx) {
     (void)counts, (void)ctx;
     return nullptr;
+  }
+  // The choices kept in a handle's state (default: none).
+  virtual std::vector<StrategyDecision> state_decisions(const TransferState& state) const {
+    (void)state;
+    return {};
   }
   // Collective setup on the main thread before the first graph with buffers (hier_a2a: the
   // node communicators). Default: nothing.

@@ -2,7 +2,9 @@
 // RunRecorder: writes a training run into the run store (rank 0 only): the run row (RUNNING
 // until finish()), the flattened config as params, and per step one transaction with the
 // metrics, the spans of every rank (on span-sampled steps), traffic by rank/peer/link class
-// and the routing (kept tokens per MoE block, source rank and expert).
+// and the routing (kept tokens per MoE block, source rank and expert). The strategies' decisions
+// (MoeStrategy::decisions: monta's level and chunks) become metrics "<key>/block<b>", e.g.
+// "monta.level/block1" = 2 for O2.
 #include <memory>
 #include <string>
 #include <utility>

@@ -22,6 +22,7 @@ struct StepRecords {
   std::vector<std::vector<uint64_t>> traffic;      // [rank][peer] bytes sent this step
   std::vector<int> moe_blocks;                     // block index of each MoE block
   std::vector<std::vector<std::vector<int64_t>>> routing;  // [rank][moe block][expert] kept tokens
+  std::vector<std::vector<std::vector<StrategyDecision>>> decisions;  // [rank][moe block] (MoeStrategy::decisions)
 };
 
 struct StepStats {
