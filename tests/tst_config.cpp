@@ -205,6 +205,22 @@ class TestConfig : public QObject {
         "strategy.monta.level", "O2 drops the rows the tensor-parallel ranks hold alike, but parallel.tp = 1 (nothing to drop)");
     row("monta options with another strategy", "[strategy.monta]\nlevel = \"O1\"\n", 2,
         "strategy.monta.level", "[strategy.monta] does not apply to strategy.name = \"expert_centric\" (it is read by monta or per_block)");
+    // [strategy.fastermoe]: smart's groups divide the EP group; a shadow budget holds one expert;
+    // experts stay whole (no expert_tp).
+    row("fastermoe group_size not dividing ep", "[run]\nranks = 4\n[strategy]\nname = \"fastermoe\"\n[strategy.fastermoe]\nsmart = true\ngroup_size = 3\n", 7,
+        "strategy.fastermoe.group_size", "must divide the expert-parallel group of 4 ranks, got 3");
+    row("fastermoe nodes cut ep unevenly", "[run]\nranks = 6\n[cluster]\nnodes = 2\n[parallel]\nep = 2\n[train]\nbatch_size = 6\n[strategy]\nname = \"fastermoe\"\n[strategy.fastermoe]\nsmart = true\n", 12,
+        "strategy.fastermoe.smart", "groups the EP ranks of a node (group_size = 0), but an expert-parallel group of 2 ranks holds 1 on node 0 and 2 on another");
+    row("fastermoe group_size negative", "[strategy]\nname = \"fastermoe\"\n[strategy.fastermoe]\ngroup_size = -1\n", 4,
+        "strategy.fastermoe.group_size", "must be >= 0");
+    row("fastermoe shadow budget below one expert", "[run]\nranks = 2\n[model]\nhidden = 64\nffn_mult = 4\n[strategy]\nname = \"fastermoe\"\n[strategy.fastermoe]\nshadow = true\nshadow_budget_mb = 0.1\n", 10,
+        "strategy.fastermoe.shadow_budget_mb", "cannot hold one shadowed expert: its parameters and gradients take 0.264704 MB");
+    row("fastermoe shadow budget negative", "[strategy]\nname = \"fastermoe\"\n[strategy.fastermoe]\nshadow_budget_mb = -1\n", 4,
+        "strategy.fastermoe.shadow_budget_mb", "must be");
+    row("fastermoe with sliced experts", "[run]\nranks = 4\n[parallel]\ntp = 2\n[moe]\nexpert_tp = true\n[strategy]\nname = \"fastermoe\"\n", 6,
+        "moe.expert_tp", "does not apply to strategy.name = \"fastermoe\"");
+    row("fastermoe options with another strategy", "[strategy.fastermoe]\nsmart = true\n", 2,
+        "strategy.fastermoe.smart", "[strategy.fastermoe] does not apply to strategy.name = \"expert_centric\" (it is read by fastermoe)");
     // [emulate]: the link emulator's cluster and time scale.
     row("emulate time_scale zero", "[emulate]\ncluster = \"emu4.toml\"\ntime_scale = 0\n", 3, "emulate.time_scale", "must be \"auto\" or a number > 0, got 0");
     row("emulate time_scale negative", "[emulate]\ntime_scale = -2.5\n", 2, "emulate.time_scale", "must be \"auto\" or a number > 0, got -2.5");
@@ -667,7 +683,7 @@ class TestConfig : public QObject {
     // tst_parallel_layouts reads them).
     auto unread = [](const std::string& key) {
       return key.starts_with("strategy.hier_a2a.") || key.starts_with("strategy.per_block.") ||
-             key.starts_with("strategy.monta.") || key == "parallel.tp" ||
+             key.starts_with("strategy.monta.") || key.starts_with("strategy.fastermoe.") || key == "parallel.tp" ||
              key == "parallel.pp" ||
              key == "moe.expert_tp" || key == "parallel.vocab_parallel";
     };
@@ -685,7 +701,7 @@ class TestConfig : public QObject {
       std::string line = k.name.substr(k.name.rfind('.') + 1);
       // another strategy's options are written commented out: documented, not set
       line.insert(0, k.name.starts_with("strategy.hier_a2a.") || k.name.starts_with("strategy.per_block.") ||
-                             k.name.starts_with("strategy.monta.")
+                             k.name.starts_with("strategy.monta.") || k.name.starts_with("strategy.fastermoe.")
                          ? "\n# "
                          : "\n");
       line += " = ";

@@ -87,6 +87,7 @@ class Checker {
   std::string data_parallel_origin() const;
   void check_strategy_options();
   void check_monta(int64_t tokens, const std::string& per_rank);
+  void check_fastermoe(int ep, int per_node);
   void check_model();
   void check_moe();
   void check_data();

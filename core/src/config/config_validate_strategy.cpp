@@ -1,6 +1,7 @@
 // The strategies' own options ([strategy.<name>], per_block's list) and monta's levels and chunks
 // against the layout (config_checker.h).
 #include <algorithm>
+#include <map>
 #include <string>
 
 #include "config_checker.h"
@@ -64,6 +65,51 @@ void Checker::check_strategy_options() {
                     " x model.seq_len), got " + std::to_string(d));
   }
   check_monta(tokens, per_rank);
+  at_least("strategy.fastermoe.group_size", o.fastermoe.group_size, 0, " (0 = the EP ranks of a node)");
+  non_negative_number("strategy.fastermoe.shadow_budget_mb", o.fastermoe.shadow_budget_mb);
+}
+
+// [strategy.fastermoe] against the layout: smart's groups divide the expert-parallel group (by
+// group_size, or as the nodes cut it: group_size = 0), and a shadow budget holds one expert.
+// A group is `ep` consecutive data-parallel ranks of one tensor-parallel rank (world ranks tp
+// apart, check_hier_a2a_groups), so the ranks of one node are consecutive in it.
+void Checker::check_fastermoe(int ep, int per_node) {
+  const FasterMoeOptions& f = c_.strategy.fastermoe;
+  if (ok({"strategy.fastermoe.smart", "strategy.fastermoe.group_size"}) && f.smart) {
+    if (f.group_size > 0 && ep % f.group_size != 0) {
+      fail("strategy.fastermoe.group_size", "must divide the expert-parallel group of " + std::to_string(ep) +
+                                                " ranks, got " + std::to_string(f.group_size));
+    } else if (f.group_size == 0) {
+      const int tp = c_.parallel.tp, dp = data_parallel(), pp = c_.parallel.pp;
+      int g = 0;  // EP ranks per node: equal on every node of every group
+      for (int stage = 0; stage < pp; ++stage)
+        for (int t = 0; t < tp; ++t)
+          for (int first = 0; first + ep <= dp; first += ep) {
+            std::map<int, int> on_node;
+            for (int i = first; i < first + ep; ++i) ++on_node[(stage * dp * tp + i * tp + t) / per_node];
+            for (const auto& [node, n] : on_node) {
+              if (g == 0) g = n;
+              if (n == g && ep % g == 0) continue;
+              fail("strategy.fastermoe.smart", "groups the EP ranks of a node (group_size = 0), but an expert-parallel group of " +
+                                                    std::to_string(ep) + " ranks holds " + std::to_string(n) +
+                                                    " on node " + std::to_string(node) + " and " + std::to_string(g) +
+                                                    " on another; set group_size to a divisor of " + std::to_string(ep));
+              return;
+            }
+          }
+    }
+  }
+  if (ok({"strategy.fastermoe.shadow", "strategy.fastermoe.shadow_budget_mb", "model.hidden", "model.ffn_mult"}) &&
+      f.shadow && f.shadow_budget_mb > 0) {
+    const double C = c_.model.hidden, F = (double)c_.model.ffn_mult * c_.model.hidden;
+    const double bytes = 2.0 * 4.0 * (2.0 * C * F + C + F);  // w1, b1, w2, b2 and their gradients, fp32
+    if (f.shadow_budget_mb * 1e6 < bytes)
+      fail("strategy.fastermoe.shadow_budget_mb", "cannot hold one shadowed expert: its parameters and gradients take " +
+                                                      std::to_string(bytes / 1e6) + " MB (model.hidden = " +
+                                                      std::to_string(c_.model.hidden) + ", model.ffn_mult = " +
+                                                      std::to_string(c_.model.ffn_mult) + "), the budget is " +
+                                                      std::to_string(f.shadow_budget_mb) + " MB");
+  }
 }
 
 // [strategy.monta]: a known level; chunks "auto" or a whole number in [1, the tokens of a rank]

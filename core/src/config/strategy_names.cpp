@@ -4,7 +4,7 @@ namespace moebench {
 
 const std::vector<std::string>& strategy_names() {
   static const std::vector<std::string> names = {"expert_centric", "hier_a2a", "data_centric", "janus", "ppmoe",
-                                                   "monta", "per_block"};
+                                                   "monta", "fastermoe", "per_block"};
   return names;
 }
 
