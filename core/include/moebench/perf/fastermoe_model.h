@@ -69,6 +69,8 @@ double lat_shadow(int r, double B_max_after, const ShadowModel& m);
 // parameters against B H elements of activations), P / W_net with W_net in elements/s
 // (w_net / bytes_per_element). How they follow from eq. 8 < eq. 7: see fastermoe_model.cpp.
 bool shadow_condition_9(int r, double B_max, const ShadowModel& m);   // B_max > r F
+// 3 (B_max - B_max_after) F / (r F - B_max) > P / W, evaluated multiplied by (r F - B_max) so
+// it is defined at r F = B_max and never flips where r F < B_max (there it equals eq. 8 < eq. 7).
 bool shadow_condition_10(int r, double B_max, double B_max_after, const ShadowModel& m);
 // Algorithm 1 generalised to several experts per worker: candidates are experts in descending
 // order of their total tokens (ties: lower index first); shadowing expert e moves every T[s][e]
