@@ -19,6 +19,7 @@
 #include "test_support.h"
 
 using namespace moebench;
+using namespace Qt::StringLiterals;
 
 namespace {
 
@@ -40,6 +41,14 @@ class TestDistTrain : public QObject {
     QTest::newRow("expert_centric all tokens to expert 0") << "expert_centric" << "hot:0,1" << 1 << 0;
     QTest::newRow("hier_a2a all tokens to expert 0") << "hier_a2a" << "hot:0,1" << 1 << 0;
     QTest::newRow("expert_centric ep 2 (expert replicas)") << "expert_centric" << "learned" << 2 << 2;
+    // fastermoe: "+shadow", "+smart", "+groupN" set [strategy.fastermoe] (cluster.nodes = 2:
+    // smart's groups are the nodes unless groupN). A hot expert is shadowed (checked below).
+    QTest::newRow("fastermoe shadow, all tokens to expert 0") << "fastermoe+shadow" << "hot:0,1" << 1 << 0;
+    QTest::newRow("fastermoe shadow zipf") << "fastermoe+shadow" << "zipf:1.5" << 2 << 0;
+    QTest::newRow("fastermoe smart learned") << "fastermoe+smart" << "learned" << 2 << 0;
+    QTest::newRow("fastermoe smart groups of 1, zipf") << "fastermoe+smart+group1" << "zipf:1.2" << 2 << 0;
+    QTest::newRow("fastermoe smart + shadow, hot expert") << "fastermoe+shadow+smart+group1" << "hot:1,0.7" << 2 << 0;
+    QTest::newRow("fastermoe smart + shadow, ep 2 (2 experts per rank)") << "fastermoe+shadow+smart+group1" << "hot:2,0.8" << 2 << 2;
   }
   void matches_single_rank() {
     QFETCH(QString, strategy);
@@ -52,12 +61,16 @@ class TestDistTrain : public QObject {
     if (ep > 0 && P % ep != 0) QSKIP("this row needs a rank count divisible by its ep");
     // 2 virtual nodes when the ranks split evenly; experts and batch scaled to the world.
     const int nodes = P % 2 == 0 ? 2 : 1, experts = std::lcm(4, P);
-    const std::vector<std::string> sets = {
+    std::vector<std::string> sets = {
         "train.steps=20", "train.batch_size=" + std::to_string(2 * P), "train.eval_every=0",
         "cluster.nodes=" + std::to_string(nodes), "run.ranks=" + std::to_string(P), "run.threads=1",
         "moe.experts=" + std::to_string(experts), "moe.top_k=" + std::to_string(top_k),
-        "parallel.ep=" + std::to_string(ep), "strategy.name=" + strategy.toStdString(),
-        "moe.routing=" + routing.toStdString()};
+        "parallel.ep=" + std::to_string(ep), "moe.routing=" + routing.toStdString()};
+    const QStringList parts = strategy.split(u'+');
+    sets.push_back("strategy.name=" + parts[0].toStdString());
+    for (const QString& o : parts.mid(1))
+      sets.push_back(o.startsWith(u"group"_s) ? "strategy.fastermoe.group_size=" + o.mid(5).toStdString()
+                                              : "strategy.fastermoe." + o.toStdString() + "=true");
     const Config cfg = load_config(test::tiny_config_path(), sets);
     QTemporaryDir ref_dir, dist_dir;
 
@@ -72,6 +85,12 @@ class TestDistTrain : public QObject {
     // Parameters: every tensor this rank holds (dense replicas and its own experts).
     const QString param_diff = test::compare_params(dist.model().params(), ref.model().params(), world->rank());
     QVERIFY2(param_diff.isEmpty(), qPrintable(param_diff));
+    if (parts.contains(u"shadow"_s) && routing.startsWith(u"hot:"_s)) {  // the equivalence covered shadowing
+      double shadowed = 0;
+      for (const StrategyDecision& d : dist.model().strategy_decisions(1))
+        if (d.key == "fastermoe.shadowed") shadowed = d.value;
+      QVERIFY2(shadowed >= 1, "Algorithm 1 shadowed no expert of the hot routing");
+    }
   }
 
   // janus with a PR-MoE layout: R = BSk/(a n H E) (a = ffn_mult = 2 in the tiny config) is

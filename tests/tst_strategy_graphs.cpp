@@ -190,6 +190,59 @@ MontaBuilt monta_build(const std::string& level, int chunks, bool sliced, int me
   return b;
 }
 
+// fastermoe on the counts above, rank `me`, with [strategy.fastermoe] `o`; the cluster of
+// block_context (2 nodes x 2, the ClusterSpec defaults: 1.2e11 FLOP/s, 1e10 B/s links) for
+// shadowing's cost model.
+struct FasterBuilt {
+  Built b;
+  std::vector<StrategyDecision> decisions;
+};
+FasterBuilt fastermoe_build(const FasterMoeOptions& o, int me, MoePass pass) {
+  static const ClusterModel cluster = [] {
+    ClusterSpec s;
+    s.nodes = 2;
+    s.devices_per_node = 2;
+    return ClusterModel(s);
+  }();
+  MoeContext ctx = block_context(me, E);
+  ctx.cluster = &cluster;
+  StrategyConfig options;
+  options.fastermoe = o;
+  auto s = make_strategy("fastermoe", options);
+  ExchangeCounts counts;
+  counts.P = P;
+  counts.E = E;
+  counts.rows = kCounts;
+  auto h = s->layout(counts, ctx);
+  FasterBuilt out;
+  if (pass == MoePass::backward) {
+    TaskGraph fwd;
+    add_block_pass(fwd, *s, *h, MoePass::forward, ctx, {N, C, E, K}, {});
+  }
+  add_block_pass(out.b.g, *s, *h, pass, ctx, {N, C, E, K}, {});
+  for (const GraphTask& t : out.b.g.tasks()) {
+    std::string name = t.name;
+    if (t.chunk >= 0) name.append(1, '#').append(std::to_string(t.chunk));
+    if (t.expert >= 0) name.append(1, '@').append(std::to_string(t.expert));
+    out.b.names.push_back(name);
+  }
+  out.decisions = s->decisions(*h);
+  return out;
+}
+
+std::vector<std::string> comm_order(const Built& b) {
+  std::vector<std::string> out;
+  for (int i : b.g.topological_order())
+    if (b.g.task(i).category == TaskCategory::comm && b.g.task(i).name != "moe.counts") out.push_back(b.names[(size_t)i]);
+  return out;
+}
+
+double decision(const std::vector<StrategyDecision>& ds, const std::string& key) {
+  for (const StrategyDecision& d : ds)
+    if (d.key == key) return d.value;
+  return std::nan("");
+}
+
 }  // namespace
 
 class TestStrategyGraphs : public QObject {
@@ -278,6 +331,78 @@ class TestStrategyGraphs : public QObject {
       if (g.task(i).role == StreamRole::comm_inter) comm.push_back(b.names[(size_t)i]);
     QCOMPARE(comm, (std::vector<std::string>{"moe.counts", "moe.dispatch#0", "moe.dispatch#1", "moe.combine#0",
                                              "moe.combine#1"}));
+  }
+
+  // Smart schedule with groups of 1 (n = 4 steps) on rank 1: step j sends to rank (1 - j) mod 4
+  // and computes the rows of rank (1 + j) mod 4: sends 6 (kept), 3 rows to rank 0, 2 to rank 3,
+  // 5 to rank 2; receives 6 (own), 1 from rank 2, 0 from rank 3, 4 from rank 0. The comm stream
+  // runs S_0, S_1, R_0, S_2, R_1, S_3, R_2, R_3.
+  void fastermoe_smart_pairwise_steps() {
+    FasterMoeOptions o;
+    o.smart = true;
+    o.group_size = 1;
+    const FasterBuilt f = fastermoe_build(o, 1, MoePass::forward);
+    const TaskGraph& g = f.b.g;
+    QVERIFY(!find(g, "moe.dispatch", 0)->cost.bytes_to_peer.size());
+    QCOMPARE(find(g, "moe.dispatch", 1)->cost.bytes_to_peer, (Sends{{0, 24}}));
+    QCOMPARE(find(g, "moe.dispatch", 2)->cost.bytes_to_peer, (Sends{{3, 16}}));
+    QCOMPARE(find(g, "moe.dispatch", 3)->cost.bytes_to_peer, (Sends{{2, 40}}));
+    const double rows[] = {6, 1, 0, 4};
+    for (int j = 0; j < 4; ++j) QCOMPARE(find(g, "moe.experts", j)->cost.flops, 4.0 * rows[j] * C * F);
+    QCOMPARE(find(g, "moe.combine", 1)->cost.bytes_to_peer, (Sends{{2, 8}}));
+    QCOMPARE(find(g, "moe.combine", 3)->cost.bytes_to_peer, (Sends{{0, 32}}));
+    QVERIFY(!find(g, "moe.combine", 2)->cost.bytes_to_peer.size());
+    QCOMPARE(comm_order(f.b), (std::vector<std::string>{"moe.dispatch#0", "moe.dispatch#1", "moe.combine#0",
+                                                       "moe.dispatch#2", "moe.combine#1", "moe.dispatch#3",
+                                                       "moe.combine#2", "moe.combine#3"}));
+    // group_size 0: the node's EP ranks, {0, 1} and {2, 3}: step 0 inside node 0 (3 rows to
+    // rank 0), step 1 to node 1 (5 and 2 rows).
+    o.group_size = 0;
+    const FasterBuilt n = fastermoe_build(o, 1, MoePass::forward);
+    QCOMPARE(find(n.b.g, "moe.dispatch", 0)->cost.bytes_to_peer, (Sends{{0, 24}}));
+    QCOMPARE(find(n.b.g, "moe.dispatch", 1)->cost.bytes_to_peer, (Sends{{2, 40}, {3, 16}}));
+    QVERIFY(!find(n.b.g, "moe.dispatch", 2));
+  }
+
+  // Shadowing with a budget of one expert (2 x 17 floats = 136 bytes per shadow: parameters and
+  // gradients): Algorithm 1's first candidate is e2 (12 rows, tied with e3: the lower index);
+  // loads [6, 11, 12, 12] -> [7, 16, 4, 14]: eq. 8 with one 17-float broadcast beats eq. 7's
+  // 12 rows of 2 floats both ways at P / W = 1.2e11 / 5e9 (a NIC of 1e10 shared by 2).
+  void fastermoe_shadow_tasks() {
+    FasterMoeOptions o;
+    o.shadow = true;
+    o.shadow_budget_mb = 1.5 * 136e-6;
+    const FasterBuilt f = fastermoe_build(o, 1, MoePass::forward);
+    QCOMPARE(f.b.names, (std::vector<std::string>{"moe.router", "moe.counts", "moe.shadow.broadcast@2",
+                                                  "moe.shadow.experts", "moe.pack", "moe.dispatch", "moe.experts",
+                                                  "moe.combine", "moe.unpack", "moe.combine"}));
+    const TaskGraph& g = f.b.g;
+    QCOMPARE(g.task(2).cost.bytes_to_peer, Sends{});  // rank 1 is a leaf of the tree rooted at rank 2
+    QCOMPARE(g.task(3).cost.flops, 4.0 * 5 * C * F);  // rank 1's 5 rows of e2, here
+    QCOMPARE(g.task(3).deps, (std::vector<int>{2}));
+    QCOMPARE(g.task(5).cost.bytes_to_peer, (Sends{{0, 24}, {3, 16}}));  // nothing to rank 2 any more
+    QCOMPARE(g.task(6).cost.flops, 4.0 * 11 * C * F);                   // e1 still comes here
+    QCOMPARE(decision(f.decisions, "fastermoe.shadowed"), 1.0);
+    QCOMPARE(decision(f.decisions, "fastermoe.shadow.e2"), 1.0);
+    // eq. 1 at the busiest worker after shadowing: rank 1's 16 rows, 4 x 16 x C x F FLOPs.
+    QCOMPARE(decision(f.decisions, "fastermoe.predicted_comp_ms"), 4.0 * 16 * C * F / 1.2e11 * 1e3);
+    // The owner's binomial tree: rank 2 sends to ranks 0 and 3, rank 0 on to rank 1.
+    QCOMPARE(find(fastermoe_build(o, 2, MoePass::forward).b.g, "moe.shadow.broadcast")->cost.bytes_to_peer,
+             (Sends{{0, 68}, {3, 68}}));
+    QCOMPARE(find(fastermoe_build(o, 0, MoePass::forward).b.g, "moe.shadow.broadcast")->cost.bytes_to_peer,
+             (Sends{{1, 68}}));
+    // Backward: the shadow's own rows first on the compute stream, its gradient summed after
+    // the return trip (ring all-reduce of 17 floats), and on the owner added to its gradient.
+    const FasterBuilt b = fastermoe_build(o, 1, MoePass::backward);
+    QCOMPARE(b.b.names, (std::vector<std::string>{"moe.combine_backward", "moe.shadow.experts_backward",
+                                                  "moe.pack_grad", "moe.dispatch_grad", "moe.experts_backward",
+                                                  "moe.combine_grad", "moe.unpack_grad", "moe.shadow.reduce@2",
+                                                  "moe.router_backward"}));
+    QCOMPARE(find(b.b.g, "moe.shadow.reduce")->cost.bytes_to_peer, (Sends{{2, 2 * 3 * 68 / 4}}));
+    const FasterBuilt owner = fastermoe_build(o, 2, MoePass::backward);
+    const GraphTask* acc = find(owner.b.g, "moe.shadow.accumulate");
+    QVERIFY(acc && acc->role == StreamRole::compute);
+    QVERIFY(!find(b.b.g, "moe.shadow.accumulate"));
   }
 
   void expert_centric_backward() {

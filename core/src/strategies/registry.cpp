@@ -14,6 +14,7 @@ std::unique_ptr<MoeStrategy> make_hier_a2a(const StrategyConfig& options);
 std::unique_ptr<MoeStrategy> make_data_centric(const StrategyConfig& options);
 std::unique_ptr<MoeStrategy> make_ppmoe(const StrategyConfig& options);
 std::unique_ptr<MoeStrategy> make_monta(const StrategyConfig& options);
+std::unique_ptr<MoeStrategy> make_fastermoe(const StrategyConfig& options);
 
 namespace {
 using Factory = std::unique_ptr<MoeStrategy> (*)(const StrategyConfig&);
@@ -24,6 +25,7 @@ const std::vector<std::pair<std::string, Factory>>& table() {
       {"data_centric", make_data_centric},
       {"ppmoe", make_ppmoe},
       {"monta", make_monta},
+      {"fastermoe", make_fastermoe},
   };
   return t;
 }

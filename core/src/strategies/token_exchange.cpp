@@ -25,6 +25,9 @@ struct Chunk {
 
 struct ExchangeHandle : MoeHandle {
   int P = 1, E = 0, L = 0, me = 0, C = 0, F = 0, D = 1;
+  // Rows travel through pack / unpack copies: several chunks, or rows the chunks leave out
+  // (then xg and y are not the send and receive buffers as they stand).
+  bool packed = false;
   std::vector<Chunk> chunks;
   std::unique_ptr<TransferState> state;
   bool have_forward = false;
@@ -120,7 +123,7 @@ std::vector<StrategyDecision> TokenExchange::decisions(const MoeHandle& handle) 
 
 std::unique_ptr<MoeHandle> TokenExchange::layout(const ExchangeCounts& counts, MoeContext& ctx) {
   ctx.sync_group();
-  const int P = ctx.ep_size, me = ctx.ep_rank, E = ctx.experts, D = D_;
+  const int P = ctx.ep_size, me = ctx.ep_rank, E = ctx.experts;
   if (E % P != 0)
     throw std::invalid_argument("MoE block " + std::to_string(ctx.layer) + ": " + std::to_string(E) +
                                 " experts do not divide over " + std::to_string(P) + " EP ranks");
@@ -133,13 +136,32 @@ std::unique_ptr<MoeHandle> TokenExchange::layout(const ExchangeCounts& counts, M
                                 std::to_string(me * L) + ", " + std::to_string(me * L + L) + ")");
   if (ctx.ep) prepare(ctx);
   auto h = std::make_unique<ExchangeHandle>();
-  h->P = P, h->E = E, h->L = L, h->me = me, h->C = ctx.C, h->F = ctx.F, h->D = D;
+  h->P = P, h->E = E, h->L = L, h->me = me, h->C = ctx.C, h->F = ctx.F;
   h->state = make_transfer_state(counts, ctx);
+  const int D = chunk_count(h->state.get());
+  if (D < 1) throw std::logic_error("TokenExchange: a pass needs at least one chunk");
+  h->D = D;
   std::vector<long> first(E + 1, 0);  // this rank's slot offsets per expert
   for (int e = 0; e < E; ++e) first[e + 1] = first[e] + counts.at(me, e);
-  auto part = [D](long n, int i, bool hi) { return n * (i + (hi ? 1 : 0)) / D; };
-  auto size = [&](int s, int e, int i) { const long n = counts.at(s, e); return part(n, i, true) - part(n, i, false); };
+  // rows[(s * E + e) * D + i]: what source s sends to expert e in chunk i
+  std::vector<long> split((size_t)P * E * D);
+  for (int s = 0; s < P; ++s)
+    for (int e = 0; e < E; ++e) {
+      long sum = 0;
+      for (int i = 0; i < D; ++i) sum += split[((size_t)s * E + e) * D + i] = chunk_rows(counts, h->state.get(), s, e, i, D);
+      if (sum > counts.at(s, e) || sum < 0)
+        throw std::logic_error("TokenExchange: the chunks of source " + std::to_string(s) + " and expert " +
+                               std::to_string(e) + " hold " + std::to_string(sum) + " of its " +
+                               std::to_string(counts.at(s, e)) + " rows");
+    }
+  auto size = [&](int s, int e, int i) { return split[((size_t)s * E + e) * D + i]; };
+  auto before = [&](int e, int i) {  // this rank's rows of expert e in chunks before i
+    long n = 0;
+    for (int j = 0; j < i; ++j) n += size(me, e, j);
+    return n;
+  };
   h->chunks.resize(D);
+  long sent = 0;
   for (int i = 0; i < D; ++i) {
     Chunk& c = h->chunks[i];
     c.rows.assign((size_t)P * P, 0);
@@ -153,7 +175,8 @@ std::unique_ptr<MoeHandle> TokenExchange::layout(const ExchangeCounts& counts, M
       c.S += c.send_rows[r];
       c.R += c.recv_rows[r];
     }
-    for (int e = 0; e < E; ++e) c.pack.push_back({first[e] + part(counts.at(me, e), i, false), size(me, e, i)});
+    sent += c.S;
+    for (int e = 0; e < E; ++e) c.pack.push_back({first[e] + before(e, i), size(me, e, i)});
     c.local_offsets.assign(L + 1, 0);
     for (int j = 0; j < L; ++j) {
       long n = 0;
@@ -172,8 +195,18 @@ std::unique_ptr<MoeHandle> TokenExchange::layout(const ExchangeCounts& counts, M
         for (long r = 0; r < n; ++r) c.recv_index[row++] = src_base[s] + within + r;
       }
   }
+  h->packed = D > 1 || sent < first[E];
   return h;
 }
+
+long TokenExchange::chunk_rows(const ExchangeCounts& counts, const TransferState* state, int s, int e, int i,
+                               int chunks) const {
+  (void)state;
+  const long n = counts.at(s, e);
+  return n * (i + 1) / chunks - n * i / chunks;
+}
+
+TransferState* TokenExchange::state_of(MoeHandle& handle) { return dynamic_cast<ExchangeHandle&>(handle).state.get(); }
 
 std::vector<TaskId> TokenExchange::build(TaskGraph& g, MoeHandle& handle, MoePass pass,
                                          const std::vector<TaskId>& after, const MoeBuffers* buffers,
@@ -192,9 +225,10 @@ std::vector<TaskId> TokenExchange::build(TaskGraph& g, MoeHandle& handle, MoePas
     return t;
   };
 
-  // Packs (D > 1): this chunk's rows of every expert, in destination order.
+  // Packs (h.packed): this chunk's rows of every expert, in destination order.
   std::vector<std::vector<TaskId>> entry(D, after);
-  if (D > 1)
+  const bool packed = h.packed;
+  if (packed)
     for (int i = 0; i < D; ++i) {
       Chunk& c = h.chunks[i];
       GraphTask t;
@@ -222,11 +256,11 @@ std::vector<TaskId> TokenExchange::build(TaskGraph& g, MoeHandle& handle, MoePas
     t.partial = ctx.experts_sliced;
     if (act) {
       t.send = fwd ? c.y_back.data() : c.dx_back.data();
-      if (D > 1) staging.resize((size_t)c.S * C);
-      t.recv = D > 1 ? staging.data() : final_dst;
+      if (packed) staging.resize((size_t)c.S * C);
+      t.recv = packed ? staging.data() : final_dst;
     }
     TaskId done = add_transfer(g, t, {experts[i]}, ctx);
-    if (D > 1) {
+    if (packed) {
       GraphTask u;
       u.name = fwd ? "moe.unpack" : "moe.unpack_grad";
       u.category = TaskCategory::copy;
@@ -245,7 +279,7 @@ std::vector<TaskId> TokenExchange::build(TaskGraph& g, MoeHandle& handle, MoePas
     std::vector<float>& in = fwd ? c.x_recv : c.d_recv;
     t.act = act;
     if (act) {
-      t.send = D > 1 ? (fwd ? c.send.data() : c.d_send.data()) : (fwd ? buffers->xg : buffers->dy);
+      t.send = packed ? (fwd ? c.send.data() : c.d_send.data()) : (fwd ? buffers->xg : buffers->dy);
       in.resize((size_t)c.R * C);
       t.recv = in.data();
     }

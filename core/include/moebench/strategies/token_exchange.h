@@ -61,6 +61,19 @@ class TokenExchange : public MoeStrategy {
   // The transfer as one all-to-all-v over the EP group on its role (expert_centric's, and
   // monta's baseline level).
   static TaskId add_all_to_all_v(TaskGraph& g, const TransferSpec& t, const std::vector<TaskId>& after, MoeContext& ctx);
+  // The chunks of a pass (default: the overlap degree D), from the handle's state.
+  virtual int chunk_count(const TransferState* state) const {
+    (void)state;
+    return D_;
+  }
+  // Rows source s sends to expert e in chunk i of `chunks`: by default the even split of its n =
+  // counts.at(s, e) rows, [n i / D, n (i+1) / D). The chunks may leave rows out (fastermoe's
+  // shadowed experts): they stay in xg / y for the subclass's own tasks, and every chunk is
+  // packed and unpacked then. A source's rows of an expert are taken chunk after chunk in slot order.
+  virtual long chunk_rows(const ExchangeCounts& counts, const TransferState* state, int s, int e, int i,
+                          int chunks) const;
+  // The state make_transfer_state made for a handle of this strategy (null when none).
+  static TransferState* state_of(MoeHandle& handle);
   // The handle's state for add_transfer, from the pass's counts (default: none).
   virtual std::unique_ptr<TransferState> make_transfer_state(const ExchangeCounts& counts, MoeContext& ctx) {
     (void)counts, (void)ctx;

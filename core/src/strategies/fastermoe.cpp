@@ -1,0 +1,187 @@
+// fastermoe: FasterMoE (PPoPP'22) on expert_centric's exchange, each optimisation a switch of
+// [strategy.fastermoe] (config/config.h):
+// - shadow (§4.1): every pass, from the EP group's counts matrix T (known to every rank: no
+//   extra communication), Algorithm 1 (perf/fastermoe_model.h) picks the experts whose
+//   parameters are cheaper to broadcast than their tokens are to send. Their rows never enter
+//   the exchange (TokenExchange::chunk_rows leaves them out); every rank computes its own rows
+//   of them with the broadcast copy, and in backward their gradients are summed over the EP
+//   group (an all-reduce: the communicator has no reduce, so the owner's share of the traffic is
+//   the ring's 2 (P-1)/P instead of the paper's reduce) and the owner adds them to its own.
+// - smart (§4.2, Fig. 7-8): the EP ranks form n groups of g; chunk j of the exchange carries
+//   what rank r sends to group (group(r) - j) mod n, so step j's S_j receives from group
+//   (group(r) + j) mod n, C_j computes those rows and R_j returns them. TokenExchange queues
+//   S_0, S_1, R_0, S_2, R_1, ..., R_{n-1}: the local group (the fastest S) first and the ring
+//   step n-1 (neighbour groups only) last, the order §4.2 derives. Any number of experts per
+//   rank: C_j is every local expert on the rows of group j.
+// - topo_gate (§4.3) is the router's (moe/topo_gate.h); the exchange is unchanged by it.
+// Every pass also stores eq. 1 and eq. 2's predictions with its real loads (decisions()).
+#include <algorithm>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "cost_support.h"
+#include "fastermoe_shadow.h"
+#include "moebench/config/config.h"
+#include "moebench/dist/topology.h"
+#include "moebench/perf/cluster_network.h"
+#include "moebench/perf/fastermoe_model.h"
+#include "moebench/strategies/token_exchange.h"
+
+namespace moebench {
+namespace {
+
+// The bandwidth one EP rank gets to the others: its NIC's share when the group spans nodes,
+// else the intra-node link (W_net of eq. 7-8).
+double network_bandwidth(const ClusterModel& cluster, const std::vector<int>& ep_world) {
+  for (int r : ep_world)
+    if (cluster.node_of(r) != cluster.node_of(ep_world.front())) return cluster.inter_bandwidth_per_device();
+  return cluster.link(ClusterLink::intra_node).bandwidth;
+}
+
+class FasterMoe : public TokenExchange {
+ public:
+  explicit FasterMoe(const FasterMoeOptions& options) : TokenExchange(1), options_(options) {}
+  std::string name() const override { return "fastermoe"; }
+
+  // Predicted, balanced routing (the papers' lower bound): no expert is hotter than another, so
+  // Algorithm 1 shadows none and the bytes are expert_centric's; smart sends them in n steps.
+  StrategyCost predict(const CostInputs& in, const MoeContext& ctx, const ClusterModel& cluster) const override {
+    const int L = cost::experts_per_rank(ctx), P = (int)ctx.ep_world.size();
+    const int n = options_.smart ? P / group_size(ctx) : 1;
+    const double rows = in.tokens * in.top_k, row_bytes = (double)ctx.C * sizeof(float);
+    std::vector<cost::RankCost> ranks(P);
+    for (int i = 0; i < P; ++i) {
+      std::vector<cost::Flow> flows;
+      for (int j = 0; j < P; ++j)
+        if (j != i) flows.push_back({ctx.ep_world[j], 2.0 * rows / P * row_bytes, 2.0});
+      ranks[i].bytes = cost::flow_bytes(cluster, ctx.ep_world[i], flows);
+      ranks[i].comm_seconds = cost::flow_seconds(cluster, ctx.ep_world[i], flows, ctx.ep_world);
+      ranks[i].compute_seconds = cost::experts_seconds(cluster, (double)L * n, P * rows / ctx.experts / n, ctx.C, ctx.F);
+    }
+    return cost::summarize(cluster, ctx.ep_world, ranks);
+  }
+
+  std::vector<TaskId> build(TaskGraph& g, MoeHandle& handle, MoePass pass, const std::vector<TaskId>& after,
+                            const MoeBuffers* buffers, MoeContext& ctx) override {
+    auto& st = dynamic_cast<ShadowState&>(*state_of(handle));
+    if (st.experts.empty()) return TokenExchange::build(g, handle, pass, after, buffers, ctx);
+    // Forward: the broadcasts lead the comm queue and the shadows' compute the compute queue;
+    // backward: the shadows' compute first, their reductions after the exchange's return trip.
+    if (pass == MoePass::forward) {
+      const TaskId shadows = add_shadow_forward(g, st, after, buffers, ctx);
+      std::vector<TaskId> exits = TokenExchange::build(g, handle, pass, after, buffers, ctx);
+      exits.push_back(shadows);
+      return exits;
+    }
+    const TaskId computed = add_shadow_backward(g, st, after, buffers, ctx);
+    std::vector<TaskId> exits = TokenExchange::build(g, handle, pass, after, buffers, ctx);
+    for (TaskId t : add_shadow_reduce(g, st, computed, buffers != nullptr, ctx)) exits.push_back(t);
+    return exits;
+  }
+
+  std::vector<StrategyDecision> decisions(const MoeHandle& handle) const override {
+    std::vector<StrategyDecision> out = TokenExchange::decisions(handle);
+    const auto& st = dynamic_cast<const ShadowState&>(*state_of(const_cast<MoeHandle&>(handle)));
+    out.push_back({"fastermoe.shadowed", (double)st.experts.size()});
+    for (int e : st.experts) out.push_back({"fastermoe.shadow.e" + std::to_string(e), 1.0});
+    if (st.predicted) {
+      out.push_back({"fastermoe.predicted_comp_ms", st.comp_seconds * 1e3});
+      out.push_back({"fastermoe.predicted_comm_ms", st.comm_seconds * 1e3});
+    }
+    return out;
+  }
+
+ protected:
+  int chunk_count(const TransferState* state) const override {
+    return dynamic_cast<const ShadowState&>(*state).groups;
+  }
+
+  long chunk_rows(const ExchangeCounts& counts, const TransferState* state, int s, int e, int i,
+                  int chunks) const override {
+    const auto& st = dynamic_cast<const ShadowState&>(*state);
+    if (st.shadowed[(size_t)e]) return 0;  // computed where the tokens are
+    if (chunks == 1) return counts.at(s, e);
+    const int L = counts.E / counts.P, g = counts.P / chunks;
+    const int from = s / g, to = (e / L) / g;
+    return to == ((from - i) % chunks + chunks) % chunks ? counts.at(s, e) : 0;
+  }
+
+  std::unique_ptr<TransferState> make_transfer_state(const ExchangeCounts& counts, MoeContext& ctx) override {
+    auto st = std::make_unique<ShadowState>();
+    const int P = counts.P, E = counts.E;
+    st->groups = options_.smart ? P / group_size(ctx) : 1;
+    st->shadowed.assign((size_t)E, 0);
+    if (options_.shadow && P > 1 && !ctx.cluster)
+      throw std::invalid_argument("fastermoe: shadowing needs the cluster model the run assumes");
+    if (ctx.cluster) {  // graphs without a cluster (unit tests) neither shadow nor predict
+      const ClusterModel& cluster = *ctx.cluster;
+      ShadowModel m;
+      m.P = P, m.E = E, m.H = ctx.C, m.F = ctx.F;
+      m.T.assign(counts.rows.begin(), counts.rows.end());
+      m.flops = cluster.device_flops();
+      m.w_net = network_bandwidth(cluster, ctx.ep_world);
+      if (options_.shadow_budget_mb > 0)
+        m.max_shadows = (int)(options_.shadow_budget_mb * 1e6 / (2.0 * cost::expert_bytes(ctx.C, ctx.F)));
+      if (options_.shadow && P > 1) st->experts = select_shadow_experts(m).experts;
+      std::sort(st->experts.begin(), st->experts.end());
+      for (int e : st->experts) st->shadowed[(size_t)e] = 1;
+      predict_pass(*st, counts, cluster, ctx);
+    }
+    st->place_rows(counts, ctx);
+    return st;
+  }
+
+  TaskId add_transfer(TaskGraph& g, const TransferSpec& t, const std::vector<TaskId>& after, MoeContext& ctx) override {
+    return add_all_to_all_v(g, t, after, ctx);
+  }
+
+ private:
+  // smart's group size: group_size, else the EP ranks on this rank's node (the config checks
+  // that every node holds as many of the group and that they divide it).
+  int group_size(const MoeContext& ctx) const {
+    if (options_.group_size > 0) return options_.group_size;
+    auto node = [&](int r) { return ctx.cluster ? ctx.cluster->node_of(r) : ctx.topology ? ctx.topology->node_of(r) : 0; };
+    const int mine = node(ctx.ep_world[(size_t)ctx.ep_rank]);
+    int g = 0;
+    for (int r : ctx.ep_world) g += node(r) == mine ? 1 : 0;
+    if (g < 1 || (int)ctx.ep_world.size() % g != 0)
+      throw std::invalid_argument("fastermoe: smart groups the EP ranks of a node, but " + std::to_string(g) +
+                                  " of this node do not divide the EP group of " + std::to_string(ctx.ep_world.size()));
+    return g;
+  }
+
+  // eq. 1 on the loads this pass computes (owners' rows of unshadowed experts, every rank's own
+  // rows of shadowed ones) and eq. 2 on one all-to-all of the unshadowed rows plus the shadows'
+  // ring broadcasts from their owners; forward, predicted.
+  void predict_pass(ShadowState& st, const ExchangeCounts& counts, const ClusterModel& cluster, const MoeContext& ctx) {
+    const int P = counts.P, E = counts.E, L = E / P;
+    std::vector<double> loads(P, 0.0), bytes((size_t)P * P, 0.0);
+    const double row_bytes = (double)ctx.C * sizeof(float);
+    for (int s = 0; s < P; ++s)
+      for (int e = 0; e < E; ++e) {
+        const int w = st.shadowed[(size_t)e] ? s : e / L;
+        loads[w] += (double)counts.at(s, e);
+        if (w != s) bytes[(size_t)s * P + w] += (double)counts.at(s, e) * row_bytes;
+      }
+    if (!network_) network_ = std::make_unique<ClusterNetwork>(cluster);  // one cluster per run
+    LinkTraffic traffic(*network_);
+    traffic.add_all_to_all_v(ctx.ep_world, bytes);
+    for (int e : st.experts) traffic.add_ring_broadcast(ctx.ep_world, e / L, cost::expert_bytes(ctx.C, ctx.F));
+    st.comp_seconds = fastermoe_comp_seconds(loads, ctx.C, ctx.F, cluster);
+    st.comm_seconds = traffic.seconds();
+    st.predicted = true;
+  }
+
+  FasterMoeOptions options_;
+  std::unique_ptr<ClusterNetwork> network_;  // of ctx.cluster, made on first use
+};
+
+}  // namespace
+
+std::unique_ptr<MoeStrategy> make_fastermoe(const StrategyConfig& options) {
+  return std::make_unique<FasterMoe>(options.fastermoe);
+}
+
+}  // namespace moebench
