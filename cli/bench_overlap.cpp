@@ -11,7 +11,10 @@
 //              the two is completely hidden, 0 when nothing is.
 // Times are medians over the iterations of the slowest rank. The cases: expert_centric with
 // overlap degrees 1, 2, 4, hier_a2a with 1 and 2, data_centric with the config's credits (its
-// pulls overlap the computes of the experts pulled before them). With parallel.tp = t > 1 the
+// pulls overlap the computes of the experts pulled before them), fastermoe's smart schedule
+// with a group per node (2 nodes or more) and with groups of one rank (FasterMoE Fig. 12: its
+// speedup against the bound (comm + compute) / max(comm, compute) is serial / sched against
+// serial / max(compute, comm); overlap = 1 reaches the bound). With parallel.tp = t > 1 the
 // world is t-rank TP groups (consecutive ranks, the same tokens) and EP groups across them, and
 // the cases are monta's levels: baseline, O1, O2 and O3 with [strategy.monta] chunks (4 when
 // "auto"), where O2 / O3 also overlap chunk j's AllGather (and copy) with chunk j+1's AllToAll:
@@ -48,6 +51,7 @@ struct Case {
   std::string strategy;
   int degree = 1;           // expert_centric / hier_a2a overlap degree, monta chunks
   std::string level = "";  // monta
+  int group = -1;           // fastermoe smart: group_size (0 = the ranks of a node); -1 = smart off
 };
 
 // The groups of the run: the whole world as the EP group, or with tp > 1 TP groups of
@@ -115,6 +119,8 @@ Times run_case(const Case& c, const Config& cfg, Communicator& world, Groups& gr
   options.expert_centric.overlap_degree = options.hier_a2a.overlap_degree = c.degree;
   options.monta.level = c.level.empty() ? "baseline" : c.level;
   options.monta.chunks = std::to_string(c.degree);
+  options.fastermoe.smart = c.group >= 0;
+  options.fastermoe.group_size = std::max(0, c.group);
   layer.set_strategy(make_strategy(c.strategy, options), ctx);
   const MoeLayerShape shape{N, C, F, E, K, 0.0f, true};
   std::vector<float> out((size_t)N * C), dx((size_t)N * C), drouter((size_t)E * C);
@@ -169,7 +175,8 @@ int bench_overlap(const OverlapOptions& o) {
   groups.tp_size = std::max(1, cfg.parallel.tp);
   groups.data_index = world->rank();  // without TP every rank has its own tokens
   std::vector<Case> cases = {{"expert_centric", 1}, {"expert_centric", 2}, {"expert_centric", 4},
-                             {"hier_a2a", 1},       {"hier_a2a", 2},       {"data_centric", 1}};
+                             {"hier_a2a", 1},       {"hier_a2a", 2},       {"data_centric", 1},
+                             {"fastermoe", 1, "", 0}, {"fastermoe", 1, "", 1}};
   if (groups.tp_size > 1) {
     const int t = groups.tp_size, r = world->rank();
     groups.tp_index = r % t;
@@ -196,12 +203,14 @@ int bench_overlap(const OverlapOptions& o) {
                 "overlap");
   }
   for (const Case& c : cases) {
-    if (c.strategy == "hier_a2a" && nodes < 2) continue;
+    if ((c.strategy == "hier_a2a" || (c.strategy == "fastermoe" && c.group == 0)) && nodes < 2) continue;
     const Times t = run_case(c, cfg, all, groups, topo, o);
     const double ideal = t.serial - std::max(t.compute, t.comm);
     if (main) {
-      const std::string name = c.strategy == "monta" ? "monta " + c.level + (c.degree > 1 ? " N=" + std::to_string(c.degree) : "")
-                               : c.strategy + (c.strategy == "data_centric" ? "" : " D=" + std::to_string(c.degree));
+      const std::string name =
+          c.strategy == "monta"       ? "monta " + c.level + (c.degree > 1 ? " N=" + std::to_string(c.degree) : "")
+          : c.strategy == "fastermoe" ? "fastermoe smart g=" + (c.group > 0 ? std::to_string(c.group) : std::string("node"))
+                                      : c.strategy + (c.strategy == "data_centric" ? "" : " D=" + std::to_string(c.degree));
       // monta's chunks overlap communication with communication (AllGather under AllToAll), which
       // the compute / comm bound does not describe: there sched_ms against serial_ms is the measure.
       char overlap[16] = "-";
