@@ -26,6 +26,7 @@
 #include "stop_signals.h"
 #include "moebench/config/config_loader.h"
 #include "moebench/config/usage_error.h"
+#include "moebench/moe/topo_gate.h"
 #include "moebench/train/device.h"
 #include "moebench/dist/launch_report.h"
 #include "moebench/dist/mpi_communicator.h"
@@ -100,6 +101,7 @@ int train(const RunOptions& o, const Config& cfg, Communicator* world, const Emu
                   cfg.strategy.name.c_str(), cfg.train.batch_size);
     if (emu) std::printf("%s\n", emu->describe().c_str());
     std::printf("uniform-guess loss ln(vocab) = %.4f\n", std::log((double)m.vocab_size));
+    if (const std::string note = topo_gate_note(cfg); !note.empty()) std::printf("%s\n", note.c_str());
     if (trainer.distributed() && cfg.strategy.name == "janus") {
       const Topology& t = trainer.distributed()->topology();
       std::printf("%s", janus_decision_table(cfg, t.nodes(), t.devices_per_node()).c_str());

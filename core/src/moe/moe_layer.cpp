@@ -50,7 +50,11 @@ void MoeLayer::route(const float* x, const float* router_w, const int* forced_ex
   opt.top_k = K;
   opt.capacity_factor = s_.capacity_factor;
   opt.gate_normalize = s_.gate_normalize;
-  router_forward(routing_, x, router_w, N, C, E, opt, forced_experts);
+  topo_stats_ = TopoGateStats{};
+  GatePolicy policy;
+  if (ctx_.topo_gate)  // FasterMoE §4.3: after the choice, before gates / capacity / aux
+    policy = [this](Routing& r) { topo_stats_ = apply_topo_gate(r, *ctx_.topo_gate); };
+  router_forward(routing_, x, router_w, N, C, E, opt, forced_experts, policy);
   if (stats_ && !strategy_) globalize_aux(routing_, *stats_);  // with a strategy: moe.aux_stats
   const Routing& r = routing_;
   offsets_.resize(E + 1);

@@ -73,7 +73,7 @@ void top_k_rows(int* expert, const float* probs, int N, int E, int K) {
 
 // Routes from r.logits (already holding [N,E]).
 void route_logits_in_place(Routing& r, int N, int E, const RouterOptions& opt,
-                           const int* forced_experts) {
+                           const int* forced_experts, const GatePolicy& policy) {
   const int K = opt.top_k;
   r.N = N;
   r.E = E;
@@ -102,6 +102,14 @@ void route_logits_in_place(Routing& r, int N, int E, const RouterOptions& opt,
     }
   } else {
     top_k_rows(r.expert.data(), r.probs.data(), N, E, K);
+  }
+  if (policy) {
+    policy(r);
+    if (r.expert.size() != (size_t)N * K) throw std::logic_error("router: the gate policy resized the choice");
+    for (const int e : r.expert)
+      if (e < 0 || e >= E)
+        throw std::logic_error("router: the gate policy chose expert " + std::to_string(e) + " out of range [0, " +
+                               std::to_string(E) + ")");
   }
 
   // Gate weights: the chosen probabilities, optionally renormalised over the k.
@@ -152,18 +160,18 @@ void route_logits_in_place(Routing& r, int N, int E, const RouterOptions& opt,
 }  // namespace
 
 void route_from_logits(Routing& r, const float* logits, int N, int E, const RouterOptions& opt,
-                       const int* forced_experts) {
+                       const int* forced_experts, const GatePolicy& policy) {
   check_options(N, E, opt);
   r.logits.assign(logits, logits + (long)N * E);
-  route_logits_in_place(r, N, E, opt, forced_experts);
+  route_logits_in_place(r, N, E, opt, forced_experts, policy);
 }
 
 void router_forward(Routing& r, const float* x, const float* router_w, int N, int C, int E,
-                    const RouterOptions& opt, const int* forced_experts) {
+                    const RouterOptions& opt, const int* forced_experts, const GatePolicy& policy) {
   check_options(N, E, opt);
   r.logits.resize((size_t)N * E);
   matmul_forward(r.logits.data(), x, router_w, nullptr, N, C, E);
-  route_logits_in_place(r, N, E, opt, forced_experts);
+  route_logits_in_place(r, N, E, opt, forced_experts, policy);
 }
 
 void router_logits_backward(float* dlogits, const float* dgate, float aux_weight,

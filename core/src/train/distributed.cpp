@@ -8,6 +8,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "moebench/moe/topo_gate.h"
 #include "moebench/perf/cluster_model.h"
 #include "moebench/strategies/janus.h"
 #include "moebench/strategies/registry.h"
@@ -99,6 +100,11 @@ void Distributed::attach(MoeGpt& model, const Config& cfg) {
   p.cluster = cluster_.get();
   p.executor = &executor_;
   p.pcie_switch_pairs = cfg.cluster.pcie_switch_pairs;
+  // FasterMoE §4.3: the EP group placed on the config's cluster (expert e on the node of EP rank
+  // e / (E / P)); every block's MoeContext gets it (block_context).
+  std::vector<int> ep_world;
+  for (int q = 0; q < groups_->ep().size(); ++q) ep_world.push_back(groups_->ep().world_rank(q));
+  p.topo_gate = topo_gate_for(cfg, *cluster_, ep_world, groups_->ep().rank());
   model.distribute(p);
   float* grads = model.params().grads().data();
   std::set<int> dp_nodes;

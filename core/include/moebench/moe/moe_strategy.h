@@ -15,10 +15,12 @@
 // The implementations live in strategies/, one file per strategy holding it, its analytical
 // cost model (predict) and its factory; strategies/registry.h makes them by name.
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "moebench/moe/expert_bank.h"
+#include "moebench/moe/topo_gate.h"
 #include "moebench/runtime/task_graph.h"
 
 namespace moebench {
@@ -76,6 +78,11 @@ struct MoeContext {
   std::shared_ptr<EpStreams> stats;
   int stats_rank = 0, stats_size = 1;
   std::vector<int> stats_world;
+  // FasterMoE's topology-aware gate (§4.3, moe/topo_gate.h): when set, MoeLayer::route applies
+  // it to the router's choice before gates, capacity and aux. ParallelContext::block_context
+  // copies it from ParallelContext::topo_gate (the trainer fills that from [strategy.fastermoe]
+  // topo_gate); a strategy only reads it (its cost model may, e.g. for the gate's rho).
+  std::optional<TopoGate> topo_gate;
 
   // Fills ep_rank / ep_size / ep_world from ep (when set), tp_rank / tp_size / tp_world from tp.
   void sync_group();

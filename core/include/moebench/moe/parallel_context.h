@@ -8,6 +8,7 @@
 // it for a block's strategy and context; it never includes strategies/ (DESIGN §2).
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "moebench/moe/moe_strategy.h"
@@ -29,11 +30,14 @@ struct ParallelContext {
   const ClusterModel* cluster = nullptr;  // what predictions of this run assume
   Executor* executor = nullptr;
   std::vector<int> pcie_switch_pairs;     // cluster.pcie_switch_pairs
+  // [strategy.fastermoe] topo_gate: this rank's topology-aware gate (moe/topo_gate.h,
+  // topo_gate_for), copied into every block's MoeContext; none = off.
+  std::optional<TopoGate> topo_gate;
   // The strategy of MoE block `block`, with its options (strategies/registry.h, janus.h).
   std::function<std::unique_ptr<MoeStrategy>(int block)> strategy_for;
 
   // The group part of a block's MoeContext (ep, streams, topology, executor, pairs, group
-  // ranks); the model adds the block's shapes and experts.
+  // ranks, topo_gate); the model adds the block's shapes and experts.
   MoeContext block_context(int layer) const;
 };
 

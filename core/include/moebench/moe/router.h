@@ -20,16 +20,28 @@
 //   d aux / d probs[n, e] = E * f_e / N.
 // - A forced choice may name the same expert twice for one token; each (token, k) slot is then
 //   dispatched separately. Expert indices outside [0, E) throw std::invalid_argument.
+// - Gate policy (the `policy` argument, DESIGN §2; FasterMoE's topology-aware gate,
+//   moe/topo_gate.h): called once per forward after the choice (top-k or forced) with probs
+//   and expert filled, before gates, selections, capacity and aux; it may rewrite expert (an
+//   index out of range is the policy's bug: std::logic_error). Everything after it follows the
+//   rewritten choice: the gate weights are the final experts' probabilities (renormalised as
+//   above), f_e counts the final selections, capacity drops among the final choices.
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace moebench {
+
+struct Routing;
 
 struct RouterOptions {
   int top_k = 2;                  // K, 1 <= K <= E
   float capacity_factor = 0.0f;   // 0 = dropless
   bool gate_normalize = true;     // renormalise the k gate weights to sum to 1
 };
+
+// Rewrites r.expert after the choice, before gates / capacity / aux (see above).
+using GatePolicy = std::function<void(Routing& r)>;
 
 // The routing decision of one forward pass, kept for backward and for statistics.
 struct Routing {
@@ -38,10 +50,11 @@ struct Routing {
   int capacity = 0;              // per-expert capacity; 0 = unlimited (dropless)
   std::vector<float> logits;     // [N,E]
   std::vector<float> probs;      // [N,E] softmax(logits)
-  std::vector<int> expert;       // [N,K] chosen expert per slot (descending prob for top-k)
+  std::vector<int> expert;       // [N,K] chosen expert per slot (descending prob for top-k
+                                 // without a gate policy)
   std::vector<float> gate;       // [N,K] gate weight per slot (normalised when gate_normalize)
   std::vector<uint8_t> kept;     // [N,K] 1 = admitted, 0 = dropped by capacity
-  std::vector<int> selected;     // [E] top-k selections per expert, before dropping
+  std::vector<int> selected;     // [E] selections per expert (after a gate policy), before dropping
   std::vector<int> counts;       // [E] kept assignments per expert
   std::vector<float> f;          // [E] selected / (N*K)
   std::vector<float> P;          // [E] mean probability
@@ -54,13 +67,15 @@ struct Routing {
 int expert_capacity(float capacity_factor, int N, int K, int E);
 
 // Fills r from given logits[N,E] (copied into r.logits). forced_experts: optional [N,K]
-// choice replacing top-k; gates, normalisation, capacity and aux are computed the same way.
+// choice replacing top-k; gates, normalisation, capacity and aux are computed the same way
+// (policy, when set, runs on the forced choice too).
 void route_from_logits(Routing& r, const float* logits, int N, int E, const RouterOptions& opt,
-                       const int* forced_experts = nullptr);
+                       const int* forced_experts = nullptr, const GatePolicy& policy = {});
 
 // logits = x[N,C] @ router_w[E,C]^T, then route_from_logits.
 void router_forward(Routing& r, const float* x, const float* router_w, int N, int C, int E,
-                    const RouterOptions& opt, const int* forced_experts = nullptr);
+                    const RouterOptions& opt, const int* forced_experts = nullptr,
+                    const GatePolicy& policy = {});
 
 // dlogits[N,E] (overwritten) for a loss L = (terms through the gates) + aux_weight * aux,
 // given dgate[N,K] = dL/dgate (zero for dropped slots): back through the optional

@@ -1,0 +1,130 @@
+// ctest-labels: mpi np=4
+// The topology-aware gate (FasterMoE §4.3) through the distributed path: a ParallelContext
+// carrying each rank's gate (make_topo_gate on a 2-node cluster) hands it to the block's
+// MoeContext (block_context); the layer under expert_centric then routes, exchanges and
+// combines the gated choice: outputs and gradients equal the local reference with the same
+// gate, and no rank sends more than L assignments to the other node.
+#include <QtTest>
+
+#include <mpi.h>
+
+#include <cmath>
+
+#include "moebench/dist/mpi_communicator.h"
+#include "moebench/dist/topology.h"
+#include "moebench/moe/moe_layer.h"
+#include "moebench/moe/parallel_context.h"
+#include "moebench/moe/topo_gate.h"
+#include "moebench/perf/cluster_model.h"
+#include "moebench/strategies/registry.h"
+#include "mpi_test_main.h"
+#include "test_support.h"
+
+using namespace moebench;
+
+namespace {
+
+constexpr int L = 2, C = 6, F = 8, N = 13, K = 2;  // L experts per rank
+constexpr size_t EF = 2 * F * C + F + C;            // floats per expert
+
+ExpertParams view(float* p) { return {p, p + F * C, p + F * C + F, p + 2 * F * C + F}; }
+
+QString close(const std::vector<float>& got, const std::vector<float>& want, float tol, const char* what) {
+  for (size_t i = 0; i < got.size(); ++i)
+    if (!(std::abs(got[i] - want[i]) <= tol * (1 + std::abs(want[i]))))
+      return QString("%1[%2]: %3 vs reference %4").arg(what).arg(i).arg(got[i]).arg(want[i]);
+  return {};
+}
+
+}  // namespace
+
+class TestTopoGateMpi : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void gatedLayerMatchesSingleRank() {
+    auto world = MpiCommunicator::world();
+    const int P = world->size(), me = world->rank(), E = L * P;
+    if (P % 2 != 0) QSKIP("needs an even number of ranks (2 virtual nodes)");
+    const Topology topo = Topology::virtual_blocks(2, P / 2);
+    ClusterSpec spec;
+    spec.nodes = 2;
+    spec.devices_per_node = P / 2;
+    spec.intra = {100e9, 1e-6};
+    spec.inter = {10e9 * P / 2, 5e-6};  // rho = W_net / (M W_local) = 0.1 for M = P / 2
+    const ClusterModel cluster(spec);
+    std::vector<int> ep_world;
+    for (int r = 0; r < P; ++r) ep_world.push_back(r);
+
+    ParallelContext par;
+    par.ep = world.get();
+    par.topology = &topo;
+    par.cluster = &cluster;
+    par.topo_gate = make_topo_gate(cluster, ep_world, me);
+    QVERIFY(std::abs(par.topo_gate->rho - 0.1) < 1e-12);
+    MoeContext ctx = par.block_context(1);
+    QVERIFY(ctx.topo_gate.has_value());
+
+    std::vector<float> x = test::random_vector((size_t)N * C, 100 + me);
+    std::vector<float> router = test::random_vector((size_t)E * C, 7);
+    std::vector<float> dout = test::random_vector((size_t)N * C, 300 + me);
+    std::vector<float> all_w;
+    for (int r = 0; r < P; ++r) {
+      const auto w = test::random_vector((size_t)L * EF, 50 + r, 0.3f);
+      all_w.insert(all_w.end(), w.begin(), w.end());
+    }
+    std::vector<float> w(all_w.begin() + (long)(me * L * EF), all_w.begin() + (long)((me + 1) * L * EF));
+    std::vector<float> g(w.size(), 0.0f);
+    ctx.experts = E;
+    ctx.C = C;
+    ctx.F = F;
+    ctx.first_local = me * L;
+    for (int j = 0; j < L; ++j) {
+      ctx.local.push_back(view(w.data() + j * EF));
+      ctx.local_grads.push_back(view(g.data() + j * EF));
+    }
+    MoeLayer layer;
+    layer.set_strategy(make_strategy("expert_centric"), ctx);
+    const MoeLayerShape shape{N, C, F, E, K, 0.0f, true};
+    std::vector<float> out((size_t)N * C), dx((size_t)N * C, 0.0f), drouter((size_t)E * C, 0.0f);
+    layer.forward(out.data(), x.data(), router.data(), {}, shape);
+    layer.backward(dx.data(), drouter.data(), {}, dout.data(), 0.01f, x.data(), router.data(), {});
+
+    const TopoGateStats st = layer.topo_gate_stats();
+    int moved = st.moved;
+    MPI_Allreduce(MPI_IN_PLACE, &moved, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+
+    std::vector<float> all_g(all_w.size(), 0.0f);
+    std::vector<ExpertParams> experts, dexperts;
+    for (int e = 0; e < E; ++e) {
+      experts.push_back(view(all_w.data() + (size_t)e * EF));
+      dexperts.push_back(view(all_g.data() + (size_t)e * EF));
+    }
+    MoeLayer ref;
+    ref.set_topo_gate(*ctx.topo_gate);
+    std::vector<float> out_ref((size_t)N * C), dx_ref((size_t)N * C, 0.0f), drouter_ref((size_t)E * C, 0.0f);
+    ref.forward(out_ref.data(), x.data(), router.data(), experts, shape);
+    ref.backward(dx_ref.data(), drouter_ref.data(), dexperts, dout.data(), 0.01f, x.data(), router.data(), experts);
+    MPI_Allreduce(MPI_IN_PLACE, all_g.data(), (int)all_g.size(), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    // No collective below: a failing check on one rank cannot leave the others waiting.
+
+    // The gate's cap on this rank: L = floor(0.1 x 26) = 2 inter-node assignments.
+    QCOMPARE(st.cap, 2);
+    long inter = 0;
+    for (int e = 0; e < E; ++e)
+      if (ctx.topo_gate->expert_node(e, E) != ctx.topo_gate->my_node) inter += layer.routing().counts[e];
+    QCOMPARE(inter, (long)st.remote_after);
+    QVERIFY(inter <= st.cap);
+    QVERIFY2(moved > 0, "the gate should move some assignments on this data");
+    QCOMPARE(ref.routing().expert, layer.routing().expert);
+    QString err = close(out, out_ref, 1e-5f, "output");
+    if (err.isEmpty()) err = close(dx, dx_ref, 1e-5f, "dx");
+    if (err.isEmpty()) err = close(drouter, drouter_ref, 1e-5f, "drouter");
+    const std::vector<float> mine_ref(all_g.begin() + (long)(me * L * EF), all_g.begin() + (long)((me + 1) * L * EF));
+    if (err.isEmpty()) err = close(g, mine_ref, 1e-4f, "expert gradient");
+    QVERIFY2(err.isEmpty(), qPrintable(QString("rank %1: ").arg(me) + err));
+  }
+};
+
+MOEBENCH_MPI_TEST_MAIN(TestTopoGateMpi)
+#include "tst_topo_gate_mpi.moc"
