@@ -7,7 +7,9 @@
 #include <QProcess>
 
 #include <csignal>
+#include <map>
 #include <set>
+#include <tuple>
 
 #include "moebench/store/run_store.h"
 #include "test_support.h"
@@ -142,6 +144,44 @@ class TestRecord : public QObject {
         }
       }
     }
+  }
+
+  // fastermoe's topology-aware gate on the quickstart (FasterMoE §4.3) with a network 8x
+  // slower than a node's links: rho = W_net / (M W_local) = 2.5 / (2 x 10) = 0.125, so at most
+  // L = floor(0.125 x 128 tokens x 2) = 32 of a rank's assignments per step go to the other
+  // node (experts 2, 3 for ranks 0, 1; experts 0, 1 for ranks 2, 3). The loss still falls, and
+  // the inter-node bytes drop against the same run without the gate.
+  void fastermoe_topo_gate_caps_remote_assignments() {
+    QTemporaryDir dir;
+    const QString db = dir.filePath(u"runs.db"_s);
+    auto train = [&](const QString& gate) {
+      return cli({u"run"_s, QStringLiteral(MOEBENCH_SOURCE_DIR "/sample_configs/quickstart.toml"), u"--db"_s, db,
+                  u"--out"_s, dir.filePath(u"o"_s + gate), u"--steps"_s, u"30"_s, u"--set"_s, u"run.name=gate_"_s + gate, u"--set"_s,
+                  u"train.eval_every=0"_s, u"--set"_s, u"strategy.name=fastermoe"_s, u"--set"_s,
+                  u"cluster.inter_bw_gbs=2.5"_s, u"--set"_s, u"strategy.fastermoe.topo_gate="_s + gate});
+    };
+    for (const QString& gate : {u"false"_s, u"true"_s}) {
+      const Result r = train(gate);
+      QVERIFY2(r.code == 0, qPrintable(r.out + r.err));
+    }
+    RunStore store(db.toStdString(), RunStore::Mode::read_only);
+    const RunInfo off = store.find_run("gate_false"), on = store.find_run("gate_true");
+    auto inter = [&](const RunInfo& run) {
+      double sum = 0;
+      for (const MetricPoint& m : store.metrics(run.id, "bytes_inter")) sum += m.value;
+      return sum;
+    };
+    const auto loss = store.metrics(on.id, "loss");
+    QCOMPARE(loss.size(), size_t(30));
+    QVERIFY2(loss.back().value < loss.front().value - 0.5, qPrintable(QString::number(loss.back().value)));
+    QVERIFY2(inter(on) < 0.5 * inter(off), qPrintable(QString::number(inter(on)) + " vs " + QString::number(inter(off))));
+    std::map<std::tuple<int64_t, int, int>, int64_t> remote;  // (step, layer, source rank) -> assignments off-node
+    for (const RoutingRow& row : store.routing(on.id))
+      if ((row.source_rank / 2) != (row.expert / 2)) remote[{row.step, row.layer, row.source_rank}] += row.tokens;
+    int64_t most = 0;
+    for (const auto& [key, n] : remote) most = std::max(most, n);
+    QVERIFY2(most <= 32, qPrintable(QString::number(most)));
+    QVERIFY(most > 0);
   }
 
   void sigterm_marks_the_run_killed() {
