@@ -1,5 +1,7 @@
-// moebench bench predictor [--cluster FILE] [--host FILE] [--time-scale F] [--steps N]
-//                          [--quick] [--db PATH] [--json]
+// moebench bench predictor [--model simulator|fastermoe] [--cluster FILE] [--host FILE]
+//                          [--time-scale F] [--steps N] [--quick] [--db PATH] [--json]
+// --model fastermoe: per MoE layer instead, FasterMoE's eq. 1-2 and the simulator against
+// emulated layers over an imbalance sweep (bench_predictor_fastermoe.cpp). Default, the simulator:
 // How well the simulator predicts real runs: a matrix of small MoE-GPT configurations
 // (strategies x routings x sizes, 30 in all; --quick: 4) each trained for real on 4 local ranks
 // under the link emulator of --cluster (default sample_configs/clusters/janus_4gpu.toml, 2 x 2
@@ -29,6 +31,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench.h"
+#include "bench_predictor.h"
 #include "child_run.h"
 #include "moebench/config/usage_error.h"
 #include "moebench/store/run_store.h"
@@ -37,12 +40,6 @@ namespace moebench::cli {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct PredictorOptions {
-  std::string cluster, host, db, time_scale = "300";
-  int steps = 8;
-  bool quick = false, json = false;
-};
 
 struct Case {
   std::string strategy, label, routing, size;
@@ -118,19 +115,33 @@ double measured_ms(const RunStore& store, const std::string& name) {
   throw std::runtime_error("bench predictor: run " + name + " recorded no step after its warm-up");
 }
 
-double r_squared(const std::vector<Case>& cases) {
+}  // namespace
+
+double r_squared(const std::vector<std::pair<double, double>>& mp) {
   double mean = 0;
-  for (const Case& c : cases) mean += c.measured_ms / cases.size();
+  for (const auto& [m, p] : mp) mean += m / mp.size();
   double res = 0, tot = 0;
-  for (const Case& c : cases) {
-    res += (c.predicted_ms - c.measured_ms) * (c.predicted_ms - c.measured_ms);
-    tot += (c.measured_ms - mean) * (c.measured_ms - mean);
+  for (const auto& [m, p] : mp) {
+    res += (p - m) * (p - m);
+    tot += (m - mean) * (m - mean);
   }
   return tot > 0 ? 1 - res / tot : std::nan("");
 }
 
+double mean_abs_error(const std::vector<std::pair<double, double>>& mp) {
+  double sum = 0;
+  for (const auto& [m, p] : mp) sum += std::abs(p - m) / m / mp.size();
+  return sum;
+}
+
+namespace {
+
 int bench_predictor(PredictorOptions o) {
-  if (o.cluster.empty()) o.cluster = "sample_configs/clusters/janus_4gpu.toml";
+  if (o.model != "simulator" && o.model != "fastermoe")
+    throw UsageError("bench predictor --model: expected simulator or fastermoe, got \"" + o.model + "\"");
+  if (o.cluster.empty())
+    o.cluster = o.model == "fastermoe" ? "sample_configs/clusters/fastermoe_johnny_4gpu.toml"
+                                       : "sample_configs/clusters/janus_4gpu.toml";
   if (o.host.empty()) o.host = "sample_configs/clusters/local.toml";
   for (std::string* f : {&o.cluster, &o.host}) {
     if (!fs::exists(*f))
@@ -138,6 +149,7 @@ int bench_predictor(PredictorOptions o) {
                        "repository root: run from there, or pass --cluster / --host)");
     *f = fs::absolute(*f).string();
   }
+  if (o.model == "fastermoe") return bench_predictor_fastermoe(o);
   const fs::path dir = fs::temp_directory_path() / ("moebench-predictor-" + std::to_string(getpid()));
   fs::create_directories(dir);
   const bool keep_db = !o.db.empty();
@@ -164,9 +176,9 @@ int bench_predictor(PredictorOptions o) {
       std::printf("%3zu  %-22s %-10s %-9s measured %9.2f ms  predicted %9.2f ms  error %+6.1f%%\n", i, c.label.c_str(),
                   c.routing.c_str(), c.size.c_str(), c.measured_ms, c.predicted_ms, 100 * c.error());
   }
-  double mae = 0;
-  for (const Case& c : cases) mae += std::abs(c.error()) / cases.size();
-  const double r2 = r_squared(cases);
+  std::vector<std::pair<double, double>> mp;
+  for (const Case& c : cases) mp.push_back({c.measured_ms, c.predicted_ms});
+  const double mae = mean_abs_error(mp), r2 = r_squared(mp);
   std::map<std::string, std::pair<const Case*, const Case*>> fastest;  // group -> (measured, predicted)
   for (const Case& c : cases) {
     auto& [m, p] = fastest[c.group()];
@@ -205,10 +217,14 @@ int bench_predictor(PredictorOptions o) {
 }  // namespace
 
 void add_bench_predictor(CLI::App& bench, Action& action) {
-  auto* cmd = bench.add_subcommand("predictor", "Simulator against emulated runs: per-config error, MAE, R², winners");
+  auto* cmd = bench.add_subcommand("predictor", "Simulator (or FasterMoE's model) against emulated runs: errors, MAE, R²");
   auto o = std::make_shared<PredictorOptions>();
+  cmd->add_option("--model", o->model,
+                  "simulator: whole steps, strategies x routings; fastermoe: MoE layers, eq. 1-2 and the simulator over "
+                  "an imbalance sweep");
   cmd->add_option("--cluster", o->cluster,
-                  "Emulated cluster, 2 x 2 devices (default sample_configs/clusters/janus_4gpu.toml)");
+                  "Emulated cluster, 2 x 2 devices (default sample_configs/clusters/janus_4gpu.toml; "
+                  "--model fastermoe: fastermoe_johnny_4gpu.toml)");
   cmd->add_option("--host", o->host,
                   "This machine's cluster file (default sample_configs/clusters/local.toml, from calibrate)");
   cmd->add_option("--time-scale", o->time_scale, "emulate.time_scale of every run (default 300)");

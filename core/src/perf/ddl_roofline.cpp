@@ -111,6 +111,12 @@ std::string ddl_stored_peak_source(const RunStore& store, const RunInfo& run) {
   return {};
 }
 
+bool moe_block_task(const std::string& name) {
+  for (const char* other : {"attn.", "ffn.", "tp.", "pp.", "grad.", "expert.allreduce"})
+    if (name.rfind(other, 0) == 0) return false;
+  return true;
+}
+
 std::vector<DdlPoint> ddl_roofline_points(const RunStore& store, const RunInfo& run) {
   const std::vector<SpanRow> spans = store.spans(run.id);
   const std::vector<RoutingRow> routing = store.routing(run.id);
@@ -134,7 +140,7 @@ std::vector<DdlPoint> ddl_roofline_points(const RunStore& store, const RunInfo& 
   std::map<int, std::map<int64_t, std::map<int, RankLayerStep>>> by_layer;
   std::set<int> layers;
   for (const auto& s : spans) {
-    if (s.layer < 0) continue;
+    if (s.layer < 0 || !moe_block_task(s.name)) continue;
     const bool comp = s.stream == "compute" && s.category == "compute";
     const bool comm = s.category == "comm" && s.stream != "host";
     if (!comp && !comm) continue;

@@ -1,5 +1,7 @@
 #include "moebench/train/step_simulation.h"
 
+#include "moebench/perf/ddl_roofline.h"
+
 #include <algorithm>
 #include <map>
 #include <stdexcept>
@@ -11,12 +13,8 @@
 namespace moebench {
 namespace {
 
-// A task of MoE block `layer`'s passes: not its attention, TP all-reduce, gradient bucket or
-// pipeline transfer (those carry the block's index too).
-bool block_task(const GraphTask& t, int layer) {
-  return t.layer == layer && t.name.rfind("attn.", 0) != 0 && t.name.rfind("tp.", 0) != 0 &&
-         t.name.rfind("pp.", 0) != 0 && t.name != "grad.allreduce";
-}
+// A task of MoE block `layer`'s passes (perf/ddl_roofline.h moe_block_task).
+bool block_task(const GraphTask& t, int layer) { return t.layer == layer && moe_block_task(t.name); }
 
 using Interval = std::pair<double, double>;
 

@@ -6,10 +6,10 @@
 //
 // Measured definitions, for run r and MoE layer L (the `layer` column of spans and routing):
 //   The layer's spans on rank w in a step:
-//     compute spans = stream "compute", category "compute", layer L ("moe.experts",
-//                     "moe.experts_backward": the expert FFN forward and backward)
-//     comm spans    = stream "compute.comm", category "comm", layer L (the layer's
-//                     communication the compute thread waited for: dispatch, combine, ...)
+//     compute spans = stream "compute", category "compute", layer L, moe_block_task (the
+//                     router, the expert FFN forward and backward, the combine, ...)
+//     comm spans    = category "comm" (not stream "host"), layer L, moe_block_task (counts,
+//                     dispatch, combine, ...: not the gradient buckets labelled with the layer)
 //   comp_w = sum of the durations of its compute spans; comm_w = sum of its comm spans;
 //   e2e_w  = length of the union of the time intervals of all those spans (both streams).
 //   Per step: Lat_comp = max_w comp_w (eq. 1 takes the slowest worker), Lat_comm = max_w comm_w,
@@ -64,6 +64,11 @@ struct DdlPoint {
 
   bool has_point() const { return reason.empty(); }
 };
+
+// Whether a task (span) carrying a MoE block's index belongs to the block's own passes: not
+// the block's attention or FFN, its TP all-reduces, pipeline transfers or gradient all-reduces
+// (those carry the index too). The layer's spans above, and the simulator's per-block split.
+bool moe_block_task(const std::string& name);
 
 // One entry per MoE layer (ascending; the layers named by spans, routing or the config's
 // moe.moe_layers), then the whole-run entry (layer -1). A run without any span gives only the
