@@ -48,7 +48,7 @@ class TestDistTrain : public QObject {
     QTest::newRow("fastermoe smart learned") << "fastermoe+smart" << "learned" << 2 << 0;
     QTest::newRow("fastermoe smart groups of 1, zipf") << "fastermoe+smart+group1" << "zipf:1.2" << 2 << 0;
     QTest::newRow("fastermoe smart + shadow, hot expert") << "fastermoe+shadow+smart+group1" << "hot:1,0.7" << 2 << 0;
-    QTest::newRow("fastermoe smart + shadow, ep 2 (2 experts per rank)") << "fastermoe+shadow+smart+group1" << "hot:2,0.8" << 2 << 2;
+    QTest::newRow("fastermoe smart + shadow, ep 2 (2 experts per rank)") << "fastermoe+shadow+smart+group1" << "hot:2,1" << 1 << 2;
   }
   void matches_single_rank() {
     QFETCH(QString, strategy);

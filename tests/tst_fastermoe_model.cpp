@@ -237,6 +237,32 @@ class TestFasterMoeModel : public QObject {
   //   2020, 40. before: 12 x 2020 x 1024 / 1e12 + 4 x 2020 x 64 / 1e10 = 2.482176e-5 + 5.1712e-5.
   //   shadow 1 (hot): 2020 - 1000 = 1020, 40 + 1000 = 1040: c = 1.441792e-5 as in (b): kept.
   //   expert 0 (the cold neighbour, 20 tokens): 1010, 1050: c = 1.61792e-5: stop.
+  // remaining_comm (what the strategy uses, FastMoE's global_policy): the tokens that still
+  // travel keep eq. 7's 4 B H / W term. Balanced, cheap parameters: P = E = 4, H = 16, F = 64,
+  // 100 tokens every pair, loads 400: lat_imbl = 12 x 400 x 1024 / 1e12 + 4 x 400 x 64 / 1e10
+  // = 4.9152e-6 + 1.024e-5 = 1.51552e-5. Shadowing expert 0 raises the others to 500:
+  //   eq. 8 as printed: 12 x 500 x 1024 / 1e12 + 2 x 2 x 1024 x 4 / 1e10 = 7.7824e-6: shadowed
+  //     (expert 1 next: loads 200, 200, 600, 600, 7.3728e-6 + 3.2768e-6 = 1.06496e-5: stop);
+  //   with the 400 tokens other workers still receive: 7.7824e-6 + 1.024e-5 = 1.80224e-5: not.
+  // One hot expert (case (b) below): shadowing it leaves 40 tokens to travel to a worker:
+  //   1.441792e-5 + 4 x 40 x 64 / 1e10 = 1.544192e-5 < 1.51552e-4: kept; expert 1 next: loads
+  //   1010, 1010, 1050, 1050 and 40 left: 1.61792e-5 + 1.024e-6 = 1.72032e-5: stop.
+  void remaining_comm_keeps_balanced_unshadowed() {
+    ShadowModel m = shadow_model(4, 4, 16, 64, 100, 100, {});
+    const ShadowSelection printed = select_shadow_experts(m);
+    QCOMPARE(printed.experts, std::vector<int>{0});
+    QVERIFY(close(printed.seconds_after, 7.7824e-6));
+    m.remaining_comm = true;
+    const ShadowSelection kept = select_shadow_experts(m);
+    QVERIFY(kept.experts.empty());
+    QVERIFY(close(kept.seconds_before, 1.51552e-5));
+    ShadowModel hot = shadow_model(4, 4, 16, 64, 10, 1000, {0});
+    hot.remaining_comm = true;
+    const ShadowSelection h = select_shadow_experts(hot);
+    QCOMPARE(h.experts, std::vector<int>{0});
+    QVERIFY(close(h.seconds_after, 1.544192e-5));
+  }
+
   void select_shadow_experts_by_hand_data() {
     QTest::addColumn<int>("P");
     QTest::addColumn<int>("E");

@@ -197,7 +197,7 @@ struct FasterBuilt {
   Built b;
   std::vector<StrategyDecision> decisions;
 };
-FasterBuilt fastermoe_build(const FasterMoeOptions& o, int me, MoePass pass) {
+FasterBuilt fastermoe_build(const FasterMoeOptions& o, int me, MoePass pass, const std::vector<long>& rows = kCounts) {
   static const ClusterModel cluster = [] {
     ClusterSpec s;
     s.nodes = 2;
@@ -212,7 +212,7 @@ FasterBuilt fastermoe_build(const FasterMoeOptions& o, int me, MoePass pass) {
   ExchangeCounts counts;
   counts.P = P;
   counts.E = E;
-  counts.rows = kCounts;
+  counts.rows = rows;
   auto h = s->layout(counts, ctx);
   FasterBuilt out;
   if (pass == MoePass::backward) {
@@ -364,42 +364,51 @@ class TestStrategyGraphs : public QObject {
     QVERIFY(!find(n.b.g, "moe.dispatch", 2));
   }
 
-  // Shadowing with a budget of one expert (2 x 17 floats = 136 bytes per shadow: parameters and
-  // gradients): Algorithm 1's first candidate is e2 (12 rows, tied with e3: the lower index);
-  // loads [6, 11, 12, 12] -> [7, 16, 4, 14]: eq. 8 with one 17-float broadcast beats eq. 7's
-  // 12 rows of 2 floats both ways at P / W = 1.2e11 / 5e9 (a NIC of 1e10 shared by 2).
+  // Shadowing on a hot expert e2 (owned by rank 2); counts (rows rank s routes to expert e):
+  //          e0 e1 e2 e3
+  //     s0 [  2  1  9  1 ]       loads 6, 7, 33, 7: lat_imbl(33) = 12 x 33 x 6 / 1.2e11
+  //     s1 [  1  3  8  2 ]       + 4 x 33 x 8 / 5e9 = 2.31e-7 s (W_net = a NIC of 1e10 B/s shared
+  //     s2 [  1  2  7  1 ]       by 2); shadowing e2 gives loads 15, 15, 7, 16 and leaves at most
+  //     s3 [  2  1  9  3 ]       7 rows to travel to a worker: 12 x 16 x 6 / 1.2e11 + 2 x 2 x 6 x 4
+  // / 5e9 + 4 x 7 x 8 / 5e9 = 7.36e-8: kept; e1 next (7 rows, tied with e3: the lower index):
+  // loads 16, 11, 9, 17: 1.02e-8 + 3.84e-8 + 4.48e-8 = 9.34e-8: stop. The budget holds 1.5
+  // experts (2 x 17 floats = 136 bytes per shadow: parameters and gradients).
   void fastermoe_shadow_tasks() {
     FasterMoeOptions o;
     o.shadow = true;
     o.shadow_budget_mb = 1.5 * 136e-6;
-    const FasterBuilt f = fastermoe_build(o, 1, MoePass::forward);
+    const std::vector<long> hot = {2, 1, 9, 1, 1, 3, 8, 2, 1, 2, 7, 1, 2, 1, 9, 3};
+    const FasterBuilt f = fastermoe_build(o, 1, MoePass::forward, hot);
     QCOMPARE(f.b.names, (std::vector<std::string>{"moe.router", "moe.counts", "moe.shadow.broadcast@2",
                                                   "moe.shadow.experts", "moe.pack", "moe.dispatch", "moe.experts",
                                                   "moe.combine", "moe.unpack", "moe.combine"}));
     const TaskGraph& g = f.b.g;
     QCOMPARE(g.task(2).cost.bytes_to_peer, Sends{});  // rank 1 is a leaf of the tree rooted at rank 2
-    QCOMPARE(g.task(3).cost.flops, 4.0 * 5 * C * F);  // rank 1's 5 rows of e2, here
+    QCOMPARE(g.task(3).cost.flops, 4.0 * 8 * C * F);  // rank 1's 8 rows of e2, here
     QCOMPARE(g.task(3).deps, (std::vector<int>{2}));
-    QCOMPARE(g.task(5).cost.bytes_to_peer, (Sends{{0, 24}, {3, 16}}));  // nothing to rank 2 any more
-    QCOMPARE(g.task(6).cost.flops, 4.0 * 11 * C * F);                   // e1 still comes here
+    QCOMPARE(g.task(5).cost.bytes_to_peer, (Sends{{0, 8}, {3, 16}}));  // nothing to rank 2 any more
+    QCOMPARE(g.task(6).cost.flops, 4.0 * 7 * C * F);                   // e1 still comes here
     QCOMPARE(decision(f.decisions, "fastermoe.shadowed"), 1.0);
     QCOMPARE(decision(f.decisions, "fastermoe.shadow.e2"), 1.0);
-    // eq. 1 at the busiest worker after shadowing: rank 1's 16 rows, 4 x 16 x C x F FLOPs.
+    // eq. 1 at the busiest worker after shadowing: rank 3's 16 rows, 4 x 16 x C x F FLOPs.
     QCOMPARE(decision(f.decisions, "fastermoe.predicted_comp_ms"), 4.0 * 16 * C * F / 1.2e11 * 1e3);
     // The owner's binomial tree: rank 2 sends to ranks 0 and 3, rank 0 on to rank 1.
-    QCOMPARE(find(fastermoe_build(o, 2, MoePass::forward).b.g, "moe.shadow.broadcast")->cost.bytes_to_peer,
+    QCOMPARE(find(fastermoe_build(o, 2, MoePass::forward, hot).b.g, "moe.shadow.broadcast")->cost.bytes_to_peer,
              (Sends{{0, 68}, {3, 68}}));
-    QCOMPARE(find(fastermoe_build(o, 0, MoePass::forward).b.g, "moe.shadow.broadcast")->cost.bytes_to_peer,
+    QCOMPARE(find(fastermoe_build(o, 0, MoePass::forward, hot).b.g, "moe.shadow.broadcast")->cost.bytes_to_peer,
              (Sends{{1, 68}}));
     // Backward: the shadow's own rows first on the compute stream, its gradient summed after
     // the return trip (ring all-reduce of 17 floats), and on the owner added to its gradient.
-    const FasterBuilt b = fastermoe_build(o, 1, MoePass::backward);
+    const FasterBuilt b = fastermoe_build(o, 1, MoePass::backward, hot);
     QCOMPARE(b.b.names, (std::vector<std::string>{"moe.combine_backward", "moe.shadow.experts_backward",
                                                   "moe.pack_grad", "moe.dispatch_grad", "moe.experts_backward",
                                                   "moe.combine_grad", "moe.unpack_grad", "moe.shadow.reduce@2",
                                                   "moe.router_backward"}));
     QCOMPARE(find(b.b.g, "moe.shadow.reduce")->cost.bytes_to_peer, (Sends{{2, 2 * 3 * 68 / 4}}));
-    const FasterBuilt owner = fastermoe_build(o, 2, MoePass::backward);
+    const FasterBuilt owner = fastermoe_build(o, 2, MoePass::backward, hot);
+    // kCounts has no expert hot enough: e2 (12 rows, tied with e3) would raise the busiest load
+    // from 12 to 16 while rank 3 still receives 12: nothing is shadowed.
+    QCOMPARE(decision(fastermoe_build(o, 1, MoePass::forward).decisions, "fastermoe.shadowed"), 0.0);
     const GraphTask* acc = find(owner.b.g, "moe.shadow.accumulate");
     QVERIFY(acc && acc->role == StreamRole::compute);
     QVERIFY(!find(b.b.g, "moe.shadow.accumulate"));

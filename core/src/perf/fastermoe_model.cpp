@@ -229,6 +229,7 @@ ShadowSelection select_shadow_experts(const ShadowModel& m) {
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return total[(size_t)a] > total[(size_t)b]; });
 
   const int per = m.E / m.P;
+  std::vector<double> X = B;  // tokens of unshadowed experts per worker (remaining_comm)
   const size_t limit = m.max_shadows < 0 ? order.size() : std::min(order.size(), (size_t)m.max_shadows);
   for (size_t k = 0; k < limit; ++k) {  // line 5
     const int e = order[k], owner = e / per;
@@ -239,10 +240,14 @@ ShadowSelection select_shadow_experts(const ShadowModel& m) {
       trial[(size_t)owner] -= t;
       trial[(size_t)s] += t;
     }
-    const double c = lat_shadow((int)out.experts.size() + 1, max_of(trial), m);  // lines 10-11
+    std::vector<double> x = X;  // the exchange without e
+    x[(size_t)owner] -= total[(size_t)e];
+    double c = lat_shadow((int)out.experts.size() + 1, max_of(trial), m);  // lines 10-11
+    if (m.remaining_comm) c += 4 * max_of(x) * m.H * m.bytes_per_element / m.w_net;
     if (!(c < c_min)) break;  // line 16: the first expert that does not pay ends the search
     c_min = c;                // lines 13-14
     B = std::move(trial);
+    X = std::move(x);
     out.experts.push_back(e);
   }
   out.loads_after = std::move(B);

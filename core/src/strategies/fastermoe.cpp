@@ -122,6 +122,7 @@ class FasterMoe : public TokenExchange {
       m.T.assign(counts.rows.begin(), counts.rows.end());
       m.flops = cluster.device_flops();
       m.w_net = network_bandwidth(cluster, ctx.ep_world);
+      m.remaining_comm = true;  // eq. 8 with the remaining tokens' exchange (fastermoe_model.h)
       if (options_.shadow_budget_mb > 0)
         m.max_shadows = (int)(options_.shadow_budget_mb * 1e6 / (2.0 * cost::expert_bytes(ctx.C, ctx.F)));
       if (options_.shadow && P > 1) st->experts = select_shadow_experts(m).experts;
