@@ -158,4 +158,47 @@ inline QString write(const QTemporaryDir& dir) {
   return path;
 }
 
+// A fastermoe run with shadowing, added to `store` on demand (not part of write()): run "fm",
+// 4 ranks, config of configJson() but blocks 0 and 2 (4 and 2 experts), steps 1..4 with routing
+// rows (every rank sends 5 + e tokens to expert e of block 0 and 7 to each expert of block 2)
+// and these shadow metrics (value 1 = shadowed in that step, strategies/fastermoe.cpp):
+//   fastermoe.shadow.e3/block0   steps 1, 2, 4
+//   fastermoe.shadow.e1/block0   step 2
+//   fastermoe.shadow.e0/block2   step 3
+//   fastermoe.shadow.e2/block0   value 0 in step 1 (not shadowed)
+//   fastermoe.shadow.e1/block2   step 9 (a step without routing rows: not shown)
+//   fastermoe.shadowed/block0    the counts (2 in step 2, 1 in steps 1 and 4; not a cell)
+inline int64_t addShadowedRun(RunStore& store) {
+  RunInfo info;
+  info.name = "fm";
+  info.strategy = "fastermoe";
+  info.ranks = kRanks;
+  info.config_json =
+      config_to_json(parse_config("[run]\nname = \"fm\"\n[model]\nvocab_size = 32\nseq_len = 16\nhidden = 32\n"
+                                  "layers = 3\nheads = 2\nffn_mult = 2\n[moe]\nmoe_layers = [0, 2]\nexperts = [4, 2]\n",
+                                  "fm.toml"))
+          .dump();
+  const int64_t run = store.create_run(info).id;
+  auto shadow = [](int expert, int block, int64_t step, double value = 1.0) {
+    return MetricPoint{"fastermoe.shadow.e" + std::to_string(expert) + "/block" + std::to_string(block), step, value, 0};
+  };
+  for (int64_t step = 1; step <= 4; ++step) {
+    std::vector<RoutingRow> routing;
+    for (int rank = 0; rank < kRanks; ++rank) {
+      for (int e = 0; e < 4; ++e) routing.push_back({step, 0, rank, e, 5 + e});
+      for (int e = 0; e < 2; ++e) routing.push_back({step, 2, rank, e, 7});
+    }
+    std::vector<MetricPoint> metrics = {{"loss", step, 3.0, 0}};
+    if (step != 3) metrics.push_back(shadow(3, 0, step));
+    if (step == 2) metrics.push_back(shadow(1, 0, step));
+    if (step == 3) metrics.push_back(shadow(0, 2, step));
+    if (step == 1) metrics.push_back(shadow(2, 0, step, 0.0));
+    metrics.push_back({"fastermoe.shadowed/block0", step, step == 2 ? 2.0 : step == 3 ? 0.0 : 1.0, 0});
+    store.log_step(run, metrics, {}, {}, routing);
+  }
+  store.log_step(run, {shadow(1, 2, 9)}, {}, {}, {});
+  store.set_status(run, RunStatus::finished, 0);
+  return run;
+}
+
 }  // namespace moebench::test::gui_fixture

@@ -2,7 +2,8 @@
 // The analysis models (PhaseBreakdownModel, AblationModel, TrafficMatrixModel, ExpertLoadModel)
 // on the GUI fixture store: model consistency (QAbstractItemModelTester), values against the
 // fixture's generator functions and against summarize_run, cells computed by hand, baseline and
-// step changes, bad input.
+// step changes, bad input; ExpertLoadModel's shadowed cells (MarkedRole, tooltips) on a
+// hand-built fastermoe run.
 #include <QAbstractItemModelTester>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -77,6 +78,7 @@ class TestGuiAnalysisModels : public QObject {
   void expertLoadValues();
   void expertLoadStepFilter();
   void expertLoadExpertCount();
+  void expertLoadShadowed();
 
  private:
   std::unique_ptr<QTemporaryDir> m_dir;
@@ -501,6 +503,58 @@ void TestGuiAnalysisModels::expertLoadExpertCount() {
   const RunSummary s = summarize_run(*store, store->find_run("sparse"));
   QVERIFY_NEAR(model.imbalance(0), s.expert_load[0].imbalance);
   QCOMPARE(s.expert_load[0].experts, 4);
+}
+
+void TestGuiAnalysisModels::expertLoadShadowed() {
+  // fx::addShadowedRun: expert 3 of block 0 shadowed in steps 1, 2, 4, expert 1 in step 2,
+  // expert 0 of block 2 in step 3 (4 steps with routing).
+  QTemporaryDir dir;
+  auto store = std::make_shared<RunStore>(dir.filePath("runs.db").toStdString());
+  const int64_t id = fx::addShadowedRun(*store);
+  ExpertLoadModel model;
+  QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+  model.setRun(store, id);
+  QCOMPARE(model.rowCount(), 2);
+  QCOMPARE(model.layerAt(1), 2);
+  QVERIFY(model.hasShadowing());
+  QCOMPARE(model.headerData(0, Qt::Horizontal, HeatmapRoles::MarkLegendRole).toString(),
+           QStringLiteral("shadowed (FasterMoE)"));
+  // all steps: the number of steps shadowed (tokens: 4 ranks x (5 + e) x 4 steps, 4 x 7 x 4)
+  const int all[2][4] = {{0, 1, 0, 3}, {1, 0, -1, -1}};
+  for (int r = 0; r < 2; ++r)
+    for (int e = 0; e < 4; ++e) {
+      const QVariant marked = model.index(r, e).data(HeatmapRoles::MarkedRole);
+      if (all[r][e] < 0) {
+        QVERIFY(!marked.isValid());  // block 2 has 2 experts: an empty cell
+        continue;
+      }
+      QCOMPARE(marked.toInt(), all[r][e]);
+      QCOMPARE(model.shadowedSteps(r, e), all[r][e]);
+    }
+  QCOMPARE(model.index(0, 3).data(Qt::ToolTipRole).toString(),
+           QStringLiteral("layer 0, expert 3: 128 tokens (all 4 steps); shadowed in 3 of 4 steps"));
+  QCOMPARE(model.index(0, 0).data(Qt::ToolTipRole).toString(), QStringLiteral("layer 0, expert 0: 80 tokens (all 4 steps)"));
+  // one step: 1 when shadowed in it
+  const int perStep[4][2][4] = {{{0, 0, 0, 1}, {0, 0}},
+                                {{0, 1, 0, 1}, {0, 0}},
+                                {{0, 0, 0, 0}, {1, 0}},
+                                {{0, 0, 0, 1}, {0, 0}}};
+  for (int step = 1; step <= 4; ++step) {
+    model.setStep(step);
+    for (int r = 0; r < 2; ++r)
+      for (int e = 0; e < model.expertsAt(r); ++e)
+        QCOMPARE(model.index(r, e).data(HeatmapRoles::MarkedRole).toInt(), perStep[step - 1][r][e]);
+  }
+  model.setStep(2);
+  QCOMPARE(model.index(0, 1).data(Qt::ToolTipRole).toString(),
+           QStringLiteral("layer 0, expert 1: 24 tokens (step 2); shadowed in this step"));
+  QVERIFY(!model.index(0, 2).data(Qt::ToolTipRole).toString().contains("shadowed"));
+  // A run without shadow metrics: no marks, no legend.
+  model.setRun(m_store, m_ec);
+  QVERIFY(!model.hasShadowing());
+  QVERIFY(!model.index(0, 0).data(HeatmapRoles::MarkedRole).isValid());
+  QVERIFY(!model.headerData(0, Qt::Horizontal, HeatmapRoles::MarkLegendRole).isValid());
+  QCOMPARE(model.shadowedSteps(0, 0), 0);
 }
 
 QTEST_MAIN(TestGuiAnalysisModels)

@@ -1,7 +1,8 @@
 // ctest-labels: gui
 // The analysis views rendered headless on the GUI fixture store: PhaseBreakdownView (stacked
 // bars), AblationView (bars + speedup labels, baseline combo), TrafficView and ExpertLoadView
-// (HeatmapView, step chooser / slider), plus hints for an empty selection and errors.
+// (HeatmapView, step chooser / slider, shadowed experts marked), plus hints for an empty selection
+// and errors.
 #include <QtTest>
 
 #include <QBarCategoryAxis>
@@ -67,6 +68,7 @@ class TestGuiAnalysisViews : public QObject {
   void ablationRendersAndBaseline();
   void trafficRendersAndSteps();
   void expertLoadSlider();
+  void expertLoadShadowed();
   void heatmapGeometryAndColours();
   void emptySelectionAndErrors();
 
@@ -255,6 +257,46 @@ void TestGuiAnalysisViews::expertLoadSlider() {
   QCOMPARE(view.model()->index(0, 0).data().toString(), QStringLiteral("252"));
   view.setRuns(m_store, {m_broken});
   QVERIFY2(view.message().contains("no routing"), qPrintable(view.message()));
+}
+
+void TestGuiAnalysisViews::expertLoadShadowed() {
+  // fx::addShadowedRun: block 0 expert 3 shadowed in steps 1, 2, 4, expert 1 in step 2; block 2
+  // expert 0 in step 3.
+  QTemporaryDir dir;
+  auto store = std::make_shared<RunStore>(dir.filePath("runs.db").toStdString());
+  const int64_t id = fx::addShadowedRun(*store);
+  ExpertLoadView view;
+  view.setRuns(store, {id});
+  QVERIFY2(view.message().isEmpty(), qPrintable(view.message()));
+  checkRenders(view, "ExpertLoadShadowed");
+  QCOMPARE(view.shadowedText(), QStringLiteral("Shadowed by FasterMoE (outlined cells): layer 0: expert 1 in 1 of 4 "
+                                               "steps, expert 3 in 3 of 4 steps;  layer 2: expert 0 in 1 of 4 steps"));
+  QVERIFY(view.findChild<QLabel*>("shadowed")->isVisible());
+  HeatmapView* heat = view.heatmap();
+  QVERIFY(heat->showsMarkLegend());
+  QCOMPARE(heat->markLegendText(), QStringLiteral("shadowed (FasterMoE)"));
+  QVERIFY(HeatmapView::isMarked(view.model()->index(0, 3)));
+  QVERIFY(!HeatmapView::isMarked(view.model()->index(0, 0)));
+  // The marks are painted: the corner flag and the outline in the mark colour on the shadowed
+  // cell, not on its unshadowed neighbour.
+  const QImage img = heat->grab().toImage();
+  const QRgb mark = HeatmapView::markColor().rgb();
+  const QRect marked = heat->cellRect(0, 3), plain = heat->cellRect(0, 2);
+  QCOMPARE(img.pixel(marked.right() - 2, marked.top() + 2), mark);
+  QCOMPARE(img.pixel(marked.left() + 2, marked.center().y()), mark);
+  QVERIFY(img.pixel(plain.right() - 2, plain.top() + 2) != mark);
+  QVERIFY(img.pixel(plain.left() + 2, plain.center().y()) != mark);
+  // One step: the experts shadowed in it.
+  QVERIFY(view.selectStep(2));
+  QCOMPARE(view.shadowedText(), QStringLiteral("Shadowed by FasterMoE (outlined cells): layer 0: experts 1, 3;  layer 2: none"));
+  QVERIFY(view.selectStep(3));
+  QCOMPARE(view.shadowedText(), QStringLiteral("Shadowed by FasterMoE (outlined cells): layer 0: none;  layer 2: expert 0"));
+  QVERIFY(!HeatmapView::isMarked(view.model()->index(0, 3)));
+  // A run without shadowing: no line, no mark legend.
+  view.setRuns(m_store, {m_ec});
+  QCOMPARE(view.shadowedText(), QString());
+  QVERIFY(!view.findChild<QLabel*>("shadowed")->isVisible());
+  QVERIFY(!heat->showsMarkLegend());
 }
 
 void TestGuiAnalysisViews::heatmapGeometryAndColours() {

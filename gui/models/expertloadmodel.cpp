@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <stdexcept>
+#include <string>
 #include <utility>
 
 #include "moebench/store/run_summary.h"
@@ -12,6 +13,21 @@ ExpertLoadModel::ExpertLoadModel(QObject* parent) : QAbstractTableModel(parent) 
 ExpertLoadModel::~ExpertLoadModel() = default;
 
 namespace {
+// (layer, expert) of a "fastermoe.shadow.e<k>/block<L>" key, or (-1, -1).
+std::pair<int, int> shadowKey(const std::string& key) {
+  static const std::string prefix = "fastermoe.shadow.e", middle = "/block";
+  if (key.rfind(prefix, 0) != 0) return {-1, -1};
+  const size_t slash = key.find(middle, prefix.size());
+  if (slash == std::string::npos) return {-1, -1};
+  auto number = [](const std::string& text) {
+    if (text.empty() || text.size() > 9 || text.find_first_not_of("0123456789") != std::string::npos) return -1;
+    return std::stoi(text);
+  };
+  const int expert = number(key.substr(prefix.size(), slash - prefix.size()));
+  const int layer = number(key.substr(slash + middle.size()));
+  return expert < 0 || layer < 0 ? std::pair{-1, -1} : std::pair{layer, expert};
+}
+
 int64_t maxOf(const std::vector<std::vector<int64_t>>& cells) {
   int64_t m = 0;
   for (const auto& row : cells)
@@ -26,6 +42,7 @@ void ExpertLoadModel::setRun(std::shared_ptr<moebench::RunStore> store, int64_t 
   std::vector<int64_t> steps;
   std::vector<int> layers, experts;
   std::vector<std::vector<int64_t>> cells;
+  std::map<std::pair<int, int>, std::set<int64_t>> shadowSteps;
   int columns = 0;
   if (store) {
     const moebench::RunInfo info = store->find_run(std::to_string(runId));
@@ -38,6 +55,13 @@ void ExpertLoadModel::setRun(std::shared_ptr<moebench::RunStore> store, int64_t 
     for (const auto& r : store->routing(info.id)) tokens[r.layer][r.expert] += r.tokens;
     if (tokens.empty()) reason = tr("run '%1' has no routing recorded (no expert load to show)").arg(name);
     const auto configured = moebench::moe_experts_per_layer(info.config_json);
+    for (const std::string& key : store->metric_keys(info.id)) {
+      const auto cell = shadowKey(key);
+      if (cell.first < 0) continue;
+      auto& stepsShadowed = shadowSteps[cell];  // present (maybe empty): the run has shadow metrics
+      for (const auto& m : store->metrics(info.id, key))
+        if (m.value != 0 && std::binary_search(steps.begin(), steps.end(), m.step)) stepsShadowed.insert(m.step);
+    }
     for (const auto& [layer, perExpert] : tokens) {
       const int seen = perExpert.empty() ? 0 : std::max(0, perExpert.rbegin()->first + 1);
       const auto it = configured.find(layer);
@@ -63,6 +87,7 @@ void ExpertLoadModel::setRun(std::shared_ptr<moebench::RunStore> store, int64_t 
   m_experts = std::move(experts);
   m_allCells = std::move(cells);
   m_columns = columns;
+  m_shadowSteps = std::move(shadowSteps);
   m_step = kAllSteps;
   m_cells = m_allCells;
   m_max = maxOf(m_cells);
@@ -135,6 +160,14 @@ int ExpertLoadModel::busiestExpert(int row) const {
   return best;
 }
 
+int ExpertLoadModel::shadowedSteps(int row, int expert) const {
+  if (tokensAt(row, expert) < 0) return 0;
+  const auto it = m_shadowSteps.find({layerAt(row), expert});
+  if (it == m_shadowSteps.end()) return 0;
+  if (m_step == kAllSteps) return int(it->second.size());
+  return it->second.count(m_step) ? 1 : 0;
+}
+
 int ExpertLoadModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : int(m_layers.size()); }
 
 int ExpertLoadModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : m_columns; }
@@ -146,12 +179,19 @@ QVariant ExpertLoadModel::data(const QModelIndex& index, int role) const {
   switch (role) {
     case Qt::DisplayRole: return QString::number(t);
     case Qt::UserRole: return double(t);
-    case Qt::ToolTipRole:
-      return tr("layer %1, expert %2: %3 tokens (%4)")
-          .arg(layerAt(index.row()))
-          .arg(index.column())
-          .arg(t)
-          .arg(m_step == kAllSteps ? tr("all %1 steps").arg(m_steps.size()) : tr("step %1").arg(m_step));
+    case Qt::ToolTipRole: {
+      QString text = tr("layer %1, expert %2: %3 tokens (%4)")
+                         .arg(layerAt(index.row()))
+                         .arg(index.column())
+                         .arg(t)
+                         .arg(m_step == kAllSteps ? tr("all %1 steps").arg(m_steps.size()) : tr("step %1").arg(m_step));
+      if (const int shadowed = shadowedSteps(index.row(), index.column()); shadowed > 0)
+        text += m_step == kAllSteps ? tr("; shadowed in %1 of %2 steps").arg(shadowed).arg(m_steps.size())
+                                    : tr("; shadowed in this step");
+      return text;
+    }
+    case HeatmapRoles::MarkedRole:
+      return hasShadowing() ? QVariant(shadowedSteps(index.row(), index.column())) : QVariant();
     case HeatmapRoles::IntensityRole: return m_max > 0 ? double(t) / double(m_max) : 0.0;
     case Qt::TextAlignmentRole: return QVariant::fromValue(Qt::Alignment(Qt::AlignCenter));
     default: return {};
@@ -159,6 +199,9 @@ QVariant ExpertLoadModel::data(const QModelIndex& index, int role) const {
 }
 
 QVariant ExpertLoadModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (role == HeatmapRoles::MarkLegendRole && orientation == Qt::Horizontal && section == 0 &&
+      section < m_columns && hasShadowing())
+    return tr("shadowed (FasterMoE)");
   if (role != Qt::DisplayRole) return {};
   if (orientation == Qt::Vertical) {
     if (section < 0 || size_t(section) >= m_layers.size()) return {};

@@ -9,15 +9,26 @@
 // Step (setStep): kAllSteps (-1) = tokens summed over all steps and source ranks (the same
 // numbers as summarize_run's expert_load); step s = summed over the source ranks in step s.
 // Roles: DisplayRole the token count as text; Qt::UserRole tokens (double); Qt::ToolTipRole
-// "layer 0, expert 3: 345 tokens (all steps)"; HeatmapRoles::IntensityRole = cell / the largest
+// "layer 0, expert 3: 345 tokens (all 6 steps)"; HeatmapRoles::IntensityRole = cell / the largest
 // cell of the model (0..1).
+// Shadowing (FasterMoE §4.1, strategy fastermoe): the run's metrics "fastermoe.shadow.e<k>/block<L>"
+// (value 1 in each step expert k of block L was shadowed: its parameters broadcast, its tokens
+// computed where they are) mark cells:
+//   HeatmapRoles::MarkedRole = shadowedSteps(row, expert): for one step 1 when the expert was
+//     shadowed in it, else 0; for all steps the number of steps shown (steps()) in which it was;
+//     valid on every non-empty cell of a run that has any such metric, invalid otherwise;
+//   the tooltip then ends in "; shadowed in this step" / "; shadowed in 3 of 20 steps";
+//   headerData(0, Horizontal, HeatmapRoles::MarkLegendRole) = "shadowed (FasterMoE)" then.
 // imbalance(row) = the layer's largest cell / the mean over its experts (NaN without tokens).
 #include <QAbstractTableModel>
 #include <QString>
 
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <memory>
+#include <set>
+#include <utility>
 #include <vector>
 
 #include "models/heatmaproles.h"
@@ -54,6 +65,8 @@ class ExpertLoadModel : public QAbstractTableModel {
   int64_t maxTokens() const { return m_max; }
   double imbalance(int row) const;     // max / mean over the layer's experts
   int busiestExpert(int row) const;    // -1 without tokens
+  bool hasShadowing() const { return !m_shadowSteps.empty(); }  // any fastermoe.shadow metric
+  int shadowedSteps(int row, int expert) const;  // MarkedRole's value; 0 out of range
 
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;
@@ -73,4 +86,5 @@ class ExpertLoadModel : public QAbstractTableModel {
   std::vector<std::vector<int64_t>> m_cells;         // current step
   int m_columns = 0;
   int64_t m_max = 0;
+  std::map<std::pair<int, int>, std::set<int64_t>> m_shadowSteps;  // (layer, expert) -> steps shadowed
 };

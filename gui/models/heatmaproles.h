@@ -8,8 +8,18 @@
 //                    (0 everywhere when every cell is 0); invalid for cells without a value
 //   LinkRole         QString "intra_node" | "inter_node" | "" (no link, e.g. the diagonal);
 //                    only models whose cells are rank pairs provide it
+//   MarkedRole       int >= 0: how often the cell is marked (ExpertLoadModel: the steps in which
+//                    FasterMoE shadowed the expert); > 0 draws the cell's mark (an outline and
+//                    a corner flag); invalid in models without marks
+//   MarkLegendRole   on headerData(0, Qt::Horizontal): QString, what a mark means in the
+//                    legend ("shadowed"); the view says "marked" when the model gives none
 #include <Qt>
 
 namespace HeatmapRoles {
-enum : int { IntensityRole = Qt::UserRole + 20, LinkRole = Qt::UserRole + 21 };
+enum : int {
+  IntensityRole = Qt::UserRole + 20,
+  LinkRole = Qt::UserRole + 21,
+  MarkedRole = Qt::UserRole + 22,
+  MarkLegendRole = Qt::UserRole + 23
+};
 }

@@ -1,6 +1,8 @@
 #include "models/rooflinemodel.h"
 
 #include <cmath>
+#include <limits>
+#include <set>
 #include <stdexcept>
 #include <utility>
 
@@ -13,18 +15,37 @@ QVariant number(double v) { return std::isfinite(v) ? QVariant(v) : QVariant(); 
 RooflineModel::RooflineModel(QObject* parent) : QAbstractTableModel(parent) {}
 RooflineModel::~RooflineModel() = default;
 
+namespace {
+
+// Per run: its measured (or simulated) and predicted points merged by layer, MoE layers
+// ascending then the whole run; the measured row of a layer first.
+int layerOrder(int layer) { return layer < 0 ? std::numeric_limits<int>::max() : layer; }
+
+bool isSimulated(const moebench::RunStore& store, int64_t runId) {
+  for (const auto& [key, value] : store.tags(runId))
+    if (key == "predicted") return true;
+  return false;
+}
+
+}  // namespace
+
 void RooflineModel::setRuns(std::shared_ptr<moebench::RunStore> store, std::vector<int64_t> runIds) {
   std::vector<moebench::DdlPoint> points;
+  std::vector<RowInfo> rows;
   std::vector<StoredPeak> stored;
   std::vector<RunPeak> peaks;
   if (store) {
     for (int64_t id : runIds) {
       const moebench::RunInfo info = store->find_run(std::to_string(id));
-      auto runPoints = moebench::ddl_roofline_points(*store, info);
+      auto measured = moebench::ddl_roofline_points(*store, info);
       RunPeak peak;
       peak.runId = id;
       peak.runName = QString::fromStdString(info.name);
-      for (const auto& p : runPoints) peak.hasPoints = peak.hasPoints || p.has_point();
+      peak.simulated = isSimulated(*store, info.id);
+      std::vector<moebench::DdlPredictedPoint> predicted;
+      if (!peak.simulated) predicted = moebench::ddl_predicted_points(*store, info);
+      for (const auto& p : measured) peak.hasPoints = peak.hasPoints || p.has_point();
+      for (const auto& p : predicted) peak.hasPoints = peak.hasPoints || p.has_point();
       StoredPeak s;
       try {
         // (Copied out only on success: GCC 12 -O3 left s.gflops engaged with garbage when the
@@ -37,7 +58,22 @@ void RooflineModel::setRuns(std::shared_ptr<moebench::RunStore> store, std::vect
         const std::string src = moebench::ddl_stored_peak_source(*store, info);
         s.source = src.empty() ? QStringLiteral("param peak_gflops") : QString::fromStdString(src);
       }
-      for (auto& p : runPoints) points.push_back(std::move(p));
+      std::set<int> layers;  // by layerOrder
+      for (const auto& p : measured) layers.insert(layerOrder(p.layer));
+      for (const auto& p : predicted) layers.insert(layerOrder(p.layer));
+      const RowKind measuredKind = peak.simulated ? RowKind::Simulated : RowKind::Measured;
+      for (int order : layers) {
+        for (auto& p : measured)
+          if (layerOrder(p.layer) == order) {
+            points.push_back(std::move(p));
+            rows.push_back({measuredKind, 0, 0});
+          }
+        for (auto& p : predicted)
+          if (layerOrder(p.layer) == order) {
+            rows.push_back({RowKind::Predicted, p.steps_from_metrics, p.steps_from_routing});
+            points.push_back(std::move(static_cast<moebench::DdlPoint&>(p)));
+          }
+      }
       stored.push_back(std::move(s));
       peaks.push_back(std::move(peak));
     }
@@ -48,6 +84,7 @@ void RooflineModel::setRuns(std::shared_ptr<moebench::RunStore> store, std::vect
   beginResetModel();
   m_runIds = std::move(runIds);
   m_points = std::move(points);
+  m_rows = std::move(rows);
   m_stored = std::move(stored);
   m_peaks = std::move(peaks);
   resolvePeaks();
@@ -90,6 +127,60 @@ void RooflineModel::setEnteredPeak(double gflops) {
 
 const moebench::DdlPoint* RooflineModel::pointAt(int row) const {
   return row >= 0 && size_t(row) < m_points.size() ? &m_points[size_t(row)] : nullptr;
+}
+
+RooflineModel::RowKind RooflineModel::kindAt(int row) const {
+  return row >= 0 && size_t(row) < m_rows.size() ? m_rows[size_t(row)].kind : RowKind::Measured;
+}
+
+QString RooflineModel::kindText(RowKind kind) {
+  switch (kind) {
+    case RowKind::Measured: return QStringLiteral("measured");
+    case RowKind::Predicted: return QStringLiteral("predicted");
+    case RowKind::Simulated: return QStringLiteral("simulated (predicted)");
+  }
+  return {};
+}
+
+int64_t RooflineModel::stepsFromMetricsAt(int row) const {
+  return row >= 0 && size_t(row) < m_rows.size() ? m_rows[size_t(row)].fromMetrics : 0;
+}
+
+int64_t RooflineModel::stepsFromRoutingAt(int row) const {
+  return row >= 0 && size_t(row) < m_rows.size() ? m_rows[size_t(row)].fromRouting : 0;
+}
+
+std::vector<RooflineModel::RowPair> RooflineModel::predictedMeasuredPairs() const {
+  std::vector<RowPair> out;
+  for (size_t i = 0; i < m_points.size(); ++i) {
+    if (m_rows[i].kind != RowKind::Predicted || !m_points[i].has_point()) continue;
+    for (size_t j = 0; j < m_points.size(); ++j)
+      if (m_rows[j].kind != RowKind::Predicted && m_points[j].run_id == m_points[i].run_id &&
+          m_points[j].layer == m_points[i].layer && m_points[j].has_point())
+        out.push_back({int(i), int(j)});
+  }
+  return out;
+}
+
+QString RooflineModel::kindToolTip(int row) const {
+  const RowInfo& r = m_rows[size_t(row)];
+  switch (r.kind) {
+    case RowKind::Measured: return QStringLiteral("measured from the run's spans and routing (ddl_roofline.h)");
+    case RowKind::Simulated:
+      return QStringLiteral("simulated (predicted): the simulator wrote this run's spans; nothing ran");
+    case RowKind::Predicted: {
+      QString t = QStringLiteral(
+          "predicted by FasterMoE's model (eq. 1-4): Lat_comp and Lat_comm are one round each "
+          "(eq. 1: the experts' forward; eq. 2: one all-to-all), Lat_e2e = 3 Lat_comp + 4 Lat_comm");
+      if (r.fromMetrics > 0 || r.fromRouting > 0)
+        t += QStringLiteral("\nsteps: %1 from fastermoe's stored predictions (with shadowing), %2 from eq. 1-2 "
+                            "on the routing and the run's cluster model")
+                 .arg(r.fromMetrics)
+                 .arg(r.fromRouting);
+      return t;
+    }
+  }
+  return {};
 }
 
 const RooflineModel::RunPeak* RooflineModel::peakOf(int64_t runId) const {
@@ -144,6 +235,7 @@ QVariant RooflineModel::rawValue(int row, int column) const {
   switch (column) {
     case RunColumn: return qint64(p.run_id);
     case LayerColumn: return p.layer;
+    case KindColumn: return int(kindAt(row));
     case RccColumn: return number(p.r_cc);
     case AchievedColumn: return number(p.achieved_gflops);
     case LatCompColumn: return number(p.lat_comp_s * 1e3);
@@ -167,13 +259,14 @@ QVariant RooflineModel::data(const QModelIndex& index, int role) const {
   const moebench::DdlPoint& p = m_points[size_t(row)];
   if (role == Qt::UserRole) return rawValue(row, column);
   if (role == Qt::TextAlignmentRole)
-    return column == RunColumn || column == NoteColumn ? QVariant(int(Qt::AlignLeft | Qt::AlignVCenter))
+    return column == RunColumn || column == KindColumn || column == NoteColumn ? QVariant(int(Qt::AlignLeft | Qt::AlignVCenter))
                                                        : QVariant(int(Qt::AlignRight | Qt::AlignVCenter));
   if (role == Qt::ToolTipRole) {
     if (column == PeakColumn) {
       const RunPeak* peak = peakOf(p.run_id);
       return peak ? peak->sourceText : QString();
     }
+    if (column == KindColumn) return kindToolTip(row);
     const QString note = noteAt(row);
     return note.isEmpty() ? QVariant() : QVariant(note);
   }
@@ -183,6 +276,7 @@ QVariant RooflineModel::data(const QModelIndex& index, int role) const {
     return peak ? peak->runName : QString::fromStdString(p.run_name);
   }
   if (column == LayerColumn) return p.layer < 0 ? QStringLiteral("all") : QString::number(p.layer);
+  if (column == KindColumn) return kindText(kindAt(row));
   if (column == NoteColumn) return noteAt(row);
   const QVariant raw = rawValue(row, column);
   if (!raw.isValid()) return QString();
@@ -191,7 +285,7 @@ QVariant RooflineModel::data(const QModelIndex& index, int role) const {
     case RccColumn: return QString::number(v, 'g', 3);
     case LatCompColumn:
     case LatCommColumn:
-    case LatE2eColumn: return QString::number(v, 'f', 3);
+    case LatE2eColumn: return QString::number(v, 'g', 4);  // predicted latencies can be microseconds
     case PercentOfIdealColumn: return QString::number(v, 'f', 1);
     case PeakColumn: {
       const RunPeak* peak = peakOf(p.run_id);
@@ -206,19 +300,23 @@ QVariant RooflineModel::headerData(int section, Qt::Orientation orientation, int
   if (orientation != Qt::Horizontal || section < 0 || section >= ColumnCount) return {};
   if (role == Qt::DisplayRole) {
     static const char* const names[ColumnCount] = {
-        "Run",          "Layer",          "R_CC",           "Achieved GFLOP/s",     "Lat_comp ms", "Lat_comm ms",
-        "Lat_e2e ms",   "Peak GFLOP/s",   "Ideal GFLOP/s",  "Semi-ideal GFLOP/s",   "% of ideal",  "Note"};
+        "Run",        "Layer",        "Kind",          "R_CC",               "Achieved GFLOP/s", "Lat_comp ms", "Lat_comm ms",
+        "Lat_e2e ms", "Peak GFLOP/s", "Ideal GFLOP/s", "Semi-ideal GFLOP/s", "% of ideal",       "Note"};
     return QString::fromLatin1(names[section]);
   }
   if (role == Qt::ToolTipRole) {
     static const char* const tips[ColumnCount] = {
         "run name",
         "MoE layer (block index); all = the whole run (sums over the MoE layers)",
-        "measured Lat_comp / Lat_comm (FasterMoE eq. 3)",
-        "measured P-bar = 12 a H^2 sum(B_w) / (N Lat_e2e), GFLOP/s per worker (eq. 4)",
-        "expert compute per step, max over ranks, mean over steps",
-        "the layer's communication waited for per step, max over ranks, mean over steps",
-        "union of the layer's compute and comm spans per step, max over ranks, mean over steps",
+        "measured (spans), predicted (FasterMoE eq. 1-4 on the run's routing, or fastermoe's stored "
+        "predictions) or simulated (predicted: a run the simulator wrote)",
+        "Lat_comp / Lat_comm (FasterMoE eq. 3), of the row's kind",
+        "P-bar = 12 a H^2 sum(B_w) / (N Lat_e2e), GFLOP/s per worker (eq. 4), of the row's kind",
+        "measured: expert compute per step, max over ranks; predicted: eq. 1; mean over steps",
+        "measured: the layer's communication waited for per step, max over ranks; predicted: eq. 2; "
+        "mean over steps",
+        "measured: union of the layer's compute and comm spans per step, max over ranks; predicted: "
+        "3 Lat_comp + 4 Lat_comm; mean over steps",
         "P_w, peak GFLOP/s per worker: stored with the run (bench gemm) or entered",
         "ideal P_w min(1, R_CC) at this R_CC (eq. 5), not measured",
         "semi-ideal P_w R_CC / (R_CC + 1) at this R_CC (eq. 6), not measured",

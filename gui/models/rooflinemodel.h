@@ -1,22 +1,35 @@
 #pragma once
 // RooflineModel: the DDL-roofline points (FasterMoE §3.3, Fig. 5) of the selected runs as a
-// table, one row per MoE layer of each run and one whole-run row ("all"), in the runs' order
-// (layers ascending, then "all"). The numbers and their definitions are those of
-// moebench/perf/ddl_roofline.h (measured from spans and routing):
+// table. Rows, in the runs' order, per run by layer (MoE layers ascending, then the whole run
+// "all"), and per layer one row of each kind the run has (KindColumn, RowKind):
+//   Measured   moebench/perf/ddl_roofline.h from the run's spans and routing
+//   Predicted  moebench/perf/ddl_prediction.h: FasterMoE eq. 1-4 for the same run and layer
+//              (the fastermoe strategy's stored predictions, else eq. 1-2 on the run's routing
+//              and cluster model), right under the measured row of its layer
+//   Simulated  ddl_roofline.h on a run the simulator wrote (tag "predicted"): its spans are
+//              predicted, so its point is "simulated (predicted)"; such runs get no Predicted
+//              row (they store no routing rows to evaluate eq. 1-2 on)
+// A second row kind (rather than extra columns) because a predicted point has every quantity a
+// measured one has (R_CC, P-bar, latencies, the curves at its R_CC, a reason when missing).
+// Columns:
 //   R_CC         = Lat_comp / Lat_comm (eq. 3)
-//   achieved     = P-bar, GFLOP/s per worker (eq. 4)
-//   Lat_* ms     = the step means of the per-step latencies (max over ranks), milliseconds
+//   achieved     = P-bar, GFLOP/s per worker (eq. 4): measured, or predicted on Predicted and
+//                  Simulated rows
+//   Lat_* ms     = the step means of the per-step latencies, milliseconds (measured: max over
+//                  ranks of the step's totals; predicted: one round of eq. 1 / eq. 2, Lat_e2e =
+//                  3 Lat_comp + 4 Lat_comm)
 //   peak         = P_w, GFLOP/s per worker: the run's stored param "peak_gflops" when it has one,
 //                  else the value entered with setEnteredPeak (> 0), else none
 //   ideal        = P_w min(1, R_CC) (eq. 5), semi-ideal = P_w R_CC / (R_CC + 1) (eq. 6): the
-//                  curves' values at the point's R_CC (not measured)
+//                  curves' values at the row's R_CC (not measured)
 //   % of ideal   = 100 * achieved / ideal
 //   note         = why a row has no point, or why it has no curves (no peak, malformed peak)
 // Rows without a point (missing spans, routing or comm) keep their reason in the note column
 // and leave the number cells empty.
 // Roles: Qt::DisplayRole = text; Qt::UserRole = the raw value (double, qint64 run id for the run
-// column, int layer (-1 = whole run) for the layer column; invalid where there is none);
-// Qt::ToolTipRole = the note or the peak's source.
+// column, int layer (-1 = whole run) for the layer column, int RowKind for the kind column;
+// invalid where there is none); Qt::ToolTipRole = the note, the peak's source, or for the kind
+// column where the numbers come from.
 #include <QAbstractTableModel>
 #include <QString>
 
@@ -25,6 +38,7 @@
 #include <optional>
 #include <vector>
 
+#include "moebench/perf/ddl_prediction.h"
 #include "moebench/perf/ddl_roofline.h"
 #include "moebench/store/run_store.h"
 
@@ -35,6 +49,7 @@ class RooflineModel : public QAbstractTableModel {
   enum Column {
     RunColumn,
     LayerColumn,
+    KindColumn,
     RccColumn,
     AchievedColumn,
     LatCompColumn,
@@ -47,6 +62,7 @@ class RooflineModel : public QAbstractTableModel {
     NoteColumn,
     ColumnCount
   };
+  enum class RowKind { Measured = 0, Predicted = 1, Simulated = 2 };
   enum class PeakSource { Stored, Entered, None };
   // The peak one run's curves use.
   struct RunPeak {
@@ -56,7 +72,13 @@ class RooflineModel : public QAbstractTableModel {
     PeakSource source = PeakSource::None;
     QString sourceText;            // "stored: bench gemm ..." / "stored: param peak_gflops" / "entered"
     QString error;                 // a malformed stored value (then the entered one is used)
-    bool hasPoints = false;        // the run has at least one point
+    bool hasPoints = false;        // the run has at least one point (of any kind)
+    bool simulated = false;        // the simulator wrote the run (tag "predicted")
+  };
+  // A predicted row and the measured (or simulated) row of the same run and layer, both with a
+  // point: the view draws an arrow from the first to the second.
+  struct RowPair {
+    int predicted = -1, measured = -1;
   };
 
   explicit RooflineModel(QObject* parent = nullptr);
@@ -74,6 +96,13 @@ class RooflineModel : public QAbstractTableModel {
   const std::vector<int64_t>& runIds() const { return m_runIds; }
   const std::vector<moebench::DdlPoint>& points() const { return m_points; }  // one per row
   const moebench::DdlPoint* pointAt(int row) const;                           // null out of range
+  RowKind kindAt(int row) const;                                              // Measured out of range
+  static QString kindText(RowKind kind);  // "measured", "predicted", "simulated (predicted)"
+  // Predicted rows: the steps whose latencies are fastermoe's stored predictions / were computed
+  // from the routing (DdlPredictedPoint); 0 for other rows.
+  int64_t stepsFromMetricsAt(int row) const;
+  int64_t stepsFromRoutingAt(int row) const;
+  std::vector<RowPair> predictedMeasuredPairs() const;
   const std::vector<RunPeak>& runPeaks() const { return m_peaks; }            // in the runs' order
   const RunPeak* peakOf(int64_t runId) const;                                 // null: not selected
   std::optional<double> peakAt(int row) const;        // the peak the row's run uses
@@ -92,10 +121,16 @@ class RooflineModel : public QAbstractTableModel {
  private:
   void resolvePeaks();
   QString noteAt(int row) const;
+  QString kindToolTip(int row) const;
   QVariant rawValue(int row, int column) const;
 
   std::vector<int64_t> m_runIds;
-  std::vector<moebench::DdlPoint> m_points;
+  std::vector<moebench::DdlPoint> m_points;  // one per row
+  struct RowInfo {
+    RowKind kind = RowKind::Measured;
+    int64_t fromMetrics = 0, fromRouting = 0;
+  };
+  std::vector<RowInfo> m_rows;               // one per row
   struct StoredPeak {
     std::optional<double> gflops;
     QString source, error;

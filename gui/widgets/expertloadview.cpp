@@ -43,9 +43,15 @@ ExpertLoadView::ExpertLoadView(QWidget* parent)
   m_imbalance = new QLabel(page);
   m_imbalance->setObjectName("imbalance");
   m_imbalance->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  m_shadowed = new QLabel(page);
+  m_shadowed->setObjectName("shadowed");
+  m_shadowed->setWordWrap(true);
+  m_shadowed->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  m_shadowed->hide();
   layout->addWidget(caption);
   layout->addWidget(scroll, 1);
   layout->addWidget(m_imbalance);
+  layout->addWidget(m_shadowed);
   setContent(page);
 
   connect(m_allSteps, &QCheckBox::toggled, this, [this] { guarded([this] { applyStep(); }); });
@@ -80,6 +86,8 @@ void ExpertLoadView::clearRun() {
   m_model->clear();
   m_stepLabel->clear();
   m_imbalance->clear();
+  m_shadowed->clear();
+  m_shadowed->hide();
 }
 
 void ExpertLoadView::applyStep() {
@@ -112,6 +120,8 @@ int64_t ExpertLoadView::currentStep() const { return m_model->step(); }
 
 QString ExpertLoadView::imbalanceText() const { return m_imbalance->text(); }
 
+QString ExpertLoadView::shadowedText() const { return m_shadowed->text(); }
+
 void ExpertLoadView::updateLabels() {
   const auto& steps = m_model->steps();
   m_stepLabel->setText(m_model->step() == ExpertLoadModel::kAllSteps
@@ -130,4 +140,23 @@ void ExpertLoadView::updateLabels() {
                                  : tr("layer %1: - (no tokens)").arg(m_model->layerAt(r)));
   }
   m_imbalance->setText(tr("Imbalance (busiest expert / mean over experts): %1").arg(parts.join(QStringLiteral(";  "))));
+
+  QStringList shadowed;
+  const bool all = m_model->step() == ExpertLoadModel::kAllSteps;
+  for (int r = 0; r < m_model->rowCount() && m_model->hasShadowing(); ++r) {
+    QStringList experts;
+    for (int e = 0; e < m_model->expertsAt(r); ++e)
+      if (const int n = m_model->shadowedSteps(r, e); n > 0)
+        experts << (all ? tr("expert %1 in %2 of %3 steps").arg(e).arg(n).arg(steps.size()) : QString::number(e));
+    if (experts.isEmpty()) shadowed << tr("layer %1: none").arg(m_model->layerAt(r));
+    else if (all) shadowed << tr("layer %1: %2").arg(m_model->layerAt(r)).arg(experts.join(QStringLiteral(", ")));
+    else
+      shadowed << tr("layer %1: expert%2 %3")
+                      .arg(m_model->layerAt(r))
+                      .arg(experts.size() > 1 ? QStringLiteral("s") : QString())
+                      .arg(experts.join(QStringLiteral(", ")));
+  }
+  m_shadowed->setText(shadowed.isEmpty() ? QString()
+                                         : tr("Shadowed by FasterMoE (outlined cells): %1").arg(shadowed.join(QStringLiteral(";  "))));
+  m_shadowed->setVisible(!shadowed.isEmpty());
 }

@@ -64,6 +64,25 @@ bool HeatmapView::isInterNode(const QModelIndex& index) {
   return index.data(HeatmapRoles::LinkRole).toString() == QLatin1String("inter_node");
 }
 
+bool HeatmapView::isMarked(const QModelIndex& index) {
+  return index.data(HeatmapRoles::MarkedRole).toInt() > 0;
+}
+
+QColor HeatmapView::markColor() { return QColor(0xff, 0x7f, 0x0e); }
+
+bool HeatmapView::showsMarkLegend() const {
+  if (!m_model) return false;
+  for (int r = 0; r < m_model->rowCount(); ++r)
+    for (int c = 0; c < m_model->columnCount(); ++c)
+      if (isMarked(m_model->index(r, c))) return true;
+  return false;
+}
+
+QString HeatmapView::markLegendText() const {
+  const QString text = m_model ? m_model->headerData(0, Qt::Horizontal, HeatmapRoles::MarkLegendRole).toString() : QString();
+  return text.isEmpty() ? tr("marked") : text;
+}
+
 bool HeatmapView::showsLinkLegend() const {
   if (!m_model) return false;
   for (int r = 0; r < m_model->rowCount(); ++r)
@@ -180,6 +199,7 @@ void HeatmapView::paintEvent(QPaintEvent*) {
         p.setPen(QPen(QColor(0x20, 0x20, 0x20), 2));
         p.drawRect(cell.adjusted(1, 1, -2, -2));
       }
+      if (isMarked(idx)) paintMark(p, cell);
       const QString text = idx.data().toString();
       if (!text.isEmpty()) {
         p.setPen(intensity.isValid() && t > 0.55 ? Qt::white : Qt::black);
@@ -227,7 +247,31 @@ void HeatmapView::paintEvent(QPaintEvent*) {
     p.setPen(palette().text().color());
     const QString interText = tr("inter-node");
     p.drawText(QRect(x, y, fm.horizontalAdvance(interText) + kPad, h), Qt::AlignVCenter | Qt::AlignLeft, interText);
+    x += fm.horizontalAdvance(interText) + 3 * kPad;
   }
+  if (showsMarkLegend()) {
+    const QRect marked(x, y + 2, h - 4, h - 4);
+    p.fillRect(marked, rampColor(0.3));
+    paintMark(p, marked);
+    x += marked.width() + kPad / 2;
+    p.setPen(palette().text().color());
+    const QString markText = markLegendText();
+    p.drawText(QRect(x, y, fm.horizontalAdvance(markText) + kPad, h), Qt::AlignVCenter | Qt::AlignLeft, markText);
+  }
+}
+
+void HeatmapView::paintMark(QPainter& p, const QRect& cell) {
+  const QColor color = markColor();
+  p.setPen(QPen(color, 3));
+  p.setBrush(Qt::NoBrush);
+  p.drawRect(cell.adjusted(2, 2, -3, -3));
+  const int flag = std::max(5, std::min(cell.width(), cell.height()) / 3);
+  const QPoint corner = cell.topRight();
+  const QPolygon triangle({corner, corner - QPoint(flag, 0), corner + QPoint(0, flag)});
+  p.setPen(Qt::NoPen);
+  p.setBrush(color);
+  p.drawPolygon(triangle);
+  p.setBrush(Qt::NoBrush);
 }
 
 bool HeatmapView::event(QEvent* e) {

@@ -8,14 +8,18 @@
 //   links         cells whose HeatmapRoles::LinkRole is "inter_node" get a hatched overlay and a
 //                 thick dark border; when the model has any link the legend says
 //                 "intra-node" (plain cell) / "inter-node" (hatched cell)
+//   marks         cells whose HeatmapRoles::MarkedRole is > 0 (ExpertLoadModel: shadowed experts)
+//                 get an orange outline and a filled orange flag in their top-right corner
 //   legend        the colour ramp "0" .. "max" (the largest Qt::UserRole value, as the model's
-//                 DisplayRole of that cell shows it), plus the link swatches
+//                 DisplayRole of that cell shows it), plus the link swatches, plus when any cell
+//                 is marked a marked swatch named by headerData(0, Horizontal, MarkLegendRole)
 // Geometry (cellRect / cellAt) is public so tests and callers can hit cells.
 #include <QModelIndex>
 #include <QPointer>
 #include <QWidget>
 
 class QAbstractItemModel;
+class QPainter;
 
 class HeatmapView : public QWidget {
   Q_OBJECT
@@ -32,6 +36,10 @@ class HeatmapView : public QWidget {
   bool showsLinkLegend() const;                // the model has a non-empty LinkRole
   static QColor rampColor(double intensity);   // 0 -> near white, 1 -> dark blue
   static bool isInterNode(const QModelIndex& index);
+  static bool isMarked(const QModelIndex& index);  // MarkedRole > 0
+  static QColor markColor();
+  bool showsMarkLegend() const;                     // some cell is marked
+  QString markLegendText() const;                   // MarkLegendRole, else "marked"
 
   QSize sizeHint() const override;
   QSize minimumSizeHint() const override;
@@ -46,6 +54,7 @@ class HeatmapView : public QWidget {
     int rows = 0, columns = 0;
   };
   Metrics metrics() const;     // for the current widget size
+  static void paintMark(QPainter& p, const QRect& cell);
   static QRect cellRect(const Metrics& m, int row, int column);
   int contentCellWidth() const;  // widest cell/column header text + padding (cached)
   void modelChanged();

@@ -24,6 +24,7 @@
 #include <set>
 #include <utility>
 
+#include "models/rooflinegeometry.h"
 #include "models/rooflinemodel.h"
 #include "widgets/chartclear.h"
 #include "widgets/chartovertable.h"
@@ -43,12 +44,33 @@ bool drawable(const moebench::DdlPoint& p) {
          p.achieved_gflops > 0;
 }
 
-QString pointText(const moebench::DdlPoint& p) {
-  return QStringLiteral("%1, %2\nR_CC = %3\nachieved %4 per worker\nLat_comp %5 ms, Lat_comm %6 ms, Lat_e2e %7 ms")
+QString pointText(const moebench::DdlPoint& p, const QString& kind) {
+  return QStringLiteral("%1, %2 (%8)\nR_CC = %3\nP-bar %4 per worker\nLat_comp %5 ms, Lat_comm %6 ms, Lat_e2e %7 ms")
       .arg(QString::fromStdString(p.run_name),
            p.layer < 0 ? QStringLiteral("whole run") : QStringLiteral("MoE layer %1").arg(p.layer),
            QString::number(p.r_cc, 'g', 3), gflopsText(p.achieved_gflops), QString::number(p.lat_comp_s * 1e3, 'f', 3),
-           QString::number(p.lat_comm_s * 1e3, 'f', 3), QString::number(p.lat_e2e_s * 1e3, 'f', 3));
+           QString::number(p.lat_comm_s * 1e3, 'f', 3), QString::number(p.lat_e2e_s * 1e3, 'f', 3), kind);
+}
+
+// Hovering a scatter series shows the text of its point nearest to the cursor (log distance).
+void connectHoverTips(QScatterSeries* s, const QStringList& texts) {
+  QObject::connect(s, &QXYSeries::hovered, s, [s, texts](const QPointF& at, bool state) {
+    if (!state) {
+      QToolTip::hideText();
+      return;
+    }
+    int best = -1;
+    double bestDist = HUGE_VAL;
+    for (int i = 0; i < s->count(); ++i) {
+      const QPointF q = s->at(i);
+      const double d = std::abs(std::log(q.x() / at.x())) + std::abs(std::log(q.y() / at.y()));
+      if (d < bestDist) {
+        bestDist = d;
+        best = i;
+      }
+    }
+    if (best >= 0 && best < texts.size()) QToolTip::showText(QCursor::pos(), texts[best]);
+  });
 }
 
 }  // namespace
@@ -75,7 +97,8 @@ RooflineView::RooflineView(QWidget* parent) : QWidget(parent), m_model(new Roofl
 
   const ChartOverTable parts = makeChartOverTable(
       this, QStringLiteral("roofline"),
-      QStringLiteral("DDL-roofline (FasterMoE Fig. 5): measured points, ideal and semi-ideal curves"), m_model);
+      QStringLiteral("DDL-roofline (FasterMoE Fig. 5): measured and predicted points, ideal and semi-ideal curves"),
+      m_model);
   m_chartView = parts.chartView;
   m_table = parts.table;
 
@@ -94,6 +117,7 @@ RooflineView::RooflineView(QWidget* parent) : QWidget(parent), m_model(new Roofl
     updateTexts();
   });
   connect(m_model, &QAbstractItemModel::modelReset, m_table, &QTableView::resizeColumnsToContents);
+  connect(chart(), &QChart::plotAreaChanged, this, [this] { updateArrows(); });
   rebuild();
   updateTexts();
 }
@@ -123,15 +147,23 @@ void RooflineView::updateTexts() {
     messages << QStringLiteral("Cannot show the DDL-roofline: ") + m_error;
   } else if (m_empty) {
     messages << QStringLiteral("Select runs in the run browser to see their DDL-roofline "
-                               "(measured R_CC and GFLOP/s against the ideal curves).");
+                               "(measured and predicted R_CC and GFLOP/s against the ideal curves).");
   } else {
-    for (const auto& p : m_model->points()) {
-      if (p.layer == -1 && !p.has_point())
-        messages << QStringLiteral("No point for run '%1': %2")
-                        .arg(QString::fromStdString(p.run_name), QString::fromStdString(p.reason));
+    const auto& points = m_model->points();
+    for (int row = 0; row < int(points.size()); ++row) {
+      const moebench::DdlPoint& p = points[size_t(row)];
+      const bool predicted = m_model->kindAt(row) == RooflineModel::RowKind::Predicted;
+      // A predicted whole-run row without a point is worth a line only when the run has a
+      // measured point to compare with (else the measured row already says what is missing).
+      const bool measuredPoint = predicted && row > 0 && points[size_t(row - 1)].run_id == p.run_id &&
+                                 points[size_t(row - 1)].layer == -1 && points[size_t(row - 1)].has_point();
+      if (p.layer == -1 && !p.has_point() && (!predicted || measuredPoint))
+        messages << QStringLiteral("No %1point for run '%2': %3")
+                        .arg(predicted ? QStringLiteral("predicted ") : QString(), QString::fromStdString(p.run_name),
+                             QString::fromStdString(p.reason));
       else if (p.has_point() && !drawable(p))
-        messages << QStringLiteral("Run '%1' %2: R_CC %3, %4 cannot be drawn on the log axes")
-                        .arg(QString::fromStdString(p.run_name),
+        messages << QStringLiteral("Run '%1' %2%3: R_CC %4, %5 cannot be drawn on the log axes")
+                        .arg(QString::fromStdString(p.run_name), predicted ? QStringLiteral("predicted ") : QString(),
                              p.layer < 0 ? QStringLiteral("whole run") : QStringLiteral("layer %1").arg(p.layer),
                              QString::number(p.r_cc), gflopsText(p.achieved_gflops));
     }
@@ -169,39 +201,40 @@ void RooflineView::updateTexts() {
 
 void RooflineView::rebuild() {
   QChart* c = chart();
+  m_arrows.clear();
   clearChart(c);
 
-  // Points by run, in the runs' order; the peaks they are drawn against.
+  // Drawable rows by run, in the runs' order; the peaks they are drawn against.
   double minR = 1.0, maxR = 1.0, minY = HUGE_VAL, maxY = 0;
   std::set<double> peaks;  // the distinct peaks of the runs drawn
-  std::vector<std::pair<const RooflineModel::RunPeak*, std::vector<const moebench::DdlPoint*>>> runs;
+  std::vector<std::pair<const RooflineModel::RunPeak*, std::vector<int>>> runs;
   for (const auto& peak : m_model->runPeaks()) {
-    std::vector<const moebench::DdlPoint*> pts;
-    for (const auto& p : m_model->points())
-      if (p.run_id == peak.runId && drawable(p)) pts.push_back(&p);
-    if (pts.empty()) continue;
-    for (const auto* p : pts) {
+    std::vector<int> rows;
+    for (int row = 0; row < m_model->rowCount(); ++row) {
+      const moebench::DdlPoint* p = m_model->pointAt(row);
+      if (p->run_id != peak.runId || !drawable(*p)) continue;
+      rows.push_back(row);
       minR = std::min(minR, p->r_cc);
       maxR = std::max(maxR, p->r_cc);
       minY = std::min(minY, p->achieved_gflops);
       maxY = std::max(maxY, p->achieved_gflops);
     }
+    if (rows.empty()) continue;
     if (peak.gflops) {
       peaks.insert(*peak.gflops);
       maxY = std::max(maxY, *peak.gflops);
     }
-    runs.emplace_back(&peak, std::move(pts));
+    runs.emplace_back(&peak, std::move(rows));
   }
   if (runs.empty()) return;
 
-  const double xmin = std::pow(10.0, std::floor(std::log10(minR / 1.5)));
-  const double xmax = std::pow(10.0, std::ceil(std::log10(maxR * 1.5)));
-  const double ymin = std::pow(10.0, std::floor(std::log10(minY / 1.2)));
-  const double ymax = std::pow(10.0, std::ceil(std::log10(maxY * 1.2)));
+  const moebench::gui::LogRange xr = moebench::gui::decadeRange(minR, maxR, 1.5);
+  const moebench::gui::LogRange yr = moebench::gui::decadeRange(minY, maxY, 1.2);
+  const double xmin = xr.min, xmax = xr.max;
   auto* xAxis = new QLogValueAxis;
   xAxis->setBase(10);
   xAxis->setLabelFormat(QStringLiteral("%g"));
-  xAxis->setTitleText(QStringLiteral("R_CC = Lat_comp / Lat_comm (measured)"));
+  xAxis->setTitleText(QStringLiteral("R_CC = Lat_comp / Lat_comm"));
   // A hair beyond the decades: QLogValueAxis places its first tick at ceil(ln(min) / ln(10)),
   // which for min = 0.1 is ceil(-0.9999999999999998) = 0, losing the label at the axis minimum.
   constexpr double kPad = 1e-9;
@@ -209,10 +242,19 @@ void RooflineView::rebuild() {
   auto* yAxis = new QLogValueAxis;
   yAxis->setBase(10);
   yAxis->setLabelFormat(QStringLiteral("%g"));
-  yAxis->setTitleText(QStringLiteral("achieved GFLOP/s per worker (P-bar)"));
-  yAxis->setRange(ymin * (1 - kPad), ymax * (1 + kPad));
+  yAxis->setTitleText(QStringLiteral("GFLOP/s per worker (P-bar)"));
+  yAxis->setRange(yr.min * (1 - kPad), yr.max * (1 + kPad));
   c->addAxis(xAxis, Qt::AlignBottom);
   c->addAxis(yAxis, Qt::AlignLeft);
+  m_frame.xmin = xAxis->min();
+  m_frame.xmax = xAxis->max();
+  m_frame.ymin = yAxis->min();
+  m_frame.ymax = yAxis->max();
+  auto attach = [&](QAbstractSeries* s) {
+    c->addSeries(s);
+    s->attachAxis(xAxis);
+    s->attachAxis(yAxis);
+  };
 
   int curve = 0;
   for (const double peak : peaks) {
@@ -231,58 +273,86 @@ void RooflineView::rebuild() {
       const double r = xmin * std::pow(xmax / xmin, double(i) / kCurveSamples);
       semi->append(r, moebench::ddl_semi_ideal_gflops(r, peak));
     }
-    for (QLineSeries* s : {ideal, semi}) {
-      c->addSeries(s);
-      s->attachAxis(xAxis);
-      s->attachAxis(yAxis);
-    }
+    attach(ideal);
+    attach(semi);
   }
 
-  // Per run: the whole-run point (large, in the legend under the run's name) and the per-layer
-  // points (small, same colour, not in the legend). Two series because Qt 6.4's scatter item
-  // ignores QXYSeries::PointConfiguration::Size.
+  // Per run and kind: the whole-run point (large, in the legend) and the per-layer points (small,
+  // same colour and shape, not in the legend). Two series because Qt 6.4's scatter item ignores
+  // QXYSeries::PointConfiguration::Size. Measured: circles named after the run; simulated runs:
+  // diamonds "<run> simulated (predicted)"; predicted (eq. 1-4): light triangles "<run> predicted".
   int runIndex = 0;
-  for (const auto& [peak, pts] : runs) {
+  for (const auto& [peak, rows] : runs) {
     const QColor color(kRunColors[runIndex++ % std::size(kRunColors)]);
-    auto* whole = new QScatterSeries;
-    whole->setName(peak->runName);
-    whole->setMarkerSize(kRunMarker);
-    auto* layers = new QScatterSeries;
-    layers->setName(peak->runName + QStringLiteral(" (MoE layers)"));
-    layers->setMarkerSize(kLayerMarker);
-    for (QScatterSeries* s : {whole, layers}) {
-      s->setMarkerShape(QScatterSeries::MarkerShapeCircle);
-      s->setColor(color);
-      s->setBorderColor(color.darker());
-    }
-    QStringList wholeTexts, layerTexts;
-    for (const auto* p : pts) {
-      QScatterSeries* s = p->layer < 0 ? whole : layers;
-      s->append(p->r_cc, p->achieved_gflops);
-      (p->layer < 0 ? wholeTexts : layerTexts) << pointText(*p);
-    }
-    for (auto [s, texts] : {std::pair{whole, wholeTexts}, std::pair{layers, layerTexts}}) {
-      c->addSeries(s);
-      s->attachAxis(xAxis);
-      s->attachAxis(yAxis);
-      connect(s, &QXYSeries::hovered, s, [s, texts](const QPointF& at, bool state) {
-        if (!state) {
-          QToolTip::hideText();
-          return;
+    for (const bool predicted : {false, true}) {
+      const QString name = peak->runName + (predicted        ? QStringLiteral(" predicted")
+                                            : peak->simulated ? QStringLiteral(" simulated (predicted)")
+                                                              : QString());
+      auto* whole = new QScatterSeries;
+      whole->setName(name);
+      whole->setMarkerSize(kRunMarker);
+      auto* layers = new QScatterSeries;
+      layers->setName(name + QStringLiteral(" (MoE layers)"));
+      layers->setMarkerSize(kLayerMarker);
+      for (QScatterSeries* s : {whole, layers}) {
+        s->setMarkerShape(predicted         ? QScatterSeries::MarkerShapeTriangle
+                          : peak->simulated ? QScatterSeries::MarkerShapeRotatedRectangle
+                                            : QScatterSeries::MarkerShapeCircle);
+        s->setColor(predicted ? color.lighter(160) : color);
+        s->setBorderColor(predicted ? color : color.darker());
+      }
+      QStringList wholeTexts, layerTexts;
+      for (int row : rows) {
+        if ((m_model->kindAt(row) == RooflineModel::RowKind::Predicted) != predicted) continue;
+        const moebench::DdlPoint* p = m_model->pointAt(row);
+        (p->layer < 0 ? whole : layers)->append(p->r_cc, p->achieved_gflops);
+        (p->layer < 0 ? wholeTexts : layerTexts) << pointText(*p, RooflineModel::kindText(m_model->kindAt(row)));
+      }
+      for (auto [s, texts] : {std::pair{whole, wholeTexts}, std::pair{layers, layerTexts}}) {
+        if (s->count() == 0) {
+          delete s;
+          continue;
         }
-        int best = -1;
-        double bestDist = HUGE_VAL;
-        for (int i = 0; i < s->count(); ++i) {
-          const QPointF q = s->at(i);
-          const double d = std::abs(std::log(q.x() / at.x())) + std::abs(std::log(q.y() / at.y()));
-          if (d < bestDist) {
-            bestDist = d;
-            best = i;
-          }
-        }
-        if (best >= 0 && best < texts.size()) QToolTip::showText(QCursor::pos(), texts[best]);
-      });
+        attach(s);
+        connectHoverTips(s, texts);
+        if (s == layers)
+          for (QLegendMarker* m : c->legend()->markers(s)) m->setVisible(false);
+      }
     }
-    for (QLegendMarker* m : c->legend()->markers(layers)) m->setVisible(false);
+    // Arrows from each predicted point to the measured (or simulated) point of its layer.
+    for (const RooflineModel::RowPair& pair : m_model->predictedMeasuredPairs()) {
+      const moebench::DdlPoint* from = m_model->pointAt(pair.predicted);
+      const moebench::DdlPoint* to = m_model->pointAt(pair.measured);
+      if (from->run_id != peak->runId || !drawable(*from) || !drawable(*to)) continue;
+      auto* arrow = new QLineSeries;
+      arrow->setName(peak->runName + QStringLiteral(" predicted -> measured, ") +
+                     (from->layer < 0 ? QStringLiteral("whole run") : QStringLiteral("layer %1").arg(from->layer)));
+      arrow->setPen(QPen(color, 1.2, Qt::SolidLine));
+      // Stop at the markers' edges (a marker's size is its diameter), a pixel outside.
+      const double fromGap = (from->layer < 0 ? kRunMarker : kLayerMarker) / 2 + 1;
+      const double toGap = (to->layer < 0 ? kRunMarker : kLayerMarker) / 2 + 1;
+      m_arrows.push_back({arrow, QPointF(from->r_cc, from->achieved_gflops), QPointF(to->r_cc, to->achieved_gflops),
+                          fromGap, toGap});
+      attach(arrow);
+      for (QLegendMarker* m : c->legend()->markers(arrow)) m->setVisible(false);
+    }
+  }
+  updateArrows();
+}
+
+void RooflineView::updateArrows() {
+  const QRectF area = chart()->plotArea();
+  // Before the first layout the plot area is empty: a typical size until plotAreaChanged.
+  m_frame.width = area.width() > 1 ? area.width() : 600;
+  m_frame.height = area.height() > 1 ? area.height() : 400;
+  for (const Arrow& a : m_arrows) {
+    moebench::gui::ArrowStyle style;
+    style.startGapPx = a.fromGap;
+    style.endGapPx = a.toGap;
+    std::vector<QPointF> line = moebench::gui::arrowPolyline(a.from, a.to, m_frame, style);
+    if (line.empty()) line = {a.from, a.to};  // the markers overlap: a shaft under them
+    a.series->replace(QList<QPointF>(line.begin(), line.end()));
   }
 }
+
+int RooflineView::arrowCount() const { return int(m_arrows.size()); }
