@@ -34,7 +34,7 @@
 #include "moebench/config/cluster_file.h"
 #include "moebench/perf/cluster_network.h"
 #include "moebench/perf/ddl_roofline.h"
-#include "moebench/perf/fastermoe_model.h"
+#include "moebench/perf/ddl_prediction.h"
 #include "moebench/store/run_store.h"
 #include "moebench/train/emulation.h"
 
@@ -90,11 +90,12 @@ std::map<int, double> layer_e2e_ms(const RunStore& store, const RunInfo& run) {
   return out;
 }
 
-// layer -> 3 Lat_comp + 4 Lat_comm (ms), eq. 1-2 per step of the run's routing (experts owned in
-// blocks of E / P by the EP group of all ranks), the mean over the steps after the first.
+// layer -> 3 Lat_comp + 4 Lat_comm (ms), eq. 1-2 per step of the run's routing
+// (perf/ddl_prediction.h ddl_predict_step on the emulated cluster), the mean over the steps after
+// the first.
 std::map<int, double> model_e2e_ms(const RunStore& store, const RunInfo& run, const Config& cfg,
                                    const ClusterModel& cluster) {
-  const int P = cfg.run.ranks, E = cfg.moe.experts.front(), L = E / P;
+  const int P = cfg.run.ranks, E = cfg.moe.experts.front();
   const double H = cfg.model.hidden, F = (double)cfg.model.ffn_mult * cfg.model.hidden;
   std::map<std::pair<int, int64_t>, std::vector<double>> T;  // (layer, step) -> [P*E] tokens
   for (const RoutingRow& r : store.routing(run.id)) {
@@ -104,21 +105,10 @@ std::map<int, double> model_e2e_ms(const RunStore& store, const RunInfo& run, co
     t[(size_t)r.source_rank * E + r.expert] += (double)r.tokens;
   }
   const ClusterNetwork net(cluster);
-  std::vector<int> ranks(P);
-  for (int i = 0; i < P; ++i) ranks[i] = i;
   std::map<int, std::pair<double, int>> sum;  // layer -> (sum of ms, steps)
   for (const auto& [key, t] : T) {
-    std::vector<double> loads(P, 0.0), bytes((size_t)P * P, 0.0);
-    for (int s = 0; s < P; ++s)
-      for (int e = 0; e < E; ++e) {
-        const int w = e / L;
-        loads[w] += t[(size_t)s * E + e];
-        if (w != s) bytes[(size_t)s * P + w] += t[(size_t)s * E + e] * H * sizeof(float);
-      }
-    LinkTraffic traffic(net);
-    traffic.add_all_to_all_v(ranks, bytes);
-    const double e2e = 3 * fastermoe_comp_seconds(loads, H, F, cluster) + 4 * traffic.seconds();
-    sum[key.first].first += e2e * 1e3;
+    const DdlStepPrediction s = ddl_predict_step(t, P, E, P, H, F, cluster, net);
+    sum[key.first].first += (3 * s.comp_s + 4 * s.comm_s) * 1e3;
     sum[key.first].second += 1;
   }
   std::map<int, double> out;

@@ -94,7 +94,8 @@ class TestDdlPrediction : public QObject {
     // Step 3 doubles every count: both latencies double (eq. 1 and 2 are linear here).
     // Means over steps 2 and 3 (step 1 is the warm-up: 3 steps have routing, none has spans):
     //   Lat_comp = 1.5 x 1.96608e-6 = 2.94912e-6, Lat_comm = 1.5 x 1.792e-6 = 2.688e-6,
-    //   R_CC = 1.96608 / 1.792 = 1.0971428571...
+    //   the step's 3 and 4 rounds: 8.84736e-6 and 10.752e-6,
+    //   R_CC = 3 x 1.96608 / (4 x 1.792) = 0.8228571428...
     //   Lat_e2e = 3 x 2.94912e-6 + 4 x 2.688e-6 = 19.59936e-6
     //   FLOPs = 12 x 2 x 64^2 x 180 x 1.5 = 26,542,080
     //   P-bar = 26,542,080 / (4 x 19.59936e-6) / 1e9 = 338.5583... GFLOP/s per worker
@@ -111,9 +112,9 @@ class TestDdlPrediction : public QObject {
     QCOMPARE(p.steps_used, int64_t(2));
     QCOMPARE(p.steps_from_routing, int64_t(2));
     QCOMPARE(p.steps_from_metrics, int64_t(0));
-    QVERIFY(near(p.lat_comp_s, 2.94912e-6));
-    QVERIFY(near(p.lat_comm_s, 2.688e-6));
-    QVERIFY(near(p.r_cc, 1.96608 / 1.792));
+    QVERIFY(near(p.lat_comp_s, 8.84736e-6));
+    QVERIFY(near(p.lat_comm_s, 10.752e-6));
+    QVERIFY(near(p.r_cc, 3 * 1.96608 / (4 * 1.792)));
     QVERIFY(near(p.lat_e2e_s, 19.59936e-6));
     QVERIFY(near(p.flops_per_step, 26542080.0));
     QVERIFY(near(p.achieved_gflops, 26542080.0 / (4 * 19.59936e-6) / 1e9));
@@ -199,9 +200,9 @@ class TestDdlPrediction : public QObject {
     QCOMPARE(p.steps_from_metrics, int64_t(1));
     QCOMPARE(p.steps_from_routing, int64_t(1));
     const double comp = (0.5e-3 + 3.93216e-6) / 2, comm = (0.25e-3 + 3.584e-6) / 2;
-    QVERIFY(near(p.lat_comp_s, comp));
-    QVERIFY(near(p.lat_comm_s, comm));
-    QVERIFY(near(p.r_cc, comp / comm));
+    QVERIFY(near(p.lat_comp_s, 3 * comp));
+    QVERIFY(near(p.lat_comm_s, 4 * comm));
+    QVERIFY(near(p.r_cc, 3 * comp / (4 * comm)));
     QVERIFY(near(p.lat_e2e_s, 3 * comp + 4 * comm));
     QVERIFY(near(p.achieved_gflops, 26542080.0 / (4 * (3 * comp + 4 * comm)) / 1e9));
 
@@ -210,13 +211,13 @@ class TestDdlPrediction : public QObject {
     RunInfo info = store.find_run("fm");
     p = ddl_predicted_points(store, info)[0];
     QCOMPARE(p.steps_from_metrics, int64_t(2));
-    QVERIFY(near(p.lat_comp_s, 0.5e-3));
-    QVERIFY(near(p.r_cc, 2.0));
+    QVERIFY(near(p.lat_comp_s, 1.5e-3));
+    QVERIFY(near(p.r_cc, 1.5));
     cfg.parallel.microbatches = 2;
     info.config_json = config_to_json(cfg).dump();
     p = ddl_predicted_points(store, info)[0];
-    QVERIFY(near(p.lat_comp_s, 1e-3));
-    QVERIFY(near(p.lat_comm_s, 0.5e-3));
+    QVERIFY(near(p.lat_comp_s, 3e-3));
+    QVERIFY(near(p.lat_comm_s, 2e-3));
     QVERIFY(near(p.lat_e2e_s, 3e-3 + 2e-3));
   }
 
@@ -255,7 +256,7 @@ class TestDdlPrediction : public QObject {
       store.log_step(id, {{ddl_stored_comp_key(0), step, 0.3, 0}, {ddl_stored_comm_key(0), step, 0.1, 0}}, {}, {}, {});
     points = ddl_predicted_points(store, store.find_run("x"));
     QVERIFY2(points[0].has_point(), points[0].reason.c_str());
-    QVERIFY(near(points[0].r_cc, 3.0));
+    QVERIFY(near(points[0].r_cc, 3 * 0.3 / (4 * 0.1)));
   }
 
   void missing_data_reasons() {

@@ -55,7 +55,8 @@ double meanFlops(int layer) {
 // The fixture's predicted points (perf/ddl_prediction.h; config: one node, 4 ranks, 0.12 TFLOP/s
 // per device, intra-node 10 GB/s per device port, H = 32, F = 64, expert e on rank e): per step
 // T[s][e] = routedTokens(step, L, s, e); eq. 1 on the busiest rank's load, eq. 2 on the busiest
-// device port (rows of 32 x 4 bytes); means over steps 2..6 (step 1 is the warm-up).
+// device port (rows of 32 x 4 bytes); the step's 3 compute and 4 comm rounds; means over steps
+// 2..6 (step 1 is the warm-up).
 struct Predicted {
   double comp = 0, comm = 0, e2e = 0, flops = 0;
 };
@@ -75,8 +76,8 @@ Predicted predicted(int layer) {
     }
     const double comp = 4 * maxLoad * fx::kHidden * fx::kFfnMult * fx::kHidden / 0.12e12;
     const double comm = maxPort * fx::kHidden * 4 / 10e9;
-    p.comp += comp / (fx::kSteps - 1);
-    p.comm += comm / (fx::kSteps - 1);
+    p.comp += 3 * comp / (fx::kSteps - 1);
+    p.comm += 4 * comm / (fx::kSteps - 1);
     p.e2e += (3 * comp + 4 * comm) / (fx::kSteps - 1);
     p.flops += 12.0 * fx::kFfnMult * fx::kHidden * fx::kHidden * assignments / (fx::kSteps - 1);
   }
@@ -197,11 +198,12 @@ class TestGuiRoofline : public QObject {
     // mean 1.2): T[s][e] = 8 + e + s + i. Busiest rank 3: B_3 = 4 (11 + i) + 6 = 50 + 4i, mean
     // 54.8 -> Lat_comp = 4 * 54.8 * 32 * 64 / 0.12e12 = 3.741013 us. Busiest port: rank 3 sends
     // (and receives) 3 (8 + 3 + i) + 3 = 36 + 3i rows, mean 39.6 -> Lat_comm = 39.6 * 128 B /
-    // 10 GB/s = 0.50688 us. R_CC = 7.380; Lat_e2e = 3 * 3.741013 + 4 * 0.50688 = 13.25056 us;
+    // 10 GB/s = 0.50688 us. The step's rounds: Lat_comp 3 x 3.741013 = 11.22304 us, Lat_comm
+    // 4 x 0.50688 = 2.02752 us, R_CC = 5.535; Lat_e2e = 13.25056 us;
     // P-bar = 4,797,235.2 / (4 * 13.25056 us) = 90.51 GFLOP/s.
-    QCOMPARE(model.index(1, RooflineModel::RccColumn).data().toString(), QString("7.38"));
-    QCOMPARE(model.index(1, RooflineModel::LatCompColumn).data().toString(), QString("0.003741"));
-    QCOMPARE(model.index(1, RooflineModel::LatCommColumn).data().toString(), QString("0.0005069"));
+    QCOMPARE(model.index(1, RooflineModel::RccColumn).data().toString(), QString("5.54"));
+    QCOMPARE(model.index(1, RooflineModel::LatCompColumn).data().toString(), QString("0.01122"));
+    QCOMPARE(model.index(1, RooflineModel::LatCommColumn).data().toString(), QString("0.002028"));
     QCOMPARE(model.index(1, RooflineModel::LatE2eColumn).data().toString(), QString("0.01325"));
     QCOMPARE(model.index(1, RooflineModel::AchievedColumn).data().toString(), QString("90.51"));
     // "broken": rows without a point, their reasons in the note
@@ -351,10 +353,10 @@ class TestGuiRoofline : public QObject {
           QVERIFY(p.x() > x->min() && p.x() < x->max());
           QVERIFY(p.y() > y->min() && p.y() < y->max());
         }
-    // R = 1 (always in), 2.4 measured, 7.33..7.38 predicted: 10^floor(log10(1 / 1.5)),
-    // 10^ceil(log10(7.38 * 1.5))
+    // R = 1 (always in), 2.4 measured, 5.50..5.535 predicted: 10^floor(log10(1 / 1.5)),
+    // 10^ceil(log10(5.535 * 1.5))
     QVERIFY(near(x->min(), 0.1, 1e-6));
-    QVERIFY(near(x->max(), 100.0, 1e-6));
+    QVERIFY(near(x->max(), 10.0, 1e-6));
     // achieved 0.39..0.71 GFLOP/s measured, 83..91 predicted, and the peak 100:
     // 10^floor(log10(0.39 / 1.2)), 10^ceil(log10(120))
     QVERIFY(near(y->min(), 0.1, 1e-6));

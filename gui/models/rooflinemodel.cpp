@@ -170,8 +170,8 @@ QString RooflineModel::kindToolTip(int row) const {
       return QStringLiteral("simulated (predicted): the simulator wrote this run's spans; nothing ran");
     case RowKind::Predicted: {
       QString t = QStringLiteral(
-          "predicted by FasterMoE's model (eq. 1-4): Lat_comp and Lat_comm are one round each "
-          "(eq. 1: the experts' forward; eq. 2: one all-to-all), Lat_e2e = 3 Lat_comp + 4 Lat_comm");
+          "predicted by FasterMoE's model (eq. 1-4): Lat_comp = 3 rounds of eq. 1 (the experts' forward "
+          "and backward), Lat_comm = 4 all-to-alls of eq. 2, Lat_e2e their sum: the step's totals, as measured");
       if (r.fromMetrics > 0 || r.fromRouting > 0)
         t += QStringLiteral("\nsteps: %1 from fastermoe's stored predictions (with shadowing), %2 from eq. 1-2 "
                             "on the routing and the run's cluster model")

@@ -16,8 +16,8 @@
 //   achieved     = P-bar, GFLOP/s per worker (eq. 4): measured, or predicted on Predicted and
 //                  Simulated rows
 //   Lat_* ms     = the step means of the per-step latencies, milliseconds (measured: max over
-//                  ranks of the step's totals; predicted: one round of eq. 1 / eq. 2, Lat_e2e =
-//                  3 Lat_comp + 4 Lat_comm)
+//                  ranks of the step's totals; predicted: the step's 3 rounds of eq. 1 and 4 of
+//                  eq. 2, Lat_e2e their sum)
 //   peak         = P_w, GFLOP/s per worker: the run's stored param "peak_gflops" when it has one,
 //                  else the value entered with setEnteredPeak (> 0), else none
 //   ideal        = P_w min(1, R_CC) (eq. 5), semi-ideal = P_w R_CC / (R_CC + 1) (eq. 6): the

@@ -266,8 +266,8 @@ std::vector<DdlPredictedPoint> ddl_predicted_points(const RunStore& store, const
                      " has no stored fastermoe predictions and eq. 1-2 cannot be evaluated: " + layout;
           break;
         }
-        comp += c;
-        comm += m;
+        comp += 3.0 * c;  // the step's rounds, as the measured side sums them (ddl_prediction.h)
+        comm += 4.0 * m;
         e2e += 3.0 * c + 4.0 * m;
         flops += flops_per_assignment * rit->second.assignments.at(step);
         ++n;

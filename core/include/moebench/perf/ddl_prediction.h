@@ -42,20 +42,18 @@
 //   with spans when more than 2 steps have spans (ddl_roofline.h's rule, so measured and
 //   predicted drop the same step), or, for a run without spans, the first step with routing
 //   rows when more than 2 steps have them. Every step used needs source (a) or (b).
-// Point (as ddl_roofline.h: ratios of the step means):
-//   lat_comp_s, lat_comm_s, lat_e2e_s, flops_per_step = the means over the steps used;
-//   r_cc            = lat_comp_s / lat_comm_s                                         (eq. 3)
+// Point (as ddl_roofline.h: ratios of the step means), as the step's totals like the measured
+// side (which sums the forward and backward expert compute and all of the layer's comm spans):
+//   lat_comp_s = the mean over the steps used of 3 Lat_comp(s), lat_comm_s of 4 Lat_comm(s),
+//   lat_e2e_s = their sum, flops_per_step = the mean of flops(s);
+//   r_cc            = lat_comp_s / lat_comm_s = 3 Lat_comp / (4 Lat_comm)            (eq. 3)
 //   achieved_gflops = flops_per_step / (N lat_e2e_s) / 1e9, N = the run's ranks: the
 //                     PREDICTED P-bar in GFLOP/s per worker (eq. 4)
 // Whole-run point (layer -1): sums over the MoE layers of lat_comp_s, lat_comm_s, lat_e2e_s and
 //   flops_per_step, r_cc and achieved_gflops from those sums; given only when every MoE layer
 //   has a point; steps_used = the fewest any layer used (ddl_roofline.h's rule).
-// Note on comparing with the measured point: the predicted Lat_comp and Lat_comm are one round
-//   each (eq. 1: one forward of the experts; eq. 2: one all-to-all), as the paper's R_CC; the
-//   measured ones are the step's totals (forward and backward compute, all of the layer's
-//   communication). P-bar is comparable (both divide the step's FLOPs by an iteration's
-//   latency); a perfectly predicted layer has R_CC predicted = 4/3 x R_CC measured when
-//   compute and communication are both 3 : 4 rounds as the paper counts them.
+// So a perfectly predicted layer lands on its measured point; eq. 3's ratio of one round each
+// is r_cc x 4 / 3.
 #include <cstdint>
 #include <string>
 #include <vector>
