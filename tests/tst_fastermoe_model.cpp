@@ -237,30 +237,37 @@ class TestFasterMoeModel : public QObject {
   //   2020, 40. before: 12 x 2020 x 1024 / 1e12 + 4 x 2020 x 64 / 1e10 = 2.482176e-5 + 5.1712e-5.
   //   shadow 1 (hot): 2020 - 1000 = 1020, 40 + 1000 = 1040: c = 1.441792e-5 as in (b): kept.
   //   expert 0 (the cold neighbour, 20 tokens): 1010, 1050: c = 1.61792e-5: stop.
-  // remaining_comm (what the strategy uses, FastMoE's global_policy): the tokens that still
-  // travel keep eq. 7's 4 B H / W term. Balanced, cheap parameters: P = E = 4, H = 16, F = 64,
-  // 100 tokens every pair, loads 400: lat_imbl = 12 x 400 x 1024 / 1e12 + 4 x 400 x 64 / 1e10
-  // = 4.9152e-6 + 1.024e-5 = 1.51552e-5. Shadowing expert 0 raises the others to 500:
-  //   eq. 8 as printed: 12 x 500 x 1024 / 1e12 + 2 x 2 x 1024 x 4 / 1e10 = 7.7824e-6: shadowed
-  //     (expert 1 next: loads 200, 200, 600, 600, 7.3728e-6 + 3.2768e-6 = 1.06496e-5: stop);
-  //   with the 400 tokens other workers still receive: 7.7824e-6 + 1.024e-5 = 1.80224e-5: not.
-  // One hot expert (case (b) below): shadowing it leaves 40 tokens to travel to a worker:
-  //   1.441792e-5 + 4 x 40 x 64 / 1e10 = 1.544192e-5 < 1.51552e-4: kept; expert 1 next: loads
-  //   1010, 1010, 1050, 1050 and 40 left: 1.61792e-5 + 1.024e-6 = 1.72032e-5: stop.
-  void remaining_comm_keeps_balanced_unshadowed() {
-    ShadowModel m = shadow_model(4, 4, 16, 64, 100, 100, {});
-    const ShadowSelection printed = select_shadow_experts(m);
-    QCOMPARE(printed.experts, std::vector<int>{0});
-    QVERIFY(close(printed.seconds_after, 7.7824e-6));
-    m.remaining_comm = true;
-    const ShadowSelection kept = select_shadow_experts(m);
-    QVERIFY(kept.experts.empty());
-    QVERIFY(close(kept.seconds_before, 1.51552e-5));
-    ShadowModel hot = shadow_model(4, 4, 16, 64, 10, 1000, {0});
-    hot.remaining_comm = true;
-    const ShadowSelection h = select_shadow_experts(hot);
-    QCOMPARE(h.experts, std::vector<int>{0});
-    QVERIFY(close(h.seconds_after, 1.544192e-5));
+  // Algorithm 1 on eq. 1-2 (what the strategy runs) on 2 nodes x 1 device, 1e12 FLOP/s, NICs
+  // of 1e9 B/s; P = E = 2, H = 16, F = 64 (H F = 1024), 64-byte rows, 8192-byte experts.
+  // Hot: T = [[10, 1000], [10, 1000]] (expert 1 on rank 1). Loads 20, 2000:
+  //   before = 3 x 4 x 2000 x 1024 / 1e12 + 4 x (1000 x 64 B on the NIC 0 -> 1) / 1e9
+  //          = 2.4576e-5 + 2.56e-4 = 2.80576e-4
+  //   shadow 1: loads 1020, 1000; tokens 640 B (rank 1 -> 0); its broadcast (1 -> 0: 8192 B)
+  //     and all-reduce (8192 B each way) put 16384 B on NIC 1 out:
+  //     3 x 4 x 1020 x 1024 / 1e12 + 4 x 640 / 1e9 + 16384 / 1e9 = 3.147776e-5: kept
+  //   then 0: loads 1010, 1010, no tokens, twice the model traffic: 1.241088e-5 + 3.2768e-5 =
+  //     4.517888e-5: stop.
+  // Balanced, 100 everywhere: before = 3 x 4 x 200 x 1024 / 1e12 + 4 x 6400 / 1e9 = 2.80576e-5;
+  //   shadow 0: loads 100, 300, 6400 B still 0 -> 1, 16384 B on NIC 0 out: 3.6864e-6 + 2.56e-5
+  //   + 1.6384e-5 = 4.56704e-5: nothing (eq. 8 as printed shadows it: 7.7824e-6 < its eq. 7).
+  void topology_aware_selection() {
+    ClusterSpec spec;
+    spec.nodes = 2;
+    spec.devices_per_node = 1;
+    spec.device_flops = 1e12;
+    spec.inter = {1e9, 0};
+    const ClusterNetwork net{ClusterModel(spec)};
+    ShadowModel m = shadow_model(2, 2, 16, 64, 10, 1000, {1});
+    const ShadowSelection hot = select_shadow_experts(m, net, {0, 1});
+    QCOMPARE(hot.experts, std::vector<int>{1});
+    QVERIFY(close(hot.seconds_before, 2.80576e-4));
+    QVERIFY(close(hot.seconds_after, 3.147776e-5));
+    QCOMPARE(hot.loads_after, (std::vector<double>{1020, 1000}));
+    m = shadow_model(2, 2, 16, 64, 100, 100, {});
+    const ShadowSelection balanced = select_shadow_experts(m, net, {0, 1});
+    QVERIFY(balanced.experts.empty());
+    QVERIFY(close(balanced.seconds_before, 2.80576e-5));
+    QCOMPARE(select_shadow_experts(m).experts, std::vector<int>{0});  // eq. 7-8 as printed
   }
 
   void select_shadow_experts_by_hand_data() {

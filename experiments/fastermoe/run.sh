@@ -9,8 +9,9 @@
 #      - Fig. 12: the smart schedule's per-layer speedup against its bound
 #        (Lat_comm + Lat_comp) / max(Lat_comm, Lat_comp), both from the simulated baseline.
 # MEASURE=1 adds 2: the four switch settings trained on this machine's 4 ranks under emulation of
-# johnny's links (fastermoe_johnny_4gpu.toml, 2 nodes x 2 GPUs), balanced and skewed: ms/step
-# measured (emulated), and the shadowed experts per step from the run store.
+# johnny's links (fastermoe_johnny_4gpu.toml, 2 nodes x 2 GPUs), balanced (uniform) and skewed
+# (hot:0,0.9): ms/step measured (emulated), the final loss (the same with every switch) and the
+# shadowed experts per block and step from the run store.
 #   MOEBENCH=path/to/moebench experiments/fastermoe/run.sh   (default: build/release/cli/moebench)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -92,7 +93,7 @@ PY
 [ "${MEASURE:-0}" = 1 ] || exit 0
 echo
 echo "== 2. Measured under emulation of johnny's links (fastermoe_johnny_4gpu.toml, 2 nodes x 2), this machine"
-for routing in uniform zipf:1.5; do
+for routing in uniform hot:0,0.9; do
   for v in "${variants[@]}"; do
     name="${v}_${routing//[:,]/_}"
     # shellcheck disable=SC2046

@@ -63,6 +63,18 @@ void check_r(int r) {
 
 double max_of(const std::vector<double>& v) { return v.empty() ? 0.0 : *std::max_element(v.begin(), v.end()); }
 
+// The experts in descending order of their total tokens (ties: the lower index first).
+std::vector<int> by_total(const ShadowModel& m) {
+  std::vector<double> total((size_t)m.E, 0.0);
+  for (int s = 0; s < m.P; ++s)
+    for (int e = 0; e < m.E; ++e) total[(size_t)e] += m.T[(size_t)s * m.E + e];
+  std::vector<int> order((size_t)m.E);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return total[(size_t)a] > total[(size_t)b]; });
+  return order;
+}
+
+
 }  // namespace
 
 // ---- eq. 1 ----
@@ -221,15 +233,8 @@ ShadowSelection select_shadow_experts(const ShadowModel& m) {
   double c_min = lat_imbl(max_of(B), m);  // line 3
   out.seconds_before = c_min;
 
-  std::vector<double> total((size_t)m.E, 0.0);
-  for (int s = 0; s < m.P; ++s)
-    for (int e = 0; e < m.E; ++e) total[(size_t)e] += m.T[(size_t)s * m.E + e];
-  std::vector<int> order((size_t)m.E);
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return total[(size_t)a] > total[(size_t)b]; });
-
+  const std::vector<int> order = by_total(m);
   const int per = m.E / m.P;
-  std::vector<double> X = B;  // tokens of unshadowed experts per worker (remaining_comm)
   const size_t limit = m.max_shadows < 0 ? order.size() : std::min(order.size(), (size_t)m.max_shadows);
   for (size_t k = 0; k < limit; ++k) {  // line 5
     const int e = order[k], owner = e / per;
@@ -240,17 +245,62 @@ ShadowSelection select_shadow_experts(const ShadowModel& m) {
       trial[(size_t)owner] -= t;
       trial[(size_t)s] += t;
     }
-    std::vector<double> x = X;  // the exchange without e
-    x[(size_t)owner] -= total[(size_t)e];
-    double c = lat_shadow((int)out.experts.size() + 1, max_of(trial), m);  // lines 10-11
-    if (m.remaining_comm) c += 4 * max_of(x) * m.H * m.bytes_per_element / m.w_net;
+    const double c = lat_shadow((int)out.experts.size() + 1, max_of(trial), m);  // lines 10-11
     if (!(c < c_min)) break;  // line 16: the first expert that does not pay ends the search
     c_min = c;                // lines 13-14
     B = std::move(trial);
-    X = std::move(x);
     out.experts.push_back(e);
   }
   out.loads_after = std::move(B);
+  out.seconds_after = c_min;
+  return out;
+}
+
+ShadowSelection select_shadow_experts(const ShadowModel& m, const ClusterNetwork& net, const std::vector<int>& ranks) {
+  check_tokens(m);
+  check_scalars(m, false);
+  if ((int)ranks.size() != m.P)
+    throw std::invalid_argument("fastermoe model: ranks has " + std::to_string(ranks.size()) + " entries for P = " +
+                                std::to_string(m.P));
+  const int per = m.E / m.P;
+  const double params = 2 * m.H * m.F * m.bytes_per_element;
+  std::vector<char> shadowed((size_t)m.E, 0);
+  // The latency of the set `shadowed` and its loads.
+  auto latency = [&](std::vector<double>& loads) {
+    loads.assign((size_t)m.P, 0.0);
+    std::vector<double> bytes((size_t)m.P * m.P, 0.0);
+    for (int s = 0; s < m.P; ++s)
+      for (int e = 0; e < m.E; ++e) {
+        const double t = m.T[(size_t)s * m.E + e];
+        const int w = shadowed[(size_t)e] ? s : e / per;
+        loads[(size_t)w] += t;
+        if (w != s) bytes[(size_t)s * m.P + w] += t * m.H * m.bytes_per_element;
+      }
+    LinkTraffic tokens(net), model(net);
+    tokens.add_all_to_all_v(ranks, bytes);
+    for (int e = 0; e < m.E; ++e)
+      if (shadowed[(size_t)e]) {
+        model.add_ring_broadcast(ranks, e / per, params);
+        model.add_ring_all_reduce(ranks, params);
+      }
+    return 3 * fastermoe_comp_seconds(loads, m.H, m.F, net.cluster()) + 4 * tokens.seconds() + model.seconds();
+  };
+  ShadowSelection out;
+  double c_min = latency(out.loads_before);
+  out.seconds_before = c_min;
+  out.loads_after = out.loads_before;
+  const std::vector<int> order = by_total(m);
+  const size_t limit = m.max_shadows < 0 ? order.size() : std::min(order.size(), (size_t)m.max_shadows);
+  for (size_t k = 0; k < limit; ++k) {
+    const int e = order[k];
+    shadowed[(size_t)e] = 1;
+    std::vector<double> loads;
+    const double c = latency(loads);
+    if (!(c < c_min)) break;  // the first expert that does not pay ends the search (Algorithm 1)
+    c_min = c;
+    out.loads_after = std::move(loads);
+    out.experts.push_back(e);
+  }
   out.seconds_after = c_min;
   return out;
 }

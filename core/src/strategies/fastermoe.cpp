@@ -1,8 +1,9 @@
 // fastermoe: FasterMoE (PPoPP'22) on expert_centric's exchange, each optimisation a switch of
 // [strategy.fastermoe] (config/config.h):
 // - shadow (§4.1): every pass, from the EP group's counts matrix T (known to every rank: no
-//   extra communication), Algorithm 1 (perf/fastermoe_model.h) picks the experts whose
-//   parameters are cheaper to broadcast than their tokens are to send. Their rows never enter
+//   extra communication), Algorithm 1 on the topology-aware model (eq. 1-2 over the cluster's
+//   links, perf/fastermoe_model.h) picks the experts whose parameters are cheaper to broadcast
+//   than their tokens are to send. Their rows never enter
 //   the exchange (TokenExchange::chunk_rows leaves them out); every rank computes its own rows
 //   of them with the broadcast copy, and in backward their gradients are summed over the EP
 //   group (an all-reduce: the communicator has no reduce, so the owner's share of the traffic is
@@ -31,14 +32,6 @@
 
 namespace moebench {
 namespace {
-
-// The bandwidth one EP rank gets to the others: its NIC's share when the group spans nodes,
-// else the intra-node link (W_net of eq. 7-8).
-double network_bandwidth(const ClusterModel& cluster, const std::vector<int>& ep_world) {
-  for (int r : ep_world)
-    if (cluster.node_of(r) != cluster.node_of(ep_world.front())) return cluster.inter_bandwidth_per_device();
-  return cluster.link(ClusterLink::intra_node).bandwidth;
-}
 
 class FasterMoe : public TokenExchange {
  public:
@@ -120,12 +113,11 @@ class FasterMoe : public TokenExchange {
       ShadowModel m;
       m.P = P, m.E = E, m.H = ctx.C, m.F = ctx.F;
       m.T.assign(counts.rows.begin(), counts.rows.end());
-      m.flops = cluster.device_flops();
-      m.w_net = network_bandwidth(cluster, ctx.ep_world);
-      m.remaining_comm = true;  // eq. 8 with the remaining tokens' exchange (fastermoe_model.h)
       if (options_.shadow_budget_mb > 0)
         m.max_shadows = (int)(options_.shadow_budget_mb * 1e6 / (2.0 * cost::expert_bytes(ctx.C, ctx.F)));
-      if (options_.shadow && P > 1) st->experts = select_shadow_experts(m).experts;
+      if (!network_) network_ = std::make_unique<ClusterNetwork>(cluster);  // one cluster per run
+      // Algorithm 1 on eq. 1-2 over the cluster's links (perf/fastermoe_model.h).
+      if (options_.shadow && P > 1) st->experts = select_shadow_experts(m, *network_, ctx.ep_world).experts;
       std::sort(st->experts.begin(), st->experts.end());
       for (int e : st->experts) st->shadowed[(size_t)e] = 1;
       predict_pass(*st, counts, cluster, ctx);
@@ -166,7 +158,6 @@ class FasterMoe : public TokenExchange {
         loads[w] += (double)counts.at(s, e);
         if (w != s) bytes[(size_t)s * P + w] += (double)counts.at(s, e) * row_bytes;
       }
-    if (!network_) network_ = std::make_unique<ClusterNetwork>(cluster);  // one cluster per run
     LinkTraffic traffic(*network_);
     traffic.add_all_to_all_v(ctx.ep_world, bytes);
     for (int e : st.experts) traffic.add_ring_broadcast(ctx.ep_world, e / L, cost::expert_bytes(ctx.C, ctx.F));

@@ -13,6 +13,7 @@
 #include "moebench/strategies/janus.h"
 #include "moebench/strategies/registry.h"
 #include "moebench/train/checkpoint.h"
+#include "moebench/train/emulation.h"
 
 #include <unistd.h>
 
@@ -81,7 +82,13 @@ std::string Distributed::describe() const {
 
 void Distributed::attach(MoeGpt& model, const Config& cfg) {
   const std::map<int, std::string> names = block_strategies(cfg, topology_.nodes(), topology_.devices_per_node());
-  cluster_ = std::make_unique<ClusterModel>(cluster_model(cfg));
+  // The cluster the strategies' cost models choose on (monta "auto", fastermoe's shadowing and
+  // topology-aware gate): the config's, or under [emulate] the cluster the run behaves like
+  // (the emulated links stretched by the time scale, computing at [cluster]'s rates: describe
+  // this machine there, e.g. cluster.file = a `moebench calibrate` file; "auto" as the ratio
+  // of the two device rates).
+  cluster_ = std::make_unique<ClusterModel>(cfg.emulate.cluster.empty() ? cluster_model(cfg)
+                                                                        : emulated_run_cluster(cfg, cluster_model(cfg)));
   ParallelContext& p = parallel_;
   p.strategy_for = [names, options = cfg.strategy](int block) { return make_strategy(names.at(block), options); };
   p.ep = &groups_->ep();

@@ -56,13 +56,6 @@ struct ShadowModel {
   double flops = 0, w_net = 0;
   double bytes_per_element = 4;
   int max_shadows = -1;  // the memory budget's limit; -1 = no limit
-  // Algorithm 1 adds to eq. 8 the all-to-alls of the tokens that still travel: 4 X H
-  // bytes_per_element / w_net, X the largest load of unshadowed experts on one worker (eq. 7's
-  // B_w without the shadowed experts). Eq. 8 as printed has no such term, so it "shadows" under
-  // balanced routing too (removing eq. 7's whole token traffic for one broadcast); FastMoE's own
-  // policy (fmoe/fastermoe/shadow_policy.py, global_policy) keeps the 4 B H term at the new
-  // load. false: eq. 8 as printed (what eq. 9-10 are derived from).
-  bool remaining_comm = false;
 };
 std::vector<double> worker_loads(const ShadowModel& m);  // B_w = sum_s T[s][experts of w]
 // eq. 7 at the busiest worker's load (both terms grow with B_w, so the max over w is there):
@@ -81,8 +74,7 @@ bool shadow_condition_9(int r, double B_max, const ShadowModel& m);   // B_max >
 bool shadow_condition_10(int r, double B_max, double B_max_after, const ShadowModel& m);
 // Algorithm 1 generalised to several experts per worker: candidates are experts in descending
 // order of their total tokens (ties: lower index first); shadowing expert e moves every T[s][e]
-// with s != owner(e) from the owner's load to s's load; c = lat_shadow(|Es|+1, max load) (plus
-// the remaining tokens' all-to-alls with remaining_comm); keep
+// with s != owner(e) from the owner's load to s's load; c = lat_shadow(|Es|+1, max load); keep
 // it when c < c_min (then c_min = c), else stop (the paper returns at the first expert that
 // does not pay). At most max_shadows experts. The paper's listing (one expert per worker,
 // line 6 "B_i <- T_ii") is the special case E == P.
@@ -92,5 +84,20 @@ struct ShadowSelection {
   double seconds_before = 0, seconds_after = 0;  // lat_imbl(max before), c_min at the end
 };
 ShadowSelection select_shadow_experts(const ShadowModel& m);
+
+// Algorithm 1 on the topology-aware model (§3.1-3.2), what the fastermoe strategy runs: the same
+// candidates, order and stop, with the latency of a shadow set S
+//   3 Lat_comp (eq. 1 on the loads with S computed where their tokens are, the cluster's rate)
+//   + 4 Lat_comm (eq. 2: the all-to-all of the tokens of experts outside S over the cluster's
+//     directed links)
+//   + eq. 2 of S's parameter traffic: per shadowed expert a ring broadcast of its 2 H F elements
+//     from its owner and a ring all-reduce of their gradients (the strategy reduces with an
+//     all-reduce), one LinkTraffic.
+// Eq. 7-8 charge every token of the busiest worker at one bandwidth and none after shadowing, so
+// they shadow under balanced routing and count node-local tokens as if they crossed the network;
+// FastMoE's own policy keeps the 4 B H term at the new load. ranks[i] = the world rank of EP rank
+// i on net's cluster; m.flops and m.w_net are not used (the cluster's rates are).
+// seconds_before / seconds_after: this latency without shadows / of the set chosen.
+ShadowSelection select_shadow_experts(const ShadowModel& m, const ClusterNetwork& net, const std::vector<int>& ranks);
 
 }  // namespace moebench
