@@ -18,6 +18,8 @@ class TestExperiments : public QObject {
     QTest::newRow("pipeline_moe") << u"experiments/pipeline_moe/run.sh"_s
                                   << u"RESULT: Table 2's speed-ratio ordering holds (predicted)"_s;
     QTest::newRow("monta") << u"experiments/monta/run.sh"_s << u"RESULT: Table 8 and the eq. 13 bound match (predicted)"_s;
+    QTest::newRow("fastermoe") << u"experiments/fastermoe/run.sh"_s
+                               << u"RESULT: shadowing gains more under skew on johnny and trevor (predicted)"_s;
   }
   void scripts() {
     QFETCH(QString, script);
