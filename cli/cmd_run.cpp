@@ -26,7 +26,7 @@
 #include "stop_signals.h"
 #include "moebench/config/config_loader.h"
 #include "moebench/config/usage_error.h"
-#include "moebench/moe/topo_gate.h"
+#include "moebench/train/topo_gate_setup.h"
 #include "moebench/train/device.h"
 #include "moebench/dist/launch_report.h"
 #include "moebench/dist/mpi_communicator.h"

@@ -14,11 +14,15 @@
 #include "moebench/moe/moe_layer.h"
 #include "moebench/moe/router.h"
 #include "moebench/tensor/matmul.h"
+#include "moe_problem.h"
 #include "test_support.h"
 
 using namespace moebench;
 
 namespace {
+
+using test::Problem;
+using test::make_problem;
 
 std::vector<double> softmax_d(const float* l, int E) {
   std::vector<double> p(E);
@@ -35,46 +39,6 @@ double gelu_d(double x) {
 }
 
 // A layer's inputs and parameters; expert e's tensors are p[4e+0..3] = w1, b1, w2, b2.
-struct Problem {
-  MoeLayerShape s{};
-  std::vector<float> x, wr;
-  std::vector<std::vector<float>> p, g;
-  std::vector<float> dx, dwr;
-
-  std::vector<ExpertParams> params() {
-    std::vector<ExpertParams> v;
-    for (int e = 0; e < s.E; ++e)
-      v.push_back({p[4 * e].data(), p[4 * e + 1].data(), p[4 * e + 2].data(), p[4 * e + 3].data()});
-    return v;
-  }
-  std::vector<ExpertParams> grads() {
-    std::vector<ExpertParams> v;
-    for (int e = 0; e < s.E; ++e)
-      v.push_back({g[4 * e].data(), g[4 * e + 1].data(), g[4 * e + 2].data(), g[4 * e + 3].data()});
-    return v;
-  }
-  void zero_grads() {
-    dx.assign(x.size(), 0.0f);
-    dwr.assign(wr.size(), 0.0f);
-    for (auto& v : g) std::fill(v.begin(), v.end(), 0.0f);
-  }
-};
-
-Problem make_problem(const MoeLayerShape& s, uint64_t seed) {
-  Problem pr;
-  pr.s = s;
-  pr.x = test::random_vector((size_t)s.N * s.C, seed * 101 + 1, 1.0f);
-  pr.wr = test::random_vector((size_t)s.E * s.C, seed * 101 + 2, 1.0f);
-  for (int e = 0; e < s.E; ++e) {
-    pr.p.push_back(test::random_vector((size_t)s.F * s.C, seed * 101 + 10 + 4 * e, 0.5f));
-    pr.p.push_back(test::random_vector((size_t)s.F, seed * 101 + 11 + 4 * e, 0.2f));
-    pr.p.push_back(test::random_vector((size_t)s.C * s.F, seed * 101 + 12 + 4 * e, 0.4f));
-    pr.p.push_back(test::random_vector((size_t)s.C, seed * 101 + 13 + 4 * e, 0.2f));
-  }
-  for (const auto& v : pr.p) pr.g.emplace_back(v.size(), 0.0f);
-  pr.zero_grads();
-  return pr;
-}
 
 // Smallest gap (in logits) between consecutive ranks 0..K of any token: the top-k set and
 // its order (which sets GShard priority) survive perturbations smaller than this.
@@ -420,14 +384,7 @@ class TestMoe : public QObject {
 
     MoeLayer probe;
     bool changed = false;
-    auto loss = [&]() {
-      std::vector<float> o((size_t)N * C);
-      const float aux = probe.forward(o.data(), pr.x.data(), pr.wr.data(), pr.params(), pr.s);
-      changed |= probe.routing().expert != base.expert || probe.routing().kept != base.kept;
-      double L = aux_weight * (double)aux;
-      for (size_t i = 0; i < o.size(); ++i) L += (double)o[i] * wout[i];
-      return L;
-    };
+    const auto loss = test::weighted_output_loss(probe, pr, wout, aux_weight, base, changed);
     const double eps = 1e-3, atol = 5e-4, rtol = 2e-2;
     test::check_gradient("x", pr.x, pr.dx, loss, eps, atol, rtol);
     test::check_gradient("router_w", pr.wr, pr.dwr, loss, eps, atol, rtol);

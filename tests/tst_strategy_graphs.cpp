@@ -66,26 +66,37 @@ MoeContext block_context(int me, int experts) {
   return ctx;
 }
 
-Built build(const std::string& strategy, int me, int degree, MoePass pass) {
-  MoeContext ctx = block_context(me, E);
-  auto s = test::make_strategy_with_degree(strategy, degree);
-  ExchangeCounts counts;
-  counts.P = P;
-  counts.E = E;
-  counts.rows = kCounts;
-  auto h = s->layout(counts, ctx);
+// The pass of `s` for EP rank ctx.ep_rank on the counts `rows` (the forward first for a
+// backward); task names with "#chunk" and, with `experts`, "@expert".
+Built build_pass(MoeStrategy& s, MoeHandle& h, MoeContext& ctx, MoePass pass, bool experts) {
   Built b;
   if (pass == MoePass::backward) {
     TaskGraph fwd;
-    add_block_pass(fwd, *s, *h, MoePass::forward, ctx, {N, C, E, K}, {});
+    add_block_pass(fwd, s, h, MoePass::forward, ctx, {N, C, E, K}, {});
   }
-  add_block_pass(b.g, *s, *h, pass, ctx, {N, C, E, K}, {});
+  add_block_pass(b.g, s, h, pass, ctx, {N, C, E, K}, {});
   for (const GraphTask& t : b.g.tasks()) {
     std::string name = t.name;
     if (t.chunk >= 0) name.append(1, '#').append(std::to_string(t.chunk));
+    if (experts && t.expert >= 0) name.append(1, '@').append(std::to_string(t.expert));
     b.names.push_back(name);
   }
   return b;
+}
+
+ExchangeCounts counts_of(const std::vector<long>& rows) {
+  ExchangeCounts counts;
+  counts.P = P;
+  counts.E = E;
+  counts.rows = rows;
+  return counts;
+}
+
+Built build(const std::string& strategy, int me, int degree, MoePass pass) {
+  MoeContext ctx = block_context(me, E);
+  auto s = test::make_strategy_with_degree(strategy, degree);
+  auto h = s->layout(counts_of(kCounts), ctx);
+  return build_pass(*s, *h, ctx, pass, false);
 }
 
 const GraphTask* find(const TaskGraph& g, const std::string& name, int chunk = -1) {
@@ -209,23 +220,9 @@ FasterBuilt fastermoe_build(const FasterMoeOptions& o, int me, MoePass pass, con
   StrategyConfig options;
   options.fastermoe = o;
   auto s = make_strategy("fastermoe", options);
-  ExchangeCounts counts;
-  counts.P = P;
-  counts.E = E;
-  counts.rows = rows;
-  auto h = s->layout(counts, ctx);
+  auto h = s->layout(counts_of(rows), ctx);
   FasterBuilt out;
-  if (pass == MoePass::backward) {
-    TaskGraph fwd;
-    add_block_pass(fwd, *s, *h, MoePass::forward, ctx, {N, C, E, K}, {});
-  }
-  add_block_pass(out.b.g, *s, *h, pass, ctx, {N, C, E, K}, {});
-  for (const GraphTask& t : out.b.g.tasks()) {
-    std::string name = t.name;
-    if (t.chunk >= 0) name.append(1, '#').append(std::to_string(t.chunk));
-    if (t.expert >= 0) name.append(1, '@').append(std::to_string(t.expert));
-    out.b.names.push_back(name);
-  }
+  out.b = build_pass(*s, *h, ctx, pass, true);
   out.decisions = s->decisions(*h);
   return out;
 }

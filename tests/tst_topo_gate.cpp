@@ -13,14 +13,18 @@
 #include "moebench/config/config.h"
 #include "moebench/moe/moe_layer.h"
 #include "moebench/moe/router.h"
-#include "moebench/moe/topo_gate.h"
+#include "moebench/train/topo_gate_setup.h"
 #include "moebench/perf/cluster_model.h"
 #include "moebench/tensor/matmul.h"
+#include "moe_problem.h"
 #include "test_support.h"
 
 using namespace moebench;
 
 namespace {
+
+using test::Problem;
+using test::make_problem;
 
 // N=8 tokens, E=4 experts, K=2. EP ranks {0, 1} on nodes {0, 1}: experts 0, 1 on node 0 (this
 // rank's), experts 2, 3 on node 1. Rows are the tokens' router probabilities.
@@ -68,33 +72,6 @@ std::vector<float> log_probs(std::vector<float> p) {
 }
 
 // The layer's inputs and parameters (expert e: p[4e..4e+3] = w1, b1, w2, b2).
-struct Problem {
-  MoeLayerShape s{};
-  std::vector<float> x, wr, dx, dwr;
-  std::vector<std::vector<float>> p, g;
-  std::vector<ExpertParams> views(std::vector<std::vector<float>>& v) {
-    std::vector<ExpertParams> out;
-    for (int e = 0; e < s.E; ++e) out.push_back({v[4 * e].data(), v[4 * e + 1].data(), v[4 * e + 2].data(), v[4 * e + 3].data()});
-    return out;
-  }
-};
-
-Problem make_problem(const MoeLayerShape& s, uint64_t seed) {
-  Problem pr;
-  pr.s = s;
-  pr.x = test::random_vector((size_t)s.N * s.C, seed * 101 + 1, 1.0f);
-  pr.wr = test::random_vector((size_t)s.E * s.C, seed * 101 + 2, 1.0f);
-  for (int e = 0; e < s.E; ++e) {
-    pr.p.push_back(test::random_vector((size_t)s.F * s.C, seed * 101 + 10 + 4 * e, 0.5f));
-    pr.p.push_back(test::random_vector((size_t)s.F, seed * 101 + 11 + 4 * e, 0.2f));
-    pr.p.push_back(test::random_vector((size_t)s.C * s.F, seed * 101 + 12 + 4 * e, 0.4f));
-    pr.p.push_back(test::random_vector((size_t)s.C, seed * 101 + 13 + 4 * e, 0.2f));
-  }
-  for (const auto& v : pr.p) pr.g.emplace_back(v.size(), 0.0f);
-  pr.dx.assign(pr.x.size(), 0.0f);
-  pr.dwr.assign(pr.wr.size(), 0.0f);
-  return pr;
-}
 
 // Smallest logit gap any small perturbation would have to close to change the gated choice:
 // between ranks 0..K of a token (top-k), between the L-th and (L+1)-th remote assignment (in
@@ -311,7 +288,7 @@ class TestTopoGate : public QObject {
     MoeLayer layer;
     layer.set_topo_gate(g);
     std::vector<float> out((size_t)N * C);
-    layer.forward(out.data(), pr.x.data(), pr.wr.data(), pr.views(pr.p), pr.s, forced.data());
+    layer.forward(out.data(), pr.x.data(), pr.wr.data(), pr.params(), pr.s, forced.data());
     const TopoGateStats& st = layer.topo_gate_stats();
     QCOMPARE(st.cap, 2);
     QCOMPARE(st.remote_before, 20);
@@ -325,7 +302,7 @@ class TestTopoGate : public QObject {
     qInfo("topo_gate: %d of %d inter-node assignments kept on the node (L = %d), %ld bytes per direction",
           st.moved, st.remote_before, st.cap, bytes);
     layer.set_topo_gate(std::nullopt);  // off again: the forced choice as given
-    layer.forward(out.data(), pr.x.data(), pr.wr.data(), pr.views(pr.p), pr.s, forced.data());
+    layer.forward(out.data(), pr.x.data(), pr.wr.data(), pr.params(), pr.s, forced.data());
     QCOMPARE(layer.routing().expert, forced);
     QCOMPARE(layer.topo_gate_stats().moved, 0);
   }
@@ -379,7 +356,7 @@ class TestTopoGate : public QObject {
       MoeLayer probe;
       probe.set_topo_gate(gate);
       std::vector<float> o((size_t)N * C);
-      probe.forward(o.data(), pr.x.data(), pr.wr.data(), pr.views(pr.p), pr.s);
+      probe.forward(o.data(), pr.x.data(), pr.wr.data(), pr.params(), pr.s);
       if (probe.topo_gate_stats().moved >= 2 && (cf == 0.0f || probe.routing().dropped() > 0)) break;
     }
     QVERIFY(gated_margin(pr, gate) > 0.03);
@@ -388,23 +365,16 @@ class TestTopoGate : public QObject {
     MoeLayer layer;
     layer.set_topo_gate(gate);
     std::vector<float> out((size_t)N * C);
-    layer.forward(out.data(), pr.x.data(), pr.wr.data(), pr.views(pr.p), pr.s);
+    layer.forward(out.data(), pr.x.data(), pr.wr.data(), pr.params(), pr.s);
     const Routing base = layer.routing();
     QVERIFY(layer.topo_gate_stats().moved >= 2);
-    layer.backward(pr.dx.data(), pr.dwr.data(), pr.views(pr.g), wout.data(), aux_weight, pr.x.data(), pr.wr.data(),
-                   pr.views(pr.p));
+    layer.backward(pr.dx.data(), pr.dwr.data(), pr.grads(), wout.data(), aux_weight, pr.x.data(), pr.wr.data(),
+                   pr.params());
 
     MoeLayer probe;
     probe.set_topo_gate(gate);
     bool changed = false;
-    auto loss = [&]() {
-      std::vector<float> o((size_t)N * C);
-      const float aux = probe.forward(o.data(), pr.x.data(), pr.wr.data(), pr.views(pr.p), pr.s);
-      changed |= probe.routing().expert != base.expert || probe.routing().kept != base.kept;
-      double L = aux_weight * (double)aux;
-      for (size_t i = 0; i < o.size(); ++i) L += (double)o[i] * wout[i];
-      return L;
-    };
+    const auto loss = test::weighted_output_loss(probe, pr, wout, aux_weight, base, changed);
     const double eps = 1e-3, atol = 5e-4, rtol = 2e-2;
     test::check_gradient("router_w", pr.wr, pr.dwr, loss, eps, atol, rtol);
     test::check_gradient("x", pr.x, pr.dx, loss, eps, atol, rtol);

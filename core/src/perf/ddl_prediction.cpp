@@ -14,13 +14,15 @@
 #include "moebench/perf/cluster_model.h"
 #include "moebench/perf/fastermoe_model.h"
 
+#include "ddl_point_math.h"
+
 namespace moebench {
 namespace {
 
 constexpr const char* kCompPrefix = "fastermoe.predicted_comp_ms/block";
 constexpr const char* kCommPrefix = "fastermoe.predicted_comm_ms/block";
 
-std::string layer_text(int layer) { return "MoE layer " + std::to_string(layer); }
+using ddl_detail::layer_text;
 
 // The block of a "<prefix><L>" key, or -1.
 int block_of(const std::string& key, const std::string& prefix) {
@@ -205,10 +207,7 @@ std::vector<DdlPredictedPoint> ddl_predicted_points(const RunStore& store, const
   for (const auto& [L, e] : model.experts) layers.insert(L);
 
   std::vector<DdlPredictedPoint> out;
-  bool all_layers = true;
-  std::string missing;
-  double sum_comp = 0, sum_comm = 0, sum_e2e = 0, sum_flops = 0;
-  int64_t min_steps = -1;
+  ddl_detail::WholeRun sums;
   for (int L : layers) {
     DdlPredictedPoint p;
     p.run_id = run.id;
@@ -279,49 +278,23 @@ std::vector<DdlPredictedPoint> ddl_predicted_points(const RunStore& store, const
         if (n == 0) {
           p.reason = "no step with routing rows of " + layer_text(L);
         } else {
-          p.lat_comp_s = comp / double(n);
-          p.lat_comm_s = comm / double(n);
-          p.lat_e2e_s = e2e / double(n);
-          p.flops_per_step = flops / double(n);
-          if (!(p.lat_comm_s > 0))
-            p.reason = "the predicted communication of " + layer_text(L) + " is zero (every token stays on its rank): R_CC undefined";
-          else if (!(p.lat_comp_s > 0))
-            p.reason = "the predicted expert compute of " + layer_text(L) + " is zero";
-          else {
-            p.r_cc = p.lat_comp_s / p.lat_comm_s;
-            p.achieved_gflops = p.flops_per_step / (double(run.ranks) * p.lat_e2e_s) / 1e9;
-          }
+          ddl_detail::finish_layer(p, comp, comm, e2e, flops, n, run.ranks,
+                                   "the predicted communication (every token stays on its rank) of",
+                                   "the predicted expert compute of");
         }
       }
     }
+    sums.add(p, "predicted point");
     if (p.has_point()) {
-      sum_comp += p.lat_comp_s;
-      sum_comm += p.lat_comm_s;
-      sum_e2e += p.lat_e2e_s;
-      sum_flops += p.flops_per_step;
-      min_steps = min_steps < 0 ? p.steps_used : std::min(min_steps, p.steps_used);
       whole.steps_from_metrics = std::max(whole.steps_from_metrics, p.steps_from_metrics);
       whole.steps_from_routing = std::max(whole.steps_from_routing, p.steps_from_routing);
-    } else if (all_layers) {
-      all_layers = false;
-      missing = layer_text(L) + " has no predicted point (" + p.reason + ")";
     }
     out.push_back(std::move(p));
   }
 
   whole.warmup_excluded = warmup;
-  if (!all_layers) {
-    whole.reason = missing;
-    whole.steps_from_metrics = whole.steps_from_routing = 0;
-  } else {
-    whole.lat_comp_s = sum_comp;
-    whole.lat_comm_s = sum_comm;
-    whole.lat_e2e_s = sum_e2e;
-    whole.flops_per_step = sum_flops;
-    whole.steps_used = min_steps;
-    whole.r_cc = sum_comp / sum_comm;
-    whole.achieved_gflops = sum_flops / (double(run.ranks) * sum_e2e) / 1e9;
-  }
+  sums.finish(whole, run.ranks);
+  if (!whole.has_point()) whole.steps_from_metrics = whole.steps_from_routing = 0;
   out.push_back(std::move(whole));
   return out;
 }

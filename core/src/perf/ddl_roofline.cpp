@@ -1,5 +1,7 @@
 #include "moebench/perf/ddl_roofline.h"
 
+#include "ddl_point_math.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -11,6 +13,8 @@
 
 namespace moebench {
 namespace {
+
+using ddl_detail::layer_text;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
@@ -72,8 +76,6 @@ ModelDims dims_from_config(const std::string& config_json) {
   d.ffn_mult = model["ffn_mult"].get<double>();
   return d;
 }
-
-std::string layer_text(int layer) { return "MoE layer " + std::to_string(layer); }
 
 }  // namespace
 
@@ -162,10 +164,7 @@ std::vector<DdlPoint> ddl_roofline_points(const RunStore& store, const RunInfo& 
   for (int l : dims.moe_layers) layers.insert(l);
 
   std::vector<DdlPoint> out;
-  bool all_layers = !layers.empty();
-  std::string missing;  // first layer without a point, for the whole-run reason
-  double sum_comp = 0, sum_comm = 0, sum_e2e = 0, sum_flops = 0;
-  int64_t min_steps = -1;
+  ddl_detail::WholeRun sums;
   for (int L : layers) {
     DdlPoint p;
     p.run_id = run.id;
@@ -223,48 +222,17 @@ std::vector<DdlPoint> ddl_roofline_points(const RunStore& store, const RunInfo& 
       if (n == 0) {
         p.reason = "no step has both spans and routing rows (or recorded FLOPs) of " + layer_text(L);
       } else {
-        p.steps_used = n;
-        p.lat_comp_s = comp / double(n);
-        p.lat_comm_s = comm / double(n);
-        p.lat_e2e_s = e2e / double(n);
-        p.flops_per_step = flops / double(n);
-        if (!(p.lat_comm_s > 0)) {
-          p.reason = "the communication time of " + layer_text(L) + " is zero: R_CC undefined";
-        } else if (!(p.lat_comp_s > 0)) {
-          p.reason = "the expert compute time of " + layer_text(L) + " is zero";
-        } else {
-          p.r_cc = p.lat_comp_s / p.lat_comm_s;
-          p.achieved_gflops = p.flops_per_step / (double(run.ranks) * p.lat_e2e_s) / 1e9;
-        }
+        ddl_detail::finish_layer(p, comp, comm, e2e, flops, n, run.ranks, "the communication time of",
+                                 "the expert compute time of");
       }
     }
-    if (p.has_point()) {
-      sum_comp += p.lat_comp_s;
-      sum_comm += p.lat_comm_s;
-      sum_e2e += p.lat_e2e_s;
-      sum_flops += p.flops_per_step;
-      min_steps = min_steps < 0 ? p.steps_used : std::min(min_steps, p.steps_used);
-    } else if (all_layers) {
-      all_layers = false;
-      missing = layer_text(L) + " has no point (" + p.reason + ")";
-    }
+    sums.add(p, "point");
     out.push_back(std::move(p));
   }
 
   whole.warmup_excluded = warmup;
-  if (layers.empty()) {
-    whole.reason = "no MoE layer in the spans, the routing or the config";
-  } else if (!all_layers) {
-    whole.reason = missing;
-  } else {
-    whole.lat_comp_s = sum_comp;
-    whole.lat_comm_s = sum_comm;
-    whole.lat_e2e_s = sum_e2e;
-    whole.flops_per_step = sum_flops;
-    whole.steps_used = min_steps;
-    whole.r_cc = sum_comp / sum_comm;
-    whole.achieved_gflops = sum_flops / (double(run.ranks) * sum_e2e) / 1e9;
-  }
+  if (layers.empty()) whole.reason = "no MoE layer in the spans, the routing or the config";
+  else sums.finish(whole, run.ranks);
   out.push_back(std::move(whole));
   return out;
 }

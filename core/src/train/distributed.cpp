@@ -8,7 +8,7 @@
 #include <set>
 #include <stdexcept>
 
-#include "moebench/moe/topo_gate.h"
+#include "moebench/train/topo_gate_setup.h"
 #include "moebench/perf/cluster_model.h"
 #include "moebench/strategies/janus.h"
 #include "moebench/strategies/registry.h"

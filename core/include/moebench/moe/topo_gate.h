@@ -42,8 +42,6 @@
 namespace moebench {
 
 struct Routing;
-struct Config;
-class ClusterModel;
 
 struct TopoGate {
   std::vector<int> ep_node;  // [P] node of each EP rank, in EP order
@@ -70,21 +68,5 @@ int topo_gate_cap(double rho, int N, int K);
 // Throws std::invalid_argument when E is not a multiple of the EP ranks or my_node is not
 // the node of an EP rank.
 TopoGateStats apply_topo_gate(Routing& r, const TopoGate& gate);
-
-// rho = W_net / (M * W_local) from the cluster's inter_node and intra_node links.
-double topo_gate_rho(const ClusterModel& cluster, int ranks_on_node);
-
-// The gate of EP rank ep_rank of the group with world ranks ep_world, placed by
-// cluster.node_of.
-TopoGate make_topo_gate(const ClusterModel& cluster, const std::vector<int>& ep_world, int ep_rank);
-
-// make_topo_gate when the config asks for it (strategy.name = "fastermoe" with
-// [strategy.fastermoe] topo_gate = true), else none.
-std::optional<TopoGate> topo_gate_for(const Config& cfg, const ClusterModel& cluster,
-                                      const std::vector<int>& ep_world, int ep_rank);
-
-// The start-up note `moebench run` prints once on rank 0 when the gate is asked for but
-// cannot change anything (one node; or every EP group inside one node), else "".
-std::string topo_gate_note(const Config& cfg);
 
 }  // namespace moebench
