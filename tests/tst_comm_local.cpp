@@ -91,6 +91,7 @@ class TestCommLocal : public QObject {
                 .contains("tag -1"));
     QVERIFY(error_message<std::out_of_range>([&] { c.broadcast(&f, 1, DType::f32, 2); })
                 .contains("rank 2"));
+    QVERIFY(error_message<std::out_of_range>([&] { c.reduce(&f, 1, DType::f32, 1); }).contains("rank 1"));
     // A cancelled (destroyed) irecv does not swallow a later message.
     { auto r = c.irecv(&f, 1, DType::f32, 0, 9); }
     float s = 3;
@@ -111,6 +112,8 @@ class TestCommLocal : public QObject {
     c.reduce_scatter(rs_in.data(), rs_out.data(), 2, DType::i64);
     QCOMPARE(rs_out, rs_in);
     c.broadcast(v.data(), 3, DType::f32, 0);
+    c.reduce(v.data(), 3, DType::f32, 0);
+    QCOMPARE(v, (std::vector<float>{1, -2, 3}));
     c.barrier();
     // all_to_all_v: only the self block, honouring displacements.
     std::vector<int32_t> send{0, 10, 11, 12}, recv(6, -1);

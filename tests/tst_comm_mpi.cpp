@@ -295,6 +295,32 @@ class TestCommMpi : public QObject {
     AGREE(chk);
   }
 
+  // reduce: the root gets the sum of every rank's data (in the tree's order: exact for these
+  // integers as floats); the others keep theirs.
+  void reduce_data() {
+    QTest::addColumn<int>("root");
+    QTest::addColumn<int>("count");
+    for (int r = 0; r < MpiRuntime::world_size(); ++r)
+      for (int n : {1, 1000}) QTest::addRow("root %d n=%d", r, n) << r << n;
+  }
+  void reduce() {
+    QFETCH(int, root);
+    QFETCH(int, count);
+    Check chk;
+    std::vector<float> v(count);
+    for (int i = 0; i < count; ++i) v[i] = float(value(rank, i));
+    comm->reduce(v.data(), count, DType::f32, root);
+    for (int i = 0; i < count; ++i) {
+      double want = 0;
+      for (int r = 0; r < size; ++r) want += value(r, i);
+      if (rank != root) want = value(rank, i);
+      chk.expect(v[i] == float(want), QString("element %1").arg(i));
+    }
+    chk.expect(error_message<std::out_of_range>([&] { comm->reduce(v.data(), 1, DType::f32, size); }).contains("root"),
+               "bad root accepted");
+    AGREE(chk);
+  }
+
   void iall_reduce_overlaps_with_compute() {
     Check chk;
     const size_t n = size_t(1) << 18;
@@ -613,6 +639,12 @@ class TestCommMpi : public QObject {
       if (rank == 0) want[1] = want[2] = 100;
       if (rank == 2) want[3] = 100;
       expect_peers(want, "broadcast from 0");
+      // reduce to 0 is the same tree reversed: 1 -> 0, 3 -> 2, 2 -> 0.
+      c->reduce(b.data(), b.size(), DType::f32, 0);
+      std::fill(want.begin(), want.end(), 0);
+      if (rank == 1 || rank == 2) want[0] = 100;
+      if (rank == 3) want[2] = 100;
+      expect_peers(want, "reduce to 0");
     }
     // Windows: puts / accumulates to the target, gets as pull traffic from the target.
     {

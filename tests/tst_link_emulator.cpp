@@ -321,6 +321,9 @@ class TestLinkEmulator : public QObject {
       std::vector<float> b(9, me == 2 ? 4.5f : 0.0f);
       c.broadcast(b.data(), b.size(), DType::f32, 2);
       out.insert(out.end(), b.begin(), b.end());
+      std::vector<float> red(7, float(me + 1));
+      c.reduce(red.data(), red.size(), DType::f32, 1);
+      out.insert(out.end(), red.begin(), red.end());
       std::vector<int32_t> ia(11, me + 1);
       RequestPtr req = c.iall_reduce(ia.data(), ia.size(), DType::i32, ReduceOp::max);
       req->wait();
@@ -395,6 +398,8 @@ class TestLinkEmulator : public QObject {
     QCOMPARE(mine, inner);
     const QString b_inner = error_message<std::out_of_range>([&] { world_->broadcast(&x, 1, DType::i32, -1); });
     QCOMPARE(error_message<std::out_of_range>([&] { comm->broadcast(&x, 1, DType::i32, -1); }), b_inner);
+    const QString r_inner = error_message<std::out_of_range>([&] { world_->reduce(&x, 1, DType::i32, -1); });
+    QCOMPARE(error_message<std::out_of_range>([&] { comm->reduce(&x, 1, DType::i32, -1); }), r_inner);
   }
 
   void cluster_must_match_the_ranks() {

@@ -368,9 +368,9 @@ class TestStrategyGraphs : public QObject {
   //     s0 [  2  1  9  1 ]    loads 6, 7, 33, 7: 3 x 4 x 33 x 6 / 1.2e11 = 1.98e-8 s, and node 0's
   //     s1 [  1  3  8  2 ]    NIC sends 160 bytes: 4 x 1.6e-8; before 8.38e-8 s.
   //     s2 [  1  2  7  1 ]    Shadowing e2: loads 15, 15, 7, 16 (9.6e-9), node 1's NIC 48 bytes
-  //     s3 [  2  1  9  3 ]    (4 x 4.8e-9), its ring broadcast and all-reduce 120 bytes on the
-  // busiest hop (1.2e-8): 4.08e-8, kept; e1 next (7 rows, tied with e3: the lower index): loads
-  // up to 17 (1.02e-8), NICs 24 bytes (9.6e-9), two experts' rings 240 bytes (2.4e-8): 4.38e-8,
+  //     s3 [  2  1  9  3 ]    (4 x 4.8e-9), its ring broadcast and reduce 96 bytes on the
+  // busiest hop (9.6e-9): 3.84e-8, kept; e1 next (7 rows, tied with e3: the lower index): loads
+  // up to 17 (1.02e-8), NICs 24 bytes (9.6e-9), two experts' rings 192 bytes (1.92e-8): 3.9e-8,
   // stop. The budget holds 1.5 experts (2 x 17 floats = 136 bytes per shadow: parameters and
   // gradients).
   void fastermoe_shadow_tasks() {
@@ -397,15 +397,17 @@ class TestStrategyGraphs : public QObject {
              (Sends{{0, 68}, {3, 68}}));
     QCOMPARE(find(fastermoe_build(o, 0, MoePass::forward, hot).b.g, "moe.shadow.broadcast")->cost.bytes_to_peer,
              (Sends{{1, 68}}));
-    // Backward: the shadow's own rows first on the compute stream, its gradient summed after
-    // the return trip (ring all-reduce of 17 floats), and on the owner added to its gradient.
+    // Backward: the shadow's own rows first on the compute stream, its gradient reduced to the
+    // owner after the return trip (rank 1's parent in the tree rooted at rank 2 is rank 0; 17
+    // floats), and on the owner added to its gradient.
     const FasterBuilt b = fastermoe_build(o, 1, MoePass::backward, hot);
     QCOMPARE(b.b.names, (std::vector<std::string>{"moe.combine_backward", "moe.shadow.experts_backward",
                                                   "moe.pack_grad", "moe.dispatch_grad", "moe.experts_backward",
                                                   "moe.combine_grad", "moe.unpack_grad", "moe.shadow.reduce@2",
                                                   "moe.router_backward"}));
-    QCOMPARE(find(b.b.g, "moe.shadow.reduce")->cost.bytes_to_peer, (Sends{{2, 2 * 3 * 68 / 4}}));
+    QCOMPARE(find(b.b.g, "moe.shadow.reduce")->cost.bytes_to_peer, (Sends{{0, 68}}));
     const FasterBuilt owner = fastermoe_build(o, 2, MoePass::backward, hot);
+    QCOMPARE(find(owner.b.g, "moe.shadow.reduce")->cost.bytes_to_peer, Sends{});  // the root
     const GraphTask* acc = find(owner.b.g, "moe.shadow.accumulate");
     QVERIFY(acc && acc->role == StreamRole::compute);
     QVERIFY(!find(b.b.g, "moe.shadow.accumulate"));

@@ -232,6 +232,8 @@ void LocalCommunicator::all_to_all_v(const void* send, const size_t* send_counts
 
 void LocalCommunicator::broadcast(void*, size_t, DType, int root) { check_rank("broadcast", root); }
 
+void LocalCommunicator::reduce(void*, size_t, DType, int root, ReduceOp) { check_rank("reduce", root); }
+
 RequestPtr LocalCommunicator::iall_reduce(void* data, size_t count, DType type, ReduceOp op) {
   all_reduce(data, count, type, op);
   return done();

@@ -129,6 +129,32 @@ void MpiCommunicator::Ops::broadcast(void* data, size_t count, DType type, int r
   for (int c : children) self->count_send(c, count * dtype_size(type));
 }
 
+// Broadcast's binomial tree reversed: a rank receives from its children (distance + 2^k for
+// each k below its lowest set bit, ascending) and reduces each into its data, then sends the
+// result to its parent; the root ends with the reduction. Deterministic order.
+void MpiCommunicator::Ops::reduce(void* data, size_t count, DType type, int root, ReduceOp op) {
+  detail::check_peer("reduce root", root, size);
+  if (size == 1 || count == 0) return;
+  const int vr = mod(rank - root, size);
+  const size_t bytes = count * dtype_size(type);
+  std::vector<uint8_t> tmp(bytes), partial;
+  auto* d = static_cast<uint8_t*>(data);
+  uint8_t* acc = d;  // the root reduces in place; an inner rank into a copy (its data stays)
+  int mask = 1;
+  for (; mask < size && !(vr & mask); mask <<= 1) {
+    if (vr + mask >= size) continue;
+    if (acc == d && vr != 0) {
+      partial.assign(d, d + bytes);
+      acc = partial.data();
+    }
+    exchange(nullptr, 0, 0, tmp.data(), count, mod(vr + mask + root, size), type, detail::kTagReduce,
+             "reduce (binomial tree)");
+    detail::reduce_elements(acc, acc, tmp.data(), count, type, op);
+  }
+  if (vr != 0)
+    exchange(acc, count, mod(vr - mask + root, size), nullptr, 0, 0, type, detail::kTagReduce, "reduce (binomial tree)");
+}
+
 void MpiCommunicator::Ops::all_to_all_v(const void* send, const size_t* send_counts,
                                         const size_t* send_displs, void* recv,
                                         const size_t* recv_counts, const size_t* recv_displs,
@@ -177,6 +203,10 @@ void MpiCommunicator::all_to_all_v(const void* send, const size_t* send_counts,
 
 void MpiCommunicator::broadcast(void* data, size_t count, DType type, int root) {
   Ops{this, comm_, rank_, size_}.broadcast(data, count, type, root);
+}
+
+void MpiCommunicator::reduce(void* data, size_t count, DType type, int root, ReduceOp op) {
+  Ops{this, comm_, rank_, size_}.reduce(data, count, type, root, op);
 }
 
 void MpiCommunicator::barrier() { detail::mpi_check(MPI_Barrier(comm_), "MPI_Barrier"); }

@@ -38,6 +38,7 @@ void rma_detach(const void* attachment);
 constexpr int kTagReduceScatter = 32701;
 constexpr int kTagAllGather = 32702;
 constexpr int kTagBroadcast = 32703;
+constexpr int kTagReduce = 32704;
 
 // A set of posted non-blocking point-to-point pieces. wait() completes them all and checks
 // that every receive got exactly the expected element count.
@@ -83,6 +84,7 @@ struct MpiCommunicator::Ops {
   void all_to_all_v(const void* send, const size_t* send_counts, const size_t* send_displs,
                     void* recv, const size_t* recv_counts, const size_t* recv_displs, DType type);
   void broadcast(void* data, size_t count, DType type, int root);
+  void reduce(void* data, size_t count, DType type, int root, ReduceOp op);
 };
 
 }  // namespace moebench

@@ -281,7 +281,7 @@ ShadowSelection select_shadow_experts(const ShadowModel& m, const ClusterNetwork
     for (int e = 0; e < m.E; ++e)
       if (shadowed[(size_t)e]) {
         model.add_ring_broadcast(ranks, e / per, params);
-        model.add_ring_all_reduce(ranks, params);
+        model.add_ring_reduce(ranks, e / per, params);
       }
     return 3 * fastermoe_comp_seconds(loads, m.H, m.F, net.cluster()) + 4 * tokens.seconds() + model.seconds();
   };

@@ -415,6 +415,16 @@ void EmulatedCommunicator::broadcast(void* data, size_t count, DType type, int r
   inner_->broadcast(data, count, type, root);
 }
 
+void EmulatedCommunicator::reduce(void* data, size_t count, DType type, int root, ReduceOp op) {
+  sync_meter();
+  if (valid(root) && rank() != root) {
+    const int P = size(), vr = (rank() - root + P) % P;
+    const int parent = ((vr & (vr - 1)) + root) % P;  // vr without its lowest set bit
+    emu_->pace(me(), {{world_rank(parent), (double)(count * dtype_size(type))}});
+  }
+  inner_->reduce(data, count, type, root, op);
+}
+
 void EmulatedCommunicator::barrier() {
   sync_meter();
   inner_->barrier();

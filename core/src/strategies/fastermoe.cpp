@@ -5,9 +5,8 @@
 //   links, perf/fastermoe_model.h) picks the experts whose parameters are cheaper to broadcast
 //   than their tokens are to send. Their rows never enter
 //   the exchange (TokenExchange::chunk_rows leaves them out); every rank computes its own rows
-//   of them with the broadcast copy, and in backward their gradients are summed over the EP
-//   group (an all-reduce: the communicator has no reduce, so the owner's share of the traffic is
-//   the ring's 2 (P-1)/P instead of the paper's reduce) and the owner adds them to its own.
+//   of them with the broadcast copy, and in backward their gradients are reduced to the owner
+//   (binomial tree), which adds them to its own.
 // - smart (§4.2, Fig. 7-8): the EP ranks form n groups of g; chunk j of the exchange carries
 //   what rank r sends to group (group(r) - j) mod n, so step j's S_j receives from group
 //   (group(r) + j) mod n, C_j computes those rows and R_j returns them. TokenExchange queues
@@ -76,7 +75,7 @@ class FasterMoe : public TokenExchange {
 
   std::vector<StrategyDecision> decisions(const MoeHandle& handle) const override {
     std::vector<StrategyDecision> out = TokenExchange::decisions(handle);
-    const auto& st = dynamic_cast<const ShadowState&>(*state_of(const_cast<MoeHandle&>(handle)));
+    const auto& st = dynamic_cast<const ShadowState&>(*state_of(handle));
     out.push_back({"fastermoe.shadowed", (double)st.experts.size()});
     for (int e : st.experts) out.push_back({"fastermoe.shadow.e" + std::to_string(e), 1.0});
     if (st.predicted) {

@@ -33,6 +33,12 @@ std::vector<int> binomial_children(int rank, int root, int P) {
   return out;
 }
 
+// The parent of `rank` in that tree: its distance to the root without the lowest set bit.
+int binomial_parent(int rank, int root, int P) {
+  const int vr = (rank - root + P) % P;
+  return ((vr & (vr - 1)) + root) % P;
+}
+
 void move_rows(float* dst, const float* src, const std::vector<std::pair<long, long>>& ranges, int C, bool gather) {
   long at = 0;
   for (const auto& [first, n] : ranges) {
@@ -152,12 +158,13 @@ std::vector<TaskId> add_shadow_reduce(TaskGraph& g, ShadowState& st, TaskId comp
   for (size_t k = 0; k < st.experts.size(); ++k) {
     const int e = st.experts[k];
     GraphTask r = task("moe.shadow.reduce", TaskCategory::comm, role, ctx.layer, e);
-    r.cost.bytes_to_peer.push_back({ctx.ep_world[(size_t)(ctx.ep_rank + 1) % P], 2 * (P - 1) * n * sizeof(float) / P});
-    r.cost.messages = 2 * (P - 1);  // ring: reduce-scatter then all-gather
+    const int owner = st.owner(e);
+    if (ctx.ep_rank != owner)  // the binomial tree reversed: once to the parent
+      r.cost.bytes_to_peer.push_back({ctx.ep_world[(size_t)binomial_parent(ctx.ep_rank, owner, P)], n * sizeof(float)});
     if (act) {
       Communicator* comm = &ctx.role_comm(role);
       float* grad = st.grads[k].data();
-      r.action = [comm, grad, n] { comm->all_reduce(grad, n, DType::f32, ReduceOp::sum); };
+      r.action = [comm, grad, n, owner] { comm->reduce(grad, n, DType::f32, owner, ReduceOp::sum); };
     }
     const TaskId reduced = g.add(std::move(r), {computed});
     if (st.owner(e) != ctx.ep_rank) {

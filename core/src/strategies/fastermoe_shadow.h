@@ -43,8 +43,8 @@ TaskId add_shadow_forward(TaskGraph& g, ShadowState& st, const std::vector<TaskI
 // each copy's gradient from dy. Returns the task.
 TaskId add_shadow_backward(TaskGraph& g, ShadowState& st, const std::vector<TaskId>& after, const MoeBuffers* buffers,
                            MoeContext& ctx);
-// Then per shadowed expert the sum of the gradients over the EP group (moe.shadow.reduce, an
-// all-reduce) and on its owner their addition to its own gradient (moe.shadow.accumulate, on the
+// Then per shadowed expert the sum of the gradients over the EP group to its owner
+// (moe.shadow.reduce, a binomial-tree reduce) and there their addition to its own gradient (moe.shadow.accumulate, on the
 // compute stream, after the owner's expert tasks). Returns the pass's last tasks.
 std::vector<TaskId> add_shadow_reduce(TaskGraph& g, ShadowState& st, TaskId computed, bool act, MoeContext& ctx);
 

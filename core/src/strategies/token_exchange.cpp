@@ -117,8 +117,8 @@ TaskId TokenExchange::add_all_to_all_v(TaskGraph& g, const TransferSpec& t, cons
 }
 
 std::vector<StrategyDecision> TokenExchange::decisions(const MoeHandle& handle) const {
-  const auto& h = dynamic_cast<const ExchangeHandle&>(handle);
-  return h.state ? state_decisions(*h.state) : std::vector<StrategyDecision>{};
+  const TransferState* state = state_of(handle);
+  return state ? state_decisions(*state) : std::vector<StrategyDecision>{};
 }
 
 std::unique_ptr<MoeHandle> TokenExchange::layout(const ExchangeCounts& counts, MoeContext& ctx) {
@@ -207,6 +207,9 @@ long TokenExchange::chunk_rows(const ExchangeCounts& counts, const TransferState
 }
 
 TransferState* TokenExchange::state_of(MoeHandle& handle) { return dynamic_cast<ExchangeHandle&>(handle).state.get(); }
+const TransferState* TokenExchange::state_of(const MoeHandle& handle) {
+  return dynamic_cast<const ExchangeHandle&>(handle).state.get();
+}
 
 std::vector<TaskId> TokenExchange::build(TaskGraph& g, MoeHandle& handle, MoePass pass,
                                          const std::vector<TaskId>& after, const MoeBuffers* buffers,

@@ -89,6 +89,9 @@ class Communicator {
                             void* recv, const size_t* recv_counts, const size_t* recv_displs,
                             DType type) = 0;
   virtual void broadcast(void* data, size_t count, DType type, int root) = 0;
+  // In place: root's data becomes the reduction of every rank's data; the other ranks' data is
+  // left as it was.
+  virtual void reduce(void* data, size_t count, DType type, int root, ReduceOp op = ReduceOp::sum) = 0;
   virtual void barrier() = 0;
 
   // Collectives (non-blocking): the operation runs while the caller continues.

@@ -43,6 +43,7 @@ class LocalCommunicator : public Communicator {
                     void* recv, const size_t* recv_counts, const size_t* recv_displs,
                     DType type) override;
   void broadcast(void* data, size_t count, DType type, int root) override;
+  void reduce(void* data, size_t count, DType type, int root, ReduceOp op = ReduceOp::sum) override;
   void barrier() override {}
 
   RequestPtr iall_reduce(void* data, size_t count, DType type, ReduceOp op = ReduceOp::sum) override;

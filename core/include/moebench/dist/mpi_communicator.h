@@ -19,6 +19,8 @@
 //   reduce_scatter  the ring reduce-scatter phase ((P-1) * count elements to rank+1).
 //   all_gather      the ring all-gather phase ((P-1) * count elements to rank+1).
 //   broadcast       binomial tree over point-to-point (count elements to each child).
+//   reduce          the same tree reversed: every rank but the root sends count elements to its
+//                   parent once it has reduced its children's (in ascending tree order).
 //   all_to_all_v    MPI_Alltoallv: send_counts[p] elements to each peer p != rank.
 //   send / isend    count elements to peer.
 //   windows         put / accumulate: the bytes go to the target. get: the target sends the
@@ -131,6 +133,7 @@ class MpiCommunicator : public Communicator {
                     void* recv, const size_t* recv_counts, const size_t* recv_displs,
                     DType type) override;
   void broadcast(void* data, size_t count, DType type, int root) override;
+  void reduce(void* data, size_t count, DType type, int root, ReduceOp op = ReduceOp::sum) override;
   void barrier() override;
 
   RequestPtr iall_reduce(void* data, size_t count, DType type, ReduceOp op = ReduceOp::sum) override;

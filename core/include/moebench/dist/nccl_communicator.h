@@ -45,6 +45,7 @@
 //   all_gather      (P-1)/P * output bytes = (P-1) * count * elem
 //   reduce_scatter  (P-1)/P * input bytes  = (P-1) * count * elem
 //   broadcast       bytes, on every ring rank except the one before the root (the ring's end)
+//   reduce          bytes, on every ring rank except the root (the ring ends there)
 //   not counted     control traffic: barrier() (a 1-element all-reduce), the bootstrap
 //                   (counted by the bootstrap communicator itself), split/dup metadata.
 //                   Self-sends (and the all_to_all_v self block) are never counted.
@@ -95,6 +96,7 @@ class NcclCommunicator final : public Communicator {
                     void* recv, const size_t* recv_counts, const size_t* recv_displs,
                     DType type) override;
   void broadcast(void* data, size_t count, DType type, int root) override;
+  void reduce(void* data, size_t count, DType type, int root, ReduceOp op = ReduceOp::sum) override;
   void barrier() override;
 
   RequestPtr iall_reduce(void* data, size_t count, DType type, ReduceOp op = ReduceOp::sum) override;

@@ -91,8 +91,7 @@ ShadowSelection select_shadow_experts(const ShadowModel& m);
 //   + 4 Lat_comm (eq. 2: the all-to-all of the tokens of experts outside S over the cluster's
 //     directed links)
 //   + eq. 2 of S's parameter traffic: per shadowed expert a ring broadcast of its 2 H F elements
-//     from its owner and a ring all-reduce of their gradients (the strategy reduces with an
-//     all-reduce), one LinkTraffic.
+//     from its owner and a ring reduce of their gradients to it (§3.2), one LinkTraffic.
 // Eq. 7-8 charge every token of the busiest worker at one bandwidth and none after shadowing, so
 // they shadow under balanced routing and count node-local tokens as if they crossed the network;
 // FastMoE's own policy keeps the 4 B H term at the new load. ranks[i] = the world rank of EP rank

@@ -33,6 +33,8 @@
 //   broadcast               binomial tree: count elements to each child, ready when the data
 //                           can have reached this rank (the hops from the root, each alone on
 //                           its route: an estimate, other ranks' reservations are not known)
+//   reduce                  binomial tree reversed: count elements to the parent (paced from the
+//                           call; the children's arrival is the inner reduce's to wait for)
 //   i<collective>           reserved when called; the real non-blocking collective starts at
 //                           test() / wait() once its flows have arrived, earlier ones first (so
 //                           every rank starts them in call order, as MPI requires). Trade-off: a
@@ -123,6 +125,7 @@ class EmulatedCommunicator final : public Communicator {
   void all_to_all_v(const void* send, const size_t* send_counts, const size_t* send_displs, void* recv,
                     const size_t* recv_counts, const size_t* recv_displs, DType type) override;
   void broadcast(void* data, size_t count, DType type, int root) override;
+  void reduce(void* data, size_t count, DType type, int root, ReduceOp op = ReduceOp::sum) override;
   void barrier() override;
 
   RequestPtr iall_reduce(void* data, size_t count, DType type, ReduceOp op = ReduceOp::sum) override;

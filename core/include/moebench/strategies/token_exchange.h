@@ -74,6 +74,7 @@ class TokenExchange : public MoeStrategy {
                           int chunks) const;
   // The state make_transfer_state made for a handle of this strategy (null when none).
   static TransferState* state_of(MoeHandle& handle);
+  static const TransferState* state_of(const MoeHandle& handle);
   // The handle's state for add_transfer, from the pass's counts (default: none).
   virtual std::unique_ptr<TransferState> make_transfer_state(const ExchangeCounts& counts, MoeContext& ctx) {
     (void)counts, (void)ctx;

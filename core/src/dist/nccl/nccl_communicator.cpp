@@ -466,6 +466,22 @@ void NcclCommunicator::broadcast(void* data, size_t count, DType type, int root)
   impl_->sync_stream();
 }
 
+void NcclCommunicator::reduce(void* data, size_t count, DType type, int root, ReduceOp op) {
+  const int P = impl_->size;
+  if (root < 0 || root >= P)
+    throw std::out_of_range("NcclCommunicator::reduce: root " + std::to_string(root) + " outside a group of " +
+                            std::to_string(P));
+  impl_->flush_p2p();
+  if (count == 0) return;
+  {
+    DeviceGuard g(impl_->device);
+    check_nccl(ncclReduce(data, data, count, to_nccl(type), to_nccl(op), root, impl_->comm, impl_->stream),
+               "ncclReduce");
+  }
+  if (P > 1 && impl_->rank != root) count_send((impl_->rank + 1) % P, static_cast<uint64_t>(count) * dtype_size(type));
+  impl_->sync_stream();
+}
+
 void NcclCommunicator::barrier() {
   impl_->flush_p2p();
   {
