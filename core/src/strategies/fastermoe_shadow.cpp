@@ -69,7 +69,7 @@ std::vector<ExpertParams> copies(std::vector<std::vector<float>>& blocks, int C,
 }  // namespace
 
 void ShadowState::place_rows(const ExchangeCounts& counts, const MoeContext& ctx) {
-  C = ctx.C, F = ctx.F, ep_rank = ctx.ep_rank, first_local = ctx.first_local, per_rank = counts.E / counts.P;
+  C = ctx.C, F = ctx.F, per_rank = counts.E / counts.P;
   std::vector<long> first((size_t)counts.E + 1, 0);
   for (int e = 0; e < counts.E; ++e) first[(size_t)e + 1] = first[(size_t)e] + counts.at(ctx.ep_rank, e);
   rows.clear();

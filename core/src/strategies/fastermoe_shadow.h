@@ -23,7 +23,7 @@ struct ShadowState : TransferState {
   // gathered buffers; filled by place_rows.
   std::vector<std::pair<long, long>> rows;
   std::vector<int> offsets;  // [experts.size() + 1]
-  int C = 0, F = 0, ep_rank = 0, first_local = 0, per_rank = 1;
+  int C = 0, F = 0, per_rank = 1;  // per_rank: experts an EP rank owns
 
   // Graphs with buffers: each shadowed expert's broadcast copy w1|b1|w2|b2 and its gradient.
   std::vector<std::vector<float>> params, grads;
