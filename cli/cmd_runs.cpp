@@ -5,6 +5,7 @@
 //                                    row "timing" says measured, emulated <cluster> x<scale> or
 //                                    predicted (<cluster>)
 //   delete RUN [--force]             the run and all its rows (a RUNNING run only with --force)
+//   roofline RUN... [--peak G] [--json]  DDL-roofline points per MoE layer (runs_roofline.h)
 // RUN is a row id, a uuid or a unique uuid prefix (>= 4 chars), or a unique run name.
 // Reading verbs open the database read-only; a missing file is an error, never created.
 #include <cmath>
@@ -20,6 +21,7 @@
 
 #include "commands.h"
 #include "run_db.h"
+#include "runs_roofline.h"
 #include "moebench/store/run_summary.h"
 
 namespace moebench::cli {
@@ -223,7 +225,7 @@ int delete_run(const std::string& db, const std::string& ref, bool force) {
 }  // namespace
 
 void add_runs_command(CLI::App& app, Action& action) {
-  auto* runs = app.add_subcommand("runs", "Browse the run store: list, show, compare, delete");
+  auto* runs = app.add_subcommand("runs", "Browse the run store: list, show, compare, roofline, delete");
   runs->require_subcommand(1);
   auto db = std::make_shared<std::string>(kDefaultRunDb);
   auto as_json = std::make_shared<bool>(false);
@@ -258,6 +260,20 @@ void add_runs_command(CLI::App& app, Action& action) {
   compare->add_flag("--json", *as_json, "Print JSON");
   compare->callback([&action, db, refs, as_json] {
     action = [db, refs, as_json] { return with_run_db(*db, [&] { return compare_runs(*db, *refs, *as_json); }); };
+  });
+
+  auto* roofline = runs->add_subcommand("roofline", "DDL-roofline points per MoE layer: measured, simulated, predicted");
+  auto roofline_refs = std::make_shared<std::vector<std::string>>();
+  auto peak = std::make_shared<double>(0.0);
+  roofline->add_option("runs", *roofline_refs, "Runs (id, uuid prefix or name)")->required()->expected(1, -1);
+  add_db(roofline);
+  roofline->add_option("--peak", *peak, "P_w in GFLOP/s per worker for the curves (default: each run's peak_gflops)")
+      ->check(CLI::PositiveNumber);
+  roofline->add_flag("--json", *as_json, "Print JSON");
+  roofline->callback([&action, db, roofline_refs, peak, as_json] {
+    action = [db, roofline_refs, peak, as_json] {
+      return with_run_db(*db, [&] { return runs_roofline(*db, *roofline_refs, *peak, *as_json); });
+    };
   });
 
   auto* del = runs->add_subcommand("delete", "Delete a run and all its rows");

@@ -242,7 +242,7 @@ class TestCli : public QObject {
                             "bench, runs, trace, export, plan, simulate, calibrate)"_s;
     QTest::newRow("runs") << QStringList{u"runs"_s, u"frob"_s}
                           << u"moebench runs: unknown sub-command 'frob' (expected one of: list, show, compare, "
-                             "delete)"_s;
+                             "roofline, delete)"_s;
     QTest::newRow("bench") << QStringList{u"bench"_s, u"gemmm"_s, u"--iters"_s, u"1"_s}
                            << u"moebench bench: unknown sub-command 'gemmm'"_s;
   }

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "moebench/perf/ddl_roofline.h"
 #include "moebench/store/run_store.h"
 #include "cli_support.h"
 #include "test_support.h"
@@ -168,6 +169,28 @@ class TestSimulate : public QObject {
         }
       QCOMPARE(seen, 4);
     }
+    // `runs roofline`: the measured run's points (measured and predicted) and the simulated run's
+    // (simulated only), as perf/ddl_roofline.h gives them.
+    r = run_cli({u"runs"_s, u"roofline"_s, u"measured"_s, QString::number(predicted), u"--db"_s, db, u"--json"_s,
+                 u"--peak"_s, u"100"_s});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    const nlohmann::json rows = nlohmann::json::parse(r.out.toStdString());
+    std::map<std::string, int> kinds;
+    for (const auto& row : rows) {
+      const std::string kind = row.at("kind");
+      ++kinds[kind];
+      QCOMPARE(row.at("run_id").get<int64_t>(), kind == "simulated" ? predicted : measured.id);
+    }
+    QCOMPARE(kinds, (std::map<std::string, int>{{"measured", 2}, {"predicted", 2}, {"simulated", 2}}));  // layer 1, all
+    for (const DdlPoint& p : ddl_roofline_points(store, store.find_run(std::to_string(predicted))))
+      for (const auto& row : rows)
+        if (row.at("kind") == "simulated" && row.at("layer") == p.layer && p.has_point()) {
+          QCOMPARE(row.at("r_cc").get<double>(), p.r_cc);
+          QCOMPARE(row.at("achieved_gflops").get<double>(), p.achieved_gflops);
+        }
+    r = run_cli({u"runs"_s, u"roofline"_s, u"nosuchrun"_s, u"--db"_s, db});
+    QVERIFY(r.code != 0);
+    QVERIFY2(r.err.contains(u"nosuchrun"_s), qPrintable(r.err));
   }
 
   void bad_inputs_data() {
