@@ -95,7 +95,7 @@ class TestConfig : public QObject {
         "unknown section [modle]; did you mean `model`?");
     row("unknown strategy", "[strategy]\nname = \"janus2\"\n", 2, "strategy.name", "unknown strategy \"janus2\" (known: expert_centric, hier_a2a");
     row("per_block count", "[moe]\nmoe_layers = [0, 1]\n[strategy]\nname = \"per_block\"\nper_block.blocks = [\"hier_a2a\"]\n", 5, "strategy.per_block.blocks", "needs one strategy per moe.moe_layers entry (2), got 1");
-    row("per_block unknown entry", "[moe]\nmoe_layers = [0]\n[strategy]\nname = \"per_block\"\nper_block.blocks = [\"janus\"]\n", 5, "strategy.per_block.blocks", "\"janus\" cannot run one block (expected expert_centric, hier_a2a, data_centric or monta)");
+    row("per_block unknown entry", "[moe]\nmoe_layers = [0]\n[strategy]\nname = \"per_block\"\nper_block.blocks = [\"janus\"]\n", 5, "strategy.per_block.blocks", "\"janus\" cannot run one block (expected expert_centric, hier_a2a, data_centric, monta or fastermoe)");
     row("per_block not strings", "[strategy]\nname = \"per_block\"\nper_block.blocks = [1]\n", 3, "strategy.per_block.blocks", "expected an array of strings, element 0 is");
     row("per_block without its name", "[strategy]\nper_block.blocks = [\"hier_a2a\"]\n", 2, "strategy.per_block.blocks", "[strategy.per_block] does not apply to strategy.name = \"expert_centric\"");
     row("bad routing kind", "[moe]\nrouting = \"zipfian\"\n", 2, "moe.routing", "unknown kind \"zipfian\"");
@@ -218,9 +218,13 @@ class TestConfig : public QObject {
     row("fastermoe shadow budget negative", "[strategy]\nname = \"fastermoe\"\n[strategy.fastermoe]\nshadow_budget_mb = -1\n", 4,
         "strategy.fastermoe.shadow_budget_mb", "must be");
     row("fastermoe with sliced experts", "[run]\nranks = 4\n[parallel]\ntp = 2\n[moe]\nexpert_tp = true\n[strategy]\nname = \"fastermoe\"\n", 6,
-        "moe.expert_tp", "does not apply to strategy.name = \"fastermoe\"");
+        "moe.expert_tp", "does not apply to fastermoe (strategy.name = \"fastermoe\")");
+    row("per_block fastermoe with sliced experts", "[run]\nranks = 4\n[parallel]\ntp = 2\n[moe]\nexpert_tp = true\nmoe_layers = [0, 1]\n[strategy]\nname = \"per_block\"\nper_block.blocks = [\"expert_centric\", \"fastermoe\"]\n", 6,
+        "moe.expert_tp", "does not apply to fastermoe (strategy.name = \"per_block\")");
+    row("per_block fastermoe group_size not dividing ep", "[run]\nranks = 4\n[moe]\nmoe_layers = [0, 1]\n[strategy]\nname = \"per_block\"\nper_block.blocks = [\"fastermoe\", \"monta\"]\n[strategy.fastermoe]\nsmart = true\ngroup_size = 3\n", 10,
+        "strategy.fastermoe.group_size", "must divide the expert-parallel group of 4 ranks, got 3");
     row("fastermoe options with another strategy", "[strategy.fastermoe]\nsmart = true\n", 2,
-        "strategy.fastermoe.smart", "[strategy.fastermoe] does not apply to strategy.name = \"expert_centric\" (it is read by fastermoe)");
+        "strategy.fastermoe.smart", "[strategy.fastermoe] does not apply to strategy.name = \"expert_centric\" (it is read by fastermoe or per_block)");
     // [emulate]: the link emulator's cluster and time scale.
     row("emulate time_scale zero", "[emulate]\ncluster = \"emu4.toml\"\ntime_scale = 0\n", 3, "emulate.time_scale", "must be \"auto\" or a number > 0, got 0");
     row("emulate time_scale negative", "[emulate]\ntime_scale = -2.5\n", 2, "emulate.time_scale", "must be \"auto\" or a number > 0, got -2.5");

@@ -125,23 +125,47 @@ class TestDistTrain : public QObject {
     QVERIFY2(param_diff.isEmpty(), qPrintable(param_diff));
   }
 
-  // strategy.per_block (what `plan --write-config` writes): hier_a2a and data_centric blocks
-  // in one model, each block's own strategy, the single-rank losses.
+  // strategy.per_block (what `plan --write-config` writes): two strategies in one model, each
+  // block its own, the single-rank losses. The fastermoe row shadows block 0's hot expert and
+  // runs the smart schedule in groups of one rank beside an expert_centric block; its
+  // topology-aware gate (which changes the math) stays off.
+  void per_block_strategies_match_single_rank_data() {
+    QTest::addColumn<QString>("first");
+    QTest::addColumn<QString>("second");
+    QTest::addColumn<QString>("routing");
+    QTest::newRow("hier_a2a + data_centric") << "hier_a2a" << "data_centric" << "learned";
+    QTest::newRow("fastermoe shadow smart + expert_centric") << "fastermoe" << "expert_centric" << "hot:0,0.8";
+  }
   void per_block_strategies_match_single_rank() {
+    QFETCH(QString, first);
+    QFETCH(QString, second);
+    QFETCH(QString, routing);
     auto world = MpiCommunicator::world();
     if (world->size() != 4) QSKIP("written for 4 ranks (2 nodes x 2)");
+    const std::string a = first.toStdString(), b = second.toStdString();
     const Config cfg = load_config(test::tiny_config_path(),
                                    {"train.steps=20", "train.batch_size=8", "train.eval_every=0", "cluster.nodes=2",
                                     "run.ranks=4", "run.threads=1", "moe.moe_layers=[0,1]", "moe.experts=4",
-                                    "strategy.name=per_block", R"(strategy.per_block.blocks=["hier_a2a", "data_centric"])"});
+                                    "moe.routing=" + routing.toStdString(), "strategy.name=per_block",
+                                    "strategy.per_block.blocks=[\"" + a + "\", \"" + b + "\"]",
+                                    "strategy.fastermoe.shadow=true", "strategy.fastermoe.smart=true",
+                                    "strategy.fastermoe.group_size=1"});
     QTemporaryDir ref_dir, dist_dir;
     Trainer ref(cfg, ref_dir.path().toStdString());
     const std::vector<float> expected = test::train_losses(ref);
     Trainer dist(cfg, dist_dir.path().toStdString() + "/r" + std::to_string(world->rank()), world.get());
-    QCOMPARE(dist.model().moe_layer(0)->strategy()->name(), std::string("hier_a2a"));
-    QCOMPARE(dist.model().moe_layer(1)->strategy()->name(), std::string("data_centric"));
+    QCOMPARE(dist.model().moe_layer(0)->strategy()->name(), a);
+    QCOMPARE(dist.model().moe_layer(1)->strategy()->name(), b);
     const QString loss_diff = test::compare_losses(test::train_losses(dist), expected, world->rank());
     QVERIFY2(loss_diff.isEmpty(), qPrintable(loss_diff));
+    if (a == "fastermoe") {
+      const QString param_diff = test::compare_params(dist.model().params(), ref.model().params(), world->rank());
+      QVERIFY2(param_diff.isEmpty(), qPrintable(param_diff));
+      double shadowed = 0;
+      for (const StrategyDecision& d : dist.model().strategy_decisions(0))
+        if (d.key == "fastermoe.shadowed") shadowed = d.value;
+      QVERIFY2(shadowed >= 1, "block 0's fastermoe shadowed no expert of the hot routing");
+    }
   }
 
   // Layout rules are the config's (run.ranks is the world); a config checked for another rank

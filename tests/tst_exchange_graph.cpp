@@ -173,10 +173,11 @@ class TestExchangeGraph : public QObject {
     par.ep = world.get();
     par.topology = &topo;
     par.cluster = &cluster;
-    par.topo_gate = make_topo_gate(cluster, ep_world, me);
-    QVERIFY(std::abs(par.topo_gate->rho - 0.1) < 1e-12);
+    par.topo_gates[1] = make_topo_gate(cluster, ep_world, me);
+    QVERIFY(std::abs(par.topo_gates.at(1).rho - 0.1) < 1e-12);
     MoeContext ctx = par.block_context(1);
     QVERIFY(ctx.topo_gate.has_value());
+    QVERIFY(!par.block_context(3).topo_gate.has_value());  // a block without a gate of its own
 
     LayerCase lc(P, me);
     lc.attach(ctx);

@@ -264,10 +264,15 @@ class TestTopoGate : public QObject {
     QCOMPARE(g.rho, 0.125);
     QCOMPARE(g.expert_node(3, 8), 0);
     QCOMPARE(g.expert_node(4, 8), 1);
+    // The blocks that run fastermoe get the gate (per_block: only those); off: none.
     Config cfg = fastermoe_config(8, 2, 4);
-    QVERIFY(topo_gate_for(cfg, cluster, {0, 2, 4, 6}, 0).has_value());
+    const std::map<int, std::string> blocks = {{1, "fastermoe"}, {3, "expert_centric"}, {5, "fastermoe"}};
+    const std::map<int, TopoGate> gates = topo_gates_for(cfg, blocks, cluster, {0, 2, 4, 6}, 0);
+    QCOMPARE(gates.size(), size_t(2));
+    QVERIFY(gates.count(1) && gates.count(5));
+    QCOMPARE(gates.at(5).rho, 0.125);
     cfg.strategy.fastermoe.topo_gate = false;
-    QVERIFY(!topo_gate_for(cfg, cluster, {0, 2, 4, 6}, 0).has_value());
+    QVERIFY(topo_gates_for(cfg, blocks, cluster, {0, 2, 4, 6}, 0).empty());
   }
 
   // Known numbers: 10 tokens, top-2, forced (synthetic) onto experts 2 and 3 of 4, which live on
@@ -331,6 +336,13 @@ class TestTopoGate : public QObject {
     off = fastermoe_config(4, 1, 0);
     off.strategy.name = "expert_centric";
     QCOMPARE(topo_gate_note(off), std::string());
+    Config mixed = fastermoe_config(4, 1, 0);  // per_block with a fastermoe block: the same note
+    mixed.strategy.name = "per_block";
+    mixed.strategy.per_block.blocks = {"expert_centric", "fastermoe"};
+    QCOMPARE(QString::fromStdString(topo_gate_note(mixed)),
+             QString("fastermoe: topo_gate on a single node (cluster.nodes = 1) changes nothing"));
+    mixed.strategy.per_block.blocks = {"expert_centric", "monta"};
+    QCOMPARE(topo_gate_note(mixed), std::string());
   }
 
   // Finite differences through a MoeLayer with the gate on (rho = 0.2: L = 3 of 16, moving

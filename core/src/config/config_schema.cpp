@@ -118,7 +118,7 @@ const std::vector<FieldDef>& fields() {
       MB_FIELD(strategy.fastermoe, topo_gate, Bool,
                "topology-aware gate: at most W_net / (M W_local) x B assignments per rank leave the node"),
       MB_FIELD(strategy.per_block, blocks, StringList,
-               "one strategy per moe.moe_layers entry: expert_centric | hier_a2a | data_centric (plan --write-config)"),
+               "one strategy per moe.moe_layers entry: expert_centric | hier_a2a | data_centric | monta | fastermoe (plan --write-config)"),
 
       MB_FIELD(data, source, String, "synthetic | bin | text"),
       MB_FIELD(data, path, Path, "bin: train shard (uint16 tokens); text: a text file"),

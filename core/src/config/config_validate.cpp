@@ -226,8 +226,9 @@ int Checker::check_groups() {
       fail("moe.expert_tp", "does not apply to strategy.name = \"ppmoe\" (it places whole experts inside the "
                             "tensor-parallel group); use expert_centric or hier_a2a",
            "strategy.name");
-    else if (c_.strategy.name == "fastermoe")
-      fail("moe.expert_tp", "does not apply to strategy.name = \"fastermoe\" (shadowing broadcasts whole experts); use "
+    else if (c_.strategy.name == "fastermoe" || (c_.strategy.name == "per_block" && uses_per_block("fastermoe")))
+      fail("moe.expert_tp", "does not apply to fastermoe (strategy.name = \"" + c_.strategy.name +
+                                "\"): shadowing broadcasts whole experts; use "
                             "expert_centric, hier_a2a or monta",
            "strategy.name");
     else if (c_.strategy.name == "data_centric" || c_.strategy.name == "janus" ||
@@ -304,7 +305,9 @@ void Checker::check_layout() {
   if (ok({"cluster.devices_per_nic"}) && c_.cluster.devices_per_node == 0 && per_nic > 0 && per_node % per_nic != 0)
     fail("cluster.devices_per_nic", "must divide the " + std::to_string(per_node) + " ranks of a node" + world +
                                         ", got " + std::to_string(per_nic), "run.ranks");
-  if (ok({"strategy.name"}) && c_.strategy.name == "fastermoe") check_fastermoe(ep, per_node);
+  if (ok({"strategy.name", "strategy.per_block.blocks"}) &&
+      (c_.strategy.name == "fastermoe" || (c_.strategy.name == "per_block" && uses_per_block("fastermoe"))))
+    check_fastermoe(ep, per_node);
   if (ok({"strategy.name", "strategy.per_block.blocks"}) &&
       (c_.strategy.name == "hier_a2a" || (c_.strategy.name == "per_block" && uses_per_block("hier_a2a"))))
     check_hier_a2a_groups(ep, per_node);

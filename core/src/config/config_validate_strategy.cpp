@@ -35,9 +35,9 @@ void Checker::check_strategy_options() {
                                      std::to_string(c_.moe.moe_layers.size()) + "), got " +
                                      std::to_string(o.per_block.blocks.size()));
     for (const std::string& n : o.per_block.blocks)
-      if (n != "expert_centric" && n != "hier_a2a" && n != "data_centric" && n != "monta") {
+      if (n != "expert_centric" && n != "hier_a2a" && n != "data_centric" && n != "monta" && n != "fastermoe") {
         fail("strategy.per_block.blocks", "\"" + excerpt(n) + "\" cannot run one block (expected expert_centric, hier_a2a, "
-                                   "data_centric or monta)");
+                                   "data_centric, monta or fastermoe)");
         break;
       }
   }

@@ -54,7 +54,7 @@ MoeContext ParallelContext::block_context(int layer) const {
   ctx.tp = tp_dup;
   ctx.experts_sliced = experts_sliced;
   ctx.comm_priority = comm_priority;
-  ctx.topo_gate = topo_gate;
+  if (auto g = topo_gates.find(layer); g != topo_gates.end()) ctx.topo_gate = g->second;
   ctx.stats = dp_streams;
   if (dp) {
     ctx.stats_rank = dp->rank();

@@ -108,10 +108,10 @@ void Distributed::attach(MoeGpt& model, const Config& cfg) {
   p.executor = &executor_;
   p.pcie_switch_pairs = cfg.cluster.pcie_switch_pairs;
   // FasterMoE §4.3: the EP group placed on the config's cluster (expert e on the node of EP rank
-  // e / (E / P)); every block's MoeContext gets it (block_context).
+  // e / (E / P)); the MoeContext of every block running fastermoe gets it (block_context).
   std::vector<int> ep_world;
   for (int q = 0; q < groups_->ep().size(); ++q) ep_world.push_back(groups_->ep().world_rank(q));
-  p.topo_gate = topo_gate_for(cfg, *cluster_, ep_world, groups_->ep().rank());
+  p.topo_gates = topo_gates_for(cfg, names, *cluster_, ep_world, groups_->ep().rank());
   model.distribute(p);
   float* grads = model.params().grads().data();
   std::set<int> dp_nodes;

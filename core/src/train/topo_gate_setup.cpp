@@ -24,14 +24,23 @@ TopoGate make_topo_gate(const ClusterModel& cluster, const std::vector<int>& ep_
   return g;
 }
 
-std::optional<TopoGate> topo_gate_for(const Config& cfg, const ClusterModel& cluster, const std::vector<int>& ep_world,
-                                      int ep_rank) {
-  if (cfg.strategy.name != "fastermoe" || !cfg.strategy.fastermoe.topo_gate) return std::nullopt;
-  return make_topo_gate(cluster, ep_world, ep_rank);
+bool runs_fastermoe(const Config& cfg) {
+  const std::vector<std::string>& blocks = cfg.strategy.per_block.blocks;
+  return cfg.strategy.name == "fastermoe" ||
+         (cfg.strategy.name == "per_block" && std::find(blocks.begin(), blocks.end(), "fastermoe") != blocks.end());
+}
+
+std::map<int, TopoGate> topo_gates_for(const Config& cfg, const std::map<int, std::string>& strategies,
+                                       const ClusterModel& cluster, const std::vector<int>& ep_world, int ep_rank) {
+  std::map<int, TopoGate> out;
+  if (!cfg.strategy.fastermoe.topo_gate) return out;
+  for (const auto& [block, name] : strategies)
+    if (name == "fastermoe") out.emplace(block, make_topo_gate(cluster, ep_world, ep_rank));
+  return out;
 }
 
 std::string topo_gate_note(const Config& cfg) {
-  if (cfg.strategy.name != "fastermoe" || !cfg.strategy.fastermoe.topo_gate) return "";
+  if (!runs_fastermoe(cfg) || !cfg.strategy.fastermoe.topo_gate) return "";
   if (cfg.cluster.nodes <= 1) return "fastermoe: topo_gate on a single node (cluster.nodes = 1) changes nothing";
   // EP groups (dist/process_groups.h): runs of `ep` consecutive DP ranks of one TP rank and
   // stage; world rank = stage * dp * tp + dp_rank * tp + tp_rank; node = rank / per_node.

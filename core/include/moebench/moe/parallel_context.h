@@ -7,8 +7,8 @@
 // got its own option struct ([strategy.<name>]) when `strategy_for` made it. The model asks
 // it for a block's strategy and context; it never includes strategies/ (DESIGN §2).
 #include <functional>
+#include <map>
 #include <memory>
-#include <optional>
 #include <vector>
 
 #include "moebench/moe/moe_strategy.h"
@@ -30,9 +30,10 @@ struct ParallelContext {
   const ClusterModel* cluster = nullptr;  // what predictions of this run assume
   Executor* executor = nullptr;
   std::vector<int> pcie_switch_pairs;     // cluster.pcie_switch_pairs
-  // [strategy.fastermoe] topo_gate: this rank's topology-aware gate (moe/topo_gate.h,
-  // topo_gate_for), copied into every block's MoeContext; none = off.
-  std::optional<TopoGate> topo_gate;
+  // [strategy.fastermoe] topo_gate: MoE block -> this rank's topology-aware gate there
+  // (moe/topo_gate.h, train/topo_gate_setup.h topo_gates_for: the blocks running fastermoe),
+  // copied into that block's MoeContext; a block without an entry has none.
+  std::map<int, TopoGate> topo_gates;
   // The strategy of MoE block `block`, with its options (strategies/registry.h, janus.h).
   std::function<std::unique_ptr<MoeStrategy>(int block)> strategy_for;
 

@@ -2,7 +2,7 @@
 // The topology-aware gate of a run (moe/topo_gate.h, FasterMoE §4.3) from its config and
 // cluster: rho, each rank's gate and the start-up note. Here in train/ because moe/ knows
 // neither the config nor the cluster model.
-#include <optional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -19,10 +19,14 @@ double topo_gate_rho(const ClusterModel& cluster, int ranks_on_node);
 // cluster.node_of.
 TopoGate make_topo_gate(const ClusterModel& cluster, const std::vector<int>& ep_world, int ep_rank);
 
-// make_topo_gate when the config asks for it (strategy.name = "fastermoe" with
-// [strategy.fastermoe] topo_gate = true), else none.
-std::optional<TopoGate> topo_gate_for(const Config& cfg, const ClusterModel& cluster,
-                                      const std::vector<int>& ep_world, int ep_rank);
+// Whether a MoE block runs fastermoe: strategy.name = "fastermoe", or an entry of
+// strategy.per_block.blocks.
+bool runs_fastermoe(const Config& cfg);
+
+// With [strategy.fastermoe] topo_gate = true: make_topo_gate for every MoE block whose strategy
+// (`strategies`: block -> name, strategies/janus.h block_strategies) is fastermoe; else none.
+std::map<int, TopoGate> topo_gates_for(const Config& cfg, const std::map<int, std::string>& strategies,
+                                       const ClusterModel& cluster, const std::vector<int>& ep_world, int ep_rank);
 
 // The start-up note `moebench run` prints once on rank 0 when the gate is asked for but
 // cannot change anything (one node; or every EP group inside one node), else "".
