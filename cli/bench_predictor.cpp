@@ -1,4 +1,4 @@
-// moebench bench predictor [--model simulator|fastermoe] [--cluster FILE] [--host FILE]
+// moebench bench predictor [--model simulator|fastermoe] [--cluster FILE] [--host FILE | --calibrate]
 //                          [--time-scale F] [--steps N] [--quick] [--db PATH] [--json]
 // --model fastermoe: per MoE layer instead, FasterMoE's eq. 1-2 and the simulator against
 // emulated layers over an imbalance sweep (bench_predictor_fastermoe.cpp). Default, the simulator:
@@ -142,6 +142,23 @@ int bench_predictor(PredictorOptions o) {
   if (o.cluster.empty())
     o.cluster = o.model == "fastermoe" ? "sample_configs/clusters/fastermoe_johnny_4gpu.toml"
                                        : "sample_configs/clusters/janus_4gpu.toml";
+  if (o.calibrate && !o.host.empty())
+    throw UsageError("bench predictor: --calibrate measures the host file itself; drop --host " + o.host);
+  // --calibrate: the rates of this machine now (a calibration from another day, or under
+  // another load, drifts: the fitted factors are per machine and moment); kept next to the
+  // runs' store when --db is given, else removed with the temporary folder.
+  fs::path calibrated;
+  if (o.calibrate) {
+    calibrated = o.db.empty() ? fs::temp_directory_path() / ("moebench-predictor-host-" + std::to_string(getpid()) + ".toml")
+                              : fs::absolute(o.db).replace_extension(".host.toml");
+    const std::string log = calibrated.string() + ".log";
+    if (!o.json) std::printf("# calibrating this machine into %s (moebench calibrate)\n", calibrated.c_str());
+    std::fflush(stdout);
+    if (run_logged({self_path(), "calibrate", "--out", calibrated.string(), "--force"}, log) != 0)
+      throw std::runtime_error("bench predictor --calibrate: moebench calibrate failed:\n" + read_text(log));
+    fs::remove(log);
+    o.host = calibrated.string();
+  }
   if (o.host.empty()) o.host = "sample_configs/clusters/local.toml";
   for (std::string* f : {&o.cluster, &o.host}) {
     if (!fs::exists(*f))
@@ -149,7 +166,11 @@ int bench_predictor(PredictorOptions o) {
                        "repository root: run from there, or pass --cluster / --host)");
     *f = fs::absolute(*f).string();
   }
-  if (o.model == "fastermoe") return bench_predictor_fastermoe(o);
+  if (o.model == "fastermoe") {
+    const int rc = bench_predictor_fastermoe(o);
+    if (o.calibrate && o.db.empty()) fs::remove(calibrated);
+    return rc;
+  }
   const fs::path dir = fs::temp_directory_path() / ("moebench-predictor-" + std::to_string(getpid()));
   fs::create_directories(dir);
   const bool keep_db = !o.db.empty();
@@ -211,6 +232,7 @@ int bench_predictor(PredictorOptions o) {
     if (keep_db) std::printf("runs in %s (experiment bench_predictor)\n", db.c_str());
   }
   fs::remove_all(dir);
+  if (o.calibrate && !keep_db) fs::remove(o.host);
   return 0;
 }
 
@@ -230,6 +252,8 @@ void add_bench_predictor(CLI::App& bench, Action& action) {
   cmd->add_option("--time-scale", o->time_scale, "emulate.time_scale of every run (default 300)");
   cmd->add_option("--steps", o->steps, "Steps each run trains (the first 2 are warm-up)")->check(CLI::Range(4, 1000));
   cmd->add_option("--db", o->db, "Keep the runs in this store (default: a temporary one)");
+  cmd->add_flag("--calibrate", o->calibrate,
+                "Calibrate this machine first and predict with that file (kept as DB.host.toml with --db)");
   cmd->add_flag("--quick", o->quick, "4 configurations instead of 30");
   cmd->add_flag("--json", o->json, "Print JSON");
   cmd->callback([&action, o] { action = [o] { return bench_predictor(*o); }; });

@@ -13,6 +13,7 @@ struct PredictorOptions {
   std::string cluster, host, db, time_scale = "300";
   int steps = 8;
   bool quick = false, json = false;
+  bool calibrate = false;  // measure this machine first (moebench calibrate) and predict with that file
 };
 
 // R² of predictions against measurements, pairs (measured, predicted); NaN when the measured
