@@ -150,3 +150,35 @@ for routing in uniform hot:0,0.9; do
       "$routing" "$v" "$ms" "$loss" "$shadowed"
   done
 done
+
+# Fig. 12 measured: the smart schedule's per-layer speedup against its bound, from the layers'
+# spans (`moebench runs roofline`: Lat_comp, Lat_comm, Lat_e2e of each MoE layer, the slowest
+# rank, steps after the warm-up): speedup = Lat_e2e(off) / Lat_e2e(smart), bound = (Lat_comp +
+# Lat_comm) / max(Lat_comp, Lat_comm) of the run without it. At x300 (above) communication
+# dominates; at x30 the same links weigh 10x less and the experts' compute dominates.
+for routing in uniform; do
+  for v in base smart; do
+    name="${v}_${routing}_x30"
+    # shellcheck disable=SC2046
+    "$mb" run "$here/emulated_johnny.toml" --set moe.routing=$routing $(switches "$v") --set emulate.time_scale=30 \
+      --set run.out_dir="$work/out" --set run.name="$name" --db "$work/runs.db" > "$work/$name.log" 2>&1 ||
+      { cat "$work/$name.log"; exit 1; }
+  done
+done
+"$mb" runs roofline base_uniform smart_uniform base_hot_0_0.9 smart_hot_0_0.9 base_uniform_x30 smart_uniform_x30 \
+  --db "$work/runs.db" --json > "$work/fig12.json"
+echo
+echo "== Fig. 12 measured (emulated): smart per MoE layer, speedup Lat_e2e(off) / Lat_e2e(smart) against the bound"
+python3 - "$work/fig12.json" <<'PY'
+import json, sys
+pts = {(p["run"], p["layer"]): p for p in json.load(open(sys.argv[1])) if p["kind"] == "measured" and p["layer"] >= 0}
+for base, smart, title in [("base_uniform", "smart_uniform", "uniform, x300"), ("base_hot_0_0.9", "smart_hot_0_0.9", "hot:0,0.9, x300"),
+                           ("base_uniform_x30", "smart_uniform_x30", "uniform, x30")]:
+    for layer in sorted(l for r, l in pts if r == base):
+        b, s = pts[(base, layer)], pts[(smart, layer)]
+        bound = (b["lat_comp_ms"] + b["lat_comm_ms"]) / max(b["lat_comp_ms"], b["lat_comm_ms"])
+        speedup = b["lat_e2e_ms"] / s["lat_e2e_ms"]
+        print(f"{title:16s} layer {layer}  comp {b['lat_comp_ms']:7.2f} ms  comm {b['lat_comm_ms']:7.2f} ms  "
+              f"e2e {b['lat_e2e_ms']:7.2f} -> {s['lat_e2e_ms']:7.2f} ms  speedup x{speedup:4.2f}  bound x{bound:4.2f}  "
+              f"({100 * speedup / bound:3.0f} % of it)")
+PY
