@@ -202,8 +202,9 @@ int cluster_plan_main(const std::string& path, const std::vector<std::string>& s
     std::cout << j.dump(2) << "\n";
     return 0;
   }
-  std::printf("Plan for %s on %s: every time PREDICTED by the simulator (ms per MoE block, forward + backward, "
-              "mean per rank)\n", path.c_str(), cluster.describe().c_str());
+  std::printf("Plan for %s on %s: every time PREDICTED by the simulator (ms per MoE block, forward + backward "
+              "+ the experts' gradient all-reduce where they are replicated, mean per rank)\n",
+              path.c_str(), cluster.describe().c_str());
   std::printf("%6s %8s %15s", "block", "R", "Janus rule");
   for (const PlanCandidate& c : cands)
     if (c.applicable) std::printf(" %*s", (int)std::max<size_t>(10, c.label.size()), c.label.c_str());

@@ -165,7 +165,8 @@ int simulate_main(const SimulateArgs& a) {
   std::printf("predicted %.3f ms/step, %.0f tokens/s; exposed comm %.3f ms per rank (%.1f%% of the step)\n", mean_ms,
               tokens_per_s, comm_ms, mean_ms > 0 ? 100 * comm_ms / mean_ms : 0.0);
   if (!blocks.empty()) {
-    std::printf("per MoE block, predicted, mean per rank, forward + backward:\n");
+    std::printf("per MoE block, predicted, mean per rank, forward + backward (+ the experts' gradient all-reduce "
+                "where they are replicated):\n");
     std::printf("%6s  %-15s %12s %12s %12s\n", "block", "strategy", "compute ms", "comm ms", "idle ms");
     for (const BlockSplit& b : blocks)
       std::printf("%6d  %-15s %12.3f %12.3f %12.3f\n", b.block, b.strategy.c_str(), b.compute_s * 1e3, b.comm_s * 1e3,

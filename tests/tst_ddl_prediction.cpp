@@ -1,9 +1,10 @@
 // ctest-labels: unit
 // Predicted DDL-roofline points (perf/ddl_prediction.h: FasterMoE eq. 1-4 on a run's routing
 // and cluster model, or the fastermoe strategy's stored predictions): a hand-built run on a
-// 2-node cluster against numbers computed by hand, stored metrics taking precedence (and scaled
-// by the micro-batches), layouts that are not covered (TP, PP) giving reasons, and the stored
-// config read back by config_from_json.
+// 2-node cluster against numbers computed by hand, replicated experts (parallel.ep < the ranks,
+// FasterMoE's DP at ep = 1) adding their gradient all-reduce, stored metrics taking precedence
+// (and scaled by the micro-batches), layouts that are not covered (TP, PP) giving reasons, and
+// the stored config read back by config_from_json.
 #include <QtTest>
 
 #include <QTemporaryDir>
@@ -146,6 +147,61 @@ class TestDdlPrediction : public QObject {
     QVERIFY(near(g.comm_s, 30 * 256 / 1e11));
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, ddl_predict_step(T, 4, 4, 3, 64, 128, cluster, net));
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, ddl_predict_step({1, 2}, 4, 4, 4, 64, 128, cluster, net));
+  }
+
+  void replicated_experts_add_their_allreduce() {
+    // ep = 1 (FasterMoE's DP): every rank holds the 4 experts of each block, no token moves.
+    // One expert: w1 64 x 128, b1 128, w2 128 x 64, b2 64 = 16,576 parameters; per rank
+    // S = 4 x 16,576 x 4 bytes = 265,216 B, summed in the ring 0 -> 1 -> 2 -> 3 -> 0: each rank
+    // sends 2 x 3/4 x S = 397,824 B to the next; 1 -> 2 and 3 -> 0 cross a node, each alone on
+    // its NIC: Lat_ar = 397,824 / 1e10 = 3.97824e-5 s (the intra-node hops: / 1e11).
+    const double ar = 397824.0 / 1e10;
+    // Block 0, step 2: B_w = each rank's own tokens (row sums of kT) = {60, 50, 60, 10}:
+    //   Lat_comp = 4 x 60 x 64 x 128 / 1e12 = 1.96608e-6 s; step 3 doubles it. Lat_comm = 0.
+    //   lat_comp_s = 3 x 1.5 x 1.96608e-6 = 8.84736e-6, lat_comm_s = 4 x 0 + Lat_ar,
+    //   Lat_e2e = 8.84736e-6 + 3.97824e-5 = 4.862976e-5 s, FLOPs 26,542,080 as with ep = 4.
+    // Block 1 (16 tokens per rank, kept): 3 x 4 x 16 x 64 x 128 / 1e12 = 1.572864e-6 s of
+    // compute and the same all-reduce: a point, where ep = 4 gives none (hand_computed_two_nodes).
+    QTemporaryDir dir;
+    RunStore store(dir.filePath("runs.db").toStdString());
+    Config cfg = two_node_config();
+    cfg.parallel.ep = 1;
+    make_run(store, "dp", cfg);
+    const auto points = ddl_predicted_points(store, store.find_run("dp"));
+    QCOMPARE(points.size(), size_t(3));
+    const DdlPredictedPoint& p = points[0];
+    QVERIFY2(p.has_point(), p.reason.c_str());
+    QCOMPARE(p.steps_from_routing, int64_t(2));
+    QVERIFY(near(p.lat_comp_s, 8.84736e-6));
+    QVERIFY(near(p.lat_comm_s, ar));
+    QVERIFY(near(p.lat_e2e_s, 8.84736e-6 + ar));
+    QVERIFY(near(p.r_cc, 8.84736e-6 / ar));
+    QVERIFY(near(p.achieved_gflops, 26542080.0 / (4 * (8.84736e-6 + ar)) / 1e9));
+    QVERIFY2(points[1].has_point(), points[1].reason.c_str());
+    QVERIFY(near(points[1].lat_comp_s, 1.572864e-6));
+    QVERIFY(near(points[1].lat_comm_s, ar));
+    QVERIFY2(points[2].has_point(), points[2].reason.c_str());
+    QVERIFY(near(points[2].lat_comm_s, 2 * ar));
+
+    // ep = 2: replicas {0, 2} and {1, 3}, S = 2 experts x 16,576 x 4 = 132,608 B each; each
+    // rank sends 2 x 1/2 x S = S to its replica on the other node; node 0's NIC carries
+    // 0 -> 2 and 1 -> 3: 2 S / 1e10 = 2.65216e-5 s. ep = 4: no replicas, nothing.
+    const ClusterModel cluster = cluster_model(two_node_config());
+    const ClusterNetwork net(cluster);
+    QVERIFY(near(ddl_expert_allreduce_seconds(4, 4, 2, 16576, net), 2 * 132608.0 / 1e10));
+    QVERIFY(near(ddl_expert_allreduce_seconds(4, 4, 1, 16576, net), ar));
+    QCOMPARE(ddl_expert_allreduce_seconds(4, 4, 4, 16576, net), 0.0);
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, ddl_expert_allreduce_seconds(4, 4, 3, 16576, net));
+    // In the point: 4 x block 0's exchange inside the groups (ddl_predict_step, checked by hand
+    // in hand_computed_two_nodes; step 3 doubles step 2's) plus the all-reduce.
+    cfg.parallel.ep = 2;
+    make_run(store, "ep2", cfg);
+    std::vector<double> T;
+    for (const auto& row : kT) T.insert(T.end(), std::begin(row), std::end(row));
+    const double a2a = ddl_predict_step(T, 4, 4, 2, 64, 128, cluster, net).comm_s;
+    const DdlPredictedPoint q = ddl_predicted_points(store, store.find_run("ep2"))[0];
+    QVERIFY2(q.has_point(), q.reason.c_str());
+    QVERIFY(near(q.lat_comm_s, 4 * 1.5 * a2a + 2 * 132608.0 / 1e10));
   }
 
   void whole_run_sums_layers() {

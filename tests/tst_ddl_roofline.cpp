@@ -1,7 +1,9 @@
 // ctest-labels: unit
 // DDL-roofline points (FasterMoE §3.3, eq. 3-6) from stored runs: the fixture's runs against
 // values from its span rules (by hand for one layer, from the generator functions for all),
-// the ideal and semi-ideal curves, the stored peak reader, and missing data giving reasons.
+// a data-parallel run whose only layer communication is its experts' gradient all-reduce (on
+// the host stream), the ideal and semi-ideal curves, the stored peak reader, and missing data
+// giving reasons.
 #include <QtTest>
 
 #include <QTemporaryDir>
@@ -114,6 +116,56 @@ class TestDdlRoofline : public QObject {
     QVERIFY(near(w.lat_e2e_s, 0.00618));
     QVERIFY(near(w.r_cc, 2.4));
     QVERIFY(near(w.achieved_gflops, 0.41198601942, 1e-9));
+  }
+
+  // FasterMoE's DP (parallel.ep = 1): a layer's only communication is "expert.allreduce" of
+  // its block, on stream host after the backward. The other host comm span of the layer
+  // (janus.prefetch, an issue) and the dense gradient bucket labelled with it do not count.
+  void expert_allreduce_is_the_layers_comm() {
+    QTemporaryDir dir;
+    RunStore store(dir.filePath("dp.db").toStdString());
+    RunInfo info;
+    info.name = "dp";
+    info.ranks = 2;
+    info.config_json = fx::configJson();
+    const RunInfo run = store.create_run(info);
+    for (int step = 1; step <= 2; ++step) {
+      std::vector<SpanRow> spans;
+      std::vector<RoutingRow> rows;
+      for (int rank = 0; rank < 2; ++rank)
+        for (int L = 0; L < 2; ++L) {
+          const double t = 0.1 * L, w = rank + 2;  // w = 2 (rank 0), 3 (rank 1)
+          spans.push_back(span(step, rank, "compute", "moe.experts", "compute", t, 0.001 * w, L));
+          spans.push_back(span(step, rank, "compute", "moe.experts_backward", "compute", t + 0.01, 0.002 * w, L));
+          spans.push_back(span(step, rank, "host", "janus.prefetch", "comm", t + 0.03, 0.05, L));
+          spans.push_back(span(step, rank, "comm.inter", "grad.allreduce", "comm", t + 0.02, 0.07, L));
+          spans.push_back(span(step, rank, "host", "expert.allreduce", "comm", 0.5 + t, 0.005 * (rank + 4), L));
+          rows.push_back({step, L, rank, 0, 10});
+        }
+      store.log_step(run.id, {}, spans, {}, rows);
+    }
+    // Layer 0, both steps alike (2 steps: no warm-up left out):
+    //   comp_w = 0.001 w + 0.002 w = 0.003 w -> 0.006, 0.009: Lat_comp = 0.009
+    //   comm_w = the all-reduce 0.005 (rank + 4) -> 0.020, 0.025: Lat_comm = 0.025
+    //   e2e_w  = [0, 0.001w) + [0.01, 0.01 + 0.002w) + [0.5, 0.5 + comm_w), disjoint:
+    //            0.002 + 0.004 + 0.020 = 0.026, 0.003 + 0.006 + 0.025 = 0.034: Lat_e2e = 0.034
+    //   R_CC = 0.009 / 0.025 = 0.36; FLOPs = 12 x 2 x 32^2 x 20 = 491,520;
+    //   P-bar = 491,520 / (2 x 0.034) / 1e9 = 0.00722823529 GFLOP/s.
+    const auto points = ddl_roofline_points(store, run);
+    QCOMPARE(points.size(), size_t(3));
+    const DdlPoint& p = points[0];
+    QCOMPARE(p.layer, 0);
+    QVERIFY2(p.has_point(), p.reason.c_str());
+    QCOMPARE(p.steps_used, int64_t(2));
+    QVERIFY(near(p.lat_comp_s, 0.009));
+    QVERIFY(near(p.lat_comm_s, 0.025));
+    QVERIFY(near(p.lat_e2e_s, 0.034));
+    QVERIFY(near(p.r_cc, 0.36));
+    QVERIFY(near(p.achieved_gflops, 491520.0 / (2 * 0.034) / 1e9));
+    QVERIFY2(points[2].has_point(), points[2].reason.c_str());
+    QVERIFY(near(points[2].lat_comm_s, 2 * 0.025));
+    QVERIFY(moe_block_task("expert.allreduce"));
+    QVERIFY(!moe_block_task("grad.allreduce"));
   }
 
   void all_runs_from_generators_data() {

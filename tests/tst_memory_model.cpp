@@ -188,7 +188,7 @@ class TestMemoryModel : public QObject {
       const ParamCounts n = rank_param_counts(cfg.model, cfg.moe, ExpertShard{ep - 1, ep}, tps, pipe);
       QCOMPARE(n.total(), (double)model.params().size());
       size_t experts = 0;
-      for (const ArenaRange& r : model.expert_ranges()) experts += r.count;
+      for (const BlockExperts& b : model.expert_ranges()) experts += b.range.count;
       QCOMPARE(n.experts, (double)experts);
     }
   }

@@ -1,7 +1,9 @@
 // ctest-labels: mpi slow
 // `moebench run` recording into the run store: metrics, spans, traffic and routing of 1 and 4
-// ranks; SIGTERM marks the run KILLED after its last step is stored; kill -9 leaves a run
-// that the next open marks FAILED with its steps kept; `ablate` with 2 x 2 variants.
+// ranks; replicated experts' gradient all-reduce recorded per MoE block as the step graph has it
+// and counted as the layer's communication on the DDL-roofline; SIGTERM marks the run KILLED
+// after its last step is stored; kill -9 leaves a run that the next open marks FAILED with its
+// steps kept; `ablate` with 2 x 2 variants.
 #include <QtTest>
 
 #include <QProcess>
@@ -11,7 +13,10 @@
 #include <set>
 #include <tuple>
 
+#include "moebench/config/config_loader.h"
+#include "moebench/perf/ddl_roofline.h"
 #include "moebench/store/run_store.h"
+#include "moebench/train/step_graph.h"
 #include "test_support.h"
 
 using namespace moebench;
@@ -111,6 +116,47 @@ class TestRecord : public QObject {
     QCOMPARE(links, (std::set<std::string>{"inter_node", "intra_node"}));
     for (const RoutingRow& row : store.routing(run.id)) routing_sources.insert(row.source_rank);
     QCOMPARE(routing_sources, (std::set<int>{0, 1, 2, 3}));
+  }
+
+  // parallel.ep = 1 on 4 ranks (FasterMoE's DP): each rank's "expert.allreduce" of the MoE
+  // block is a host span with the block as its layer, one per step, as in the step graph the
+  // simulator replays; the layer's roofline point counts it as communication.
+  void replicated_experts_allreduce_per_block() {
+    QTemporaryDir dir;
+    const QString db = dir.filePath(u"runs.db"_s);
+    QStringList args = tiny_run(db, dir.filePath(u"o"_s), 4);
+    args << u"--ranks"_s << u"4"_s << u"--set"_s << u"parallel.ep=1"_s;
+    Result r = cli(args);
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    RunStore store(db.toStdString(), RunStore::Mode::read_only);
+    const RunInfo run = store.list_runs().at(0);
+    std::map<int64_t, double> longest;  // step -> the longest expert.allreduce over the ranks
+    std::map<std::pair<int64_t, int>, int> per_rank;  // (step, rank) -> expert.allreduce spans
+    for (const SpanRow& s : store.spans(run.id))
+      if (s.name == "expert.allreduce") {
+        QCOMPARE(s.layer, 1);
+        QCOMPARE(s.stream, std::string("host"));
+        longest[s.step] = std::max(longest[s.step], s.duration);
+        ++per_rank[{s.step, s.rank}];
+      }
+    QCOMPARE(per_rank.size(), size_t(4 * 4));
+    for (const auto& [key, n] : per_rank) QCOMPARE(n, 1);
+    const Config cfg = load_config(test::tiny_config_path(), {"run.ranks=4", "parallel.ep=1", "train.batch_size=8"});
+    for (int rank = 0; rank < 4; ++rank) {
+      std::vector<int> layers;
+      const TaskGraph g = build_step_graph(cfg, rank);
+      for (const GraphTask& t : g.tasks())
+        if (t.name == "expert.allreduce") layers.push_back(t.layer);
+      QCOMPARE(layers, std::vector<int>{1});
+    }
+    // Steps 2-4 (step 1 is the warm-up): Lat_comm >= the mean of each step's longest all-reduce.
+    double mean = 0;
+    for (int64_t step = 2; step <= 4; ++step) mean += longest.at(step) / 3;
+    const std::vector<DdlPoint> points = ddl_roofline_points(store, run);
+    QCOMPARE(points.at(0).layer, 1);
+    QVERIFY2(points[0].has_point(), points[0].reason.c_str());
+    QVERIFY2(points[0].lat_comm_s >= mean * (1 - 1e-9),
+             qPrintable(u"Lat_comm %1 s, all-reduces %2 s"_s.arg(points[0].lat_comm_s).arg(mean)));
   }
 
   // monta's level and chunks reach the store per step as metrics "monta.level/block1" and

@@ -1,6 +1,7 @@
 // The step graph of tensor- and pipeline-parallel layouts (train/step_graph.h): a pipeline
 // stage's graph against a hand-built one, sliced pipeline sends under TP, ppmoe's MoE block moving only the TP all-reduce of
-// Pipeline MoE §3.3.4, the replayed pipeline's makespan inside the 1F1B / GPipe bounds, and every
+// Pipeline MoE §3.3.4, the experts' all-reduce over their replicas once per MoE block with the
+// block as its layer, the replayed pipeline's makespan inside the 1F1B / GPipe bounds, and every
 // layout of the equivalence matrix replaying without a deadlock.
 #include <QtTest>
 
@@ -151,6 +152,28 @@ class TestStepGraph : public QObject {
     // The experts are split over the TP group: rank 1 computes experts 2 and 3 only.
     for (const GraphTask& x : g.tasks())
       if (x.expert >= 0) QVERIFY2(x.expert >= 2, x.name.c_str());
+  }
+
+  // parallel.ep = 1 on 2 ranks (FasterMoE's DP): after the buckets, one ring all-reduce of the
+  // block's 4 experts' gradients per MoE block, on the host role, its layer the block (as
+  // Distributed::finish_gradients records it): 2 (P-1)/P = 1 x 4 x (2 C F + F + C) floats to
+  // the other rank. ep = 2: every expert held once, no expert all-reduce.
+  void expert_allreduce_carries_its_block() {
+    const Config dp = tiny({"run.ranks=2", "parallel.ep=1", "model.layers=4", "moe.moe_layers=[1, 3]"});
+    const double C = 32, F = 64;
+    std::vector<int> layers;
+    const TaskGraph g = build_step_graph(dp, 0);
+    for (const GraphTask& t : g.tasks())
+      if (t.name == "expert.allreduce") {
+        layers.push_back(t.layer);
+        QVERIFY(t.role == StreamRole::host);
+        QCOMPARE(t.cost.bytes_to_peer, (std::vector<std::pair<int, uint64_t>>{{1, (uint64_t)(4 * (2 * C * F + F + C) * 4)}}));
+      }
+    QCOMPARE(layers, (std::vector<int>{1, 3}));
+    QVERIFY(makespan(dp) > 0);  // the two ranks' all-reduces meet block by block
+    const Config ep = tiny({"run.ranks=2", "parallel.ep=2", "model.layers=4", "moe.moe_layers=[1, 3]"});
+    const TaskGraph once = build_step_graph(ep, 0);
+    for (const GraphTask& t : once.tasks()) QVERIFY(t.name != "expert.allreduce");
   }
 
   // [strategy.monta] ep_priority: exactly the MoE blocks' comm tasks (counts, statistics,

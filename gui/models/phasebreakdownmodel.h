@@ -10,8 +10,10 @@
 // step left out as warm-up when more than 2 steps have one.
 //   layer L     compute = sum of the stream "compute" spans with layer L (moe.experts,
 //                         moe.experts_backward, ...)
-//               comm    = sum of the stream "compute.comm" spans with layer L (moe.dispatch,
-//                         moe.combine, their _grad twins, moe.counts: the compute thread blocked)
+//               comm    = sum of the category "comm" spans with layer L (summarize_run's
+//                         layer_phases: moe.dispatch, moe.combine, their _grad twins,
+//                         moe.counts, the gradient buckets labelled with L, and L's experts'
+//                         all-reduce over their replicas, expert.allreduce)
 //               idle    = empty (idle is only defined for the whole step)
 //               total   = compute + comm
 //   other       compute = summarize_run's phase compute - the layers' compute (dense layers,

@@ -266,13 +266,13 @@ std::vector<ArenaRange> MoeGpt::dense_ranges() const {
   return out;
 }
 
-std::vector<ArenaRange> MoeGpt::expert_ranges() const {
-  std::vector<ArenaRange> out;
+std::vector<BlockExperts> MoeGpt::expert_ranges() const {
+  std::vector<BlockExperts> out;
   for (const auto& b : blocks_)
     if (!b->expert_first.empty()) {
       const ParamView& first = params_.views()[b->expert_first.front()];
       const ParamView& last = params_.views()[b->expert_first.back() + 3];
-      out.push_back({first.offset, last.offset + last.numel - first.offset});
+      out.push_back({b->index, {first.offset, last.offset + last.numel - first.offset}});
     }
   return out;
 }

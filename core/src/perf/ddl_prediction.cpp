@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "moebench/config/config_json.h"
+#include "moebench/model/param_count.h"
 #include "moebench/perf/cluster_model.h"
 #include "moebench/perf/fastermoe_model.h"
 
@@ -53,6 +54,7 @@ std::map<int64_t, double> step_means(const std::vector<MetricPoint>& points) {
 struct RunModel {
   std::string config_error;  // no usable config: no FLOPs at all
   double H = 0, F = 0, ffn_mult = 0;
+  double expert_params = 0;  // one expert's parameters (w1, b1, w2, b2)
   int microbatches = 1;
   std::map<int, int> experts;  // block -> experts (config)
   std::string layout_error;    // source (b) unavailable for every layer
@@ -81,6 +83,7 @@ RunModel run_model(const RunInfo& run) {
   m.H = cfg.model.hidden;
   m.ffn_mult = cfg.model.ffn_mult;
   m.F = double(cfg.model.ffn_mult) * cfg.model.hidden;
+  m.expert_params = param_pieces(cfg.model, TpShard{}, false).expert;
   m.microbatches = std::max(1, cfg.parallel.microbatches);
   for (size_t i = 0; i < cfg.moe.moe_layers.size(); ++i) m.experts[cfg.moe.moe_layers[i]] = cfg.experts_in_block(cfg.moe.moe_layers[i]);
 
@@ -165,6 +168,23 @@ DdlStepPrediction ddl_predict_step(const std::vector<double>& tokens, int world,
   return out;
 }
 
+double ddl_expert_allreduce_seconds(int world, int experts, int ep, double expert_params,
+                                    const ClusterNetwork& network) {
+  if (world < 1 || ep < 1 || world % ep != 0 || experts < 1 || experts % ep != 0)
+    throw std::invalid_argument("ddl_expert_allreduce_seconds: " + std::to_string(world) + " ranks, EP groups of " +
+                                std::to_string(ep) + " and " + std::to_string(experts) +
+                                " experts: the EP size must divide both");
+  if (world == ep) return 0.0;  // one copy of each expert: nothing to sum
+  const double S = double(experts / ep) * expert_params * 4.0;  // fp32 gradients per rank
+  LinkTraffic traffic(network);
+  for (int i = 0; i < ep; ++i) {
+    std::vector<int> replicas;
+    for (int w = i; w < world; w += ep) replicas.push_back(w);
+    traffic.add_ring_all_reduce(replicas, S);
+  }
+  return traffic.seconds();
+}
+
 std::vector<DdlPredictedPoint> ddl_predicted_points(const RunStore& store, const RunInfo& run) {
   const std::vector<RoutingRow> routing = store.routing(run.id);
   // layer -> step -> stored latencies (ms)
@@ -244,6 +264,11 @@ std::vector<DdlPredictedPoint> ddl_predicted_points(const RunStore& store, const
       double comp = 0, comm = 0, e2e = 0, flops = 0;
       int64_t n = 0, from_metrics = 0, from_routing = 0;
       const double flops_per_assignment = 12.0 * model.ffn_mult * model.H * model.H;
+      // The layer's expert gradient all-reduce, once per step (0 without replicas; left out
+      // where the layout is not covered: ddl_prediction.h).
+      const double allreduce = layout.empty() ? ddl_expert_allreduce_seconds(model.world, E, model.ep,
+                                                                             model.expert_params, *model.network)
+                                              : 0.0;
       for (const auto& [step, cells] : rit->second.tokens) {
         double c = 0, m = 0;
         const bool has_c = cit != stored_comp.end() && cit->second.count(step);
@@ -266,8 +291,8 @@ std::vector<DdlPredictedPoint> ddl_predicted_points(const RunStore& store, const
           break;
         }
         comp += 3.0 * c;  // the step's rounds, as the measured side sums them (ddl_prediction.h)
-        comm += 4.0 * m;
-        e2e += 3.0 * c + 4.0 * m;
+        comm += 4.0 * m + allreduce;
+        e2e += 3.0 * c + 4.0 * m + allreduce;
         flops += flops_per_assignment * rit->second.assignments.at(step);
         ++n;
       }

@@ -114,7 +114,7 @@ std::string ddl_stored_peak_source(const RunStore& store, const RunInfo& run) {
 }
 
 bool moe_block_task(const std::string& name) {
-  for (const char* other : {"attn.", "ffn.", "tp.", "pp.", "grad.", "expert.allreduce"})
+  for (const char* other : {"attn.", "ffn.", "tp.", "pp.", "grad."})
     if (name.rfind(other, 0) == 0) return false;
   return true;
 }
@@ -144,7 +144,9 @@ std::vector<DdlPoint> ddl_roofline_points(const RunStore& store, const RunInfo& 
   for (const auto& s : spans) {
     if (s.layer < 0 || !moe_block_task(s.name)) continue;
     const bool comp = s.stream == "compute" && s.category == "compute";
-    const bool comm = s.category == "comm" && s.stream != "host";
+    // Host comm spans are the main thread's waits and issues (janus.prefetch); the one that
+    // moves the layer's own bytes there is its experts' gradient all-reduce.
+    const bool comm = s.category == "comm" && (s.stream != "host" || s.name == "expert.allreduce");
     if (!comp && !comm) continue;
     layers.insert(s.layer);
     if (s.step == skip_step) continue;

@@ -166,12 +166,13 @@ double Distributed::finish_gradients(MoeGpt& model) {
     for (size_t i = 0; i < wte->numel; ++i) g[i] += theirs[i];
   }
   // Experts: each owner accumulated the contributions of every rank in its EP group; sum the
-  // replicas (other EP groups) and scale like the dense gradients.
+  // replicas (other EP groups) and scale like the dense gradients. One span per MoE block with
+  // the block as its layer: the block's communication on the DDL-roofline (perf/ddl_roofline.h).
   Communicator& edp = groups_->expert_dp();
-  for (const ArenaRange& r : model.expert_ranges()) {
-    float* g = grads + r.offset;
-    host_all_reduce("expert.allreduce", edp, g, r.count, DType::f32);
-    for (size_t i = 0; i < r.count; ++i) g[i] *= dp_scale_;
+  for (const BlockExperts& b : model.expert_ranges()) {
+    float* g = grads + b.range.offset;
+    host_all_reduce("expert.allreduce", edp, g, b.range.count, DType::f32, b.block);
+    for (size_t i = 0; i < b.range.count; ++i) g[i] *= dp_scale_;
   }
   return waited;
 }
@@ -205,11 +206,12 @@ double Distributed::clip_gradients(MoeGpt& model, float max_norm) {
   return norm;
 }
 
-void Distributed::host_all_reduce(const char* name, Communicator& group, void* data, size_t count, DType type) {
+void Distributed::host_all_reduce(const char* name, Communicator& group, void* data, size_t count, DType type,
+                                  int layer) {
   const uint64_t P = (uint64_t)group.size();
   if (P < 2) return;
   const uint64_t bytes = 2 * (P - 1) * count * dtype_size(type) / P;  // ring: to the next rank
-  executor_.run_inline(name, StreamRole::host, TaskCategory::comm, [&] { group.all_reduce(data, count, type); }, -1,
+  executor_.run_inline(name, StreamRole::host, TaskCategory::comm, [&] { group.all_reduce(data, count, type); }, layer,
                        0.0, bytes);
 }
 

@@ -354,10 +354,10 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
     t.cost.bytes_to_peer.push_back({t.peer, (uint64_t)(wte * sizeof(float))});
     after_buckets(std::move(t));
   }
-  if (replicas.size() > 1) {  // experts summed over their replicas, block by block
+  if (replicas.size() > 1) {  // experts summed over their replicas, block by block (layer = the block)
     const int me = (int)(std::find(replicas.begin(), replicas.end(), rank) - replicas.begin());
     for (const auto& [l, m] : moe)
-      after_buckets(ring_allreduce("expert.allreduce", -1, (double)(m.ctx.experts / ep) * expert_params, replicas, me,
+      after_buckets(ring_allreduce("expert.allreduce", l, (double)(m.ctx.experts / ep) * expert_params, replicas, me,
                                    StreamRole::host));
   }
   // Then the main thread's small all-reduces (Distributed::clip_gradients, the loss means):

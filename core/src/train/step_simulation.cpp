@@ -67,7 +67,8 @@ std::vector<BlockSplit> block_splits(const Config& cfg, const StepSimulation& st
       const TaskGraph& g = step.graphs[(size_t)r];
       const auto& times = step.result.tasks[(size_t)r];
       bool holds = false;
-      // Each pass of the block (per micro-batch) is one run of consecutive tasks of the graph.
+      // Each pass of the block (per micro-batch), and its expert all-reduce, is one run of
+      // consecutive tasks of the graph.
       for (int i = 0; i < (int)g.size();) {
         if (!block_task(g.task(i), l)) {
           ++i;

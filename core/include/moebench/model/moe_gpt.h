@@ -75,6 +75,12 @@ struct ArenaRange {
   size_t offset = 0, count = 0;
 };
 
+// A MoE block's experts held by this rank: one contiguous range of the arena.
+struct BlockExperts {
+  int block = 0;  // global block index (the block's tasks' layer)
+  ArenaRange range;
+};
+
 class MoeGpt {
  public:
   // Throws std::invalid_argument when tp.size does not divide the heads, E the EP ranks, or
@@ -120,7 +126,7 @@ class MoeGpt {
   // block, embeddings.
   void set_grad_ready_hook(std::function<void(ArenaRange)> hook) { grad_ready_ = std::move(hook); }
   std::vector<ArenaRange> dense_ranges() const;   // every non-expert parameter
-  std::vector<ArenaRange> expert_ranges() const;  // this rank's experts
+  std::vector<BlockExperts> expert_ranges() const;  // this rank's experts, per MoE block (ascending)
   // Gradients that are partial sums over the TP group after backward (the routers of blocks
   // whose strategy combines each rank's own experts, ppmoe, or expert slices, moe.expert_tp,
   // and those slices' b2), to be all-reduced once per step.

@@ -33,9 +33,22 @@
 //       tokens, and monta / ppmoe / expert_tp place experts on the TP group: who computes and
 //       sends what depends on the strategy), parallel.pp > 1 (each stage holds only its own
 //       blocks and ranks; the stage layout is not modelled here), and strategy ppmoe (EP group
-//       = the TP group). Those runs still get a point where every step has source (a).
-//   Lat_e2e(s)  = 3 Lat_comp(s) + 4 Lat_comm(s)   (§3.3: synchronous expert parallelism runs 3
-//                 rounds of computation and 4 of communication per iteration)
+//       = the TP group). Those runs still get a point where every step has source (a), without
+//       Lat_ar below.
+//   Lat_ar      = the layer's expert gradient all-reduce (ddl_expert_allreduce_seconds), once per
+//                 step: with P < the run's ranks every expert has ranks / P replicas (FasterMoE's
+//                 DP: P = 1, every rank holds all E experts, §3.3 "all-reduce on 2 N a H^2
+//                 elements"), whose gradients are summed after the backward (Distributed::
+//                 finish_gradients, the measured and simulated "expert.allreduce" of layer L);
+//                 0 when P = the ranks. On the layout of (b): replicas of EP rank i are the
+//                 world ranks i, i + P, i + 2P, ...; each such group runs §3.2's ring all-reduce
+//                 (LinkTraffic::add_ring_all_reduce, in rank order) of S = E / P experts x
+//                 param_pieces(model).expert parameters x 4 bytes (fp32); all groups at once,
+//                 eq. 2 over their summed link traffic.
+//   Lat_e2e(s)  = 3 Lat_comp(s) + 4 Lat_comm(s) + Lat_ar   (§3.3: synchronous expert parallelism
+//                 runs 3 rounds of computation and 4 of communication per iteration; the
+//                 gradient all-reduce is a backward-only transfer, once per step, overlapping
+//                 nothing: it runs after the backward)
 //   flops(s)    = 12 a H^2 sum_w B_w, sum_w B_w = the sum of the step's routing rows of L (every
 //                 top-k copy; shadowing moves tokens, it does not change their sum)  (eq. 4)
 // Steps used: the steps with routing rows of L, leaving out the warm-up step: the first step
@@ -44,16 +57,16 @@
 //   rows when more than 2 steps have them. Every step used needs source (a) or (b).
 // Point (as ddl_roofline.h: ratios of the step means), as the step's totals like the measured
 // side (which sums the forward and backward expert compute and all of the layer's comm spans):
-//   lat_comp_s = the mean over the steps used of 3 Lat_comp(s), lat_comm_s of 4 Lat_comm(s),
-//   lat_e2e_s = their sum, flops_per_step = the mean of flops(s);
-//   r_cc            = lat_comp_s / lat_comm_s = 3 Lat_comp / (4 Lat_comm)            (eq. 3)
+//   lat_comp_s = the mean over the steps used of 3 Lat_comp(s), lat_comm_s of
+//   4 Lat_comm(s) + Lat_ar, lat_e2e_s = their sum, flops_per_step = the mean of flops(s);
+//   r_cc            = lat_comp_s / lat_comm_s = 3 Lat_comp / (4 Lat_comm + Lat_ar)   (eq. 3)
 //   achieved_gflops = flops_per_step / (N lat_e2e_s) / 1e9, N = the run's ranks: the
 //                     PREDICTED P-bar in GFLOP/s per worker (eq. 4)
 // Whole-run point (layer -1): sums over the MoE layers of lat_comp_s, lat_comm_s, lat_e2e_s and
 //   flops_per_step, r_cc and achieved_gflops from those sums; given only when every MoE layer
 //   has a point; steps_used = the fewest any layer used (ddl_roofline.h's rule).
-// So a perfectly predicted layer lands on its measured point; eq. 3's ratio of one round each
-// is r_cc x 4 / 3.
+// So a perfectly predicted layer lands on its measured point; without replicas (Lat_ar = 0),
+// eq. 3's ratio of one round each is r_cc x 4 / 3.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -83,6 +96,12 @@ struct DdlStepPrediction {
 };
 DdlStepPrediction ddl_predict_step(const std::vector<double>& tokens, int world, int experts, int ep, double H,
                                    double F, const ClusterModel& cluster, const ClusterNetwork& network);
+
+// Lat_ar above for one layer of `experts` experts of `expert_params` parameters each, EP groups
+// of `ep` consecutive ranks out of `world` (ep divides both; throws std::invalid_argument
+// otherwise): eq. 2 of the replicas' ring all-reduces on `network`, 0 when ep == world.
+double ddl_expert_allreduce_seconds(int world, int experts, int ep, double expert_params,
+                                    const ClusterNetwork& network);
 
 // The metric keys of source (a) for block L: "fastermoe.predicted_comp_ms/block<L>", ...
 std::string ddl_stored_comp_key(int layer);

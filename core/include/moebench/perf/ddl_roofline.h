@@ -8,10 +8,18 @@
 //   The layer's spans on rank w in a step:
 //     compute spans = stream "compute", category "compute", layer L, moe_block_task (the
 //                     router, the expert FFN forward and backward, the combine, ...)
-//     comm spans    = category "comm" (not stream "host"), layer L, moe_block_task (counts,
-//                     dispatch, combine, ...: not the gradient buckets labelled with the layer)
+//     comm spans    = category "comm", layer L, moe_block_task (counts, dispatch, combine,
+//                     ...: not the dense gradient buckets labelled with the layer), not on
+//                     stream "host" (the main thread's waits and issues) except
+//                     "expert.allreduce": the sum of the layer's expert gradients over their
+//                     replicas (parallel.ep < the data-parallel ranks; FasterMoE's DP, ep = 1,
+//                     has no other), once per step after the backward (Distributed::
+//                     finish_gradients, the step graph's task of that name, both with the
+//                     block as layer)
 //   comp_w = sum of the durations of its compute spans; comm_w = sum of its comm spans;
-//   e2e_w  = length of the union of the time intervals of all those spans (both streams).
+//   e2e_w  = length of the union of the time intervals of all those spans (all streams; the
+//            expert all-reduce after the backward overlaps nothing of the layer, so it adds
+//            its whole length).
 //   Per step: Lat_comp = max_w comp_w (eq. 1 takes the slowest worker), Lat_comm = max_w comm_w,
 //   Lat_e2e = max_w e2e_w, over the ranks that have spans of L in that step.
 //   Steps used: the steps with spans of L and either recorded FLOPs on its compute spans or
@@ -65,9 +73,12 @@ struct DdlPoint {
   bool has_point() const { return reason.empty(); }
 };
 
-// Whether a task (span) carrying a MoE block's index belongs to the block's own passes: not
-// the block's attention or FFN, its TP all-reduces, pipeline transfers or gradient all-reduces
-// (those carry the index too). The layer's spans above, and the simulator's per-block split.
+// Whether a task (span) carrying a MoE block's index belongs to the block: its passes and its
+// experts' gradient all-reduce over their replicas ("expert.allreduce"), not the block's
+// attention or FFN, its TP all-reduces, pipeline transfers or dense gradient buckets ("grad.",
+// those carry the index too). The layer's spans above, and the simulator's per-block split
+// (train/step_simulation.h: the expert all-reduce counts there as the block's exposed comm,
+// so the block's time is what the block costs the step, as on the roofline).
 bool moe_block_task(const std::string& name);
 
 // One entry per MoE layer (ascending; the layers named by spans, routing or the config's

@@ -26,7 +26,9 @@
 //   "step" span count.
 //   Per MoE layer L (layer_phases), over the same (step, rank) pairs: compute = the stream
 //   "compute" category "compute" spans with layer L, comm = the category "comm" spans with
-//   layer L (summed durations: overlapped exchanges count in full).
+//   layer L (summed durations: overlapped exchanges count in full; the block's exchanges, the
+//   gradient buckets labelled with it and its experts' all-reduce over their replicas,
+//   expert.allreduce).
 // - traffic: bytes of all ranks by link class, totals over the run; per step = total / steps
 //   (steps = max(recorded steps, distinct steps with traffic rows)).
 // - expert load per MoE layer: tokens per expert summed over steps and source ranks;

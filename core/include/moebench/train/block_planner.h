@@ -5,7 +5,8 @@
 // more. Everything here is predicted.
 //
 // Candidates (each the whole model under one setting; a block's time is its forward and
-// backward windows, mean per rank: block_splits' compute + comm + idle):
+// backward windows and its experts' gradient all-reduce where parallel.ep replicates them (the
+// same for every candidate), mean per rank: block_splits' compute + comm + idle):
 //   expert_centric (overlap degree of the config, and 2 when that is 1), hier_a2a (more than
 //   one node), data_centric plain, with the node cache (hierarchical; more than one node), with
 //   the node cache and prefetch (its gets start with the iteration in the step graph), and plain

@@ -84,9 +84,9 @@ class Distributed {
   void save(const std::string& dir, MoeGpt& model, const AdamW& opt, long step, const std::string& config_json);
 
  private:
-  // The main thread's blocking collectives of a step, each a host comm span `name` with the
-  // ring's bytes (the step graph's tasks of that name); nothing for a group of one.
-  void host_all_reduce(const char* name, Communicator& group, void* data, size_t count, DType type);
+  // The main thread's blocking collectives of a step, each a host comm span `name` of `layer`
+  // with the ring's bytes (the step graph's tasks of that name); nothing for a group of one.
+  void host_all_reduce(const char* name, Communicator& group, void* data, size_t count, DType type, int layer = -1);
   Communicator& world_;
   Topology topology_;
   std::unique_ptr<TrafficMeter> meter_;

@@ -12,10 +12,10 @@
 //     backward  mirrored, each f all-reduce after its sub-layer; on the last micro-batch each
 //               gradient bucket's all-reduce over the DP group as soon as it is complete
 //   then the routers' partial gradients over TP (ppmoe, sliced experts), the tied embedding
-//   between the first and the last stage, the experts' all-reduce over their replicas (per
-//   block), the
-//   main thread's small all-reduces (grad.norm.tp / .ep / .pp: the gradient norm's sums;
-//   loss.pp, loss.dp: the loss), and the optimizer.
+//   between the first and the last stage, the experts' all-reduce over their replicas (one
+//   expert.allreduce per MoE block, its layer the block, as Distributed::finish_gradients
+//   records it), the main thread's small all-reduces (grad.norm.tp / .ep / .pp: the gradient
+//   norm's sums; loss.pp, loss.dp: the loss), and the optimizer.
 // The main thread's work is one chain (compute on the compute role; blocking receives and TP
 // all-reduces on the host role, as the runtime runs them inline); pipeline sends are non-blocking,
 // activations and gradients on two comm roles so that one direction never queues behind the

@@ -4,11 +4,13 @@
 // predicted.
 //
 // Per MoE block split (block_splits), for each rank and pass (forward, backward; per micro-batch)
-// over the block's tasks (layer L; not the attention's, TP all-reduces, gradient buckets or
-// pipeline transfers): the window from the pass's first start to its last end; compute = the
-// compute role's compute tasks' time in it; comm = the time comm tasks run while no compute task
-// of the block does (exposed); idle = window - compute - comm. Passes summed, means over the
-// ranks whose pipeline stage holds the block.
+// over the block's tasks (layer L, perf/ddl_roofline.h moe_block_task; not the attention's, TP
+// all-reduces, dense gradient buckets or pipeline transfers): the window from the pass's first
+// start to its last end; compute = the compute role's compute tasks' time in it; comm = the time
+// comm tasks run while no compute task of the block does (exposed); idle = window - compute -
+// comm. The block's expert gradient all-reduce over their replicas (expert.allreduce, once per
+// step after the backward, where parallel.ep < the data-parallel ranks) is a window of its own:
+// all comm. Windows summed, means over the ranks whose pipeline stage holds the block.
 #include <string>
 #include <vector>
 
