@@ -75,6 +75,45 @@ class TestSimulator : public QObject {
     QCOMPARE(res.transfers, (uint64_t)2);
   }
 
+  // The link emulator's order (ClusterSpec::emulated_pacing): a sender reserves its flows when
+  // it starts, without waiting for the receiver, and a task ends once its own flows and all the
+  // flows of every peer that sends to it have arrived.
+  void emulated_pacing_follows_the_link_emulator() {
+    ClusterSpec spec = small_net().cluster().spec();
+    spec.emulated_pacing = true;
+    const ClusterNetwork paced{ClusterModel(spec)};
+    {  // The graph of matched_sends_wait_for_both_sides_and_share_the_nic.
+      std::vector<TaskGraph> gs(4);
+      for (int r = 0; r < 4; ++r) {
+        std::vector<std::pair<int, uint64_t>> sends;
+        if (r < 2) sends.push_back({r + 2, 4});
+        const TaskId a = gs[(size_t)r].add(compute("a", 100.0 * (r + 1)));
+        const TaskId x = gs[(size_t)r].add(comm("x", sends), {a});
+        gs[(size_t)r].add(compute("b", 100.0), {x});
+      }
+      const SimulationResult res = simulate_graphs(ptrs(gs), paced);
+      // 0 -> 2 leaves at 1 s (rank 2 not started yet): node 0's NIC 1..5, arrival 1 + 2 + 4 = 7.
+      // 1 -> 3 is ready at 2 s, the NIC is free at 5: 5 + 2 + 4 = 11. Receivers end there too.
+      QCOMPARE(res.tasks[0][1].end, 7.0);
+      QCOMPARE(res.tasks[2][1].start, 3.0);
+      QCOMPARE(res.tasks[2][1].end, 7.0);
+      QCOMPARE(res.tasks[1][1].end, 11.0);
+      QCOMPARE(res.tasks[3][1].end, 11.0);
+      QCOMPARE(res.rank_end, (std::vector<double>{8.0, 12.0, 8.0, 12.0}));
+      QCOMPARE(res.transfers, (uint64_t)2);
+    }
+    // An all-to-all where rank 0 sends 10 B to rank 1 (intra: 1 s + 1 s) and 4 B to rank 2
+    // (inter: 2 s + 4 s): with pacing rank 1 waits for rank 0's last flow (6 s), as the
+    // emulator's real operation starts only then; matched pairs alone end it at 2 s.
+    std::vector<TaskGraph> gs(4);
+    for (int r = 0; r < 4; ++r)
+      gs[(size_t)r].add(comm("x", r == 0 ? std::vector<std::pair<int, uint64_t>>{{1, 10}, {2, 4}}
+                                         : std::vector<std::pair<int, uint64_t>>{}));
+    const SimulationResult p = simulate_graphs(ptrs(gs), paced), m = simulate_graphs(ptrs(gs), small_net());
+    QCOMPARE(p.rank_end, (std::vector<double>{6.0, 6.0, 6.0, 0.0}));
+    QCOMPARE(m.rank_end, (std::vector<double>{6.0, 2.0, 6.0, 0.0}));
+  }
+
   void roles_overlap_and_run_their_tasks_in_order() {
     // Rank 0: compute a (2 s) while the comm role pulls g then h (10 B each from rank 1, intra);
     // c waits for a and h. Rank 1 computes 1 s.

@@ -26,6 +26,7 @@ struct Parked {
   int rank, task;
   uint64_t bytes;
   int messages;
+  double arrival = 0;  // emulated pacing: when all of the sender's flows have arrived
 };
 
 struct Event {
@@ -60,7 +61,8 @@ std::string task_text(const Rank& r, int rank, int i) {
 
 class Engine {
  public:
-  Engine(const std::vector<const TaskGraph*>& graphs, const ClusterNetwork& net) : net_(net) {
+  Engine(const std::vector<const TaskGraph*>& graphs, const ClusterNetwork& net)
+      : net_(net), paced_(net.cluster().spec().emulated_pacing) {
     const int W = net.cluster().world_size();
     if ((int)graphs.size() != W)
       throw std::invalid_argument("simulator: " + std::to_string(graphs.size()) + " graphs for a cluster of " +
@@ -225,6 +227,7 @@ class Engine {
       }
       return push_end(r, i, end + extra(R, i));
     }
+    if (paced_) return start_paced(r, i, now);
     const int b = R.match_begin[(size_t)i], e = R.match_begin[(size_t)i + 1];
     int out = 0;
     for (int k = b; k < e; ++k) out += R.match[(size_t)k] >= 0;
@@ -244,6 +247,44 @@ class Engine {
       R.parked.erase(it);
       for (const Parked& s : senders) transfer(s.rank, s.task, r, i, s.bytes, s.messages, now);
     }
+  }
+
+  // Emulated pacing (ClusterSpec::emulated_pacing, the link emulator's order): the task reserves
+  // its flows now, receivers started or not; its real operation starts when the last of them
+  // has arrived (`own`), and it ends once every peer that sends to it has reached that point too.
+  void start_paced(int r, int i, double now) {
+    Rank& R = ranks_[(size_t)r];
+    const GraphTask& t = R.g->task(i);
+    const int b = R.match_begin[(size_t)i], e = R.match_begin[(size_t)i + 1];
+    double own = now;
+    for (int k = b; k < e; ++k) {
+      if (R.match[(size_t)k] < 0) continue;
+      const auto [p, bytes] = t.cost.bytes_to_peer[(size_t)(k - b)];
+      own = std::max(own, net_.reserve(free_at_.data(), r, p, (double)bytes, now, t.cost.messages).arrival);
+      ++result_.transfers;
+    }
+    R.done_at[(size_t)i] = own;
+    R.pending[(size_t)i] = R.incoming[(size_t)i] + 1;  // the senders to it, and itself
+    for (int k = b; k < e; ++k) {
+      const int j = R.match[(size_t)k];
+      if (j < 0) continue;
+      const int p = t.cost.bytes_to_peer[(size_t)(k - b)].first;
+      if (ranks_[(size_t)p].started[(size_t)j]) arrived(p, j, own);
+      else ranks_[(size_t)p].parked[j].push_back({r, i, 0, 0, own});
+    }
+    if (const auto it = R.parked.find(i); it != R.parked.end()) {
+      const std::vector<Parked> senders = std::move(it->second);
+      R.parked.erase(it);
+      for (const Parked& s : senders) arrived(r, i, s.arrival);
+    }
+    arrived(r, i, own);
+  }
+
+  // Emulated pacing: one sender of task (r, i), itself included, has all its flows delivered at t.
+  void arrived(int r, int i, double t) {
+    Rank& R = ranks_[(size_t)r];
+    R.done_at[(size_t)i] = std::max(R.done_at[(size_t)i], t);
+    if (--R.pending[(size_t)i] == 0) push_end(r, i, R.done_at[(size_t)i] + extra(R, i));
   }
 
   void finish(int r, int i, double now) {
@@ -271,6 +312,7 @@ class Engine {
   }
 
   const ClusterNetwork& net_;
+  const bool paced_;  // ClusterSpec::emulated_pacing
   std::vector<Rank> ranks_;
   std::unordered_map<std::string, int> names_;
   std::vector<double> free_at_;

@@ -95,6 +95,7 @@ ClusterModel emulated_run_cluster(const Config& cfg, const ClusterModel& host) {
   s.comm_overhead = host.spec().comm_overhead;  // the host's own costs: it runs the tasks
   s.comm_seconds_per_byte = host.spec().comm_seconds_per_byte;
   s.task_costs = host.spec().task_costs;
+  s.emulated_pacing = true;  // the run's messages go through the link emulator
   return ClusterModel(s);
 }
 

@@ -77,6 +77,12 @@ struct ClusterSpec {
   double comm_overhead = 0;
   double comm_seconds_per_byte = 0;
   std::vector<TaskCostFit> task_costs;
+  // The link emulator's pacing (perf/link_emulator.h) instead of the cluster's: set for a run
+  // that is emulated (train/emulation.h emulated_run_cluster), never by a cluster file. A rank's
+  // send-type comm task reserves its flows when it starts, without waiting for the receivers,
+  // sleeps until the last one arrives and only then issues the real operation; so it ends once
+  // its own flows and, for each peer that sends to it, all of that peer's flows have arrived.
+  bool emulated_pacing = false;
   // Measured collective rates (ClusterConfig's *_busbw_* keys): (bytes, bus bandwidth in
   // bytes/s), ascending; empty = none. And the device-memory copy rate (0 = copy_bandwidth).
   std::vector<std::pair<double, double>> alltoall_busbw, allgather_busbw;
