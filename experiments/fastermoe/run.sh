@@ -17,7 +17,8 @@
 # MEASURE=1 adds 2: the four switch settings trained on this machine's 4 ranks under emulation of
 # johnny's links (fastermoe_johnny_4gpu.toml, 2 nodes x 2 GPUs), balanced (uniform) and skewed
 # (hot:0,0.9): ms/step measured (emulated), the final loss (the same with every switch) and the
-# shadowed experts per block and step from the run store.
+# shadowed experts per block and step from the run store; and Fig. 12 measured: smart's per-layer
+# speedup against its bound at x300 and at x30 (the same links weighing 10x less).
 #   MOEBENCH=path/to/moebench experiments/fastermoe/run.sh   (default: build/release/cli/moebench)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -162,7 +163,7 @@ done
 # spans (`moebench runs roofline`: Lat_comp, Lat_comm, Lat_e2e of each MoE layer, the slowest
 # rank, steps after the warm-up): speedup = Lat_e2e(off) / Lat_e2e(smart), bound = (Lat_comp +
 # Lat_comm) / max(Lat_comp, Lat_comm) of the run without it. At x300 (above) communication
-# dominates; at x30 the same links weigh 10x less and the experts' compute dominates.
+# dominates; at x30 the same links weigh 10x less (comm about twice the compute).
 for routing in uniform; do
   for v in base smart; do
     name="${v}_${routing}_x30"
