@@ -15,7 +15,12 @@
 //              send  each (peer, bytes) is matched with the peer's task of the same name, layer,
 //                    expert, chunk and occurrence; the transfer is reserved when the later of the
 //                    two has started; a task ends when its own transfers and those sent to it
-//                    have arrived (a task with neither ends at once)
+//                    have arrived (a task with neither ends at once). An emulated run's cluster
+//                    (ClusterSpec::emulated_pacing) follows the link emulator instead: a task
+//                    reserves its transfers when it starts, the receivers started or not, and
+//                    ends once its own have arrived and, for each peer sending to it, all of
+//                    that peer's transfers of the matching task (the emulator starts the real
+//                    operation only after a rank's last flow arrived)
 //              get   reserved from the peer to this rank when the task starts
 //              put   reserved from this rank to the peer when the task starts
 //            plus the cluster's comm extra for the bytes it sends (a calibrated host's per-task
