@@ -74,6 +74,15 @@ SpanRow span(int64_t step, int rank, const char* stream, const char* name, const
   return s;
 }
 
+// A 2-rank run of the fixture's config in `store`.
+RunInfo two_rank_run(RunStore& store, const char* name) {
+  RunInfo info;
+  info.name = name;
+  info.ranks = 2;
+  info.config_json = fx::configJson();
+  return store.create_run(info);
+}
+
 }  // namespace
 
 class TestDdlRoofline : public QObject {
@@ -124,11 +133,7 @@ class TestDdlRoofline : public QObject {
   void expert_allreduce_is_the_layers_comm() {
     QTemporaryDir dir;
     RunStore store(dir.filePath("dp.db").toStdString());
-    RunInfo info;
-    info.name = "dp";
-    info.ranks = 2;
-    info.config_json = fx::configJson();
-    const RunInfo run = store.create_run(info);
+    const RunInfo run = two_rank_run(store, "dp");
     for (int step = 1; step <= 2; ++step) {
       std::vector<SpanRow> spans;
       std::vector<RoutingRow> rows;
@@ -259,11 +264,7 @@ class TestDdlRoofline : public QObject {
     QTemporaryDir dir;
     RunStore store(dir.filePath("own.db").toStdString());
     auto make = [&](const char* name, bool comm, double comm_duration, bool routing, int steps) {
-      RunInfo info;
-      info.name = name;
-      info.ranks = 2;
-      info.config_json = fx::configJson();
-      const RunInfo run = store.create_run(info);
+      const RunInfo run = two_rank_run(store, name);
       for (int step = 1; step <= steps; ++step) {
         std::vector<SpanRow> spans;
         std::vector<RoutingRow> rows;
@@ -323,11 +324,7 @@ class TestDdlRoofline : public QObject {
   void recorded_flops_replace_the_estimate() {
     QTemporaryDir dir;
     RunStore store(dir.filePath("flops.db").toStdString());
-    RunInfo info;
-    info.name = "flops";
-    info.ranks = 2;
-    info.config_json = fx::configJson();
-    const RunInfo run = store.create_run(info);
+    const RunInfo run = two_rank_run(store, "flops");
     for (int step = 1; step <= 2; ++step) {
       std::vector<SpanRow> spans;
       for (int rank = 0; rank < 2; ++rank) {
@@ -347,9 +344,7 @@ class TestDdlRoofline : public QObject {
     // Step 1: (1 + 2) MFLOP on rank 0 + (2 + 4) on rank 1 = 9e6; step 2: 491,520.
     QVERIFY(near(points[0].flops_per_step, (9e6 + 491520.0) / 2));
     // Without routing rows only the step with recorded FLOPs counts.
-    RunInfo bare = info;
-    bare.name = "flops_only";
-    const RunInfo b = store.create_run(bare);
+    const RunInfo b = two_rank_run(store, "flops_only");
     for (int step = 1; step <= 2; ++step) {
       SpanRow experts = span(step, 0, "compute", "moe.experts", "compute", 0, 0.002, 0);
       experts.flops = step == 1 ? 5e6 : 0;

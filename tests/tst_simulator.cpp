@@ -39,6 +39,20 @@ GraphTask comm(const std::string& name, std::vector<std::pair<int, uint64_t>> se
   return t;
 }
 
+// Rank r computes (r + 1) s, then task "x": 0 -> 2 and 1 -> 3 send 4 bytes across nodes (2 and
+// 3 only receive), then 1 s of compute.
+std::vector<TaskGraph> two_senders_across_nodes() {
+  std::vector<TaskGraph> gs(4);
+  for (int r = 0; r < 4; ++r) {
+    std::vector<std::pair<int, uint64_t>> sends;
+    if (r < 2) sends.push_back({r + 2, 4});
+    const TaskId a = gs[(size_t)r].add(compute("a", 100.0 * (r + 1)));
+    const TaskId x = gs[(size_t)r].add(comm("x", sends), {a});
+    gs[(size_t)r].add(compute("b", 100.0), {x});
+  }
+  return gs;
+}
+
 std::vector<const TaskGraph*> ptrs(const std::vector<TaskGraph>& gs) {
   std::vector<const TaskGraph*> out;
   for (const TaskGraph& g : gs) out.push_back(&g);
@@ -51,16 +65,7 @@ class TestSimulator : public QObject {
   Q_OBJECT
  private slots:
   void matched_sends_wait_for_both_sides_and_share_the_nic() {
-    // Rank r computes (r + 1) s, then task "x": 0 -> 2 and 1 -> 3 send 4 bytes across nodes
-    // (2 and 3 only receive), then 1 s of compute.
-    std::vector<TaskGraph> gs(4);
-    for (int r = 0; r < 4; ++r) {
-      std::vector<std::pair<int, uint64_t>> sends;
-      if (r < 2) sends.push_back({r + 2, 4});
-      const TaskId a = gs[(size_t)r].add(compute("a", 100.0 * (r + 1)));
-      const TaskId x = gs[(size_t)r].add(comm("x", sends), {a});
-      gs[(size_t)r].add(compute("b", 100.0), {x});
-    }
+    const std::vector<TaskGraph> gs = two_senders_across_nodes();
     const SimulationResult res = simulate_graphs(ptrs(gs), small_net());
     // 0 -> 2 starts when rank 2 is ready (3 s): 3 + 2 latency + 4 B / 1 B/s = 9.
     // 1 -> 3 is ready at 4 s but node 0's NIC sends until 3 + 4 = 7: 7 + 2 + 4 = 13.
@@ -83,14 +88,7 @@ class TestSimulator : public QObject {
     spec.emulated_pacing = true;
     const ClusterNetwork paced{ClusterModel(spec)};
     {  // The graph of matched_sends_wait_for_both_sides_and_share_the_nic.
-      std::vector<TaskGraph> gs(4);
-      for (int r = 0; r < 4; ++r) {
-        std::vector<std::pair<int, uint64_t>> sends;
-        if (r < 2) sends.push_back({r + 2, 4});
-        const TaskId a = gs[(size_t)r].add(compute("a", 100.0 * (r + 1)));
-        const TaskId x = gs[(size_t)r].add(comm("x", sends), {a});
-        gs[(size_t)r].add(compute("b", 100.0), {x});
-      }
+      const std::vector<TaskGraph> gs = two_senders_across_nodes();
       const SimulationResult res = simulate_graphs(ptrs(gs), paced);
       // 0 -> 2 leaves at 1 s (rank 2 not started yet): node 0's NIC 1..5, arrival 1 + 2 + 4 = 7.
       // 1 -> 3 is ready at 2 s, the NIC is free at 5: 5 + 2 + 4 = 11. Receivers end there too.
