@@ -53,6 +53,19 @@ std::vector<TaskGraph> two_senders_across_nodes() {
   return gs;
 }
 
+// Ranks compute 1, 2, 3, 4 s, then task "sync": zero bytes to every other rank (a barrier).
+std::vector<TaskGraph> barrier_after_compute() {
+  std::vector<TaskGraph> gs(4);
+  for (int r = 0; r < 4; ++r) {
+    std::vector<std::pair<int, uint64_t>> sends;
+    for (int p = 0; p < 4; ++p)
+      if (p != r) sends.push_back({p, 0});
+    const TaskId a = gs[(size_t)r].add(compute("a", 100.0 * (r + 1)));
+    gs[(size_t)r].add(comm("sync", sends), {a});
+  }
+  return gs;
+}
+
 std::vector<const TaskGraph*> ptrs(const std::vector<TaskGraph>& gs) {
   std::vector<const TaskGraph*> out;
   for (const TaskGraph& g : gs) out.push_back(&g);
@@ -110,6 +123,12 @@ class TestSimulator : public QObject {
     const SimulationResult p = simulate_graphs(ptrs(gs), paced), m = simulate_graphs(ptrs(gs), small_net());
     QCOMPARE(p.rank_end, (std::vector<double>{6.0, 6.0, 6.0, 0.0}));
     QCOMPARE(m.rank_end, (std::vector<double>{6.0, 2.0, 6.0, 0.0}));
+    // Zero-byte sends (a barrier after 1, 2, 3, 4 s of compute): the emulator paces nothing for
+    // them, while the real operation still waits for the last rank: everyone leaves at 4 s.
+    const std::vector<TaskGraph> barrier = barrier_after_compute();
+    const SimulationResult synced = simulate_graphs(ptrs(barrier), paced);
+    for (int r = 0; r < 4; ++r) QCOMPARE(synced.tasks[(size_t)r][1].end, 4.0);
+    QCOMPARE(synced.transfers, (uint64_t)0);
   }
 
   void roles_overlap_and_run_their_tasks_in_order() {
@@ -199,14 +218,7 @@ class TestSimulator : public QObject {
     // nobody leaves before the last arrives (4 s); each pair then takes its latency. Rank 2
     // met ranks 0 and 1 at 3 s (inter: 5 s) and rank 3 at 4 s (intra: 5 s); ranks 0, 1 and 3
     // meet across the nodes at 4 s: 6 s.
-    std::vector<TaskGraph> gs(4);
-    for (int r = 0; r < 4; ++r) {
-      std::vector<std::pair<int, uint64_t>> sends;
-      for (int p = 0; p < 4; ++p)
-        if (p != r) sends.push_back({p, 0});
-      const TaskId a = gs[(size_t)r].add(compute("a", 100.0 * (r + 1)));
-      gs[(size_t)r].add(comm("sync", sends), {a});
-    }
+    const std::vector<TaskGraph> gs = barrier_after_compute();
     const SimulationResult res = simulate_graphs(ptrs(gs), small_net());
     const std::vector<double> ends = {6.0, 6.0, 5.0, 6.0};
     for (int r = 0; r < 4; ++r) QCOMPARE(res.tasks[(size_t)r][1].end, ends[(size_t)r]);

@@ -258,8 +258,8 @@ class Engine {
     const int b = R.match_begin[(size_t)i], e = R.match_begin[(size_t)i + 1];
     double own = now;
     for (int k = b; k < e; ++k) {
-      if (R.match[(size_t)k] < 0) continue;
       const auto [p, bytes] = t.cost.bytes_to_peer[(size_t)(k - b)];
+      if (R.match[(size_t)k] < 0 || bytes == 0) continue;  // the emulator paces no empty flow
       own = std::max(own, net_.reserve(free_at_.data(), r, p, (double)bytes, now, t.cost.messages).arrival);
       ++result_.transfers;
     }
