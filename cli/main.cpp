@@ -103,6 +103,7 @@ int main(int argc, char** argv) {
   moebench::cli::add_plan_command(app, action);
   moebench::cli::add_simulate_command(app, action);
   moebench::cli::add_calibrate_command(app, action);
+  moebench::cli::add_infer_command(app, action);
   if (std::string e = empty_option_value(app, argc, argv); !e.empty()) return usage_error(e);
   try {
     app.parse(argc, argv);

@@ -133,6 +133,18 @@ CheckpointState load_checkpoint(const std::string& dir, ParamArena& params, Adam
   return state;
 }
 
+CheckpointState load_weights(const std::string& dir, ParamArena& params) {
+  const std::string model_path = dir + "/model.safetensors";
+  SafetensorsFile model = read_checked(model_path);
+  for (size_t i = 0; i < params.views().size(); ++i) copy_into(model, model_path, params.views()[i].name, params.views()[i], params.param(i));
+  for (const auto& [name, tensor] : model.tensors)
+    if (!params.find(name)) throw CheckpointError(model_path + ": tensor '" + name + "' is not part of this model");
+  CheckpointState state;
+  state.step = metadata_step(model, model_path);
+  state.config_json = model.metadata["config"];
+  return state;
+}
+
 namespace {
 // "step_000300" (what save() names them); anything else in checkpoints/ is not a checkpoint.
 bool is_step_folder(const std::string& name) {
@@ -173,6 +185,14 @@ long checkpoint_step(const std::string& dir) {
   const std::string path = dir + "/model.safetensors";
   SafetensorsFile file = read_checked(path);
   return metadata_step(file, path);
+}
+
+std::string checkpoint_config(const std::string& dir) {
+  const std::string path = dir + "/model.safetensors";
+  SafetensorsFile file = read_checked(path);
+  const auto it = file.metadata.find("config");
+  if (it == file.metadata.end() || it->second.empty()) throw CheckpointError(path + ": metadata has no 'config'");
+  return it->second;
 }
 
 }  // namespace moebench

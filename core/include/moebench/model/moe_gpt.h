@@ -121,6 +121,9 @@ class MoeGpt {
   // inputs/targets: [B,T] token ids, T <= seq_len.
   LossParts forward(const int* inputs, const int* targets, int B, int T, long step = 0);
   void backward();
+  // The logits [B*T, vocab] of the last forward (the last stage's; with the vocabulary split
+  // over TP, this rank's rows only). Inference reads the last position's row.
+  const float* logits() const { return logits_.data(); }
   // Called during the backward of the last micro-batch with each range of dense (non-expert)
   // gradients as soon as no later part of the backward adds to it: final norm + head, each
   // block, embeddings.

@@ -37,6 +37,12 @@ void save_checkpoint(const std::string& dir, const ParamArena& params, const Ada
 CheckpointState load_checkpoint(const std::string& dir, ParamArena& params, AdamW& opt,
                                 const std::function<bool(const std::string&)>& held_elsewhere = {});
 
+// The weights alone (inference: no optimizer state is read or needed): model.safetensors of
+// `dir` into params, with load_checkpoint's checks (every view present with its shape; a
+// tensor the arena does not hold is an error: the arena is the whole model). Returns the
+// stored state (its step and config).
+CheckpointState load_weights(const std::string& dir, ParamArena& params);
+
 // Resolves --resume PATH: a checkpoint directory, or a run directory whose checkpoints/ holds
 // step_NNNNNN folders (the highest step is taken). Throws CheckpointError when none is found.
 std::string resolve_checkpoint_dir(const std::string& path);
@@ -44,5 +50,8 @@ std::string resolve_checkpoint_dir(const std::string& path);
 // The steps done by the checkpoint in `dir` (a resolved checkpoint folder), read from its
 // model file's metadata. Throws CheckpointError.
 long checkpoint_step(const std::string& dir);
+// The canonical config JSON the checkpoint in `dir` stores (metadata "config"). Throws
+// CheckpointError, also when it has none.
+std::string checkpoint_config(const std::string& dir);
 
 }  // namespace moebench

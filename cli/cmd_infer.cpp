@@ -1,0 +1,127 @@
+// moebench infer CHECKPOINT [--prompt-file F | --prompt "IDS"] [--tokens N] [--json]: greedy
+// generation from a training checkpoint (train/inference.h): CHECKPOINT is a checkpoint folder
+// or a run folder (its latest checkpoints/step_NNNNNN, as --resume takes it).
+//   prompt   --prompt-file F: a model trained on text (data.source = "text", byte-level, vocab
+//            256) reads F's bytes as tokens; any other model reads whitespace-separated token
+//            ids from F. --prompt "3 14 15": ids inline. Default: the single token 0.
+//   output   the generated ids (and, for a text model, the text: printable ASCII as is, other
+//            bytes as \xNN), the time and tokens/s; --json: one object.
+// A folder that is not a moebench checkpoint, a prompt id outside the vocabulary or an empty
+// prompt is a usage error (exit 2).
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "moebench/config/usage_error.h"
+#include "moebench/data/text_corpus.h"
+#include "moebench/train/inference.h"
+#include "moebench/train/safetensors.h"
+
+namespace moebench::cli {
+namespace {
+
+struct InferOptions {
+  std::string checkpoint, prompt_file, prompt;
+  int tokens = 32;
+  bool json = false;
+};
+
+std::vector<int> parse_ids(const std::string& text, const std::string& where) {
+  std::vector<int> ids;
+  std::istringstream in(text);
+  std::string word;
+  while (in >> word) {
+    size_t used = 0;
+    int id = -1;
+    try {
+      id = std::stoi(word, &used);
+    } catch (const std::exception&) {
+    }
+    if (used != word.size() || id < 0) throw UsageError(where + ": '" + word + "' is not a token id (an integer >= 0)");
+    ids.push_back(id);
+  }
+  return ids;
+}
+
+std::vector<int> read_prompt(const InferOptions& o, bool text_model) {
+  if (!o.prompt.empty()) return parse_ids(o.prompt, "--prompt");
+  if (o.prompt_file.empty()) return {0};
+  if (text_model) {
+    try {
+      const std::vector<int32_t> bytes = read_text_bytes(o.prompt_file);
+      return std::vector<int>(bytes.begin(), bytes.end());
+    } catch (const std::exception& e) {
+      throw UsageError(std::string("--prompt-file: ") + e.what());
+    }
+  }
+  std::ifstream in(o.prompt_file);
+  if (!in) throw UsageError("--prompt-file: cannot read " + o.prompt_file);
+  std::ostringstream all;
+  all << in.rdbuf();
+  return parse_ids(all.str(), o.prompt_file);
+}
+
+std::string as_text(const std::vector<int>& ids) {
+  std::string s;
+  for (int id : ids) {
+    char buf[8];
+    if (id >= 32 && id < 127) s += (char)id;
+    else if (id == '\n') s += "\\n";
+    else std::snprintf(buf, sizeof buf, "\\x%02x", id & 0xff), s += buf;
+  }
+  return s;
+}
+
+int infer(const InferOptions& o) {
+  InferenceModel m;
+  try {
+    m = load_inference_model(o.checkpoint);
+  } catch (const CheckpointError& e) {
+    throw UsageError(e.what());
+  }
+  const bool text_model = m.config.data.source == "text";
+  const std::vector<int> prompt = read_prompt(o, text_model);
+  std::vector<int> out;
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    out = greedy_generate(m, prompt, o.tokens);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (o.json) {
+    nlohmann::json j{{"checkpoint", m.checkpoint}, {"step", m.step},   {"prompt", prompt},
+                     {"tokens", out},              {"seconds", seconds}, {"tokens_per_s", out.size() / seconds}};
+    if (text_model) j["text"] = as_text(out);
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::printf("# %s (step %ld): %zu prompt tokens, %zu generated (greedy) in %.3f s, %.1f tokens/s\n",
+              m.checkpoint.c_str(), m.step, prompt.size(), out.size(), seconds, out.size() / seconds);
+  for (size_t i = 0; i < out.size(); ++i) std::printf("%s%d", i ? " " : "", out[i]);
+  std::printf("\n");
+  if (text_model) std::printf("%s%s\n", as_text(prompt).c_str(), as_text(out).c_str());
+  return 0;
+}
+
+}  // namespace
+
+void add_infer_command(CLI::App& app, Action& action) {
+  auto* cmd = app.add_subcommand("infer", "Generate tokens (greedy) from a training checkpoint");
+  auto o = std::make_shared<InferOptions>();
+  cmd->add_option("checkpoint", o->checkpoint, "Checkpoint folder, or a run folder (its latest checkpoint)")
+      ->required();
+  auto* file = cmd->add_option("--prompt-file", o->prompt_file,
+                               "Prompt: bytes of a text file (text models) or whitespace-separated token ids");
+  cmd->add_option("--prompt", o->prompt, "Prompt token ids, e.g. \"3 14 15\" (default: the token 0)")->excludes(file);
+  cmd->add_option("--tokens", o->tokens, "Tokens to generate")->check(positive());
+  cmd->add_flag("--json", o->json, "Print JSON");
+  cmd->callback([&action, o] { action = [o] { return infer(*o); }; });
+}
+
+}  // namespace moebench::cli
