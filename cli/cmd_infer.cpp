@@ -1,17 +1,23 @@
-// moebench infer CHECKPOINT [--prompt-file F | --prompt "IDS"] [--tokens N] [--json]: greedy
+// moebench infer CHECKPOINT [--prompt-file F | --prompt "IDS"] [--tokens N] [--ring K] [--json]: greedy
 // generation from a training checkpoint (train/inference.h): CHECKPOINT is a checkpoint folder
 // or a run folder (its latest checkpoints/step_NNNNNN, as --resume takes it).
 //   prompt   --prompt-file F: a model trained on text (data.source = "text", byte-level, vocab
 //            256) reads F's bytes as tokens; any other model reads whitespace-separated token
 //            ids from F. --prompt "3 14 15": ids inline. Default: the single token 0.
+//   --ring K MoESys's ring memory (train/ring_memory.h): the device tier holds the dense
+//            parameters and K MoE blocks' experts; the others load while earlier blocks compute.
+//            The tokens are the same as without it.
 //   output   the generated ids (and, for a text model, the text: printable ASCII as is, other
-//            bytes as \xNN), the time and tokens/s; --json: one object.
+//            bytes as \xNN), the time and tokens/s; with --ring the device bytes against the
+//            whole model's, the loads and their time hidden and exposed; --json: one object.
 // A folder that is not a moebench checkpoint, a prompt id outside the vocabulary or an empty
 // prompt is a usage error (exit 2).
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -20,6 +26,7 @@
 #include "moebench/config/usage_error.h"
 #include "moebench/data/text_corpus.h"
 #include "moebench/train/inference.h"
+#include "moebench/train/ring_memory.h"
 #include "moebench/train/safetensors.h"
 
 namespace moebench::cli {
@@ -28,6 +35,7 @@ namespace {
 struct InferOptions {
   std::string checkpoint, prompt_file, prompt;
   int tokens = 32;
+  int ring = 0;  // 0: every expert resident
   bool json = false;
 };
 
@@ -86,6 +94,14 @@ int infer(const InferOptions& o) {
   }
   const bool text_model = m.config.data.source == "text";
   const std::vector<int> prompt = read_prompt(o, text_model);
+  std::unique_ptr<RingMemory> ring;
+  if (o.ring > 0) {
+    try {
+      ring = std::make_unique<RingMemory>(*m.model, o.ring);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(std::string("--ring: ") + e.what());
+    }
+  }
   std::vector<int> out;
   const auto t0 = std::chrono::steady_clock::now();
   try {
@@ -94,10 +110,16 @@ int infer(const InferOptions& o) {
     throw UsageError(e.what());
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  RingStats rs;
+  if (ring) rs = ring->stats();
   if (o.json) {
     nlohmann::json j{{"checkpoint", m.checkpoint}, {"step", m.step},   {"prompt", prompt},
                      {"tokens", out},              {"seconds", seconds}, {"tokens_per_s", out.size() / seconds}};
     if (text_model) j["text"] = as_text(out);
+    if (ring)
+      j["ring"] = {{"slots", o.ring},          {"moe_blocks", ring->blocks()},        {"loads", rs.loads},
+                   {"load_s", rs.load_seconds}, {"exposed_s", rs.exposed_seconds},     {"device_bytes", rs.device_bytes},
+                   {"ring_bytes", rs.ring_bytes}, {"resident_bytes", rs.resident_bytes}};
     std::cout << j.dump(2) << "\n";
     return 0;
   }
@@ -106,6 +128,12 @@ int infer(const InferOptions& o) {
   for (size_t i = 0; i < out.size(); ++i) std::printf("%s%d", i ? " " : "", out[i]);
   std::printf("\n");
   if (text_model) std::printf("%s%s\n", as_text(prompt).c_str(), as_text(out).c_str());
+  if (ring)
+    std::printf("# ring memory: %d of %d MoE blocks' experts on the device tier: %zu bytes (ring %zu) instead of %zu; "
+                "%ld loads, %.3f ms loading, %.3f ms exposed (%.0f %% hidden behind computation)\n",
+                o.ring, ring->blocks(), rs.device_bytes, rs.ring_bytes, rs.resident_bytes, rs.loads, rs.load_seconds * 1e3,
+                rs.exposed_seconds * 1e3,
+                rs.load_seconds > 0 ? 100 * std::max(0.0, 1 - rs.exposed_seconds / rs.load_seconds) : 100.0);
   return 0;
 }
 
@@ -120,6 +148,8 @@ void add_infer_command(CLI::App& app, Action& action) {
                                "Prompt: bytes of a text file (text models) or whitespace-separated token ids");
   cmd->add_option("--prompt", o->prompt, "Prompt token ids, e.g. \"3 14 15\" (default: the token 0)")->excludes(file);
   cmd->add_option("--tokens", o->tokens, "Tokens to generate")->check(positive());
+  cmd->add_option("--ring", o->ring, "Keep K MoE blocks' experts on the device tier, loading the others ahead (MoESys)")
+      ->check(positive());
   cmd->add_flag("--json", o->json, "Print JSON");
   cmd->callback([&action, o] { action = [o] { return infer(*o); }; });
 }

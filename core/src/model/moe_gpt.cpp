@@ -266,6 +266,13 @@ std::vector<ArenaRange> MoeGpt::dense_ranges() const {
   return out;
 }
 
+const std::vector<ExpertParams>& MoeGpt::expert_params(int block) const {
+  const Block* b = local_block(block);
+  if (!b || b->expert_params.empty())
+    throw std::out_of_range("MoeGpt: block " + std::to_string(block) + " has no experts on this rank");
+  return b->expert_params;
+}
+
 std::vector<BlockExperts> MoeGpt::expert_ranges() const {
   std::vector<BlockExperts> out;
   for (const auto& b : blocks_)
@@ -424,7 +431,9 @@ LossParts MoeGpt::forward_micro(int slot, const MicroBatch& mb, const float* x_i
                                 mb.first_token);
         forced = forced_.data();
       }
-      parts.aux += a.moe->forward(a.ffn_out.data(), a.ln2.data(), params_.param(b.router_w), b.expert_params, s, forced);
+      const std::vector<ExpertParams>& experts = expert_source_ ? expert_source_->acquire(l) : b.expert_params;
+      parts.aux += a.moe->forward(a.ffn_out.data(), a.ln2.data(), params_.param(b.router_w), experts, s, forced);
+      if (expert_source_) expert_source_->release(l);
       const std::vector<int>& counts = a.moe->routing().counts;
       b.step_counts.resize((size_t)b.experts, 0);
       for (int e = 0; e < b.experts; ++e) b.step_counts[(size_t)e] += counts[(size_t)e];

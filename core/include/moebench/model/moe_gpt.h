@@ -81,6 +81,18 @@ struct BlockExperts {
   ArenaRange range;
 };
 
+// Where the MoE blocks read their expert weights during forward when they are not all held in
+// place (inference offloading: train/ring_memory.h). acquire(block) returns the block's experts
+// laid out as the arena's (waiting until they are there); release(block) says its forward no
+// longer reads them. Blocks are acquired in forward order, each released before the next is
+// acquired. Backward always reads the arena.
+class ExpertSource {
+ public:
+  virtual ~ExpertSource() = default;
+  virtual const std::vector<ExpertParams>& acquire(int block) = 0;
+  virtual void release(int block) = 0;
+};
+
 class MoeGpt {
  public:
   // Throws std::invalid_argument when tp.size does not divide the heads, E the EP ranks, or
@@ -130,6 +142,11 @@ class MoeGpt {
   void set_grad_ready_hook(std::function<void(ArenaRange)> hook) { grad_ready_ = std::move(hook); }
   std::vector<ArenaRange> dense_ranges() const;   // every non-expert parameter
   std::vector<BlockExperts> expert_ranges() const;  // this rank's experts, per MoE block (ascending)
+  // This rank's experts of a MoE block as pointers into the arena (std::out_of_range for a
+  // block without experts here).
+  const std::vector<ExpertParams>& expert_params(int block) const;
+  // Forward reads the experts from `source` instead of the arena (nullptr: the arena again).
+  void set_expert_source(ExpertSource* source) { expert_source_ = source; }
   // Gradients that are partial sums over the TP group after backward (the routers of blocks
   // whose strategy combines each rank's own experts, ppmoe, or expert slices, moe.expert_tp,
   // and those slices' b2), to be all-reduced once per step.
@@ -189,6 +206,7 @@ class MoeGpt {
   ParamArena params_;
   Executor* executor_ = nullptr;  // records the dense stages' spans (distributed runs)
   std::function<void(ArenaRange)> grad_ready_;
+  ExpertSource* expert_source_ = nullptr;
   RoutingSpec routing_;
   uint64_t routing_seed_ = 0;
   std::vector<int> forced_;
