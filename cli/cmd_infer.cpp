@@ -6,7 +6,8 @@
 //            ids from F. --prompt "3 14 15": ids inline. Default: the single token 0.
 //   --ring K MoESys's ring memory (train/ring_memory.h): the device tier holds the dense
 //            parameters and K MoE blocks' experts; the others load while earlier blocks compute.
-//            The tokens are the same as without it.
+//            The tokens are the same as without it. --no-prefetch: each block loads only when its
+//            forward asks for it (Fig. 12's baseline: every load exposed).
 //   output   the generated ids (and, for a text model, the text: printable ASCII as is, other
 //            bytes as \xNN), the time and tokens/s; with --ring the device bytes against the
 //            whole model's, the loads and their time hidden and exposed; --json: one object.
@@ -36,6 +37,7 @@ struct InferOptions {
   std::string checkpoint, prompt_file, prompt;
   int tokens = 32;
   int ring = 0;  // 0: every expert resident
+  bool no_prefetch = false;
   bool json = false;
 };
 
@@ -97,7 +99,7 @@ int infer(const InferOptions& o) {
   std::unique_ptr<RingMemory> ring;
   if (o.ring > 0) {
     try {
-      ring = std::make_unique<RingMemory>(*m.model, o.ring);
+      ring = std::make_unique<RingMemory>(*m.model, o.ring, !o.no_prefetch);
     } catch (const std::invalid_argument& e) {
       throw UsageError(std::string("--ring: ") + e.what());
     }
@@ -117,9 +119,15 @@ int infer(const InferOptions& o) {
                      {"tokens", out},              {"seconds", seconds}, {"tokens_per_s", out.size() / seconds}};
     if (text_model) j["text"] = as_text(out);
     if (ring)
-      j["ring"] = {{"slots", o.ring},          {"moe_blocks", ring->blocks()},        {"loads", rs.loads},
-                   {"load_s", rs.load_seconds}, {"exposed_s", rs.exposed_seconds},     {"device_bytes", rs.device_bytes},
-                   {"ring_bytes", rs.ring_bytes}, {"resident_bytes", rs.resident_bytes}};
+      j["ring"] = {{"slots", o.ring},
+                   {"prefetch", !o.no_prefetch},
+                   {"moe_blocks", ring->blocks()},
+                   {"loads", rs.loads},
+                   {"load_s", rs.load_seconds},
+                   {"exposed_s", rs.exposed_seconds},
+                   {"device_bytes", rs.device_bytes},
+                   {"ring_bytes", rs.ring_bytes},
+                   {"resident_bytes", rs.resident_bytes}};
     std::cout << j.dump(2) << "\n";
     return 0;
   }
@@ -150,6 +158,8 @@ void add_infer_command(CLI::App& app, Action& action) {
   cmd->add_option("--tokens", o->tokens, "Tokens to generate")->check(positive());
   cmd->add_option("--ring", o->ring, "Keep K MoE blocks' experts on the device tier, loading the others ahead (MoESys)")
       ->check(positive());
+  cmd->add_flag("--no-prefetch", o->no_prefetch,
+                "With --ring: load a block only when its forward asks for it (MoESys Fig. 12's baseline)");
   cmd->add_flag("--json", o->json, "Print JSON");
   cmd->callback([&action, o] { action = [o] { return infer(*o); }; });
 }

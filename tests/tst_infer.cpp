@@ -91,6 +91,11 @@ class TestInfer : public QObject {
       else QVERIFY2(st.loads >= 36 && st.loads <= 36 + K, qPrintable(QString::number(st.loads)));
       QVERIFY(st.exposed_seconds <= st.load_seconds + 1.0);  // waits only for loads (and the loader's wake-up)
     }
+    {  // Without prefetch each block loads when its forward asks: exactly one load per acquire.
+      RingMemory on_demand(*m.model, 1, false);
+      QCOMPARE(greedy_generate(m, prompt, 12), resident);
+      QCOMPARE(on_demand.stats().loads, 36L);
+    }
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, RingMemory(*m.model, 4));
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, RingMemory(*m.model, 0));
     QCOMPARE(greedy_generate(m, prompt, 12), resident);  // the arena again once the ring is gone

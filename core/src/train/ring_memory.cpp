@@ -13,7 +13,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 }  // namespace
 
-RingMemory::RingMemory(MoeGpt& model, int slots) : model_(model) {
+RingMemory::RingMemory(MoeGpt& model, int slots, bool prefetch) : model_(model), prefetch_(prefetch) {
   const float* base = model.params().data().data();
   size_t expert_floats = 0, largest = 0;
   for (const BlockExperts& b : model.expert_ranges()) {
@@ -57,7 +57,7 @@ void RingMemory::loader() {
   for (long n = 0;; ++n) {
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stop_ || released_ > n - K; });
+      cv_.wait(lock, [&] { return stop_ || (released_ > n - K && (prefetch_ || requested_ > n)); });
       if (stop_) return;
     }
     Slot& slot = slots_[(size_t)(n % K)];
@@ -91,6 +91,8 @@ const std::vector<ExpertParams>& RingMemory::acquire(int block) {
     throw std::logic_error("ring memory: block " + std::to_string(block) + " acquired where block " +
                            std::to_string(expected.block) + " comes next (blocks run in forward order)");
   const auto t0 = std::chrono::steady_clock::now();
+  requested_ = n + 1;
+  cv_.notify_all();
   cv_.wait(lock, [&] { return loaded_ > n; });
   stats_.exposed_seconds += seconds_since(t0);
   ++acquired_;

@@ -6,6 +6,8 @@
 // experts into its slot ahead of use; "calculation-released-load": when block i's forward has
 // read its slot, the slot is released and the load of the block K positions later starts, while
 // blocks i+1.. compute. With K = L every block stays resident after the first pass (no reload).
+// Without prefetch (the baseline of the paper's Fig. 12) a block is loaded only when its forward
+// asks for it, so every load is exposed.
 // On this CPU build the device tier is a bounded buffer and a load is a memcpy from the arena;
 // the schedule and the accounting are the paper's.
 //
@@ -33,7 +35,7 @@ class RingMemory : public ExpertSource {
  public:
   // A ring of `slots` over `model`'s MoE blocks (1 <= slots <= the MoE blocks: std::invalid_argument
   // otherwise). Installs itself as the model's expert source; the destructor removes it.
-  RingMemory(MoeGpt& model, int slots);
+  RingMemory(MoeGpt& model, int slots, bool prefetch = true);
   ~RingMemory() override;
   RingMemory(const RingMemory&) = delete;
   RingMemory& operator=(const RingMemory&) = delete;
@@ -65,6 +67,8 @@ class RingMemory : public ExpertSource {
   long loaded_ = 0;    // loads (sequence positions) finished, copied or already resident
   long acquired_ = 0;  // acquire() calls so far
   long released_ = 0;
+  long requested_ = 0;  // without prefetch: loads the forward has asked for
+  const bool prefetch_;
   bool stop_ = false;
   RingStats stats_;
   std::thread thread_;
