@@ -1,6 +1,7 @@
 // ctest-labels: slow
 // The experiments/ scripts (one per reproduced paper result) still reproduce it: each prints
-// paper vs predicted and exits 1 when a table differs or a direction stops holding.
+// paper vs predicted (moesys: measured) and exits 1 when a table differs or a direction stops
+// holding.
 #include <QtTest>
 
 #include <QProcess>
@@ -20,6 +21,8 @@ class TestExperiments : public QObject {
     QTest::newRow("monta") << u"experiments/monta/run.sh"_s << u"RESULT: Table 8 and the eq. 13 bound match (predicted)"_s;
     QTest::newRow("fastermoe") << u"experiments/fastermoe/run.sh"_s
                                << u"RESULT: shadowing gains more under skew on johnny and trevor; Fig. 5's placement holds (predicted)"_s;
+    QTest::newRow("moesys") << u"experiments/moesys/run.sh"_s
+                            << u"RESULT: ring memory gives the resident model's tokens with a smaller device tier (measured)"_s;
   }
   void scripts() {
     QFETCH(QString, script);
