@@ -350,6 +350,17 @@ void MoeGpt::embed_comm_span(const char* name, uint64_t bytes, const std::functi
   else fn();
 }
 
+void MoeGpt::embed_all_to_all(const char* name, size_t block) {
+  const int P = embed_.size;
+  const std::vector<size_t> counts((size_t)P, block);
+  std::vector<size_t> displs((size_t)P);
+  for (int q = 0; q < P; ++q) displs[(size_t)q] = (size_t)q * block;
+  embed_comm_span(name, (uint64_t)(P - 1) * block * sizeof(float), [&] {
+    embed_comm_->all_to_all_v(embed_send_.data(), counts.data(), displs.data(), ensure_data(embed_recv_, P * block),
+                              counts.data(), displs.data(), DType::f32);
+  });
+}
+
 // Forward of Fig. 9: ids all-gather (ring: (P-1) N ids to the next rank), lookup of this rank's
 // columns for every rank's tokens, all-to-all of the [N, Cp] slices (N Cp floats to each other
 // rank), assembly with the positions.
@@ -364,13 +375,7 @@ void MoeGpt::partitioned_embed_forward(HeadActs& h, float* x) {
   stage("embed.forward", -1, 0.0, [&] {
     embedding_partition_lookup(ensure_data(embed_send_, P * block), h.all_inputs.data(), params_.param(wte_), P * N, Cp);
   });
-  const std::vector<size_t> counts((size_t)P, block);
-  std::vector<size_t> displs((size_t)P);
-  for (int q = 0; q < P; ++q) displs[(size_t)q] = (size_t)q * block;
-  embed_comm_span("embed.a2a", (uint64_t)(P - 1) * block * sizeof(float), [&] {
-    embed_comm_->all_to_all_v(embed_send_.data(), counts.data(), displs.data(), ensure_data(embed_recv_, P * block),
-                              counts.data(), displs.data(), DType::f32);
-  });
+  embed_all_to_all("embed.a2a", block);
   stage("embed.positions", -1, 0.0, [&] {
     embedding_partition_assemble(x, embed_recv_.data(), params_.param(wpe_), N, T, P, Cp);
   });
@@ -386,13 +391,7 @@ void MoeGpt::partitioned_embed_backward(HeadActs& h) {
   stage("embed.grad_slices", -1, 0.0, [&] {
     embedding_partition_split(ensure_data(embed_send_, P * block), dresid_.data(), N, P, Cp);
   });
-  const std::vector<size_t> counts((size_t)P, block);
-  std::vector<size_t> displs((size_t)P);
-  for (int q = 0; q < P; ++q) displs[(size_t)q] = (size_t)q * block;
-  embed_comm_span("embed.grad_a2a", (uint64_t)(P - 1) * block * sizeof(float), [&] {
-    embed_comm_->all_to_all_v(embed_send_.data(), counts.data(), displs.data(), ensure_data(embed_recv_, P * block),
-                              counts.data(), displs.data(), DType::f32);
-  });
+  embed_all_to_all("embed.grad_a2a", block);
   stage("embed.backward", -1, 0.0, [&] {
     embedding_partition_backward(params_.grad(wte_), embed_recv_.data(), h.all_inputs.data(), P * N, Cp);
     position_embedding_backward(params_.grad(wpe_), dresid_.data(), N, T, C);

@@ -4,7 +4,8 @@
 // attention, GeLU FFN or MoE block, final LayerNorm, tied or untied LM head, cross-entropy.
 // Loss = mean cross-entropy + aux_loss_weight * sum over MoE blocks of the GShard aux loss.
 // One instance is one rank's part of the model: its expert shard (ExpertShard), its tensor-
-// parallel slices (TpShard) and its pipeline stage's blocks (PipeStage), run one micro-batch at
+// parallel slices (TpShard), its pipeline stage's blocks (PipeStage) and its columns of a
+// partitioned embedding (EmbedShard), run one micro-batch at
 // a time (forward_micro / backward_micro; train/pipeline_step.h schedules them).
 #include <functional>
 #include <map>
@@ -194,6 +195,8 @@ class MoeGpt {
   void partitioned_embed_backward(HeadActs& h);
   // A blocking exchange over the DP group on the main thread: a host comm span `name` with `bytes`.
   void embed_comm_span(const char* name, uint64_t bytes, const std::function<void()>& fn);
+  // embed_send_ [P, block] -> embed_recv_ [P, block]: block q to DP rank q, a span `name`.
+  void embed_all_to_all(const char* name, size_t block);
   int vocab_rows() const { return model_.vocab_size / (vocab_split() ? tp_.size : 1); }  // Vt
   int vocab_first() const { return vocab_split() ? tp_.rank * vocab_rows() : 0; }
 
