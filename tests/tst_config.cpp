@@ -159,6 +159,15 @@ class TestConfig : public QObject {
         "needs parallel.tp > 1 (the vocabulary is split over the tensor-parallel ranks)");
     row("vocab over tp", "[run]\nranks = 4\n[model]\nvocab_size = 30\n[parallel]\ntp = 4\nvocab_parallel = true\n", 7,
         "parallel.vocab_parallel", "model.vocab_size = 30 does not divide over the parallel.tp = 4 tensor-parallel ranks");
+    // Embedding partition in data parallelism (MoESys §IV-C): the combinations it refuses.
+    row("embedding_partition with tp", "[run]\nranks = 4\n[model]\ntied_head = false\nembedding_partition = true\n[parallel]\ntp = 2\n", 5,
+        "model.embedding_partition", "needs parallel.tp = 1 (the table is split over the data-parallel ranks only), got 2");
+    row("embedding_partition with pp", "[run]\nranks = 4\n[model]\ntied_head = false\nembedding_partition = true\n[parallel]\npp = 2\n", 5,
+        "model.embedding_partition", "needs parallel.pp = 1");
+    row("embedding_partition with a tied head", "[run]\nranks = 4\n[model]\nembedding_partition = true\n", 4,
+        "model.embedding_partition", "needs model.tied_head = false");
+    row("embedding_partition over dp", "[run]\nranks = 3\n[model]\nhidden = 128\ntied_head = false\nembedding_partition = true\n[train]\nbatch_size = 3\n", 6,
+        "model.embedding_partition", "model.hidden = 128 does not divide over the 3 data-parallel ranks");
     row("expert_tp without tp", "[moe]\nexpert_tp = true\n", 2, "moe.expert_tp",
         "needs parallel.tp > 1 (the expert FFNs are sliced over the tensor-parallel ranks)");
     row("expert_tp with janus", "[run]\nranks = 4\n[parallel]\ntp = 2\n[moe]\nmoe_layers = [1]\nexperts = 4\nexpert_tp = true\n[strategy]\nname = \"janus\"\n", 8,
@@ -653,7 +662,7 @@ class TestConfig : public QObject {
         "[strategy.data_centric]\ncredits = 3\npriority = false\nprefetch = true\nhierarchical = true\npcie_pairing = true\n"
         "[strategy.janus]\nthreshold = 2.5\n"
         "[model]\nvocab_size = 1000\nseq_len = 16\nhidden = 48\nlayers = 6\nheads = 3\nffn_mult = 2\n"
-        "tied_head = false\ninit_std = 0.015\n"
+        "tied_head = false\nembedding_partition = true\ninit_std = 0.015\n"
         "[moe]\nmoe_layers = [0, 2, 5]\nexperts = [2, 4, 6]\ntop_k = 1\ncapacity_factor = 1.25\n"
         "aux_loss_weight = 0.001\ngate_normalize = false\nrouting = \"zipf:1.5\"\n"
         "[data]\nsource = \"bin\"\npath = \"train.bin\"\nval_path = \"val.bin\"\nval_fraction = 0.05\n"

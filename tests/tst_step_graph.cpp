@@ -5,6 +5,7 @@
 // layout of the equivalence matrix replaying without a deadlock.
 #include <QtTest>
 
+#include <map>
 #include <numeric>
 
 #include "moebench/config/config_loader.h"
@@ -176,6 +177,34 @@ class TestStepGraph : public QObject {
     for (const GraphTask& t : once.tasks()) QVERIFY(t.name != "expert.allreduce");
   }
 
+  // model.embedding_partition (MoESys §IV-C) on 4 DP ranks, 2 micro-batches of N = 1 x 16
+  // tokens, C = 32 (Cp = 8): per micro-batch embed.ids (ring all-gather, 3 N int32 to the next
+  // rank), embed.a2a and embed.grad_a2a (N Cp floats to each other rank); the embeddings'
+  // bucket all-reduces wpe only (T C floats), the head's bucket the untied head (2C + V C).
+  void embedding_partition_exchanges_replace_the_table_allreduce() {
+    const Config cfg = tiny({"run.ranks=4", "train.batch_size=8", "parallel.microbatches=2", "model.tied_head=false",
+                             "model.embedding_partition=true"});
+    const uint64_t N = 16, Cp = 8, C = 32, V = 32, T = 16;
+    const TaskGraph g = build_step_graph(cfg, 1);
+    std::map<std::string, int> count;
+    std::vector<uint64_t> buckets;  // layer -1: the head's and the embeddings'
+    for (const GraphTask& t : g.tasks()) {
+      ++count[t.name];
+      using Bytes = std::vector<std::pair<int, uint64_t>>;
+      if (t.name == "embed.ids") QCOMPARE(t.cost.bytes_to_peer, (Bytes{{2, 3 * N * 4}}));
+      if (t.name == "embed.a2a" || t.name == "embed.grad_a2a")
+        QCOMPARE(t.cost.bytes_to_peer, (Bytes{{0, N * Cp * 4}, {2, N * Cp * 4}, {3, N * Cp * 4}}));
+      if (t.name == "grad.allreduce" && t.layer == -1) buckets.push_back(t.cost.bytes_to_peer.at(0).second);
+      if (t.name == "grad.norm.dp") QCOMPARE(t.cost.bytes_to_peer, (Bytes{{2, 2 * 8 * 3 / 4}}));
+    }
+    QCOMPARE(count["embed.ids"], 2);
+    QCOMPARE(count["embed.a2a"], 2);
+    QCOMPARE(count["embed.grad_a2a"], 2);
+    QCOMPARE(count["grad.norm.dp"], 1);
+    QCOMPARE(buckets, (std::vector<uint64_t>{2 * (2 * C + V * C) * 4 * 3 / 4, 2 * T * C * 4 * 3 / 4}));
+    QVERIFY(makespan(cfg) > 0);  // the exchanges meet on every rank
+  }
+
   // [strategy.monta] ep_priority: exactly the MoE blocks' comm tasks (counts, statistics,
   // AllToAlls, AllGathers) go to the priority lanes; the DP buckets, pipeline sends and dense TP
   // all-reduces stay on the plain ones; without it no task is on a priority lane.
@@ -299,6 +328,8 @@ class TestStepGraph : public QObject {
                                                     "parallel.microbatches=2", "strategy.name=\"ppmoe\""};
     QTest::newRow("pp2 x dp4") << QStringList{"run.ranks=8", "parallel.pp=2", "train.batch_size=8"};
     QTest::newRow("tp2 x dp2 hier_a2a") << QStringList{"run.ranks=4", "parallel.tp=2", "strategy.name=\"hier_a2a\""};
+    QTest::newRow("dp4 embedding partition") << QStringList{"run.ranks=4", "model.tied_head=false",
+                                                            "model.embedding_partition=true"};
   }
   void every_layout_replays() {
     QFETCH(QStringList, sets);

@@ -80,6 +80,7 @@ class Checker {
   void check_run();
   void check_parallel();
   void check_layout();
+  void check_embedding_partition();
   int check_groups();
   void check_stages();
   void check_hier_a2a_groups(int ep, int per_node);

@@ -67,6 +67,8 @@ const std::vector<FieldDef>& fields() {
       MB_FIELD(model, heads, Int, "attention heads; must divide hidden"),
       MB_FIELD(model, ffn_mult, Int, "dense FFN and expert FFN width = ffn_mult * hidden"),
       MB_FIELD(model, tied_head, Bool, "LM head shares the token embedding"),
+      MB_FIELD(model, embedding_partition, Bool,
+               "token embedding split by columns over the data-parallel ranks (MoESys Fig. 9; tp = pp = 1, untied head)"),
       MB_FIELD(model, init_std, Float, "std of the normal weight init"),
 
       MB_FIELD(parallel, tp, Int, "tensor-parallel group size: attention heads and FFN columns split over tp ranks"),

@@ -75,6 +75,7 @@ void Checker::check_parallel() {
            "run.ranks");
   }
   check_layout();
+  check_embedding_partition();
   if (ok({"moe.routing"})) {
     try {
       const RoutingSpec spec = parse_routing(c_.moe.routing);
@@ -363,6 +364,37 @@ void Checker::check_hier_a2a_groups(int ep, int per_node) {
         return;
       }
     }
+}
+
+// model.embedding_partition (MoESys §IV-C, model/embedding_partition.h): embed.wte's columns
+// split over the data-parallel ranks. Implemented for pure data (+ expert) parallelism with an
+// untied head; the combinations below are refused rather than half-supported:
+//   parallel.tp > 1 (and so parallel.vocab_parallel): the TP ranks of a DP rank would each need
+//     the exchange, and vocab_parallel already splits the same table by rows;
+//   parallel.pp > 1: the embedding lives on the first stage only, whose DP group is not the
+//     whole DP world, and the tied copy on the last stage would need the partition too;
+//   model.tied_head: the head would need all H columns of every vocabulary row (a [N, V]
+//     reduction over the DP group per micro-batch), which the paper does not describe.
+void Checker::check_embedding_partition() {
+  if (!ok({"model.embedding_partition"}) || !c_.model.embedding_partition) return;
+  const char* key = "model.embedding_partition";
+  if (ok({"parallel.tp"}) && c_.parallel.tp > 1)
+    return fail(key, "needs parallel.tp = 1 (the table is split over the data-parallel ranks only), got " +
+                         std::to_string(c_.parallel.tp), "parallel.tp");
+  if (ok({"parallel.vocab_parallel"}) && c_.parallel.vocab_parallel)
+    return fail(key, "does not combine with parallel.vocab_parallel (that splits the same table by rows over TP)",
+                "parallel.vocab_parallel");
+  if (ok({"parallel.pp"}) && c_.parallel.pp > 1)
+    return fail(key, "needs parallel.pp = 1 (pipeline stages are not supported with the partitioned table), got " +
+                         std::to_string(c_.parallel.pp), "parallel.pp");
+  if (ok({"model.tied_head"}) && c_.model.tied_head)
+    return fail(key, "needs model.tied_head = false (the head would need every column of the partitioned table)",
+                "model.tied_head");
+  const int dp = data_parallel();
+  if (dp > 0 && ok({"model.hidden"}) && c_.model.hidden >= 1 && c_.model.hidden % dp != 0)
+    fail(key, "model.hidden = " + std::to_string(c_.model.hidden) + " does not divide over the " +
+                  std::to_string(dp) + " data-parallel ranks" + data_parallel_origin(),
+         "model.hidden");
 }
 
 void Checker::check_model() {

@@ -11,6 +11,7 @@
 #include "moebench/model/attention.h"
 #include "moebench/model/crossentropy.h"
 #include "moebench/model/dense_costs.h"
+#include "moebench/model/embedding_partition.h"
 #include "moebench/model/encoder.h"
 #include "moebench/tensor/gelu.h"
 #include "moebench/model/layernorm.h"
@@ -48,6 +49,7 @@ struct MoeGpt::Block {
 struct MoeGpt::HeadActs {
   int B = 0, T = 0;
   std::vector<int> inputs, targets;
+  std::vector<int> all_inputs;  // [P, N] every DP rank's token ids (partitioned embedding)
   std::vector<float> x_out, lnf, lnf_mean, lnf_rstd, probs, losses;
 };
 
@@ -65,8 +67,9 @@ void zero(std::vector<float>& v, size_t n) {
 }
 }  // namespace
 
-MoeGpt::MoeGpt(const ModelConfig& model, const MoeConfig& moe, ExpertShard shard, TpShard tp, PipeStage pipe)
-    : model_(model), moe_(moe), shard_(shard), tp_(tp), pipe_(pipe) {
+MoeGpt::MoeGpt(const ModelConfig& model, const MoeConfig& moe, ExpertShard shard, TpShard tp, PipeStage pipe,
+               EmbedShard embed)
+    : model_(model), moe_(moe), shard_(shard), tp_(tp), pipe_(pipe), embed_(embed) {
   if (model_.hidden % model_.heads != 0)
     throw std::invalid_argument("model.heads must divide model.hidden");
   if (shard_.size < 1 || shard_.rank < 0 || shard_.rank >= shard_.size)
@@ -79,6 +82,13 @@ MoeGpt::MoeGpt(const ModelConfig& model, const MoeConfig& moe, ExpertShard shard
   if (model_.heads % tp_.size != 0)
     throw std::invalid_argument("parallel.tp = " + std::to_string(tp_.size) + " does not divide model.heads = " +
                                 std::to_string(model_.heads));
+  if (embed_.size < 1 || embed_.rank < 0 || embed_.rank >= embed_.size)
+    throw std::invalid_argument("bad embedding partition shard");
+  if (embed_split() && model_.hidden % embed_.size != 0)
+    throw std::invalid_argument("model.embedding_partition: model.hidden = " + std::to_string(model_.hidden) +
+                                " does not divide over " + std::to_string(embed_.size) + " data-parallel ranks");
+  if (embed_split() && (tp_.size > 1 || pipe_.stages > 1 || model_.tied_head))
+    throw std::invalid_argument("model.embedding_partition needs parallel.tp = 1, parallel.pp = 1 and an untied head");
   if (pipe_.end_block < 0) pipe_.end_block = model_.layers;
   if (pipe_.stages < 1 || pipe_.stage < 0 || pipe_.stage >= pipe_.stages || pipe_.first_block < 0 ||
       pipe_.first_block >= pipe_.end_block || pipe_.end_block > model_.layers || pipe_.in_flight < 1)
@@ -100,7 +110,9 @@ void MoeGpt::build_params() {
   };
   const int64_t Vt = vocab_rows();
   const TensorSlice vocab = vocab_split() ? row_slice(V, C, 1, vocab_first(), Vt, false) : TensorSlice{};
-  if (pipe_.first() || (pipe_.last() && model_.tied_head)) wte_ = params_.add("embed.wte", {Vt, C}, true, vocab);
+  const int64_t Cp = C / embed_.size;  // partitioned embedding: this rank's columns
+  const TensorSlice columns = embed_split() ? column_slice(V, C, embed_.rank * Cp, Cp) : vocab;
+  if (pipe_.first() || (pipe_.last() && model_.tied_head)) wte_ = params_.add("embed.wte", {Vt, Cp}, true, columns);
   if (pipe_.first()) wpe_ = params_.add("embed.wpe", {model_.seq_len, C}, true);
   for (int l = pipe_.first_block; l < pipe_.end_block; ++l) {
     auto b = std::make_unique<Block>();
@@ -200,6 +212,12 @@ void MoeGpt::init(uint64_t seed) {
 void MoeGpt::distribute(const ParallelContext& par) {
   executor_ = par.executor;
   tp_comm_ = par.tp;
+  if (embed_split()) {
+    if (!par.dp || par.dp->size() != embed_.size || par.dp->rank() != embed_.rank)
+      throw std::invalid_argument("MoeGpt: the embedding partition over " + std::to_string(embed_.size) +
+                                  " ranks needs a data-parallel group of that size");
+    embed_comm_ = par.dp->dup();  // its own message space: the main thread's exchanges only
+  }
   if (tp_.size > 1 && (!tp_comm_ || tp_comm_->size() != tp_.size))
     throw std::invalid_argument("MoeGpt: tensor parallelism over " + std::to_string(tp_.size) +
                                 " ranks needs a tensor-parallel group of that size");
@@ -327,6 +345,66 @@ bool MoeGpt::held_elsewhere(const std::string& name) const {
   return false;
 }
 
+ArenaRange MoeGpt::partitioned_embedding() const {
+  if (!embed_split()) return {};
+  return {params_.views()[wte_].offset, params_.views()[wte_].numel};
+}
+
+void MoeGpt::embed_comm_span(const char* name, uint64_t bytes, const std::function<void()>& fn) {
+  if (!embed_comm_) throw std::logic_error("MoeGpt: embedding partition without distribute()");
+  // The host role, as the step graph's tasks and Distributed's other blocking collectives.
+  if (executor_) executor_->run_inline(name, StreamRole::host, TaskCategory::comm, fn, -1, 0.0, bytes);
+  else fn();
+}
+
+void MoeGpt::embed_all_to_all(const char* name, size_t block) {
+  const int P = embed_.size;
+  const std::vector<size_t> counts((size_t)P, block);
+  std::vector<size_t> displs((size_t)P);
+  for (int q = 0; q < P; ++q) displs[(size_t)q] = (size_t)q * block;
+  embed_comm_span(name, (uint64_t)(P - 1) * block * sizeof(float), [&] {
+    embed_comm_->all_to_all_v(embed_send_.data(), counts.data(), displs.data(), ensure_data(embed_recv_, P * block),
+                              counts.data(), displs.data(), DType::f32);
+  });
+}
+
+// Forward of Fig. 9: ids all-gather (ring: (P-1) N ids to the next rank), lookup of this rank's
+// columns for every rank's tokens, all-to-all of the [N, Cp] slices (N Cp floats to each other
+// rank), assembly with the positions.
+void MoeGpt::partitioned_embed_forward(HeadActs& h, float* x) {
+  const int P = embed_.size, Cp = model_.hidden / P, T = h.T;
+  const long N = (long)h.B * T;
+  const size_t block = (size_t)N * Cp;
+  h.all_inputs.resize((size_t)P * N);
+  embed_comm_span("embed.ids", (uint64_t)(P - 1) * N * sizeof(int32_t), [&] {
+    embed_comm_->all_gather(h.inputs.data(), h.all_inputs.data(), (size_t)N, DType::i32);
+  });
+  stage("embed.forward", -1, 0.0, [&] {
+    embedding_partition_lookup(ensure_data(embed_send_, P * block), h.all_inputs.data(), params_.param(wte_), P * N, Cp);
+  });
+  embed_all_to_all("embed.a2a", block);
+  stage("embed.positions", -1, 0.0, [&] {
+    embedding_partition_assemble(x, embed_recv_.data(), params_.param(wpe_), N, T, P, Cp);
+  });
+}
+
+// Backward of Fig. 9: dresid_ [N, C] cut by column owner, one all-to-all (N Cp floats to each
+// other rank), then this rank's columns accumulate every rank's tokens' gradients (rank order,
+// token order: the single-rank summation order when each rank holds consecutive batch rows).
+void MoeGpt::partitioned_embed_backward(HeadActs& h) {
+  const int P = embed_.size, C = model_.hidden, Cp = C / P, T = h.T;
+  const long N = (long)h.B * T;
+  const size_t block = (size_t)N * Cp;
+  stage("embed.grad_slices", -1, 0.0, [&] {
+    embedding_partition_split(ensure_data(embed_send_, P * block), dresid_.data(), N, P, Cp);
+  });
+  embed_all_to_all("embed.grad_a2a", block);
+  stage("embed.backward", -1, 0.0, [&] {
+    embedding_partition_backward(params_.grad(wte_), embed_recv_.data(), h.all_inputs.data(), P * N, Cp);
+    position_embedding_backward(params_.grad(wpe_), dresid_.data(), N, T, C);
+  });
+}
+
 ArenaRange MoeGpt::tied_embedding_copy() const {
   if (pipe_.first() || wte_ == kNone) return {};
   return {params_.views()[wte_].offset, params_.views()[wte_].numel};
@@ -368,7 +446,8 @@ LossParts MoeGpt::forward_micro(int slot, const MicroBatch& mb, const float* x_i
     Acts& a = b.acts[(size_t)slot];
     const int l = b.index;
     ensure(a.x, N * C);
-    if (i == 0 && pipe_.first() && !vocab_split()) stage("embed.forward", -1, 0.0, [&] {
+    if (i == 0 && pipe_.first() && embed_split()) partitioned_embed_forward(h, a.x.data());
+    if (i == 0 && pipe_.first() && !vocab_split() && !embed_split()) stage("embed.forward", -1, 0.0, [&] {
         encoder_forward(a.x.data(), mb.inputs, params_.param(wte_), params_.param(wpe_), B, T, C);
       });
     if (i == 0 && pipe_.first() && vocab_split()) {  // this rank's vocabulary rows, summed over TP
@@ -572,15 +651,17 @@ void MoeGpt::backward_micro(int slot, const float* dout, float loss_scale, bool 
     ready({first.offset, lastp.offset + lastp.numel - first.offset});
   }
   if (!pipe_.first()) return;  // dresid_ = the gradient of the stage input (input_grad())
+  const ParamView& wpe = params_.views()[wpe_];
+  if (embed_split()) {
+    partitioned_embed_backward(h);
+    ready({wpe.offset, wpe.numel});  // the positions only: each rank owns its wte columns
+    return;
+  }
   stage("embed.backward", -1, 0.0, [&] {
     if (!vocab_split()) return encoder_backward(params_.grad(wte_), params_.grad(wpe_), dresid_.data(), h.inputs.data(), B, T, C);
     vocab_slice_embed_backward(params_.grad(wte_), dresid_.data(), h.inputs.data(), N, C, vocab_first(), vocab_rows());
-    float* dwpe = params_.grad(wpe_);  // in (b, t) order per channel, as encoder_backward
-#pragma omp parallel for schedule(static)
-    for (int c = 0; c < C; ++c)
-      for (long n = 0; n < N; ++n) dwpe[(n % T) * C + c] += dresid_[n * C + c];
+    position_embedding_backward(params_.grad(wpe_), dresid_.data(), N, T, C);
   });
-  const ParamView& wpe = params_.views()[wpe_];
   ready({0, wpe.offset + wpe.numel});  // embeddings (tied head included)
 }
 

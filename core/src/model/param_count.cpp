@@ -6,12 +6,13 @@
 
 namespace moebench {
 
-ParamPieces param_pieces(const ModelConfig& m, const TpShard& tp, bool sliced_experts) {
+ParamPieces param_pieces(const ModelConfig& m, const TpShard& tp, bool sliced_experts, const EmbedShard& embed) {
   const double C = std::max(m.hidden, 0), F = (double)std::max(m.ffn_mult, 0) * C, V = std::max(m.vocab_size, 0),
                T = std::max(m.seq_len, 0);
   const double t = std::max(tp.size, 1), vt = tp.vocab ? t : 1.0, et = sliced_experts ? t : 1.0;
   ParamPieces p;
-  p.wte = V / vt * C;
+  p.head = V / vt * C;
+  p.wte = p.head / std::max(embed.size, 1);
   p.wpe = T * C;
   // ln1 (2C), QKV weight 3C/t x C and bias 3C/t, projection C x C/t and its bias C, ln2 (2C)
   p.attention = (4 * C * C + 3 * C) / t + 5 * C;
@@ -24,14 +25,14 @@ ParamPieces param_pieces(const ModelConfig& m, const TpShard& tp, bool sliced_ex
 }
 
 ParamCounts rank_param_counts(const ModelConfig& m, const MoeConfig& moe, const ExpertShard& shard, const TpShard& tp,
-                              const PipeStage& pipe) {
-  const ParamPieces p = param_pieces(m, tp, moe.expert_tp && tp.size > 1);
+                              const PipeStage& pipe, const EmbedShard& embed) {
+  const ParamPieces p = param_pieces(m, tp, moe.expert_tp && tp.size > 1, embed);
   ParamCounts n;
   const bool first = pipe.first(), last = pipe.last();
   if (first) n.dense += p.wte + p.wpe;
   // The last stage: ln_f and the head (an untied one; a tied one is its own copy of embed.wte
   // when the first stage is another rank).
-  if (last) n.dense += p.final_norm + (!m.tied_head || !first ? p.wte : 0.0);
+  if (last) n.dense += p.final_norm + (!m.tied_head || !first ? p.head : 0.0);
   const int end = pipe.end_block < 0 ? m.layers : pipe.end_block;
   for (int l = std::max(pipe.first_block, 0); l < end; ++l) {
     n.dense += p.attention;

@@ -16,6 +16,7 @@ struct Layout {
   int replicas = 1;  // ranks holding the same experts
   bool ppmoe = false;
   bool vocab_parallel = false;  // embedding and head split over the TP group
+  bool embedding_partition = false;  // embed.wte's columns split over the DP group (MoESys §IV-C)
   int microbatches = 1;
   int b = 0;                // sequences of one micro-batch on one data-parallel rank
   std::vector<int> bounds;  // stage s holds blocks [bounds[s], bounds[s + 1])
@@ -23,6 +24,7 @@ struct Layout {
   PipeStage stage(int s) const;  // with its micro-batches in flight
   TpShard tp() const;            // rank 0's
   ExpertShard experts() const;   // rank 0's
+  EmbedShard embed() const;      // rank 0's
 };
 
 // Throws std::invalid_argument when run.ranks is not pp x dp x tp or the blocks do not split.

@@ -21,6 +21,8 @@ TpShard Layout::tp() const { return TpShard{0, t, vocab_parallel}; }
 
 ExpertShard Layout::experts() const { return ExpertShard{0, ep}; }
 
+EmbedShard Layout::embed() const { return embedding_partition ? EmbedShard{0, d} : EmbedShard{}; }
+
 Layout layout_of(const Config& cfg) {
   Layout L;
   const ParallelConfig& par = cfg.parallel;
@@ -32,6 +34,7 @@ Layout layout_of(const Config& cfg) {
                                 std::to_string(L.p) + " x " + std::to_string(L.d) + " x " + std::to_string(L.t));
   L.ppmoe = cfg.strategy.name == "ppmoe";
   L.vocab_parallel = par.vocab_parallel;
+  L.embedding_partition = cfg.model.embedding_partition;
   L.ep = L.ppmoe ? L.t : par.ep > 0 ? par.ep : L.d;
   L.replicas = L.ppmoe ? L.d : std::max(1, L.d / L.ep);
   L.microbatches = std::max(1, par.microbatches);
@@ -131,7 +134,7 @@ MemoryModel memory_model(const Config& cfg) {
     st.first_block = pipe.first_block;
     st.end_block = pipe.end_block;
     st.in_flight = pipe.in_flight;
-    const ParamCounts held = rank_param_counts(cfg.model, cfg.moe, L.experts(), L.tp(), pipe);
+    const ParamCounts held = rank_param_counts(cfg.model, cfg.moe, L.experts(), L.tp(), pipe, L.embed());
     st.p1 = held.dense;
     st.p2 = held.experts;
     for (int z = 0; z < kZeroStages; ++z) {

@@ -40,7 +40,7 @@ TrainerMemory trainer_memory(const Config& cfg, int stage, bool rank0) {
   const double scores = B * Ht * T * T;  // one attention's [b, H/t, s, s]
 
   TrainerMemory m;
-  const ParamCounts held = rank_param_counts(md, cfg.moe, L.experts(), L.tp(), pipe);
+  const ParamCounts held = rank_param_counts(md, cfg.moe, L.experts(), L.tp(), pipe, L.embed());
   m.parameters = held.total();
   m.weights = kFloat * m.parameters;
   m.gradients = kFloat * m.parameters;
@@ -79,6 +79,8 @@ TrainerMemory trainer_memory(const Config& cfg, int stage, bool rank0) {
   // HeadActs: tokens, the stage output; on the last stage targets, ln_f and its statistics,
   // probabilities and losses.
   slot += kInt * N + kFloat * N * C;
+  const int parts = L.embed().size;
+  if (first && parts > 1) slot += kInt * parts * N;  // every DP rank's ids (partitioned embedding)
   if (last) slot += kInt * N + kFloat * (N * C + 2 * N + N * Vt + N);
   m.activations = slot * pipe.in_flight;
 
@@ -93,6 +95,7 @@ TrainerMemory trainer_memory(const Config& cfg, int stage, bool rank0) {
     if (md.tied_head && (first || last))
       m.workspace += kFloat * param_pieces(md, L.tp(), sliced).wte;  // the other end's embedding gradient
   }
+  if (first && parts > 1) m.workspace += 2 * kFloat * N * C;  // the partitioned embedding's sent and received slices
   m.workspace += 2 * kInt * L.microbatches * N;  // a step's inputs and targets
 
   if (rank0) {

@@ -165,6 +165,10 @@ double Distributed::finish_gradients(MoeGpt& model) {
     }, -1, 0.0, wte->numel * sizeof(float));
     for (size_t i = 0; i < wte->numel; ++i) g[i] += theirs[i];
   }
+  // The partitioned embedding (MoESys §IV-C): each rank's columns already hold every DP rank's
+  // contributions (the backward all-to-all), so no all-reduce; only the DP mean's scale.
+  if (const ArenaRange part = model.partitioned_embedding(); part.count > 0)
+    for (size_t i = part.offset; i < part.offset + part.count; ++i) grads[i] *= dp_scale_;
   // Experts: each owner accumulated the contributions of every rank in its EP group; sum the
   // replicas (other EP groups) and scale like the dense gradients. One span per MoE block with
   // the block as its layer: the block's communication on the DDL-roofline (perf/ddl_roofline.h).
@@ -181,14 +185,17 @@ double Distributed::clip_gradients(MoeGpt& model, float max_norm) {
   const std::vector<float>& g = model.params().grads();
   // Sums of squares: [0] tensors every rank of the TP group holds whole (counted once),
   // [1] tensor-parallel slices (summed over the TP group), [2] experts (summed over the EP
-  // group; expert slices, moe.expert_tp, first over the TP group).
-  double sums[3] = {0.0, 0.0, 0.0}, expert_slices = 0.0;
+  // group; expert slices, moe.expert_tp, first over the TP group), `columns`: the partitioned
+  // embedding's columns (summed over the DP group).
+  double sums[3] = {0.0, 0.0, 0.0}, expert_slices = 0.0, columns = 0.0;
   auto add = [&](double& sum, size_t offset, size_t count) {
     for (size_t i = offset; i < offset + count; ++i) sum += (double)g[i] * g[i];
   };
   const ArenaRange copy = model.tied_embedding_copy();  // counted on the first stage
+  const ArenaRange part = model.partitioned_embedding();
   for (const ParamView& v : model.params().views()) {
-    if (v.name.find(".moe.experts.") != std::string::npos) add(v.slice.whole() ? sums[2] : expert_slices, v.offset, v.numel);
+    if (part.count > 0 && v.offset == part.offset) add(columns, v.offset, v.numel);
+    else if (v.name.find(".moe.experts.") != std::string::npos) add(v.slice.whole() ? sums[2] : expert_slices, v.offset, v.numel);
     else if (!(copy.count > 0 && v.offset == copy.offset)) add(sums[v.slice.whole() ? 0 : 1], v.offset, v.numel);
   }
   double tp_parts[2] = {sums[1], expert_slices};
@@ -196,7 +203,8 @@ double Distributed::clip_gradients(MoeGpt& model, float max_norm) {
   sums[1] = tp_parts[0];
   sums[2] += tp_parts[1];
   host_all_reduce("grad.norm.ep", groups_->ep(), &sums[2], 1, DType::f64);
-  double total = sums[0] + sums[1] + sums[2];
+  if (part.count > 0) host_all_reduce("grad.norm.dp", groups_->dp(), &columns, 1, DType::f64);
+  double total = sums[0] + sums[1] + sums[2] + columns;
   pp_sum(&total, 1, "grad.norm.pp");
   const double norm = std::sqrt(total);
   if (max_norm > 0 && norm > max_norm) {
@@ -283,12 +291,14 @@ void Distributed::save(const std::string& dir, MoeGpt& model, const AdamW& opt, 
   const ParamArena& params = model.params();
   const bool tp_first = groups_->tp().rank() == 0;
   const ArenaRange copy = model.tied_embedding_copy();  // the first stage's embed.wte is saved
+  const ArenaRange part = model.partitioned_embedding();  // every DP rank saves its columns
   std::vector<uint8_t> mine;
   for (size_t i = 0; i < params.views().size(); ++i) {
     const ParamView& v = params.views()[i];
     const bool expert = v.name.find(".moe.experts.") != std::string::npos;
+    const bool columns = part.count > 0 && v.offset == part.offset;
     const bool holder = expert ? groups_->expert_dp().rank() == 0 && (experts_in_tp_ || !v.slice.whole() || tp_first)
-                               : groups_->dp().rank() == 0 && (!v.slice.whole() || tp_first) &&
+                               : (columns || groups_->dp().rank() == 0) && (!v.slice.whole() || tp_first) &&
                                      !(copy.count > 0 && v.offset == copy.offset);
     if (!holder) continue;
     put_value<uint32_t>(mine, (uint32_t)v.name.size());

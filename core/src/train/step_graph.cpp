@@ -214,11 +214,14 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
 
   // Parameters this rank holds (AdamW's flops) and its gradient buckets, as MoeGpt registers them.
   const TpShard tp_shard{P.tp_rank, P.tp, cfg.parallel.vocab_parallel};
-  const ParamPieces pieces = param_pieces(cfg.model, tp_shard, slice > 1);
+  // MoESys §IV-C: embed.wte's columns over the DP group (model/embedding_partition.h).
+  const EmbedShard embed = cfg.model.embedding_partition ? EmbedShard{P.dp_rank, P.dp} : EmbedShard{};
+  const bool embed_split = embed.size > 1;
+  const ParamPieces pieces = param_pieces(cfg.model, tp_shard, slice > 1, embed);
   const double params_held = rank_param_counts(cfg.model, cfg.moe, ExpertShard{ep_rank, ep}, tp_shard,
-                                               PipeStage{P.pp_rank, P.pp, first_block, end_block})
+                                               PipeStage{P.pp_rank, P.pp, first_block, end_block}, embed)
                                  .total();
-  const double wte = pieces.wte, wpe = pieces.wpe, expert_params = pieces.expert;
+  const double wte = pieces.wte, head = pieces.head, wpe = pieces.wpe, expert_params = pieces.expert;
 
   struct Moe {
     std::vector<std::unique_ptr<MoeStrategy>> strategies;  // one per micro-batch (activation set)
@@ -265,6 +268,28 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
     }
   }
 
+  // The partitioned embedding's blocking exchanges over the DP group (MoeGpt runs them on the
+  // main thread): the ids' ring all-gather, (P-1) N int32 to the next rank; an all-to-all of
+  // N x C/P floats to every other rank (forward: the looked-up slices; backward: the gradient
+  // slices to their column owners).
+  auto embed_ids = [&](int micro) {
+    GraphTask t = ring_allreduce("embed.ids", -1, 0, dp_group, P.dp_rank, StreamRole::host, micro);
+    t.cost.bytes_to_peer = {{dp_group[(size_t)(P.dp_rank + 1) % P.dp], (uint64_t)(P.dp - 1) * N * sizeof(int32_t)}};
+    t.cost.messages = P.dp - 1;
+    main_task(std::move(t));
+  };
+  auto embed_a2a = [&](const char* name, int micro) {
+    GraphTask t;
+    t.name = name;
+    t.chunk = micro;
+    t.category = TaskCategory::comm;
+    t.role = StreamRole::host;
+    for (int peer : dp_group)
+      if (peer != rank) t.cost.bytes_to_peer.push_back({peer, (uint64_t)N * (C / P.dp) * sizeof(float)});
+    t.cost.messages = P.dp - 1;
+    main_task(std::move(t));
+  };
+
   std::vector<TaskId> reduces;
   auto bucket = [&](int layer, double floats) {
     reduces.push_back(g.add(ring_allreduce("grad.allreduce", layer, floats, dp_group, P.dp_rank, dp_role), {last}));
@@ -275,7 +300,12 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
     if (op.kind == PipeOp::Kind::forward) {
       // Before any gate: what the blocks' strategies start for this forward (Janus prefetch).
       for (auto& [l, m] : moe) m.strategies[(size_t)mb]->build_iteration_start(g, *m.handles[(size_t)mb], {last}, m.ctx);
-      if (first_stage) {
+      if (first_stage && embed_split) {
+        embed_ids(chunk);
+        main_task(compute("embed.forward", -1, 0.0, chunk));
+        embed_a2a("embed.a2a", chunk);
+        main_task(compute("embed.positions", -1, 0.0, chunk));
+      } else if (first_stage) {
         main_task(compute("embed.forward", -1, 0.0, chunk));
         if (cfg.parallel.vocab_parallel) tp_allreduce(-1, chunk);
       } else {
@@ -300,7 +330,7 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
     }
     if (last_stage) {
       main_task(compute("head.backward", -1, 2 * head_forward_flops(N, C, (int)(V / vt)), chunk));
-      if (accumulate_done) bucket(-1, 2.0 * C + (cfg.model.tied_head ? 0.0 : wte));
+      if (accumulate_done) bucket(-1, 2.0 * C + (cfg.model.tied_head ? 0.0 : head));
     } else {
       pp_recv("pp.backward", end_block, mb);
     }
@@ -322,8 +352,12 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
       if (accumulate_done) bucket(l, floats);
     }
     if (first_stage) {
+      if (embed_split) {
+        main_task(compute("embed.grad_slices", -1, 0.0, chunk));
+        embed_a2a("embed.grad_a2a", chunk);
+      }
       main_task(compute("embed.backward", -1, 0.0, chunk));
-      if (accumulate_done) bucket(-1, wte + wpe);
+      if (accumulate_done) bucket(-1, (embed_split ? 0.0 : wte) + wpe);  // a partitioned table is not all-reduced
     } else {
       pp_send("pp.backward", first_block, mb, prev_stage, to_prev);
     }
@@ -351,7 +385,7 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
     t.category = TaskCategory::comm;
     t.role = StreamRole::host;
     t.peer = P.world(first_stage ? P.pp - 1 : 0, P.dp_rank, P.tp_rank);
-    t.cost.bytes_to_peer.push_back({t.peer, (uint64_t)(wte * sizeof(float))});
+    t.cost.bytes_to_peer.push_back({t.peer, (uint64_t)(head * sizeof(float))});
     after_buckets(std::move(t));
   }
   if (replicas.size() > 1) {  // experts summed over their replicas, block by block (layer = the block)
@@ -370,6 +404,7 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
   };
   host_allreduce("grad.norm.tp", 2, tp_group, P.tp_rank);
   host_allreduce("grad.norm.ep", 1, ep_group, ep_rank);
+  if (embed_split) host_allreduce("grad.norm.dp", 1, dp_group, P.dp_rank);
   host_allreduce("grad.norm.pp", 1, pp_group, P.pp_rank);
   host_allreduce("loss.pp", 2, pp_group, P.pp_rank);
   host_allreduce("loss.dp", 1, dp_group, P.dp_rank);

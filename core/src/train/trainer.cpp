@@ -67,7 +67,9 @@ Trainer::Trainer(const Config& cfg, std::string out_dir, Communicator* world)
     if (rank == (dist_ ? dist_->rank() : 0)) fault_step_ = step;
   }
   corpus_ = load_corpus(cfg_.data, cfg_.model.vocab_size, cfg_.model.seq_len, cfg_.run.seed);
-  model_ = std::make_unique<MoeGpt>(cfg_.model, cfg_.moe, shard, tp, pipe);
+  EmbedShard embed;  // MoESys §IV-C: embed.wte's columns over the DP group
+  if (cfg_.model.embedding_partition && dist_) embed = {dist_->dp_rank(), dist_->dp_size()};
+  model_ = std::make_unique<MoeGpt>(cfg_.model, cfg_.moe, shard, tp, pipe, embed);
   model_->init(cfg_.run.seed);
   if (dist_) dist_->attach(*model_, cfg_);
   model_->set_routing(parse_routing(cfg_.moe.routing), cfg_.run.seed);

@@ -164,6 +164,8 @@ struct ModelConfig {
   int heads = 4;              // attention heads; must divide hidden
   int ffn_mult = 4;           // dense FFN and expert FFN width = ffn_mult * hidden
   bool tied_head = true;      // LM head shares the token embedding
+  // MoESys §IV-C: embed.wte split by columns over the data-parallel group (model/embedding_partition.h)
+  bool embedding_partition = false;
   float init_std = 0.02f;
 };
 

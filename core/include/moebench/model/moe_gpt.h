@@ -4,7 +4,8 @@
 // attention, GeLU FFN or MoE block, final LayerNorm, tied or untied LM head, cross-entropy.
 // Loss = mean cross-entropy + aux_loss_weight * sum over MoE blocks of the GShard aux loss.
 // One instance is one rank's part of the model: its expert shard (ExpertShard), its tensor-
-// parallel slices (TpShard) and its pipeline stage's blocks (PipeStage), run one micro-batch at
+// parallel slices (TpShard), its pipeline stage's blocks (PipeStage) and its columns of a
+// partitioned embedding (EmbedShard), run one micro-batch at
 // a time (forward_micro / backward_micro; train/pipeline_step.h schedules them).
 #include <functional>
 #include <map>
@@ -61,6 +62,13 @@ struct PipeStage {
   bool last() const { return stage == stages - 1; }
 };
 
+// Embedding partition in data parallelism (MoESys §IV-C, model.embedding_partition;
+// model/embedding_partition.h): this rank holds columns [rank C / size, (rank + 1) C / size) of
+// embed.wte, size = the data-parallel group. Needs tp = 1, one pipeline stage and an untied head.
+struct EmbedShard {
+  int rank = 0, size = 1;
+};
+
 // One micro-batch as a stage sees it.
 struct MicroBatch {
   const int* inputs = nullptr;   // [B,T] token ids (embedded on the first stage)
@@ -96,9 +104,10 @@ class ExpertSource {
 class MoeGpt {
  public:
   // Throws std::invalid_argument when tp.size does not divide the heads, E the EP ranks, or
-  // the stage's block range is empty.
+  // the stage's block range is empty, or embed.size the hidden size (or embed.size > 1 with
+  // tp, pipeline stages or a tied head).
   MoeGpt(const ModelConfig& model, const MoeConfig& moe, ExpertShard shard = {}, TpShard tp = {},
-         PipeStage pipe = {});
+         PipeStage pipe = {}, EmbedShard embed = {});
   ~MoeGpt();
   MoeGpt(const MoeGpt&) = delete;
   MoeGpt& operator=(const MoeGpt&) = delete;
@@ -108,8 +117,9 @@ class MoeGpt {
   // its name, so every sharding of the experts gets the same weights.
   void init(uint64_t seed);
 
-  // Runs the MoE blocks through their distributed strategies (moe/parallel_context.h) and the
-  // tensor-parallel all-reduces over par.tp (required when tp.size > 1).
+  // Runs the MoE blocks through their distributed strategies (moe/parallel_context.h), the
+  // tensor-parallel all-reduces over par.tp (required when tp.size > 1) and the partitioned
+  // embedding's exchanges over a duplicate of par.dp (required when embed.size > 1).
   void distribute(const ParallelContext& par);
   // Synthetic expert choice ([moe] routing), keyed by MicroBatch::step and first_token so the
   // choices do not depend on the rank count.
@@ -159,6 +169,11 @@ class MoeGpt {
   bool held_elsewhere(const std::string& name) const;
   // The arena range of the last stage's copy of the tied embed.wte (count 0 elsewhere).
   ArenaRange tied_embedding_copy() const;
+  // The arena range of this rank's columns of the partitioned embed.wte (count 0 without
+  // embedding partition): its gradient is complete after backward (no DP all-reduce) and only
+  // needs the DP scale.
+  ArenaRange partitioned_embedding() const;
+  const EmbedShard& embed_shard() const { return embed_; }
 
   ParamArena& params() { return params_; }
   const ParamArena& params() const { return params_; }
@@ -193,6 +208,15 @@ class MoeGpt {
   // Sums x[n] over the TP group (nothing at tp = 1), a comm span "tp.allreduce".
   void tp_allreduce(float* x, size_t n, int layer, ReduceOp op = ReduceOp::sum);
   bool vocab_split() const { return tp_.vocab && tp_.size > 1; }
+  bool embed_split() const { return embed_.size > 1; }
+  // The partitioned embedding of the slot's micro-batch into x [N, C] (ids all-gather, lookup,
+  // all-to-all, assembly) and its backward from dresid_ (all-to-all to the column owners).
+  void partitioned_embed_forward(HeadActs& h, float* x);
+  void partitioned_embed_backward(HeadActs& h);
+  // A blocking exchange over the DP group on the main thread: a host comm span `name` with `bytes`.
+  void embed_comm_span(const char* name, uint64_t bytes, const std::function<void()>& fn);
+  // embed_send_ [P, block] -> embed_recv_ [P, block]: block q to DP rank q, a span `name`.
+  void embed_all_to_all(const char* name, size_t block);
   int vocab_rows() const { return model_.vocab_size / (vocab_split() ? tp_.size : 1); }  // Vt
   int vocab_first() const { return vocab_split() ? tp_.rank * vocab_rows() : 0; }
 
@@ -201,7 +225,9 @@ class MoeGpt {
   ExpertShard shard_;
   TpShard tp_;
   PipeStage pipe_;
+  EmbedShard embed_;
   Communicator* tp_comm_ = nullptr;
+  std::unique_ptr<Communicator> embed_comm_;  // dup of the DP group (partitioned embedding)
   StreamRole tp_role_ = StreamRole::comm_intra;
   ParamArena params_;
   Executor* executor_ = nullptr;  // records the dense stages' spans (distributed runs)
@@ -220,6 +246,7 @@ class MoeGpt {
   std::vector<HeadActs> head_acts_;  // per slot: the micro-batch, stage output, ln_f, head
   int last_slot_ = 0;
   std::vector<float> rowmax_, ce_stats_;  // vocabulary-parallel softmax statistics
+  std::vector<float> embed_send_, embed_recv_;  // [P, N, C/P] slices (partitioned embedding)
   std::vector<float> logits_, dresid_, dscratch_, dscratch2_, dlogits_, dpreatt_, datt_;
 };
 

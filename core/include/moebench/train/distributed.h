@@ -8,6 +8,8 @@
 //     result is the gradient of the global-batch mean loss;
 //   * gradients that are partial sums over the TP group (ppmoe's routers): all-reduced over it
 //     once per step;
+//   * the partitioned embedding (model.embedding_partition): no all-reduce, only the DP scale
+//     (each rank owns its columns of embed.wte; MoeGpt exchanges their gradients itself);
 //   * with pipeline stages, the tied embedding: the first stage's embed.wte and the last
 //     stage's copy (its LM head) exchange and sum their gradients;
 //   * global gradient norm (tensor-parallel slices summed over the TP group, replicated tensors

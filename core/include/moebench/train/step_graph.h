@@ -4,18 +4,21 @@
 // (Megatron rank order, dist/process_groups.h):
 //   per micro-batch, in the order of the pipeline schedule (model/pipeline_schedule.h):
 //     forward   what the MoE blocks' strategies start with the iteration (MoeStrategy::
-//               build_iteration_start: Janus prefetch's gets) -> [first stage: embeddings |
-//               pp.forward receive] -> per block of this stage the
+//               build_iteration_start: Janus prefetch's gets) -> [first stage: embeddings
+//               (model.embedding_partition: embed.ids all-gather, lookup, embed.a2a,
+//               positions) | pp.forward receive] -> per block of this stage the
 //               attention, the TP all-reduce (Megatron's g), the FFN (dense + g, or the MoE
 //               block's graph from its strategy: moe/block_graph.h) -> [last stage: LM head |
 //               pp.forward send]
-//     backward  mirrored, each f all-reduce after its sub-layer; on the last micro-batch each
-//               gradient bucket's all-reduce over the DP group as soon as it is complete
+//     backward  mirrored, each f all-reduce after its sub-layer (the partitioned embedding:
+//               embed.grad_a2a before embed.backward); on the last micro-batch each gradient
+//               bucket's all-reduce over the DP group as soon as it is complete (a partitioned
+//               embed.wte in none: each rank owns its columns)
 //   then the routers' partial gradients over TP (ppmoe, sliced experts), the tied embedding
 //   between the first and the last stage, the experts' all-reduce over their replicas (one
 //   expert.allreduce per MoE block, its layer the block, as Distributed::finish_gradients
-//   records it), the main thread's small all-reduces (grad.norm.tp / .ep / .pp: the gradient
-//   norm's sums; loss.pp, loss.dp: the loss), and the optimizer.
+//   records it), the main thread's small all-reduces (grad.norm.tp / .ep / .pp / .dp: the
+//   gradient norm's sums, .dp for the partitioned embedding's columns; loss.pp, loss.dp: the loss), and the optimizer.
 // The main thread's work is one chain (compute on the compute role; blocking receives and TP
 // all-reduces on the host role, as the runtime runs them inline); pipeline sends are non-blocking,
 // activations and gradients on two comm roles so that one direction never queues behind the
