@@ -8,6 +8,8 @@
 
 #include <QTemporaryDir>
 
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -172,6 +174,37 @@ class TestExpertStateStore : public QObject {
     QVERIFY(!std::filesystem::exists(path + ".tmp"));
     files.read(1, 2, out);
     QVERIFY(out == record_of(1, 3));
+  }
+
+  // A real kill -9: a child process rewrites one 4 MiB record over and over, alternating two
+  // contents, and is killed mid-way. The file then holds one of them complete (never a mix or a
+  // torn write), and reopening the folder removes the temp the kill left.
+  void kill_9_during_write_backs() {
+    QTemporaryDir dir;
+    const std::string d = dir.path().toStdString();
+    constexpr int64_t n = 1 << 20;
+    const std::vector<float> a = record_of(4, 1, n), b = record_of(4, 2, n);
+    ExpertStateFiles(d).write(4, 1, a);
+    const pid_t child = ::fork();
+    QVERIFY(child >= 0);
+    if (child == 0) {  // the child only writes until it is killed; it never returns into QtTest
+      try {
+        ExpertStateFiles files(d);
+        for (int i = 0;; ++i) files.write(4, 1, i % 2 ? a : b);
+      } catch (...) {
+      }
+      ::_exit(1);
+    }
+    ::usleep(150 * 1000);
+    QCOMPARE(::kill(child, SIGKILL), 0);
+    int status = 0;
+    QCOMPARE(::waitpid(child, &status, 0), child);
+    QVERIFY(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    ExpertStateFiles files(d);
+    QVERIFY(files.stale_temps_removed() <= 1);
+    std::vector<float> out((size_t)n);
+    files.read(4, 1, out);
+    QVERIFY(out == a || out == b);
   }
 
   void unusable_folders_are_named() {
