@@ -16,7 +16,9 @@
 //   among records with hits >= threshold, the fewest hits; records below the threshold (newly
 //   loaded ones, with threshold > 1) are protected. When every record is protected the request
 //   must still be served, so the fewest hits overall is evicted (plain LFU). Ties: the least
-//   recently used (then the lowest (block, expert)), so orders are deterministic.
+//   recently used (every get/put has its own tick), so orders are deterministic. With decay,
+//   a record decayed below the threshold is protected too (as in the paper, where it is never
+//   evicted): a threshold above 0 suits short runs or a decay close to 1; the default 0 is LFU.
 // - Only dirty records are written back on eviction (a clean one equals its file); flush()
 //   writes back every dirty record (the paper's "sparse parameter update cycle").
 // - The decay clock counts requests as Algorithm 2 does (lines 27-30), not training steps.
@@ -35,7 +37,7 @@ namespace moebench {
 
 struct SparseCacheOptions {
   int64_t budget_bytes = 0;    // host memory for records, bytes; 0 = unlimited (storage.host_cache_bytes)
-  double hit_threshold = 1.0;  // Algorithm 2's threshold: records with fewer hits are evicted last
+  double hit_threshold = 0.0;  // Algorithm 2's threshold: records with fewer hits are evicted last (0 = plain LFU)
   double decay = 0.5;          // beta: every hits value is multiplied by it every decay_every requests
   int decay_every = 0;         // K, requests; 0 = no decay
 };
