@@ -244,6 +244,7 @@ void add_plan_command(CLI::App& app, Action& action) {
   auto ranks = std::make_shared<int>(0);
   auto graph = std::make_shared<int>(-1);
   auto memory = std::make_shared<bool>(false);
+  auto alpha = std::make_shared<double>(0.0);
   auto context = std::make_shared<long long>(0);  // tokens, with --context
   cmd->add_option("config", *config, "TOML config file")->required();
   cmd->add_option("--set", *sets, "Override a key, e.g. --set cluster.nodes=4 (repeatable)");
@@ -252,6 +253,11 @@ void add_plan_command(CLI::App& app, Action& action) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--memory", *memory,
                 "Print MoNTA's memory model per device instead (weights per ZeRO stage, activations, verdicts)");
+  CLI::Option* alpha_given =
+      cmd->add_option("--alpha", *alpha,
+                      "With --memory: MoESys eq. 1's activation likelihood of sparse (expert) parameters, in [0, 1] "
+                      "(default: the largest top_k / experts of the MoE blocks)")
+          ->check(CLI::Range(0.0, 1.0));
   CLI::Option* context_given =
       cmd->add_option("--context", *context,
                       "Propose MoNTA's horizontal or vertical CP / EP expansion for a context of this many tokens instead");
@@ -264,18 +270,21 @@ void add_plan_command(CLI::App& app, Action& action) {
                   "--memory only its devices)");
   cmd->add_option("--nodes", *nodes, "Nodes of the --cluster file's cluster (resizes it)")->check(positive());
   cmd->add_option("--write-config", *write, "With --cluster: write the chosen config (strategy per_block) here");
-  cmd->callback([&action, config, sets, json, ranks, graph, cluster, nodes, write, memory, context, context_given] {
+  cmd->callback([&action, config, sets, json, ranks, graph, cluster, nodes, write, memory, context, context_given, alpha,
+                 alpha_given] {
     const bool by_context = context_given->count() > 0;
-    action = [config, sets, json, ranks, graph, cluster, nodes, write, memory, context, by_context] {
+    const bool alpha_set = alpha_given->count() > 0;
+    action = [config, sets, json, ranks, graph, cluster, nodes, write, memory, context, by_context, alpha, alpha_set] {
       const int modes = (*memory ? 1 : 0) + (*graph >= 0 ? 1 : 0) + (by_context ? 1 : 0);
       if (modes > 1) throw UsageError("--memory, --graph and --context exclude each other: choose one");
       if (by_context && !write->empty())
         throw UsageError("--context and --write-config exclude each other (--write-config writes the planner's choice)");
+      if (alpha_set && !*memory) throw UsageError("--alpha needs --memory (MoESys eq. 1 is part of the memory model)");
       if (*memory && !write->empty())
         throw UsageError("--memory and --write-config exclude each other (--write-config writes the planner's choice)");
       if (!write->empty() && cluster->empty()) throw UsageError("--write-config needs --cluster (the planner)");
       const std::vector<std::string> all = cluster_sets(*config, *sets, *cluster, *nodes, *ranks);
-      if (*memory) return memory_plan_main(*config, all, *json);
+      if (*memory) return memory_plan_main(*config, all, *json, alpha_set ? std::optional<double>(*alpha) : std::nullopt);
       if (by_context) return context_plan_main(*config, all, *context, *json);
       if (*graph >= 0) return graph_main(*config, all, *graph, *json);
       if (!cluster->empty()) return cluster_plan_main(*config, all, *json, *write);

@@ -10,6 +10,7 @@
 #include "moebench/config/config_loader.h"
 #include "moebench/config/usage_error.h"
 #include "moebench/perf/memory_model.h"
+#include "moebench/perf/moesys_storage.h"
 #include "number_text.h"
 
 namespace moebench::cli {
@@ -50,7 +51,62 @@ nlohmann::json fp32_json(const TrainerMemory& f) {
           {"checkpoint", f.checkpoint}, {"steady", f.steady()},        {"peak", f.peak()}};
 }
 
-int print_json(const std::string& path, const MemoryModel& m, const Device& dev) {
+// MoESys eq. 1 for the config, or nullopt without MoE blocks (nothing is sparse).
+std::optional<MoesysStorage> storage_of(const Config& cfg, std::optional<double> alpha) {
+  if (cfg.moe.moe_layers.empty()) return std::nullopt;
+  try {
+    return moesys_storage(moesys_storage_input(cfg, alpha ? *alpha : default_alpha(cfg)));
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--memory: ") + e.what());
+  }
+}
+
+constexpr StorageTier kTiers[] = {StorageTier::gpu, StorageTier::cpu, StorageTier::ssd};
+// The cluster key each tier's M comes from.
+const char* tier_key(StorageTier t) {
+  return t == StorageTier::gpu ? "device_memory_gib" : t == StorageTier::cpu ? "host_memory_gib" : "ssd_gib";
+}
+
+nlohmann::json storage_json(const std::optional<MoesysStorage>& s) {
+  if (!s) return nullptr;
+  nlohmann::json j = {{"model", "moesys_eq1"},
+                      {"D", s->in.dense},
+                      {"S", s->in.sparse},
+                      {"L", s->in.moe_layers},
+                      {"alpha", s->in.alpha},
+                      {"N", s->in.devices},
+                      {"overflowing", s->overflowing()}};
+  for (StorageTier t : kTiers)
+    j["tiers"][storage_tier_name(t)] = {{"need_bytes", s->need[(int)t]},
+                                        {"capacity_bytes", s->described(t) ? nlohmann::json(s->capacity[(int)t]) : nlohmann::json()},
+                                        {"fits", s->described(t) ? nlohmann::json(s->fits(t)) : nlohmann::json()}};
+  return j;
+}
+
+void print_storage(const Config& cfg, const std::optional<MoesysStorage>& s) {
+  if (!s) {
+    std::printf("\nMoESys eq. 1 (hierarchical storage): not applicable, the model has no MoE block\n");
+    return;
+  }
+  std::printf("\nMoESys eq. 1 (hierarchical storage, predicted; totals over N devices): D = %s dense, S = %s sparse "
+              "parameters, L = %d MoE layers, alpha = %g, N = %d\n",
+              count_text(s->in.dense).c_str(), count_text(s->in.sparse).c_str(), s->in.moe_layers, s->in.alpha,
+              s->in.devices);
+  const char* formula[] = {"16 D + 4 alpha S / L", "16 alpha S", "12 S"};
+  for (StorageTier t : kTiers) {
+    std::string verdict;
+    if (!s->described(t)) verdict = std::string("no verdict (cluster.") + tier_key(t) + " is not set)";
+    else verdict = std::string(s->fits(t) ? "fits" : "OVERFLOWS") + " (M x N = " + bytes_text(s->capacity[(int)t]) +
+                   ", cluster " + cfg.cluster.name + ": cluster." + tier_key(t) + ")";
+    std::printf("  %-8s %-20s = %11s: %s\n", storage_tier_name(t), formula[(int)t], bytes_text(s->need[(int)t]).c_str(),
+                verdict.c_str());
+  }
+  const std::string over = s->overflowing();
+  std::printf("  %s\n", over.empty() ? "no described tier overflows" : ("overflowing: " + over).c_str());
+}
+
+int print_json(const std::string& path, const MemoryModel& m, const Device& dev,
+               const std::optional<MoesysStorage>& storage) {
   nlohmann::json j;
   j["predicted"] = true;
   j["model"] = "monta_memory";
@@ -86,13 +142,15 @@ int print_json(const std::string& path, const MemoryModel& m, const Device& dev)
     }
   const StageMemory& f = m.worst_fp32();
   j["fp32"] = {{"bytes", f.fp32.peak()}, {"stage", f.stage}, {"fits", fits(f.fp32.peak())}};
+  j["moesys_storage"] = storage_json(storage);
   std::cout << j.dump(2) << "\n";
   return 0;
 }
 
 }  // namespace
 
-int memory_plan_main(const std::string& path, const std::vector<std::string>& sets, bool json) {
+int memory_plan_main(const std::string& path, const std::vector<std::string>& sets, bool json,
+                     std::optional<double> alpha) {
   const Config cfg = load_config(path, sets);
   MemoryModel m;
   try {
@@ -101,7 +159,8 @@ int memory_plan_main(const std::string& path, const std::vector<std::string>& se
     throw UsageError(std::string("--memory: ") + e.what());
   }
   const Device dev = device_of(cfg, m);
-  if (json) return print_json(path, m, dev);
+  const std::optional<MoesysStorage> storage = storage_of(cfg, alpha);
+  if (json) return print_json(path, m, dev, storage);
 
   std::printf("Memory model of %s: bytes per device, every number PREDICTED (MoNTA eq. 1-2, Table 3: "
               "mixed-precision Adam, ZeRO over the data-parallel group; Table 4: fp16 activations)\n",
@@ -172,6 +231,7 @@ int memory_plan_main(const std::string& path, const std::vector<std::string>& se
   }
   const StageMemory& f = m.worst_fp32();
   std::printf("  fp32 trainer: %s\n", verdict(f.fp32.peak(), f.stage, dev).c_str());
+  print_storage(cfg, storage);
   return 0;
 }
 

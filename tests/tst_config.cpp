@@ -3,6 +3,8 @@
 // experts expansion, --set overrides, relative data paths, TOML/JSON round trip, sample configs.
 #include <QtTest>
 
+#include <unistd.h>
+
 #include <QDir>
 #include <QTemporaryDir>
 
@@ -240,6 +242,30 @@ class TestConfig : public QObject {
     row("emulate time_scale word", "[emulate]\ntime_scale = \"fast\"\n", 2, "emulate.time_scale", "must be \"auto\" or a number > 0, got \"fast\"");
     row("emulate time_scale boolean", "[emulate]\ntime_scale = true\n", 2, "emulate.time_scale", "expected \"auto\" or a number, got boolean true");
     set_row("emulate time_scale bare word", "", {"emulate.time_scale=fast"}, "emulate.time_scale", "must be \"auto\" or a number > 0, got \"fast\"");
+    // [storage]: the experts' state records (config.h StorageConfig)
+    row("storage sparse value", "[storage]\nsparse = \"disk\"\n", 2, "storage.sparse",
+        "must be \"memory\" or \"ssd\", got \"disk\"");
+    row("storage ssd without ssd_dir", "[storage]\nsparse = \"ssd\"\n", 2, "storage.ssd_dir",
+        "required when storage.sparse = \"ssd\"");
+    row("storage ssd_dir missing", "[storage]\nsparse = \"ssd\"\nssd_dir = \"nope_dir\"\n", 3, "storage.ssd_dir",
+        "directory not found: ");
+    row("storage ssd_dir is a file", "[storage]\nsparse = \"ssd\"\nssd_dir = \"train.bin\"\n", 3, "storage.ssd_dir",
+        "not a directory: ");
+    row("storage host cache negative", "[storage]\nhost_cache_bytes = -1\n", 2, "storage.host_cache_bytes",
+        "must be >= 0 (0 = unlimited), got -1");
+    row("storage device bytes negative", "[storage]\ndevice_bytes = -5\n", 2, "storage.device_bytes",
+        "must be >= 0 (0 = unlimited), got -5");
+    // hidden 32, ffn_mult 2: F = 64, an expert 64x32 + 64 + 32x64 + 32 = 4192 floats, its record
+    // 3 x 4192 x 4 = 50304 bytes.
+    row("storage host cache below one record", "[model]\nhidden = 32\nffn_mult = 2\n[storage]\nhost_cache_bytes = 50303\n", 5,
+        "storage.host_cache_bytes",
+        "must hold at least one expert's state record (3 x 4192 fp32 values = 50304 bytes for model.hidden = 32, "
+        "ffn_mult = 2), got 50303");
+    set_row("storage host cache by --set", "", {"storage.host_cache_bytes=100"}, "storage.host_cache_bytes",
+            "must hold at least one expert's state record");
+    row("cluster host memory negative", "[cluster]\nhost_memory_gib = -1\n", 2, "cluster.host_memory_gib",
+        "must be >= 0 (0 = not described), got -1");
+    row("cluster ssd negative", "[cluster]\nssd_gib = -2.5\n", 2, "cluster.ssd_gib", "must be >= 0 (0 = not described)");
     row("emulate time_scale without a cluster", "[emulate]\ntime_scale = 5\n", 2, "emulate.time_scale", "needs emulate.cluster");
     row("emulate cluster not found", "[run]\nranks = 4\n[emulate]\ncluster = \"nope.toml\"\n", 4, "emulate.cluster", "cluster file not found: ");
     row("emulate cluster without a link", "[run]\nranks = 4\n[cluster]\nnodes = 2\n[emulate]\ncluster = \"emu_nolinks.toml\"\n", 6, "emulate.cluster",
@@ -651,7 +677,7 @@ class TestConfig : public QObject {
     const std::string text =
         "[run]\nname = \"a \\\"quoted\\\" name\\twith tab\"\nseed = 99\nout_dir = \"out/dir\"\nthreads = 2\ndevice = \"cuda\"\nprecision = \"bf16\"\nranks = 6\noversubscribe_ok = true\nstop_grace_s = 3.0\n"
         "[cluster]\nfile = \"cluster.toml\"\nname = \"tiny\"\nnodes = 2\ndevices_per_node = 3\npcie_switch_pairs = [0, 1]\n"
-        "device_tflops = 2.5\ndevice_memory_gib = 40.0\nefficiency_flops = [1e6, 1e9]\nefficiency = [0.5, 0.75]\ncopy_bw_gbs = 8.0\n"
+        "device_tflops = 2.5\ndevice_memory_gib = 40.0\nhost_memory_gib = 512.0\nssd_gib = 4096.0\nefficiency_flops = [1e6, 1e9]\nefficiency = [0.5, 0.75]\ncopy_bw_gbs = 8.0\n"
         "intra_bw_gbs = 50.0\nintra_latency_us = 1.5\npcie_bw_gbs = 20.0\npcie_latency_us = 2.5\n"
         "inter_bw_gbs = 12.5\ninter_latency_us = 4.0\ndevices_per_nic = 3\nnodes_per_switch = 1\n"
         "spine_bw_gbs = 6.0\nspine_latency_us = 7.0\ncomm_overhead_us = 800.0\ncomm_us_per_mb = 1200.0\n"
@@ -671,7 +697,8 @@ class TestConfig : public QObject {
         "weight_decay = 0.05\nbeta1 = 0.8\nbeta2 = 0.99\neps = 1e-7\ngrad_clip = 0.5\neval_every = 2\n"
         "eval_batches = 1\ncheckpoint_every = 5\n"
         "[store]\nenabled = false\ndb = \"other.db\"\nexperiment = \"abl\"\nspans_every = 10\n"
-        "[emulate]\ncluster = \"emu6.toml\"\ntime_scale = 50\n";
+        "[emulate]\ncluster = \"emu6.toml\"\ntime_scale = 50\n"
+        "[storage]\nsparse = \"ssd\"\nssd_dir = \"adir\"\nhost_cache_bytes = 200000\ndevice_bytes = 3000\n";
     Config c1;
     try {
       c1 = parse_config(text, "full.toml", {}, base());
@@ -821,12 +848,48 @@ class TestConfig : public QObject {
              issues[0].message.c_str());
   }
 
+  // [storage]: defaults (states in memory, no budgets), ssd_dir resolved against the config's
+  // folder, a record-sized host cache accepted.
+  void storage_section() {
+    const Config d = parse_config("", "s.toml");
+    QCOMPARE(d.storage.sparse, std::string("memory"));
+    QVERIFY(d.storage.ssd_dir.empty());
+    QCOMPARE(d.storage.host_cache_bytes, int64_t(0));
+    QCOMPARE(d.storage.device_bytes, int64_t(0));
+    QCOMPARE(expert_state_record_bytes(d.model), int64_t(3 * (2 * 512 * 128 + 512 + 128) * 4));
+    try {
+      const Config c = parse_config("[storage]\nsparse = \"ssd\"\nssd_dir = \"adir\"\nhost_cache_bytes = 50304\n"
+                                    "device_bytes = 1000000\n[model]\nhidden = 32\nffn_mult = 2\n",
+                                    "s.toml", {}, base());
+      QCOMPARE(c.storage.ssd_dir, at("adir"));
+      QCOMPARE(c.storage.host_cache_bytes, int64_t(50304));
+      QCOMPARE(c.storage.device_bytes, int64_t(1000000));
+    } catch (const ConfigError& e) {
+      QFAIL(e.what());
+    }
+    // sparse = "memory" does not read ssd_dir: a stale path there is no error.
+    QVERIFY(issues_of("[storage]\nssd_dir = \"nope_dir\"\n", {}, base()).empty());
+  }
+
+  // A read-only ssd_dir is refused at load (root writes anywhere: nothing to show there).
+  void storage_dir_not_writable() {
+    if (::geteuid() == 0) QSKIP("running as root: every directory is writable, the read-only case cannot be built");
+    const std::string ro = at("readonly_dir");
+    std::filesystem::create_directories(ro);
+    std::filesystem::permissions(ro, std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec);
+    const auto issues = issues_of("[storage]\nsparse = \"ssd\"\nssd_dir = \"readonly_dir\"\n", {}, base());
+    std::filesystem::permissions(ro, std::filesystem::perms::owner_all);
+    QCOMPARE(issues.size(), size_t(1));
+    QCOMPARE(issues[0].key, std::string("storage.ssd_dir"));
+    QVERIFY2(issues[0].message.find("directory is not writable: ") != std::string::npos, issues[0].message.c_str());
+  }
+
   void json_is_canonical() {
     const nlohmann::json j = config_to_json(parse_config(kMoeBase, "t.toml"));
     QCOMPARE(QString::fromStdString(j.dump()).left(12), QString("{\"cluster\":{"));
     std::vector<std::string> sections;
     for (auto it = j.begin(); it != j.end(); ++it) sections.push_back(it.key());
-    QCOMPARE(sections, (std::vector<std::string>{"cluster", "data", "emulate", "model", "moe", "parallel", "run", "store", "strategy", "train"}));
+    QCOMPARE(sections, (std::vector<std::string>{"cluster", "data", "emulate", "model", "moe", "parallel", "run", "storage", "store", "strategy", "train"}));
     QCOMPARE(j["train"]["lr"].dump(), std::string("0.003"));  // shortest float text, not 0.0030000000
     QCOMPARE(j["moe"]["experts"].dump(), std::string("[4,4]"));
     QVERIFY(!j.contains("source_file"));

@@ -94,6 +94,7 @@ class Checker {
   void check_data();
   void check_train();
   void check_emulate();
+  void check_storage();  // config_validate_storage.cpp
 
   Config& c_;
   LoadState& st_;

@@ -36,6 +36,8 @@ const std::vector<FieldDef>& fields() {
       MB_FIELD(cluster, pcie_switch_pairs, IntList, "local ranks sharing a PCIe switch, pairwise: [0,1,2,3] = {0,1},{2,3}"),
       MB_FIELD(cluster, device_tflops, Double, "sustained compute rate per device, TFLOP/s"),
       MB_FIELD(cluster, device_memory_gib, Double, "memory per device, GiB (2^30 bytes); 0 = not described"),
+      MB_FIELD(cluster, host_memory_gib, Double, "host memory per device (MoESys eq. 1 M_CPU), GiB; 0 = not described"),
+      MB_FIELD(cluster, ssd_gib, Double, "SSD space per device (MoESys eq. 1 M_SSD), GiB; 0 = not described"),
       MB_FIELD(cluster, efficiency_flops, DoubleList, "efficiency curve: FLOPs per task, ascending; [] = no curve"),
       MB_FIELD(cluster, efficiency, DoubleList, "fraction of device_tflops reached at each efficiency_flops point, in (0, 1]"),
       MB_FIELD(cluster, copy_bw_gbs, Double, "host <-> device copy bandwidth per PCIe switch uplink, GB/s"),
@@ -153,6 +155,12 @@ const std::vector<FieldDef>& fields() {
                "link emulator: pace every message over this cluster file's links (its devices = run.ranks); \"\" = off"),
       MB_FIELD(emulate, time_scale, AutoOrNumber,
                "\"auto\" (cluster device rate / this machine's GEMM rate per rank) or a factor > 0 stretching the cluster's time"),
+
+      MB_FIELD(storage, sparse, String,
+               "where expert states (fp32 weights + Adam m, v) live: \"memory\" or \"ssd\" (files under ssd_dir, LFU host cache)"),
+      MB_FIELD(storage, ssd_dir, Path, "folder of the expert state files (sparse = \"ssd\"): an existing writable directory"),
+      MB_FIELD(storage, host_cache_bytes, Int64, "host cache of expert states, bytes; 0 = unlimited; else >= one expert's record"),
+      MB_FIELD(storage, device_bytes, Int64, "device memory for expert states, bytes; 0 = unlimited"),
   };
   return table;
 }
@@ -176,7 +184,8 @@ const std::vector<std::string>& section_names() {
                                                  "data",
                                                  "train",
                                                  "store",
-                                                 "emulate"};
+                                                 "emulate",
+                                                 "storage"};
   return names;
 }
 

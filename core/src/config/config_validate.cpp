@@ -27,6 +27,7 @@ void Checker::run() {
   check_data();
   check_train();
   check_emulate();
+  check_storage();
 }
 
 void Checker::check_run() {

@@ -36,6 +36,8 @@ void Checker::check_cluster() {
   }
   positive_number("cluster.device_tflops", k.device_tflops);
   non_negative_number("cluster.device_memory_gib", k.device_memory_gib, " (0 = not described)");
+  non_negative_number("cluster.host_memory_gib", k.host_memory_gib, " (0 = not described)");
+  non_negative_number("cluster.ssd_gib", k.ssd_gib, " (0 = not described)");
   positive_number("cluster.copy_bw_gbs", k.copy_bw_gbs);
   positive_number("cluster.intra_bw_gbs", k.intra_bw_gbs);
   positive_number("cluster.inter_bw_gbs", k.inter_bw_gbs);

@@ -37,6 +37,10 @@ struct ClusterConfig {
   // latencies in microseconds. Defaults: this development machine, roughly (README).
   double device_tflops = 0.12;           // sustained compute rate per device, TFLOP/s
   double device_memory_gib = 0.0;        // memory per device, GiB (2^30 bytes); 0 = not described
+  // MoESys eq. 1 (perf/moesys_storage.h): host memory (its M_CPU) and SSD space (M_SSD) per
+  // device, GiB; 0 = not described.
+  double host_memory_gib = 0.0;
+  double ssd_gib = 0.0;
   std::vector<double> efficiency_flops;  // efficiency curve: FLOPs per task, ascending ...
   std::vector<double> efficiency;        // ... and the fraction of device_tflops reached there
   double copy_bw_gbs = 10.0;             // host <-> device copies, per PCIe switch uplink
@@ -216,6 +220,24 @@ struct StoreConfig {
   int spans_every = 1;             // record spans every k-th step (metrics/traffic/routing: every step)
 };
 
+// Where the experts' training states live (MoESys §III-B1, hierarchical storage). A state record
+// is one expert's fp32 master weights + Adam m + v: 3 x expert_param_count floats
+// (train/expert_state_store.h holds them on SSD, train/sparse_state_cache.h caches them in host
+// memory per Algorithm 2).
+struct StorageConfig {
+  std::string sparse = "memory";  // "memory": states stay in host memory; "ssd": files under ssd_dir, LFU host cache
+  std::string ssd_dir;            // folder of the state files (sparse = "ssd"); relative: to the config file's folder
+  int64_t host_cache_bytes = 0;   // host cache budget, bytes; 0 = unlimited
+  int64_t device_bytes = 0;       // device budget for sparse states, bytes; 0 = unlimited
+};
+
+// Parameters of one expert of `model`: w1 [F,H], b1 [F], w2 [H,F], b2 [H] with F = ffn_mult x H
+// (model/param_count.h counts the same pieces, sliced per rank; config validation needs the
+// whole expert and cannot include model/).
+int64_t expert_param_count(const ModelConfig& model);
+// Bytes of one expert's state record: 3 x expert_param_count x 4 (fp32 master, Adam m, v).
+int64_t expert_state_record_bytes(const ModelConfig& model);
+
 // The link emulator (perf/link_emulator.h, README "Emulating a cluster"): every message of a
 // real run is paced over the links of a cluster file. The section absent (cluster "") = off.
 struct EmulateConfig {
@@ -239,6 +261,7 @@ struct Config {
   TrainConfig train;
   StoreConfig store;
   EmulateConfig emulate;
+  StorageConfig storage;
 
   bool is_moe_block(int block) const;
   int experts_in_block(int block) const;  // 0 for a dense block

@@ -1,0 +1,41 @@
+// [storage] (config.h StorageConfig): where the experts' state records live. Checked at load so
+// a run that would write its states to a missing or read-only folder, or whose host cache cannot
+// hold one expert, stops before any rank starts (exit 2).
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "config_checker.h"
+
+namespace moebench::config_detail {
+
+void Checker::check_storage() {
+  const StorageConfig& s = c_.storage;
+  if (ok({"storage.sparse"}) && s.sparse != "memory" && s.sparse != "ssd")
+    fail("storage.sparse", "must be \"memory\" or \"ssd\", got \"" + excerpt(s.sparse) + "\"");
+  at_least("storage.host_cache_bytes", s.host_cache_bytes, 0, " (0 = unlimited)");
+  at_least("storage.device_bytes", s.device_bytes, 0, " (0 = unlimited)");
+  // The cache must hold at least one expert's record (fp32 weights + Adam m + v), else every
+  // get() of the trainer would fail.
+  if (ok({"storage.host_cache_bytes", "model.hidden", "model.ffn_mult"}) && s.host_cache_bytes > 0 &&
+      c_.model.hidden >= 1 && c_.model.ffn_mult >= 1) {
+    const int64_t record = expert_state_record_bytes(c_.model);
+    if (s.host_cache_bytes < record)
+      fail("storage.host_cache_bytes",
+           "must hold at least one expert's state record (3 x " + std::to_string(expert_param_count(c_.model)) +
+               " fp32 values = " + std::to_string(record) + " bytes for model.hidden = " +
+               std::to_string(c_.model.hidden) + ", ffn_mult = " + std::to_string(c_.model.ffn_mult) + "), got " +
+               std::to_string(s.host_cache_bytes) + " (0 = unlimited)");
+  }
+  if (!ok({"storage.sparse", "storage.ssd_dir"})) return;
+  if (s.sparse != "ssd") return;  // ssd_dir is only read with sparse = "ssd"
+  if (s.ssd_dir.empty()) return fail("storage.ssd_dir", "required when storage.sparse = \"ssd\"", "storage.sparse");
+  std::error_code ec;
+  const auto status = std::filesystem::status(s.ssd_dir, ec);
+  if (!std::filesystem::exists(status)) return fail("storage.ssd_dir", "directory not found: " + s.ssd_dir);
+  if (!std::filesystem::is_directory(status)) return fail("storage.ssd_dir", "not a directory: " + s.ssd_dir);
+  // access(W_OK | X_OK): creating files inside needs both (root passes unless the file system is read-only).
+  if (::access(s.ssd_dir.c_str(), W_OK | X_OK) != 0) fail("storage.ssd_dir", "directory is not writable: " + s.ssd_dir);
+}
+
+}  // namespace moebench::config_detail
