@@ -192,6 +192,22 @@ class TestCli : public QObject {
     QVERIFY2(r.err.contains(u"/nonexistent/x.toml"_s), qPrintable(r.err));
   }
 
+  // storage.sparse = "ssd" is refused by run (the trainer does not use the SSD tier yet): said
+  // once, exit 2, nothing written.
+  void ssd_storage_is_refused_by_run() {
+    QTemporaryDir dir;
+    const QString out = dir.filePath(u"out"_s), db = dir.filePath(u"runs.db"_s);
+    for (const QString& ranks : {u"1"_s, u"2"_s}) {
+      const Result r = run_cli(QStringList{u"run"_s, kTiny, u"--ranks"_s, ranks, u"--out"_s, out, u"--db"_s, db,
+                                           u"--set"_s, u"storage.sparse=ssd"_s, u"--set"_s,
+                                           u"storage.ssd_dir="_s + dir.path()});
+      QCOMPARE(r.code, 2);
+      QCOMPARE(r.err.count(u"storage.sparse = \"ssd\": the trainer does not keep expert states"_s), 1);
+      QVERIFY(!QFile::exists(out));
+      QVERIFY(!QFile::exists(db));
+    }
+  }
+
   // run.device = "cuda" says once what is missing on this build or machine (no CUDA build, no
   // GPU, or no GPU training path yet), exits 2 and writes nothing; so do bench gemm and bench
   // moe-layer. bench moe-layer --precision bf16 is a GPU option: refused on the CPU path.
