@@ -255,7 +255,7 @@ class TestCli : public QObject {
     QTest::addColumn<QString>("expected");
     QTest::newRow("top") << QStringList{u"frobnicate"_s}
                          << u"moebench: unknown sub-command 'frobnicate' (expected one of: run, ablate, validate, "
-                            "bench, runs, trace, export, plan, simulate, calibrate)"_s;
+                            "bench, runs, trace, export, plan, simulate, calibrate, infer)"_s;
     QTest::newRow("runs") << QStringList{u"runs"_s, u"frob"_s}
                           << u"moebench runs: unknown sub-command 'frob' (expected one of: list, show, compare, "
                              "roofline, delete)"_s;
