@@ -56,6 +56,9 @@ void print_step(const Config& cfg, const StepStats& s, bool distributed, const E
   if (distributed)
     std::printf(" | comm %3.0f%% | sent intra %.2f MB inter %.2f MB", 100.0 * s.comm_ms / s.ms,
                 s.bytes_intra / 1e6, s.bytes_inter / 1e6);
+  if (s.sparse)
+    std::printf(" | states hit %3.0f%% read %.2f MB stall %.1f ms", 100.0 * s.sparse->hit_rate(),
+                s.sparse->bytes_read / 1e6, s.sparse->stall_s * 1e3);
   if (emu) std::printf(" | %s", emu->label().c_str());
   std::printf("\n");
   std::fflush(stdout);
@@ -212,15 +215,6 @@ void report_rank_failure(int rank, int world, int code, const std::string& messa
 // Under mpirun / srun (ours or the user's): every rank loads the config for the launched world
 // size and checks what it can before training; the ranks agree on the outcome, so a problem
 // is reported once (by the lowest failing rank) and every rank exits with its code.
-// [storage] sparse = "ssd" is read and checked (plan --memory evaluates MoESys eq. 1 with it;
-// train/sparse_state_cache.h holds the tiers), but the trainer does not keep expert states on
-// the SSD tier yet (issue 17): refused rather than silently trained in memory.
-void check_run_storage(const Config& cfg) {
-  if (cfg.storage.sparse == "ssd")
-    throw UsageError("storage.sparse = \"ssd\": the trainer does not keep expert states on the SSD tier yet "
-                     "(plan --memory checks MoESys eq. 1 for it); use storage.sparse = \"memory\"");
-}
-
 int run_rank(const RunOptions& o) {
   MpiRuntime mpi;
   std::unique_ptr<MpiCommunicator> world = MpiCommunicator::world();
@@ -235,7 +229,6 @@ int run_rank(const RunOptions& o) {
     if (me == 0 && !(held && canonical(out_dir_of(o, cfg)) == held)) lock = claim_out_dir(o, cfg);
     check_resume(o, cfg);
     check_run_device(cfg.run.device);
-    check_run_storage(cfg);
   } catch (const ConfigError& e) {
     code = 2;
     message = std::string("config error:\n") + e.what();
@@ -273,7 +266,6 @@ int run_training(const RunOptions& o) {
   const Config cfg = load_config(o.config, overrides(o, 0));
   check_local_launch(cfg, cfg.run.ranks);
   check_run_device(cfg.run.device);
-  check_run_storage(cfg);
   // A damaged or foreign store is said once, here, and left untouched (a new one is created
   // by rank 0 as usual).
   if (cfg.store.enabled && std::filesystem::exists(cfg.store.db)) RunStore(cfg.store.db);

@@ -192,20 +192,53 @@ class TestCli : public QObject {
     QVERIFY2(r.err.contains(u"/nonexistent/x.toml"_s), qPrintable(r.err));
   }
 
-  // storage.sparse = "ssd" is refused by run (the trainer does not use the SSD tier yet): said
-  // once, exit 2, nothing written.
-  void ssd_storage_is_refused_by_run() {
+  // storage.sparse = "ssd" (MoESys hierarchical storage, train/expert_state_tier.h) through the
+  // CLI: a run killed with SIGKILL in the middle of a record's write-back (its temp file written,
+  // not yet renamed: MOEBENCH_KILL_IN_WRITE) resumes from its last checkpoint with the losses of
+  // an uninterrupted run; the step lines and `runs show` carry the host cache's counters.
+  void ssd_run_killed_in_write_back_resumes() {
     QTemporaryDir dir;
-    const QString out = dir.filePath(u"out"_s), db = dir.filePath(u"runs.db"_s);
-    for (const QString& ranks : {u"1"_s, u"2"_s}) {
-      const Result r = run_cli(QStringList{u"run"_s, kTiny, u"--ranks"_s, ranks, u"--out"_s, out, u"--db"_s, db,
-                                           u"--set"_s, u"storage.sparse=ssd"_s, u"--set"_s,
-                                           u"storage.ssd_dir="_s + dir.path()});
-      QCOMPARE(r.code, 2);
-      QCOMPARE(r.err.count(u"storage.sparse = \"ssd\": the trainer does not keep expert states"_s), 1);
-      QVERIFY(!QFile::exists(out));
-      QVERIFY(!QFile::exists(db));
-    }
+    QDir(dir.path()).mkdir(u"ssd"_s);
+    QDir(dir.path()).mkdir(u"ssd_ref"_s);
+    const QString db = dir.filePath(u"runs.db"_s);
+    // 4 experts (tiny.toml) in a cache of one: 3 write-backs a step without prefetch, after the
+    // 4 first records; write 15 is in step 4's update, after the checkpoint of step 2.
+    auto args = [&](const QString& out, const QString& ssd) {
+      return QStringList{u"run"_s, kTiny, u"--ranks"_s, u"1"_s, u"--out"_s, out, u"--db"_s, db,
+                         u"--steps"_s, u"6"_s, u"--set"_s, u"train.checkpoint_every=2"_s, u"--set"_s,
+                         u"train.eval_every=0"_s, u"--set"_s, u"storage.sparse=ssd"_s, u"--set"_s,
+                         u"storage.ssd_dir="_s + dir.filePath(ssd), u"--set"_s, u"storage.sparse_prefetch=false"_s,
+                         u"--set"_s, u"storage.host_cache_bytes=50304"_s};
+    };
+    auto losses = [](const QString& out) {
+      QMap<int, QString> by_step;
+      for (const QString& line : out.split(u'\n'))
+        if (line.startsWith(u"step "_s)) by_step[line.section(u' ', 1, 1).section(u'/', 0, 0).toInt()] =
+                                              line.section(u'|', 1, 1).trimmed();
+      return by_step;
+    };
+    const Result ref = run_cli(args(dir.filePath(u"ref"_s), u"ssd_ref"_s));
+    QVERIFY2(ref.code == 0, qPrintable(ref.err));
+    QVERIFY2(ref.out.contains(u"states hit  25%"_s), qPrintable(ref.out));  // 1 of 4 records cached
+    QProcess killed;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert(u"MOEBENCH_KILL_IN_WRITE"_s, u"15"_s);
+    killed.setProcessEnvironment(env);
+    const QString out = dir.filePath(u"out"_s);
+    killed.start(QStringLiteral(MOEBENCH_CLI), args(out, u"ssd"_s));
+    QVERIFY(killed.waitForFinished(120000));
+    QCOMPARE(killed.exitStatus(), QProcess::CrashExit);
+    const QStringList temps = QDir(dir.filePath(u"ssd/rank0"_s)).entryList({u"*.tmp"_s});
+    QCOMPARE(temps.size(), 1);  // killed between the temp file and its rename
+    const Result resumed = run_cli(args(out, u"ssd"_s) + QStringList{u"--resume"_s, out});
+    QVERIFY2(resumed.code == 0 && resumed.out.contains(u"resumed at step 2"_s), qPrintable(resumed.err + resumed.out));
+    const QMap<int, QString> got = losses(resumed.out), expected = losses(ref.out);
+    QCOMPARE(got.firstKey(), 3);
+    for (int step = 3; step <= 6; ++step) QCOMPARE(got.value(step), expected.value(step));
+    QVERIFY(QDir(dir.filePath(u"ssd/rank0"_s)).entryList({u"*.tmp"_s}).isEmpty());  // removed on open
+    const Result show = run_cli({u"runs"_s, u"show"_s, u"1"_s, u"--db"_s, db});
+    QVERIFY2(show.code == 0 && show.out.contains(u"sparse_hit_rate"_s) && show.out.contains(u"sparse_stall_ms"_s),
+             qPrintable(show.out));
   }
 
   // run.device = "cuda" says once what is missing on this build or machine (no CUDA build, no

@@ -698,7 +698,8 @@ class TestConfig : public QObject {
         "eval_batches = 1\ncheckpoint_every = 5\n"
         "[store]\nenabled = false\ndb = \"other.db\"\nexperiment = \"abl\"\nspans_every = 10\n"
         "[emulate]\ncluster = \"emu6.toml\"\ntime_scale = 50\n"
-        "[storage]\nsparse = \"ssd\"\nssd_dir = \"adir\"\nhost_cache_bytes = 200000\ndevice_bytes = 3000\n";
+        "[storage]\nsparse = \"ssd\"\nssd_dir = \"adir\"\nhost_cache_bytes = 200000\ndevice_bytes = 3000\n"
+        "sparse_prefetch = false\nhit_threshold = 2\ndecay = 0.25\ndecay_every = 16\n";
     Config c1;
     try {
       c1 = parse_config(text, "full.toml", {}, base());
@@ -866,6 +867,14 @@ class TestConfig : public QObject {
       QCOMPARE(c.storage.device_bytes, int64_t(1000000));
     } catch (const ConfigError& e) {
       QFAIL(e.what());
+    }
+    QCOMPARE(d.storage.sparse_prefetch, true);
+    for (const auto& [text, key] : std::vector<std::pair<std::string, std::string>>{
+             {"decay = 1.5", "storage.decay"}, {"decay = -0.1", "storage.decay"},
+             {"decay_every = -1", "storage.decay_every"}, {"hit_threshold = -2", "storage.hit_threshold"}}) {
+      const auto issues = issues_of("[storage]\n" + text + "\n", {}, base());
+      QCOMPARE(issues.size(), size_t(1));
+      QCOMPARE(issues[0].key, key);
     }
     // sparse = "memory" does not read ssd_dir: a stale path there is no error.
     QVERIFY(issues_of("[storage]\nssd_dir = \"nope_dir\"\n", {}, base()).empty());

@@ -358,7 +358,7 @@ void check_adamw(uint32_t seed) {
   arena.grads() = representable<G>(uniform(n, seed + 1));
   moebench::AdamWHyper h;
   h.weight_decay = 0.1f;
-  moebench::AdamW opt(n, h);
+  moebench::AdamW opt(arena, h);
   opt.m() = uniform(n, seed + 2, -0.1f, 0.1f);
   opt.v() = uniform(n, seed + 3, 0.0f, 0.01f);
   const float lr = 1e-3f;

@@ -25,7 +25,7 @@ class TestOptim : public QObject {
     ParamArena a = two_params();
     a.param(0)[0] = 1.0f;
     a.param(1)[0] = 1.0f;
-    AdamW opt(a.size(), {0.9f, 0.95f, 1e-8f, 0.1f});
+    AdamW opt(a, {0.9f, 0.95f, 1e-8f, 0.1f});
     a.grad(0)[0] = 0.5f;
     a.grad(1)[0] = 0.5f;
     opt.step(a, 0.1f, 1);

@@ -119,7 +119,7 @@ class TestTrain : public QObject {
     QVERIFY(resolve_checkpoint_dir(out).ends_with("/step_10"));
     // Saving over an existing step folder: the new files replace the old ones, nothing is left beside.
     const std::string target = ckpts + "/step_10";
-    save_checkpoint(target, t.model().params(), AdamW(t.model().params().size(), {}), {42, "{}"});
+    save_checkpoint(target, t.model().params(), AdamW(t.model().params(), {}), {42, "{}"});
     QCOMPARE(checkpoint_step(target), 42L);
     const QStringList left = QDir(QString::fromStdString(ckpts)).entryList(QDir::Dirs | QDir::Hidden | QDir::NoDotAndDotDot);
     QCOMPARE(left, (QStringList{".step_000009.partial-123", "step_000007", "step_00000x", "step_10", "step_9"}));

@@ -160,7 +160,13 @@ const std::vector<FieldDef>& fields() {
                "where expert states (fp32 weights + Adam m, v) live: \"memory\" or \"ssd\" (files under ssd_dir, LFU host cache)"),
       MB_FIELD(storage, ssd_dir, Path, "folder of the expert state files (sparse = \"ssd\"): an existing writable directory"),
       MB_FIELD(storage, host_cache_bytes, Int64, "host cache of expert states, bytes; 0 = unlimited; else >= one expert's record"),
-      MB_FIELD(storage, device_bytes, Int64, "device memory for expert states, bytes; 0 = unlimited"),
+      MB_FIELD(storage, device_bytes, Int64,
+               "device memory for the experts' weights and gradients (sparse = \"ssd\"), bytes; 0 = unlimited"),
+      MB_FIELD(storage, sparse_prefetch, Bool,
+               "Algorithm 2 prefetch: state loads run ahead of the updates, write-back during forward/backward"),
+      MB_FIELD(storage, hit_threshold, Double, "Algorithm 2: records with fewer hits are evicted last (0 = plain LFU)"),
+      MB_FIELD(storage, decay, Double, "Algorithm 2: every hit count is multiplied by this (beta, in [0, 1]) ..."),
+      MB_FIELD(storage, decay_every, Int, "... every this many requests (K); 0 = no decay"),
   };
   return table;
 }

@@ -15,6 +15,10 @@ void Checker::check_storage() {
     fail("storage.sparse", "must be \"memory\" or \"ssd\", got \"" + excerpt(s.sparse) + "\"");
   at_least("storage.host_cache_bytes", s.host_cache_bytes, 0, " (0 = unlimited)");
   at_least("storage.device_bytes", s.device_bytes, 0, " (0 = unlimited)");
+  non_negative_number("storage.hit_threshold", s.hit_threshold, " (0 = plain LFU)");
+  if (ok({"storage.decay"}) && !(s.decay >= 0.0 && s.decay <= 1.0))
+    fail("storage.decay", "must be in [0, 1], got " + number_text(s.decay));
+  at_least("storage.decay_every", s.decay_every, 0, " (0 = no decay)");
   // The cache must hold at least one expert's record (fp32 weights + Adam m + v), else every
   // get() of the trainer would fail.
   if (ok({"storage.host_cache_bytes", "model.hidden", "model.ffn_mult"}) && s.host_cache_bytes > 0 &&

@@ -1,31 +1,62 @@
 #include "moebench/optim/adamw.h"
 
+#include <algorithm>
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 namespace moebench {
 
-AdamW::AdamW(size_t num_params, AdamWHyper h) : h_(h), m_(num_params, 0.0f), v_(num_params, 0.0f) {}
+void adamw_update(float* p, const float* g, float* m, float* v, long n, const AdamWHyper& h, float lr, long t,
+                  float wd) {
+  const float bc1 = 1.0f - std::pow(h.beta1, (float)t);
+  const float bc2 = 1.0f - std::pow(h.beta2, (float)t);
+#pragma omp parallel for schedule(static) if (n > 65536)
+  for (long j = 0; j < n; ++j) {
+    m[j] = h.beta1 * m[j] + (1.0f - h.beta1) * g[j];
+    v[j] = h.beta2 * v[j] + (1.0f - h.beta2) * g[j] * g[j];
+    const float mhat = m[j] / bc1;
+    const float vhat = v[j] / bc2;
+    p[j] -= lr * (mhat / (std::sqrt(vhat) + h.eps) + wd * p[j]);
+  }
+}
+
+AdamW::AdamW(const ParamArena& params, AdamWHyper h, const std::function<bool(const ParamView&)>& keep) : h_(h) {
+  size_t n = 0;
+  for (const ParamView& view : params.views()) {
+    const bool kept = !keep || keep(view);
+    at_.push_back(kept ? n : kOffloaded);
+    numel_.push_back(view.numel);
+    if (kept) n += view.numel;
+  }
+  m_.assign(n, 0.0f);
+  v_.assign(n, 0.0f);
+}
 
 void AdamW::step(ParamArena& params, float lr, long t) {
-  const float bc1 = 1.0f - std::pow(h_.beta1, (float)t);
-  const float bc2 = 1.0f - std::pow(h_.beta2, (float)t);
   for (size_t i = 0; i < params.views().size(); ++i) {
+    if (!keeps(i)) continue;
     const ParamView& view = params.views()[i];
-    float* p = params.param(i);
-    const float* g = params.grad(i);
-    float* m = m_.data() + view.offset;
-    float* v = v_.data() + view.offset;
-    const float wd = view.decay ? h_.weight_decay : 0.0f;
-    const long n = (long)view.numel;
-#pragma omp parallel for schedule(static) if (n > 65536)
-    for (long j = 0; j < n; ++j) {
-      m[j] = h_.beta1 * m[j] + (1.0f - h_.beta1) * g[j];
-      v[j] = h_.beta2 * v[j] + (1.0f - h_.beta2) * g[j] * g[j];
-      const float mhat = m[j] / bc1;
-      const float vhat = v[j] / bc2;
-      p[j] -= lr * (mhat / (std::sqrt(vhat) + h_.eps) + wd * p[j]);
-    }
+    adamw_update(params.param(i), params.grad(i), m_.data() + at_[i], v_.data() + at_[i], (long)view.numel, h_, lr,
+                 t, view.decay ? h_.weight_decay : 0.0f);
   }
+}
+
+OffloadedMoments& AdamW::holder(size_t view) const {
+  if (!offloaded_) throw std::logic_error("AdamW: view " + std::to_string(view) + " is offloaded without a holder");
+  return *offloaded_;
+}
+
+void AdamW::read_moments(size_t view, float* m, float* v) const {
+  if (!keeps(view)) return holder(view).read_moments(view, m, v);
+  std::copy_n(m_.data() + at_[view], numel_[view], m);
+  std::copy_n(v_.data() + at_[view], numel_[view], v);
+}
+
+void AdamW::load_moments(size_t view, const float* w, const float* m, const float* v) {
+  if (!keeps(view)) return holder(view).load_moments(view, w, m, v);
+  std::copy_n(m, numel_[view], m_.data() + at_[view]);
+  std::copy_n(v, numel_[view], v_.data() + at_[view]);
 }
 
 double grad_norm(const ParamArena& params) {

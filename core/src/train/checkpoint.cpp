@@ -58,12 +58,20 @@ SafetensorsFile read_checked(const std::string& path) {
 
 void save_checkpoint(const std::string& dir, const ParamArena& params, const AdamW& opt, const CheckpointState& state) {
   std::vector<TensorRef> weights, moments;
+  std::vector<std::vector<float>> copies;  // the moments the optimizer does not keep in place
   for (size_t i = 0; i < params.views().size(); ++i) {
     const ParamView& v = params.views()[i];
     if (!v.slice.whole()) throw std::logic_error("save_checkpoint: " + v.name + " is a tensor-parallel slice");
+    const float *m = opt.m_of(i), *vv = opt.v_of(i);
+    if (!m) {
+      std::vector<float>& c = copies.emplace_back(2 * v.numel);
+      opt.read_moments(i, c.data(), c.data() + v.numel);
+      m = c.data();
+      vv = m + v.numel;
+    }
     weights.push_back({v.name, v.shape, params.param(i)});
-    moments.push_back({"m." + v.name, v.shape, opt.m().data() + v.offset});
-    moments.push_back({"v." + v.name, v.shape, opt.v().data() + v.offset});
+    moments.push_back({"m." + v.name, v.shape, m});
+    moments.push_back({"v." + v.name, v.shape, vv});
   }
   write_checkpoint(dir, state, weights, moments);
 }
@@ -117,11 +125,14 @@ CheckpointState load_checkpoint(const std::string& dir, ParamArena& params, Adam
   if (model.metadata["step"] != moments.metadata["step"])
     throw CheckpointError(dir + ": model and optimizer files come from different steps (" +
                           model.metadata["step"] + " vs " + moments.metadata["step"] + ")");
+  std::vector<float> mv;  // one view's m and v
   for (size_t i = 0; i < params.views().size(); ++i) {
     const ParamView& v = params.views()[i];
     copy_into(model, model_path, v.name, v, params.param(i));
-    copy_into(moments, opt_path, "m." + v.name, v, opt.m().data() + v.offset);
-    copy_into(moments, opt_path, "v." + v.name, v, opt.v().data() + v.offset);
+    mv.resize(2 * v.numel);
+    copy_into(moments, opt_path, "m." + v.name, v, mv.data());
+    copy_into(moments, opt_path, "v." + v.name, v, mv.data() + v.numel);
+    opt.load_moments(i, params.param(i), mv.data(), mv.data() + v.numel);
   }
   for (const auto& [name, tensor] : model.tensors)
     if (!params.find(name) &&

@@ -236,6 +236,18 @@ bool Distributed::any(bool flag) {
   return v != 0;
 }
 
+void Distributed::world_sum(SparseStepStats& s) {
+  double counts[5] = {(double)s.hits, (double)s.misses, (double)s.bytes_read, (double)s.bytes_written, (double)s.evictions};
+  double times[2] = {s.stall_s, s.update_s};
+  executor_.run_inline("sparse.stats", StreamRole::host, TaskCategory::comm, [&] {
+    world_.all_reduce(counts, 5, DType::f64);
+    world_.all_reduce(times, 2, DType::f64, ReduceOp::max);
+  });
+  s.hits = (int64_t)counts[0], s.misses = (int64_t)counts[1], s.bytes_read = (int64_t)counts[2];
+  s.bytes_written = (int64_t)counts[3], s.evictions = (int64_t)counts[4];
+  s.stall_s = times[0], s.update_s = times[1];
+}
+
 std::vector<std::vector<uint8_t>> Distributed::gather_to_root(const std::vector<uint8_t>& mine) {
   constexpr int kSizeTag = 21, kDataTag = 22;
   std::vector<std::vector<uint8_t>> all;
@@ -293,6 +305,7 @@ void Distributed::save(const std::string& dir, MoeGpt& model, const AdamW& opt, 
   const ArenaRange copy = model.tied_embedding_copy();  // the first stage's embed.wte is saved
   const ArenaRange part = model.partitioned_embedding();  // every DP rank saves its columns
   std::vector<uint8_t> mine;
+  std::vector<float> mv;
   for (size_t i = 0; i < params.views().size(); ++i) {
     const ParamView& v = params.views()[i];
     const bool expert = v.name.find(".moe.experts.") != std::string::npos;
@@ -314,8 +327,9 @@ void Distributed::save(const std::string& dir, MoeGpt& model, const AdamW& opt, 
       put_value<uint64_t>(mine, count);
     }
     put(mine, params.param(i), v.numel * sizeof(float));
-    put(mine, opt.m().data() + v.offset, v.numel * sizeof(float));
-    put(mine, opt.v().data() + v.offset, v.numel * sizeof(float));
+    mv.resize(2 * v.numel);  // the moments, wherever the optimizer keeps them
+    opt.read_moments(i, mv.data(), mv.data() + v.numel);
+    put(mine, mv.data(), 2 * v.numel * sizeof(float));
   }
   const std::vector<std::vector<uint8_t>> all = gather_to_root(mine);
   if (world_.rank() == 0) {

@@ -9,12 +9,26 @@
 #include <array>
 #include <bit>
 #include <cerrno>
+#include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <vector>
 
 namespace moebench {
 namespace {
+
+// Fault injection for the crash tests: MOEBENCH_KILL_IN_WRITE=N kills the process with SIGKILL
+// in the N-th record write of the process (1-based), its temp file written and synced, the
+// rename not done: the worst moment of a write-back.
+void kill_if_asked() {
+  static const long target = [] {
+    const char* v = std::getenv("MOEBENCH_KILL_IN_WRITE");
+    return v ? std::atol(v) : 0L;
+  }();
+  static long writes = 0;
+  if (target > 0 && ++writes == target) ::raise(SIGKILL);
+}
 
 static_assert(std::endian::native == std::endian::little, "expert state files are little-endian");
 
@@ -161,6 +175,7 @@ void ExpertStateFiles::write(int block, int expert, std::span<const float> paylo
     fd.fd = -1;
     if (::close(fd_value) != 0) fail("close", errno);  // NFS and some file systems report ENOSPC here
   }
+  kill_if_asked();  // MOEBENCH_KILL_IN_WRITE: a kill -9 between the complete temp file and the rename
   if (::rename(tmp.c_str(), path.c_str()) != 0) fail("rename to " + path + ":", errno);
   // The rename is durable once the directory is: without this a power loss could bring back the old name.
   Fd dirfd(::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));

@@ -82,6 +82,15 @@ void RunRecorder::on_step(const StepStats& s) {
       {"grad_norm", step, s.grad_norm, ts},    {"step_ms", step, s.ms, ts},
       {"tokens_per_s", step, s.tokens_per_s, ts}, {"comm_ms", step, s.comm_ms, ts},
       {"bytes_intra", step, (double)s.bytes_intra, ts}, {"bytes_inter", step, (double)s.bytes_inter, ts}};
+  if (const std::optional<SparseStepStats>& sp = s.sparse) {  // MoESys's SSD tier, summed over the ranks
+    m.push_back({"sparse_hit_rate", step, sp->hit_rate(), ts});
+    m.push_back({"sparse_hits", step, (double)sp->hits, ts});
+    m.push_back({"sparse_misses", step, (double)sp->misses, ts});
+    m.push_back({"sparse_read_bytes", step, (double)sp->bytes_read, ts});
+    m.push_back({"sparse_written_bytes", step, (double)sp->bytes_written, ts});
+    m.push_back({"sparse_stall_ms", step, sp->stall_s * 1e3, ts});
+    m.push_back({"sparse_update_ms", step, sp->update_s * 1e3, ts});
+  }
   // Every rank of a block's EP and TP groups decides alike: the first rank holding the block says.
   for (size_t b = 0; b < s.records.moe_blocks.size(); ++b)
     for (const auto& rank : s.records.decisions)

@@ -48,6 +48,7 @@ void SparseStateCache::make_room() {
     auto pick = [&](bool need_threshold) {
       auto best = entries_.end();
       for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+        if (it->second.pinned) continue;
         if (need_threshold && it->second.hits < opt_.hit_threshold) continue;
         if (best == entries_.end() || it->second.hits < best->second.hits ||
             (it->second.hits == best->second.hits && it->second.last_use < best->second.last_use))
@@ -57,6 +58,8 @@ void SparseStateCache::make_room() {
     };
     auto victim = pick(true);
     if (victim == entries_.end()) victim = pick(false);
+    if (victim == entries_.end())
+      throw std::logic_error("SparseStateCache: every cached record is pinned, none can make room");
     if (victim->second.dirty) write_back(victim->first, victim->second);
     entries_.erase(victim);  // its hits go with it (Algorithm 2 line 25)
     ++stats_.evictions;
@@ -130,6 +133,37 @@ void SparseStateCache::flush() {
 void SparseStateCache::clear() {
   flush();
   entries_.clear();
+}
+
+void SparseStateCache::insert_loaded(int block, int expert, std::vector<float> record, int64_t file_bytes) {
+  if ((int64_t)record.size() != floats_ || contains(block, expert))
+    throw std::logic_error("SparseStateCache::insert_loaded: block " + std::to_string(block) + ", expert " +
+                           std::to_string(expert) + " is cached already or has the wrong size");
+  if (opt_.budget_bytes > 0 && cached_bytes() + record_bytes_ > opt_.budget_bytes)
+    throw std::logic_error("SparseStateCache::insert_loaded: no room (make_room_for_one first)");
+  ++clock_;
+  ++stats_.misses;
+  stats_.bytes_read += file_bytes;
+  Entry e;
+  e.data = std::move(record);
+  e.hits = 1;
+  e.pinned = true;
+  e.last_use = clock_;
+  entries_.emplace(Key{block, expert}, std::move(e));
+  tick_decay();
+}
+
+void SparseStateCache::pin(int block, int expert, bool pinned) {
+  auto it = entries_.find(Key{block, expert});
+  if (it == entries_.end())
+    throw std::out_of_range("SparseStateCache::pin: block " + std::to_string(block) + ", expert " +
+                            std::to_string(expert) + " is not cached");
+  it->second.pinned = pinned;
+}
+
+std::span<float> SparseStateCache::peek(int block, int expert) {
+  auto it = entries_.find(Key{block, expert});
+  return it == entries_.end() ? std::span<float>{} : std::span<float>(it->second.data);
 }
 
 bool SparseStateCache::contains(int block, int expert) const { return entries_.count(Key{block, expert}) > 0; }

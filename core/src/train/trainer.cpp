@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <stdexcept>
 #include <thread>
 
@@ -16,6 +17,7 @@
 #include "moebench/train/pipeline_step.h"
 #include "moebench/train/step_records_codec.h"
 #include "moebench/train/distributed.h"
+#include "moebench/train/expert_state_tier.h"
 
 namespace moebench {
 namespace {
@@ -77,7 +79,13 @@ Trainer::Trainer(const Config& cfg, std::string out_dir, Communicator* world)
                                              dist_ ? &dist_->groups().tp() : nullptr, &executor(), schedule, micro_,
                                              dist_ ? dist_->pp_role() : StreamRole::comm_intra);
   AdamWHyper h{cfg_.train.beta1, cfg_.train.beta2, cfg_.train.eps, cfg_.train.weight_decay};
-  opt_ = std::make_unique<AdamW>(model_->params().size(), h);
+  if (cfg_.storage.sparse == "ssd") {
+    tier_ = make_expert_tier(h);
+    opt_ = std::make_unique<AdamW>(model_->params(), h, [](const ParamView& v) { return !is_expert_tensor(v.name); });
+    opt_->set_offloaded(tier_.get());
+  } else {
+    opt_ = std::make_unique<AdamW>(model_->params(), h);
+  }
   const size_t n = (size_t)micro_ * micro_batch_ * cfg_.model.seq_len;
   inputs_.resize(n);
   targets_.resize(n);
@@ -106,6 +114,25 @@ MicroBatch Trainer::micro_batch(int m, long step) const {
 
 Trainer::~Trainer() = default;
 
+// MoESys's hierarchical storage (storage.sparse = "ssd"): this rank's expert states in
+// <ssd_dir>/rank<R> (train/expert_state_tier.h).
+std::unique_ptr<ExpertStateTier> Trainer::make_expert_tier(const AdamWHyper& h) {
+  const int rank = dist_ ? dist_->rank() : 0;
+  const std::string dir = cfg_.storage.ssd_dir + "/rank" + std::to_string(rank);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw ExpertStateError(dir, -1, -1, "cannot create the folder of this rank's expert states (" + ec.message() + ")");
+  // On the CPU the device tier is the arena: every local expert's weights and gradients.
+  size_t expert_floats = 0;
+  for (const BlockExperts& b : model_->expert_ranges()) expert_floats += b.range.count;
+  const int64_t device = 2 * (int64_t)(expert_floats * sizeof(float));
+  if (cfg_.storage.device_bytes > 0 && device > cfg_.storage.device_bytes)
+    throw std::invalid_argument("storage.device_bytes = " + std::to_string(cfg_.storage.device_bytes) +
+                                " cannot hold this rank's experts' weights and gradients (" + std::to_string(device) +
+                                " bytes; the CPU trainer keeps every expert of the rank in its arena)");
+  return std::make_unique<ExpertStateTier>(*model_, cfg_.storage, dir, h);
+}
+
 bool Trainer::is_main() const { return !dist_ || dist_->rank() == 0; }
 
 long Trainer::resume(const std::string& path) {
@@ -113,6 +140,7 @@ long Trainer::resume(const std::string& path) {
   CheckpointState state =
       load_checkpoint(dir, model_->params(), *opt_, [&](const std::string& name) { return model_->held_elsewhere(name); });
   step_ = state.step;
+  if (tier_) tier_->take_step_stats();  // rebuilding the records is no step's traffic
   return step_;
 }
 
@@ -203,6 +231,7 @@ TrainSummary Trainer::run(long stop_at, const TrainCallbacks& cb) {
     ex.set_step(step_);
     ex.take_spans();
     sample(corpus_.train, (uint64_t)step_, kTrainStream);
+    if (tier_) tier_->begin_step(ex);
     model_->params().zero_grad();
     model_->begin_step();
     StepStats st;
@@ -221,7 +250,12 @@ TrainSummary Trainer::run(long stop_at, const TrainCallbacks& cb) {
     }
     st.lr = lr_at(step_, tc.lr, tc.warmup_steps, tc.steps, tc.min_lr_ratio);
     ex.run_inline("optimizer", StreamRole::compute, TaskCategory::compute,
-                  [&] { opt_->step(model_->params(), st.lr, step_ + 1); }, -1, adamw_flops(model_->params().size()));
+                  [&] { opt_->step(model_->params(), st.lr, step_ + 1); }, -1, adamw_flops(opt_->kept_params()));
+    if (tier_) {
+      tier_->update(ex, st.lr, step_ + 1);
+      st.sparse = tier_->take_step_stats();
+      if (dist_) dist_->world_sum(*st.sparse);
+    }
     Span whole;
     whole.role = StreamRole::host;
     whole.name = "step";

@@ -229,6 +229,13 @@ struct StorageConfig {
   std::string ssd_dir;            // folder of the state files (sparse = "ssd"); relative: to the config file's folder
   int64_t host_cache_bytes = 0;   // host cache budget, bytes; 0 = unlimited
   int64_t device_bytes = 0;       // device budget for sparse states, bytes; 0 = unlimited
+  // Algorithm 2 (train/sparse_state_cache.h): prefetch loads ahead of the updates and write-back
+  // during forward/backward (false: the no-overlap baseline), the hit threshold, decay beta
+  // every decay_every requests (0 = never).
+  bool sparse_prefetch = true;
+  double hit_threshold = 0.0;
+  double decay = 0.5;
+  int decay_every = 0;
 };
 
 // Parameters of one expert of `model`: w1 [F,H], b1 [F], w2 [H,F], b2 [H] with F = ffn_mult x H

@@ -1,6 +1,7 @@
 #pragma once
 // AdamW (decoupled weight decay, bias correction) over a ParamArena, global grad-norm
 // clipping, and the learning-rate schedule (linear warmup, cosine decay to a floor).
+#include <functional>
 #include <vector>
 
 #include "moebench/model/param_arena.h"
@@ -15,12 +16,43 @@ struct AdamWHyper {
 // 10 per parameter); the optimizer task's cost.
 inline double adamw_flops(size_t n) { return 10.0 * (double)n; }
 
+// One AdamW update of n elements: the arithmetic every holder of optimizer states runs (AdamW
+// below, the SSD tier's expert records: train/expert_state_tier.h), so both give the same bits.
+// t is the 1-based step; wd the view's weight decay (0 for views with decay = false).
+void adamw_update(float* p, const float* g, float* m, float* v, long n, const AdamWHyper& h, float lr, long t,
+                  float wd);
+
+// Optimizer states AdamW does not keep (MoESys's hierarchical storage keeps the experts' on the
+// SSD tier, train/expert_state_tier.h): checkpoints read and load them through this.
+class OffloadedMoments {
+ public:
+  virtual ~OffloadedMoments() = default;
+  // Copies the moments of arena view `view` (numel floats each) into m and v.
+  virtual void read_moments(size_t view, float* m, float* v) = 0;
+  // A checkpoint's state of the view: its weights w (already in the arena) and moments.
+  virtual void load_moments(size_t view, const float* w, const float* m, const float* v) = 0;
+};
+
 class AdamW {
  public:
-  AdamW(size_t num_params, AdamWHyper h);
-  // One update with learning rate lr; t is the 1-based step count used for bias correction.
-  // Weight decay applies only to views with decay = true.
+  // Moments (zeroed) for the views `keep` selects (all without it), laid out as the arena's when
+  // all are kept. The others are updated by their holder (set_offloaded).
+  AdamW(const ParamArena& params, AdamWHyper h, const std::function<bool(const ParamView&)>& keep = {});
+  // One update of the kept views with learning rate lr; t is the 1-based step count used for
+  // bias correction. Weight decay applies only to views with decay = true.
   void step(ParamArena& params, float lr, long t);
+
+  const AdamWHyper& hyper() const { return h_; }
+  bool keeps(size_t view) const { return at_[view] != kOffloaded; }
+  size_t kept_params() const { return m_.size(); }  // elements with moments here
+  void set_offloaded(OffloadedMoments* holder) { offloaded_ = holder; }
+  // The moments of view `view` into m / v (numel each), wherever they are kept.
+  void read_moments(size_t view, float* m, float* v) const;
+  // The kept moments of `view` in place (nullptr when offloaded).
+  const float* m_of(size_t view) const { return keeps(view) ? m_.data() + at_[view] : nullptr; }
+  const float* v_of(size_t view) const { return keeps(view) ? v_.data() + at_[view] : nullptr; }
+  // Sets them from a checkpoint (w: the view's loaded weights, for an offloaded holder).
+  void load_moments(size_t view, const float* w, const float* m, const float* v);
 
   std::vector<float>& m() { return m_; }
   std::vector<float>& v() { return v_; }
@@ -28,8 +60,13 @@ class AdamW {
   const std::vector<float>& v() const { return v_; }
 
  private:
+  static constexpr size_t kOffloaded = (size_t)-1;
   AdamWHyper h_;
+  std::vector<size_t> at_;  // per view: offset into m_ / v_, or kOffloaded
+  std::vector<size_t> numel_;  // per view
   std::vector<float> m_, v_;
+  OffloadedMoments* offloaded_ = nullptr;
+  OffloadedMoments& holder(size_t view) const;
 };
 
 // L2 norm of all gradients (accumulated in double, fixed order).

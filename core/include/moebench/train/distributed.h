@@ -29,6 +29,7 @@
 #include "moebench/moe/parallel_context.h"
 #include "moebench/optim/adamw.h"
 #include "moebench/runtime/executor.h"
+#include "moebench/train/sparse_step_stats.h"
 
 namespace moebench {
 
@@ -77,6 +78,8 @@ class Distributed {
   double dp_mean(double v);
   // True on every rank when `flag` is true on any rank.
   bool any(bool flag);
+  // The SSD tier's step counters summed over every rank (stall and update time: the slowest rank's).
+  void world_sum(SparseStepStats& s);
   // Every rank's buffer on rank 0 (index = rank); empty on the other ranks. Collective.
   std::vector<std::vector<uint8_t>> gather_to_root(const std::vector<uint8_t>& mine);
 

@@ -24,8 +24,9 @@
 // - The decay clock counts requests as Algorithm 2 does (lines 27-30), not training steps.
 // - Victims are found by a scan of the cached records: the cache holds the experts of one rank
 //   (tens to thousands), small beside a record's transfer.
-// A span returned by get()/put() stays valid until the next get(), put() or clear() (which may
-// evict it). Not thread-safe.
+// A span returned by get()/put()/peek() stays valid until the record is evicted (a later get(),
+// put(), make_room_for_one() or clear() may; pin() prevents it). Not thread-safe: the SSD tier
+// serialises its calls.
 #include <cstdint>
 #include <map>
 #include <span>
@@ -77,12 +78,27 @@ class SparseStateCache {
   void flush();  // writes back every dirty record; they stay cached, clean
   void clear();  // flush(), then drops every record (and its hits)
 
+  // For a loader that reads records outside the cache (the SSD tier's io tasks,
+  // train/expert_state_tier.h), in three calls:
+  // make_room_for_one() evicts (writing back dirty victims) until one more record fits, never a
+  // pinned one (std::logic_error when only pinned records are left: the caller's schedule is
+  // wrong); insert_loaded() then adds the record read from its file, counted as Algorithm 2's
+  // miss (hits = 1, one request), pinned.
+  void make_room_for_one() { make_room(); }
+  void insert_loaded(int block, int expert, std::vector<float> record, int64_t file_bytes);
+  // A pinned record is never evicted (one whose update is pending). std::out_of_range when not cached.
+  void pin(int block, int expert, bool pinned = true);
+  // The cached record without a request (no hit counted); empty when not cached.
+  std::span<float> peek(int block, int expert);
+
   bool contains(int block, int expert) const;
   bool is_dirty(int block, int expert) const;  // false when not cached
   double hits_of(int block, int expert) const;  // 0 when not cached
   int64_t cached_records() const { return (int64_t)entries_.size(); }
   int64_t cached_bytes() const { return cached_records() * record_bytes_; }
   int64_t record_bytes() const { return record_bytes_; }
+  // Records the budget holds (0: unlimited).
+  int64_t capacity_records() const { return opt_.budget_bytes > 0 ? opt_.budget_bytes / record_bytes_ : 0; }
   const SparseCacheStats& stats() const { return stats_; }
 
  private:
@@ -94,6 +110,7 @@ class SparseStateCache {
     std::vector<float> data;
     double hits = 0;
     bool dirty = false;
+    bool pinned = false;
     uint64_t last_use = 0;  // request tick of the last get/put (ties between equal hits)
   };
   void make_room();                     // evicts until one more record fits

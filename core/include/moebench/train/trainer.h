@@ -5,6 +5,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "moebench/model/moe_gpt.h"
 #include "moebench/optim/adamw.h"
 #include "moebench/runtime/executor.h"
+#include "moebench/train/sparse_step_stats.h"
 
 namespace moebench {
 
@@ -34,6 +36,7 @@ struct StepStats {
   double tokens_per_s = 0.0;     // global batch tokens / step time
   double comm_ms = 0.0;          // communication not hidden by computation (runtime/span.h exposed_comm_seconds)
   uint64_t bytes_intra = 0, bytes_inter = 0;  // sent by this rank during the step
+  std::optional<SparseStepStats> sparse;  // storage.sparse = "ssd": the SSD tier's counters, all ranks
   StepRecords records;
 };
 
@@ -61,6 +64,7 @@ struct TrainCallbacks {
 
 class Distributed;
 class Communicator;
+class ExpertStateTier;
 class PipelineStep;
 
 // Fault injection for testing failure handling: MOEBENCH_FAULT="RANK:STEP" makes world rank
@@ -111,6 +115,8 @@ class Trainer {
   TokenCorpus corpus_;
   std::unique_ptr<MoeGpt> model_;
   std::unique_ptr<AdamW> opt_;
+  std::unique_ptr<ExpertStateTier> tier_;  // storage.sparse = "ssd": the experts' states (AdamW keeps the dense ones)
+  std::unique_ptr<ExpertStateTier> make_expert_tier(const AdamWHyper& h);
   long step_ = 0;
   std::vector<int32_t> inputs_, targets_;
   long fault_step_ = -1;

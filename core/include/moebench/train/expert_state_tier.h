@@ -1,0 +1,118 @@
+#pragma once
+// MoESys's hierarchical storage in training (moesys.txt §III-B1, storage.sparse = "ssd"): the
+// experts' optimizer states (fp32 master weights + Adam m + v, one record per expert,
+// train/expert_state_store.h) live in files under storage.ssd_dir/rank<R>, behind the LFU host
+// cache of Algorithm 2 (train/sparse_state_cache.h, storage.host_cache_bytes); AdamW keeps only
+// the dense parameters' moments (optim/adamw.h OffloadedMoments).
+//
+// Each step, after the gradients are final, update() runs AdamW on every expert of the rank
+// through its record, as one task graph:
+//   sparse.load    (io role)      a record not in the host cache read from its file (a miss;
+//                                 a victim evicted first, written back when dirty)
+//   sparse.update  (compute role) AdamW on the record (adamw_update: the bits of in-memory
+//                                 training), the new weights copied into the arena (the
+//                                 "device" copy the model computes with)
+// Records already cached are updated first (hits), then the others in (block, expert) order.
+// With storage.sparse_prefetch (Algorithm 2's prefetch) the loads run ahead of the updates as far
+// as the cache has room: load j waits only for the update that frees its slot, so reading and
+// writing back overlap the updates; begin_step() also writes the dirty records back on the io
+// role while forward and backward compute. Without it, each load waits for the previous update
+// (the ablation baseline: no overlap).
+// Decisions:
+// - Every expert is updated every step, not only the active ones: AdamW's moments and weight
+//   decay move an expert that got no tokens too, and the losses must equal in-memory training.
+//   So the set a step needs is every record, known in advance; the previous step's routing
+//   (Algorithm 2's prediction) would only reorder it. The host cache then saves the reads of the
+//   records it holds (hit rate = cached records / records when the cache is smaller).
+// - The arena keeps every local expert's weights and gradients (on the CPU the device tier is the
+//   arena: the model computes with arena pointers); what moves off the process is the 12 bytes per
+//   expert parameter of master weights + m + v (eq. 1's 12S), beyond the host cache.
+// - A checkpoint reads the moments through read_moments() (dirty cached records first), so it
+//   is complete without a flush; a resume rebuilds every record from the checkpoint
+//   (load_moments), so state files left by a kill -9 (old or new record, never a torn one: they
+//   are replaced atomically) never reach training.
+// - Experts must be whole on the rank (no moe.expert_tp slices): one record = one expert.
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "moebench/config/config.h"
+#include "moebench/model/moe_gpt.h"
+#include "moebench/optim/adamw.h"
+#include "moebench/runtime/executor.h"
+#include "moebench/train/sparse_state_cache.h"
+#include "moebench/train/sparse_step_stats.h"
+
+namespace moebench {
+
+// The update phase's schedule (update()): `records` updates in order, the first `cached` of them
+// on records in the host cache, then one load per other record, `free_slots` records fitting
+// beside the cached ones. Returns, for the j-th load, the index of the update it waits for (-1:
+// none). Prefetch: a load waits only for the update that frees its slot (updates free slots in
+// order), so it runs while earlier updates compute; without: for the update just before its
+// record's (nothing overlaps).
+std::vector<int> sparse_load_waits(int records, int cached, int free_slots, bool prefetch);
+
+// Whether an arena tensor is an expert's ("blocks.<B>.moe.experts.<E>.<piece>").
+bool is_expert_tensor(const std::string& name);
+
+class ExpertStateTier : public OffloadedMoments {
+ public:
+  // The rank's experts of `model` (std::invalid_argument when one is sliced); `dir` an existing
+  // writable folder of this rank alone (ExpertStateError otherwise). Writes every expert's first
+  // record (arena weights, zero moments), so the files always hold a complete state.
+  ExpertStateTier(MoeGpt& model, const StorageConfig& storage, const std::string& dir, const AdamWHyper& h);
+  ~ExpertStateTier() override;
+
+  // With prefetch: queues the write-back of the dirty records on the io role (overlapping the
+  // step's forward and backward). update() waits for it.
+  void begin_step(Executor& ex);
+  // AdamW (learning rate lr, 1-based step t) on every expert of the rank, from the arena's
+  // gradients; the arena's expert weights are the updated master weights afterwards.
+  void update(Executor& ex, float lr, long t);
+  // Counters since the last call.
+  SparseStepStats take_step_stats();
+
+  void read_moments(size_t view, float* m, float* v) override;
+  void load_moments(size_t view, const float* w, const float* m, const float* v) override;
+  // Whether the arena view is an expert tensor the tier holds.
+  bool holds(size_t view) const;
+
+  int64_t records() const { return (int64_t)experts_.size(); }
+  const SparseStateCache& cache() const { return *cache_; }
+  const ExpertStateFiles& files() const { return *files_; }
+
+ private:
+  struct Piece {  // one arena view of an expert, at `at` floats into each part of its record
+    size_t view, at, numel;
+    bool decay;
+  };
+  struct Expert {
+    int block, expert;
+    std::vector<Piece> pieces;
+  };
+  struct ViewPlace {
+    int expert = -1;  // index into experts_
+    size_t piece = 0;
+  };
+  std::span<float> record_of(const Expert& e);  // cached (no request) or read from its file, locked
+  void update_one(const Expert& e, std::span<float> rec, float lr, long t);
+
+  MoeGpt& model_;
+  AdamWHyper h_;
+  bool prefetch_;
+  int64_t floats_ = 0;  // per record: 3 x the expert's parameters
+  std::vector<Expert> experts_;
+  std::vector<ViewPlace> place_;  // per arena view
+  std::unique_ptr<ExpertStateFiles> files_;
+  std::unique_ptr<SparseStateCache> cache_;
+  std::mutex m_;  // the cache and files between the io and compute workers
+  TaskGraph flush_graph_;
+  SparseCacheStats reported_;  // cache counters at the last take_step_stats()
+  double stall_s_ = 0.0, update_s_ = 0.0;
+};
+
+}  // namespace moebench

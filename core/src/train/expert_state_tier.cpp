@@ -1,0 +1,242 @@
+// MoESys's SSD tier in training (expert_state_tier.h).
+#include "moebench/train/expert_state_tier.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstdio>
+#include <map>
+#include <stdexcept>
+
+namespace moebench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// "blocks.<B>.moe.experts.<E>.<piece>" -> (B, E); false for any other tensor.
+bool parse_expert(const std::string& name, int& block, int& expert) {
+  int consumed = 0;
+  return std::sscanf(name.c_str(), "blocks.%d.moe.experts.%d.%n", &block, &expert, &consumed) == 2 && consumed > 0;
+}
+
+}  // namespace
+
+std::vector<int> sparse_load_waits(int records, int cached, int free_slots, bool prefetch) {
+  std::vector<int> waits;
+  for (int j = 0; j < records - cached; ++j) {
+    if (!prefetch) waits.push_back(cached + j - 1);  // the update just before its own (-1: the first)
+    else waits.push_back(j >= free_slots ? j - free_slots : -1);
+  }
+  return waits;
+}
+
+bool is_expert_tensor(const std::string& name) {
+  int block = 0, expert = 0;
+  return parse_expert(name, block, expert);
+}
+
+ExpertStateTier::ExpertStateTier(MoeGpt& model, const StorageConfig& storage, const std::string& dir,
+                                 const AdamWHyper& h)
+    : model_(model), h_(h), prefetch_(storage.sparse_prefetch) {
+  const ParamArena& params = model.params();
+  place_.resize(params.views().size());
+  std::map<std::pair<int, int>, int> index;
+  int64_t floats = -1;
+  for (size_t i = 0; i < params.views().size(); ++i) {
+    const ParamView& v = params.views()[i];
+    int block = 0, expert = 0;
+    if (!parse_expert(v.name, block, expert)) continue;
+    if (!v.slice.whole())
+      throw std::invalid_argument("storage.sparse = \"ssd\" keeps whole experts; " + v.name +
+                                  " is a tensor-parallel slice (moe.expert_tp with parallel.tp > 1)");
+    auto [it, added] = index.emplace(std::make_pair(block, expert), (int)experts_.size());
+    if (added) experts_.push_back({block, expert, {}});
+    Expert& e = experts_[(size_t)it->second];
+    const size_t at = e.pieces.empty() ? 0 : e.pieces.back().at + e.pieces.back().numel;
+    place_[i] = {it->second, e.pieces.size()};
+    e.pieces.push_back({i, at, v.numel, v.decay});
+  }
+  for (const Expert& e : experts_) {
+    const int64_t n = (int64_t)(e.pieces.back().at + e.pieces.back().numel);
+    if (floats >= 0 && n != floats) throw std::logic_error("ExpertStateTier: experts of different sizes");
+    floats = n;
+  }
+  floats_ = 3 * std::max<int64_t>(floats, 1);
+  files_ = std::make_unique<ExpertStateFiles>(dir);
+  SparseCacheOptions o;
+  o.budget_bytes = storage.host_cache_bytes;
+  o.hit_threshold = storage.hit_threshold;
+  o.decay = storage.decay;
+  o.decay_every = storage.decay_every;
+  cache_ = std::make_unique<SparseStateCache>(*files_, floats_, o);
+  std::vector<float> rec((size_t)floats_, 0.0f);
+  for (const Expert& e : experts_) {
+    for (const Piece& p : e.pieces) std::copy_n(params.param(p.view), p.numel, rec.begin() + (long)p.at);
+    files_->write(e.block, e.expert, rec);  // moments zero, as AdamW starts
+  }
+  reported_ = cache_->stats();  // the first records are setup, not a step's traffic
+}
+
+ExpertStateTier::~ExpertStateTier() = default;
+
+bool ExpertStateTier::holds(size_t view) const { return view < place_.size() && place_[view].expert >= 0; }
+
+void ExpertStateTier::begin_step(Executor& ex) {
+  if (!prefetch_) return;
+  flush_graph_ = TaskGraph();
+  GraphTask t;
+  t.name = "sparse.writeback";
+  t.category = TaskCategory::io;
+  t.role = StreamRole::io;
+  t.action = [this] {
+    std::lock_guard<std::mutex> lock(m_);
+    cache_->flush();
+  };
+  flush_graph_.add(std::move(t));
+  ex.submit(flush_graph_);
+}
+
+void ExpertStateTier::update_one(const Expert& e, std::span<float> rec, float lr, long t) {
+  const ExpertStateView s = split_state_record(rec);
+  ParamArena& params = model_.params();
+  for (const Piece& p : e.pieces) {
+    float* w = s.weights.data() + p.at;
+    adamw_update(w, params.grad(p.view), s.m.data() + p.at, s.v.data() + p.at, (long)p.numel, h_, lr, t,
+                 p.decay ? h_.weight_decay : 0.0f);
+    std::copy_n(w, p.numel, params.param(p.view));  // the master weights to the device copy
+  }
+}
+
+void ExpertStateTier::update(Executor& ex, float lr, long t) {
+  const auto t0 = Clock::now();
+  ex.release(flush_graph_);  // the write-back queued by begin_step
+  // Cached records first (pinned: no load may evict one before its update), then the others.
+  std::vector<int> order, loaded;
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    for (int pass = 0; pass < 2; ++pass)
+      for (int i = 0; i < (int)experts_.size(); ++i) {
+        const Expert& e = experts_[(size_t)i];
+        const bool cached = cache_->contains(e.block, e.expert);
+        if (cached != (pass == 0)) continue;
+        order.push_back(i);
+        if (cached) cache_->pin(e.block, e.expert);
+      }
+  }
+  int64_t room = (int64_t)order.size();  // free record slots in the host cache now
+  if (const int64_t cap = cache_->capacity_records(); cap > 0) room = std::max<int64_t>(0, cap - cache_->cached_records());
+  int cached = 0;
+  for (int i : order) cached += cache_->contains(experts_[(size_t)i].block, experts_[(size_t)i].expert) ? 1 : 0;
+  const std::vector<int> waits = sparse_load_waits((int)order.size(), cached, (int)std::min<int64_t>(room, INT_MAX), prefetch_);
+  TaskGraph g;
+  std::vector<TaskId> updates;
+  std::vector<double> busy(order.size(), 0.0);
+  for (size_t k = 0; k < order.size(); ++k) {
+    const Expert& e = experts_[(size_t)order[k]];
+    const bool cached = cache_->contains(e.block, e.expert);
+    std::vector<TaskId> deps;
+    if (!cached) {
+      const int64_t j = (int64_t)loaded.size();  // the j-th load of this step
+      loaded.push_back(order[k]);
+      GraphTask l;
+      l.name = "sparse.load";
+      l.category = TaskCategory::io;
+      l.role = StreamRole::io;
+      l.layer = e.block;
+      l.expert = e.expert;
+      l.cost.copy_bytes = (uint64_t)cache_->record_bytes();
+      l.action = [this, &e] {
+        {
+          std::lock_guard<std::mutex> lock(m_);
+          cache_->make_room_for_one();  // a victim whose update is done, written back when dirty
+        }
+        std::vector<float> rec((size_t)floats_);
+        const int64_t before = files_->bytes_read();
+        files_->read(e.block, e.expert, rec);  // only this worker reads files during update()
+        std::lock_guard<std::mutex> lock(m_);
+        cache_->insert_loaded(e.block, e.expert, std::move(rec), files_->bytes_read() - before);
+      };
+      std::vector<TaskId> load_deps;
+      if (const int w = waits[(size_t)j]; w >= 0) load_deps.push_back(updates[(size_t)w]);
+      deps.push_back(g.add(std::move(l), load_deps));
+    }
+    GraphTask u;
+    u.name = "sparse.update";
+    u.category = TaskCategory::compute;
+    u.role = StreamRole::compute;
+    u.layer = e.block;
+    u.expert = e.expert;
+    u.cost.flops = adamw_flops((size_t)floats_ / 3);
+    u.action = [this, &e, k, cached, lr, t, &busy] {
+      std::span<float> rec;
+      {
+        std::lock_guard<std::mutex> lock(m_);
+        rec = cached ? cache_->get(e.block, e.expert) : cache_->peek(e.block, e.expert);  // the load counted its miss
+      }
+      const auto u0 = Clock::now();
+      update_one(e, rec, lr, t);  // the record is pinned: no load evicts it meanwhile
+      busy[k] = seconds_since(u0);
+      std::lock_guard<std::mutex> lock(m_);
+      cache_->mark_dirty(e.block, e.expert);
+      cache_->pin(e.block, e.expert, false);
+    };
+    if (k > 0) deps.push_back(updates[k - 1]);
+    updates.push_back(g.add(std::move(u), deps));
+  }
+  ex.submit(g);
+  ex.release(g);
+  double sum = 0.0;
+  for (double b : busy) sum += b;
+  update_s_ += seconds_since(t0);
+  stall_s_ += std::max(0.0, seconds_since(t0) - sum);
+}
+
+SparseStepStats ExpertStateTier::take_step_stats() {
+  std::lock_guard<std::mutex> lock(m_);
+  const SparseCacheStats& now = cache_->stats();
+  SparseStepStats s;
+  s.hits = now.hits - reported_.hits;
+  s.misses = now.misses - reported_.misses;
+  s.evictions = now.evictions - reported_.evictions;
+  s.bytes_read = now.bytes_read - reported_.bytes_read;
+  s.bytes_written = now.bytes_written - reported_.bytes_written;
+  s.stall_s = stall_s_;
+  s.update_s = update_s_;
+  reported_ = now;
+  stall_s_ = update_s_ = 0.0;
+  return s;
+}
+
+std::span<float> ExpertStateTier::record_of(const Expert& e) {
+  if (std::span<float> rec = cache_->peek(e.block, e.expert); !rec.empty()) return rec;
+  // Not cached: the file's record, without disturbing the cache (a checkpoint reads every one).
+  static thread_local std::vector<float> scratch;
+  scratch.resize((size_t)floats_);
+  files_->read(e.block, e.expert, scratch);
+  return scratch;
+}
+
+void ExpertStateTier::read_moments(size_t view, float* m, float* v) {
+  if (!holds(view)) throw std::logic_error("ExpertStateTier::read_moments: view " + std::to_string(view) + " is no expert's");
+  const Expert& e = experts_[(size_t)place_[view].expert];
+  const Piece& p = e.pieces[place_[view].piece];
+  std::lock_guard<std::mutex> lock(m_);
+  const ExpertStateView s = split_state_record(record_of(e));
+  std::copy_n(s.m.data() + p.at, p.numel, m);
+  std::copy_n(s.v.data() + p.at, p.numel, v);
+}
+
+void ExpertStateTier::load_moments(size_t view, const float* w, const float* m, const float* v) {
+  if (!holds(view)) throw std::logic_error("ExpertStateTier::load_moments: view " + std::to_string(view) + " is no expert's");
+  const Expert& e = experts_[(size_t)place_[view].expert];
+  const Piece& p = e.pieces[place_[view].piece];
+  std::lock_guard<std::mutex> lock(m_);
+  // Through the cache (a get, as any request), then written back with the others by the next flush.
+  const ExpertStateView s = split_state_record(cache_->get(e.block, e.expert));
+  std::copy_n(w, p.numel, s.weights.data() + p.at);
+  std::copy_n(m, p.numel, s.m.data() + p.at);
+  std::copy_n(v, p.numel, s.v.data() + p.at);
+  cache_->mark_dirty(e.block, e.expert);
+}
+
+}  // namespace moebench
