@@ -23,6 +23,8 @@ class TestExperiments : public QObject {
                                << u"RESULT: shadowing gains more under skew on johnny and trevor; Fig. 5's placement holds (predicted)"_s;
     QTest::newRow("moesys") << u"experiments/moesys/run.sh"_s
                             << u"RESULT: ring memory gives the resident model's tokens with a smaller device tier (measured)"_s;
+    QTest::newRow("moesys storage") << u"experiments/moesys/storage.sh"_s
+                                    << u"RESULT: the SSD tier trains to in-memory losses with a smaller resident set (measured)"_s;
   }
   void scripts() {
     QFETCH(QString, script);

@@ -3,7 +3,7 @@
 // files round-trip bit-exactly, every kind of damage raises an error naming file, block and
 // expert, a write-back killed before its rename leaves the old record readable, a full disk is
 // named; the LFU host cache of Algorithm 2 evicts in the hand-computed order, writes back dirty
-// records, decays its hits every K requests and counts exactly.
+// records, decays its hits every K requests, never evicts a pinned record and counts exactly.
 #include <QtTest>
 
 #include <QTemporaryDir>
@@ -328,6 +328,38 @@ class TestExpertStateStore : public QObject {
     cache.get(1, 0);
     cache.get(1, 2);  // 1 and 0 both at 1 hit: 1 is older
     QVERIFY(!cache.contains(1, 1) && cache.contains(1, 0) && cache.contains(1, 2));
+  }
+
+  // The SSD tier's loader protocol: pinned records are never victims; take_victim() hands the
+  // victim out (dirty or not) and counts an eviction, not a write-back; insert_loaded() counts a
+  // miss with the file's bytes and pins; with every record pinned no room can be made.
+  void pinned_records_and_taken_victims() {
+    QTemporaryDir dir;
+    ExpertStateFiles files(dir.path().toStdString());
+    for (int e = 0; e < 3; ++e) files.write(1, e, record_of(1, e));
+    SparseStateCache cache(files, kFloats, {2 * kFloats * 4, 0.0, 0.5, 0});
+    cache.get(1, 0);
+    cache.get(1, 0);  // 2 hits: plain LFU would evict 1, not 0
+    cache.get(1, 1);  // full: a third record needs a victim
+    cache.pin(1, 1);
+    std::optional<SparseStateCache::Evicted> v = cache.take_victim();
+    QVERIFY(v && v->block == 1 && v->expert == 0 && !v->dirty);  // 1 is pinned
+    QVERIFY(v->data == record_of(1, 0));
+    QCOMPARE(cache.stats().evictions, int64_t(1));
+    QVERIFY(!cache.take_victim());  // one record cached: room for another
+    cache.insert_loaded(1, 2, record_of(1, 2), kFileBytes);
+    QCOMPARE(cache.stats().misses, int64_t(3));
+    QCOMPARE(cache.stats().bytes_read, 2 * kFileBytes + kFileBytes);
+    QVERIFY(cache.contains(1, 2));
+    QVERIFY_THROWS_EXCEPTION(std::logic_error, cache.take_victim());  // both pinned
+    cache.pin(1, 1, false);
+    cache.mark_dirty(1, 1);
+    v = cache.take_victim();
+    QVERIFY(v && v->expert == 1 && v->dirty);
+    QCOMPARE(cache.stats().write_backs, int64_t(0));  // the caller writes it
+    cache.count_write_back(kFileBytes);
+    QCOMPARE(cache.stats().write_backs, int64_t(1));
+    QCOMPARE(cache.stats().bytes_written, kFileBytes);
   }
 
   // Decay beta = 0.25 every K = 3 requests, threshold 0 (plain LFU), budget 2 records:

@@ -58,20 +58,23 @@ SafetensorsFile read_checked(const std::string& path) {
 
 void save_checkpoint(const std::string& dir, const ParamArena& params, const AdamW& opt, const CheckpointState& state) {
   std::vector<TensorRef> weights, moments;
-  std::vector<std::vector<float>> copies;  // the moments the optimizer does not keep in place
   for (size_t i = 0; i < params.views().size(); ++i) {
     const ParamView& v = params.views()[i];
     if (!v.slice.whole()) throw std::logic_error("save_checkpoint: " + v.name + " is a tensor-parallel slice");
-    const float *m = opt.m_of(i), *vv = opt.v_of(i);
-    if (!m) {
-      std::vector<float>& c = copies.emplace_back(2 * v.numel);
-      opt.read_moments(i, c.data(), c.data() + v.numel);
-      m = c.data();
-      vv = m + v.numel;
+    weights.push_back({v.name, v.shape, params.param(i), {}});
+    TensorRef m{"m." + v.name, v.shape, opt.m_of(i), {}}, vv{"v." + v.name, v.shape, opt.v_of(i), {}};
+    if (!opt.keeps(i)) {  // moments held elsewhere (the SSD tier): read when written, one view at a time
+      m.fill = [&opt, i, n = v.numel](float* out) {
+        std::vector<float> other(n);
+        opt.read_moments(i, out, other.data());
+      };
+      vv.fill = [&opt, i, n = v.numel](float* out) {
+        std::vector<float> other(n);
+        opt.read_moments(i, other.data(), out);
+      };
     }
-    weights.push_back({v.name, v.shape, params.param(i)});
-    moments.push_back({"m." + v.name, v.shape, m});
-    moments.push_back({"v." + v.name, v.shape, vv});
+    moments.push_back(std::move(m));
+    moments.push_back(std::move(vv));
   }
   write_checkpoint(dir, state, weights, moments);
 }

@@ -129,7 +129,7 @@ uint32_t crc32_update(uint32_t crc, const void* data, size_t bytes) {
   return ~crc;
 }
 
-ExpertStateFiles::ExpertStateFiles(std::string dir) : dir_(std::move(dir)) {
+ExpertStateFiles::ExpertStateFiles(std::string dir, bool sync) : dir_(std::move(dir)), sync_(sync) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::is_directory(dir_, ec))
@@ -170,7 +170,7 @@ void ExpertStateFiles::write(int block, int expert, std::span<const float> paylo
     if (fd.fd < 0) fail("open", errno);
     if (int err = pwrite_all(fd.fd, header.data(), header.size(), 0)) fail("pwrite", err);
     if (int err = pwrite_all(fd.fd, payload.data(), payload.size_bytes(), (off_t)kHeaderBytes)) fail("pwrite", err);
-    if (::fsync(fd.fd) != 0) fail("fsync", errno);
+    if (sync_ && ::fsync(fd.fd) != 0) fail("fsync", errno);
     const int fd_value = fd.fd;
     fd.fd = -1;
     if (::close(fd_value) != 0) fail("close", errno);  // NFS and some file systems report ENOSPC here
@@ -178,10 +178,12 @@ void ExpertStateFiles::write(int block, int expert, std::span<const float> paylo
   kill_if_asked();  // MOEBENCH_KILL_IN_WRITE: a kill -9 between the complete temp file and the rename
   if (::rename(tmp.c_str(), path.c_str()) != 0) fail("rename to " + path + ":", errno);
   // The rename is durable once the directory is: without this a power loss could bring back the old name.
-  Fd dirfd(::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (dirfd.fd < 0 || ::fsync(dirfd.fd) != 0)
-    throw ExpertStateError(path, block, expert, "cannot sync the folder " + dir_ + " after writing " + path + ": " +
-                                                    errno_text(errno));
+  if (sync_) {
+    Fd dirfd(::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (dirfd.fd < 0 || ::fsync(dirfd.fd) != 0)
+      throw ExpertStateError(path, block, expert, "cannot sync the folder " + dir_ + " after writing " + path + ": " +
+                                                      errno_text(errno));
+  }
   bytes_written_ += (int64_t)(kHeaderBytes + payload.size_bytes());
 }
 

@@ -5,6 +5,7 @@
 #include <climits>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <stdexcept>
 
 namespace moebench {
@@ -62,7 +63,7 @@ ExpertStateTier::ExpertStateTier(MoeGpt& model, const StorageConfig& storage, co
     floats = n;
   }
   floats_ = 3 * std::max<int64_t>(floats, 1);
-  files_ = std::make_unique<ExpertStateFiles>(dir);
+  files_ = std::make_unique<ExpertStateFiles>(dir, /*sync=*/false);  // see the header
   SparseCacheOptions o;
   o.budget_bytes = storage.host_cache_bytes;
   o.hit_threshold = storage.hit_threshold;
@@ -81,21 +82,6 @@ ExpertStateTier::~ExpertStateTier() = default;
 
 bool ExpertStateTier::holds(size_t view) const { return view < place_.size() && place_[view].expert >= 0; }
 
-void ExpertStateTier::begin_step(Executor& ex) {
-  if (!prefetch_) return;
-  flush_graph_ = TaskGraph();
-  GraphTask t;
-  t.name = "sparse.writeback";
-  t.category = TaskCategory::io;
-  t.role = StreamRole::io;
-  t.action = [this] {
-    std::lock_guard<std::mutex> lock(m_);
-    cache_->flush();
-  };
-  flush_graph_.add(std::move(t));
-  ex.submit(flush_graph_);
-}
-
 void ExpertStateTier::update_one(const Expert& e, std::span<float> rec, float lr, long t) {
   const ExpertStateView s = split_state_record(rec);
   ParamArena& params = model_.params();
@@ -109,7 +95,6 @@ void ExpertStateTier::update_one(const Expert& e, std::span<float> rec, float lr
 
 void ExpertStateTier::update(Executor& ex, float lr, long t) {
   const auto t0 = Clock::now();
-  ex.release(flush_graph_);  // the write-back queued by begin_step
   // Cached records first (pinned: no load may evict one before its update), then the others.
   std::vector<int> order, loaded;
   {
@@ -130,6 +115,7 @@ void ExpertStateTier::update(Executor& ex, float lr, long t) {
   const std::vector<int> waits = sparse_load_waits((int)order.size(), cached, (int)std::min<int64_t>(room, INT_MAX), prefetch_);
   TaskGraph g;
   std::vector<TaskId> updates;
+  TaskId last_write;  // the previous load's write-back task (prefetch)
   std::vector<double> busy(order.size(), 0.0);
   for (size_t k = 0; k < order.size(); ++k) {
     const Expert& e = experts_[(size_t)order[k]];
@@ -145,11 +131,16 @@ void ExpertStateTier::update(Executor& ex, float lr, long t) {
       l.layer = e.block;
       l.expert = e.expert;
       l.cost.copy_bytes = (uint64_t)cache_->record_bytes();
-      l.action = [this, &e] {
+      // The victims it evicts: written back by the load itself without prefetch, by a write task
+      // on the copy role with it (reads and writes then run at once).
+      auto victims = std::make_shared<std::vector<SparseStateCache::Evicted>>();
+      l.action = [this, &e, victims] {
         {
           std::lock_guard<std::mutex> lock(m_);
-          cache_->make_room_for_one();  // a victim whose update is done, written back when dirty
+          while (std::optional<SparseStateCache::Evicted> v = cache_->take_victim())  // an updated record
+            if (v->dirty) victims->push_back(std::move(*v));
         }
+        if (!prefetch_) write_back(*victims);
         std::vector<float> rec((size_t)floats_);
         const int64_t before = files_->bytes_read();
         files_->read(e.block, e.expert, rec);  // only this worker reads files during update()
@@ -158,7 +149,21 @@ void ExpertStateTier::update(Executor& ex, float lr, long t) {
       };
       std::vector<TaskId> load_deps;
       if (const int w = waits[(size_t)j]; w >= 0) load_deps.push_back(updates[(size_t)w]);
-      deps.push_back(g.add(std::move(l), load_deps));
+      // At most one evicted record waits for its write beside the one being read: the host
+      // memory stays within the budget plus two records.
+      if (last_write.valid()) load_deps.push_back(last_write);
+      const TaskId load = g.add(std::move(l), load_deps);
+      deps.push_back(load);
+      if (prefetch_) {
+        GraphTask w;
+        w.name = "sparse.writeback";
+        w.category = TaskCategory::io;
+        w.role = StreamRole::copy;
+        w.layer = e.block;
+        w.expert = e.expert;
+        w.action = [this, victims] { write_back(*victims); };
+        last_write = g.add(std::move(w), {load});
+      }
     }
     GraphTask u;
     u.name = "sparse.update";
@@ -189,6 +194,17 @@ void ExpertStateTier::update(Executor& ex, float lr, long t) {
   for (double b : busy) sum += b;
   update_s_ += seconds_since(t0);
   stall_s_ += std::max(0.0, seconds_since(t0) - sum);
+}
+
+void ExpertStateTier::write_back(std::vector<SparseStateCache::Evicted>& victims) {
+  for (SparseStateCache::Evicted& v : victims) {
+    const int64_t before = files_->bytes_written();
+    files_->write(v.block, v.expert, v.data);  // a file no load of this step reads (it was updated)
+    const int64_t bytes = files_->bytes_written() - before;
+    std::lock_guard<std::mutex> lock(m_);
+    cache_->count_write_back(bytes);
+  }
+  victims.clear();
 }
 
 SparseStepStats ExpertStateTier::take_step_stats() {

@@ -80,7 +80,7 @@ void write_safetensors(const std::string& path, const std::vector<TensorRef>& te
     const int64_t n = numel(t.shape);
     if (n < 0)
       throw CheckpointError(path + ": tensor \"" + t.name + "\" has an invalid shape " + shape_str(t.shape));
-    if (n > 0 && t.data == nullptr)
+    if (n > 0 && t.data == nullptr && !t.fill)
       throw CheckpointError(path + ": tensor \"" + t.name + "\" has no data");
     nlohmann::ordered_json entry = nlohmann::ordered_json::object();
     entry["dtype"] = "F32";
@@ -97,7 +97,16 @@ void write_safetensors(const std::string& path, const std::vector<TensorRef>& te
   const uint64_t hlen = head.size();
   for (int k = 0; k < 8; ++k) out.push_back((char)((hlen >> (8 * k)) & 0xff));
   out += head;
-  for (const TensorRef& t : tensors) append_le_floats(out, t.data, (size_t)numel(t.shape));
+  std::vector<float> filled;
+  for (const TensorRef& t : tensors) {
+    const float* data = t.data;
+    if (!data && t.fill) {
+      filled.resize((size_t)numel(t.shape));
+      t.fill(filled.data());
+      data = filled.data();
+    }
+    append_le_floats(out, data, (size_t)numel(t.shape));
+  }
 
   const std::string tmp = path + ".tmp";
   {

@@ -36,34 +36,47 @@ SparseStateCache::SparseStateCache(ExpertStateFiles& files, int64_t floats_per_r
 void SparseStateCache::write_back(const Key& k, Entry& e) {
   const int64_t before = files_.bytes_written();
   files_.write(k.block, k.expert, e.data);
-  stats_.bytes_written += files_.bytes_written() - before;
-  ++stats_.write_backs;
+  count_write_back(files_.bytes_written() - before);
   e.dirty = false;
 }
 
+std::optional<SparseStateCache::Evicted> SparseStateCache::take_victim() {
+  if (opt_.budget_bytes == 0 || entries_.empty() || cached_bytes() + record_bytes_ <= opt_.budget_bytes)
+    return std::nullopt;
+  // The fewest hits among records at or above the threshold; all below it: the fewest overall.
+  auto pick = [&](bool need_threshold) {
+    auto best = entries_.end();
+    for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+      if (it->second.pinned) continue;
+      if (need_threshold && it->second.hits < opt_.hit_threshold) continue;
+      if (best == entries_.end() || it->second.hits < best->second.hits ||
+          (it->second.hits == best->second.hits && it->second.last_use < best->second.last_use))
+        best = it;
+    }
+    return best;
+  };
+  auto victim = pick(true);
+  if (victim == entries_.end()) victim = pick(false);
+  if (victim == entries_.end())
+    throw std::logic_error("SparseStateCache: every cached record is pinned, none can make room");
+  Evicted out{victim->first.block, victim->first.expert, std::move(victim->second.data), victim->second.dirty};
+  entries_.erase(victim);  // its hits go with it (Algorithm 2 line 25)
+  ++stats_.evictions;
+  return out;
+}
+
+void SparseStateCache::count_write_back(int64_t file_bytes) {
+  stats_.bytes_written += file_bytes;
+  ++stats_.write_backs;
+}
+
 void SparseStateCache::make_room() {
-  if (opt_.budget_bytes == 0) return;
-  while (!entries_.empty() && cached_bytes() + record_bytes_ > opt_.budget_bytes) {
-    // The fewest hits among records at or above the threshold; all below it: the fewest overall.
-    auto pick = [&](bool need_threshold) {
-      auto best = entries_.end();
-      for (auto it = entries_.begin(); it != entries_.end(); ++it) {
-        if (it->second.pinned) continue;
-        if (need_threshold && it->second.hits < opt_.hit_threshold) continue;
-        if (best == entries_.end() || it->second.hits < best->second.hits ||
-            (it->second.hits == best->second.hits && it->second.last_use < best->second.last_use))
-          best = it;
-      }
-      return best;
-    };
-    auto victim = pick(true);
-    if (victim == entries_.end()) victim = pick(false);
-    if (victim == entries_.end())
-      throw std::logic_error("SparseStateCache: every cached record is pinned, none can make room");
-    if (victim->second.dirty) write_back(victim->first, victim->second);
-    entries_.erase(victim);  // its hits go with it (Algorithm 2 line 25)
-    ++stats_.evictions;
-  }
+  while (std::optional<Evicted> v = take_victim())
+    if (v->dirty) {
+      const int64_t before = files_.bytes_written();
+      files_.write(v->block, v->expert, v->data);
+      count_write_back(files_.bytes_written() - before);
+    }
 }
 
 void SparseStateCache::tick_decay() {
@@ -140,7 +153,7 @@ void SparseStateCache::insert_loaded(int block, int expert, std::vector<float> r
     throw std::logic_error("SparseStateCache::insert_loaded: block " + std::to_string(block) + ", expert " +
                            std::to_string(expert) + " is cached already or has the wrong size");
   if (opt_.budget_bytes > 0 && cached_bytes() + record_bytes_ > opt_.budget_bytes)
-    throw std::logic_error("SparseStateCache::insert_loaded: no room (make_room_for_one first)");
+    throw std::logic_error("SparseStateCache::insert_loaded: no room (take_victim first)");
   ++clock_;
   ++stats_.misses;
   stats_.bytes_read += file_bytes;

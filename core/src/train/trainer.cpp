@@ -231,7 +231,6 @@ TrainSummary Trainer::run(long stop_at, const TrainCallbacks& cb) {
     ex.set_step(step_);
     ex.take_spans();
     sample(corpus_.train, (uint64_t)step_, kTrainStream);
-    if (tier_) tier_->begin_step(ex);
     model_->params().zero_grad();
     model_->begin_step();
     StepStats st;

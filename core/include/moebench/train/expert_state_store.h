@@ -11,8 +11,8 @@
 //   format version u32 (1), block i32, expert i32, reserved u32 (0), float count u64, CRC-32
 //   (IEEE, as zlib's crc32) of the payload bytes u32, CRC-32 of the header's first 36 bytes u32.
 //   Payload: float count fp32 values, host order (little-endian hosts only; checked).
-// - Atomic replace: the record is written to <file>.tmp, fsync'ed, renamed over <file>, and the
-//   directory fsync'ed, so a kill -9 at any point leaves either the old or the new complete file
+// - Atomic replace: the record is written to <file>.tmp, fsync'ed (unless sync = false, below),
+//   renamed over <file>, and the directory fsync'ed, so a kill -9 at any point leaves either the old or the new complete file
 //   (POSIX rename is atomic). A <file>.tmp left by such a kill is never read, is overwritten
 //   (O_TRUNC) by the next write of that expert and removed when the store is opened.
 // - One store per directory and process: opening one removes every *.tmp in it, so ranks sharing
@@ -22,6 +22,8 @@
 //   payload checksum mismatch throw ExpertStateError naming the file, block and expert.
 // - Writes that fail (ENOSPC, EACCES, EROFS, ...) throw ExpertStateError naming the path and
 //   the system's reason; the temp file is removed and the old record stays.
+// - Fault injection for the crash tests: MOEBENCH_KILL_IN_WRITE=N sends the process SIGKILL in
+//   its N-th write, after the temp file is complete and before the rename.
 // Not thread-safe: one owner (the cache, train/sparse_state_cache.h) calls it.
 #include <cstdint>
 #include <span>
@@ -52,8 +54,11 @@ class ExpertStateFiles {
   static constexpr size_t kHeaderBytes = 40;
 
   // `dir` must be an existing writable directory (ExpertStateError otherwise); stale *.tmp files
-  // in it (a write-back killed mid-way) are removed.
-  explicit ExpertStateFiles(std::string dir);
+  // in it (a write-back killed mid-way) are removed. sync = false leaves out both fsyncs: a
+  // write is still atomic against a killed process (the kernel keeps what was written; the rename
+  // is atomic) but not against a power loss. The trainer's tier writes so
+  // (train/expert_state_tier.h: a resume rebuilds every record from the checkpoint anyway).
+  explicit ExpertStateFiles(std::string dir, bool sync = true);
 
   const std::string& dir() const { return dir_; }
   std::string path_of(int block, int expert) const;  // <dir>/block<B>_expert<E>.state
@@ -72,6 +77,7 @@ class ExpertStateFiles {
 
  private:
   std::string dir_;
+  bool sync_ = true;
   int stale_removed_ = 0;
   int64_t bytes_read_ = 0, bytes_written_ = 0;
 };

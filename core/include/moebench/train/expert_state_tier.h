@@ -7,17 +7,21 @@
 //
 // Each step, after the gradients are final, update() runs AdamW on every expert of the rank
 // through its record, as one task graph:
-//   sparse.load    (io role)      a record not in the host cache read from its file (a miss;
-//                                 a victim evicted first, written back when dirty)
-//   sparse.update  (compute role) AdamW on the record (adamw_update: the bits of in-memory
-//                                 training), the new weights copied into the arena (the
-//                                 "device" copy the model computes with)
+//   sparse.load      (io role)      a record not in the host cache read from its file (a miss),
+//                                   after evicting an updated record to make room
+//   sparse.writeback (copy role)    with prefetch: the evicted record written back while the
+//                                   io role reads the next (without: the load writes it first)
+//   sparse.update    (compute role) AdamW on the record (adamw_update: the bits of in-memory
+//                                   training), the new weights copied into the arena (the
+//                                   "device" copy the model computes with)
 // Records already cached are updated first (hits), then the others in (block, expert) order.
-// With storage.sparse_prefetch (Algorithm 2's prefetch) the loads run ahead of the updates as far
-// as the cache has room: load j waits only for the update that frees its slot, so reading and
-// writing back overlap the updates; begin_step() also writes the dirty records back on the io
-// role while forward and backward compute. Without it, each load waits for the previous update
-// (the ablation baseline: no overlap).
+// With storage.sparse_prefetch (Algorithm 2's prefetch) a load waits only for the update that
+// frees its cache slot, so reads, write-backs and updates overlap; without it each load waits
+// for the previous update and does its own write-back (the ablation baseline: no overlap).
+// A load also waits for the previous load's write-back, so the records in host memory stay within
+// storage.host_cache_bytes plus two (one being read, one being written).
+// Updates cannot start before the backward ends (gradient clipping needs every gradient), so the
+// overlap is with the updates, not with forward and backward.
 // Decisions:
 // - Every expert is updated every step, not only the active ones: AdamW's moments and weight
 //   decay move an expert that got no tokens too, and the losses must equal in-memory training.
@@ -31,6 +35,11 @@
 //   is complete without a flush; a resume rebuilds every record from the checkpoint
 //   (load_moments), so state files left by a kill -9 (old or new record, never a torn one: they
 //   are replaced atomically) never reach training.
+// - Records are written without fsync (ExpertStateFiles sync = false): still replaced atomically
+//   against a killed process, and a power loss is covered by the checkpoint, from which a resume
+//   rebuilds every record. A flush to the disk per write-back would time the disk's cache flush,
+//   not the tier. The OS may serve reads from its page cache: the measured bandwidth is what the
+//   file system gives.
 // - Experts must be whole on the rank (no moe.expert_tp slices): one record = one expert.
 #include <chrono>
 #include <cstdint>
@@ -67,9 +76,6 @@ class ExpertStateTier : public OffloadedMoments {
   ExpertStateTier(MoeGpt& model, const StorageConfig& storage, const std::string& dir, const AdamWHyper& h);
   ~ExpertStateTier() override;
 
-  // With prefetch: queues the write-back of the dirty records on the io role (overlapping the
-  // step's forward and backward). update() waits for it.
-  void begin_step(Executor& ex);
   // AdamW (learning rate lr, 1-based step t) on every expert of the rank, from the arena's
   // gradients; the arena's expert weights are the updated master weights afterwards.
   void update(Executor& ex, float lr, long t);
@@ -100,6 +106,9 @@ class ExpertStateTier : public OffloadedMoments {
   };
   std::span<float> record_of(const Expert& e);  // cached (no request) or read from its file, locked
   void update_one(const Expert& e, std::span<float> rec, float lr, long t);
+  // Writes the dirty evicted records to their files (bytes_written is atomic-free: one writer at
+  // a time, the load task or the write task of a load).
+  void write_back(std::vector<SparseStateCache::Evicted>& victims);
 
   MoeGpt& model_;
   AdamWHyper h_;
@@ -110,7 +119,6 @@ class ExpertStateTier : public OffloadedMoments {
   std::unique_ptr<ExpertStateFiles> files_;
   std::unique_ptr<SparseStateCache> cache_;
   std::mutex m_;  // the cache and files between the io and compute workers
-  TaskGraph flush_graph_;
   SparseCacheStats reported_;  // cache counters at the last take_step_stats()
   double stall_s_ = 0.0, update_s_ = 0.0;
 };

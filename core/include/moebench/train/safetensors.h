@@ -8,6 +8,7 @@
 // Only F32 is written; reading rejects other dtypes. Every error is a CheckpointError whose
 // message starts with the file name.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <span>
 #include <stdexcept>
@@ -25,6 +26,9 @@ struct TensorRef {
   std::string name;
   std::vector<int64_t> shape;
   const float* data = nullptr;  // product(shape) floats
+  // Without data: writes the tensor's product(shape) floats into the buffer it is given, when the
+  // writer reaches it (values held elsewhere, e.g. the SSD tier's moments: one tensor at a time).
+  std::function<void(float*)> fill;
 };
 
 // Writes the tensors in the given order (data offsets ascending) plus the metadata to

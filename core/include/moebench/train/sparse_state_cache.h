@@ -25,10 +25,11 @@
 // - Victims are found by a scan of the cached records: the cache holds the experts of one rank
 //   (tens to thousands), small beside a record's transfer.
 // A span returned by get()/put()/peek() stays valid until the record is evicted (a later get(),
-// put(), make_room_for_one() or clear() may; pin() prevents it). Not thread-safe: the SSD tier
+// put(), take_victim() or clear() may; pin() prevents it). Not thread-safe: the SSD tier
 // serialises its calls.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -78,13 +79,19 @@ class SparseStateCache {
   void flush();  // writes back every dirty record; they stay cached, clean
   void clear();  // flush(), then drops every record (and its hits)
 
-  // For a loader that reads records outside the cache (the SSD tier's io tasks,
-  // train/expert_state_tier.h), in three calls:
-  // make_room_for_one() evicts (writing back dirty victims) until one more record fits, never a
-  // pinned one (std::logic_error when only pinned records are left: the caller's schedule is
-  // wrong); insert_loaded() then adds the record read from its file, counted as Algorithm 2's
-  // miss (hits = 1, one request), pinned.
-  void make_room_for_one() { make_room(); }
+  // For a loader that reads and writes records outside the cache (the SSD tier's io tasks,
+  // train/expert_state_tier.h): take_victim() removes the record Algorithm 2 evicts when one more
+  // would not fit (nullopt: it fits), never a pinned one (std::logic_error when only pinned
+  // records are left: the caller's schedule is wrong), counted as an eviction; the caller writes
+  // it back when dirty and counts it (count_write_back). insert_loaded() adds the record read from
+  // its file, counted as Algorithm 2's miss (hits = 1, one request), pinned.
+  struct Evicted {
+    int block = 0, expert = 0;
+    std::vector<float> data;
+    bool dirty = false;
+  };
+  std::optional<Evicted> take_victim();
+  void count_write_back(int64_t file_bytes);
   void insert_loaded(int block, int expert, std::vector<float> record, int64_t file_bytes);
   // A pinned record is never evicted (one whose update is pending). std::out_of_range when not cached.
   void pin(int block, int expert, bool pinned = true);
