@@ -289,6 +289,21 @@ RunSummary summarize_run(const RunStore& store, const RunInfo& run) {
   if (auto it = by_key.find("tokens_per_s"); it != by_key.end())
     out.mean_tokens_per_s = mean_without_warmup(it->second, out.warmup_excluded);
 
+  if (auto hits = by_key.find("sparse_hits"); hits != by_key.end()) {
+    auto mean = [&](const char* key) {
+      bool excluded = false;
+      auto it = by_key.find(key);
+      return it == by_key.end() ? 0.0 : mean_without_warmup(it->second, excluded);
+    };
+    out.has_sparse = true;
+    const double h = mean("sparse_hits"), m = mean("sparse_misses");
+    if (h + m > 0) out.sparse_hit_rate = h / (h + m);
+    out.sparse_read_per_step = mean("sparse_read_bytes");
+    out.sparse_written_per_step = mean("sparse_written_bytes");
+    out.sparse_stall_ms = mean("sparse_stall_ms");
+    out.sparse_update_ms = mean("sparse_update_ms");
+  }
+
   summarize_phases(store.spans(run.id), out);
 
   std::set<int64_t> traffic_steps;
@@ -354,6 +369,12 @@ std::string format_summary(const RunSummary& s) {
   } else {
     t += "time split   - (no step spans recorded)\n";
   }
+  if (s.has_sparse)
+    t += "SSD tier     host-cache hit rate " +
+         (std::isfinite(s.sparse_hit_rate) ? fmt("%.1f%%", 100 * s.sparse_hit_rate) : std::string("-")) + ", read " +
+         mb(s.sparse_read_per_step) + "/step, written " + mb(s.sparse_written_per_step) + "/step, update " +
+         fmt("%.1f ms/step", s.sparse_update_ms) + fmt(" of which %.1f ms stalled on loads", s.sparse_stall_ms) +
+         "  [all ranks, first step left out]\n";
   t += "traffic      intra-node " + mb(s.bytes_intra_per_step) + "/step (" + mb(double(s.bytes_intra)) +
        " total), inter-node " + mb(s.bytes_inter_per_step) + "/step (" + mb(double(s.bytes_inter)) + " total)\n";
   if (s.expert_load.empty()) {
@@ -414,6 +435,12 @@ nlohmann::json summary_json(const RunSummary& s) {
   } else {
     j["phases"] = nullptr;
   }
+  if (s.has_sparse)
+    j["ssd_tier"] = {{"hit_rate", num(s.sparse_hit_rate)},
+                     {"read_bytes_per_step", s.sparse_read_per_step},
+                     {"written_bytes_per_step", s.sparse_written_per_step},
+                     {"update_ms_per_step", s.sparse_update_ms},
+                     {"stall_ms_per_step", s.sparse_stall_ms}};
   j["span_steps"] = s.span_steps;
   j["traffic"] = {{"bytes_intra", s.bytes_intra},
                   {"bytes_inter", s.bytes_inter},

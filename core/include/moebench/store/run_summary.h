@@ -98,6 +98,13 @@ struct RunSummary {
   int64_t bytes_intra = 0, bytes_inter = 0;  // totals over the run, all ranks
   double bytes_intra_per_step = 0, bytes_inter_per_step = 0;
 
+  // MoESys's SSD tier (storage.sparse = "ssd"; metrics sparse_*): over every step but the first
+  // (it loads every record), all ranks.
+  bool has_sparse = false;
+  double sparse_hit_rate = std::numeric_limits<double>::quiet_NaN();  // hits / (hits + misses)
+  double sparse_read_per_step = 0, sparse_written_per_step = 0;  // bytes
+  double sparse_stall_ms = 0, sparse_update_ms = 0;            // per step
+
   std::vector<LayerLoad> expert_load;  // by layer
   double max_imbalance = std::numeric_limits<double>::quiet_NaN();  // over layers
 
