@@ -10,7 +10,8 @@
 # Reports step time (mean of steps 2-5), the update phase's stall, hit rate, MB read and written
 # per step and the process's peak resident set (getrusage). Exits 1 when a run's losses differ from
 # the in-memory run's or the SSD tier does not lower the peak resident set; the times are
-# reported, not required (a shared 2-core machine).
+# reported, not required (a shared 2-core machine). Then eq. 1 for the paper's 12B UFO setting
+# (plan --memory on ufo_12b.toml and ufo_cluster.toml, whose unknowns are assumed), predicted.
 #   MOEBENCH=path/to/moebench experiments/moesys/storage.sh   (default: build/release/cli/moebench)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -34,6 +35,7 @@ sys.exit(code)' "$work/$name" "$mb" run "$here/storage_model.toml" --set run.out
 train memory
 train prefetch "${ssd[@]}"
 train no_prefetch "${ssd[@]}" --set storage.sparse_prefetch=false
+"$mb" plan "$here/ufo_12b.toml" --memory > "$work/ufo.txt" 2>&1 || { cat "$work/ufo.txt"; exit 1; }
 python3 - "$work" <<'PY'
 import re, sys
 w = sys.argv[1]
@@ -70,6 +72,9 @@ print(f"{'holds' if saved > 0 else 'DOES NOT HOLD'}: the SSD tier lowers the pea
       f"the expert moments are {32 * (2 * 1024 * 256 + 1024 + 256) * 8 / 2**20:.1f} MiB, the cache {8 * (record - 40) / 2**20:.1f} MiB)")
 print(f"prefetch: the update phase stalled {stall['prefetch'] / 4:.1f} ms a step instead of {stall['no_prefetch'] / 4:.1f} "
       f"({'lower' if stall['prefetch'] < stall['no_prefetch'] else 'NOT lower'} with prefetch; reported, not required)")
+print("\n== MoESys eq. 1 for the paper's 12B UFO run on 48 A100 (PREDICTED; the model's shape and the host/SSD sizes are assumed: ufo_12b.toml, ufo_cluster.toml)")
+ufo = open(f"{w}/ufo.txt").read()
+print(ufo[ufo.index("MoESys eq. 1"):].rstrip())
 if not same or saved <= 0:
     print("RESULT: the SSD tier changed the losses or saved no host memory")
     sys.exit(1)

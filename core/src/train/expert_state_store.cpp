@@ -34,13 +34,19 @@ static_assert(std::endian::native == std::endian::little, "expert state files ar
 
 constexpr char kMagic[8] = {'M', 'B', 'E', 'X', 'P', 'S', 'T', '1'};
 
-std::array<uint32_t, 256> crc_table() {
-  std::array<uint32_t, 256> t{};
+// Slicing-by-8 tables: t[0] the byte-wise CRC table, t[k][i] the CRC of byte i followed by k
+// zero bytes, so 8 bytes fold in one step (the byte loop reads records at ~0.4 GB/s, slower
+// than the files; this one several times faster).
+using CrcTables = std::array<std::array<uint32_t, 256>, 8>;
+CrcTables crc_tables() {
+  CrcTables t{};
   for (uint32_t i = 0; i < 256; ++i) {
     uint32_t c = i;
     for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-    t[i] = c;
+    t[0][i] = c;
   }
+  for (uint32_t i = 0; i < 256; ++i)
+    for (int k = 1; k < 8; ++k) t[k][i] = (t[k - 1][i] >> 8) ^ t[0][t[k - 1][i] & 0xFFu];
   return t;
 }
 
@@ -122,10 +128,18 @@ ExpertStateError::ExpertStateError(const std::string& path, int block, int exper
     : std::runtime_error(what), path_(path), block_(block), expert_(expert) {}
 
 uint32_t crc32_update(uint32_t crc, const void* data, size_t bytes) {
-  static const std::array<uint32_t, 256> table = crc_table();
+  static const CrcTables t = crc_tables();
   const auto* p = static_cast<const unsigned char*>(data);
   crc = ~crc;
-  for (size_t i = 0; i < bytes; ++i) crc = table[(crc ^ p[i]) & 0xFFu] ^ (crc >> 8);
+  for (; bytes >= 8; bytes -= 8, p += 8) {  // little-endian words (the store checks the host order)
+    uint32_t lo, hi;
+    std::memcpy(&lo, p, 4);
+    std::memcpy(&hi, p + 4, 4);
+    lo ^= crc;
+    crc = t[7][lo & 0xFFu] ^ t[6][(lo >> 8) & 0xFFu] ^ t[5][(lo >> 16) & 0xFFu] ^ t[4][lo >> 24] ^
+          t[3][hi & 0xFFu] ^ t[2][(hi >> 8) & 0xFFu] ^ t[1][(hi >> 16) & 0xFFu] ^ t[0][hi >> 24];
+  }
+  for (; bytes > 0; --bytes, ++p) crc = t[0][(crc ^ *p) & 0xFFu] ^ (crc >> 8);
   return ~crc;
 }
 
