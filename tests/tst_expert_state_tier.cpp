@@ -13,6 +13,7 @@
 #include <fstream>
 
 #include "moebench/config/config_loader.h"
+#include "moebench/config/usage_error.h"
 #include "moebench/dist/mpi_communicator.h"
 #include "moebench/train/expert_state_store.h"
 #include "moebench/train/expert_state_tier.h"
@@ -211,6 +212,24 @@ class TestExpertStateTier : public QObject {
       QCOMPARE(in_memory.resume(ckpt), 3L);
       QCOMPARE(train(in_memory).losses, tail);
     }
+  }
+
+  // One run per storage.ssd_dir: a second trainer on the same folder (another run's valid records
+  // would pass every checksum) is refused, naming the key and the folder, until the first ends.
+  void ssd_dir_is_one_runs() {
+    QTemporaryDir out, out2, ssd;
+    const Config cfg = tier_config(1, 4, true, ssd.path().toStdString());
+    {
+      Trainer first(cfg, out.path().toStdString());
+      try {
+        Trainer second(cfg, out2.path().toStdString());
+        QFAIL("two runs shared one storage.ssd_dir");
+      } catch (const UsageError& e) {
+        const QString what = QString::fromUtf8(e.what());
+        QVERIFY2(what.startsWith("storage.ssd_dir: ") && what.contains(ssd.path() + "/rank0"), qPrintable(what));
+      }
+    }
+    Trainer after(cfg, out2.path().toStdString());  // the first one ended
   }
 
   // A record damaged on disk is never trained on: the step that reads it fails with an error

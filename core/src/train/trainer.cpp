@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <stdexcept>
 #include <thread>
 
@@ -18,6 +17,8 @@
 #include "moebench/train/step_records_codec.h"
 #include "moebench/train/distributed.h"
 #include "moebench/train/expert_state_tier.h"
+#include "moebench/train/output_dir.h"
+#include "moebench/config/usage_error.h"
 
 namespace moebench {
 namespace {
@@ -119,9 +120,15 @@ Trainer::~Trainer() = default;
 std::unique_ptr<ExpertStateTier> Trainer::make_expert_tier(const AdamWHyper& h) {
   const int rank = dist_ ? dist_->rank() : 0;
   const std::string dir = cfg_.storage.ssd_dir + "/rank" + std::to_string(rank);
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) throw ExpertStateError(dir, -1, -1, "cannot create the folder of this rank's expert states (" + ec.message() + ")");
+  // One run per folder: another run's write-backs would be valid records (their checksums pass).
+  try {
+    ssd_lock_ = claim_output_dir(dir, OutputMode::resume);
+  } catch (const UsageError&) {
+    throw UsageError("storage.ssd_dir: " + dir + " holds the expert states of another moebench run that is still "
+                     "going (lock " + dir + "/.moebench.lock): wait for it to end, or use another storage.ssd_dir");
+  } catch (const std::runtime_error& e) {
+    throw ExpertStateError(dir, -1, -1, std::string("storage.ssd_dir: ") + e.what());
+  }
   // On the CPU the device tier is the arena: every local expert's weights and gradients.
   size_t expert_floats = 0;
   for (const BlockExperts& b : model_->expert_ranges()) expert_floats += b.range.count;
