@@ -61,8 +61,8 @@ void save_checkpoint(const std::string& dir, const ParamArena& params, const Ada
   for (size_t i = 0; i < params.views().size(); ++i) {
     const ParamView& v = params.views()[i];
     if (!v.slice.whole()) throw std::logic_error("save_checkpoint: " + v.name + " is a tensor-parallel slice");
-    weights.push_back({v.name, v.shape, params.param(i), {}});
-    TensorRef m{"m." + v.name, v.shape, opt.m_of(i), {}}, vv{"v." + v.name, v.shape, opt.v_of(i), {}};
+    weights.push_back({v.name, v.shape, params.param(i)});
+    TensorRef m{"m." + v.name, v.shape, opt.m_of(i)}, vv{"v." + v.name, v.shape, opt.v_of(i)};
     if (!opt.keeps(i)) {  // moments held elsewhere (the SSD tier): read when written, one view at a time
       m.fill = [&opt, i, n = v.numel](float* out) {
         std::vector<float> other(n);

@@ -366,9 +366,9 @@ void Distributed::save(const std::string& dir, MoeGpt& model, const AdamW& opt, 
     }
     std::vector<TensorRef> weights, moments;
     for (const auto& [name, t] : tensors) {
-      weights.push_back({name, t.shape, t.w.data(), {}});
-      moments.push_back({"m." + name, t.shape, t.m.data(), {}});
-      moments.push_back({"v." + name, t.shape, t.v.data(), {}});
+      weights.push_back({name, t.shape, t.w.data()});
+      moments.push_back({"m." + name, t.shape, t.m.data()});
+      moments.push_back({"v." + name, t.shape, t.v.data()});
     }
     write_checkpoint(dir, {step, config_json}, weights, moments);
   }

@@ -28,7 +28,7 @@ struct TensorRef {
   const float* data = nullptr;  // product(shape) floats
   // Without data: writes the tensor's product(shape) floats into the buffer it is given, when the
   // writer reaches it (values held elsewhere, e.g. the SSD tier's moments: one tensor at a time).
-  std::function<void(float*)> fill;
+  std::function<void(float*)> fill = nullptr;
 };
 
 // Writes the tensors in the given order (data offsets ascending) plus the metadata to
