@@ -161,6 +161,9 @@ const std::vector<FieldDef>& fields() {
       MB_FIELD(storage, ssd_dir, Path, "folder of the expert state files (sparse = \"ssd\"): an existing writable directory"),
       MB_FIELD(storage, host_cache_bytes, Int64, "host cache of expert states, bytes; 0 = unlimited; else >= one expert's record"),
       MB_FIELD(storage, device_bytes, Int64, "device memory for expert states, bytes; 0 = unlimited"),
+      MB_FIELD(storage, dense, String,
+               "dense parameters: \"replicated\" (every DP rank holds all) or \"zero3\" (sharded over DP, all-gathered per layer)"),
+      MB_FIELD(storage, dense_prefetch, Bool, "zero3: all-gather layer i+1 on the comm stream while layer i computes (false: on demand)"),
   };
   return table;
 }

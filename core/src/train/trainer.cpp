@@ -77,7 +77,7 @@ Trainer::Trainer(const Config& cfg, std::string out_dir, Communicator* world)
                                              dist_ ? &dist_->groups().tp() : nullptr, &executor(), schedule, micro_,
                                              dist_ ? dist_->pp_role() : StreamRole::comm_intra);
   AdamWHyper h{cfg_.train.beta1, cfg_.train.beta2, cfg_.train.eps, cfg_.train.weight_decay};
-  opt_ = std::make_unique<AdamW>(model_->params().size(), h);
+  if (!dense_shards()) opt_ = std::make_unique<AdamW>(model_->params().size(), h);  // zero3: its ShardedAdamW
   const size_t n = (size_t)micro_ * micro_batch_ * cfg_.model.seq_len;
   inputs_.resize(n);
   targets_.resize(n);
@@ -106,12 +106,18 @@ MicroBatch Trainer::micro_batch(int m, long step) const {
 
 Trainer::~Trainer() = default;
 
+DenseShards* Trainer::dense_shards() const { return dist_ ? dist_->dense_shards() : nullptr; }
+
 bool Trainer::is_main() const { return !dist_ || dist_->rank() == 0; }
 
 long Trainer::resume(const std::string& path) {
   const std::string dir = resolve_checkpoint_dir(path);
-  CheckpointState state =
-      load_checkpoint(dir, model_->params(), *opt_, [&](const std::string& name) { return model_->held_elsewhere(name); });
+  DenseShards* zero = dense_shards();
+  std::unique_ptr<AdamW> whole;  // zero3: the whole moments, then this rank's shards of them
+  if (zero) whole = std::make_unique<AdamW>(model_->params().size(), AdamWHyper{});
+  CheckpointState state = load_checkpoint(dir, model_->params(), zero ? *whole : *opt_,
+                                          [&](const std::string& name) { return model_->held_elsewhere(name); });
+  if (zero) zero->load_state(*whole);
   step_ = state.step;
   return step_;
 }
@@ -132,7 +138,8 @@ float Trainer::evaluate() {
 
 std::string Trainer::save(const std::string& dir) const {
   const std::string config_json = config_to_json(cfg_).dump();
-  if (dist_) dist_->save(dir, *model_, *opt_, step_, config_json);
+  if (DenseShards* zero = dense_shards()) dist_->save(dir, *model_, zero->whole_state(), step_, config_json);
+  else if (dist_) dist_->save(dir, *model_, *opt_, step_, config_json);
   else save_checkpoint(dir, model_->params(), *opt_, {step_, config_json});
   return dir;
 }
@@ -220,8 +227,12 @@ TrainSummary Trainer::run(long stop_at, const TrainCallbacks& cb) {
       st.grad_norm = clip_grad_norm(model_->params(), tc.grad_clip);
     }
     st.lr = lr_at(step_, tc.lr, tc.warmup_steps, tc.steps, tc.min_lr_ratio);
-    ex.run_inline("optimizer", StreamRole::compute, TaskCategory::compute,
-                  [&] { opt_->step(model_->params(), st.lr, step_ + 1); }, -1, adamw_flops(model_->params().size()));
+    if (DenseShards* zero = dense_shards())  // zero3: this rank's dense shards and its experts
+      ex.run_inline("optimizer", StreamRole::compute, TaskCategory::compute, [&] { zero->optimizer_step(st.lr, step_ + 1); },
+                    -1, adamw_flops(zero->optimizer_state_floats()));
+    else
+      ex.run_inline("optimizer", StreamRole::compute, TaskCategory::compute,
+                    [&] { opt_->step(model_->params(), st.lr, step_ + 1); }, -1, adamw_flops(model_->params().size()));
     Span whole;
     whole.role = StreamRole::host;
     whole.name = "step";

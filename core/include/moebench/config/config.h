@@ -229,6 +229,14 @@ struct StorageConfig {
   std::string ssd_dir;            // folder of the state files (sparse = "ssd"); relative: to the config file's folder
   int64_t host_cache_bytes = 0;   // host cache budget, bytes; 0 = unlimited
   int64_t device_bytes = 0;       // device budget for sparse states, bytes; 0 = unlimited
+  // Dense (non-expert) parameters (MoESys §III-B2, Algorithm 1; train/dense_shards.h):
+  // "replicated": every DP rank holds the whole fp32 weights and AdamW m, v (gradients all-reduced);
+  // "zero3": each DP rank owns 1/N of every dense tensor's weights and m, v (gradients
+  // reduce-scattered, weights all-gathered per layer before use). Needs tp = pp = 1, > 1 DP rank.
+  std::string dense = "replicated";
+  // zero3 only: gather layer i+1's weights on the comm stream while layer i computes (true) or
+  // each layer on demand, blocking (false: the ablation baseline).
+  bool dense_prefetch = true;
 };
 
 // Parameters of one expert of `model`: w1 [F,H], b1 [F], w2 [H,F], b2 [H] with F = ffn_mult x H
