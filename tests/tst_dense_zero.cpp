@@ -16,6 +16,8 @@
 
 #include <algorithm>
 #include <numeric>
+#include <set>
+#include <tuple>
 #include <thread>
 
 #include "moebench/config/config_loader.h"
@@ -23,6 +25,7 @@
 #include "moebench/train/checkpoint.h"
 #include "moebench/train/dense_shards.h"
 #include "moebench/train/distributed.h"
+#include "moebench/train/step_graph.h"
 #include "moebench/train/trainer.h"
 #include "equivalence_support.h"
 #include "mpi_test_main.h"
@@ -194,6 +197,58 @@ class TestDenseZero : public QObject {
       qInfo("%u cores for %d ranks: a rank's comm worker gets a core only when a main thread waits, so the "
             "prefetch's start before block 0's end is not checked here",
             std::thread::hardware_concurrency(), P);
+  }
+
+  // The predicted step graph (train/step_graph.h) holds the run's zero3 tasks: every rank's
+  // dense.allgather, grad.reduce_scatter and grad.norm.dp spans of step 2 match its tasks by
+  // name, layer and bytes, the prefetched gathers on the DP comm role.
+  void step_graph_has_the_zero3_tasks_data() {
+    QTest::addColumn<bool>("prefetch");
+    QTest::addColumn<QString>("sets");
+    QTest::newRow("prefetch") << true << "";
+    QTest::newRow("on demand") << false << "";
+    QTest::newRow("prefetch, hidden 30, untied head") << true << "model.hidden=30;model.tied_head=false";
+  }
+  void step_graph_has_the_zero3_tasks() {
+    QFETCH(bool, prefetch);
+    QFETCH(QString, sets);
+    auto world = MpiCommunicator::world();
+    const int P = world->size(), me = world->rank();
+    if (P == 1) QSKIP("needs more than one rank (run under mpirun)");
+    std::vector<std::string> extra = {"train.steps=2", "moe.routing=uniform"};
+    for (const std::string& x : split_sets(sets)) extra.push_back(x);
+    const Config cfg = zero_config(P, extra, "zero3", prefetch);
+    QTemporaryDir dir;
+    Trainer zero(cfg, rank_dir(dir, "z", me), world.get());
+    zero.set_recording(true, 1);
+    std::vector<Span> spans;
+    TrainCallbacks cb;
+    cb.on_step = [&](const StepStats& s) {
+      if (s.step == 1) spans = s.records.spans;
+    };
+    zero.run(-1, cb);
+    if (me != 0) return;
+    const std::set<std::string> names = {"dense.allgather", "grad.reduce_scatter", "grad.norm.dp"};
+    for (int r = 0; r < P; ++r) {
+      std::multiset<std::tuple<std::string, int, uint64_t>> ran, predicted;
+      for (const Span& s : spans)
+        if (s.rank == r && names.count(s.name)) ran.insert({s.name, s.layer, s.bytes});
+      const TaskGraph g = build_step_graph(cfg, r, synthetic_step_routing(cfg, 2));
+      int on_comm_role = 0;
+      for (const GraphTask& t : g.tasks())
+        if (names.count(t.name)) {
+          predicted.insert({t.name, t.layer, t.cost.bytes_sent()});
+          if (t.name == "dense.allgather" && t.role != StreamRole::host) ++on_comm_role;
+        }
+      QCOMPARE(on_comm_role, prefetch ? cfg.model.layers + 1 : 0);  // the blocks' and the head's
+      QVERIFY(!ran.empty());
+      if (ran != predicted) {
+        QString text;
+        for (const auto& [n, l, b] : ran) text += QString(" ran %1/%2/%3").arg(n.c_str()).arg(l).arg(b);
+        for (const auto& [n, l, b] : predicted) text += QString(" predicted %1/%2/%3").arg(n.c_str()).arg(l).arg(b);
+        QFAIL(qPrintable(QString("rank %1:").arg(r) + text));
+      }
+    }
   }
 
   // A step's bytes: the replicated run's plus the norm's one double all-reduced over DP (hidden
