@@ -22,6 +22,7 @@
 
 #include "moebench/config/config_loader.h"
 #include "moebench/dist/mpi_communicator.h"
+#include "moebench/perf/trainer_memory.h"
 #include "moebench/train/checkpoint.h"
 #include "moebench/train/dense_shards.h"
 #include "moebench/train/distributed.h"
@@ -104,7 +105,7 @@ class TestDenseZero : public QObject {
 
   // Each rank's AdamW moments: its shard of every dense part (ceil(n / P) floats at most, the
   // shards of the P ranks tiling the part) plus its experts; the replicated optimizer holds the
-  // whole arena.
+  // whole arena; plan --memory's count of them.
   void optimizer_state_is_a_shard() {
     auto world = MpiCommunicator::world();
     const int P = world->size(), me = world->rank();
@@ -127,6 +128,13 @@ class TestDenseZero : public QObject {
     QCOMPARE(dense + experts, params.size());
     QCOMPARE(shards.optimizer_state_floats(), owned + experts);
     QVERIFY(owned <= dense / P + shards.parts().size());
+    // plan --memory (perf/trainer_memory.h) counts rank 0's moments exactly (its shards are the
+    // largest), and the replicated run's as the whole arena.
+    const Config zcfg = zero_config(P, {"train.steps=1", "model.hidden=30"}, "zero3");
+    const Config rcfg = zero_config(P, {"train.steps=1", "model.hidden=30"}, "replicated");
+    if (me == 0) QCOMPARE(trainer_memory(zcfg, 0, true).adam, 8.0 * (double)shards.optimizer_state_floats());
+    QCOMPARE(trainer_memory(rcfg, 0, true).adam, 8.0 * (double)params.size());
+    QVERIFY(trainer_memory(zcfg, 0, true).adam >= 8.0 * (double)shards.optimizer_state_floats());
   }
 
   // Spans of step 2 (step 1 starts from the identical init: nothing to gather): one
