@@ -3,7 +3,8 @@
 // ranks (CTest: 4 = 2 virtual nodes x 2; every rank a DP rank: tp = pp = 1). Checked against
 // the replicated run on the same ranks, which only differs in where the dense parameters live:
 //   losses and parameters equal (1e-5 relative / 1e-4 absolute) with the prefetch on and off,
-//     with parts P divides and parts it does not (hidden 30: padded shards);
+//     with parts P divides and parts it does not (hidden 30: padded shards), under every
+//     strategy that runs with tp = pp = 1;
 //   each rank's optimizer moments: its 1/P shard of every dense part + its experts;
 //   dense.allgather spans per block; with the prefetch block 1's gather starts before block
 //     0's forward ends, without it after;
@@ -80,6 +81,8 @@ class TestDenseZero : public QObject {
     QTest::newRow("learned routing, 2 micro-batches") << "moe.routing=learned;parallel.microbatches=2" << true;
     QTest::newRow("ep 2 (expert replicas)") << "parallel.ep=2" << true;
     QTest::newRow("hidden 30 (padded shards), untied head") << "model.hidden=30;model.tied_head=false" << true;
+    for (const char* name : {"hier_a2a", "data_centric", "janus", "monta", "fastermoe"})
+      QTest::newRow(name) << QString("strategy.name=%1").arg(name) << true;
   }
   void matches_replicated() {
     QFETCH(QString, sets);
