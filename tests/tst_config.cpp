@@ -699,7 +699,8 @@ class TestConfig : public QObject {
         "[store]\nenabled = false\ndb = \"other.db\"\nexperiment = \"abl\"\nspans_every = 10\n"
         "[emulate]\ncluster = \"emu6.toml\"\ntime_scale = 50\n"
         "[storage]\nsparse = \"ssd\"\nssd_dir = \"adir\"\nhost_cache_bytes = 200000\ndevice_bytes = 3000\n"
-        "sparse_prefetch = false\nhit_threshold = 2\ndecay = 0.25\ndecay_every = 16\n";
+        "sparse_prefetch = false\nhit_threshold = 2\ndecay = 0.25\ndecay_every = 16\n"
+        "dense_prefetch = false\n";
     Config c1;
     try {
       c1 = parse_config(text, "full.toml", {}, base());
@@ -721,12 +722,13 @@ class TestConfig : public QObject {
     };
     // Keys this config cannot set: hier_a2a's and per_block's options (janus runs expert_centric
     // and data_centric) and parallel.tp / pp and moe.expert_tp (janus refuses tp, pp > 1;
-    // tst_parallel_layouts reads them).
+    // tst_parallel_layouts reads them), storage.dense (its "zero3" refuses the row's
+    // embedding_partition and sparse = "ssd"; storage_section reads it).
     auto unread = [](const std::string& key) {
       return key.starts_with("strategy.hier_a2a.") || key.starts_with("strategy.per_block.") ||
              key.starts_with("strategy.monta.") || key.starts_with("strategy.fastermoe.") || key == "parallel.tp" ||
              key == "parallel.pp" ||
-             key == "moe.expert_tp" || key == "parallel.vocab_parallel";
+             key == "moe.expert_tp" || key == "parallel.vocab_parallel" || key == "storage.dense";
     };
     size_t covered = 0;
     for (const auto& k : config_keys()) covered += unread(k.name) ? 0 : 1;
@@ -857,6 +859,22 @@ class TestConfig : public QObject {
     QVERIFY(d.storage.ssd_dir.empty());
     QCOMPARE(d.storage.host_cache_bytes, int64_t(0));
     QCOMPARE(d.storage.device_bytes, int64_t(0));
+    QCOMPARE(d.storage.dense, std::string("replicated"));
+    QVERIFY(d.storage.dense_prefetch);
+    try {  // storage.dense = "zero3" on 4 data-parallel ranks, through TOML and JSON
+      const Config z = parse_config("[run]\nranks = 4\n[train]\nbatch_size = 8\n[moe]\nexperts = 4\n"
+                                    "[storage]\ndense = \"zero3\"\ndense_prefetch = false\n",
+                                    "s.toml", {}, base());
+      QCOMPARE(z.storage.dense, std::string("zero3"));
+      QVERIFY(!z.storage.dense_prefetch);
+      QCOMPARE(config_to_json(z)["storage"]["dense"], nlohmann::json("zero3"));
+      QCOMPARE(config_to_json(z)["storage"]["dense_prefetch"], nlohmann::json(false));
+      const Config again = parse_config(config_to_toml(z), "again.toml", {}, base());
+      QCOMPARE(again.storage.dense, std::string("zero3"));
+      QVERIFY(!again.storage.dense_prefetch);
+    } catch (const ConfigError& e) {
+      QFAIL(e.what());
+    }
     QCOMPARE(expert_state_record_bytes(d.model), int64_t(3 * (2 * 512 * 128 + 512 + 128) * 4));
     try {
       const Config c = parse_config("[storage]\nsparse = \"ssd\"\nssd_dir = \"adir\"\nhost_cache_bytes = 50304\n"

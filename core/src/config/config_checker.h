@@ -94,7 +94,8 @@ class Checker {
   void check_data();
   void check_train();
   void check_emulate();
-  void check_storage();  // config_validate_storage.cpp
+  void check_storage();        // config_validate_storage.cpp
+  void check_dense_storage();  // config_validate_storage.cpp: storage.dense
 
   Config& c_;
   LoadState& st_;

@@ -163,10 +163,13 @@ const std::vector<FieldDef>& fields() {
       MB_FIELD(storage, device_bytes, Int64,
                "device memory for the experts' weights and gradients (sparse = \"ssd\"), bytes; 0 = unlimited"),
       MB_FIELD(storage, sparse_prefetch, Bool,
-               "Algorithm 2 prefetch: state loads run ahead of the updates, write-back during forward/backward"),
+               "Algorithm 2 prefetch: state loads and write-backs run ahead of the expert updates (false: no overlap)"),
       MB_FIELD(storage, hit_threshold, Double, "Algorithm 2: records with fewer hits are evicted last (0 = plain LFU)"),
       MB_FIELD(storage, decay, Double, "Algorithm 2: every hit count is multiplied by this (beta, in [0, 1]) ..."),
       MB_FIELD(storage, decay_every, Int, "... every this many requests (K); 0 = no decay"),
+      MB_FIELD(storage, dense, String,
+               "dense parameters: \"replicated\" (every DP rank holds all) or \"zero3\" (sharded over DP, all-gathered per layer)"),
+      MB_FIELD(storage, dense_prefetch, Bool, "zero3: all-gather layer i+1 on the comm stream while layer i computes (false: on demand)"),
   };
   return table;
 }

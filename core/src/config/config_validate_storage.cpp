@@ -31,6 +31,7 @@ void Checker::check_storage() {
                std::to_string(c_.model.hidden) + ", ffn_mult = " + std::to_string(c_.model.ffn_mult) + "), got " +
                std::to_string(s.host_cache_bytes) + " (0 = unlimited)");
   }
+  check_dense_storage();
   if (!ok({"storage.sparse", "storage.ssd_dir"})) return;
   if (s.sparse != "ssd") return;  // ssd_dir is only read with sparse = "ssd"
   if (s.ssd_dir.empty()) return fail("storage.ssd_dir", "required when storage.sparse = \"ssd\"", "storage.sparse");
@@ -40,6 +41,34 @@ void Checker::check_storage() {
   if (!std::filesystem::is_directory(status)) return fail("storage.ssd_dir", "not a directory: " + s.ssd_dir);
   // access(W_OK | X_OK): creating files inside needs both (root passes unless the file system is read-only).
   if (::access(s.ssd_dir.c_str(), W_OK | X_OK) != 0) fail("storage.ssd_dir", "directory is not writable: " + s.ssd_dir);
+}
+
+// storage.dense = "zero3" (train/dense_shards.h): the shards are contiguous pieces of each
+// layer's dense parameters over the DP group, so it is refused, naming the key, wherever a
+// rank does not hold whole dense layers (tensor or pipeline parallelism, the partitioned
+// embedding) or there is no second DP rank to shard over, rather than half-working.
+void Checker::check_dense_storage() {
+  const StorageConfig& s = c_.storage;
+  const char* key = "storage.dense";
+  if (!ok({key})) return;
+  if (s.dense != "replicated" && s.dense != "zero3")
+    return fail(key, "must be \"replicated\" or \"zero3\", got \"" + excerpt(s.dense) + "\"");
+  if (s.dense != "zero3") return;
+  if (ok({"parallel.tp"}) && c_.parallel.tp > 1)
+    return fail(key, "\"zero3\" needs parallel.tp = 1 (it shards whole dense layers over the data-parallel ranks), got " +
+                         std::to_string(c_.parallel.tp), "parallel.tp");
+  if (ok({"parallel.pp"}) && c_.parallel.pp > 1)
+    return fail(key, "\"zero3\" needs parallel.pp = 1 (pipeline stages are not supported with sharded dense layers), got " +
+                         std::to_string(c_.parallel.pp), "parallel.pp");
+  if (ok({"model.embedding_partition"}) && c_.model.embedding_partition)
+    return fail(key, "\"zero3\" does not combine with model.embedding_partition (that splits embed.wte over the same "
+                     "data-parallel ranks by columns)", "model.embedding_partition");
+  if (ok({"storage.sparse"}) && s.sparse == "ssd")
+    return fail(key, "\"zero3\" does not combine with storage.sparse = \"ssd\" yet (its optimizer keeps the experts' "
+                     "states in memory)", "storage.sparse");
+  if (ok({"run.ranks", "parallel.tp", "parallel.pp", "parallel.dp"}) && data_parallel() == 1)
+    fail(key, "\"zero3\" needs more than one data-parallel rank to shard over (run.ranks = " +
+                  std::to_string(c_.run.ranks) + ")", "run.ranks");
 }
 
 }  // namespace moebench::config_detail

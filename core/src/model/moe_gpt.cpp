@@ -446,6 +446,7 @@ LossParts MoeGpt::forward_micro(int slot, const MicroBatch& mb, const float* x_i
     Acts& a = b.acts[(size_t)slot];
     const int l = b.index;
     ensure(a.x, N * C);
+    if (dense_use_ && i == 0 && pipe_.first()) dense_use_(-1);
     if (i == 0 && pipe_.first() && embed_split()) partitioned_embed_forward(h, a.x.data());
     if (i == 0 && pipe_.first() && !vocab_split() && !embed_split()) stage("embed.forward", -1, 0.0, [&] {
         encoder_forward(a.x.data(), mb.inputs, params_.param(wte_), params_.param(wpe_), B, T, C);
@@ -462,6 +463,7 @@ LossParts MoeGpt::forward_micro(int slot, const MicroBatch& mb, const float* x_i
           for (int c = 0; c < C; ++c) a.x[n * C + c] += wpe[(n % T) * C + c];
       });
     }
+    if (dense_use_) dense_use_(l);  // after the embeddings: their compute overlaps block 0's gather
     auto residual_ln2 = [&] {  // res1 += x; ln2 = LayerNorm(res1)
       residual_forward(a.res1.data(), a.res1.data(), a.x.data(), N * C);
       ensure(a.ln2, N * C); ensure(a.ln2_mean, N); ensure(a.ln2_rstd, N);
@@ -528,6 +530,7 @@ LossParts MoeGpt::forward_micro(int slot, const MicroBatch& mb, const float* x_i
     return parts;
   }
   const int Vt = vocab_rows();
+  if (dense_use_) dense_use_(model_.layers);
   stage("head.forward", -1, head_forward_flops(N, C, Vt), [&] {
     ensure(h.x_out, N * C);
     residual_forward(h.x_out.data(), last.res1.data(), last.ffn_out.data(), N * C);

@@ -114,7 +114,7 @@ std::string ddl_stored_peak_source(const RunStore& store, const RunInfo& run) {
 }
 
 bool moe_block_task(const std::string& name) {
-  for (const char* other : {"attn.", "ffn.", "tp.", "pp.", "grad."})
+  for (const char* other : {"attn.", "ffn.", "tp.", "pp.", "grad.", "dense."})
     if (name.rfind(other, 0) == 0) return false;
   return true;
 }

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 
 #include "memory_layout.h"
 #include "moebench/model/param_count.h"
@@ -45,6 +46,19 @@ TrainerMemory trainer_memory(const Config& cfg, int stage, bool rank0) {
   m.weights = kFloat * m.parameters;
   m.gradients = kFloat * m.parameters;
   m.adam = 2 * kFloat * m.parameters;
+  const bool zero3 = cfg.storage.dense == "zero3" && L.d > 1;
+  if (zero3) {
+    // storage.dense = "zero3" (train/dense_shards.h; tp = pp = 1): AdamW m, v for the experts
+    // and this rank's shard of each dense part; rank 0's shards are the largest, ceil(n / d).
+    const ParamPieces pc = param_pieces(md, L.tp(), sliced);
+    auto shard = [&](double n) { return std::ceil(n / L.d); };
+    double owned = shard(pc.wte + pc.wpe) + shard(pc.final_norm + (md.tied_head ? 0.0 : pc.head));
+    for (int l = pipe.first_block; l < pipe.end_block; ++l) {
+      const int E = cfg.experts_in_block(l);
+      owned += shard(pc.attention + (E == 0 ? pc.ffn : E * pc.router_row));
+    }
+    m.adam = 2 * kFloat * (held.experts + owned);
+  }
 
   // One micro-batch's activations (one slot).
   double slot = 0;
@@ -102,6 +116,7 @@ TrainerMemory trainer_memory(const Config& cfg, int stage, bool rank0) {
     // The optimizer file (m and v) is the larger of the two a checkpoint writes.
     const double whole = rank_param_counts(md, cfg.moe, ExpertShard{}, TpShard{}, PipeStage{}).total();
     m.checkpoint = distributed ? 3 * kFloat * (m.parameters + 2 * whole) + 2 * kFloat * whole : 2 * kFloat * m.parameters;
+    if (zero3) m.checkpoint += 2 * kFloat * m.parameters;  // DenseShards::whole_state: the whole m and v
   }
   return m;
 }

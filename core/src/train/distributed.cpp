@@ -73,6 +73,7 @@ Distributed::~Distributed() {
     executor_.synchronize();
   } catch (...) {
   }
+  dense_.reset();  // before the executor and the groups it uses
   world_.set_traffic_meter(nullptr);  // the world communicator outlives this meter
 }
 
@@ -117,7 +118,17 @@ void Distributed::attach(MoeGpt& model, const Config& cfg) {
   std::set<int> dp_nodes;
   for (int p = 0; p < grad_comm_->size(); ++p) dp_nodes.insert(topology_.node_of(grad_comm_->world_rank(p)));
   const StreamRole role = dp_nodes.size() > 1 ? StreamRole::comm_inter : StreamRole::comm_intra;
+  if (cfg.storage.dense == "zero3") {  // train/dense_shards.h
+    const AdamWHyper h{cfg.train.beta1, cfg.train.beta2, cfg.train.eps, cfg.train.weight_decay};
+    dense_ = std::make_unique<DenseShards>(model, groups_->dp(), executor_, role, cfg.storage.dense_prefetch, h);
+    model.set_dense_use_hook([this](int part) { dense_->use(part); });
+  }
   model.set_grad_ready_hook([this, grads, role](ArenaRange r) {
+    if (dense_) {  // reduce-scatter instead of all-reduce
+      grad_graph_.add(dense_->reduce_scatter_task(r, dp_scale_));
+      executor_.submit(grad_graph_);
+      return;
+    }
     GraphTask t;
     t.name = "grad.allreduce";
     t.category = TaskCategory::comm;
@@ -203,7 +214,11 @@ double Distributed::clip_gradients(MoeGpt& model, float max_norm) {
   sums[1] = tp_parts[0];
   sums[2] += tp_parts[1];
   host_all_reduce("grad.norm.ep", groups_->ep(), &sums[2], 1, DType::f64);
-  if (part.count > 0) host_all_reduce("grad.norm.dp", groups_->dp(), &columns, 1, DType::f64);
+  if (dense_) {  // zero3: each DP rank holds its shards' reduced gradients (dense_shards.h)
+    columns += sums[0];
+    sums[0] = 0.0;
+  }
+  if (part.count > 0 || dense_) host_all_reduce("grad.norm.dp", groups_->dp(), &columns, 1, DType::f64);
   double total = sums[0] + sums[1] + sums[2] + columns;
   pp_sum(&total, 1, "grad.norm.pp");
   const double norm = std::sqrt(total);

@@ -290,9 +290,58 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
     main_task(std::move(t));
   };
 
+  // storage.dense = "zero3" (train/dense_shards.h): a ring collective of P shards of
+  // s = ceil(n / P) floats, (P-1) s floats to the next rank in P-1 messages; this rank's shard.
+  const bool zero3 = cfg.storage.dense == "zero3";
+  auto shard_of = [&](double floats) { return std::ceil(floats / P.dp); };
+  auto owned_of = [&](double floats) {
+    const double s = shard_of(floats);
+    return std::min(floats, (P.dp_rank + 1) * s) - std::min(floats, P.dp_rank * s);
+  };
+  auto ring_shards = [&](const char* name, int layer, double floats, StreamRole role) {
+    GraphTask t = ring_allreduce(name, layer, 0, dp_group, P.dp_rank, role);
+    if (P.dp > 1)
+      t.cost.bytes_to_peer = {{dp_group[(size_t)(P.dp_rank + 1) % P.dp],
+                               (uint64_t)(P.dp - 1) * (uint64_t)shard_of(floats) * sizeof(float)}};
+    t.cost.messages = P.dp - 1;
+    return t;
+  };
+  double dense_floats = 0, dense_owned = 0;  // zero3: the optimizer updates this rank's shards only
   std::vector<TaskId> reduces;
   auto bucket = [&](int layer, double floats) {
-    reduces.push_back(g.add(ring_allreduce("grad.allreduce", layer, floats, dp_group, P.dp_rank, dp_role), {last}));
+    if (!zero3)
+      return reduces.push_back(g.add(ring_allreduce("grad.allreduce", layer, floats, dp_group, P.dp_rank, dp_role), {last}));
+    reduces.push_back(g.add(ring_shards("grad.reduce_scatter", layer, floats, dp_role), {last}));
+    dense_floats += floats;
+    dense_owned += owned_of(floats);
+  };
+  // zero3, forward of the first micro-batch: each dense part's all-gather (a steady-state step;
+  // a run's first step gathers nothing, every rank starting from the same init). Prefetch
+  // (Algorithm 1): the embeddings' gather on the main thread, then part i+1's on the DP comm
+  // role once part i's has been waited for, part i's compute waiting for its own; on demand:
+  // each on the main thread before its part. The part floats are the gradient buckets'.
+  const int L = cfg.model.layers;
+  auto part_floats = [&](int part) {
+    if (part < 0) return wte + wpe;
+    if (part >= L) return 2.0 * C + (cfg.model.tied_head ? 0.0 : head);
+    auto it = moe.find(part);
+    return pieces.attention + (it == moe.end() ? pieces.ffn : (double)it->second.ctx.experts * C);
+  };
+  std::map<int, TaskId> gathers;  // part -> its prefetch task
+  auto use_part = [&](int part, int mb) {
+    if (!zero3 || mb != 0) return;
+    const int layer = part >= 0 && part < L ? part : -1;
+    if (!cfg.storage.dense_prefetch || part < 0) {
+      main_task(ring_shards("dense.allgather", layer, part_floats(part), StreamRole::host));
+    } else {
+      GraphTask join;  // the wait: the part's compute after its gather (a join, no span)
+      join.role = StreamRole::host;
+      join.category = TaskCategory::comm;
+      last = g.add(std::move(join), {last, gathers.at(part)});
+    }
+    const int next = part + 1;
+    if (cfg.storage.dense_prefetch && next <= L)
+      gathers[next] = g.add(ring_shards("dense.allgather", next < L ? next : -1, part_floats(next), dp_role), {last});
   };
   for (const PipeOp& op : pipeline_ops(parse_pipe_schedule(cfg.parallel.schedule), P.pp, P.pp_rank, M)) {
     const int mb = op.micro, chunk = M > 1 ? mb : -1;
@@ -306,12 +355,14 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
         embed_a2a("embed.a2a", chunk);
         main_task(compute("embed.positions", -1, 0.0, chunk));
       } else if (first_stage) {
+        use_part(-1, mb);
         main_task(compute("embed.forward", -1, 0.0, chunk));
         if (cfg.parallel.vocab_parallel) tp_allreduce(-1, chunk);
       } else {
         pp_recv("pp.forward", first_block, mb);
       }
       for (int l = first_block; l < end_block; ++l) {
+        use_part(l, mb);
         main_task(compute("attn.forward", l, attn_forward_flops(N, C, T) / tp, chunk));
         tp_allreduce(l, chunk);
         auto it = moe.find(l);
@@ -324,6 +375,7 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
         last = add_block_pass(g, *m.strategies[(size_t)mb], *m.handles[(size_t)mb], MoePass::forward, m.ctx,
                               {(int)N, C, m.ctx.experts, K}, {last});
       }
+      if (last_stage) use_part(L, mb);
       if (last_stage) main_task(compute("head.forward", -1, head_forward_flops(N, C, (int)(V / vt)), chunk));
       else pp_send("pp.forward", end_block, mb, next_stage, to_next);
       continue;
@@ -404,11 +456,11 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
   };
   host_allreduce("grad.norm.tp", 2, tp_group, P.tp_rank);
   host_allreduce("grad.norm.ep", 1, ep_group, ep_rank);
-  if (embed_split) host_allreduce("grad.norm.dp", 1, dp_group, P.dp_rank);
+  if (embed_split || zero3) host_allreduce("grad.norm.dp", 1, dp_group, P.dp_rank);
   host_allreduce("grad.norm.pp", 1, pp_group, P.pp_rank);
   host_allreduce("loss.pp", 2, pp_group, P.pp_rank);
   host_allreduce("loss.dp", 1, dp_group, P.dp_rank);
-  g.add(compute("optimizer", -1, adamw_flops((size_t)params_held)), reduces);
+  g.add(compute("optimizer", -1, adamw_flops((size_t)(params_held - dense_floats + dense_owned))), reduces);
   return g;
 }
 

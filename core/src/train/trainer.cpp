@@ -84,7 +84,7 @@ Trainer::Trainer(const Config& cfg, std::string out_dir, Communicator* world)
     tier_ = make_expert_tier(h);
     opt_ = std::make_unique<AdamW>(model_->params(), h, [](const ParamView& v) { return !is_expert_tensor(v.name); });
     opt_->set_offloaded(tier_.get());
-  } else {
+  } else if (!dense_shards()) {  // zero3: its ShardedAdamW
     opt_ = std::make_unique<AdamW>(model_->params(), h);
   }
   const size_t n = (size_t)micro_ * micro_batch_ * cfg_.model.seq_len;
@@ -140,12 +140,18 @@ std::unique_ptr<ExpertStateTier> Trainer::make_expert_tier(const AdamWHyper& h) 
   return std::make_unique<ExpertStateTier>(*model_, cfg_.storage, dir, h);
 }
 
+DenseShards* Trainer::dense_shards() const { return dist_ ? dist_->dense_shards() : nullptr; }
+
 bool Trainer::is_main() const { return !dist_ || dist_->rank() == 0; }
 
 long Trainer::resume(const std::string& path) {
   const std::string dir = resolve_checkpoint_dir(path);
-  CheckpointState state =
-      load_checkpoint(dir, model_->params(), *opt_, [&](const std::string& name) { return model_->held_elsewhere(name); });
+  DenseShards* zero = dense_shards();
+  std::unique_ptr<AdamW> whole;  // zero3: the whole moments, then this rank's shards of them
+  if (zero) whole = std::make_unique<AdamW>(model_->params(), AdamWHyper{});
+  CheckpointState state = load_checkpoint(dir, model_->params(), zero ? *whole : *opt_,
+                                          [&](const std::string& name) { return model_->held_elsewhere(name); });
+  if (zero) zero->load_state(*whole);
   step_ = state.step;
   if (tier_) tier_->take_step_stats();  // rebuilding the records is no step's traffic
   return step_;
@@ -167,7 +173,8 @@ float Trainer::evaluate() {
 
 std::string Trainer::save(const std::string& dir) const {
   const std::string config_json = config_to_json(cfg_).dump();
-  if (dist_) dist_->save(dir, *model_, *opt_, step_, config_json);
+  if (DenseShards* zero = dense_shards()) dist_->save(dir, *model_, zero->whole_state(), step_, config_json);
+  else if (dist_) dist_->save(dir, *model_, *opt_, step_, config_json);
   else save_checkpoint(dir, model_->params(), *opt_, {step_, config_json});
   return dir;
 }
@@ -255,9 +262,13 @@ TrainSummary Trainer::run(long stop_at, const TrainCallbacks& cb) {
       st.grad_norm = clip_grad_norm(model_->params(), tc.grad_clip);
     }
     st.lr = lr_at(step_, tc.lr, tc.warmup_steps, tc.steps, tc.min_lr_ratio);
-    ex.run_inline("optimizer", StreamRole::compute, TaskCategory::compute,
-                  [&] { opt_->step(model_->params(), st.lr, step_ + 1); }, -1, adamw_flops(opt_->kept_params()));
-    if (tier_) {
+    if (DenseShards* zero = dense_shards())  // zero3: this rank's dense shards and its experts
+      ex.run_inline("optimizer", StreamRole::compute, TaskCategory::compute, [&] { zero->optimizer_step(st.lr, step_ + 1); },
+                    -1, adamw_flops(zero->optimizer_state_floats()));
+    else
+      ex.run_inline("optimizer", StreamRole::compute, TaskCategory::compute,
+                    [&] { opt_->step(model_->params(), st.lr, step_ + 1); }, -1, adamw_flops(opt_->kept_params()));
+    if (tier_) {  // storage.sparse = "ssd": the experts through their records
       tier_->update(ex, st.lr, step_ + 1);
       st.sparse = tier_->take_step_stats();
       if (dist_) dist_->world_sum(*st.sparse);

@@ -229,13 +229,21 @@ struct StorageConfig {
   std::string ssd_dir;            // folder of the state files (sparse = "ssd"); relative: to the config file's folder
   int64_t host_cache_bytes = 0;   // host cache budget, bytes; 0 = unlimited
   int64_t device_bytes = 0;       // device budget for sparse states, bytes; 0 = unlimited
-  // Algorithm 2 (train/sparse_state_cache.h): prefetch loads ahead of the updates and write-back
-  // during forward/backward (false: the no-overlap baseline), the hit threshold, decay beta
+  // Algorithm 2 (train/expert_state_tier.h, sparse_state_cache.h): record loads and write-backs
+  // run ahead of the updates (false: the no-overlap baseline), the hit threshold, decay beta
   // every decay_every requests (0 = never).
   bool sparse_prefetch = true;
   double hit_threshold = 0.0;
   double decay = 0.5;
   int decay_every = 0;
+  // Dense (non-expert) parameters (MoESys §III-B2, Algorithm 1; train/dense_shards.h):
+  // "replicated": every DP rank holds the whole fp32 weights and AdamW m, v (gradients all-reduced);
+  // "zero3": each DP rank owns 1/N of every dense tensor's weights and m, v (gradients
+  // reduce-scattered, weights all-gathered per layer before use). Needs tp = pp = 1, > 1 DP rank.
+  std::string dense = "replicated";
+  // zero3 only: gather layer i+1's weights on the comm stream while layer i computes (true) or
+  // each layer on demand, blocking (false: the ablation baseline).
+  bool dense_prefetch = true;
 };
 
 // Parameters of one expert of `model`: w1 [F,H], b1 [F], w2 [H,F], b2 [H] with F = ffn_mult x H

@@ -150,6 +150,11 @@ class MoeGpt {
   // gradients as soon as no later part of the backward adds to it: final norm + head, each
   // block, embeddings.
   void set_grad_ready_hook(std::function<void(ArenaRange)> hook) { grad_ready_ = std::move(hook); }
+  // Called on the main thread before forward first reads a part's dense weights: part -1 the
+  // embeddings, b the dense part of block b, model.layers ln_f and the head (the parts whose
+  // gradients the grad-ready hook reports). storage.dense = "zero3" all-gathers them there
+  // (train/dense_shards.h).
+  void set_dense_use_hook(std::function<void(int part)> hook) { dense_use_ = std::move(hook); }
   std::vector<ArenaRange> dense_ranges() const;   // every non-expert parameter
   std::vector<BlockExperts> expert_ranges() const;  // this rank's experts, per MoE block (ascending)
   // This rank's experts of a MoE block as pointers into the arena (std::out_of_range for a
@@ -232,6 +237,7 @@ class MoeGpt {
   ParamArena params_;
   Executor* executor_ = nullptr;  // records the dense stages' spans (distributed runs)
   std::function<void(ArenaRange)> grad_ready_;
+  std::function<void(int)> dense_use_;
   ExpertSource* expert_source_ = nullptr;
   RoutingSpec routing_;
   uint64_t routing_seed_ = 0;

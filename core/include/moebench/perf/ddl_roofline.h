@@ -75,8 +75,9 @@ struct DdlPoint {
 
 // Whether a task (span) carrying a MoE block's index belongs to the block: its passes and its
 // experts' gradient all-reduce over their replicas ("expert.allreduce"), not the block's
-// attention or FFN, its TP all-reduces, pipeline transfers or dense gradient buckets ("grad.",
-// those carry the index too). The layer's spans above, and the simulator's per-block split
+// attention or FFN, its TP all-reduces, pipeline transfers, dense gradient buckets ("grad.",
+// those carry the index too) or its dense weights' all-gather and its wait (storage.dense =
+// "zero3": "dense.", train/dense_shards.h). The layer's spans above, and the simulator's per-block split
 // (train/step_simulation.h: the expert all-reduce counts there as the block's exposed comm,
 // so the block's time is what the block costs the step, as on the roofline).
 bool moe_block_task(const std::string& name);

@@ -7,7 +7,9 @@
 // TP degree, H heads, V vocabulary (V / t split), S the MoE slots of a block: N k dropless, else
 // at most E x capacity):
 //   - 16 per parameter the rank holds (model/param_count.h): fp32 weight and gradient
-//     (model/param_arena.h) and AdamW's fp32 m and v (optim/adamw.h);
+//     (model/param_arena.h) and AdamW's fp32 m and v (optim/adamw.h); with storage.dense =
+//     "zero3" m and v only for the experts and the rank's shard of each dense part (rank 0's:
+//     ceil(n / dp) of each, the largest), and while a checkpoint is written a whole m and v;
 //   - activations, per micro-batch in flight (model/pipeline_schedule.h) and block: what
 //     MoeGpt keeps for backward (model/moe_gpt.cpp, Acts: x, ln1, res1, ln2, the block output
 //     5 N C; LayerNorm statistics 4 N; QKV and the attention output 4 N C / t; scores and

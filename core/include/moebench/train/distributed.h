@@ -12,6 +12,9 @@
 //     (each rank owns its columns of embed.wte; MoeGpt exchanges their gradients itself);
 //   * with pipeline stages, the tied embedding: the first stage's embed.wte and the last
 //     stage's copy (its LM head) exchange and sum their gradients;
+//   * storage.dense = "zero3" (train/dense_shards.h): the dense buckets reduce-scattered
+//     instead, their shards' sums of squares all-reduced over DP for the norm; the weights
+//     all-gathered per layer during forward;
 //   * global gradient norm (tensor-parallel slices summed over the TP group, replicated tensors
 //     counted once), loss averaging, and checkpoints that always hold the whole model (rank 0
 //     gathers the tensor-parallel slices and the other EP ranks' experts), so a run resumes on
@@ -30,6 +33,7 @@
 #include "moebench/optim/adamw.h"
 #include "moebench/runtime/executor.h"
 #include "moebench/train/sparse_step_stats.h"
+#include "moebench/train/dense_shards.h"
 
 namespace moebench {
 
@@ -60,6 +64,9 @@ class Distributed {
   Executor& executor() { return executor_; }
   ProcessGroups& groups() { return *groups_; }
   const ParallelContext& parallel() const { return parallel_; }  // filled by attach()
+  // storage.dense = "zero3": the sharded dense parameters and their optimizer (attach()
+  // creates it); nullptr when replicated.
+  DenseShards* dense_shards() { return dense_.get(); }
   std::string describe() const;
 
   // Wires the model: this rank's ParallelContext (groups, EP streams, topology, cluster model,
@@ -101,6 +108,7 @@ class Distributed {
   ParallelContext parallel_;
   Executor executor_;
   TaskGraph grad_graph_;  // this step's bucket all-reduces, submitted as backward produces them
+  std::unique_ptr<DenseShards> dense_;  // declared after executor_: destroyed first
   float dp_scale_ = 1.0f;
   bool experts_in_tp_ = false;  // ppmoe: each TP rank holds different experts
   StreamRole pp_role_ = StreamRole::comm_intra;

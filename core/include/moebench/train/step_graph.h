@@ -14,6 +14,12 @@
 //               embed.grad_a2a before embed.backward); on the last micro-batch each gradient
 //               bucket's all-reduce over the DP group as soon as it is complete (a partitioned
 //               embed.wte in none: each rank owns its columns)
+//   storage.dense = "zero3" (train/dense_shards.h): the buckets are reduce-scattered
+//     (grad.reduce_scatter) and, in the first micro-batch's forward, each dense part is
+//     all-gathered before it computes (dense.allgather: the embeddings' on the main thread, then
+//     with dense_prefetch part i+1's on the DP comm role while part i computes, else each on the
+//     main thread); a steady-state step: a run's first step gathers nothing (same init);
+//     grad.norm.dp all-reduces the shards' sums of squares; the optimizer's flops are its shards';
 //   then the routers' partial gradients over TP (ppmoe, sliced experts), the tied embedding
 //   between the first and the last stage, the experts' all-reduce over their replicas (one
 //   expert.allreduce per MoE block, its layer the block, as Distributed::finish_gradients

@@ -64,6 +64,7 @@ struct TrainCallbacks {
 };
 
 class Distributed;
+class DenseShards;
 class Communicator;
 class ExpertStateTier;
 class PipelineStep;
@@ -99,6 +100,9 @@ class Trainer {
   long step() const { return step_; }
   bool is_main() const;  // rank 0 (prints, writes files)
   Distributed* distributed() { return dist_.get(); }
+  // storage.dense = "zero3": the sharded dense parameters and the optimizer (train/dense_shards.h);
+  // nullptr when replicated or on one rank.
+  DenseShards* dense_shards() const;
   MoeGpt& model() { return *model_; }
   const TokenCorpus& corpus() const { return corpus_; }
 

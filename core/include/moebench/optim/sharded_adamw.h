@@ -1,0 +1,47 @@
+#pragma once
+// ShardedAdamW: AdamW (optim/adamw.h: the same update, bias correction and per-view weight
+// decay) over only the parts of a ParamArena this rank updates, with the moments m and v
+// allocated for those parts only, packed in arena order. storage.dense = "zero3"
+// (train/dense_shards.h) gives it this rank's shard of every dense layer plus its whole experts,
+// so a rank's dense optimizer state is 1/N of the replicated AdamW's.
+//
+// Kept as its own class (not a mode of AdamW): its pieces are runs of the arena, not views; the
+// update is adamw_update, AdamW's (the zero3-vs-replicated loss test checks the result).
+// Checkpoints keep whole tensors: export_to / import_from copy the owned moments into and out
+// of arena-layout vectors (AdamW::m() / v()).
+#include <cstddef>
+#include <utility>
+#include <vector>
+
+#include "moebench/model/param_arena.h"
+#include "moebench/optim/adamw.h"
+
+namespace moebench {
+
+class ShardedAdamW {
+ public:
+  // runs: arena ranges (offset, count) in floats, ascending and disjoint. Throws
+  // std::invalid_argument for a run outside the arena or out of order.
+  ShardedAdamW(const ParamArena& params, const std::vector<std::pair<size_t, size_t>>& runs, AdamWHyper h);
+  // One update of the owned elements from params' gradients at the same offsets.
+  void step(ParamArena& params, float lr, long t);
+
+  size_t state_size() const { return m_.size(); }  // floats in m (and in v) = elements updated
+  const std::vector<float>& m() const { return m_; }
+  const std::vector<float>& v() const { return v_; }
+  // The owned elements' moments into (out of) arena-layout m, v (size = the arena's).
+  void export_to(std::vector<float>& m, std::vector<float>& v) const;
+  void import_from(const std::vector<float>& m, const std::vector<float>& v);
+
+ private:
+  struct Piece {  // an owned run cut at view boundaries (one decay flag)
+    size_t offset = 0, count = 0, state = 0;  // arena offset, elements, offset into m_ / v_
+    bool decay = true;
+  };
+  AdamWHyper h_;
+  size_t arena_size_ = 0;
+  std::vector<Piece> pieces_;
+  std::vector<float> m_, v_;
+};
+
+}  // namespace moebench

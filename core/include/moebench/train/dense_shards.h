@@ -1,0 +1,116 @@
+#pragma once
+// DenseShards: storage.dense = "zero3" — the dense (non-expert) parameters sharded ZeRO-3 style
+// over the data-parallel group, with MoESys' dense prefetch (§III-B2, Algorithm 1).
+//
+// Parts. The dense parameters fall into the parts the model's hooks name, in arena (= forward)
+// order: the embeddings (part -1), each block's dense part (ln1 .. ln2 + FFN or router; part =
+// the block) and ln_f + the untied head (part = model.layers). A part of n floats is cut into P
+// (the DP size) contiguous shards of s = ceil(n / P) floats; DP rank p owns [p s, min(n, (p+1) s))
+// (the last ranks' shards may be shorter or empty; collectives run on P x s padded buffers when
+// P does not divide n).
+//
+// A step:
+//   backward   the grad-ready hook hands each part's gradients over as before; instead of an
+//              all-reduce its comm-role task reduce-scatters them ("grad.reduce_scatter": the
+//              sum, then the DP scale), leaving in the arena's gradients only this rank's shard
+//              (the rest of the part zeroed), while backward continues;
+//   clipping   the sums of squares of the shards, all-reduced over DP (Distributed's
+//              "grad.norm.dp"), equal the replicated run's;
+//   optimizer  ShardedAdamW (optim/sharded_adamw.h) updates this rank's shards and its experts,
+//              m and v allocated for those only: 1/P of the dense optimizer state;
+//   forward    every part's other shards are stale after the update; before forward reads a
+//              part (MoeGpt's dense-use hook) its weights are all-gathered ("dense.allgather",
+//              layer = the block, -1 for embeddings and head). dense_prefetch = true: entering
+//              part i waits for its gather (already running) and submits part i+1's to the DP
+//              comm role, so it runs while part i computes (Algorithm 1). The embeddings' gather
+//              starts at the step's first forward (on demand): a gather started after the
+//              optimizer would land in the previous step's spans. dense_prefetch = false: each
+//              part is gathered on demand, blocking the main thread (a comm span of the same
+//              name recorded inline), the ablation baseline.
+// Traffic: reduce-scatter + all-gather of a part send 2 (P-1) s floats to the ring's next rank,
+// the ring all-reduce's 2 (P-1) n / P when P divides n.
+//
+// Memory: optimizer state (fp32 master weights updated in place, m, v) is sharded. The gathered
+// full weights stay resident in the arena after use, and the gradient arena stays whole (the
+// backward kernels accumulate into it): the communication schedule is ZeRO-3's, the weight and
+// gradient memory is not freed on this CPU workbench. Checkpoints gather the whole moments
+// (whole_state(): an arena-sized AdamW on every rank for the duration of the save), so a zero3
+// checkpoint resumes in a replicated run and vice versa.
+//
+// Threads: the gathers use their own DP communicator (a dup), the reduce-scatters another;
+// at most one gather is in flight, and an on-demand gather first waits for it, so every rank
+// issues the gathers in the same order.
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "moebench/dist/communicator.h"
+#include "moebench/model/moe_gpt.h"
+#include "moebench/optim/adamw.h"
+#include "moebench/optim/sharded_adamw.h"
+#include "moebench/runtime/executor.h"
+#include "moebench/runtime/task_graph.h"
+
+namespace moebench {
+
+class DenseShards {
+ public:
+  struct Part {
+    int part = 0;       // -1 embeddings, b block b, model.layers ln_f + head
+    ArenaRange range;   // in the arena
+    size_t shard = 0;   // s = ceil(n / P): floats per rank in the collectives
+    ArenaRange owned;   // this rank's shard in the arena (count 0 when empty)
+  };
+
+  // dp: the model's data-parallel group (duplicated twice here). role: the DP group's comm
+  // role. Throws std::invalid_argument when the model's dense parameters do not form the parts
+  // above (tensor-parallel slices, pipeline stages, a partitioned embedding).
+  DenseShards(MoeGpt& model, Communicator& dp, Executor& executor, StreamRole role, bool prefetch, AdamWHyper h);
+  ~DenseShards();
+
+  const std::vector<Part>& parts() const { return parts_; }
+  bool prefetch() const { return prefetch_; }
+  // The optimizer's moment floats on this rank (m; v the same): its shards + its experts.
+  size_t optimizer_state_floats() const { return opt_->state_size(); }
+
+  // The comm-role task that reduce-scatters the gradients of range r (a part's range), scaling
+  // this rank's shard by `scale`. std::logic_error for a range that is not a part's.
+  GraphTask reduce_scatter_task(ArenaRange r, float scale);
+  // MoeGpt's dense-use hook: the part's weights are whole when this returns.
+  void use(int part);
+  // The optimizer step over the owned elements; afterwards every part is stale.
+  void optimizer_step(float lr, long t);
+  // Every part whole now (blocking gathers; checkpoints).
+  void gather_all();
+
+  // Checkpoints (collective over DP): an AdamW with the whole arena's moments, the dense
+  // parts' gathered from their owners; the weights are gathered too (gather_all).
+  AdamW whole_state();
+  // Resume: this rank's moments from whole ones; the weights were loaded whole (all fresh).
+  void load_state(const AdamW& whole);
+
+ private:
+  struct Gather;  // a part's in-flight gather
+  size_t index_of(int part) const;
+  void gather_now(size_t i);  // blocking, on the calling thread
+  void gather(size_t i);      // the collective itself
+  void wait_in_flight();
+  // Collective over the DP group: the part's `data` whole from every rank's shard.
+  void all_gather_part(const Part& p, float* data, Communicator& comm);
+
+  MoeGpt& model_;
+  Executor& executor_;
+  StreamRole role_;
+  bool prefetch_ = true;
+  AdamWHyper hyper_;
+  int P_ = 1, me_ = 0;
+  std::unique_ptr<Communicator> gather_comm_, grad_comm_;
+  std::vector<Part> parts_;
+  std::unique_ptr<std::atomic<bool>[]> fresh_;  // per part: weights whole (set by the gather)
+  std::unique_ptr<Gather> in_flight_;
+  std::unique_ptr<ShardedAdamW> opt_;
+};
+
+}  // namespace moebench

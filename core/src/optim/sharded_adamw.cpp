@@ -1,0 +1,56 @@
+#include "moebench/optim/sharded_adamw.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace moebench {
+
+ShardedAdamW::ShardedAdamW(const ParamArena& params, const std::vector<std::pair<size_t, size_t>>& runs,
+                           AdamWHyper h)
+    : h_(h), arena_size_(params.size()) {
+  size_t end = 0, state = 0;
+  for (const auto& [offset, count] : runs) {
+    if (offset < end || offset + count > params.size())
+      throw std::invalid_argument("ShardedAdamW: run [" + std::to_string(offset) + ", " + std::to_string(offset + count) +
+                                  ") is out of order or outside the arena of " + std::to_string(params.size()));
+    end = offset + count;
+    for (const ParamView& v : params.views()) {  // cut at the views' boundaries
+      const size_t lo = std::max(offset, v.offset), hi = std::min(offset + count, v.offset + v.numel);
+      if (lo >= hi) continue;
+      pieces_.push_back({lo, hi - lo, state, v.decay});
+      state += hi - lo;
+    }
+  }
+  m_.assign(state, 0.0f);
+  v_.assign(state, 0.0f);
+}
+
+void ShardedAdamW::step(ParamArena& params, float lr, long t) {
+  float* data = params.data().data();
+  const float* grads = params.grads().data();
+  for (const Piece& piece : pieces_)
+    adamw_update(data + piece.offset, grads + piece.offset, m_.data() + piece.state, v_.data() + piece.state,
+                 (long)piece.count, h_, lr, t, piece.decay ? h_.weight_decay : 0.0f);
+}
+
+void ShardedAdamW::export_to(std::vector<float>& m, std::vector<float>& v) const {
+  m.resize(arena_size_);
+  v.resize(arena_size_);
+  for (const Piece& p : pieces_) {
+    std::copy_n(m_.begin() + (long)p.state, p.count, m.begin() + (long)p.offset);
+    std::copy_n(v_.begin() + (long)p.state, p.count, v.begin() + (long)p.offset);
+  }
+}
+
+void ShardedAdamW::import_from(const std::vector<float>& m, const std::vector<float>& v) {
+  if (m.size() != arena_size_ || v.size() != arena_size_)
+    throw std::invalid_argument("ShardedAdamW: moments of " + std::to_string(m.size()) + " floats for an arena of " +
+                                std::to_string(arena_size_));
+  for (const Piece& p : pieces_) {
+    std::copy_n(m.begin() + (long)p.offset, p.count, m_.begin() + (long)p.state);
+    std::copy_n(v.begin() + (long)p.offset, p.count, v_.begin() + (long)p.state);
+  }
+}
+
+}  // namespace moebench

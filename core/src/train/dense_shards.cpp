@@ -1,0 +1,207 @@
+#include "moebench/train/dense_shards.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace moebench {
+
+struct DenseShards::Gather {
+  size_t index = 0;
+  TaskGraph graph;  // one task: the part's all-gather on the DP comm role
+};
+
+namespace {
+
+// The part a tensor belongs to (see the header), or kExpert for an expert's tensor.
+constexpr int kExpert = -2;
+int part_of(const std::string& name, int layers) {
+  if (name.find(".moe.experts.") != std::string::npos) return kExpert;
+  if (name.starts_with("embed.")) return -1;
+  if (name.starts_with("blocks.")) return std::stoi(name.substr(7));
+  return layers;  // ln_f, lm_head
+}
+
+}  // namespace
+
+DenseShards::DenseShards(MoeGpt& model, Communicator& dp, Executor& executor, StreamRole role, bool prefetch,
+                         AdamWHyper h)
+    : model_(model), executor_(executor), role_(role), prefetch_(prefetch), hyper_(h), P_(dp.size()), me_(dp.rank()) {
+  if (model.pipe().stages > 1 || model.tp().size > 1 || model.embed_shard().size > 1)
+    throw std::invalid_argument("storage.dense = \"zero3\" needs parallel.tp = 1, parallel.pp = 1 and no "
+                                "model.embedding_partition");
+  const int layers = model.model_config().layers;
+  const ParamArena& params = model.params();
+  for (const ParamView& v : params.views()) {
+    if (!v.slice.whole()) throw std::invalid_argument("storage.dense = \"zero3\": " + v.name + " is a slice");
+    const int part = part_of(v.name, layers);
+    if (part == kExpert) continue;
+    if (!parts_.empty() && parts_.back().part == part &&
+        parts_.back().range.offset + parts_.back().range.count == v.offset) {
+      parts_.back().range.count += v.numel;
+      continue;
+    }
+    for (const Part& p : parts_)
+      if (p.part == part) throw std::logic_error("DenseShards: the dense tensors of part " + std::to_string(part) + " are not contiguous");
+    parts_.push_back({part, {v.offset, v.numel}, 0, {}});
+  }
+  for (Part& p : parts_) {
+    const size_t n = p.range.count, P = (size_t)P_;
+    p.shard = (n + P - 1) / P;
+    const size_t lo = std::min(n, (size_t)me_ * p.shard), hi = std::min(n, lo + p.shard);
+    p.owned = {p.range.offset + lo, hi - lo};
+  }
+  fresh_ = std::make_unique<std::atomic<bool>[]>(parts_.size());
+  for (size_t i = 0; i < parts_.size(); ++i) fresh_[i] = true;  // init() gave every rank the same weights
+  gather_comm_ = dp.dup();
+  grad_comm_ = dp.dup();
+  // The optimizer's elements: this rank's shards plus everything outside the dense parts (experts).
+  std::vector<std::pair<size_t, size_t>> runs;
+  size_t at = 0;
+  for (const Part& p : parts_) {
+    if (p.range.offset > at) runs.push_back({at, p.range.offset - at});
+    if (p.owned.count > 0) runs.push_back({p.owned.offset, p.owned.count});
+    at = p.range.offset + p.range.count;
+  }
+  if (params.size() > at) runs.push_back({at, params.size() - at});
+  opt_ = std::make_unique<ShardedAdamW>(params, runs, h);
+}
+
+DenseShards::~DenseShards() {
+  try {
+    wait_in_flight();
+  } catch (...) {
+  }
+}
+
+size_t DenseShards::index_of(int part) const {
+  for (size_t i = 0; i < parts_.size(); ++i)
+    if (parts_[i].part == part) return i;
+  throw std::logic_error("DenseShards: no dense part " + std::to_string(part));
+}
+
+void DenseShards::all_gather_part(const Part& p, float* data, Communicator& comm) {
+  const size_t n = p.range.count, s = p.shard, P = (size_t)P_, lo = (size_t)me_ * s;
+  if (s * P == n) return comm.all_gather(data + lo, data, s, DType::f32);  // in place
+  std::vector<float> buf(P * s, 0.0f);
+  std::copy_n(data + std::min(lo, n), p.owned.count, buf.begin() + (long)lo);
+  comm.all_gather(buf.data() + lo, buf.data(), s, DType::f32);
+  std::copy_n(buf.begin(), n, data);
+}
+
+void DenseShards::gather(size_t i) {
+  const Part& p = parts_[i];
+  all_gather_part(p, model_.params().data().data() + p.range.offset, *gather_comm_);
+  fresh_[i] = true;
+}
+
+namespace {
+// The span layer of a part: the block, -1 for the embeddings and the head (as their stages).
+int layer_of(int part, int layers) { return part >= 0 && part < layers ? part : -1; }
+// A ring collective of P shards of s floats: (P-1) s floats to the next rank in P-1 messages.
+uint64_t ring_bytes(size_t s, int P) { return (uint64_t)(P - 1) * s * sizeof(float); }
+}  // namespace
+
+void DenseShards::gather_now(size_t i) {
+  wait_in_flight();
+  const int layer = layer_of(parts_[i].part, model_.model_config().layers);
+  executor_.run_inline("dense.allgather", role_, TaskCategory::comm, [&] { gather(i); }, layer, 0.0,
+                       ring_bytes(parts_[i].shard, P_));
+}
+
+void DenseShards::wait_in_flight() {
+  if (!in_flight_) return;
+  std::unique_ptr<Gather> g = std::move(in_flight_);
+  executor_.release(g->graph);  // returns at once when a synchronize() already waited for it
+}
+
+void DenseShards::use(int part) {
+  const size_t i = index_of(part);
+  const int layers = model_.model_config().layers;
+  if (in_flight_ && in_flight_->index == i) {
+    if (fresh_[i]) wait_in_flight();  // done: only its state to forget
+    else executor_.run_inline("dense.wait", StreamRole::host, TaskCategory::comm, [&] { wait_in_flight(); },
+                              layer_of(part, layers));
+  }
+  if (!fresh_[i]) gather_now(i);
+  const size_t next = i + 1;
+  if (!prefetch_ || next >= parts_.size() || fresh_[next] || in_flight_) return;
+  auto g = std::make_unique<Gather>();
+  g->index = next;
+  GraphTask t;
+  t.name = "dense.allgather";
+  t.category = TaskCategory::comm;
+  t.role = role_;
+  t.layer = layer_of(parts_[next].part, layers);
+  if (P_ > 1) t.cost.bytes_to_peer.push_back({gather_comm_->world_rank((me_ + 1) % P_), ring_bytes(parts_[next].shard, P_)});
+  t.cost.messages = P_ - 1;
+  t.action = [this, next] { gather(next); };
+  g->graph.add(std::move(t));
+  in_flight_ = std::move(g);
+  executor_.submit(in_flight_->graph);
+}
+
+GraphTask DenseShards::reduce_scatter_task(ArenaRange r, float scale) {
+  size_t i = 0;
+  while (i < parts_.size() && !(parts_[i].range.offset == r.offset && parts_[i].range.count == r.count)) ++i;
+  if (i == parts_.size())
+    throw std::logic_error("DenseShards: gradient range [" + std::to_string(r.offset) + ", " +
+                           std::to_string(r.offset + r.count) + ") is not a dense part");
+  const Part& p = parts_[i];
+  GraphTask t;
+  t.name = "grad.reduce_scatter";
+  t.category = TaskCategory::comm;
+  t.role = role_;
+  t.layer = layer_of(p.part, model_.model_config().layers);
+  if (P_ > 1) t.cost.bytes_to_peer.push_back({grad_comm_->world_rank((me_ + 1) % P_), ring_bytes(p.shard, P_)});
+  t.cost.messages = P_ - 1;
+  t.action = [this, i, scale] {
+    const Part& q = parts_[i];
+    const size_t n = q.range.count, s = q.shard, P = (size_t)P_;
+    float* g = model_.params().grads().data() + q.range.offset;
+    std::vector<float> mine(s);
+    if (s * P == n) {
+      grad_comm_->reduce_scatter(g, mine.data(), s, DType::f32);
+    } else {
+      std::vector<float> buf(P * s, 0.0f);
+      std::copy_n(g, n, buf.begin());
+      grad_comm_->reduce_scatter(buf.data(), mine.data(), s, DType::f32);
+    }
+    std::fill(g, g + n, 0.0f);  // only this rank's shard is meaningful from here on
+    float* own = g + (q.owned.offset - q.range.offset);
+    for (size_t k = 0; k < q.owned.count; ++k) own[k] = mine[k] * scale;
+  };
+  return t;
+}
+
+void DenseShards::optimizer_step(float lr, long t) {
+  wait_in_flight();
+  opt_->step(model_.params(), lr, t);
+  for (size_t i = 0; i < parts_.size(); ++i) fresh_[i] = false;
+}
+
+void DenseShards::gather_all() {
+  for (size_t i = 0; i < parts_.size(); ++i) {
+    if (in_flight_ && in_flight_->index == i) wait_in_flight();
+    if (!fresh_[i]) gather_now(i);
+  }
+}
+
+AdamW DenseShards::whole_state() {
+  gather_all();
+  AdamW whole(model_.params(), hyper_);
+  opt_->export_to(whole.m(), whole.v());
+  for (const Part& p : parts_) {
+    all_gather_part(p, whole.m().data() + p.range.offset, *gather_comm_);
+    all_gather_part(p, whole.v().data() + p.range.offset, *gather_comm_);
+  }
+  return whole;
+}
+
+void DenseShards::load_state(const AdamW& whole) {
+  wait_in_flight();
+  opt_->import_from(whole.m(), whole.v());
+  for (size_t i = 0; i < parts_.size(); ++i) fresh_[i] = true;
+}
+
+}  // namespace moebench
