@@ -61,6 +61,19 @@ uint64_t ring_allreduce_bytes(size_t count, int P, int r, size_t size) {
   return n * size;
 }
 
+// Every rank's spans of the run's second step (a typical one: the first gathers nothing), on rank 0.
+std::vector<Span> second_step_spans(const Config& cfg, const std::string& out, Communicator* world) {
+  Trainer zero(cfg, out, world);
+  zero.set_recording(true, 1);
+  std::vector<Span> spans;
+  TrainCallbacks cb;
+  cb.on_step = [&](const StepStats& s) {
+    if (s.step == 1) spans = s.records.spans;
+  };
+  zero.run(-1, cb);
+  return spans;
+}
+
 std::vector<std::string> split_sets(const QString& s) {
   std::vector<std::string> out;
   for (const QString& part : s.split(';', Qt::SkipEmptyParts)) out.push_back(part.toStdString());
@@ -160,14 +173,7 @@ class TestDenseZero : public QObject {
     // worker thread's wake-up on the oversubscribed test machine.
     const Config cfg = zero_config(P, {"train.steps=2", "moe.routing=uniform", "model.hidden=128",
                                        "train.batch_size=" + std::to_string(16 * P)}, "zero3", prefetch);
-    Trainer zero(cfg, rank_dir(dir, "z", me), world.get());
-    zero.set_recording(true, 1);
-    std::vector<Span> spans;
-    TrainCallbacks cb;
-    cb.on_step = [&](const StepStats& s) {
-      if (s.step == 1) spans = s.records.spans;
-    };
-    zero.run(-1, cb);
+    const std::vector<Span> spans = second_step_spans(cfg, rank_dir(dir, "z", me), world.get());
     if (me != 0) return;  // the records are gathered on rank 0
     // On a machine with fewer cores than the ranks' main threads and comm workers (the 2-core
     // test machine runs 4 ranks), a submitted gather waits for a core until some main thread
@@ -230,14 +236,7 @@ class TestDenseZero : public QObject {
     for (const std::string& x : split_sets(sets)) extra.push_back(x);
     const Config cfg = zero_config(P, extra, "zero3", prefetch);
     QTemporaryDir dir;
-    Trainer zero(cfg, rank_dir(dir, "z", me), world.get());
-    zero.set_recording(true, 1);
-    std::vector<Span> spans;
-    TrainCallbacks cb;
-    cb.on_step = [&](const StepStats& s) {
-      if (s.step == 1) spans = s.records.spans;
-    };
-    zero.run(-1, cb);
+    const std::vector<Span> spans = second_step_spans(cfg, rank_dir(dir, "z", me), world.get());
     if (me != 0) return;
     const std::set<std::string> names = {"dense.allgather", "grad.reduce_scatter", "grad.norm.dp"};
     for (int r = 0; r < P; ++r) {

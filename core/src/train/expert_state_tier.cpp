@@ -93,6 +93,16 @@ void ExpertStateTier::update_one(const Expert& e, std::span<float> rec, float lr
   }
 }
 
+GraphTask ExpertStateTier::expert_task(const char* name, TaskCategory category, StreamRole role, const Expert& e) {
+  GraphTask t;
+  t.name = name;
+  t.category = category;
+  t.role = role;
+  t.layer = e.block;
+  t.expert = e.expert;
+  return t;
+}
+
 void ExpertStateTier::update(Executor& ex, float lr, long t) {
   const auto t0 = Clock::now();
   // Cached records first (pinned: no load may evict one before its update), then the others.
@@ -124,12 +134,7 @@ void ExpertStateTier::update(Executor& ex, float lr, long t) {
     if (!cached) {
       const int64_t j = (int64_t)loaded.size();  // the j-th load of this step
       loaded.push_back(order[k]);
-      GraphTask l;
-      l.name = "sparse.load";
-      l.category = TaskCategory::io;
-      l.role = StreamRole::io;
-      l.layer = e.block;
-      l.expert = e.expert;
+      GraphTask l = expert_task("sparse.load", TaskCategory::io, StreamRole::io, e);
       l.cost.copy_bytes = (uint64_t)cache_->record_bytes();
       // The victims it evicts: written back by the load itself without prefetch, by a write task
       // on the copy role with it (reads and writes then run at once).
@@ -155,22 +160,12 @@ void ExpertStateTier::update(Executor& ex, float lr, long t) {
       const TaskId load = g.add(std::move(l), load_deps);
       deps.push_back(load);
       if (prefetch_) {
-        GraphTask w;
-        w.name = "sparse.writeback";
-        w.category = TaskCategory::io;
-        w.role = StreamRole::copy;
-        w.layer = e.block;
-        w.expert = e.expert;
+        GraphTask w = expert_task("sparse.writeback", TaskCategory::io, StreamRole::copy, e);
         w.action = [this, victims] { write_back(*victims); };
         last_write = g.add(std::move(w), {load});
       }
     }
-    GraphTask u;
-    u.name = "sparse.update";
-    u.category = TaskCategory::compute;
-    u.role = StreamRole::compute;
-    u.layer = e.block;
-    u.expert = e.expert;
+    GraphTask u = expert_task("sparse.update", TaskCategory::compute, StreamRole::compute, e);
     u.cost.flops = adamw_flops((size_t)floats_ / 3);
     u.action = [this, &e, k, cached, lr, t, &busy] {
       std::span<float> rec;

@@ -106,6 +106,8 @@ class ExpertStateTier : public OffloadedMoments {
   };
   std::span<float> record_of(const Expert& e);  // cached (no request) or read from its file, locked
   void update_one(const Expert& e, std::span<float> rec, float lr, long t);
+  // A task of the update graph about expert e (its block as the layer).
+  static GraphTask expert_task(const char* name, TaskCategory category, StreamRole role, const Expert& e);
   // Writes the dirty evicted records to their files (bytes_written is atomic-free: one writer at
   // a time, the load task or the write task of a load).
   void write_back(std::vector<SparseStateCache::Evicted>& victims);
