@@ -95,6 +95,7 @@ class Checker {
   void check_train();
   void check_emulate();
   void check_storage();  // config_validate_storage.cpp
+  void check_tasks();    // config_validate_tasks.cpp
 
   Config& c_;
   LoadState& st_;

@@ -128,10 +128,30 @@ TokenCorpus make_synthetic_corpus(const DataConfig& cfg, int vocab_size, int seq
   const auto langs = make_synthetic_languages(cfg, vocab_size, seed);
   TokenCorpus c;
   c.vocab_size = vocab_size;
+  const bool tasks = !cfg.tasks.empty();
+  std::vector<int32_t> train_lang, val_lang;
   Rng train_rng = Rng::keyed({seed, kTagTrain});
-  generate_synthetic_tokens(langs, n_train, train_rng, c.train);
+  generate_synthetic_tokens(langs, n_train, train_rng, c.train, tasks ? &train_lang : nullptr);
   Rng val_rng = Rng::keyed({seed, kTagVal});
-  generate_synthetic_tokens(langs, n_val, val_rng, c.val);
+  generate_synthetic_tokens(langs, n_val, val_rng, c.val, tasks ? &val_lang : nullptr);
+  if (!tasks) return c;
+  // Multi-task data: task t draws from language t's documents only (data/task_assignment.h).
+  if (cfg.languages < (int)cfg.tasks.size())
+    throw DataError("synthetic corpus: data.languages " + std::to_string(cfg.languages) + " must be >= the " +
+                    std::to_string(cfg.tasks.size()) + " tasks of data.tasks");
+  auto split = [&](const std::vector<int32_t>& tokens, const std::vector<int32_t>& lang, const char* name) {
+    std::vector<std::vector<int32_t>> out(cfg.tasks.size());
+    for (size_t i = 0; i < tokens.size(); ++i)
+      if ((size_t)lang[i] < out.size()) out[(size_t)lang[i]].push_back(tokens[i]);
+    for (size_t t = 0; t < out.size(); ++t)
+      if ((int64_t)out[t].size() < need)
+        throw DataError("synthetic corpus: task " + std::to_string(t) + "'s " + name + " stream (language " +
+                        std::to_string(t) + ") holds " + std::to_string(out[t].size()) +
+                        " tokens, fewer than seq_len + 1 = " + std::to_string(need) + "; raise data.corpus_tokens");
+    return out;
+  };
+  c.task_train = split(c.train, train_lang, "train");
+  c.task_val = split(c.val, val_lang, "held-out");
   return c;
 }
 
