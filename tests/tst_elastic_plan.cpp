@@ -179,7 +179,8 @@ class TestElasticPlan : public QObject {
     QVERIFY(QString::fromStdString(assignment_problem(b, parse_rank_tasks({"0", "1", "2", "2"}), 4, 16)).contains("micro-batch"));
   }
 
-  // Task t's streams hold only language t's documents, in corpus order.
+  // Task t's streams hold only language t's text: most bigrams are likely successors of
+  // language t (the rest: the 2% noise and document starts), far fewer of another language.
   void task_streams_are_the_languages() {
     DataConfig d;
     d.languages = 3;
@@ -188,30 +189,28 @@ class TestElasticPlan : public QObject {
     const TokenCorpus c = load_corpus(d, 32, 16, 5);
     QCOMPARE((int)c.task_train.size(), 3);
     QCOMPARE((int)c.task_val.size(), 3);
-    // Regenerate the train split with its document languages (same stream as the corpus).
     DataConfig plain = d;
     plain.tasks.clear();
-    const TokenCorpus mix = load_corpus(plain, 32, 16, 5);
-    QCOMPARE(mix.train, c.train);  // tasks do not change the mixture
-    size_t sum = 0;
-    for (const auto& s : c.task_train) {
-      QVERIFY(s.size() > 1000);
-      sum += s.size();
-    }
-    QCOMPARE(sum, c.train.size());
-    // Each stream's bigrams come from its own language: a transition of language t (a likely
-    // successor or the 2% noise) dominates; check that most bigrams are likely successors.
+    QCOMPARE(load_corpus(plain, 32, 16, 5).train, c.train);  // tasks leave the mixture as it was
     const auto langs = make_synthetic_languages(d, 32, 5);
-    for (int t = 0; t < 3; ++t) {
-      const auto& s = c.task_train[(size_t)t];
-      const MarkovLanguage& L = langs[(size_t)t];
+    auto likely_share = [](const std::vector<int32_t>& s, const MarkovLanguage& L) {
       long likely = 0;
       for (size_t i = 1; i < s.size(); ++i) {
         const int32_t* succ = &L.successors[(size_t)s[i - 1] * L.branching];
         likely += std::find(succ, succ + L.branching, s[i]) != succ + L.branching;
       }
-      QVERIFY2((double)likely / (double)(s.size() - 1) > 0.9, qPrintable(QString::number(t)));
+      return (double)likely / (double)(s.size() - 1);
+    };
+    for (int t = 0; t < 3; ++t) {
+      QCOMPARE((long)c.task_train[(size_t)t].size(), 27000L / 3);
+      QCOMPARE((long)c.task_val[(size_t)t].size(), 3000L / 3);
+      for (const auto* s : {&c.task_train[(size_t)t], &c.task_val[(size_t)t]}) {
+        QVERIFY2(likely_share(*s, langs[(size_t)t]) > 0.9, qPrintable(QString::number(t)));
+        QVERIFY2(likely_share(*s, langs[(size_t)(t + 1) % 3]) < 0.5, qPrintable(QString::number(t)));
+      }
     }
+    d.corpus_tokens = 300;  // 30 held-out tokens / 3 tasks < seq_len + 1
+    QVERIFY_THROWS_EXCEPTION(DataError, load_corpus(d, 32, 16, 5));
   }
 
   void config_errors_name_the_key_data() {
