@@ -23,6 +23,8 @@ class TestExperiments : public QObject {
                                << u"RESULT: shadowing gains more under skew on johnny and trevor; Fig. 5's placement holds (predicted)"_s;
     QTest::newRow("moesys") << u"experiments/moesys/run.sh"_s
                             << u"RESULT: ring memory gives the resident model's tokens with a smaller device tier (measured)"_s;
+    QTest::newRow("moesys elastic") << u"experiments/moesys/run_elastic.sh"_s
+                                    << u"RESULT: elastic assignment keeps the loss curve and cuts step time and bubble on the same ranks (measured)"_s;
   }
   void scripts() {
     QFETCH(QString, script);
