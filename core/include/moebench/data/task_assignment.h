@@ -19,6 +19,10 @@
 //    loss curve. Each task's batch must therefore divide by M x (the task's ranks).
 //  * Task t's rows sample only from its own token stream (the synthetic corpus: language t;
 //    data/corpus.h TokenCorpus::task_train).
+//  * Exceptions to "same curve under every assignment": moe.capacity_factor > 0 (capacity is
+//    per rank, as in GShard, so what is dropped depends on a rank's rows) and synthetic
+//    moe.routing (keyed by a rank's first row; merged tasks' later rows continue that count).
+//  * model.embedding_partition needs equal rows on every rank: refused with tasks.
 #include <string>
 #include <vector>
 
