@@ -11,6 +11,9 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "moebench/config/config_json.h"
 #include "moebench/config/config_loader.h"
 #include "moebench/data/corpus.h"
 #include "moebench/data/synthetic_corpus.h"
@@ -245,6 +248,19 @@ class TestElasticPlan : public QObject {
     for (const QString& x : sets) s.push_back(x.toStdString());
     const QString issues = issues_with(s);
     QVERIFY2(issues.contains(expected), qPrintable("expected \"" + expected + "\" in:\n" + issues));
+  }
+
+  // The keys survive config_to_toml -> parse_config and appear in the canonical JSON.
+  void task_keys_round_trip() {
+    const Config c = load_config(test::tiny_config_path(),
+                                 {"run.ranks=4", "data.languages=3", "train.batch_size=16", "data.tasks=[4,4,8]",
+                                  "data.rank_tasks=[\"0+1\",\"2\",\"0\",\"1\"]"});
+    const Config back = parse_config(config_to_toml(c), "back.toml");
+    QCOMPARE(back.data.tasks, (std::vector<int>{4, 4, 8}));
+    QCOMPARE(back.data.rank_tasks, (std::vector<std::string>{"0+1", "2", "0", "1"}));
+    const nlohmann::json j = config_to_json(c);
+    QCOMPARE(j.at("data").at("tasks").get<std::vector<int>>(), back.data.tasks);
+    QCOMPARE(j.at("data").at("rank_tasks").get<std::vector<std::string>>(), back.data.rank_tasks);
   }
 
   void good_task_configs_load() {
