@@ -106,11 +106,11 @@ void Trainer::set_up_rows(int dp_size) {
     return;
   }
   // Checked at load for run.ranks (config_validate_tasks.cpp); checked again for the launch.
-  const std::vector<std::vector<int>> assignment =
+  assignment_ =
       d.rank_tasks.empty() ? propose_elastic(d.tasks, dp_size, micro_).assignment : parse_rank_tasks(d.rank_tasks);
-  const std::string problem = assignment_problem(d.tasks, assignment, dp_size, micro_);
+  const std::string problem = assignment_problem(d.tasks, assignment_, dp_size, micro_);
   if (!problem.empty()) throw std::invalid_argument("data.rank_tasks: " + problem);
-  slices_ = task_row_slices(d.tasks, assignment, dp_rank_, micro_);
+  slices_ = task_row_slices(d.tasks, assignment_, dp_rank_, micro_);
   micro_batch_ = 0;
   for (const TaskRowSlice& s : slices_) micro_batch_ += s.rows;
   rank_share_ = (double)micro_batch_ * micro_ / (double)cfg_.train.batch_size;

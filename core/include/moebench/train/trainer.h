@@ -98,6 +98,9 @@ class Trainer {
   Distributed* distributed() { return dist_.get(); }
   MoeGpt& model() { return *model_; }
   const TokenCorpus& corpus() const { return corpus_; }
+  // With data.tasks: each data-parallel rank's tasks (data.rank_tasks, or the elastic proposal
+  // when it is empty); empty without tasks.
+  const std::vector<std::vector<int>>& task_assignment() const { return assignment_; }
 
  private:
   Config cfg_;
@@ -109,6 +112,7 @@ class Trainer {
   // The rows of each micro-batch on this rank: one slice of the one task, or (data.tasks) a
   // slice per task the rank trains (data/task_assignment.h). task < 0: the mixture corpus.
   std::vector<TaskRowSlice> slices_;
+  std::vector<std::vector<int>> assignment_;
   // This rank's rows / the global batch with data.tasks (its gradients and losses are weighted
   // by it, so any assignment gives the global-batch mean); 0 without tasks (plain DP mean).
   double rank_share_ = 0.0;
