@@ -23,6 +23,9 @@
 //    per rank, as in GShard, so what is dropped depends on a rank's rows) and synthetic
 //    moe.routing (keyed by a rank's first row; merged tasks' later rows continue that count).
 //  * model.embedding_partition needs equal rows on every rank: refused with tasks.
+//  * The predictions (simulate, plan --graph / --memory / --cluster) still see train.batch_size
+//    / dp rows on every rank: they do not model the tasks' imbalance; plan --elastic does, from
+//    the loads alone (perf/elastic_plan.h).
 #include <string>
 #include <vector>
 
