@@ -24,7 +24,7 @@ class TestExperiments : public QObject {
     QTest::newRow("moesys") << u"experiments/moesys/run.sh"_s
                             << u"RESULT: ring memory gives the resident model's tokens with a smaller device tier (measured)"_s;
     QTest::newRow("moesys elastic") << u"experiments/moesys/run_elastic.sh"_s
-                                    << u"RESULT: every elastic layout and the resize keep the loss curve; step time and bubble measured"_s;
+                                    << u"RESULT: Table III's 4/2/1/1 proposed; every elastic layout and the resize keep the loss curve; step time and bubble measured"_s;
   }
   void scripts() {
     QFETCH(QString, script);
