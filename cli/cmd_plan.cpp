@@ -11,6 +11,8 @@
 // (plan_memory.h); --cluster there only describes the devices (no planner).
 // moebench plan CONFIG --context LEN [--cluster FILE] [--json]: MoNTA's long-context expansion
 // (plan_context.h), likewise.
+// moebench plan CONFIG --elastic [--ranks N] [--json]: MoESys's elastic task-to-ranks assignment
+// for data.tasks (plan_elastic.h).
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -29,6 +31,7 @@
 #include "moebench/train/block_planner.h"
 #include "moebench/train/step_graph.h"
 #include "plan_context.h"
+#include "plan_elastic.h"
 #include "plan_memory.h"
 
 namespace moebench::cli {
@@ -244,6 +247,7 @@ void add_plan_command(CLI::App& app, Action& action) {
   auto ranks = std::make_shared<int>(0);
   auto graph = std::make_shared<int>(-1);
   auto memory = std::make_shared<bool>(false);
+  auto elastic = std::make_shared<bool>(false);
   auto alpha = std::make_shared<double>(0.0);
   auto context = std::make_shared<long long>(0);  // tokens, with --context
   cmd->add_option("config", *config, "TOML config file")->required();
@@ -253,6 +257,9 @@ void add_plan_command(CLI::App& app, Action& action) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--memory", *memory,
                 "Print MoNTA's memory model per device instead (weights per ZeRO stage, activations, verdicts)");
+  cmd->add_flag("--elastic", *elastic,
+                "Propose MoESys's elastic task-to-ranks assignment for data.tasks instead (ranks per task from the "
+                "task loads, merged light tasks; per-rank load, imbalance, predicted bubble share, config lines)");
   CLI::Option* alpha_given =
       cmd->add_option("--alpha", *alpha,
                       "With --memory: MoESys eq. 1's activation likelihood of sparse (expert) parameters, in [0, 1] "
@@ -270,13 +277,16 @@ void add_plan_command(CLI::App& app, Action& action) {
                   "--memory only its devices)");
   cmd->add_option("--nodes", *nodes, "Nodes of the --cluster file's cluster (resizes it)")->check(positive());
   cmd->add_option("--write-config", *write, "With --cluster: write the chosen config (strategy per_block) here");
-  cmd->callback([&action, config, sets, json, ranks, graph, cluster, nodes, write, memory, context, context_given, alpha,
-                 alpha_given] {
+  cmd->callback([&action, config, sets, json, ranks, graph, cluster, nodes, write, memory, elastic, context,
+                 context_given, alpha, alpha_given] {
     const bool by_context = context_given->count() > 0;
     const bool alpha_set = alpha_given->count() > 0;
-    action = [config, sets, json, ranks, graph, cluster, nodes, write, memory, context, by_context, alpha, alpha_set] {
-      const int modes = (*memory ? 1 : 0) + (*graph >= 0 ? 1 : 0) + (by_context ? 1 : 0);
-      if (modes > 1) throw UsageError("--memory, --graph and --context exclude each other: choose one");
+    action = [config, sets, json, ranks, graph, cluster, nodes, write, memory, elastic, context, by_context, alpha,
+              alpha_set] {
+      const int modes = (*memory ? 1 : 0) + (*graph >= 0 ? 1 : 0) + (by_context ? 1 : 0) + (*elastic ? 1 : 0);
+      if (modes > 1) throw UsageError("--memory, --graph, --context and --elastic exclude each other: choose one");
+      if (*elastic && (!cluster->empty() || !write->empty()))
+        throw UsageError("--elastic takes no --cluster or --write-config (it plans from the task loads alone)");
       if (by_context && !write->empty())
         throw UsageError("--context and --write-config exclude each other (--write-config writes the planner's choice)");
       if (alpha_set && !*memory) throw UsageError("--alpha needs --memory (MoESys eq. 1 is part of the memory model)");
@@ -284,6 +294,7 @@ void add_plan_command(CLI::App& app, Action& action) {
         throw UsageError("--memory and --write-config exclude each other (--write-config writes the planner's choice)");
       if (!write->empty() && cluster->empty()) throw UsageError("--write-config needs --cluster (the planner)");
       const std::vector<std::string> all = cluster_sets(*config, *sets, *cluster, *nodes, *ranks);
+      if (*elastic) return elastic_plan_main(*config, all, *json);
       if (*memory) return memory_plan_main(*config, all, *json, alpha_set ? std::optional<double>(*alpha) : std::nullopt);
       if (by_context) return context_plan_main(*config, all, *context, *json);
       if (*graph >= 0) return graph_main(*config, all, *graph, *json);

@@ -25,6 +25,7 @@
 #include "measured_comm_curves.h"
 #include "stop_signals.h"
 #include "moebench/config/config_loader.h"
+#include "moebench/data/task_assignment.h"
 #include "moebench/config/usage_error.h"
 #include "moebench/train/topo_gate_setup.h"
 #include "moebench/train/device.h"
@@ -102,6 +103,22 @@ int train(const RunOptions& o, const Config& cfg, Communicator* world, const Emu
     if (trainer.distributed())
       std::printf("distributed: %s | strategy %s | global batch %d\n", trainer.distributed()->describe().c_str(),
                   cfg.strategy.name.c_str(), cfg.train.batch_size);
+    if (!trainer.task_assignment().empty()) {  // MoESys elastic training: the tasks on the DP ranks
+      const std::vector<long> rows = rows_per_rank(cfg.data.tasks, trainer.task_assignment());
+      std::string batches, ranks, load;
+      for (size_t t = 0; t < cfg.data.tasks.size(); ++t) {
+        if (t) batches += '/';
+        batches += std::to_string(cfg.data.tasks[t]);
+      }
+      const std::vector<std::string> text = rank_tasks_text(trainer.task_assignment());
+      for (size_t r = 0; r < text.size(); ++r) {
+        if (r) ranks += " | ", load += ':';
+        ranks += text[r];
+        load += std::to_string(rows[r]);
+      }
+      std::printf("tasks %s sequences | data-parallel ranks' tasks %s (%s) | sequences per rank %s\n", batches.c_str(),
+                  ranks.c_str(), cfg.data.rank_tasks.empty() ? "elastic proposal" : "data.rank_tasks", load.c_str());
+    }
     if (emu) std::printf("%s\n", emu->describe().c_str());
     std::printf("uniform-guess loss ln(vocab) = %.4f\n", std::log((double)m.vocab_size));
     if (const std::string note = topo_gate_note(cfg); !note.empty()) std::printf("%s\n", note.c_str());

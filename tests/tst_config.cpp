@@ -723,11 +723,12 @@ class TestConfig : public QObject {
     // Keys this config cannot set: hier_a2a's and per_block's options (janus runs expert_centric
     // and data_centric) and parallel.tp / pp and moe.expert_tp (janus refuses tp, pp > 1;
     // tst_parallel_layouts reads them), storage.dense (its "zero3" refuses the row's
-    // embedding_partition and sparse = "ssd"; storage_section reads it).
+    // embedding_partition and sparse = "ssd"; storage_section reads it), data.tasks / rank_tasks
+    // (they need the synthetic source and no embedding partition; tst_elastic_plan round-trips them).
     auto unread = [](const std::string& key) {
       return key.starts_with("strategy.hier_a2a.") || key.starts_with("strategy.per_block.") ||
              key.starts_with("strategy.monta.") || key.starts_with("strategy.fastermoe.") || key == "parallel.tp" ||
-             key == "parallel.pp" ||
+             key == "parallel.pp" || key == "data.tasks" || key == "data.rank_tasks" ||
              key == "moe.expert_tp" || key == "parallel.vocab_parallel" || key == "storage.dense";
     };
     size_t covered = 0;

@@ -25,6 +25,8 @@ class TestExperiments : public QObject {
                             << u"RESULT: ring memory gives the resident model's tokens with a smaller device tier (measured)"_s;
     QTest::newRow("moesys storage") << u"experiments/moesys/storage.sh"_s
                                     << u"RESULT: the SSD tier trains to in-memory losses with a smaller resident set (measured)"_s;
+    QTest::newRow("moesys elastic") << u"experiments/moesys/run_elastic.sh"_s
+                                    << u"RESULT: Table III's 4/2/1/1 proposed; every elastic layout and the resize keep the loss curve; step time and bubble measured"_s;
   }
   void scripts() {
     QFETCH(QString, script);

@@ -430,6 +430,63 @@ class TestPlan : public QObject {
     QCOMPARE(no_cluster.exitCode(), 2);
     QCOMPARE(QString::fromUtf8(no_cluster.readAllStandardError()), u"moebench: --write-config needs --cluster (the planner)\n"_s);
   }
+  // plan --elastic (cli/plan_elastic.h; MoESys Table III): the UFO tasks 512/256/128/128 on 8
+  // ranks get 4/2/1/1, every rank 128 sequences (no predicted bubble); one rank per task has
+  // max 512 / mean 256 (bubble 50 %), so the per-rank throughput ratio is 2 (predicted). The
+  // printed config lines are a valid config; errors are usage errors (exit 2).
+  void cli_plan_elastic() {
+    const QString quickstart = QStringLiteral(MOEBENCH_SOURCE_DIR "/sample_configs/quickstart.toml");
+    const QStringList ufo = {u"--set"_s, u"data.tasks=[512,256,128,128]"_s, u"--set"_s, u"train.batch_size=1024"_s,
+                             u"--set"_s, u"cluster.nodes=1"_s,  u"--set"_s, u"cluster.devices_per_node=0"_s,
+                             u"--set"_s, u"moe.experts=8"_s, u"--ranks"_s, u"8"_s};
+    auto plan = [&](const QStringList& extra, int* code) {
+      QProcess p;
+      p.start(QStringLiteral(MOEBENCH_CLI), QStringList{u"plan"_s, quickstart} + extra);
+      p.waitForFinished(60000);
+      *code = p.exitCode();
+      return QString::fromUtf8(p.readAllStandardOutput()) + QString::fromUtf8(p.readAllStandardError());
+    };
+    int code = -1;
+    const QString json_text = plan(ufo + QStringList{u"--elastic"_s, u"--json"_s}, &code);
+    QVERIFY2(code == 0, qPrintable(json_text));
+    const auto j = nlohmann::json::parse(json_text.toStdString());
+    QCOMPARE(j.at("predicted").get<bool>(), true);
+    QCOMPARE(j.at("ranks").get<int>(), 8);
+    QCOMPARE(j.at("ranks_per_task").get<std::vector<int>>(), (std::vector<int>{4, 2, 1, 1}));
+    const auto& e = j.at("elastic");
+    QCOMPARE(e.at("assignment").get<std::vector<std::string>>(),
+             (std::vector<std::string>{"0", "0", "0", "0", "1", "1", "2", "3"}));
+    QCOMPARE(e.at("load").get<std::vector<long>>(), std::vector<long>(8, 128));
+    QCOMPARE(e.at("bubble_share").get<double>(), 0.0);
+    const auto& base = j.at("one_rank_per_task");
+    QCOMPARE(base.at("max_load").get<long>(), 512L);
+    QCOMPARE(base.at("mean_load").get<double>(), 256.0);
+    QCOMPARE(base.at("bubble_share").get<double>(), 0.5);
+    QCOMPARE(j.at("per_rank_throughput_ratio").get<double>(), 2.0);
+    // The config lines run: they load for 8 ranks.
+    const std::string lines = j.at("config_lines").get<std::string>();
+    const std::string rank_tasks = lines.substr(lines.find("rank_tasks = ") + 13);
+    const Config c = load_config(quickstart.toStdString(),
+                                 {"data.tasks=[512,256,128,128]", "train.batch_size=1024", "cluster.nodes=1",
+                                  "cluster.devices_per_node=0", "moe.experts=8", "run.ranks=8",
+                                  "data.rank_tasks=" + rank_tasks.substr(0, rank_tasks.find('\n'))});
+    QCOMPARE(c.data.rank_tasks.size(), size_t(8));
+    // The table: Fig. 6(b) on 2 ranks merges the light tasks 2:2.
+    const QString table = plan({u"--set"_s, u"data.tasks=[4,4,8]"_s, u"--set"_s, u"train.batch_size=16"_s, u"--set"_s,
+                                u"cluster.nodes=1"_s, u"--set"_s, u"cluster.devices_per_node=0"_s, u"--ranks"_s, u"2"_s,
+                                u"--elastic"_s},
+                               &code);
+    QVERIFY2(code == 0, qPrintable(table));
+    QVERIFY2(table.contains(u"PREDICTED"_s) && table.contains(u"rank_tasks = [\"2\", \"0+1\"]"_s) &&
+                 table.contains(u"bubble share 0.0%"_s) && table.contains(u"bubble share 33.3% (3 ranks)"_s) &&
+                 table.contains(u"1.500x"_s),
+             qPrintable(table));
+    // Errors: no tasks; another mode besides.
+    QCOMPARE((plan({u"--elastic"_s}, &code), code), 2);
+    QVERIFY(plan({u"--elastic"_s}, &code).contains(u"--elastic needs data.tasks"_s));
+    QVERIFY(plan(ufo + QStringList{u"--elastic"_s, u"--memory"_s}, &code).contains(u"exclude each other"_s));
+    QCOMPARE(code, 2);
+  }
 };
 
 QTEST_GUILESS_MAIN(TestPlan)

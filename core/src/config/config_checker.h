@@ -96,6 +96,7 @@ class Checker {
   void check_emulate();
   void check_storage();        // config_validate_storage.cpp
   void check_dense_storage();  // config_validate_storage.cpp: storage.dense
+  void check_tasks();          // config_validate_tasks.cpp
 
   Config& c_;
   LoadState& st_;

@@ -131,6 +131,8 @@ const std::vector<FieldDef>& fields() {
       MB_FIELD(data, languages, Int, "synthetic: Markov-chain languages in the mixture"),
       MB_FIELD(data, corpus_tokens, Int64, "synthetic: corpus length (> seq_len + 1)"),
       MB_FIELD(data, branching, Int, "synthetic: likely successors per state"),
+      MB_FIELD(data, tasks, IntList, "multi-task batches in sequences, task t = synthetic language t, summing to train.batch_size (MoESys UFO: [512, 256, 128, 128]); [] = one task"),
+      MB_FIELD(data, rank_tasks, StringList, "with data.tasks: the tasks of each data-parallel rank, \"0\" or merged \"2+3\"; a task on k ranks splits its batch; [] = the elastic proposal (plan --elastic)"),
 
       MB_FIELD(train, steps, Int, "optimizer steps"),
       MB_FIELD(train, batch_size, Int, "sequences per step"),

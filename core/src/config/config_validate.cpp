@@ -28,6 +28,7 @@ void Checker::run() {
   check_train();
   check_emulate();
   check_storage();
+  check_tasks();
 }
 
 void Checker::check_run() {
@@ -194,11 +195,13 @@ int Checker::check_groups() {
   const std::string origin = data_parallel_origin();
   const auto& t = c_.train;
   const int micro = c_.parallel.microbatches;
-  if (ok({"train.batch_size"}) && t.batch_size >= 1 && t.batch_size % dp != 0)
+  // Multi-task data splits the batch by task, not evenly (config_validate_tasks.cpp).
+  const bool even = c_.data.tasks.empty();
+  if (even && ok({"train.batch_size"}) && t.batch_size >= 1 && t.batch_size % dp != 0)
     fail("train.batch_size", "the global batch must divide over the " + std::to_string(dp) +
                                  " data-parallel ranks" + origin + ", got " + std::to_string(t.batch_size),
          "run.ranks");
-  else if (ok({"train.batch_size", "parallel.microbatches"}) && t.batch_size >= 1 && micro >= 1 &&
+  else if (even && ok({"train.batch_size", "parallel.microbatches"}) && t.batch_size >= 1 && micro >= 1 &&
            t.batch_size / dp % micro != 0)
     fail("parallel.microbatches", "must divide the " + std::to_string(t.batch_size / dp) +
                                       " sequences of a data-parallel rank (train.batch_size = " +

@@ -11,6 +11,7 @@ namespace {
 constexpr uint64_t kTagLanguage = 0x4C414E47ull;  // "LANG"
 constexpr uint64_t kTagTrain = 0x5452414Eull;     // "TRAN"
 constexpr uint64_t kTagVal = 0x56414C00ull;       // "VAL"
+constexpr uint64_t kTagTask = 0x5441534Bull;      // "TASK"
 
 constexpr int kDocLengths = kSyntheticDocMax - kSyntheticDocMin + 1;
 
@@ -132,6 +133,30 @@ TokenCorpus make_synthetic_corpus(const DataConfig& cfg, int vocab_size, int seq
   generate_synthetic_tokens(langs, n_train, train_rng, c.train);
   Rng val_rng = Rng::keyed({seed, kTagVal});
   generate_synthetic_tokens(langs, n_val, val_rng, c.val);
+  if (cfg.tasks.empty()) return c;
+  // Multi-task data (data/task_assignment.h): task t's streams are documents of language t
+  // alone, an equal share of each split, from their own keyed streams (so a task never lacks
+  // held-out text, whatever the mixture drew).
+  const int T = (int)cfg.tasks.size();
+  if (cfg.languages < T)
+    throw DataError("synthetic corpus: data.languages " + std::to_string(cfg.languages) + " must be >= the " +
+                    std::to_string(T) + " tasks of data.tasks");
+  const int64_t task_train = n_train / T, task_val = n_val / T;
+  if (task_train < need || task_val < need)
+    throw DataError("synthetic corpus: each of the " + std::to_string(T) + " tasks gets " +
+                    std::to_string(task_train) + " train and " + std::to_string(task_val) +
+                    " held-out tokens (data.corpus_tokens " + std::to_string(cfg.corpus_tokens) +
+                    " split over the tasks), fewer than seq_len + 1 = " + std::to_string(need) +
+                    "; raise data.corpus_tokens");
+  c.task_train.resize((size_t)T);
+  c.task_val.resize((size_t)T);
+  for (int t = 0; t < T; ++t) {
+    const std::vector<MarkovLanguage> one = {langs[(size_t)t]};
+    Rng tr = Rng::keyed({seed, kTagTrain, kTagTask, (uint64_t)t});
+    generate_synthetic_tokens(one, task_train, tr, c.task_train[(size_t)t]);
+    Rng va = Rng::keyed({seed, kTagVal, kTagTask, (uint64_t)t});
+    generate_synthetic_tokens(one, task_val, va, c.task_val[(size_t)t]);
+  }
   return c;
 }
 

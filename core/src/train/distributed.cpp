@@ -245,6 +245,12 @@ double Distributed::dp_mean(double v) {
   return v / groups_->dp_size();
 }
 
+double Distributed::dp_weighted_mean(double v, double weight) {
+  v *= weight;
+  host_all_reduce("loss.dp", groups_->dp(), &v, 1, DType::f64);
+  return v;
+}
+
 bool Distributed::any(bool flag) {
   int v = flag ? 1 : 0;
   world_.all_reduce(&v, 1, DType::i32, ReduceOp::max);

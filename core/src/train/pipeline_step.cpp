@@ -100,6 +100,7 @@ LossParts PipelineStep::train(const std::function<MicroBatch(int)>& batch) {
   const PipeStage& st = model_.pipe();
   const size_t C = (size_t)model_.model_config().hidden;
   const float scale = 1.0f / (float)micro_;
+  const float grad_scale = rank_loss_scale_ / (float)micro_;  // the backward's; the reported loss is unscaled
   LossParts sum;
   for (const PipeOp& op : pipeline_ops(schedule_, st.stages, st.stage, micro_)) {
     const MicroBatch mb = batch(op.micro);
@@ -124,7 +125,7 @@ LossParts PipelineStep::train(const std::function<MicroBatch(int)>& batch) {
         recv(dout_.data(), n, st.stage + 1, tag(kBackwardTag, op.micro), "pp.recv_backward");
       }
       timed("backward", op.micro,
-         [&] { model_.backward_micro((int)slot, st.last() ? nullptr : dout_.data(), scale, op.micro == micro_ - 1); });
+         [&] { model_.backward_micro((int)slot, st.last() ? nullptr : dout_.data(), grad_scale, op.micro == micro_ - 1); });
       if (!st.first()) {
         if (din_req_[slot]) din_req_[slot]->wait();
         din_[slot].assign(model_.input_grad(), model_.input_grad() + n);

@@ -11,6 +11,7 @@
 #include "moebench/config/config_loader.h"
 #include "moebench/data/batch_sampler.h"
 #include "moebench/dist/communicator.h"
+#include "moebench/perf/elastic_plan.h"
 #include "moebench/tensor/matmul.h"
 #include "moebench/train/checkpoint.h"
 #include "moebench/train/pipeline_step.h"
@@ -49,11 +50,7 @@ Trainer::Trainer(const Config& cfg, std::string out_dir, Communicator* world)
   } else if (pipe.stages != 1) {
     throw std::invalid_argument("parallel.pp = " + std::to_string(pipe.stages) + " needs as many ranks");
   }
-  if (micro_ < 1 || cfg_.train.batch_size % (dp_size * micro_) != 0)
-    throw std::invalid_argument("train.batch_size = " + std::to_string(cfg_.train.batch_size) +
-                                " does not divide into " + std::to_string(dp_size) + " data-parallel ranks x " +
-                                std::to_string(micro_) + " micro-batches");
-  micro_batch_ = cfg_.train.batch_size / (dp_size * micro_);
+  set_up_rows(dp_size);
   const std::vector<int> bounds = stage_boundaries(cfg_.model.layers, pipe.stages, cfg_.parallel.stage_layers);
   pipe.first_block = bounds[(size_t)pipe.stage];
   pipe.end_block = bounds[(size_t)pipe.stage + 1];
@@ -79,6 +76,7 @@ Trainer::Trainer(const Config& cfg, std::string out_dir, Communicator* world)
   pipeline_ = std::make_unique<PipelineStep>(*model_, dist_ ? &dist_->groups().pp() : nullptr,
                                              dist_ ? &dist_->groups().tp() : nullptr, &executor(), schedule, micro_,
                                              dist_ ? dist_->pp_role() : StreamRole::comm_intra);
+  if (rank_share_ > 0) pipeline_->set_loss_scale((float)(rank_share_ * dp_size));
   AdamWHyper h{cfg_.train.beta1, cfg_.train.beta2, cfg_.train.eps, cfg_.train.weight_decay};
   if (cfg_.storage.sparse == "ssd") {
     tier_ = make_expert_tier(h);
@@ -94,17 +92,63 @@ Trainer::Trainer(const Config& cfg, std::string out_dir, Communicator* world)
 
 // Micro-batch m of the global batch is rows [m * B / M, (m + 1) * B / M), split over the DP
 // ranks, so a micro-batch's aux-loss statistics (all-reduced over DP) are those of the same
-// rows on one rank with the same parallel.microbatches.
-void Trainer::sample(const std::vector<int32_t>& split, uint64_t index, uint64_t stream) {
-  const int T = cfg_.model.seq_len;
-  const size_t n = (size_t)micro_batch_ * T;
-  for (int m = 0; m < micro_; ++m)
-    sample_batch(split, micro_batch_, T, cfg_.run.seed, index, stream, inputs_.data() + m * n,
-                 targets_.data() + m * n, first_row(m));
+// rows on one rank with the same parallel.microbatches. With data.tasks each task's rows are
+// split that way over the task's ranks (data/task_assignment.h), and a rank's gradient is
+// scaled by dp x its share of the global batch before the DP mean (the hook's all-reduce x 1/dp,
+// the expert all-reduce, the aux loss's globalised statistics alike), so the result is the
+// gradient of the global-batch mean loss whatever the assignment.
+void Trainer::set_up_rows(int dp_size) {
+  const DataConfig& d = cfg_.data;
+  if (micro_ < 1) throw std::invalid_argument("parallel.microbatches must be at least 1");
+  if (d.tasks.empty()) {
+    if (cfg_.train.batch_size % (dp_size * micro_) != 0)
+      throw std::invalid_argument("train.batch_size = " + std::to_string(cfg_.train.batch_size) +
+                                  " does not divide into " + std::to_string(dp_size) + " data-parallel ranks x " +
+                                  std::to_string(micro_) + " micro-batches");
+    micro_batch_ = cfg_.train.batch_size / (dp_size * micro_);
+    TaskRowSlice s;
+    s.task = -1;
+    s.rows = micro_batch_;
+    s.first_row = (long)dp_rank_ * micro_batch_;
+    s.row_step = cfg_.train.batch_size / micro_;
+    slices_ = {s};
+    return;
+  }
+  // Checked at load for run.ranks (config_validate_tasks.cpp); checked again for the launch.
+  assignment_ =
+      d.rank_tasks.empty() ? propose_elastic(d.tasks, dp_size, micro_).assignment : parse_rank_tasks(d.rank_tasks);
+  const std::string problem = assignment_problem(d.tasks, assignment_, dp_size, micro_);
+  if (!problem.empty()) throw std::invalid_argument("data.rank_tasks: " + problem);
+  slices_ = task_row_slices(d.tasks, assignment_, dp_rank_, micro_);
+  micro_batch_ = 0;
+  for (const TaskRowSlice& s : slices_) micro_batch_ += s.rows;
+  rank_share_ = (double)micro_batch_ * micro_ / (double)cfg_.train.batch_size;
 }
 
+double Trainer::dp_mean_loss(double v) {
+  if (!dist_) return v;
+  return rank_share_ > 0 ? dist_->dp_weighted_mean(v, rank_share_) : dist_->dp_mean(v);
+}
+
+void Trainer::sample(const std::vector<int32_t>& split, const std::vector<std::vector<int32_t>>& task_splits,
+                     uint64_t index, uint64_t stream) {
+  const int T = cfg_.model.seq_len;
+  const size_t n = (size_t)micro_batch_ * T;
+  for (int m = 0; m < micro_; ++m) {
+    size_t at = (size_t)m * n;
+    for (const TaskRowSlice& s : slices_) {
+      const std::vector<int32_t>& tokens = s.task < 0 ? split : task_splits.at((size_t)s.task);
+      sample_batch(tokens, s.rows, T, cfg_.run.seed, index, stream, inputs_.data() + at, targets_.data() + at,
+                   (uint64_t)(s.first_row + (long)m * s.row_step));
+      at += (size_t)s.rows * T;
+    }
+  }
+}
+
+// The first slice's first row (synthetic routing keys tokens from it; with merged tasks the
+// later slices' tokens continue the count, so forced routing is per rank, not per row).
 uint64_t Trainer::first_row(int m) const {
-  return (uint64_t)m * (cfg_.train.batch_size / micro_) + (uint64_t)dp_rank_ * micro_batch_;
+  return (uint64_t)(slices_.front().first_row + (long)m * slices_.front().row_step);
 }
 
 MicroBatch Trainer::micro_batch(int m, long step) const {
@@ -160,13 +204,13 @@ long Trainer::resume(const std::string& path) {
 float Trainer::evaluate() {
   double sum = 0.0;
   for (int i = 0; i < cfg_.train.eval_batches; ++i) {
-    sample(corpus_.val, (uint64_t)i, kEvalStream);
+    sample(corpus_.val, corpus_.task_val, (uint64_t)i, kEvalStream);
     sum += pipeline_->evaluate([&](int m) { return micro_batch(m, i); });
   }
   double mean = sum / cfg_.train.eval_batches;
   if (dist_) {
     dist_->pp_sum(&mean, 1);  // the last stage's; the others add 0
-    mean = dist_->dp_mean(mean);
+    mean = dp_mean_loss(mean);
   }
   return (float)mean;
 }
@@ -244,7 +288,7 @@ TrainSummary Trainer::run(long stop_at, const TrainCallbacks& cb) {
     if (dist_) dist_->meter().reset();
     ex.set_step(step_);
     ex.take_spans();
-    sample(corpus_.train, (uint64_t)step_, kTrainStream);
+    sample(corpus_.train, corpus_.task_train, (uint64_t)step_, kTrainStream);
     model_->params().zero_grad();
     model_->begin_step();
     StepStats st;
@@ -255,7 +299,7 @@ TrainSummary Trainer::run(long stop_at, const TrainCallbacks& cb) {
       st.grad_norm = dist_->clip_gradients(*model_, tc.grad_clip);
       double parts[2] = {st.loss.ce, st.loss.aux};  // ce: the last stage's; aux: each stage's blocks
       dist_->pp_sum(parts, 2);
-      st.loss.ce = (float)dist_->dp_mean(parts[0]);  // aux is already global-batch
+      st.loss.ce = (float)dp_mean_loss(parts[0]);  // aux is already global-batch
       st.loss.aux = (float)parts[1];
       st.loss.total = st.loss.ce + cfg_.moe.aux_loss_weight * st.loss.aux;
     } else {

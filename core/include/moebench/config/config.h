@@ -195,6 +195,12 @@ struct DataConfig {
   int languages = 4;
   int64_t corpus_tokens = 200000;
   int branching = 4;                 // likely successors per state in each language
+  // Multi-task data (MoESys §IV-A, elastic training; data/task_assignment.h): per-task batch
+  // sizes in sequences (task t = synthetic language t), summing to train.batch_size; [] = one task.
+  std::vector<int> tasks;
+  // Per data-parallel rank, the tasks it trains: "0", or "2+3" (merged light tasks); a task on
+  // k ranks splits its batch over them. [] = the elastic proposal (perf/elastic_plan.h).
+  std::vector<std::string> rank_tasks;
 };
 
 struct TrainConfig {

@@ -21,6 +21,10 @@ namespace moebench {
 struct TokenCorpus {
   std::vector<int32_t> train;
   std::vector<int32_t> val;
+  // With data.tasks (synthetic only): task t's streams, documents of language t alone,
+  // 1/tasks of each split's size each (synthetic_corpus.h). Each must hold seq_len + 1 tokens
+  // (DataError naming data.corpus_tokens otherwise).
+  std::vector<std::vector<int32_t>> task_train, task_val;
   int vocab_size = 0;
 };
 

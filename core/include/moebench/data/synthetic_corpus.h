@@ -47,7 +47,9 @@ std::vector<MarkovLanguage> make_synthetic_languages(const DataConfig& cfg, int 
 void generate_synthetic_tokens(const std::vector<MarkovLanguage>& languages, int64_t n, Rng& rng,
                                std::vector<int32_t>& out, std::vector<int32_t>* doc_language = nullptr);
 
-// Train and val splits (sizes above). Throws DataError when a split would hold fewer than
+// Train and val splits (sizes above). With cfg.tasks also per-task splits: task t's train and
+// val streams are documents of language t alone, of n_train / tasks and n_val / tasks tokens,
+// each from its own keyed random stream. Throws DataError when a split would hold fewer than
 // seq_len + 1 tokens.
 TokenCorpus make_synthetic_corpus(const DataConfig& cfg, int vocab_size, int seq_len, uint64_t seed);
 

@@ -83,6 +83,9 @@ class Distributed {
   double clip_gradients(MoeGpt& model, float max_norm);
   // Mean of a per-rank value over the DP group.
   double dp_mean(double v);
+  // Sum over the DP group of v x weight (multi-task data: weight = the rank's share of the
+  // global batch, so a per-rank mean loss becomes the global-batch mean).
+  double dp_weighted_mean(double v, double weight);
   // True on every rank when `flag` is true on any rank.
   bool any(bool flag);
   // The SSD tier's step counters summed over every rank (stall and update time: the slowest rank's).

@@ -40,6 +40,9 @@ class PipelineStep {
   // stage's losses as means over the micro-batches: ce on the last stage (0 elsewhere), aux
   // of this stage's MoE blocks.
   LossParts train(const std::function<MicroBatch(int)>& batch);
+  // Multiplies the gradients train() produces (not the loss it returns): with multi-task data a
+  // rank's share of the global batch (trainer.cpp), 1 otherwise.
+  void set_loss_scale(float s) { rank_loss_scale_ = s; }
   // Forward only, in micro-batch order; the mean cross-entropy on the last stage, 0 elsewhere.
   double evaluate(const std::function<MicroBatch(int)>& batch);
 
@@ -57,6 +60,7 @@ class PipelineStep {
   Executor* executor_;
   PipeSchedule schedule_;
   int micro_;
+  float rank_loss_scale_ = 1.0f;
   StreamRole role_;
   std::vector<float> in_, dout_;                   // received activation / output gradient
   std::vector<float> slice_;                       // this TP rank's received slice (all-gather input)

@@ -11,6 +11,7 @@
 
 #include "moebench/config/config.h"
 #include "moebench/data/corpus.h"
+#include "moebench/data/task_assignment.h"
 #include "moebench/model/moe_gpt.h"
 #include "moebench/optim/adamw.h"
 #include "moebench/runtime/executor.h"
@@ -77,7 +78,8 @@ class Trainer {
   // communicator of more than one rank the run is distributed (collective construction):
   // [parallel] pp stages x dp x tp ranks, MoE blocks expert-parallel through [strategy] name;
   // train.batch_size is the global batch, split into parallel.microbatches micro-batches
-  // (train/pipeline_step.h: run through the stage's schedule) and over the data-parallel ranks.
+  // (train/pipeline_step.h: run through the stage's schedule) and over the data-parallel ranks;
+  // with data.tasks split by task over the ranks of data.rank_tasks (data/task_assignment.h).
   Trainer(const Config& cfg, std::string out_dir, Communicator* world = nullptr);
   ~Trainer();
 
@@ -105,6 +107,9 @@ class Trainer {
   DenseShards* dense_shards() const;
   MoeGpt& model() { return *model_; }
   const TokenCorpus& corpus() const { return corpus_; }
+  // With data.tasks: each data-parallel rank's tasks (data.rank_tasks, or the elastic proposal
+  // when it is empty); empty without tasks.
+  const std::vector<std::vector<int>>& task_assignment() const { return assignment_; }
 
  private:
   Config cfg_;
@@ -113,8 +118,19 @@ class Trainer {
   int micro_ = 1;           // micro-batches per step
   int micro_batch_ = 0;     // sequences of a micro-batch on this DP rank
   int dp_rank_ = 0;
+  // The rows of each micro-batch on this rank: one slice of the one task, or (data.tasks) a
+  // slice per task the rank trains (data/task_assignment.h). task < 0: the mixture corpus.
+  std::vector<TaskRowSlice> slices_;
+  std::vector<std::vector<int>> assignment_;
+  // This rank's rows / the global batch with data.tasks (its gradients and losses are weighted
+  // by it, so any assignment gives the global-batch mean); 0 without tasks (plain DP mean).
+  double rank_share_ = 0.0;
   std::unique_ptr<PipelineStep> pipeline_;
-  void sample(const std::vector<int32_t>& split, uint64_t index, uint64_t stream);  // every micro-batch
+  void set_up_rows(int dp_size);
+  double dp_mean_loss(double v);  // over the DP group, weighted by rank_share_ with tasks
+  // Samples every micro-batch: the task slices from the task streams, else from `split`.
+  void sample(const std::vector<int32_t>& split, const std::vector<std::vector<int32_t>>& task_splits, uint64_t index,
+              uint64_t stream);
   uint64_t first_row(int m) const;  // this rank's first row of micro-batch m in the global batch
   MicroBatch micro_batch(int m, long step) const;
   TokenCorpus corpus_;
