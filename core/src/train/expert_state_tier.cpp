@@ -8,6 +8,8 @@
 #include <optional>
 #include <stdexcept>
 
+#include "moebench/config/usage_error.h"
+
 namespace moebench {
 namespace {
 
@@ -248,6 +250,36 @@ void ExpertStateTier::load_moments(size_t view, const float* w, const float* m, 
   std::copy_n(m, p.numel, s.m.data() + p.at);
   std::copy_n(v, p.numel, s.v.data() + p.at);
   cache_->mark_dirty(e.block, e.expert);
+}
+
+}  // namespace moebench
+
+namespace moebench {
+
+std::unique_ptr<ExpertStateTier> open_expert_tier(MoeGpt& model, const StorageConfig& storage, int rank,
+                                                  const AdamWHyper& h) {
+  const std::string dir = storage.ssd_dir + "/rank" + std::to_string(rank);
+  // One run per folder: another run's write-backs would be valid records (their checksums pass).
+  OutputDirLock lock;
+  try {
+    lock = claim_output_dir(dir, OutputMode::resume);
+  } catch (const UsageError&) {
+    throw UsageError("storage.ssd_dir: " + dir + " holds the expert states of another moebench run that is still "
+                     "going (lock " + dir + "/.moebench.lock): wait for it to end, or use another storage.ssd_dir");
+  } catch (const std::runtime_error& e) {
+    throw ExpertStateError(dir, -1, -1, std::string("storage.ssd_dir: ") + e.what());
+  }
+  // On the CPU the device tier is the arena: every local expert's weights and gradients.
+  size_t expert_floats = 0;
+  for (const BlockExperts& b : model.expert_ranges()) expert_floats += b.range.count;
+  const int64_t device = 2 * (int64_t)(expert_floats * sizeof(float));
+  if (storage.device_bytes > 0 && device > storage.device_bytes)
+    throw std::invalid_argument("storage.device_bytes = " + std::to_string(storage.device_bytes) +
+                                " cannot hold this rank's experts' weights and gradients (" + std::to_string(device) +
+                                " bytes; the CPU trainer keeps every expert of the rank in its arena)");
+  auto tier = std::make_unique<ExpertStateTier>(model, storage, dir, h);
+  tier->lock_ = std::move(lock);
+  return tier;
 }
 
 }  // namespace moebench

@@ -18,8 +18,6 @@
 #include "moebench/train/step_records_codec.h"
 #include "moebench/train/distributed.h"
 #include "moebench/train/expert_state_tier.h"
-#include "moebench/train/output_dir.h"
-#include "moebench/config/usage_error.h"
 
 namespace moebench {
 namespace {
@@ -79,7 +77,7 @@ Trainer::Trainer(const Config& cfg, std::string out_dir, Communicator* world)
   if (rank_share_ > 0) pipeline_->set_loss_scale((float)(rank_share_ * dp_size));
   AdamWHyper h{cfg_.train.beta1, cfg_.train.beta2, cfg_.train.eps, cfg_.train.weight_decay};
   if (cfg_.storage.sparse == "ssd") {
-    tier_ = make_expert_tier(h);
+    tier_ = open_expert_tier(*model_, cfg_.storage, dist_ ? dist_->rank() : 0, h);
     opt_ = std::make_unique<AdamW>(model_->params(), h, [](const ParamView& v) { return !is_expert_tensor(v.name); });
     opt_->set_offloaded(tier_.get());
   } else if (!dense_shards()) {  // zero3: its ShardedAdamW
@@ -158,31 +156,6 @@ MicroBatch Trainer::micro_batch(int m, long step) const {
 }
 
 Trainer::~Trainer() = default;
-
-// MoESys's hierarchical storage (storage.sparse = "ssd"): this rank's expert states in
-// <ssd_dir>/rank<R> (train/expert_state_tier.h).
-std::unique_ptr<ExpertStateTier> Trainer::make_expert_tier(const AdamWHyper& h) {
-  const int rank = dist_ ? dist_->rank() : 0;
-  const std::string dir = cfg_.storage.ssd_dir + "/rank" + std::to_string(rank);
-  // One run per folder: another run's write-backs would be valid records (their checksums pass).
-  try {
-    ssd_lock_ = claim_output_dir(dir, OutputMode::resume);
-  } catch (const UsageError&) {
-    throw UsageError("storage.ssd_dir: " + dir + " holds the expert states of another moebench run that is still "
-                     "going (lock " + dir + "/.moebench.lock): wait for it to end, or use another storage.ssd_dir");
-  } catch (const std::runtime_error& e) {
-    throw ExpertStateError(dir, -1, -1, std::string("storage.ssd_dir: ") + e.what());
-  }
-  // On the CPU the device tier is the arena: every local expert's weights and gradients.
-  size_t expert_floats = 0;
-  for (const BlockExperts& b : model_->expert_ranges()) expert_floats += b.range.count;
-  const int64_t device = 2 * (int64_t)(expert_floats * sizeof(float));
-  if (cfg_.storage.device_bytes > 0 && device > cfg_.storage.device_bytes)
-    throw std::invalid_argument("storage.device_bytes = " + std::to_string(cfg_.storage.device_bytes) +
-                                " cannot hold this rank's experts' weights and gradients (" + std::to_string(device) +
-                                " bytes; the CPU trainer keeps every expert of the rank in its arena)");
-  return std::make_unique<ExpertStateTier>(*model_, cfg_.storage, dir, h);
-}
 
 DenseShards* Trainer::dense_shards() const { return dist_ ? dist_->dense_shards() : nullptr; }
 

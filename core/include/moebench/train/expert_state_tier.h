@@ -52,6 +52,7 @@
 #include "moebench/model/moe_gpt.h"
 #include "moebench/optim/adamw.h"
 #include "moebench/runtime/executor.h"
+#include "moebench/train/output_dir.h"
 #include "moebench/train/sparse_state_cache.h"
 #include "moebench/train/sparse_step_stats.h"
 
@@ -67,6 +68,13 @@ std::vector<int> sparse_load_waits(int records, int cached, int free_slots, bool
 
 // Whether an arena tensor is an expert's ("blocks.<B>.moe.experts.<E>.<piece>").
 bool is_expert_tensor(const std::string& name);
+
+class ExpertStateTier;
+// The trainer's tier for world rank `rank`: <storage.ssd_dir>/rank<R>, locked for this run (a
+// second run on it: UsageError naming storage.ssd_dir), after checking storage.device_bytes
+// against the rank's experts' weights and gradients (std::invalid_argument).
+std::unique_ptr<ExpertStateTier> open_expert_tier(MoeGpt& model, const StorageConfig& storage, int rank,
+                                                  const AdamWHyper& h);
 
 class ExpertStateTier : public OffloadedMoments {
  public:
@@ -121,6 +129,8 @@ class ExpertStateTier : public OffloadedMoments {
   std::unique_ptr<ExpertStateFiles> files_;
   std::unique_ptr<SparseStateCache> cache_;
   std::mutex m_;  // the cache and files between the io and compute workers
+  OutputDirLock lock_;  // open_expert_tier: the folder is this run's while it trains
+  friend std::unique_ptr<ExpertStateTier> open_expert_tier(MoeGpt&, const StorageConfig&, int, const AdamWHyper&);
   SparseCacheStats reported_;  // cache counters at the last take_step_stats()
   double stall_s_ = 0.0, update_s_ = 0.0;
 };

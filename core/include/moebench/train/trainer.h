@@ -15,7 +15,6 @@
 #include "moebench/model/moe_gpt.h"
 #include "moebench/optim/adamw.h"
 #include "moebench/runtime/executor.h"
-#include "moebench/train/output_dir.h"
 #include "moebench/train/sparse_step_stats.h"
 
 namespace moebench {
@@ -137,8 +136,6 @@ class Trainer {
   std::unique_ptr<MoeGpt> model_;
   std::unique_ptr<AdamW> opt_;
   std::unique_ptr<ExpertStateTier> tier_;  // storage.sparse = "ssd": the experts' states (AdamW keeps the dense ones)
-  std::unique_ptr<ExpertStateTier> make_expert_tier(const AdamWHyper& h);
-  OutputDirLock ssd_lock_;  // <ssd_dir>/rank<R> belongs to this run while it trains
   long step_ = 0;
   std::vector<int32_t> inputs_, targets_;
   long fault_step_ = -1;
