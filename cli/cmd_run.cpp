@@ -25,7 +25,7 @@
 #include "measured_comm_curves.h"
 #include "stop_signals.h"
 #include "moebench/config/config_loader.h"
-#include "moebench/data/task_assignment.h"
+#include "moebench/config/task_assignment.h"
 #include "moebench/config/usage_error.h"
 #include "moebench/train/topo_gate_setup.h"
 #include "moebench/train/device.h"

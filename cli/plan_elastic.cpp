@@ -8,8 +8,8 @@
 
 #include "moebench/config/config_loader.h"
 #include "moebench/config/usage_error.h"
-#include "moebench/data/task_assignment.h"
-#include "moebench/perf/elastic_plan.h"
+#include "moebench/config/task_assignment.h"
+#include "moebench/config/elastic_plan.h"
 
 namespace moebench::cli {
 namespace {

@@ -1,10 +1,10 @@
-#include "moebench/perf/elastic_plan.h"
+#include "moebench/config/elastic_plan.h"
 
 #include <algorithm>
 #include <numeric>
 #include <stdexcept>
 
-#include "moebench/data/task_assignment.h"
+#include "moebench/config/task_assignment.h"
 
 namespace moebench {
 

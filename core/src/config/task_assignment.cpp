@@ -1,4 +1,4 @@
-#include "moebench/data/task_assignment.h"
+#include "moebench/config/task_assignment.h"
 
 #include <algorithm>
 #include <stdexcept>
