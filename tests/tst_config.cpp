@@ -683,7 +683,7 @@ class TestConfig : public QObject {
         "spine_bw_gbs = 6.0\nspine_latency_us = 7.0\ncomm_overhead_us = 800.0\ncomm_us_per_mb = 1200.0\n"
         "task_names = [\"moe.experts\"]\ntask_overhead_us = [140.0]\ntask_factors = [2.5]\n"
         "alltoall_busbw_bytes = [1e6, 1e8]\nalltoall_busbw_gbs = [2.0, 9.0]\nallgather_busbw_bytes = [4e6]\n"
-        "allgather_busbw_gbs = [30.0]\nd2d_bw_gbs = 400.0\n"
+        "allgather_busbw_gbs = [30.0]\nd2d_bw_gbs = 400.0\nssd_bw_gbs = 3.5\n"
         "[parallel]\ntp = 1\ndp = 6\nep = 2\nmicrobatches = 2\nschedule = \"gpipe\"\nstage_layers = [6]\n[strategy]\nname = \"janus\"\n[strategy.expert_centric]\noverlap_degree = 2\n"
         "[strategy.data_centric]\ncredits = 3\npriority = false\nprefetch = true\nhierarchical = true\npcie_pairing = true\n"
         "[strategy.janus]\nthreshold = 2.5\n"

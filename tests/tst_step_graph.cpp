@@ -1,4 +1,5 @@
-// The step graph of tensor- and pipeline-parallel layouts (train/step_graph.h): a pipeline
+// The step graph of tensor- and pipeline-parallel layouts (train/step_graph.h): the SSD tier's
+// update after the optimizer against hand-built ones, a pipeline
 // stage's graph against a hand-built one, sliced pipeline sends under TP, ppmoe's MoE block moving only the TP all-reduce of
 // Pipeline MoE §3.3.4, the experts' all-reduce over their replicas once per MoE block with the
 // block as its layer, the replayed pipeline's makespan inside the 1F1B / GPipe bounds, and every
@@ -128,6 +129,75 @@ class TestStepGraph : public QObject {
              reduces);
     const TaskGraph got = build_step_graph(cfg, 0);
     QVERIFY2(got.same_schedule(want), qPrintable(first_difference(got, want)));
+  }
+
+  // storage.sparse = "ssd" (train/expert_state_tier.h): the tier's update after the optimizer,
+  // which no longer updates the experts. The tiny model on one rank: 4 records (block 1's
+  // experts), a host cache of 1 (C = 1, full in a later step). Order: the cached record (the
+  // last one, expert 3), then experts 0-2, each loaded. Hand-built (o = the optimizer):
+  //   prefetch:    U3 {o}; L0 {U3}; W0 {L0}; U0 {L0, U3}; L1 {U0, W0}; W1 {L1}; U1 {L1, U0};
+  //                L2 {U1, W1}; W2 {L2}; U2 {L2, U1}   (a load waits for the update freeing a slot)
+  //   no prefetch: U3 {o}; L0 {U3}; U0 {L0, U3}; L1 {U0}; U1 {L1, U0}; L2 {U1}; U2 {L2, U1}
+  // A load takes record bytes / cluster.ssd_bw_gbs in the simulator.
+  void ssd_tier_update_after_the_optimizer_data() {
+    QTest::addColumn<bool>("prefetch");
+    QTest::newRow("prefetch") << true;
+    QTest::newRow("no prefetch") << false;
+  }
+  void ssd_tier_update_after_the_optimizer() {
+    QFETCH(bool, prefetch);
+    const Config memory = tiny({"run.ranks=1"});
+    const int64_t record = expert_state_record_bytes(memory.model);
+    const Config ssd = tiny({"run.ranks=1", "storage.sparse=ssd", std::string("storage.ssd_dir=" MOEBENCH_SOURCE_DIR "/tests"),
+                             "storage.host_cache_bytes=" + std::to_string(record),
+                             std::string("storage.sparse_prefetch=") + (prefetch ? "true" : "false"),
+                             "cluster.ssd_bw_gbs=2"});
+    const TaskGraph base = build_step_graph(memory, 0), got = build_step_graph(ssd, 0);
+    const int o = (int)base.size() - 1;  // the optimizer, last in-memory
+    QCOMPARE(got.task(o).name, std::string("optimizer"));
+    const double expert = (double)expert_param_count(memory.model);
+    QCOMPARE(got.task(o).cost.flops, base.task(o).cost.flops - adamw_flops((size_t)(4 * expert)));
+    struct Want {
+      const char* name;
+      StreamRole role;
+      int expert;
+      std::vector<int> deps;  // indices into the tail, -1 = the optimizer
+    };
+    const std::vector<Want> want =
+        prefetch ? std::vector<Want>{{"sparse.update", StreamRole::compute, 3, {-1}},
+                                     {"sparse.load", StreamRole::io, 0, {0}},
+                                     {"sparse.writeback", StreamRole::copy, 0, {1}},
+                                     {"sparse.update", StreamRole::compute, 0, {1, 0}},
+                                     {"sparse.load", StreamRole::io, 1, {3, 2}},
+                                     {"sparse.writeback", StreamRole::copy, 1, {4}},
+                                     {"sparse.update", StreamRole::compute, 1, {4, 3}},
+                                     {"sparse.load", StreamRole::io, 2, {6, 5}},
+                                     {"sparse.writeback", StreamRole::copy, 2, {7}},
+                                     {"sparse.update", StreamRole::compute, 2, {7, 6}}}
+                 : std::vector<Want>{{"sparse.update", StreamRole::compute, 3, {-1}},
+                                     {"sparse.load", StreamRole::io, 0, {0}},
+                                     {"sparse.update", StreamRole::compute, 0, {1, 0}},
+                                     {"sparse.load", StreamRole::io, 1, {2}},
+                                     {"sparse.update", StreamRole::compute, 1, {3, 2}},
+                                     {"sparse.load", StreamRole::io, 2, {4}},
+                                     {"sparse.update", StreamRole::compute, 2, {5, 4}}};
+    QCOMPARE((int)got.size(), o + 1 + (int)want.size());
+    for (size_t k = 0; k < want.size(); ++k) {
+      const GraphTask& t = got.task(o + 1 + (int)k);
+      std::vector<int> deps;
+      for (int d : want[k].deps) deps.push_back(o + 1 + d);
+      std::sort(deps.begin(), deps.end());  // a graph keeps its dependencies sorted
+      QCOMPARE(t.name, std::string(want[k].name));
+      QCOMPARE(t.role, want[k].role);
+      QCOMPARE(t.layer, 1);
+      QCOMPARE(t.expert, want[k].expert);
+      QCOMPARE(t.deps, deps);
+      if (t.name == "sparse.update") QCOMPARE(t.cost.flops, adamw_flops((size_t)expert));
+      else QCOMPARE(t.cost.copy_bytes, (uint64_t)record);
+    }
+    const SimulationResult sim = simulate_graphs({&got}, ClusterNetwork(cluster_model(ssd)));
+    const SimulatedTask& load = sim.tasks[0][(size_t)o + 2];
+    QCOMPARE(load.end - load.start, (double)record / 2e9);
   }
 
   // ppmoe with tp = 2: the MoE block moves no all-to-all; its combine is one all-reduce per pass

@@ -79,6 +79,7 @@ void Checker::check_cluster() {
     }
   }
   non_negative_number("cluster.d2d_bw_gbs", k.d2d_bw_gbs, " (0 = cluster.copy_bw_gbs)");
+  non_negative_number("cluster.ssd_bw_gbs", k.ssd_bw_gbs, " (0 = cluster.copy_bw_gbs)");
   check_curve("cluster.efficiency_flops", k.efficiency_flops, "cluster.efficiency", k.efficiency, "efficiency",
               "in (0, 1]", 1.0);
   check_curve("cluster.alltoall_busbw_bytes", k.alltoall_busbw_bytes, "cluster.alltoall_busbw_gbs", k.alltoall_busbw_gbs,

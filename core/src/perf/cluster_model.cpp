@@ -173,6 +173,11 @@ double ClusterModel::copy_seconds(double bytes) const {
   return bytes / spec_.copy_bandwidth;
 }
 
+double ClusterModel::io_seconds(double bytes) const {
+  if (!(bytes > 0)) return 0.0;
+  return bytes / (spec_.ssd_bandwidth > 0 ? spec_.ssd_bandwidth : spec_.copy_bandwidth);
+}
+
 std::string ClusterModel::describe() const {
   const auto& s = spec_;
   std::string out = s.name + ": " + std::to_string(s.nodes) + (s.nodes == 1 ? " node" : " nodes") + " x " +
@@ -190,6 +195,7 @@ std::string ClusterModel::describe() const {
            (s.spine.bandwidth > 0 ? link_text(s.spine) : std::string("= inter"));
   out += ", copy " + num(s.copy_bandwidth / 1e9) + " GB/s";
   if (s.d2d_bandwidth > 0) out += ", device copies " + num(s.d2d_bandwidth / 1e9) + " GB/s";
+  if (s.ssd_bandwidth > 0) out += ", SSD " + num(s.ssd_bandwidth / 1e9) + " GB/s";
   if (!s.alltoall_busbw.empty() || !s.allgather_busbw.empty())
     out += ", measured AllToAll / AllGather curves (" + std::to_string(s.alltoall_busbw.size()) + " / " +
            std::to_string(s.allgather_busbw.size()) + " points)";
@@ -226,6 +232,7 @@ ClusterSpec cluster_spec(const ClusterConfig& k, int world_size) {
   for (size_t i = 0; i < k.allgather_busbw_bytes.size() && i < k.allgather_busbw_gbs.size(); ++i)
     s.allgather_busbw.push_back({k.allgather_busbw_bytes[i], k.allgather_busbw_gbs[i] * 1e9});
   s.d2d_bandwidth = k.d2d_bw_gbs * 1e9;
+  s.ssd_bandwidth = k.ssd_bw_gbs * 1e9;
   return s;
 }
 

@@ -216,6 +216,7 @@ class Engine {
       const TaskCostFit& c = R.fitted[(size_t)i];
       return push_end(r, i, now + c.overhead + c.factor * modelled);
     }
+    if (t.category == TaskCategory::io) return push_end(r, i, now + cluster.io_seconds((double)t.cost.copy_bytes));
     if (t.category != TaskCategory::comm) return push_end(r, i, now + cluster.copy_seconds((double)t.cost.copy_bytes));
     R.done_at[(size_t)i] = now;
     if (t.cost.transfer != Transfer::send) {

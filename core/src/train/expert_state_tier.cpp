@@ -95,96 +95,115 @@ void ExpertStateTier::update_one(const Expert& e, std::span<float> rec, float lr
   }
 }
 
-GraphTask ExpertStateTier::expert_task(const char* name, TaskCategory category, StreamRole role, const Expert& e) {
-  GraphTask t;
-  t.name = name;
-  t.category = category;
-  t.role = role;
-  t.layer = e.block;
-  t.expert = e.expert;
-  return t;
+void add_sparse_update_tasks(TaskGraph& g, const std::vector<TaskId>& after, const std::vector<SparseUpdateRecord>& order,
+                             int cached, int free_slots, bool prefetch, uint64_t record_bytes, double update_flops,
+                             const SparseTaskBinder& bind) {
+  const std::vector<int> waits = sparse_load_waits((int)order.size(), cached, free_slots, prefetch);
+  auto task = [&](const char* name, TaskCategory category, StreamRole role, size_t k) {
+    GraphTask t;
+    t.name = name;
+    t.category = category;
+    t.role = role;
+    t.layer = order[k].block;
+    t.expert = order[k].expert;
+    return t;
+  };
+  auto add = [&](GraphTask t, SparseTask kind, size_t k, std::vector<TaskId> deps) {
+    if (bind) bind(t, kind, k);
+    if (deps.empty()) deps = after;  // the first tasks wait for what came before the phase
+    return g.add(std::move(t), deps);
+  };
+  std::vector<TaskId> updates;
+  TaskId last_write;  // the previous load's write-back (prefetch)
+  for (size_t k = 0; k < order.size(); ++k) {
+    std::vector<TaskId> deps;
+    if ((int)k >= cached) {
+      const size_t j = k - (size_t)cached;  // the j-th load
+      GraphTask l = task("sparse.load", TaskCategory::io, StreamRole::io, k);
+      l.cost.copy_bytes = record_bytes;
+      std::vector<TaskId> load_deps;
+      if (const int w = waits[j]; w >= 0) load_deps.push_back(updates[(size_t)w]);
+      // At most one evicted record waits for its write beside the one being read: the host
+      // memory stays within the budget plus two records.
+      if (last_write.valid()) load_deps.push_back(last_write);
+      const TaskId load = add(std::move(l), SparseTask::load, k, load_deps);
+      deps.push_back(load);
+      if (prefetch) {
+        GraphTask w = task("sparse.writeback", TaskCategory::io, StreamRole::copy, k);
+        w.cost.copy_bytes = record_bytes;  // the victim it writes (one updated record)
+        last_write = add(std::move(w), SparseTask::writeback, k, {load});
+      }
+    }
+    GraphTask u = task("sparse.update", TaskCategory::compute, StreamRole::compute, k);
+    u.cost.flops = update_flops;
+    if (k > 0) deps.push_back(updates[k - 1]);
+    updates.push_back(add(std::move(u), SparseTask::update, k, deps));
+  }
 }
 
 void ExpertStateTier::update(Executor& ex, float lr, long t) {
   const auto t0 = Clock::now();
   // Cached records first (pinned: no load may evict one before its update), then the others.
-  std::vector<int> order, loaded;
+  std::vector<int> order;
+  int cached = 0;
   {
     std::lock_guard<std::mutex> lock(m_);
     for (int pass = 0; pass < 2; ++pass)
       for (int i = 0; i < (int)experts_.size(); ++i) {
         const Expert& e = experts_[(size_t)i];
-        const bool cached = cache_->contains(e.block, e.expert);
-        if (cached != (pass == 0)) continue;
+        const bool in_cache = cache_->contains(e.block, e.expert);
+        if (in_cache != (pass == 0)) continue;
         order.push_back(i);
-        if (cached) cache_->pin(e.block, e.expert);
+        if (in_cache) cache_->pin(e.block, e.expert), ++cached;
       }
   }
   int64_t room = (int64_t)order.size();  // free record slots in the host cache now
   if (const int64_t cap = cache_->capacity_records(); cap > 0) room = std::max<int64_t>(0, cap - cache_->cached_records());
-  int cached = 0;
-  for (int i : order) cached += cache_->contains(experts_[(size_t)i].block, experts_[(size_t)i].expert) ? 1 : 0;
-  const std::vector<int> waits = sparse_load_waits((int)order.size(), cached, (int)std::min<int64_t>(room, INT_MAX), prefetch_);
-  TaskGraph g;
-  std::vector<TaskId> updates;
-  TaskId last_write;  // the previous load's write-back task (prefetch)
+  std::vector<SparseUpdateRecord> keys;
+  for (int i : order) keys.push_back({experts_[(size_t)i].block, experts_[(size_t)i].expert});
   std::vector<double> busy(order.size(), 0.0);
-  for (size_t k = 0; k < order.size(); ++k) {
-    const Expert& e = experts_[(size_t)order[k]];
-    const bool cached = cache_->contains(e.block, e.expert);
-    std::vector<TaskId> deps;
-    if (!cached) {
-      const int64_t j = (int64_t)loaded.size();  // the j-th load of this step
-      loaded.push_back(order[k]);
-      GraphTask l = expert_task("sparse.load", TaskCategory::io, StreamRole::io, e);
-      l.cost.copy_bytes = (uint64_t)cache_->record_bytes();
-      // The victims it evicts: written back by the load itself without prefetch, by a write task
-      // on the copy role with it (reads and writes then run at once).
-      auto victims = std::make_shared<std::vector<SparseStateCache::Evicted>>();
-      l.action = [this, &e, victims] {
-        {
-          std::lock_guard<std::mutex> lock(m_);
-          while (std::optional<SparseStateCache::Evicted> v = cache_->take_victim())  // an updated record
-            if (v->dirty) victims->push_back(std::move(*v));
+  // The victims load k evicts: written back by the load itself without prefetch, by the write
+  // task beside it with (reads and writes then run at once).
+  std::vector<std::shared_ptr<std::vector<SparseStateCache::Evicted>>> victims(order.size());
+  TaskGraph g;
+  add_sparse_update_tasks(
+      g, {}, keys, cached, (int)std::min<int64_t>(room, INT_MAX), prefetch_, (uint64_t)cache_->record_bytes(),
+      adamw_flops((size_t)floats_ / 3), [&](GraphTask& task, SparseTask kind, size_t k) {
+        const Expert& e = experts_[(size_t)order[k]];
+        if (kind == SparseTask::load) {
+          auto out = victims[k] = std::make_shared<std::vector<SparseStateCache::Evicted>>();
+          task.action = [this, &e, out] {
+            {
+              std::lock_guard<std::mutex> lock(m_);
+              while (std::optional<SparseStateCache::Evicted> v = cache_->take_victim())  // an updated record
+                if (v->dirty) out->push_back(std::move(*v));
+            }
+            if (!prefetch_) write_back(*out);
+            std::vector<float> rec((size_t)floats_);
+            const int64_t before = files_->bytes_read();
+            files_->read(e.block, e.expert, rec);  // only this worker reads files during update()
+            std::lock_guard<std::mutex> lock(m_);
+            cache_->insert_loaded(e.block, e.expert, std::move(rec), files_->bytes_read() - before);
+          };
+        } else if (kind == SparseTask::writeback) {
+          task.action = [this, out = victims[k]] { write_back(*out); };
+        } else {
+          const bool hit = (int)k < cached;
+          task.action = [this, &e, k, hit, lr, t, &busy] {
+            std::span<float> rec;
+            {
+              std::lock_guard<std::mutex> lock(m_);
+              rec = hit ? cache_->get(e.block, e.expert) : cache_->peek(e.block, e.expert);  // a load counted its miss
+            }
+            const auto u0 = Clock::now();
+            update_one(e, rec, lr, t);  // the record is pinned: no load evicts it meanwhile
+            busy[k] = seconds_since(u0);
+            std::lock_guard<std::mutex> lock(m_);
+            cache_->mark_dirty(e.block, e.expert);
+            cache_->pin(e.block, e.expert, false);
+          };
         }
-        if (!prefetch_) write_back(*victims);
-        std::vector<float> rec((size_t)floats_);
-        const int64_t before = files_->bytes_read();
-        files_->read(e.block, e.expert, rec);  // only this worker reads files during update()
-        std::lock_guard<std::mutex> lock(m_);
-        cache_->insert_loaded(e.block, e.expert, std::move(rec), files_->bytes_read() - before);
-      };
-      std::vector<TaskId> load_deps;
-      if (const int w = waits[(size_t)j]; w >= 0) load_deps.push_back(updates[(size_t)w]);
-      // At most one evicted record waits for its write beside the one being read: the host
-      // memory stays within the budget plus two records.
-      if (last_write.valid()) load_deps.push_back(last_write);
-      const TaskId load = g.add(std::move(l), load_deps);
-      deps.push_back(load);
-      if (prefetch_) {
-        GraphTask w = expert_task("sparse.writeback", TaskCategory::io, StreamRole::copy, e);
-        w.action = [this, victims] { write_back(*victims); };
-        last_write = g.add(std::move(w), {load});
-      }
-    }
-    GraphTask u = expert_task("sparse.update", TaskCategory::compute, StreamRole::compute, e);
-    u.cost.flops = adamw_flops((size_t)floats_ / 3);
-    u.action = [this, &e, k, cached, lr, t, &busy] {
-      std::span<float> rec;
-      {
-        std::lock_guard<std::mutex> lock(m_);
-        rec = cached ? cache_->get(e.block, e.expert) : cache_->peek(e.block, e.expert);  // the load counted its miss
-      }
-      const auto u0 = Clock::now();
-      update_one(e, rec, lr, t);  // the record is pinned: no load evicts it meanwhile
-      busy[k] = seconds_since(u0);
-      std::lock_guard<std::mutex> lock(m_);
-      cache_->mark_dirty(e.block, e.expert);
-      cache_->pin(e.block, e.expert, false);
-    };
-    if (k > 0) deps.push_back(updates[k - 1]);
-    updates.push_back(g.add(std::move(u), deps));
-  }
+      });
   ex.submit(g);
   ex.release(g);
   double sum = 0.0;

@@ -1,4 +1,5 @@
 #include "moebench/train/step_graph.h"
+#include "moebench/train/expert_state_tier.h"
 
 #include <algorithm>
 #include <cmath>
@@ -460,7 +461,26 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
   host_allreduce("grad.norm.pp", 1, pp_group, P.pp_rank);
   host_allreduce("loss.pp", 2, pp_group, P.pp_rank);
   host_allreduce("loss.dp", 1, dp_group, P.dp_rank);
-  g.add(compute("optimizer", -1, adamw_flops((size_t)(params_held - dense_floats + dense_owned))), reduces);
+  // storage.sparse = "ssd" (train/expert_state_tier.h): AdamW keeps the dense moments and the
+  // experts are updated through their records after it, the tier's own schedule in a typical
+  // later step: the host cache full (no free slot) of the records updated last, which go first.
+  std::vector<SparseUpdateRecord> records;
+  if (cfg.storage.sparse == "ssd")
+    for (const auto& [l, m] : moe)
+      for (int e = 0; e < m.ctx.experts / ep; ++e) records.push_back({l, ep_rank * (m.ctx.experts / ep) + e});
+  const double tier_floats = (double)records.size() * expert_params;
+  const TaskId optimizer =
+      g.add(compute("optimizer", -1, adamw_flops((size_t)(params_held - dense_floats + dense_owned - tier_floats))),
+            reduces);
+  if (!records.empty()) {
+    const int64_t record = expert_state_record_bytes(cfg.model);
+    const int64_t fit = cfg.storage.host_cache_bytes > 0 ? cfg.storage.host_cache_bytes / record : (int64_t)records.size();
+    const int cached = (int)std::min<int64_t>(fit, (int64_t)records.size());
+    // The cached records first (those updated last in the step before: the last ones of the order).
+    std::rotate(records.begin(), records.end() - cached, records.end());
+    add_sparse_update_tasks(g, {optimizer}, records, cached, 0, cfg.storage.sparse_prefetch, (uint64_t)record,
+                            adamw_flops((size_t)expert_params));
+  }
   return g;
 }
 

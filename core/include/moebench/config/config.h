@@ -62,6 +62,9 @@ struct ClusterConfig {
   std::vector<double> allgather_busbw_bytes;
   std::vector<double> allgather_busbw_gbs;
   double d2d_bw_gbs = 0.0;  // device-memory copies (MoNTA's B3 x r3), GB/s; 0 = copy_bw_gbs
+  // File reads and writes of MoESys's SSD tier (io tasks, train/expert_state_tier.h), GB/s per
+  // device; 0 = copy_bw_gbs.
+  double ssd_bw_gbs = 0.0;
   // This host's own costs beyond the model (`moebench calibrate` fits them on reference runs,
   // perf/calibration.h): what a comm task takes beyond its transfers, and a compute task of a
   // listed name taking task_overhead_us + task_factors x the compute model's time.

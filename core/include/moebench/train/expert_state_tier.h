@@ -42,6 +42,7 @@
 //   file system gives.
 // - Experts must be whole on the rank (no moe.expert_tp slices): one record = one expert.
 #include <chrono>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -65,6 +66,22 @@ namespace moebench {
 // order), so it runs while earlier updates compute; without: for the update just before its
 // record's (nothing overlaps).
 std::vector<int> sparse_load_waits(int records, int cached, int free_slots, bool prefetch);
+
+// The update phase as a task graph, the one the tier runs and the step graph predicts
+// (train/step_graph.h): for the records in `order` (the first `cached` of them in the host cache,
+// `free_slots` more fitting beside them), a sparse.update (compute role, update_flops) each in
+// order, and for every other record a sparse.load (io role, record_bytes) before its update,
+// waiting as sparse_load_waits says and for the previous write-back, and with prefetch a
+// sparse.writeback (copy role, record_bytes) after it. Tasks with nothing to wait for in the
+// phase wait for `after`. `bind` (the runtime's actions) sees every task before it is added.
+struct SparseUpdateRecord {
+  int block = 0, expert = 0;  // the tasks' layer and expert
+};
+enum class SparseTask { load, writeback, update };
+using SparseTaskBinder = std::function<void(GraphTask&, SparseTask, size_t k)>;  // k: index into order
+void add_sparse_update_tasks(TaskGraph& g, const std::vector<TaskId>& after, const std::vector<SparseUpdateRecord>& order,
+                             int cached, int free_slots, bool prefetch, uint64_t record_bytes, double update_flops,
+                             const SparseTaskBinder& bind = {});
 
 // Whether an arena tensor is an expert's ("blocks.<B>.moe.experts.<E>.<piece>").
 bool is_expert_tensor(const std::string& name);
@@ -114,8 +131,6 @@ class ExpertStateTier : public OffloadedMoments {
   };
   std::span<float> record_of(const Expert& e);  // cached (no request) or read from its file, locked
   void update_one(const Expert& e, std::span<float> rec, float lr, long t);
-  // A task of the update graph about expert e (its block as the layer).
-  static GraphTask expert_task(const char* name, TaskCategory category, StreamRole role, const Expert& e);
   // Writes the dirty evicted records to their files (bytes_written is atomic-free: one writer at
   // a time, the load task or the write task of a load).
   void write_back(std::vector<SparseStateCache::Evicted>& victims);
