@@ -5,12 +5,25 @@
 #include <QString>
 
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "moebench/train/trainer.h"
 
 namespace moebench::test {
+
+// Bytes rank r sends to its right neighbour in MpiCommunicator's ring all-reduce of `count`
+// elements of `size` bytes over P ranks: segments of count / P, the first count % P one longer;
+// reduce-scatter step s sends segment r-s-1, all-gather step s segment r-s.
+inline uint64_t ring_allreduce_bytes(size_t count, int P, int r, size_t size) {
+  if (P < 2) return 0;
+  auto len = [&](int i) { return count / P + ((size_t)(((i % P) + P) % P) < count % P ? 1 : 0); };
+  uint64_t n = 0;
+  for (int s = 0; s < P - 1; ++s) n += len(r - s - 1) + len(r - s);
+  return n * size;
+}
+
 
 inline std::vector<float> train_losses(Trainer& t) {
   std::vector<float> losses;

@@ -51,16 +51,6 @@ std::string rank_dir(const QTemporaryDir& d, const std::string& name, int rank) 
   return d.path().toStdString() + "/" + name + "/r" + std::to_string(rank);
 }
 
-// Bytes rank r sends to its right neighbour in MpiCommunicator's ring all-reduce of `count`
-// elements of `size` bytes over P ranks (tst_embedding_partition's formula).
-uint64_t ring_allreduce_bytes(size_t count, int P, int r, size_t size) {
-  if (P < 2) return 0;
-  auto len = [&](int i) { return count / P + ((size_t)(((i % P) + P) % P) < count % P ? 1 : 0); };
-  uint64_t n = 0;
-  for (int s = 0; s < P - 1; ++s) n += len(r - s - 1) + len(r - s);
-  return n * size;
-}
-
 // Every rank's spans of the run's second step (a typical one: the first gathers nothing), on rank 0.
 std::vector<Span> second_step_spans(const Config& cfg, const std::string& out, Communicator* world) {
   Trainer zero(cfg, out, world);
@@ -284,11 +274,11 @@ class TestDenseZero : public QObject {
         for (const DenseShards::Part& p : t.dense_shards()->parts()) {
           divides = divides && p.range.count % P == 0;
           reduce_scatter += (uint64_t)(P - 1) * p.shard * sizeof(float);
-          all_reduce += ring_allreduce_bytes(p.range.count, P, me, sizeof(float));
+          all_reduce += test::ring_allreduce_bytes(p.range.count, P, me, sizeof(float));
         }
     }
     if (divides) QCOMPARE(2 * reduce_scatter, all_reduce);  // the formula (P divides every part at P = 2, 4)
-    const uint64_t norm = ring_allreduce_bytes(1, P, me, sizeof(double));
+    const uint64_t norm = test::ring_allreduce_bytes(1, P, me, sizeof(double));
     QCOMPARE(bytes[1][1], bytes[0][1] - all_reduce + 2 * reduce_scatter + norm);  // step 2: reduce-scatters and gathers
     QCOMPARE(bytes[1][0], bytes[0][0] - all_reduce + reduce_scatter + norm);  // step 1: no gathers (the init is whole)
   }

@@ -42,17 +42,6 @@ Config partition_config(int P, const std::vector<std::string>& extra = {}, bool 
   return load_config(test::tiny_config_path(), sets);
 }
 
-// Bytes rank r sends to its right neighbour in MpiCommunicator's ring all-reduce of `count`
-// elements of `size` bytes over P ranks: segments of count / P, the first count % P one longer;
-// reduce-scatter step s sends segment r-s-1, all-gather step s segment r-s.
-uint64_t ring_allreduce_bytes(size_t count, int P, int r, size_t size) {
-  if (P < 2) return 0;
-  auto len = [&](int i) { return count / P + ((size_t)(((i % P) + P) % P) < count % P ? 1 : 0); };
-  uint64_t n = 0;
-  for (int s = 0; s < P - 1; ++s) n += len(r - s - 1) + len(r - s);
-  return n * size;
-}
-
 }  // namespace
 
 class TestEmbeddingPartition : public QObject {
@@ -165,9 +154,9 @@ class TestEmbeddingPartition : public QObject {
       if (p != me) expected += 2 * (int64_t)(N * Cp * 4);  // embed.a2a + embed.grad_a2a
       if (p == right) {
         expected += (int64_t)((P - 1) * N * 4);                            // embed.ids
-        expected += (int64_t)ring_allreduce_bytes(1, P, me, 8);            // grad.norm.dp
-        expected -= (int64_t)(ring_allreduce_bytes(V * C + T * C, P, me, 4) -  // the bucket without wte
-                              ring_allreduce_bytes(T * C, P, me, 4));
+        expected += (int64_t)test::ring_allreduce_bytes(1, P, me, 8);            // grad.norm.dp
+        expected -= (int64_t)(test::ring_allreduce_bytes(V * C + T * C, P, me, 4) -  // the bucket without wte
+                              test::ring_allreduce_bytes(T * C, P, me, 4));
       }
       const int64_t diff = (int64_t)on.at(p) - (int64_t)off.at(p);
       QVERIFY2(diff == expected, qPrintable(QString("rank %1 -> %2: partition adds %3 bytes, the formula %4")
