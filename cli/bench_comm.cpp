@@ -1,8 +1,9 @@
 // moebench bench comm: collective bandwidth in the style of nccl-tests, through the same
 // Communicator the trainer uses.
-//   mpirun -np 4 moebench bench comm --op alltoall -b 8 -e 64M -f 2 [-n 20 -w 5 -c 1] [--json]
+//   moebench bench comm --ranks 4 --op alltoall -b 8 -e 64M -f 2 [-n 20 -w 5 -c 1] [--json]
 //        [--db FILE]
-// Outside a launcher it runs as a world of 1 rank (MPI singleton init). --db (alltoall and
+// Outside a launcher it starts --ranks ranks (default 4) through mpirun itself, as `moebench run`
+// does (bench_ranks.h); under mpirun / srun it measures the launched world. --db (alltoall and
 // allgather only) stores the busbw curve for MoNTA's cost model (store/comm_rate_record.h); the
 // table also ends with the curve written as cluster keys (*_busbw_bytes / *_busbw_gbs).
 //
@@ -33,6 +34,7 @@
 #include <stdexcept>
 
 #include "bench.h"
+#include "bench_ranks.h"
 #include "moebench/dist/local_communicator.h"
 #include "moebench/dist/mpi_communicator.h"
 #include "moebench/store/comm_rate_record.h"
@@ -47,6 +49,8 @@ struct CommBenchOptions {
   std::string min_bytes = "32M", max_bytes = "32M", step_bytes = "1M";
   int factor = 1, iters = 20, warmup = 5, check = 1;
   std::string backend = "mpi";
+  int ranks = 4;             // started through mpirun outside a launcher
+  bool ranks_given = false;
   std::string db;  // store the curve (alltoall / allgather) in this run database
   bool json = false;
 };
@@ -331,6 +335,7 @@ int bench_comm(const CommBenchOptions& o) {
     LocalCommunicator comm;
     return run_bench(comm, o);
   }
+  if (const std::optional<int> rc = launch_bench_ranks("bench comm", o.ranks, o.ranks_given)) return *rc;
   MpiRuntime mpi;
   auto world = MpiCommunicator::world();
   try {
@@ -361,10 +366,15 @@ void add_bench_comm(CLI::App& bench, Action& action) {
   cmd->add_option("-c,--check", o->check, "Check results (0 or 1)")->check(CLI::Range(0, 1));
   cmd->add_option("--backend", o->backend, "Communicator: mpi, or local (1 rank, no MPI)")
       ->check(CLI::IsMember({"mpi", "local"}));
+  CLI::Option* ranks = cmd->add_option("--ranks", o->ranks,
+                                       "Ranks started through mpirun outside a launcher (default 4; backend mpi)")
+                           ->check(positive());
   cmd->add_flag("--json", o->json, "Print JSON instead of the table");
   cmd->add_option("--db", o->db,
                   "Store the alltoall / allgather curve in this run database (monta level = \"auto\" uses it)");
-  cmd->callback([&action, o] {
+  cmd->callback([&action, o, ranks] {
+    o->ranks_given = ranks->count() > 0;
+    if (o->ranks_given && o->backend == "local") throw CLI::ValidationError("--ranks", "the local backend is 1 rank");
     if (*parse_size(o->min_bytes) > *parse_size(o->max_bytes))
       throw CLI::ValidationError("-b", o->min_bytes + " is larger than -e " + o->max_bytes);
     if (o->factor == 1 && *parse_size(o->step_bytes) == 0)

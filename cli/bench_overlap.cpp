@@ -1,4 +1,6 @@
-// mpirun -np N moebench bench overlap CONFIG [--set key=value]... [-n ITERS] [-w WARMUP]
+// moebench bench overlap CONFIG [--ranks N] [--set key=value]... [-n ITERS] [-w WARMUP]
+// Outside a launcher it starts N ranks (default the config's run.ranks) through mpirun itself, as
+// `moebench run` does (bench_ranks.h); under mpirun -np N / srun it measures the launched world.
 // How much of a MoE block's communication its schedule hides. The config's first MoE block
 // (its hidden size, FFN width, experts and top-k; N = batch / ranks x seq_len tokens per rank,
 // synthetic routing from moe.routing, uniform when learned) runs forward + backward as a task
@@ -26,10 +28,12 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "bench.h"
+#include "bench_ranks.h"
 #include "moebench/config/config_loader.h"
 #include "moebench/config/usage_error.h"
 #include "moebench/dist/mpi_communicator.h"
@@ -48,6 +52,7 @@ struct OverlapOptions {
   std::string config;
   std::vector<std::string> sets;
   int iters = 10, warmup = 2;
+  int ranks = 0;  // 0: the config's run.ranks
 };
 
 struct Case {
@@ -124,7 +129,9 @@ Times run_case(const Case& c, const Config& cfg, Communicator& world, Groups& gr
   options.monta.chunks = std::to_string(c.degree);
   options.fastermoe.smart = c.group >= 0;
   options.fastermoe.group_size = std::max(0, c.group);
-  layer.set_strategy(make_strategy(c.strategy, options), ctx);
+  std::unique_ptr<MoeStrategy> strategy = make_strategy(c.strategy, options);
+  if (strategy->uses_windows()) world.enable_windows();  // collective: every rank runs every case
+  layer.set_strategy(std::move(strategy), ctx);
   const MoeLayerShape shape{N, C, F, E, K, 0.0f, true};
   std::vector<float> out((size_t)N * C), dx((size_t)N * C), drouter((size_t)E * C);
   auto pass = [&] {
@@ -157,6 +164,8 @@ Times run_case(const Case& c, const Config& cfg, Communicator& world, Groups& gr
 }
 
 int bench_overlap(const OverlapOptions& o) {
+  const int ranks = o.ranks > 0 ? o.ranks : load_config(o.config, o.sets).run.ranks;
+  if (const std::optional<int> rc = launch_bench_ranks("bench overlap", ranks, o.ranks > 0)) return *rc;
   MpiRuntime mpi;
   std::unique_ptr<MpiCommunicator> world = MpiCommunicator::world();
   std::vector<std::string> sets = o.sets;
@@ -236,6 +245,8 @@ void add_bench_overlap(CLI::App& bench, Action& action) {
   auto o = std::make_shared<OverlapOptions>();
   cmd->add_option("config", o->config, "TOML config file")->required();
   cmd->add_option("--set", o->sets, "Override a key (repeatable)");
+  cmd->add_option("--ranks", o->ranks, "Ranks started through mpirun outside a launcher (default: run.ranks)")
+      ->check(positive());
   cmd->add_option("-n,--iters", o->iters, "Timed iterations per case")->check(positive());
   cmd->add_option("-w,--warmup", o->warmup, "Untimed iterations per case")->check(CLI::NonNegativeNumber);
   cmd->callback([&action, o] { action = [o] { return bench_overlap(*o); }; });

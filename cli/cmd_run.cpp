@@ -272,6 +272,9 @@ int run_rank(const RunOptions& o) {
       if (size > 1) paced = emulated_world(*emu, *world);
     }
     return train(o, cfg, size > 1 ? (paced ? paced.get() : world.get()) : nullptr, emu.get());
+  } catch (const UsageError& e) {  // found while setting up (e.g. no one-sided windows): every rank
+    report_rank_failure(me, size, 2, e.what());
+    MpiRuntime::abort_job(2);
   } catch (const std::exception& e) {
     report_rank_failure(me, size, 1, e.what());
     MpiRuntime::abort_job(1);

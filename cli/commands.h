@@ -23,6 +23,8 @@ const std::vector<std::string>& program_args();
 // The MPI rank a launcher gave this process (from its environment), or -1 when not launched
 // by one; used before MPI is initialised (e.g. to print config errors on rank 0 only).
 int launcher_rank();
+// The number of ranks that launcher started, or -1 when unknown or not launched.
+int launcher_size();
 
 void add_run_command(CLI::App& app, Action& action);
 void add_ablate_command(CLI::App& app, Action& action);

@@ -21,4 +21,10 @@ int launcher_rank() {
   return -1;
 }
 
+int launcher_size() {
+  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS"})
+    if (const char* v = std::getenv(var)) return std::atoi(v);
+  return -1;
+}
+
 }  // namespace moebench::cli

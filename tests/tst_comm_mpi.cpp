@@ -94,6 +94,8 @@ class TestCommMpi : public QObject {
     rank = comm->rank();
     size = comm->size();
     QVERIFY(size >= 2);
+    comm->enable_windows();  // the window tests below (collective; a second call is a no-op)
+    comm->enable_windows();
   }
   void cleanupTestCase() { comm.reset(); }
 

@@ -194,6 +194,7 @@ class TestDataCentric : public QObject {
   Q_OBJECT
 
  private slots:
+  void initTestCase() { MpiCommunicator::world()->enable_windows(); }  // as the trainer does for data_centric
   void registered() {
     QVERIFY(make_strategy("data_centric")->name() == "data_centric");
     const auto& names = strategy_names();

@@ -93,6 +93,7 @@ class TestLinkEmulator : public QObject {
   void initTestCase() {
     world_ = MpiCommunicator::world();
     QCOMPARE(world_->size(), 4);
+    world_->enable_windows();  // the paced window tests
   }
   void cleanupTestCase() { world_.reset(); }
 

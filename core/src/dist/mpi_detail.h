@@ -24,10 +24,13 @@ void check_peer(const char* what, int peer, int size);
 constexpr size_t kPieceBytes = size_t(1) << 30;
 
 // The process's dynamic RMA window over MPI_COMM_WORLD (a dup), with MPI_Win_lock_all held:
-// opened by the first live MpiRuntime, closed by the last (both collective over the world).
+// opened on demand by open_rma_window() (MpiCommunicator::enable_windows, collective over the
+// world; a no-op once open; std::runtime_error naming the Open MPI settings to try when this MPI
+// cannot create it), closed when the last live MpiRuntime ends (collective too).
 // rma_window() is MPI_WIN_NULL when none is open.
+void rma_runtime_started();
+void rma_runtime_ended();
 void open_rma_window();
-void close_rma_window();
 MPI_Win rma_window();
 // Attaches [base, base + bytes) to it unless an attached buffer holds that range already
 // (reference-counted); returns the attachment to pass to rma_detach.

@@ -160,19 +160,13 @@ MpiRuntime::MpiRuntime(int* argc, char*** argv) {
                              std::to_string(provided) + ", need " +
                              std::to_string(MPI_THREAD_MULTIPLE) + ")");
   }
-  try {
-    detail::open_rma_window();
-  } catch (...) {
-    if (owns_) MPI_Finalize();
-    owns_ = false;
-    throw;
-  }
+  detail::rma_runtime_started();
 }
 
 MpiRuntime::~MpiRuntime() {
   int fin = 0;
   MPI_Finalized(&fin);
-  if (!fin) detail::close_rma_window();
+  if (!fin) detail::rma_runtime_ended();
   if (!owns_) return;
   if (!fin) MPI_Finalize();
 }

@@ -35,33 +35,59 @@ RmaWindow& rma() {
   static RmaWindow w;
   return w;
 }
+
+// What a failed MPI_Win_create_dynamic means, and what to try (docs/limits.md, "MPI one-sided
+// windows"). Open MPI 4.1's osc/rdma needs a transport that reads other processes' memory:
+// between processes of one machine that is vader's single-copy mechanism (CMA, XPMEM or KNEM),
+// which containers and VMs often forbid, and a singleton (no mpirun) has none at all. osc/ucx
+// serves the same windows over UCX (checked here: `mpirun --mca btl_vader_single_copy_mechanism
+// none` reproduces the failure and `--mca osc ucx` cures it).
+std::string one_sided_unavailable(int rc) {
+  char text[MPI_MAX_ERROR_STRING] = {0};
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  return std::string("MPI one-sided windows are not available (MPI_Win_create_dynamic failed: ") + text +
+         "). Open MPI's osc/rdma component cannot serve them on this transport (no single-copy "
+         "mechanism between local processes, or a process started without mpirun). Try Open MPI's UCX "
+         "component: mpirun --mca osc ucx (or export OMPI_MCA_osc=ucx); see docs/limits.md";
+}
 }  // namespace
+
+void rma_runtime_started() {
+  RmaWindow& w = rma();
+  std::lock_guard lock(w.mu);
+  ++w.users;
+}
+
+void rma_runtime_ended() {
+  RmaWindow& w = rma();
+  std::lock_guard lock(w.mu);
+  if (w.users == 0 || --w.users > 0 || w.win == MPI_WIN_NULL) return;
+  MPI_Win_unlock_all(w.win);
+  MPI_Win_free(&w.win);
+  MPI_Comm_free(&w.comm);
+}
 
 void open_rma_window() {
   RmaWindow& w = rma();
   std::lock_guard lock(w.mu);
-  if (w.users++ > 0) return;
+  if (w.win != MPI_WIN_NULL) return;
+  if (w.users == 0) throw std::logic_error("enable_windows: no MpiRuntime is alive (it owns the RMA window)");
   try {
     mpi_check(MPI_Comm_dup(MPI_COMM_WORLD, &w.comm), "MPI_Comm_dup");
     mpi_check(MPI_Comm_set_errhandler(w.comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
-    mpi_check(MPI_Win_create_dynamic(MPI_INFO_NULL, w.comm, &w.win), "MPI_Win_create_dynamic");
+    const int rc = MPI_Win_create_dynamic(MPI_INFO_NULL, w.comm, &w.win);
+    if (rc != MPI_SUCCESS) {
+      w.win = MPI_WIN_NULL;
+      throw std::runtime_error(one_sided_unavailable(rc));
+    }
     mpi_check(MPI_Win_set_errhandler(w.win, MPI_ERRORS_RETURN), "MPI_Win_set_errhandler");
     mpi_check(MPI_Win_lock_all(MPI_MODE_NOCHECK, w.win), "MPI_Win_lock_all");
   } catch (...) {
     if (w.win != MPI_WIN_NULL) MPI_Win_free(&w.win);
     if (w.comm != MPI_COMM_NULL) MPI_Comm_free(&w.comm);
-    w.users = 0;
     throw;
   }
-}
-
-void close_rma_window() {
-  RmaWindow& w = rma();
-  std::lock_guard lock(w.mu);
-  if (w.users == 0 || --w.users > 0) return;
-  MPI_Win_unlock_all(w.win);
-  MPI_Win_free(&w.win);
-  MPI_Comm_free(&w.comm);
 }
 
 // MPI forbids attaching overlapping memory, and several windows may cover the same buffer (a
@@ -110,7 +136,8 @@ class MpiCommunicator::MpiWin final : public Window {
   MpiWin(MpiCommunicator* owner, void* base, size_t count, DType type)
       : owner_(owner), type_(type), count_(count), win_(detail::rma_window()) {
     if (!base && count) throw std::invalid_argument("create_window: null base with a non-zero count");
-    if (win_ == MPI_WIN_NULL) throw std::logic_error("create_window: no MpiRuntime is alive (it owns the RMA window)");
+    if (win_ == MPI_WIN_NULL)
+      throw std::logic_error("create_window: one-sided windows are not enabled (enable_windows() on the world, first)");
     for (int r = 0; r < owner->size_; ++r) targets_.push_back(owner->world_rank(r));
     mpi_check(MPI_Comm_dup(owner->comm_, &comm_), "MPI_Comm_dup");
     try {
@@ -287,6 +314,12 @@ class MpiCommunicator::MpiSharedWin final : public SharedWindow {
   std::vector<void*> segs_;
   std::vector<size_t> sizes_;
 };
+
+void MpiCommunicator::enable_windows() {
+  if (size_ != MpiRuntime::world_size())
+    throw std::logic_error("enable_windows is collective over MPI_COMM_WORLD: call it on the world communicator");
+  detail::open_rma_window();
+}
 
 std::unique_ptr<Window> MpiCommunicator::create_window(void* base, size_t count, DType type) {
   return std::make_unique<MpiWin>(this, base, count, type);

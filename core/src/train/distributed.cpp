@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "moebench/train/topo_gate_setup.h"
+#include "moebench/config/usage_error.h"
 #include "moebench/perf/cluster_model.h"
 #include "moebench/strategies/janus.h"
 #include "moebench/strategies/registry.h"
@@ -81,6 +82,21 @@ std::string Distributed::describe() const {
   return std::to_string(world_.size()) + " ranks, " + topology_.describe() + "; " + groups_->describe();
 }
 
+// `names` holds every block of the model (not only this pipeline stage's), the same on every
+// rank, so every rank makes the same world-collective call or none.
+void Distributed::enable_windows_if_pulled(const std::map<int, std::string>& names, const StrategyConfig& options) {
+  for (const auto& [block, name] : names) {
+    if (!make_strategy(name, options)->uses_windows()) continue;
+    try {
+      world_.enable_windows();
+    } catch (const std::runtime_error& e) {
+      throw UsageError("MoE block " + std::to_string(block) + " runs " + name +
+                       ", which needs one-sided windows: " + e.what());
+    }
+    return;
+  }
+}
+
 void Distributed::attach(MoeGpt& model, const Config& cfg) {
   const std::map<int, std::string> names = block_strategies(cfg, topology_.nodes(), topology_.devices_per_node());
   // The cluster the strategies' cost models choose on (monta "auto", fastermoe's shadowing and
@@ -90,6 +106,7 @@ void Distributed::attach(MoeGpt& model, const Config& cfg) {
   // of the two device rates).
   cluster_ = std::make_unique<ClusterModel>(cfg.emulate.cluster.empty() ? cluster_model(cfg)
                                                                         : emulated_run_cluster(cfg, cluster_model(cfg)));
+  enable_windows_if_pulled(names, cfg.strategy);
   ParallelContext& p = parallel_;
   p.strategy_for = [names, options = cfg.strategy](int block) { return make_strategy(names.at(block), options); };
   p.ep = &groups_->ep();

@@ -107,6 +107,11 @@ class Communicator {
   // A communicator over the same ranks with its own message space (for another thread).
   virtual std::unique_ptr<Communicator> dup() = 0;
 
+  // Makes create_window() usable on this communicator and on every communicator split or
+  // duplicated from it. Collective: call it on the world communicator, on every rank, before the
+  // first create_window (the MPI backend opens its one-sided window here, and says which MPI
+  // settings to try when this MPI cannot; a no-op for backends that need nothing). Idempotent.
+  virtual void enable_windows() {}
   // One-sided windows over `count` elements of caller memory at `base` (collective).
   virtual std::unique_ptr<Window> create_window(void* base, size_t count, DType type) = 0;
   // Node-shared memory: each rank contributes `bytes` (collective over the node's ranks).

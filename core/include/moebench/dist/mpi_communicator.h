@@ -2,8 +2,8 @@
 // MpiRuntime and MpiCommunicator: the OpenMPI backend (MPI_THREAD_MULTIPLE).
 //
 // MpiRuntime (RAII) initialises MPI when nobody has yet and finalises it when it did; every
-// MpiCommunicator / window must be destroyed before it. Its constructor and destructor are
-// collective over MPI_COMM_WORLD (they create and free the process's RMA window, see Windows).
+// MpiCommunicator / window must be destroyed before it. Its destructor is collective over
+// MPI_COMM_WORLD when the process's RMA window is open (it frees it, see Windows).
 //
 // MpiCommunicator wraps one MPI communicator with MPI_ERRORS_RETURN: every MPI failure becomes
 // a std::runtime_error "<MPI call> failed: <MPI_Error_string>". Construction, split(), dup(),
@@ -48,7 +48,9 @@
 // Sub-communicators and dups inherit the traffic meter pointer.
 //
 // Windows: one dynamic RMA window over MPI_COMM_WORLD per process (MPI_Win_create_dynamic, made
-// by MpiRuntime's constructor and freed by its destructor, passive target with
+// by the world communicator's enable_windows() -- only a process that uses windows opens one, so
+// a run whose MPI cannot serve one-sided windows still runs every strategy that does not pull --
+// and freed by the last MpiRuntime's destructor; passive target with
 // MPI_Win_lock_all(MPI_MODE_NOCHECK) in between). create_window() attaches the caller's memory
 // to it (MPI_Win_attach) and gathers every member's address and size over a dup of this
 // communicator (so a window may be used from another thread than the communicator); targets
@@ -62,7 +64,8 @@
 // src may be reused, only after flush(target), flush_all() or barrier() (flushes cover every
 // window of the process: correct, if sometimes longer). barrier(): flush_all + MPI_Win_sync +
 // MPI_Barrier (this group) + MPI_Win_sync. The destructor flushes and barriers over the group
-// before detaching. A window needs a live MpiRuntime (create_window throws without one).
+// before detaching. A window needs enable_windows() first (create_window throws std::logic_error
+// without it).
 // Shared windows: MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) + MPI_Win_allocate_shared; every
 // segment starts zeroed; sync() = MPI_Win_sync + barrier on the node communicator + MPI_Win_sync.
 #include <mpi.h>
@@ -83,7 +86,7 @@ class MpiRuntime {
   // provided thread level (fresh or pre-existing) is lower.
   MpiRuntime(int* argc, char*** argv);
   MpiRuntime() : MpiRuntime(nullptr, nullptr) {}
-  ~MpiRuntime();  // frees the RMA window; MPI_Finalize when this object initialised MPI
+  ~MpiRuntime();  // frees the RMA window if open; MPI_Finalize when this object initialised MPI
   MpiRuntime(const MpiRuntime&) = delete;
   MpiRuntime& operator=(const MpiRuntime&) = delete;
 
@@ -146,6 +149,7 @@ class MpiCommunicator : public Communicator {
   std::unique_ptr<Communicator> split(int color, int key) override;
   std::unique_ptr<Communicator> dup() override;
 
+  void enable_windows() override;
   std::unique_ptr<Window> create_window(void* base, size_t count, DType type) override;
   std::unique_ptr<SharedWindow> create_shared_window(size_t bytes) override;
 

@@ -170,6 +170,11 @@ class MoeStrategy {
   // (monta: a reduce-scatter before its dropped return trip), so the block's output and input
   // gradient leave it whole (no moe.allreduce) although ctx.experts_sliced.
   virtual bool sums_slices(const MoeContext& ctx) const { (void)ctx; return false; }
+  // Whether the strategy reads or writes other ranks' memory through one-sided windows
+  // (Communicator::create_window): the trainer then enables windows on the world before any
+  // block is set up (data_centric pulls experts; a process whose strategies pull nothing never
+  // needs the MPI one-sided component).
+  virtual bool uses_windows() const { return false; }
   // The handle of one pass of the block from the EP group's counts (pure: no communication,
   // except collective setup the first time when ctx.ep is set).
   virtual std::unique_ptr<MoeHandle> layout(const ExchangeCounts& counts, MoeContext& ctx) = 0;

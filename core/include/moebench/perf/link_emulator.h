@@ -137,6 +137,7 @@ class EmulatedCommunicator final : public Communicator {
   std::unique_ptr<Communicator> split(int color, int key) override;
   std::unique_ptr<Communicator> dup() override;
 
+  void enable_windows() override { inner_->enable_windows(); }
   std::unique_ptr<Window> create_window(void* base, size_t count, DType type) override;
   std::unique_ptr<SharedWindow> create_shared_window(size_t bytes) override;
 

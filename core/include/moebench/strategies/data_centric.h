@@ -134,6 +134,7 @@ class DataCentric : public MoeStrategy {
   // Tokens stay: only this rank's counts matter (hierarchical: the node's, gathered by layout
   // on the node communicator; see the header comment).
   bool exchanges_counts() const override { return false; }
+  bool uses_windows() const override { return true; }
   std::unique_ptr<MoeHandle> layout(const ExchangeCounts& counts, MoeContext& ctx) override;
   std::vector<TaskId> build(TaskGraph& g, MoeHandle& handle, MoePass pass, const std::vector<TaskId>& after,
                             const MoeBuffers* buffers, MoeContext& ctx) override;

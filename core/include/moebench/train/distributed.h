@@ -19,6 +19,7 @@
 //     counted once), loss averaging, and checkpoints that always hold the whole model (rank 0
 //     gathers the tensor-parallel slices and the other EP ranks' experts), so a run resumes on
 //     any layout.
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -99,6 +100,9 @@ class Distributed {
   void save(const std::string& dir, MoeGpt& model, const AdamW& opt, long step, const std::string& config_json);
 
  private:
+  // Enables one-sided windows on the world when a block's strategy uses them (collective);
+  // UsageError naming the block, its strategy and the MPI settings to try when MPI cannot.
+  void enable_windows_if_pulled(const std::map<int, std::string>& names, const StrategyConfig& options);
   // The main thread's blocking collectives of a step, each a host comm span `name` of `layer`
   // with the ring's bytes (the step graph's tasks of that name); nothing for a group of one.
   void host_all_reduce(const char* name, Communicator& group, void* data, size_t count, DType type, int layer = -1);

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# The device check: every GPU suite and the NCCL communicator on a GPU machine that has CUDA 13
+# but none of moebench's Debian libraries (no Open MPI either).
+#
+#   here:  scripts/gpu-check.sh pack   builds build/release (CUDA + NCCL) and writes .gpu/bundle.tar.xz:
+#                                      ../shared/tools/gpu-bundle's CLI, GPU suites and libraries,
+#                                      plus Open MPI's launcher (orterun), its plugins, their
+#                                      libraries and help files, relocated through OPAL_* variables
+#   there: scripts/gpu-check.sh run    unpacks it to /tmp/mb and runs, logging to $OUT (or /tmp/mb/out):
+#            nvidia-smi; tst_kernel_launch, tst_kernels_dense, tst_kernels_moe, tst_kernels_moe_block;
+#            mpirun -np 2 tst_comm_nccl (2 ranks share the GPU: dist/device_sharing.h);
+#            mpirun -np 4 tst_comm_mpi as Open MPI chooses and with --mca osc ucx;
+#            moebench bench moe-layer --device cuda (GPU against CPU)
+# With the device tool: carry .gpu, command `bash scripts/gpu-check.sh run`. Prints a summary
+# table last; exit 0 only when every step passed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+mode=${1:-}
+
+pack() {
+  set -e
+  scripts/build.sh release
+  mkdir -p .gpu
+  grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >>.git/info/exclude
+  local s
+  s=$(mktemp -d)
+  ../shared/tools/gpu-bundle build/release "$s/base.tar.xz" tests/tst_comm_mpi >/dev/null
+  mkdir -p "$s/b" && tar -C "$s/b" -xJf "$s/base.tar.xz"
+  # Open MPI's launcher and what it loads at run time (Debian 12 paths; ompi_info --path all).
+  cp -L /usr/bin/orterun "$s/b/bin/"
+  mkdir -p "$s/b/ompi/lib" "$s/b/ompi/share" "$s/b/ompi/etc" "$s/b/pmix"
+  cp -a /usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3 "$s/b/ompi/lib/"
+  cp -a /usr/share/openmpi "$s/b/ompi/share/"
+  cp -a /etc/openmpi/. "$s/b/ompi/etc/"
+  [ -d /usr/lib/x86_64-linux-gnu/pmix2/lib/pmix ] && cp -a /usr/lib/x86_64-linux-gnu/pmix2/lib/pmix "$s/b/pmix/lib"
+  [ -d /usr/share/pmix ] && cp -a /usr/share/pmix "$s/b/pmix/share"
+  rm -rf "$s/b/openmpi"  # gpu-bundle's copy of the plugins: ompi/lib/openmpi3 replaces it
+  local skip='linux-vdso|ld-linux|/libc\.so|/libm\.so|/libpthread|/libdl\.so|/librt\.so|libcuda\.so|libcudart|libcublas|libnccl|libstdc\+\+|libgcc_s'
+  { ldd "$s/b/bin/orterun"; find "$s/b/ompi/lib" "$s/b/pmix" -name '*.so' -exec ldd {} \; 2>/dev/null; } |
+    awk '/=> \//{print $3}' | sort -u | grep -Ev "$skip" | while read -r l; do
+      [ -e "$s/b/lib/$(basename "$l")" ] || cp -L "$l" "$s/b/lib/"
+    done
+  tar -C "$s/b" -cJf .gpu/bundle.tar.xz .
+  rm -rf "$s"
+  ls -la .gpu/bundle.tar.xz
+}
+
+run() {
+  local D=/tmp/mb O=${OUT:-/tmp/mb/out}
+  rm -rf "$D" && mkdir -p "$D" "$O"
+  tar -C "$D" -xJf .gpu/bundle.tar.xz || { echo "gpu-check: no .gpu/bundle.tar.xz (carry .gpu)"; exit 2; }
+  local cublas nccl
+  cublas=$(dirname "$(find / -xdev -name 'libcublas.so.13' 2>/dev/null | head -1)")
+  nccl=$(dirname "$(find / -xdev -name 'libnccl.so.2' 2>/dev/null | head -1)")
+  export LD_LIBRARY_PATH="$D/lib:$cublas:$nccl:${LD_LIBRARY_PATH:-}" PATH="$D/bin:$PATH"
+  export OPAL_PREFIX="$D" OPAL_BINDIR="$D/bin" OPAL_LIBDIR="$D/lib" OPAL_PKGLIBDIR="$D/ompi/lib/openmpi3"
+  export OPAL_DATADIR="$D/ompi/share" OPAL_PKGDATADIR="$D/ompi/share/openmpi" OPAL_SYSCONFDIR="$D/ompi/etc"
+  export PMIX_MCA_mca_base_component_path="$D/pmix/lib" PMIX_INSTALL_PREFIX="$D/pmix"
+  export OMPI_MCA_mca_base_component_path="$D/ompi/lib/openmpi3"
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+  local results=() rc_all=0
+  step() {  # step NAME SECONDS COMMAND...
+    local name=$1 limit=$2 rc
+    shift 2
+    echo "=== $name: $*" | tee -a "$O/gpu-check.log"
+    timeout "$limit" "$@" >"$O/$name.log" 2>&1
+    rc=$?
+    tail -n 25 "$O/$name.log"
+    results+=("$(printf '%-22s rc=%-3s %s' "$name" "$rc" "$(grep -E 'Totals:|passed|PASS|FAIL' "$O/$name.log" | tail -1)")")
+    [ "$rc" -eq 0 ] || rc_all=1
+  }
+  step nvidia-smi 30 nvidia-smi
+  for t in tst_kernel_launch tst_kernels_dense tst_kernels_moe tst_kernels_moe_block; do
+    step "$t" 300 "$D/bin/$t"
+  done
+  step tst_comm_nccl 240 orterun --bind-to none -np 2 "$D/bin/tst_comm_nccl"
+  # One-sided windows on this machine's transport, as Open MPI picks it and with osc/ucx
+  # (what moebench's message recommends when osc/rdma cannot serve them; docs/limits.md).
+  step tst_comm_mpi 240 orterun --bind-to none -np 4 "$D/bin/tst_comm_mpi"
+  step tst_comm_mpi_ucx 240 orterun --bind-to none --mca osc ucx -np 4 "$D/bin/tst_comm_mpi"
+  step bench_moe_layer 240 moebench bench moe-layer --device cuda
+  printf '%s\n' "--- summary" "${results[@]}" | tee -a "$O/gpu-check.log"
+  return $rc_all
+}
+
+case "$mode" in
+  pack) pack ;;
+  run) run ;;
+  *) echo "usage: scripts/gpu-check.sh pack | run" >&2; exit 2 ;;
+esac
