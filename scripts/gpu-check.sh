@@ -78,6 +78,7 @@ run() {
   # (what moebench's message recommends when osc/rdma cannot serve them; docs/limits.md).
   step tst_comm_mpi 240 orterun --bind-to none -np 4 "$D/bin/tst_comm_mpi"
   step tst_comm_mpi_ucx 240 orterun --bind-to none --mca osc ucx -np 4 "$D/bin/tst_comm_mpi"
+  step tst_comm_mpi_ucx_sysv 240 orterun --bind-to none --mca osc ucx -x UCX_TLS=self,sysv,tcp -np 4 "$D/bin/tst_comm_mpi"
   step bench_moe_layer 240 moebench bench moe-layer --device cuda
   printf '%s\n' "--- summary" "${results[@]}" | tee -a "$O/gpu-check.log"
   return $rc_all
