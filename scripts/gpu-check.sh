@@ -9,8 +9,9 @@
 #   there: scripts/gpu-check.sh run    unpacks it to /tmp/mb and runs, logging to $OUT (or /tmp/mb/out):
 #            nvidia-smi; tst_kernel_launch, tst_kernels_dense, tst_kernels_moe, tst_kernels_moe_block;
 #            mpirun -np 2 tst_comm_nccl (2 ranks share the GPU: dist/device_sharing.h);
-#            mpirun -np 4 tst_comm_mpi as Open MPI chooses and with --mca osc ucx;
-#            moebench bench moe-layer --device cuda (GPU against CPU)
+#            mpirun -np 4 tst_comm_mpi as Open MPI chooses and with --mca osc sm,ucx;
+#            moebench run (2 ranks: expert_centric; data_centric as Open MPI picks its one-sided
+#            component and with osc sm,ucx); bench comm --ranks 2; bench moe-layer --device cuda
 # With the device tool: carry .gpu, command `bash scripts/gpu-check.sh run`. Prints a summary
 # table last; exit 0 only when every step passed.
 set -uo pipefail
@@ -21,13 +22,17 @@ pack() {
   set -e
   scripts/build.sh release
   mkdir -p .gpu
-  grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >>.git/info/exclude
+  local exclude
+  exclude=$(git rev-parse --git-path info/exclude)
+  mkdir -p "$(dirname "$exclude")"
+  grep -qx '/.gpu/' "$exclude" 2>/dev/null || echo '/.gpu/' >>"$exclude"
   local s
   s=$(mktemp -d)
   ../shared/tools/gpu-bundle build/release "$s/base.tar.xz" tests/tst_comm_mpi >/dev/null
   mkdir -p "$s/b" && tar -C "$s/b" -xJf "$s/base.tar.xz"
   # Open MPI's launcher and what it loads at run time (Debian 12 paths; ompi_info --path all).
   cp -L /usr/bin/orterun "$s/b/bin/"
+  ln -s orterun "$s/b/bin/mpirun"  # what `moebench run` starts
   mkdir -p "$s/b/ompi/lib" "$s/b/ompi/share" "$s/b/ompi/etc" "$s/b/pmix"
   cp -a /usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3 "$s/b/ompi/lib/"
   cp -a /usr/share/openmpi "$s/b/ompi/share/"
@@ -49,10 +54,11 @@ run() {
   local D=/tmp/mb O=${OUT:-/tmp/mb/out}
   rm -rf "$D" && mkdir -p "$D" "$O"
   tar -C "$D" -xJf .gpu/bundle.tar.xz || { echo "gpu-check: no .gpu/bundle.tar.xz (carry .gpu)"; exit 2; }
-  local cublas nccl
-  cublas=$(dirname "$(find / -xdev -name 'libcublas.so.13' 2>/dev/null | head -1)")
-  nccl=$(dirname "$(find / -xdev -name 'libnccl.so.2' 2>/dev/null | head -1)")
-  export LD_LIBRARY_PATH="$D/lib:$cublas:$nccl:${LD_LIBRARY_PATH:-}" PATH="$D/bin:$PATH"
+  local cuda_dirs="" l
+  for l in libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libnccl.so.2; do
+    cuda_dirs+="$(dirname "$(find / -xdev -name "$l" -not -path '*/.debug/*' 2>/dev/null | head -1)"):"
+  done
+  export LD_LIBRARY_PATH="$D/lib:$cuda_dirs${LD_LIBRARY_PATH:-}" PATH="$D/bin:$PATH"
   export OPAL_PREFIX="$D" OPAL_BINDIR="$D/bin" OPAL_LIBDIR="$D/lib" OPAL_PKGLIBDIR="$D/ompi/lib/openmpi3"
   export OPAL_DATADIR="$D/ompi/share" OPAL_PKGDATADIR="$D/ompi/share/openmpi" OPAL_SYSCONFDIR="$D/ompi/etc"
   export PMIX_MCA_mca_base_component_path="$D/pmix/lib" PMIX_INSTALL_PREFIX="$D/pmix"
@@ -77,8 +83,17 @@ run() {
   # One-sided windows on this machine's transport, as Open MPI picks it and with osc/ucx
   # (what moebench's message recommends when osc/rdma cannot serve them; docs/limits.md).
   step tst_comm_mpi 240 orterun --bind-to none -np 4 "$D/bin/tst_comm_mpi"
-  step tst_comm_mpi_ucx 240 orterun --bind-to none --mca osc ucx -np 4 "$D/bin/tst_comm_mpi"
-  step tst_comm_mpi_ucx_sysv 240 orterun --bind-to none --mca osc ucx -x UCX_TLS=self,sysv,tcp -np 4 "$D/bin/tst_comm_mpi"
+  step tst_comm_mpi_ucx 240 orterun --bind-to none --mca osc sm,ucx -np 4 "$D/bin/tst_comm_mpi"
+  step tst_comm_mpi_ucx_sysv 240 orterun --bind-to none --mca osc sm,ucx -x UCX_TLS=self,sysv,tcp -np 4 "$D/bin/tst_comm_mpi"
+  # Whole runs on this machine's MPI: a strategy that needs no window, and one that pulls (as
+  # Open MPI picks its one-sided component, then with the setting moebench's message names).
+  local tiny=(run tests/data/tiny.toml --ranks 2 --set cluster.nodes=1 --set cluster.devices_per_node=0
+              --set train.steps=4 --set train.eval_every=0 --set store.enabled=false)
+  step run_expert_centric 120 moebench "${tiny[@]}" --out "$D/runs/ec"
+  step run_data_centric 120 moebench "${tiny[@]}" --set strategy.name=data_centric --out "$D/runs/dc"
+  step run_data_centric_ucx 120 env OMPI_MCA_osc=sm,ucx UCX_TLS=self,sysv,tcp \
+    moebench "${tiny[@]}" --set strategy.name=data_centric --out "$D/runs/dcu"
+  step bench_comm 120 moebench bench comm --ranks 2 --op alltoall -b 1K -e 16M -f 4 -n 5 -w 2
   step bench_moe_layer 240 moebench bench moe-layer --device cuda
   printf '%s\n' "--- summary" "${results[@]}" | tee -a "$O/gpu-check.log"
   return $rc_all

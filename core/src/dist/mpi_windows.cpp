@@ -40,10 +40,10 @@ RmaWindow& rma() {
 // windows"). Open MPI 4.1's osc/rdma needs a transport that reads other processes' memory:
 // between processes of one machine that is vader's single-copy mechanism (CMA, XPMEM or KNEM),
 // which containers and VMs often forbid, and a singleton (no mpirun) has none at all. osc/ucx
-// serves the same windows over UCX (checked on Debian 12's Open MPI 4.1.4: `mpirun --mca
-// btl_vader_single_copy_mechanism none` reproduces the failure, and `--mca osc ucx` with
-// UCX_TLS=self,sysv,tcp trains data_centric to the same losses; UCX's POSIX shared memory
-// crashed in that sandbox: tst_one_sided_windows).
+// serves the same windows over UCX, and osc/sm the node-shared ones (checked on Debian 12's Open
+// MPI 4.1.4: `mpirun --mca btl_vader_single_copy_mechanism none` reproduces the failure, and
+// `--mca osc sm,ucx` with UCX_TLS=self,sysv,tcp trains data_centric to the same losses; UCX's
+// POSIX shared memory crashed in that sandbox: tst_one_sided_windows).
 std::string one_sided_unavailable(int rc) {
   char text[MPI_MAX_ERROR_STRING] = {0};
   int len = 0;
@@ -51,7 +51,7 @@ std::string one_sided_unavailable(int rc) {
   return std::string("MPI one-sided windows are not available (MPI_Win_create_dynamic failed: ") + text +
          "). Open MPI's osc/rdma component cannot serve them on this transport (no single-copy "
          "mechanism between local processes, or a process started without mpirun). Try Open MPI's UCX "
-         "component: export OMPI_MCA_osc=ucx (mpirun --mca osc ucx), and where UCX's POSIX shared memory "
+         "component: export OMPI_MCA_osc=sm,ucx (mpirun --mca osc sm,ucx), and where UCX's POSIX shared memory "
          "fails too, UCX_TLS=self,sysv,tcp; see docs/limits.md";
 }
 }  // namespace
