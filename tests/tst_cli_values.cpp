@@ -115,9 +115,12 @@ class TestCliValues : public QObject {
       err += QString::fromUtf8(run.readAllStandardError());
     }
     bool recorded = false;
-    while (!recorded && waited.elapsed() < 120000 && QFile::exists(db)) {
-      moebench::RunStore store(db.toStdString(), moebench::RunStore::Mode::read_only);
-      recorded = store.list_runs().size() == 1;
+    while (!recorded && waited.elapsed() < 120000 && run.state() != QProcess::NotRunning) {
+      try {  // rank 0 may be creating the store right now
+        moebench::RunStore store(db.toStdString(), moebench::RunStore::Mode::read_only);
+        recorded = store.list_runs().size() == 1;
+      } catch (const std::exception&) {
+      }
       if (!recorded) QThread::msleep(200);
     }
     run.terminate();  // Ctrl-C: the ranks are still in their first paced message
