@@ -70,7 +70,7 @@ CLI::Validator whole_number(long long lo, long long hi) {
         }
         return "must be " + range + ", got " + shown(s);
       },
-      "INT " + std::to_string(lo) + ".." + std::to_string(hi));
+      std::to_string(lo) + ".." + std::to_string(hi));  // help: "INT:1..2147483647"
 }
 
 namespace {
@@ -86,7 +86,8 @@ CLI::Validator number_check(double lo, bool lo_open, double hi) {
         if (number && (lo_open ? v > lo : v >= lo) && v <= hi) return {};
         return "must be " + range + ", got " + shown(s);
       },
-      lo_open ? "NUMBER > " + number_text(lo) : "NUMBER " + number_text(lo) + ".." + number_text(hi));
+      // help: "FLOAT:(0, 1e+08]", "FLOAT:[0, 1]"
+      (lo_open ? "(" : "[") + number_text(lo) + ", " + number_text(hi) + "]");
 }
 
 }  // namespace
