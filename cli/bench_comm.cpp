@@ -360,10 +360,10 @@ void add_bench_comm(CLI::App& bench, Action& action) {
   cmd->add_option("-b,--minbytes", o->min_bytes, "Smallest size (bytes; K/M/G suffixes)")->check(byte_size());
   cmd->add_option("-e,--maxbytes", o->max_bytes, "Largest size (bytes; K/M/G suffixes)")->check(byte_size());
   cmd->add_option("-i,--stepbytes", o->step_bytes, "Size increment when -f is 1")->check(byte_size());
-  cmd->add_option("-f,--stepfactor", o->factor, "Size multiplication factor")->check(positive());
-  cmd->add_option("-n,--iters", o->iters, "Timed iterations")->check(positive());
-  cmd->add_option("-w,--warmup_iters", o->warmup, "Untimed warm-up iterations")->check(non_negative());
-  cmd->add_option("-c,--check", o->check, "Check results (0 or 1)")->check(CLI::Range(0, 1));
+  cmd->add_option("-f,--stepfactor", o->factor, "Size multiplication factor")->transform(positive());
+  cmd->add_option("-n,--iters", o->iters, "Timed iterations")->transform(positive());
+  cmd->add_option("-w,--warmup_iters", o->warmup, "Untimed warm-up iterations")->transform(non_negative());
+  cmd->add_option("-c,--check", o->check, "Check results (0 or 1)")->transform(whole_number(0, 1));
   cmd->add_option("--backend", o->backend, "Communicator: mpi, or local (1 rank, no MPI)")
       ->check(CLI::IsMember({"mpi", "local"}));
   CLI::Option* ranks = cmd->add_option("--ranks", o->ranks,

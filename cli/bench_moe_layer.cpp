@@ -115,13 +115,13 @@ int bench_moe_layer_on(const MoeBenchOptions& o) {
 void add_bench_moe_layer(CLI::App& bench, Action& action) {
   auto* cmd = bench.add_subcommand("moe-layer", "One MoE block forward+backward on CPU or one GPU");
   auto o = std::make_shared<MoeBenchOptions>();
-  cmd->add_option("--tokens", o->tokens, "Tokens T")->check(positive());
-  cmd->add_option("--hidden", o->hidden, "Hidden size H")->check(positive());
-  cmd->add_option("--ffn-mult", o->ffn_mult, "Expert FFN width multiplier A")->check(positive());
-  cmd->add_option("--experts", o->experts, "Experts E")->check(positive());
-  cmd->add_option("--top-k", o->top_k, "Experts per token K")->check(positive());
-  cmd->add_option("--threads", o->threads, "Threads (0 = all cores)")->check(non_negative());
-  cmd->add_option("--iters", o->iters, "Timed iterations")->check(positive());
+  cmd->add_option("--tokens", o->tokens, "Tokens T")->transform(positive());
+  cmd->add_option("--hidden", o->hidden, "Hidden size H")->transform(positive());
+  cmd->add_option("--ffn-mult", o->ffn_mult, "Expert FFN width multiplier A")->transform(positive());
+  cmd->add_option("--experts", o->experts, "Experts E")->transform(positive());
+  cmd->add_option("--top-k", o->top_k, "Experts per token K")->transform(positive());
+  cmd->add_option("--threads", o->threads, "Threads (0 = all cores)")->transform(non_negative());
+  cmd->add_option("--iters", o->iters, "Timed iterations")->transform(positive());
   cmd->add_flag("--json", o->json, "Print JSON");
   cmd->add_option("--device", o->device, "cpu (MoeLayer, fp32) or cuda (cuda::MoeBlock on the current GPU)")
       ->check(CLI::IsMember({"cpu", "cuda"}));

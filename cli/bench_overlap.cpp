@@ -246,9 +246,9 @@ void add_bench_overlap(CLI::App& bench, Action& action) {
   cmd->add_option("config", o->config, "TOML config file")->required();
   cmd->add_option("--set", o->sets, "Override a key (repeatable)");
   cmd->add_option("--ranks", o->ranks, "Ranks started through mpirun outside a launcher (default: run.ranks)")
-      ->check(positive());
-  cmd->add_option("-n,--iters", o->iters, "Timed iterations per case")->check(positive());
-  cmd->add_option("-w,--warmup", o->warmup, "Untimed iterations per case")->check(CLI::NonNegativeNumber);
+      ->transform(positive());
+  cmd->add_option("-n,--iters", o->iters, "Timed iterations per case")->transform(positive());
+  cmd->add_option("-w,--warmup", o->warmup, "Untimed iterations per case")->transform(non_negative());
   cmd->callback([&action, o] { action = [o] { return bench_overlap(*o); }; });
 }
 

@@ -250,7 +250,7 @@ void add_bench_predictor(CLI::App& bench, Action& action) {
   cmd->add_option("--host", o->host,
                   "This machine's cluster file (default sample_configs/clusters/local.toml, from calibrate)");
   cmd->add_option("--time-scale", o->time_scale, "emulate.time_scale of every run (default 300)");
-  cmd->add_option("--steps", o->steps, "Steps each run trains (the first 2 are warm-up)")->check(CLI::Range(4, 1000));
+  cmd->add_option("--steps", o->steps, "Steps each run trains (the first 2 are warm-up)")->transform(whole_number(4, 1000));
   cmd->add_option("--db", o->db, "Keep the runs in this store (default: a temporary one)");
   cmd->add_flag("--calibrate", o->calibrate,
                 "Calibrate this machine first and predict with that file (kept as DB.host.toml with --db)");

@@ -29,10 +29,11 @@ double timed_run(const Config& cfg, Communicator* world, bool record, const std:
   std::unique_ptr<RunRecorder> recorder;
   if (record) {
     trainer.set_recording(true, cfg.store.spans_every);
-    if (trainer.is_main())
-      recorder = std::make_unique<RunRecorder>(cfg, trainer.topology_description(),
-                                               trainer.distributed() ? &trainer.distributed()->topology() : nullptr,
-                                               world ? world->size() : 1);
+    if (trainer.is_main()) {
+      recorder = std::make_unique<RunRecorder>(cfg, world ? world->size() : 1);
+      recorder->on_setup(trainer.topology_description(),
+                         trainer.distributed() ? &trainer.distributed()->topology() : nullptr);
+    }
   }
   std::vector<double> ms;
   TrainCallbacks cb;
@@ -86,8 +87,8 @@ void add_bench_recording(CLI::App& bench, Action& action) {
   auto o = std::make_shared<RecordingOptions>();
   cmd->add_option("config", o->config, "TOML config file")->required();
   cmd->add_option("--set", o->sets, "Override a key (repeatable)");
-  cmd->add_option("--steps", o->steps, "Steps per run")->check(CLI::Range(5, 1000000));
-  cmd->add_option("--reps", o->reps, "Repetitions of each setting")->check(positive());
+  cmd->add_option("--steps", o->steps, "Steps per run")->transform(whole_number(5, 1000000));
+  cmd->add_option("--reps", o->reps, "Repetitions of each setting")->transform(positive());
   cmd->callback([&action, o] { action = [o] { return bench_recording(*o); }; });
 }
 

@@ -111,9 +111,9 @@ int bench_simulate_main(const Args& a) {
 void add_bench_simulate(CLI::App& bench, Action& action) {
   auto* cmd = bench.add_subcommand("simulate", "Time the simulator on one iteration, by rank count (8 ... 4096)");
   auto a = std::make_shared<Args>();
-  cmd->add_option("--ranks", a->ranks, "Rank counts, e.g. --ranks 8,64,1024")->delimiter(',')->check(positive());
-  cmd->add_option("--layers", a->layers, "MoE blocks")->check(positive());
-  cmd->add_option("--experts", a->experts, "Experts per MoE block")->check(positive());
+  cmd->add_option("--ranks", a->ranks, "Rank counts, e.g. --ranks 8,64,1024")->delimiter(',')->transform(positive());
+  cmd->add_option("--layers", a->layers, "MoE blocks")->transform(positive());
+  cmd->add_option("--experts", a->experts, "Experts per MoE block")->transform(positive());
   cmd->add_option("--cluster", a->cluster, "Cluster file whose node type is repeated (default: Janus's A100 nodes)");
   cmd->callback([&action, a] { action = [a] { return bench_simulate_main(*a); }; });
 }

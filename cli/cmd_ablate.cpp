@@ -210,7 +210,7 @@ void add_ablate_command(CLI::App& app, Action& action) {
   cmd->add_option("config", o->configs, "TOML config file(s): each is a variant (times the --vary product)")->required();
   cmd->add_option("--vary", o->vary, "key=value1,value2,... (repeatable; the product is run)");
   cmd->add_option("--set", o->sets, "Override a key in every variant (repeatable)");
-  cmd->add_option("--steps", o->steps, "Steps per variant (sets train.steps)")->check(positive());
+  cmd->add_option("--steps", o->steps, "Steps per variant (sets train.steps)")->transform(positive());
   cmd->add_option("--experiment", o->experiment, "Experiment name (default: <run.name>-ablation)");
   cmd->add_option("--db", o->db, "Run database (default: store.db of the config)");
   cmd->add_flag("--overwrite", o->overwrite, "Replace checkpoints an earlier run of this experiment left");

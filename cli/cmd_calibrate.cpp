@@ -20,6 +20,7 @@
 
 #include "calibrate_reference.h"
 #include "commands.h"
+#include "output_file.h"
 #include "local_launch.h"
 #include "moebench/config/usage_error.h"
 #include "moebench/dist/launch_report.h"
@@ -38,11 +39,7 @@ struct CalibrateArgs {
   bool force = false, quick = false;
 };
 
-void check_output(const CalibrateArgs& a) {
-  if (fs::exists(a.out) && !a.force)
-    throw UsageError("calibrate: " + a.out + " exists; pass --force to replace it (or --out another file)");
-  if (fs::exists(a.out) && fs::is_directory(a.out)) throw UsageError("calibrate: --out " + a.out + " is a directory");
-}
+void check_output(const CalibrateArgs& a) { check_output_file("calibrate --out", a.out, a.force); }
 
 std::string command_line(const CalibrateArgs& a, int ranks) {
   std::string c = "moebench calibrate --ranks " + std::to_string(ranks);
@@ -132,9 +129,9 @@ void add_calibrate_command(CLI::App& app, Action& action) {
   auto* cmd = app.add_subcommand("calibrate", "Measure this machine into a cluster file (clusters/local.toml)");
   auto a = std::make_shared<CalibrateArgs>();
   cmd->add_option("--ranks", a->ranks, "Ranks measured at once (started through mpirun; default 4)")
-      ->check(positive());
+      ->transform(positive());
   cmd->add_option("--threads", a->threads, "BLAS threads per rank (0 = the cores shared among the ranks)")
-      ->check(non_negative());
+      ->transform(non_negative());
   cmd->add_option("--out", a->out, "Cluster file to write (default clusters/local.toml)");
   cmd->add_flag("--force", a->force, "Replace the output file if it exists");
   cmd->add_option("--db", a->db, "Also store the sgemm rate in this run database (as bench gemm does)");

@@ -155,9 +155,9 @@ void add_infer_command(CLI::App& app, Action& action) {
   auto* file = cmd->add_option("--prompt-file", o->prompt_file,
                                "Prompt: bytes of a text file (text models) or whitespace-separated token ids");
   cmd->add_option("--prompt", o->prompt, "Prompt token ids, e.g. \"3 14 15\" (default: the token 0)")->excludes(file);
-  cmd->add_option("--tokens", o->tokens, "Tokens to generate")->check(positive());
+  cmd->add_option("--tokens", o->tokens, "Tokens to generate")->transform(positive());
   cmd->add_option("--ring", o->ring, "Keep K MoE blocks' experts on the device tier, loading the others ahead (MoESys)")
-      ->check(positive());
+      ->transform(positive());
   cmd->add_flag("--no-prefetch", o->no_prefetch,
                 "With --ring: load a block only when its forward asks for it (MoESys Fig. 12's baseline)");
   cmd->add_flag("--json", o->json, "Print JSON");

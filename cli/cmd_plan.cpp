@@ -13,6 +13,7 @@
 // (plan_context.h), likewise.
 // moebench plan CONFIG --elastic [--ranks N] [--json]: MoESys's elastic task-to-ranks assignment
 // for data.tasks (plan_elastic.h).
+#include <climits>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -22,6 +23,7 @@
 
 #include "cluster_option.h"
 #include "commands.h"
+#include "output_file.h"
 #include "plan_monta.h"
 #include "moebench/config/config_loader.h"
 #include "moebench/config/usage_error.h"
@@ -152,9 +154,8 @@ int graph_main(const std::string& path, const std::vector<std::string>& sets, in
 
 // --cluster: the planner (train/block_planner.h) on the described cluster.
 int cluster_plan_main(const std::string& path, const std::vector<std::string>& sets, bool json,
-                      const std::string& write_config) {
-  if (!write_config.empty() && std::filesystem::exists(write_config))
-    throw UsageError("--write-config: " + write_config + " exists; choose another file (it is never overwritten)");
+                      const std::string& write_config, bool force) {
+  if (!write_config.empty()) check_output_file("plan --write-config", write_config, force);
   const Config cfg = load_config(path, sets);
   StepPlan plan;
   try {
@@ -252,9 +253,9 @@ void add_plan_command(CLI::App& app, Action& action) {
   auto context = std::make_shared<long long>(0);  // tokens, with --context
   cmd->add_option("config", *config, "TOML config file")->required();
   cmd->add_option("--set", *sets, "Override a key, e.g. --set cluster.nodes=4 (repeatable)");
-  cmd->add_option("--ranks", *ranks, "Plan for this many ranks (sets run.ranks)")->check(positive());
+  cmd->add_option("--ranks", *ranks, "Plan for this many ranks (sets run.ranks)")->transform(positive());
   cmd->add_option("--graph", *graph, "Print the task graph of one iteration of this rank instead")
-      ->check(CLI::NonNegativeNumber);
+      ->transform(non_negative());
   cmd->add_flag("--memory", *memory,
                 "Print MoNTA's memory model per device instead (weights per ZeRO stage, activations, verdicts)");
   cmd->add_flag("--elastic", *elastic,
@@ -264,10 +265,11 @@ void add_plan_command(CLI::App& app, Action& action) {
       cmd->add_option("--alpha", *alpha,
                       "With --memory: MoESys eq. 1's activation likelihood of sparse (expert) parameters, in [0, 1] "
                       "(default: the largest top_k / experts of the MoE blocks)")
-          ->check(CLI::Range(0.0, 1.0));
+          ->check(number_in(0.0, 1.0));
   CLI::Option* context_given =
       cmd->add_option("--context", *context,
-                      "Propose MoNTA's horizontal or vertical CP / EP expansion for a context of this many tokens instead");
+                      "Propose MoNTA's horizontal or vertical CP / EP expansion for a context of this many tokens instead")
+          ->transform(whole_number(1, LLONG_MAX));
   cmd->add_flag("--json", *json, "Print JSON instead of a table");
   auto cluster = std::make_shared<std::string>();
   auto nodes = std::make_shared<int>(0);
@@ -275,13 +277,15 @@ void add_plan_command(CLI::App& app, Action& action) {
   cmd->add_option("--cluster", *cluster,
                   "Simulate every strategy per MoE block on this cluster file and choose (replaces [cluster]; with "
                   "--memory only its devices)");
-  cmd->add_option("--nodes", *nodes, "Nodes of the --cluster file's cluster (resizes it)")->check(positive());
+  cmd->add_option("--nodes", *nodes, "Nodes of the --cluster file's cluster (resizes it)")->transform(positive());
   cmd->add_option("--write-config", *write, "With --cluster: write the chosen config (strategy per_block) here");
-  cmd->callback([&action, config, sets, json, ranks, graph, cluster, nodes, write, memory, elastic, context,
+  auto force = std::make_shared<bool>(false);
+  cmd->add_flag("--force", *force, "With --write-config: replace the file if it exists");
+  cmd->callback([&action, config, sets, json, ranks, graph, cluster, nodes, write, force, memory, elastic, context,
                  context_given, alpha, alpha_given] {
     const bool by_context = context_given->count() > 0;
     const bool alpha_set = alpha_given->count() > 0;
-    action = [config, sets, json, ranks, graph, cluster, nodes, write, memory, elastic, context, by_context, alpha,
+    action = [config, sets, json, ranks, graph, cluster, nodes, write, force, memory, elastic, context, by_context, alpha,
               alpha_set] {
       const int modes = (*memory ? 1 : 0) + (*graph >= 0 ? 1 : 0) + (by_context ? 1 : 0) + (*elastic ? 1 : 0);
       if (modes > 1) throw UsageError("--memory, --graph, --context and --elastic exclude each other: choose one");
@@ -298,7 +302,8 @@ void add_plan_command(CLI::App& app, Action& action) {
       if (*memory) return memory_plan_main(*config, all, *json, alpha_set ? std::optional<double>(*alpha) : std::nullopt);
       if (by_context) return context_plan_main(*config, all, *context, *json);
       if (*graph >= 0) return graph_main(*config, all, *graph, *json);
-      if (!cluster->empty()) return cluster_plan_main(*config, all, *json, *write);
+      if (*force && write->empty()) throw UsageError("--force needs --write-config (the file it may replace)");
+      if (!cluster->empty()) return cluster_plan_main(*config, all, *json, *write, *force);
       return plan_main(*config, all, *json);
     };
   });

@@ -50,10 +50,14 @@ struct RunOptions {
   bool overwrite = false, oversubscribe_ok = false;
 };
 
+// A loss as printed: a NaN reads "nan" (printf writes "-nan" for a negative one), as in `runs`.
+double shown(double v) { return std::isnan(v) ? std::fabs(v) : v; }
+
 void print_step(const Config& cfg, const StepStats& s, bool distributed, const Emulation* emu) {
   const int width = (int)std::to_string(cfg.train.steps).size();
   std::printf("step %*ld/%d | loss %.4f | aux %.4f | lr %.2e | grad %.3f | %7.1f ms | %8.0f tok/s",
-              width, s.step + 1, cfg.train.steps, s.loss.ce, s.loss.aux, s.lr, s.grad_norm, s.ms, s.tokens_per_s);
+              width, s.step + 1, cfg.train.steps, shown(s.loss.ce), shown(s.loss.aux), s.lr, shown(s.grad_norm), s.ms,
+              s.tokens_per_s);
   if (distributed)
     std::printf(" | comm %3.0f%% | sent intra %.2f MB inter %.2f MB", 100.0 * s.comm_ms / s.ms,
                 s.bytes_intra / 1e6, s.bytes_inter / 1e6);
@@ -88,11 +92,42 @@ std::string out_dir_of(const RunOptions& o, const Config& cfg) {
   return o.out.empty() ? cfg.run.out_dir + "/" + cfg.run.name : o.out;
 }
 
+// A rank's failure, said once: into the local launcher's report folder, else printed.
+void report_rank_failure(int rank, int world, int code, const std::string& message) {
+  const std::string dir = launch_dir_from_env();
+  if (!dir.empty()) {
+    const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    write_rank_failure(dir, {rank, code, now, message});
+    return;
+  }
+  if (world == 1) std::fprintf(stderr, "moebench: %s\n", message.c_str());
+  else std::fprintf(stderr, "moebench: rank %d of %d failed: %s\n", rank, world, message.c_str());
+  std::fflush(stderr);
+}
+
 // emu: the run's link emulator ([emulate]; world is already paced), else null.
 int train(const RunOptions& o, const Config& cfg, Communicator* world, const Emulation* emu) {
   install_stop_handlers();
+  const bool main = !world || world->rank() == 0;
+  // Recorded before the ranks set up (their first messages may be paced slowly): a run stopped
+  // or killed from now on is in the store, marked.
+  std::unique_ptr<RunRecorder> recorder;
+  if (cfg.store.enabled && main) {
+    const char* uuid = std::getenv(kRunUuidEnv);  // named by the local launcher
+    recorder = std::make_unique<RunRecorder>(cfg, world ? world->size() : 1, uuid ? uuid : "");
+    if (emu)  // its times are measured under emulation (runs show: EMULATED)
+      for (const auto& [key, value] : emu->tags()) recorder->store().set_tag(recorder->run().id, key, value);
+  }
   Trainer trainer(cfg, out_dir_of(o, cfg), world);
-  const bool main = trainer.is_main();
+  const bool distributed = trainer.distributed() != nullptr;
+  if (recorder) {
+    recorder->on_setup(trainer.topology_description(), distributed ? &trainer.distributed()->topology() : nullptr);
+    if (distributed) {  // the strategy each MoE block runs with (janus decides per block)
+      const Topology& t = trainer.distributed()->topology();
+      for (const auto& [block, name] : block_strategies(cfg, t.nodes(), t.devices_per_node()))
+        recorder->store().set_tag(recorder->run().id, "strategy.block." + std::to_string(block), name);
+    }
+  }
   if (main) {
     const auto& m = cfg.model;
     std::printf("moebench run: %s | %d layers, hidden %d, heads %d, vocab %d, seq %d | MoE blocks %zu "
@@ -131,25 +166,11 @@ int train(const RunOptions& o, const Config& cfg, Communicator* world, const Emu
     const long at = trainer.resume(o.resume);
     if (main) std::printf("resumed at step %ld from %s\n", at, o.resume.c_str());
   }
-  const bool distributed = trainer.distributed() != nullptr;
-  std::unique_ptr<RunRecorder> recorder;
   if (cfg.store.enabled) {
     trainer.set_recording(true, cfg.store.spans_every);
-    if (main) {
-      const char* uuid = std::getenv(kRunUuidEnv);  // named by the local launcher
-      recorder = std::make_unique<RunRecorder>(cfg, trainer.topology_description(),
-                                               distributed ? &trainer.distributed()->topology() : nullptr,
-                                               world ? world->size() : 1, uuid ? uuid : "");
-      if (distributed) {  // the strategy each MoE block runs with (janus decides per block)
-        const Topology& t = trainer.distributed()->topology();
-        for (const auto& [block, name] : block_strategies(cfg, t.nodes(), t.devices_per_node()))
-          recorder->store().set_tag(recorder->run().id, "strategy.block." + std::to_string(block), name);
-      }
-      if (emu)  // its times are measured under emulation (runs show: EMULATED)
-        for (const auto& [key, value] : emu->tags()) recorder->store().set_tag(recorder->run().id, key, value);
+    if (recorder)
       std::printf("recording run %s (%s) in %s, experiment %s\n", recorder->run().uuid.substr(0, 8).c_str(),
                   recorder->run().name.c_str(), cfg.store.db.c_str(), cfg.store.experiment.c_str());
-    }
   }
   trainer.set_stop_flag(&g_stop);
   TrainCallbacks cb;
@@ -160,11 +181,18 @@ int train(const RunOptions& o, const Config& cfg, Communicator* world, const Emu
   };
   cb.on_eval = [&](const EvalStats& e) {
     if (!main) return;
-    std::printf("eval after step %ld | val loss %.4f\n", e.step, e.loss);
+    std::printf("eval after step %ld | val loss %.4f\n", e.step, shown(e.loss));
     std::fflush(stdout);
     if (recorder) recorder->on_eval(e);
   };
-  const TrainSummary s = trainer.run(o.stop_at, cb);
+  TrainSummary s;
+  try {
+    s = trainer.run(o.stop_at, cb);
+  } catch (const NonFiniteLoss& e) {  // every rank at the same step: said once, by rank 0
+    if (recorder) recorder->finish(RunStatus::failed, e.what());
+    if (main) report_rank_failure(0, world ? world->size() : 1, 1, e.what());
+    return 1;
+  }
   if (recorder) recorder->finish(s.interrupted ? RunStatus::killed : RunStatus::finished);
   if (main && s.interrupted) {
     std::printf("stopped by signal after %ld steps: run marked KILLED, checkpoint %s\n", s.steps_done,
@@ -174,7 +202,7 @@ int train(const RunOptions& o, const Config& cfg, Communicator* world, const Emu
   if (main)
     std::printf("done: %ld steps in %.1f s | %.0f tok/s | final train loss %.4f | val loss %.4f | "
                 "checkpoint %s\n",
-                s.steps_done, s.seconds, s.tokens_per_s, s.final_train_loss, s.final_eval_loss,
+                s.steps_done, s.seconds, s.tokens_per_s, shown(s.final_train_loss), shown(s.final_eval_loss),
                 s.last_checkpoint.c_str());
   return s.interrupted ? 130 : 0;
 }
@@ -202,10 +230,10 @@ std::string canonical(const std::string& dir) {
 OutputDirLock claim_out_dir(const RunOptions& o, const Config& cfg) {
   const OutputMode mode = o.overwrite ? OutputMode::overwrite
                                       : !o.resume.empty() ? OutputMode::resume : OutputMode::fresh;
-  return claim_output_dir(out_dir_of(o, cfg), mode);
+  return claim_output_dir(out_dir_of(o, cfg), mode, o.resume);
 }
 
-// --resume must name a checkpoint with steps left to train.
+// --resume must name a checkpoint with steps left to train (before --stop-at, when given).
 void check_resume(const RunOptions& o, const Config& cfg) {
   if (o.resume.empty()) return;
   const std::string dir = resolve_checkpoint_dir(o.resume);
@@ -214,19 +242,9 @@ void check_resume(const RunOptions& o, const Config& cfg) {
     throw UsageError("--resume " + o.resume + ": the checkpoint " + dir + " is at step " + std::to_string(step) +
                      " and train.steps is " + std::to_string(cfg.train.steps) +
                      ": nothing left to train (raise train.steps or --steps)");
-}
-
-// A rank's failure, said once: into the local launcher's report folder, else printed.
-void report_rank_failure(int rank, int world, int code, const std::string& message) {
-  const std::string dir = launch_dir_from_env();
-  if (!dir.empty()) {
-    const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-    write_rank_failure(dir, {rank, code, now, message});
-    return;
-  }
-  if (world == 1) std::fprintf(stderr, "moebench: %s\n", message.c_str());
-  else std::fprintf(stderr, "moebench: rank %d of %d failed: %s\n", rank, world, message.c_str());
-  std::fflush(stderr);
+  if (o.stop_at >= 0 && o.stop_at <= step)
+    throw UsageError("--stop-at " + std::to_string(o.stop_at) + ": the checkpoint " + dir + " is at step " +
+                     std::to_string(step) + " already: stop at a later step");
 }
 
 // Under mpirun / srun (ours or the user's): every rank loads the config for the launched world
@@ -269,6 +287,10 @@ int run_rank(const RunOptions& o) {
     std::unique_ptr<Emulation> emu;
     if (!cfg.emulate.cluster.empty()) {
       emu = std::make_unique<Emulation>(resolve_emulation(cfg, world.get()));
+      if (me == 0 && size > 1 && !emu->warning().empty()) {
+        std::fprintf(stderr, "moebench: %s\n", emu->warning().c_str());
+        std::fflush(stderr);
+      }
       if (size > 1) paced = emulated_world(*emu, *world);
     }
     return train(o, cfg, size > 1 ? (paced ? paced.get() : world.get()) : nullptr, emu.get());
@@ -314,19 +336,20 @@ void add_run_command(CLI::App& app, Action& action) {
   auto o = std::make_shared<RunOptions>();
   cmd->add_option("config", o->config, "TOML config file")->required();
   cmd->add_option("--set", o->sets, "Override a key, e.g. --set train.lr=1e-3 (repeatable)");
-  cmd->add_option("--steps", o->steps, "Train this many steps (sets train.steps)")->check(positive());
-  cmd->add_option("--ranks", o->ranks, "Local ranks to start through mpirun (sets run.ranks)")->check(positive());
+  cmd->add_option("--steps", o->steps, "Train this many steps (sets train.steps)")->transform(positive());
+  cmd->add_option("--ranks", o->ranks, "Local ranks to start through mpirun (sets run.ranks)")->transform(positive());
   cmd->add_option("--out", o->out, "Output directory (default: <run.out_dir>/<run.name>)");
   cmd->add_option("--db", o->db, "Run database (sets store.db; default runs.db)");
   cmd->add_option("--experiment", o->experiment, "Experiment name (sets store.experiment)");
-  auto* resume = cmd->add_option("--resume", o->resume, "Continue from a checkpoint directory or a run directory");
-  cmd->add_flag("--overwrite", o->overwrite, "Replace the checkpoints an earlier run left in the output directory")
-      ->excludes(resume);
+  cmd->add_option("--resume", o->resume, "Continue from a checkpoint directory or a run directory");
+  cmd->add_flag("--overwrite", o->overwrite,
+                "Replace the checkpoints an earlier run left in the output directory (with --resume: a checkpoint "
+                "of another folder)");
   cmd->add_flag("--oversubscribe-ok", o->oversubscribe_ok,
                 "Start local ranks beyond 8 per core or beyond the available memory (sets run.oversubscribe_ok)");
   cmd->add_option("--stop-at", o->stop_at,
-                  "Stop after this step; the LR schedule still spans train.steps (for interrupting)")
-      ->check(non_negative());
+                  "Stop after this step (>= 1); the LR schedule still spans train.steps (for interrupting)")
+      ->transform(positive());
   cmd->callback([&action, o] { action = [o] { return run_training(*o); }; });
 }
 

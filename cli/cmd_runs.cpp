@@ -32,7 +32,8 @@ using json = nlohmann::json;
 
 struct LossInfo {
   int64_t steps = 0;
-  double final_loss = std::numeric_limits<double>::quiet_NaN();
+  double final_loss = std::numeric_limits<double>::quiet_NaN();  // also NaN when the loss diverged
+  bool has_loss = false;  // a loss was recorded
 };
 
 // Steps with a "loss" metric (else a "step_ms" one) and the last loss (cheaper than a full
@@ -46,6 +47,7 @@ LossInfo loss_info(const RunStore& store, int64_t run) {
     if (m.step >= last) {
       last = m.step;
       out.final_loss = m.value;
+      out.has_loss = true;
     }
   }
   if (steps.empty())  // a predicted run computes no loss: its simulated steps
@@ -93,7 +95,7 @@ int list_runs(const std::string& db, const std::string& experiment, bool as_json
     const LossInfo li = loss_info(*store, r.id);
     const bool emulated = is_emulated(*store, r.id);
     t.add({std::to_string(r.id), short_uuid(r.uuid), emulated ? r.name + " (emulated)" : r.name, r.experiment, run_status_name(r.status), r.strategy,
-           std::to_string(li.steps), fmt_num("%.4f", li.final_loss), fmt_time(r.start_time),
+           std::to_string(li.steps), fmt_recorded("%.4f", li.final_loss, li.has_loss), fmt_time(r.start_time),
            fmt_duration(run_duration(r))});
   }
   std::cout << t.str();
@@ -119,6 +121,8 @@ int show_run(const std::string& db, const std::string& ref, bool as_json) {
   o += "name         " + r.name + "\n";
   o += "experiment   " + r.experiment + "\n";
   o += "status       " + std::string(run_status_name(r.status)) + "\n";
+  for (const auto& [k, v] : tags)
+    if (k == "failure") o += "failure      " + v + "\n";  // why a FAILED run stopped (a diverged loss)
   o += "strategy     " + r.strategy + "\n";
   o += "ranks        " + std::to_string(r.ranks) + (r.topology.empty() ? "" : "  (" + r.topology + ")") + "\n";
   o += "host         " + r.host + "  pid " + std::to_string(r.pid) + "\n";
@@ -196,8 +200,9 @@ int compare_runs(const std::string& db, const std::vector<std::string>& refs, bo
   row("status", [](const RunSummary& s) { return std::string(run_status_name(s.run.status)); });
   row("timing", timing);
   row("steps", [](const RunSummary& s) { return std::to_string(s.steps); });
-  row("final loss", [](const RunSummary& s) { return fmt_num("%.4f", s.last("loss")); });
-  row("eval loss", [](const RunSummary& s) { return fmt_num("%.4f", s.last("eval_loss")); });
+  row("final loss", [](const RunSummary& s) { return fmt_recorded("%.4f", s.last("loss"), s.last_metrics.count("loss")); });
+  row("eval loss",
+      [](const RunSummary& s) { return fmt_recorded("%.4f", s.last("eval_loss"), s.last_metrics.count("eval_loss")); });
   row("ms/step", [](const RunSummary& s) { return fmt_num("%.3f", s.mean_step_ms); });
   row("tokens/s", [](const RunSummary& s) { return fmt_num("%.0f", s.mean_tokens_per_s); });
   row("comm share", [&](const RunSummary& s) { return fmt_num("%.1f%%", 100 * comm_share(s)); });
@@ -268,7 +273,7 @@ void add_runs_command(CLI::App& app, Action& action) {
   roofline->add_option("runs", *roofline_refs, "Runs (id, uuid prefix or name)")->required()->expected(1, -1);
   add_db(roofline);
   roofline->add_option("--peak", *peak, "P_w in GFLOP/s per worker for the curves (default: each run's peak_gflops)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number(kMaxPeakGflops));
   roofline->add_flag("--json", *as_json, "Print JSON");
   roofline->callback([&action, db, roofline_refs, peak, as_json] {
     action = [db, roofline_refs, peak, as_json] {

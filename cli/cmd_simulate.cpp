@@ -186,11 +186,11 @@ void add_simulate_command(CLI::App& app, Action& action) {
   auto a = std::make_shared<SimulateArgs>();
   cmd->add_option("config", a->config, "TOML config file")->required();
   cmd->add_option("--cluster", a->cluster, "Cluster file (sample_configs/clusters/*.toml); replaces [cluster]");
-  cmd->add_option("--steps", a->steps, "Steps to simulate (each with its own routing)")->check(positive());
+  cmd->add_option("--steps", a->steps, "Steps to simulate (each with its own routing)")->transform(positive());
   cmd->add_option("--routing", a->routing, "Synthetic routing (uniform, zipf:S, hot:E,F, ...) or trace:RUN");
   cmd->add_option("--db", a->db, "Run store to write the predicted run into (and read trace: runs from)");
-  cmd->add_option("--ranks", a->ranks, "run.ranks (the cluster's devices)")->check(positive());
-  cmd->add_option("--nodes", a->nodes, "Nodes of the cluster (resizes the cluster file's)")->check(positive());
+  cmd->add_option("--ranks", a->ranks, "run.ranks (the cluster's devices)")->transform(positive());
+  cmd->add_option("--nodes", a->nodes, "Nodes of the cluster (resizes the cluster file's)")->transform(positive());
   cmd->add_option("--host", a->host,
                   "With [emulate]: this machine's cluster file (compute rates; e.g. from moebench calibrate)");
   cmd->add_option("--set", a->sets, "Override a config key (repeatable)");

@@ -3,7 +3,8 @@
 // per rank, one thread per stream, flows between peers, traffic counters; ranks' clocks are
 // aligned on their first step of the range). --steps: "A:B" steps A..B inclusive, "A:" from
 // A, ":B" up to B, "A" one step; steps are 1-based (step 1 is the first optimizer step, as `run`
-// prints it); default all. "-o -" writes to stdout; a file is written whole or not at all.
+// prints it); default all. "-o -" writes to stdout; a file is written whole or not at all, and an
+// existing one only with --force (output_file.h).
 #include <unistd.h>
 
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include <stdexcept>
 
 #include "commands.h"
+#include "output_file.h"
 #include "run_db.h"
 #include "moebench/store/chrome_trace.h"
 
@@ -97,6 +99,7 @@ void add_trace_command(CLI::App& app, Action& action) {
   auto db = std::make_shared<std::string>(kDefaultRunDb);
   auto steps = std::make_shared<std::string>();
   auto out = std::make_shared<std::string>();
+  auto force = std::make_shared<bool>(false);
   cmd->add_option("run", *ref, "Run id, uuid (prefix) or name")->required();
   cmd->add_option("--db", *db, "Run database (default: runs.db in the current directory)");
   cmd->add_option("--steps", *steps, "Steps A:B (inclusive; step 1 is the first), A:, :B or A; default all")
@@ -107,8 +110,10 @@ void add_trace_command(CLI::App& app, Action& action) {
           },
           "A:B"));
   cmd->add_option("-o,--output", *out, "Output file (- for stdout)")->required();
-  cmd->callback([&action, ref, db, steps, out] {
-    action = [ref, db, steps, out] {
+  cmd->add_flag("--force", *force, "Replace the output file if it exists");
+  cmd->callback([&action, ref, db, steps, out, force] {
+    action = [ref, db, steps, out, force] {
+      if (*out != "-") check_output_file("trace -o", *out, *force);
       StepRange range;
       if (!steps->empty()) parse_steps(*steps, range);
       return with_run_db(*db, [&] { return write_trace(*db, *ref, range, *out); });

@@ -17,7 +17,7 @@ void add_validate_command(CLI::App& app, Action& action) {
   auto ranks = std::make_shared<int>(0);
   cmd->add_option("config", *config, "TOML config file")->required();
   cmd->add_option("--set", *sets, "Override a key, e.g. --set moe.top_k=1 (repeatable)");
-  cmd->add_option("--ranks", *ranks, "Check for this many ranks (sets run.ranks)")->check(positive());
+  cmd->add_option("--ranks", *ranks, "Check for this many ranks (sets run.ranks)")->transform(positive());
   cmd->add_flag("--json", *json, "Print canonical JSON instead of TOML");
   cmd->callback([&action, config, sets, json, ranks] {
     action = [config, sets, json, ranks] {

@@ -4,18 +4,15 @@
 // codes (0 ok, 1 run failed, 2 bad usage or config).
 #include <CLI/CLI.hpp>
 
-#include <climits>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "option_checks.h"
+
 namespace moebench::cli {
 
 using Action = std::function<int()>;
-
-// Integer option checks with readable messages ("Value 0 not in range 1 to 2147483647").
-inline CLI::Range positive() { return CLI::Range(1, INT_MAX); }
-inline CLI::Range non_negative() { return CLI::Range(0, INT_MAX); }
 
 // The command line as started (argv), for re-launching under mpirun.
 void set_program_args(int argc, char** argv);

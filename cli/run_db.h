@@ -94,6 +94,15 @@ inline std::string fmt_num(const char* format, double v) {
   return buf;
 }
 
+// A value the run recorded, as fmt_num, but a recorded NaN or infinity (a diverged loss) reads
+// "nan" / "inf" as in `runs show` and the progress lines; "-" only when nothing was recorded.
+inline std::string fmt_recorded(const char* format, double v, bool recorded) {
+  if (!recorded) return "-";
+  if (v != v) return "nan";
+  if (v > 1e300 || v < -1e300) return v > 0 ? "inf" : "-inf";
+  return fmt_num(format, v);
+}
+
 // Local time "2024-05-01 13:45:12"; "-" for 0.
 inline std::string fmt_time(double unix_seconds) {
   if (unix_seconds <= 0) return "-";

@@ -11,6 +11,9 @@
 
 namespace moebench::cli {
 
+// --peak's bound: 1e8 GFLOP/s (100 PFLOP/s) per worker, a hundred times an H100's dense bf16.
+constexpr double kMaxPeakGflops = 1e8;
+
 int runs_roofline(const std::string& db, const std::vector<std::string>& refs, double peak_gflops, bool as_json);
 
 }  // namespace moebench::cli

@@ -695,7 +695,7 @@ class TestConfig : public QObject {
         "languages = 3\ncorpus_tokens = 5000\nbranching = 2\n"
         "[train]\nsteps = 7\nbatch_size = 12\nlr = 0.0007\nmin_lr_ratio = 0.2\nwarmup_steps = 3\n"
         "weight_decay = 0.05\nbeta1 = 0.8\nbeta2 = 0.99\neps = 1e-7\ngrad_clip = 0.5\neval_every = 2\n"
-        "eval_batches = 1\ncheckpoint_every = 5\n"
+        "eval_batches = 1\ncheckpoint_every = 5\nallow_nonfinite = true\n"
         "[store]\nenabled = false\ndb = \"other.db\"\nexperiment = \"abl\"\nspans_every = 10\n"
         "[emulate]\ncluster = \"emu6.toml\"\ntime_scale = 50\n"
         "[storage]\nsparse = \"ssd\"\nssd_dir = \"adir\"\nhost_cache_bytes = 200000\ndevice_bytes = 3000\n"

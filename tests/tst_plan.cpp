@@ -389,7 +389,7 @@ class TestPlan : public QObject {
   }
 
   // --write-config: the chosen config loads, runs the chosen strategies, and simulating it gives
-  // the plan's predicted step; an existing file is never overwritten.
+  // the plan's predicted step; an existing file is replaced only with --force.
   void cli_plan_write_config() {
     QTemporaryDir dir;
     const QString out = dir.filePath(u"planned.toml"_s);
@@ -421,7 +421,7 @@ class TestPlan : public QObject {
     again.start(QStringLiteral(MOEBENCH_CLI), args);
     QVERIFY(again.waitForFinished(120000));
     QCOMPARE(again.exitCode(), 2);
-    QVERIFY(QString::fromUtf8(again.readAllStandardError()).contains(u"exists; choose another file"_s));
+    QVERIFY(QString::fromUtf8(again.readAllStandardError()).contains(u"exists; pass --force to replace it"_s));
     QProcess no_cluster;
     no_cluster.start(QStringLiteral(MOEBENCH_CLI),
                      {u"plan"_s, QStringLiteral(MOEBENCH_SOURCE_DIR "/sample_configs/quickstart.toml"), u"--write-config"_s,

@@ -61,6 +61,26 @@ class Checker {
   void non_negative_number(const char* key, double v, const char* note = "") {
     if (ok({key}) && !(v >= 0.0)) fail(key, std::string("must be >= 0") + note + ", got " + number_text(v));
   }
+  // Whether a rule already said something about `key` (one message per key).
+  bool reported(const std::string& key) const {
+    return std::any_of(st_.issues.begin(), st_.issues.end(), [&](const ConfigIssue& i) { return i.key == key; });
+  }
+  // The magnitude of a double that passed its sign check: when > 0, it must lie in [lo, hi]
+  // ("must be from 0.001 to 1e+09 GB/s, got 1e-300"; 0 keeps its meaning, < 0 its message).
+  void bounded(const char* key, double v, double lo, double hi, const char* unit = "") {
+    if (ok({key}) && !reported(key) && v > 0.0 && !(v >= lo && v <= hi))
+      fail(key, "must be from " + number_text(lo) + " to " + number_text(hi) + unit + ", got " + number_text(v));
+  }
+  // The same for each entry of a list, naming the first one out of bounds.
+  void bounded(const char* key, const std::vector<double>& v, double lo, double hi, const char* unit = "") {
+    if (!ok({key}) || reported(key)) return;
+    for (size_t i = 0; i < v.size(); ++i)
+      if (v[i] > 0.0 && !(v[i] >= lo && v[i] <= hi)) {
+        fail(key, "must be from " + number_text(lo) + " to " + number_text(hi) + unit + ", entry " +
+                      std::to_string(i) + " is " + number_text(v[i]));
+        return;
+      }
+  }
 
   void readable_file(const char* key, const std::string& path, const char* fallback) {
     std::error_code ec;
@@ -75,6 +95,7 @@ class Checker {
   void check_cluster();
   void check_curve(const char* xs_key, const std::vector<double>& xs, const char* ys_key, const std::vector<double>& ys,
                    const char* noun, const char* range, double max);
+  void check_cluster_bounds();  // config_validate_cluster.cpp
 
  private:
   void check_run();

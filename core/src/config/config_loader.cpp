@@ -558,6 +558,18 @@ Config parse_config(std::string_view toml_text, const std::string& source_name,
   return c;
 }
 
+namespace {
+const char* file_kind(const fs::file_status& status) {
+  switch (status.type()) {
+    case fs::file_type::fifo: return "a FIFO (named pipe)";
+    case fs::file_type::character: return "a character device";
+    case fs::file_type::block: return "a block device";
+    case fs::file_type::socket: return "a socket";
+    default: return "something other than a file";
+  }
+}
+}  // namespace
+
 Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
   std::error_code ec;
   const auto status = fs::status(path, ec);
@@ -565,6 +577,10 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
     throw ConfigError({{path, 0, "", "config file not found"}});
   if (fs::is_directory(status))
     throw ConfigError({{path, 0, "", "cannot read the config file: it is a directory"}});
+  // A FIFO without a writer would block the open for ever; a device never ends: only files.
+  if (!fs::is_regular_file(status))
+    throw ConfigError({{path, 0, "", std::string("cannot read the config file: it is ") + file_kind(status) +
+                                         ", not a regular file (write the config into a file)"}});
   errno = 0;
   std::ifstream in(path, std::ios::binary);
   if (!in) {

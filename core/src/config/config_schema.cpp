@@ -148,6 +148,8 @@ const std::vector<FieldDef>& fields() {
       MB_FIELD(train, eval_every, Int, "eval on the held-out split every N steps; 0 = at end"),
       MB_FIELD(train, eval_batches, Int, "batches per evaluation"),
       MB_FIELD(train, checkpoint_every, Int, "checkpoint every N steps; 0 = only at the end"),
+      MB_FIELD(train, allow_nonfinite, Bool,
+               "keep training after a NaN or infinite loss; false: the run stops at that step, exit 1, FAILED"),
 
       MB_FIELD(store, enabled, Bool, "record the run (metrics, spans, traffic, routing) in the run store"),
       MB_FIELD(store, db, String, "SQLite run database (relative: to the current directory)"),

@@ -9,6 +9,8 @@
 #include <set>
 
 #include "config_checker.h"
+#include "value_bounds.h"
+#include "moebench/config/path_limits.h"
 #include "moebench/config/cluster_file.h"
 #include "moebench/moe/synthetic_routing.h"
 #include "moebench/config/strategy_names.h"
@@ -38,8 +40,16 @@ void Checker::check_run() {
     else if (r.name.find_first_of("/\\") != std::string::npos)
       fail("run.name", "must not contain '/' or '\\' (it names the folder <out_dir>/<name>), got \"" +
                            excerpt(r.name) + "\"");
+    else if (r.name == "." || r.name == "..")
+      fail("run.name", "must not be \"" + r.name + "\" (it names the folder <out_dir>/<name>, inside run.out_dir)");
+    else if (r.name.size() > kMaxFileNameBytes)
+      fail("run.name", "has " + std::to_string(r.name.size()) + " bytes; it names the folder <out_dir>/<name>, and a "
+                       "file name has at most " + std::to_string(kMaxFileNameBytes));
   }
   if (ok({"run.out_dir"}) && r.out_dir.empty()) fail("run.out_dir", "must not be empty");
+  else if (ok({"run.out_dir"}))
+    if (const std::string why = path_length_problem(r.out_dir); !why.empty())
+      fail("run.out_dir", "cannot name a folder: " + why + " (got \"" + excerpt(r.out_dir) + "\")");
   at_least("run.threads", r.threads, 0, " (0 = all cores)");
   if (ok({"run.device"}) && r.device != "cpu" && r.device != "cuda")
     fail("run.device", "must be \"cpu\" or \"cuda\", got \"" + excerpt(r.device) + "\"");
@@ -532,6 +542,10 @@ void Checker::check_emulate() {
     const auto v = auto_or_number_value(e.time_scale);
     if (!v) fail("emulate.time_scale", "must be \"auto\" or a number > 0, got \"" + excerpt(e.time_scale) + "\"");
     else if (!(std::isfinite(*v) && *v > 0)) fail("emulate.time_scale", "must be \"auto\" or a number > 0, got " + number_text(*v));
+    else if (*v < kMinTimeScale || *v > kMaxTimeScale)
+      fail("emulate.time_scale", "must be \"auto\" or a number from " + number_text(kMinTimeScale) + " to " +
+                                     number_text(kMaxTimeScale) + " (the emulated cluster at most 1000 times faster "
+                                     "or a million times slower than described), got " + number_text(*v));
   }
   if (!ok({"emulate.cluster"})) return;
   if (e.cluster.empty()) {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "config_checker.h"
+#include "value_bounds.h"
 
 namespace moebench::config_detail {
 
@@ -86,6 +87,35 @@ void Checker::check_cluster() {
               "bus bandwidth", "> 0", 0.0);
   check_curve("cluster.allgather_busbw_bytes", k.allgather_busbw_bytes, "cluster.allgather_busbw_gbs",
               k.allgather_busbw_gbs, "bus bandwidth", "> 0", 0.0);
+  check_cluster_bounds();
+}
+
+// The magnitudes of the values above (value_bounds.h): a value the sign rules let through is
+// still a machine, not 1e-300 or 1e300.
+void Checker::check_cluster_bounds() {
+  const auto& k = c_.cluster;
+  bounded("cluster.device_tflops", k.device_tflops, kMinDeviceTflops, kMaxDeviceTflops, " TFLOP/s");
+  bounded("cluster.device_memory_gib", k.device_memory_gib, kMinGib, kMaxMemoryGib, " GiB (0 = not described)");
+  bounded("cluster.host_memory_gib", k.host_memory_gib, kMinGib, kMaxMemoryGib, " GiB (0 = not described)");
+  bounded("cluster.ssd_gib", k.ssd_gib, kMinGib, kMaxSsdGib, " GiB (0 = not described)");
+  for (const auto& [key, v] : {std::pair{"cluster.copy_bw_gbs", k.copy_bw_gbs}, {"cluster.intra_bw_gbs", k.intra_bw_gbs},
+                               {"cluster.inter_bw_gbs", k.inter_bw_gbs}, {"cluster.pcie_bw_gbs", k.pcie_bw_gbs},
+                               {"cluster.spine_bw_gbs", k.spine_bw_gbs}, {"cluster.d2d_bw_gbs", k.d2d_bw_gbs},
+                               {"cluster.ssd_bw_gbs", k.ssd_bw_gbs}})
+    bounded(key, v, kMinBandwidthGbs, kMaxBandwidthGbs, " GB/s");
+  for (const auto& [key, v] :
+       {std::pair{"cluster.intra_latency_us", k.intra_latency_us}, {"cluster.pcie_latency_us", k.pcie_latency_us},
+        {"cluster.inter_latency_us", k.inter_latency_us}, {"cluster.spine_latency_us", k.spine_latency_us},
+        {"cluster.comm_overhead_us", k.comm_overhead_us}})
+    bounded(key, v, 0.0, kMaxMicroseconds, " us");
+  bounded("cluster.comm_us_per_mb", k.comm_us_per_mb, 0.0, kMaxMicrosecondsPerMb, " us per MB");
+  bounded("cluster.task_overhead_us", k.task_overhead_us, 0.0, kMaxMicroseconds, " us");
+  bounded("cluster.task_factors", k.task_factors, kMinTaskFactor, kMaxTaskFactor);
+  bounded("cluster.efficiency_flops", k.efficiency_flops, 0.0, kMaxCurvePoint, " FLOPs");
+  bounded("cluster.alltoall_busbw_bytes", k.alltoall_busbw_bytes, 0.0, kMaxCurvePoint, " bytes");
+  bounded("cluster.allgather_busbw_bytes", k.allgather_busbw_bytes, 0.0, kMaxCurvePoint, " bytes");
+  bounded("cluster.alltoall_busbw_gbs", k.alltoall_busbw_gbs, kMinBandwidthGbs, kMaxBandwidthGbs, " GB/s");
+  bounded("cluster.allgather_busbw_gbs", k.allgather_busbw_gbs, kMinBandwidthGbs, kMaxBandwidthGbs, " GB/s");
 }
 
 // A measured curve: points xs (> 0, strictly ascending) and one value ys each (a `noun`), > 0

@@ -175,7 +175,11 @@ double LinkEmulator::reserve(int from, const std::vector<EmulatedFlow>& flows, d
 }
 
 void LinkEmulator::sleep_until(double t) const {
-  const int64_t target = shared_->epoch_ns + (int64_t)(t * 1e9);
+  // Saturated, not overflowed: an arrival past the clock's range (or NaN) is a wait without end,
+  // never no wait at all (the config's bounds keep real runs far below it).
+  constexpr double kMaxWaitNs = 4e18;  // ~127 years, within int64 beside the epoch
+  const double wait_ns = t * 1e9;
+  const int64_t target = shared_->epoch_ns + (wait_ns < kMaxWaitNs ? (int64_t)std::max(0.0, wait_ns) : (int64_t)kMaxWaitNs);
   timespec ts{};
   ts.tv_sec = target / 1000000000LL;
   ts.tv_nsec = target % 1000000000LL;

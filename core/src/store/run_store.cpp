@@ -181,6 +181,16 @@ RunInfo RunStore::create_run(RunInfo info) {
   return info;
 }
 
+void RunStore::set_topology(int64_t run, const std::string& topology) {
+  std::lock_guard lock(impl_->mu);
+  Impl& I = *impl_;
+  I.require_writable("set_topology");
+  Txn txn(I.db, "set_topology");
+  I.require_run(run);
+  I.stmt("UPDATE runs SET topology = ?1 WHERE id = ?2").bind(1, topology).bind(2, run).run();
+  txn.commit();
+}
+
 void RunStore::set_status(int64_t run, RunStatus status, double end_time) {
   std::lock_guard lock(impl_->mu);
   Impl& I = *impl_;

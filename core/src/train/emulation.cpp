@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "moebench/config/cluster_file.h"
+#include "moebench/model/param_count.h"
 #include "moebench/perf/calibration.h"
 #include "moebench/perf/cluster_model.h"
 #include "moebench/perf/link_emulator.h"
@@ -26,6 +27,18 @@ ClusterModel emulated_cluster(const Emulation& e, int ranks) {
   return ClusterModel(cluster_spec(load_cluster_file(e.cluster_file), ranks));
 }
 
+// Emulation::slowest_message_*: rank 0 reaches every link class of the cluster.
+void find_slowest_message(Emulation& e, const Config& cfg, const ClusterModel& cluster) {
+  e.slowest_message_bytes = 4.0 * rank_param_counts(cfg.model, cfg.moe, ExpertShard{}, TpShard{}, PipeStage{}).dense;
+  for (int r = 1; r < cluster.world_size(); ++r) {
+    const double s = e.time_scale * cluster.transfer_seconds(0, r, e.slowest_message_bytes);
+    if (s > e.slowest_message_s) {
+      e.slowest_message_s = s;
+      e.slowest_message_link = cluster_link_name(cluster.link_class(0, r));
+    }
+  }
+}
+
 }  // namespace
 
 std::string Emulation::label() const { return "emulated " + cluster_name + " x" + number(time_scale); }
@@ -38,6 +51,14 @@ std::string Emulation::describe() const {
   else
     s += " (emulate.time_scale)";
   return s + " | every message paced over its links: times are measured under emulation, not predicted";
+}
+
+std::string Emulation::warning() const {
+  if (!(slowest_message_s > kSlowMessageSeconds)) return "";
+  return "warning: " + label() + ": one message of the dense gradients (" + number(slowest_message_bytes / 1e6) +
+         " MB) takes " + number(slowest_message_s, "%.3g") + " s on the emulated " + slowest_message_link +
+         " link, longer than a minute: the run will take minutes per message, even before its first step "
+         "(lower emulate.time_scale, or emulate a faster cluster)";
 }
 
 std::vector<std::pair<std::string, std::string>> Emulation::tags() const {
@@ -61,6 +82,7 @@ Emulation resolve_emulation(const Config& cfg, Communicator* world) {
   if (cfg.emulate.time_scale != "auto") {
     e.time_scale = std::stod(cfg.emulate.time_scale);
     e.time_scale_source = "config";
+    find_slowest_message(e, cfg, cluster);
     return e;
   }
   e.time_scale_source = "auto";
@@ -74,6 +96,7 @@ Emulation resolve_emulation(const Config& cfg, Communicator* world) {
   if (!(rate > 0)) throw std::runtime_error("link emulator: the measured sgemm rate is not positive");
   e.measured_gflops = rate;
   e.time_scale = e.cluster_gflops / rate;
+  find_slowest_message(e, cfg, cluster);
   return e;
 }
 

@@ -6,11 +6,13 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
 
+#include "moebench/config/path_limits.h"
 #include "moebench/train/checkpoint.h"
 
 namespace fs = std::filesystem;
@@ -43,7 +45,29 @@ std::string latest_checkpoint_name(const std::string& dir) {
   }
 }
 
-OutputDirLock claim_output_dir(const std::string& dir, OutputMode mode) {
+namespace {
+
+// Whether the checkpoint `resume_from` names lies in <dir>/checkpoints (false when it names none:
+// the resume reports that itself).
+bool checkpoint_inside(const std::string& resume_from, const std::string& dir) {
+  std::string checkpoint;
+  try {
+    checkpoint = resolve_checkpoint_dir(resume_from);
+  } catch (const CheckpointError&) {
+    return false;
+  }
+  std::error_code ec;
+  const fs::path inside = fs::weakly_canonical(fs::absolute(fs::path(dir) / "checkpoints"), ec);
+  const fs::path path = fs::weakly_canonical(fs::absolute(checkpoint), ec);
+  const auto [end, unused] = std::mismatch(inside.begin(), inside.end(), path.begin(), path.end());
+  return end == inside.end();
+}
+
+}  // namespace
+
+OutputDirLock claim_output_dir(const std::string& dir, OutputMode mode, const std::string& resume_from) {
+  if (const std::string why = path_length_problem(dir); !why.empty())
+    throw UsageError("output directory " + dir.substr(0, 48) + (dir.size() > 48 ? "..." : "") + ": " + why);
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (!fs::is_directory(dir))
@@ -75,6 +99,14 @@ OutputDirLock claim_output_dir(const std::string& dir, OutputMode mode) {
   if (mode == OutputMode::fresh && !latest.empty())
     throw UsageError(dir + " holds checkpoints of an earlier run (latest " + latest + "): pass --resume " + dir +
                      " to continue it, --overwrite to replace it, or another --out");
+  const bool foreign_resume = !resume_from.empty() && !checkpoint_inside(resume_from, dir);
+  if (mode == OutputMode::resume && foreign_resume && !latest.empty())
+    throw UsageError(dir + " holds checkpoints of another run (latest " + latest + "); --resume " + resume_from +
+                     " continues a run from another folder and would replace them: pass --overwrite to replace "
+                     "them, or another --out");
+  if (mode == OutputMode::overwrite && !resume_from.empty() && !foreign_resume)
+    throw UsageError("--overwrite would remove the checkpoint --resume " + resume_from + " names (it is in " + dir +
+                     "): resume without --overwrite");
   if (mode == OutputMode::overwrite) {
     fs::remove_all(fs::path(dir) / "checkpoints", ec);
     if (ec)

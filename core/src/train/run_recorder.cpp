@@ -32,9 +32,7 @@ std::vector<std::pair<std::string, std::string>> config_params(const Config& cfg
   return out;
 }
 
-RunRecorder::RunRecorder(const Config& cfg, const std::string& topology_text, const Topology* topology,
-                         int ranks, const std::string& uuid)
-    : topology_(topology) {
+RunRecorder::RunRecorder(const Config& cfg, int ranks, const std::string& uuid) {
   store_ = std::make_unique<RunStore>(cfg.store.db);
   RunInfo info;
   info.uuid = uuid;
@@ -42,26 +40,10 @@ RunRecorder::RunRecorder(const Config& cfg, const std::string& topology_text, co
   info.experiment = cfg.store.experiment;
   info.strategy = ranks > 1 ? cfg.strategy.name : "local";
   info.config_json = config_to_json(cfg).dump();
-  info.topology = topology_text;
   info.git_rev = build_git_revision();
   info.ranks = ranks;
   run_ = store_->create_run(info);
   store_->log_params(run_.id, config_params(cfg));
-  // The peak compute rate the run's DDL-roofline is drawn against, when this host measured one.
-  // P_w is one worker's rate: the benchmark's rate scaled to the BLAS threads this rank runs
-  // with (ranks on one host share its cores), assuming linear scaling in threads.
-  if (const auto peak = latest_gemm_rate(*store_, run_.host)) {
-    const int threads = num_threads();
-    double gflops = peak->gflops;
-    std::string source = peak->source;
-    if (peak->threads > 0 && threads > 0 && threads != peak->threads) {
-      gflops *= double(threads) / peak->threads;
-      source += "; scaled to " + std::to_string(threads) + " thread" + (threads == 1 ? "" : "s") + " per rank";
-    }
-    char rate[32];
-    std::snprintf(rate, sizeof rate, "%.6g", gflops);
-    store_->log_params(run_.id, {{"peak_gflops", rate}, {"peak_gflops_source", source}});
-  }
 }
 
 RunRecorder::~RunRecorder() {
@@ -125,8 +107,30 @@ void RunRecorder::on_eval(const EvalStats& e) {
   store_->log_step(run_.id, {{"eval_loss", e.step, e.loss, unix_now()}}, {}, {}, {});
 }
 
-void RunRecorder::finish(RunStatus status) {
+void RunRecorder::on_setup(const std::string& topology_text, const Topology* topology) {
+  topology_ = topology;
+  store_->set_topology(run_.id, topology_text);
+  run_.topology = topology_text;
+  // The peak compute rate the run's DDL-roofline is drawn against, when this host measured one.
+  // P_w is one worker's rate: the benchmark's rate scaled to the BLAS threads this rank runs
+  // with (ranks on one host share its cores), assuming linear scaling in threads.
+  if (const auto peak = latest_gemm_rate(*store_, run_.host)) {
+    const int threads = num_threads();
+    double gflops = peak->gflops;
+    std::string source = peak->source;
+    if (peak->threads > 0 && threads > 0 && threads != peak->threads) {
+      gflops *= double(threads) / peak->threads;
+      source += "; scaled to " + std::to_string(threads) + " thread" + (threads == 1 ? "" : "s") + " per rank";
+    }
+    char rate[32];
+    std::snprintf(rate, sizeof rate, "%.6g", gflops);
+    store_->log_params(run_.id, {{"peak_gflops", rate}, {"peak_gflops_source", source}});
+  }
+}
+
+void RunRecorder::finish(RunStatus status, const std::string& reason) {
   finished_ = true;
+  if (!reason.empty()) store_->set_tag(run_.id, "failure", reason);
   store_->set_status(run_.id, status, unix_now());
   run_.status = status;
 }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
@@ -24,6 +25,19 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// NonFiniteLoss's message: the step (1-based, as printed), the loss and what to change.
+std::string nonfinite_loss_text(const StepStats& st, const Config& cfg) {
+  const float loss = std::isfinite(st.loss.ce) ? st.loss.total : st.loss.ce;
+  const double bad = std::isnan(loss) ? std::fabs((double)loss) : (double)loss;  // "nan", never "-nan"
+  char text[320];
+  std::snprintf(text, sizeof text,
+                "step %ld: the training loss is %g (train.lr = %g): the run stops here, without a checkpoint; "
+                "lower train.lr or resume from a finite checkpoint, or set train.allow_nonfinite = true to keep "
+                "training",
+                st.step + 1, bad, (double)cfg.train.lr);
+  return text;
 }
 }  // namespace
 
@@ -309,6 +323,9 @@ TrainSummary Trainer::run(long stop_at, const TrainCallbacks& cb) {
     tokens += (long)tc.batch_size * T;
     summary.final_train_loss = st.loss.ce;
     if (cb.on_step) cb.on_step(st);
+    const bool nonfinite = !std::isfinite(st.loss.ce) || !std::isfinite(st.loss.total);
+    if (!tc.allow_nonfinite && (dist_ ? dist_->any(nonfinite) : nonfinite))
+      throw NonFiniteLoss(nonfinite_loss_text(st, cfg_));
     if (tc.eval_every > 0 && step_ % tc.eval_every == 0 && step_ < stop_at) eval();
     if (tc.checkpoint_every > 0 && step_ % tc.checkpoint_every == 0 && step_ < stop_at) checkpoint();
   }

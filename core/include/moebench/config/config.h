@@ -220,6 +220,7 @@ struct TrainConfig {
   int eval_every = 50;         // eval loss on the held-out split every N steps (0 = only at end)
   int eval_batches = 4;
   int checkpoint_every = 0;    // 0 = only at the end
+  bool allow_nonfinite = false;  // false: a NaN or infinite loss stops the run (FAILED)
 };
 
 struct StoreConfig {

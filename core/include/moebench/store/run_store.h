@@ -113,6 +113,8 @@ class RunStore {
   // end_time <= 0 with a status other than RUNNING means now. Ending a run also checkpoints the
   // WAL into the main database file (a copy of that file alone then holds the run).
   void set_status(int64_t run, RunStatus status, double end_time);
+  // The run's topology text, once known (a run is recorded before its ranks have set it up).
+  void set_topology(int64_t run, const std::string& topology);
   // Logging a key again replaces its value (as set_tag does).
   void log_params(int64_t run, const std::vector<std::pair<std::string, std::string>>& params);
   void set_tag(int64_t run, const std::string& key, const std::string& value);

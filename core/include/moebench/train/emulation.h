@@ -29,6 +29,16 @@ struct Emulation {
   std::string time_scale_source;  // "auto" | "config"
   double cluster_gflops = 0;      // the cluster's device rate, GFLOP/s
   double measured_gflops = 0;     // auto: this machine's sgemm rate per rank, GFLOP/s (else 0)
+  // The slowest message of the run: the dense gradients' all-reduce (fp32, the largest message
+  // every step sends) over the slowest link rank 0 has, stretched by the time scale.
+  double slowest_message_bytes = 0;
+  double slowest_message_s = 0;      // 0 with one rank (it sends nothing)
+  std::string slowest_message_link;  // its link class, "inter_node"
+
+  // "" unless that message takes longer than kSlowMessageSeconds: then one line saying so (the
+  // run would sit minutes before its first step with no output).
+  static constexpr double kSlowMessageSeconds = 60;
+  std::string warning() const;
 
   std::string label() const;     // "emulated janus x5200"
   std::string describe() const;  // one line for the run header: cluster, scale and its source

@@ -30,7 +30,7 @@ class OutputDirLock {
   const std::string& path() const { return path_; }  // the lock file
 
  private:
-  friend OutputDirLock claim_output_dir(const std::string& dir, OutputMode mode);
+  friend OutputDirLock claim_output_dir(const std::string& dir, OutputMode mode, const std::string& resume_from);
   int fd_ = -1;
   std::string path_;
 };
@@ -39,8 +39,13 @@ class OutputDirLock {
 // "runs/qs is in use by another moebench run (pid 4242; lock runs/qs/.moebench.lock)", or
 // "runs/qs holds checkpoints of an earlier run (latest step_000300): pass --resume runs/qs to
 // continue it, --overwrite to replace it, or another --out". Other failures (a path that is
-// a file, no permission) throw std::runtime_error naming the path.
-OutputDirLock claim_output_dir(const std::string& dir, OutputMode mode);
+// a file, no permission) throw std::runtime_error naming the path. A path too long for the
+// filesystem (path_limits.h) is a UsageError too.
+// resume_from: the checkpoint a run resumes from (--resume, as given), with mode resume or
+// overwrite. Resuming from another folder into a `dir` that holds checkpoints is refused like a
+// fresh run (they belong to another run): --overwrite replaces them, unless the checkpoint
+// resumed from is among them.
+OutputDirLock claim_output_dir(const std::string& dir, OutputMode mode, const std::string& resume_from = "");
 
 // The newest step_NNNNNN folder under <dir>/checkpoints, or "" when there is none.
 std::string latest_checkpoint_name(const std::string& dir);

@@ -25,22 +25,28 @@ std::vector<std::pair<std::string, std::string>> config_params(const Config& cfg
 
 class RunRecorder {
  public:
-  // topology: the run's topology (nullptr for a single rank).
+  // Records the run (RUNNING) with its config; its topology follows with on_setup.
   // uuid: the run's uuid when a launcher chose it in advance ("" = a new one).
-  RunRecorder(const Config& cfg, const std::string& topology_text, const Topology* topology, int ranks,
-              const std::string& uuid = "");
+  RunRecorder(const Config& cfg, int ranks, const std::string& uuid = "");
   ~RunRecorder();
 
+  // Once the ranks are set up (the trainer built): the topology (nullptr for a single rank), and
+  // the peak compute rate the
+  // run's DDL-roofline is drawn against, at the BLAS threads this rank now runs with. A run is
+  // recorded before (one stopped or killed while its ranks connect, e.g. over slow emulated
+  // links, is in the store all the same).
+  void on_setup(const std::string& topology_text, const Topology* topology);
   void on_step(const StepStats& s);
   void on_eval(const EvalStats& e);
-  void finish(RunStatus status);
+  // With a reason (a FAILED run: what stopped it), the tag "failure" holds it (runs show).
+  void finish(RunStatus status, const std::string& reason = "");
   const RunInfo& run() const { return run_; }
   RunStore& store() { return *store_; }
 
  private:
   std::unique_ptr<RunStore> store_;
   RunInfo run_;
-  const Topology* topology_;
+  const Topology* topology_ = nullptr;
   bool finished_ = false;
 };
 

@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,15 @@ struct TrainSummary {
   double tokens_per_s = 0.0;
   std::string last_checkpoint;
   bool interrupted = false;  // stopped early by the stop flag (SIGINT/SIGTERM)
+};
+
+// A step's training loss was NaN or infinite and train.allow_nonfinite is false: thrown by
+// Trainer::run on every rank at once, after that step's on_step, with no checkpoint written.
+// what(): "step 3: the training loss is nan (train.lr = 1e+30): the run stops here; lower
+// train.lr, or set train.allow_nonfinite = true to keep training".
+class NonFiniteLoss : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 // Called on every rank (a CLI prints on rank 0 only).
