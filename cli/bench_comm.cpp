@@ -368,7 +368,7 @@ void add_bench_comm(CLI::App& bench, Action& action) {
       ->check(CLI::IsMember({"mpi", "local"}));
   CLI::Option* ranks = cmd->add_option("--ranks", o->ranks,
                                        "Ranks started through mpirun outside a launcher (default 4; backend mpi)")
-                           ->check(positive());
+                           ->transform(positive());
   cmd->add_flag("--json", o->json, "Print JSON instead of the table");
   cmd->add_option("--db", o->db,
                   "Store the alltoall / allgather curve in this run database (monta level = \"auto\" uses it)");
