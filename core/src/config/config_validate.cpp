@@ -41,6 +41,9 @@ void Checker::check_run() {
   }
   if (ok({"run.out_dir"}) && r.out_dir.empty()) fail("run.out_dir", "must not be empty");
   at_least("run.threads", r.threads, 0, " (0 = all cores)");
+  if (ok({"run.threads"}) && r.threads > kMaxThreads)
+    fail("run.threads", "must be <= " + std::to_string(kMaxThreads) + " (threads of one process), got " +
+                            std::to_string(r.threads));
   if (ok({"run.device"}) && r.device != "cpu" && r.device != "cuda")
     fail("run.device", "must be \"cpu\" or \"cuda\", got \"" + excerpt(r.device) + "\"");
   if (ok({"run.precision"}) && r.precision != "fp32" && r.precision != "bf16")
