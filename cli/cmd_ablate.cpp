@@ -18,6 +18,7 @@
 #include <stdexcept>
 
 #include "commands.h"
+#include "launch_limits.h"
 #include "moebench/config/config_loader.h"
 #include "moebench/config/strategy_names.h"
 #include "moebench/config/usage_error.h"
@@ -140,8 +141,11 @@ int ablate(const AblateOptions& o) {
           variant.label += (variant.label.empty() ? "" : " ") + s;
         }
       if (std::find(variants.begin(), variants.end(), variant) != variants.end()) continue;
-      // Check every variant's config before running any: ConfigError -> exit 2.
-      load_config(config, keep);
+      // Check every variant's config and launch bounds (launch_limits.h) before running any:
+      // ConfigError / UsageError -> exit 2.
+      const Config checked = load_config(config, keep);
+      check_local_launch(checked, "ablate variant \"" + (variant.label.empty() ? config : variant.label) +
+                                      "\" (run.ranks = " + std::to_string(checked.run.ranks) + ")");
       variants.push_back(std::move(variant));
     }
   }

@@ -24,6 +24,7 @@
 #include "local_launch.h"
 #include "measured_comm_curves.h"
 #include "stop_signals.h"
+#include "stop_supervisor.h"
 #include "moebench/config/config_loader.h"
 #include "moebench/config/task_assignment.h"
 #include "moebench/config/usage_error.h"
@@ -65,14 +66,16 @@ void print_step(const Config& cfg, const StepStats& s, bool distributed, const E
   std::fflush(stdout);
 }
 
-// SIGINT / SIGTERM / SIGHUP: finish the current step on every rank, checkpoint, mark the run
-// KILLED. SIGHUP is what a run started over `ssh -tt` (the GUI launcher) gets when the
+// SIGINT / SIGTERM / SIGHUP: finish the current step (or evaluation batch) on every rank,
+// checkpoint, mark the run KILLED; without a launcher a second request ends the run at once
+// (stop_supervisor.h). SIGHUP is what a run started over `ssh -tt` (the GUI launcher) gets when the
 // connection is closed or cancelled: it stops like Ctrl-C instead of dying unmarked.
 // During a job shutdown mpirun stops reading the ranks' output: a rank blocked writing a
 // progress line would never reach the stop, so the handler also makes stdout/stderr
 // non-blocking (and is installed without SA_RESTART): unread lines are dropped instead.
 std::atomic<bool> g_stop{false};
 extern "C" void request_stop(int) {
+  count_stop_signal();
   g_stop = true;
   for (int fd : {STDOUT_FILENO, STDERR_FILENO}) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 }
@@ -88,9 +91,12 @@ std::string out_dir_of(const RunOptions& o, const Config& cfg) {
   return o.out.empty() ? cfg.run.out_dir + "/" + cfg.run.name : o.out;
 }
 
-// emu: the run's link emulator ([emulate]; world is already paced), else null.
-int train(const RunOptions& o, const Config& cfg, Communicator* world, const Emulation* emu) {
+// emu: the run's link emulator ([emulate]; world is already paced), else null. supervise: no
+// launcher stops this process (one rank outside mpirun): it stops itself (stop_supervisor.h).
+int train(const RunOptions& o, const Config& cfg, Communicator* world, const Emulation* emu, bool supervise) {
   install_stop_handlers();
+  std::unique_ptr<StopSupervisor> supervisor;
+  if (supervise) supervisor = std::make_unique<StopSupervisor>(cfg.run.stop_grace_s);
   Trainer trainer(cfg, out_dir_of(o, cfg), world);
   const bool main = trainer.is_main();
   if (main) {
@@ -140,6 +146,7 @@ int train(const RunOptions& o, const Config& cfg, Communicator* world, const Emu
       recorder = std::make_unique<RunRecorder>(cfg, trainer.topology_description(),
                                                distributed ? &trainer.distributed()->topology() : nullptr,
                                                world ? world->size() : 1, uuid ? uuid : "");
+      if (supervisor) supervisor->set_run(cfg.store.db, recorder->run().uuid);
       if (distributed) {  // the strategy each MoE block runs with (janus decides per block)
         const Topology& t = trainer.distributed()->topology();
         for (const auto& [block, name] : block_strategies(cfg, t.nodes(), t.devices_per_node()))
@@ -151,6 +158,7 @@ int train(const RunOptions& o, const Config& cfg, Communicator* world, const Emu
                   recorder->run().name.c_str(), cfg.store.db.c_str(), cfg.store.experiment.c_str());
     }
   }
+  if (main) std::fflush(stdout);  // the header shows before the first step ends (piped output too)
   trainer.set_stop_flag(&g_stop);
   TrainCallbacks cb;
   cb.on_step = [&](const StepStats& s) {
@@ -271,7 +279,7 @@ int run_rank(const RunOptions& o) {
       emu = std::make_unique<Emulation>(resolve_emulation(cfg, world.get()));
       if (size > 1) paced = emulated_world(*emu, *world);
     }
-    return train(o, cfg, size > 1 ? (paced ? paced.get() : world.get()) : nullptr, emu.get());
+    return train(o, cfg, size > 1 ? (paced ? paced.get() : world.get()) : nullptr, emu.get(), false);
   } catch (const std::exception& e) {
     report_rank_failure(me, size, 1, e.what());
     MpiRuntime::abort_job(1);
@@ -281,7 +289,8 @@ int run_rank(const RunOptions& o) {
 int run_training(const RunOptions& o) {
   if (MpiRuntime::under_mpi_launcher()) return run_rank(o);
   const Config cfg = load_config(o.config, overrides(o, 0));
-  check_local_launch(cfg, cfg.run.ranks);
+  const std::string ranks_given_as = moebench::cli::ranks_given_as(cfg.run.ranks, o.ranks > 0);
+  check_local_launch(cfg, ranks_given_as);
   check_run_device(cfg.run.device);
   // A damaged or foreign store is said once, here, and left untouched (a new one is created
   // by rank 0 as usual).
@@ -291,10 +300,13 @@ int run_training(const RunOptions& o) {
   if (cfg.run.ranks == 1) {  // one rank sends nothing: emulation only labels the run
     const std::unique_ptr<Emulation> emu =
         cfg.emulate.cluster.empty() ? nullptr : std::make_unique<Emulation>(resolve_emulation(cfg, nullptr));
-    return train(o, cfg, nullptr, emu.get());
+    return train(o, cfg, nullptr, emu.get(), true);
   }
   LocalLaunch launch;
   launch.ranks = cfg.run.ranks;
+  launch.ranks_given_as = ranks_given_as;
+  launch.oversubscribe_ok = cfg.run.oversubscribe_ok;
+  launch.oversubscribe_hint = kRunOversubscribeHint;
   launch.stop_grace_s = cfg.run.stop_grace_s;
   launch.out_dir = canonical(out_dir_of(o, cfg));
   if (cfg.store.enabled) {

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <stdexcept>
 #include <thread>
 
@@ -176,7 +177,12 @@ long Trainer::resume(const std::string& path) {
 
 float Trainer::evaluate() {
   double sum = 0.0;
+  eval_stopped_ = false;
   for (int i = 0; i < cfg_.train.eval_batches; ++i) {
+    if (stop_flag_ && stop_requested()) {  // every rank asks at the same batch (collective)
+      eval_stopped_ = true;
+      return std::numeric_limits<float>::quiet_NaN();
+    }
     sample(corpus_.val, corpus_.task_val, (uint64_t)i, kEvalStream);
     sum += pipeline_->evaluate([&](int m) { return micro_batch(m, i); });
   }
@@ -245,8 +251,13 @@ TrainSummary Trainer::run(long stop_at, const TrainCallbacks& cb) {
     summary.last_checkpoint = save(out_dir_ + "/checkpoints/" + name);
     if (cb.on_checkpoint) cb.on_checkpoint(summary.last_checkpoint);
   };
-  auto eval = [&] {
-    summary.final_eval_loss = evaluate();
+  auto eval = [&] {  // a stop request ends it early: then nothing is reported
+    const float loss = evaluate();
+    if (eval_stopped_) {
+      summary.interrupted = true;
+      return;
+    }
+    summary.final_eval_loss = loss;
     if (cb.on_eval) cb.on_eval({step_, summary.final_eval_loss});
   };
   while (step_ < stop_at) {
@@ -309,7 +320,10 @@ TrainSummary Trainer::run(long stop_at, const TrainCallbacks& cb) {
     tokens += (long)tc.batch_size * T;
     summary.final_train_loss = st.loss.ce;
     if (cb.on_step) cb.on_step(st);
-    if (tc.eval_every > 0 && step_ % tc.eval_every == 0 && step_ < stop_at) eval();
+    if (tc.eval_every > 0 && step_ % tc.eval_every == 0 && step_ < stop_at) {
+      eval();
+      if (summary.interrupted) break;
+    }
     if (tc.checkpoint_every > 0 && step_ % tc.checkpoint_every == 0 && step_ < stop_at) checkpoint();
   }
   summary.seconds = seconds_since(t_start);
