@@ -19,6 +19,7 @@
 
 #include "commands.h"
 #include "launch_limits.h"
+#include "store_writable.h"
 #include "moebench/config/config_loader.h"
 #include "moebench/config/strategy_names.h"
 #include "moebench/config/usage_error.h"
@@ -153,6 +154,7 @@ int ablate(const AblateOptions& o) {
   const Config cfg = load_config(first, applicable(base, load_config(first).strategy.name));
   const std::string experiment = o.experiment.empty() ? cfg.run.name + "-ablation" : o.experiment;
   const std::string db = o.db.empty() ? cfg.store.db : o.db;
+  check_store_writable(db, o.db.empty() ? "store.db" : "--db");
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
   std::printf("ablate: %zu variants -> experiment %s in %s\n", variants.size(), experiment.c_str(), db.c_str());
 

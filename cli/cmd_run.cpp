@@ -4,8 +4,9 @@
 // run.ranks > 1 outside an MPI launch it starts the ranks itself through mpirun
 // (local_launch.h); under mpirun / srun every rank trains its share and rank 0 prints.
 // Before anything trains, every problem the command can know of is found once: the config
-// (for the launched rank count), the machine's bounds (launch_limits.h), the output
-// directory (train/output_dir.h) and the resume point. A rank that fails later brings the
+// (for the launched rank count), the machine's bounds (launch_limits.h), the run store
+// (store_writable.h), the storage.ssd_dir folders of every rank, the output directory
+// (train/output_dir.h) and the resume point. A rank that fails later brings the
 // whole job down (MPI_Abort) with its message, so nothing hangs.
 #include <fcntl.h>
 #include <unistd.h>
@@ -23,6 +24,7 @@
 #include "launch_limits.h"
 #include "local_launch.h"
 #include "measured_comm_curves.h"
+#include "store_writable.h"
 #include "stop_signals.h"
 #include "stop_supervisor.h"
 #include "moebench/config/config_loader.h"
@@ -37,6 +39,7 @@
 #include "moebench/train/checkpoint.h"
 #include "moebench/train/distributed.h"
 #include "moebench/train/emulation.h"
+#include "moebench/train/expert_state_tier.h"
 #include "moebench/train/output_dir.h"
 #include "moebench/train/run_recorder.h"
 #include "moebench/train/trainer.h"
@@ -252,6 +255,7 @@ int run_rank(const RunOptions& o) {
     cfg = load_config(o.config, overrides(o, size));
     const char* held = std::getenv(kOutLockedEnv);  // the local launcher holds the lock
     if (me == 0 && !(held && canonical(out_dir_of(o, cfg)) == held)) lock = claim_out_dir(o, cfg);
+    if (me == 0 && cfg.store.enabled) check_store_writable(cfg.store.db, o.db.empty() ? "store.db" : "--db");
     check_resume(o, cfg);
     check_run_device(cfg.run.device);
   } catch (const ConfigError& e) {
@@ -292,9 +296,16 @@ int run_training(const RunOptions& o) {
   const std::string ranks_given_as = moebench::cli::ranks_given_as(cfg.run.ranks, o.ranks > 0);
   check_local_launch(cfg, ranks_given_as);
   check_run_device(cfg.run.device);
-  // A damaged or foreign store is said once, here, and left untouched (a new one is created
-  // by rank 0 as usual).
-  if (cfg.store.enabled && std::filesystem::exists(cfg.store.db)) RunStore(cfg.store.db);
+  // A store that cannot be written, or a damaged or foreign one, is said once, here, and left
+  // untouched (a new one is created by rank 0 as usual).
+  if (cfg.store.enabled) {
+    check_store_writable(cfg.store.db, o.db.empty() ? "store.db" : "--db");
+    if (std::filesystem::exists(cfg.store.db)) RunStore(cfg.store.db);
+  }
+  // Another run's expert states: found here, once, not by every rank after the launch. The
+  // locks are let go at once; each rank takes its own folder's again.
+  if (cfg.storage.sparse == "ssd")
+    for (int rank = 0; rank < cfg.run.ranks; ++rank) claim_expert_state_dir(cfg.storage, rank);
   const OutputDirLock lock = claim_out_dir(o, cfg);
   check_resume(o, cfg);
   if (cfg.run.ranks == 1) {  // one rank sends nothing: emulation only labels the run
