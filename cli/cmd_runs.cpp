@@ -220,7 +220,7 @@ int delete_run(const std::string& db, const std::string& ref, bool force) {
   const std::string run = "run " + std::to_string(r.id) + " (" + r.name + ")";
   if (run_process_alive(r))
     throw UsageError(run + " is RUNNING: its process " + std::to_string(r.pid) + " on this host is alive; stop it "
-                     "first (kill -INT " + std::to_string(r.pid) + ": it checkpoints and ends KILLED), then delete it");
+                     "first (kill " + std::to_string(r.pid) + ": it checkpoints and ends KILLED), then delete it");
   if (r.status == RunStatus::running && !force)
     throw UsageError(run + " is RUNNING on " + r.host + " (pid " + std::to_string(r.pid) +
                      "), which this host cannot check; stop it first, or pass --force if it has ended");
