@@ -10,6 +10,7 @@
 #include <cstdio>
 
 #include "bench.h"
+#include "thread_option.h"
 #include "moebench/config/usage_error.h"
 #include "moebench/train/device.h"
 #include "moebench/store/gemm_rate_record.h"
@@ -101,7 +102,7 @@ void add_bench_gemm(CLI::App& bench, Action& action) {
   auto iters = std::make_shared<int>(10);
   auto db = std::make_shared<std::string>();
   auto device = std::make_shared<std::string>("cpu");
-  cmd->add_option("--threads", *threads, "Threads (0 = all cores)")->transform(non_negative());
+  cmd->add_option("--threads", *threads, "Threads (0 = all cores)")->transform(non_negative())->check(thread_count());
   cmd->add_option("--iters", *iters, "Timed runs per shape")->transform(positive());
   cmd->add_option("--db", *db, "Store the rate in this run database (runs record it as peak_gflops)");
   cmd->add_option("--device", *device, "cpu (CBLAS) or cuda (cuBLAS fp32, tf32 and bf16 on GPU 0)")

@@ -16,6 +16,7 @@
 
 #include "bench.h"
 #include "bench_moe_layer.h"
+#include "thread_option.h"
 #include "moebench/config/usage_error.h"
 #include "moebench/moe/moe_layer.h"
 #include "moebench/train/device.h"
@@ -120,7 +121,7 @@ void add_bench_moe_layer(CLI::App& bench, Action& action) {
   cmd->add_option("--ffn-mult", o->ffn_mult, "Expert FFN width multiplier A")->transform(positive());
   cmd->add_option("--experts", o->experts, "Experts E")->transform(positive());
   cmd->add_option("--top-k", o->top_k, "Experts per token K")->transform(positive());
-  cmd->add_option("--threads", o->threads, "Threads (0 = all cores)")->transform(non_negative());
+  cmd->add_option("--threads", o->threads, "Threads (0 = all cores)")->transform(non_negative())->check(thread_count());
   cmd->add_option("--iters", o->iters, "Timed iterations")->transform(positive());
   cmd->add_flag("--json", o->json, "Print JSON");
   cmd->add_option("--device", o->device, "cpu (MoeLayer, fp32) or cuda (cuda::MoeBlock on the current GPU)")

@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -33,6 +34,9 @@
 #include "bench.h"
 #include "bench_predictor.h"
 #include "child_run.h"
+#include "stop_signals.h"
+#include "store_writable.h"
+#include "moebench/config/config_loader.h"
 #include "moebench/config/usage_error.h"
 #include "moebench/store/run_store.h"
 
@@ -134,9 +138,59 @@ double mean_abs_error(const std::vector<std::pair<double, double>>& mp) {
   return sum;
 }
 
+PredictorWorkDir::PredictorWorkDir()
+    : path_(fs::temp_directory_path() / ("moebench-predictor-" + std::to_string(getpid()))) {
+  fs::create_directories(path_);
+}
+
+PredictorWorkDir::~PredictorWorkDir() {
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
+
+bool predictor_stopped(size_t done, size_t total) {
+  if (stop_requests() == 0) return false;
+  std::fflush(stdout);
+  if (total == 0) std::fprintf(stderr, "moebench: bench predictor stopped by signal before its first case\n");
+  else std::fprintf(stderr, "moebench: bench predictor stopped by signal after %zu of %zu cases\n", done, total);
+  return true;
+}
+
 namespace {
 
+// The emulation every case runs under (--cluster, --time-scale), checked as the cases' configs
+// check it, before anything starts: one UsageError naming the flag.
+void check_emulation(const PredictorOptions& o) {
+  const std::string text = "[run]\nranks = 4\n[cluster]\nnodes = 2\ndevices_per_node = 2\n[emulate]\ncluster = " +
+                           toml_string_literal(o.cluster) + "\ntime_scale = " + toml_string_literal(o.time_scale) + "\n";
+  try {
+    parse_config(text, "bench predictor");
+  } catch (const ConfigError& e) {
+    std::string message;
+    for (const ConfigIssue& issue : e.issues()) {
+      if (!message.empty()) message += "\n";
+      if (issue.key == "emulate.time_scale")
+        message += "bench predictor --time-scale " + o.time_scale + ": " + issue.message;
+      else if (issue.key == "emulate.cluster")
+        message += "bench predictor --cluster " + o.cluster + ": " + issue.message;
+      else
+        message += "bench predictor --cluster " + o.cluster + ": " + issue.to_string();
+    }
+    throw UsageError(message);
+  }
+}
+
+// A file removed on every way out (the --calibrate host file without --db).
+struct RemovedFile {
+  fs::path path;
+  ~RemovedFile() {
+    std::error_code ec;
+    if (!path.empty()) fs::remove(path, ec);
+  }
+};
+
 int bench_predictor(PredictorOptions o) {
+  install_stop_counter(SA_RESTART);  // a stop ends it after the case's child, cleaned up
   if (o.model != "simulator" && o.model != "fastermoe")
     throw UsageError("bench predictor --model: expected simulator or fastermoe, got \"" + o.model + "\"");
   if (o.cluster.empty())
@@ -144,35 +198,38 @@ int bench_predictor(PredictorOptions o) {
                                        : "sample_configs/clusters/janus_4gpu.toml";
   if (o.calibrate && !o.host.empty())
     throw UsageError("bench predictor: --calibrate measures the host file itself; drop --host " + o.host);
-  // --calibrate: the rates of this machine now (a calibration from another day, or under
-  // another load, drifts: the fitted factors are per machine and moment); kept next to the
-  // runs' store when --db is given, else removed with the temporary folder.
-  fs::path calibrated;
-  if (o.calibrate) {
-    calibrated = o.db.empty() ? fs::temp_directory_path() / ("moebench-predictor-host-" + std::to_string(getpid()) + ".toml")
-                              : fs::absolute(o.db).replace_extension(".host.toml");
-    const std::string log = calibrated.string() + ".log";
-    if (!o.json) std::printf("# calibrating this machine into %s (moebench calibrate)\n", calibrated.c_str());
-    std::fflush(stdout);
-    if (run_logged({self_path(), "calibrate", "--out", calibrated.string(), "--force"}, log) != 0)
-      throw std::runtime_error("bench predictor --calibrate: moebench calibrate failed:\n" + read_text(log));
-    fs::remove(log);
-    o.host = calibrated.string();
-  }
-  if (o.host.empty()) o.host = "sample_configs/clusters/local.toml";
+  if (!o.calibrate && o.host.empty()) o.host = "sample_configs/clusters/local.toml";
   for (std::string* f : {&o.cluster, &o.host}) {
+    if (f->empty()) continue;  // --calibrate writes it
     if (!fs::exists(*f))
       throw UsageError("bench predictor: cluster file " + *f + " does not exist (the defaults are relative to the "
                        "repository root: run from there, or pass --cluster / --host)");
     *f = fs::absolute(*f).string();
   }
-  if (o.model == "fastermoe") {
-    const int rc = bench_predictor_fastermoe(o);
-    if (o.calibrate && o.db.empty()) fs::remove(calibrated);
-    return rc;
+  check_emulation(o);
+  if (!o.db.empty()) check_store_writable(o.db, "bench predictor --db");
+  // --calibrate: the rates of this machine now (a calibration from another day, or under
+  // another load, drifts: the fitted factors are per machine and moment); kept next to the
+  // runs' store when --db is given, else removed on the way out.
+  RemovedFile calibrated;
+  if (o.calibrate) {
+    const fs::path host =
+        o.db.empty() ? fs::temp_directory_path() / ("moebench-predictor-host-" + std::to_string(getpid()) + ".toml")
+                     : fs::absolute(o.db).replace_extension(".host.toml");
+    if (o.db.empty()) calibrated.path = host;
+    const std::string log = host.string() + ".log";
+    const RemovedFile remove_log{log};
+    if (!o.json) std::printf("# calibrating this machine into %s (moebench calibrate)\n", host.c_str());
+    std::fflush(stdout);
+    const int rc = run_logged({self_path(), "calibrate", "--out", host.string(), "--force"}, log);
+    if (predictor_stopped(0, 0)) return 130;
+    if (rc != 0)
+      throw std::runtime_error("bench predictor --calibrate: moebench calibrate failed:\n" + read_text(log));
+    o.host = host.string();
   }
-  const fs::path dir = fs::temp_directory_path() / ("moebench-predictor-" + std::to_string(getpid()));
-  fs::create_directories(dir);
+  if (o.model == "fastermoe") return bench_predictor_fastermoe(o);
+  const PredictorWorkDir work;
+  const fs::path& dir = work.path();
   const bool keep_db = !o.db.empty();
   const std::string db = keep_db ? fs::absolute(o.db).string() : (dir / "predictor.db").string();
   std::vector<Case> cases = matrix(o.quick);
@@ -185,11 +242,15 @@ int bench_predictor(PredictorOptions o) {
     const std::string cfg = (dir / ("case" + std::to_string(i) + ".toml")).string();
     std::ofstream(cfg) << config_text(c, (int)i, o, dir.string(), db);
     const std::string log = (dir / ("case" + std::to_string(i) + ".log")).string();
-    if (run_logged({self, "run", cfg, "--overwrite"}, log) != 0)
+    const int run_rc = run_logged({self, "run", cfg, "--overwrite"}, log);
+    if (predictor_stopped(i, cases.size())) return 130;
+    if (run_rc != 0)
       throw std::runtime_error("bench predictor: the emulated run of case " + std::to_string(i) + " failed:\n" +
                                read_text(log));
     const std::string sim = (dir / ("case" + std::to_string(i) + ".json")).string();
-    if (run_logged({self, "simulate", cfg, "--host", o.host, "--steps", "3", "--json"}, sim) != 0)
+    const int sim_rc = run_logged({self, "simulate", cfg, "--host", o.host, "--steps", "3", "--json"}, sim);
+    if (predictor_stopped(i, cases.size())) return 130;
+    if (sim_rc != 0)
       throw std::runtime_error("bench predictor: simulating case " + std::to_string(i) + " failed:\n" + read_text(sim));
     c.predicted_ms = nlohmann::json::parse(read_text(sim)).at("mean_step_ms").get<double>();
     c.measured_ms = measured_ms(RunStore(db), "predictor_" + std::to_string(i));
@@ -231,8 +292,6 @@ int bench_predictor(PredictorOptions o) {
     std::printf("right winner in %d of %zu groups\n", right, fastest.size());
     if (keep_db) std::printf("runs in %s (experiment bench_predictor)\n", db.c_str());
   }
-  fs::remove_all(dir);
-  if (o.calibrate && !keep_db) fs::remove(o.host);
   return 0;
 }
 

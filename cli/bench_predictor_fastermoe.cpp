@@ -16,7 +16,6 @@
 // Then R² and MAE of both predictors over all (run, layer) pairs. eq. 1-2 leave out what the
 // paper neglects (message latency, the router and combine, the counts exchange), so they sit
 // below the measurement where those weigh; the simulator replays every task.
-#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -119,8 +118,8 @@ std::map<int, double> model_e2e_ms(const RunStore& store, const RunInfo& run, co
 }  // namespace
 
 int bench_predictor_fastermoe(const PredictorOptions& o) {
-  const fs::path dir = fs::temp_directory_path() / ("moebench-predictor-" + std::to_string(getpid()));
-  fs::create_directories(dir);
+  const PredictorWorkDir work;
+  const fs::path& dir = work.path();
   const bool keep_db = !o.db.empty();
   const std::string db = keep_db ? fs::absolute(o.db).string() : (dir / "predictor.db").string();
   const std::vector<Case> cases = sweep(o.quick);
@@ -136,13 +135,17 @@ int bench_predictor_fastermoe(const PredictorOptions& o) {
     std::ofstream(cfg_path) << config_text(c, (int)i, o, dir.string(), db);
     const std::string log = (dir / ("case" + std::to_string(i) + ".log")).string();
     const std::string name = "fastermoe_predictor_" + std::to_string(i);
-    if (run_logged({self, "run", cfg_path, "--overwrite"}, log) != 0)
+    const int run_rc = run_logged({self, "run", cfg_path, "--overwrite"}, log);
+    if (predictor_stopped(i, cases.size())) return 130;
+    if (run_rc != 0)
       throw std::runtime_error("bench predictor: the emulated run of case " + std::to_string(i) + " failed:\n" +
                                read_text(log));
     const std::string sim = (dir / ("case" + std::to_string(i) + ".json")).string();
-    if (run_logged({self, "simulate", cfg_path, "--host", o.host, "--routing", "trace:" + name, "--steps",
-                    std::to_string(o.steps), "--json"},
-                   sim) != 0)
+    const int sim_rc = run_logged({self, "simulate", cfg_path, "--host", o.host, "--routing", "trace:" + name,
+                                   "--steps", std::to_string(o.steps), "--json"},
+                                  sim);
+    if (predictor_stopped(i, cases.size())) return 130;
+    if (sim_rc != 0)
       throw std::runtime_error("bench predictor: simulating case " + std::to_string(i) + " failed:\n" + read_text(sim));
     const int64_t sim_id = nlohmann::json::parse(read_text(sim)).at("run").at("id").get<int64_t>();
     const Config cfg = load_config(cfg_path, {});
@@ -187,7 +190,6 @@ int bench_predictor_fastermoe(const PredictorOptions& o) {
                 r_squared(model_pairs), 100 * mean_abs_error(model_pairs));
     if (keep_db) std::printf("runs in %s (experiment bench_predictor_fastermoe)\n", db.c_str());
   }
-  fs::remove_all(dir);
   return 0;
 }
 

@@ -18,6 +18,8 @@
 #include <stdexcept>
 
 #include "commands.h"
+#include "launch_limits.h"
+#include "store_writable.h"
 #include "moebench/config/config_loader.h"
 #include "moebench/config/strategy_names.h"
 #include "moebench/config/usage_error.h"
@@ -140,8 +142,11 @@ int ablate(const AblateOptions& o) {
           variant.label += (variant.label.empty() ? "" : " ") + s;
         }
       if (std::find(variants.begin(), variants.end(), variant) != variants.end()) continue;
-      // Check every variant's config before running any: ConfigError -> exit 2.
-      load_config(config, keep);
+      // Check every variant's config and launch bounds (launch_limits.h) before running any:
+      // ConfigError / UsageError -> exit 2.
+      const Config checked = load_config(config, keep);
+      check_local_launch(checked, "ablate variant \"" + (variant.label.empty() ? config : variant.label) +
+                                      "\" (run.ranks = " + std::to_string(checked.run.ranks) + ")");
       variants.push_back(std::move(variant));
     }
   }
@@ -149,6 +154,7 @@ int ablate(const AblateOptions& o) {
   const Config cfg = load_config(first, applicable(base, load_config(first).strategy.name));
   const std::string experiment = o.experiment.empty() ? cfg.run.name + "-ablation" : o.experiment;
   const std::string db = o.db.empty() ? cfg.store.db : o.db;
+  check_store_writable(db, o.db.empty() ? "store.db" : "--db");
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
   std::printf("ablate: %zu variants -> experiment %s in %s\n", variants.size(), experiment.c_str(), db.c_str());
 

@@ -1,4 +1,5 @@
 // moebench calibrate [--ranks N] [--threads T] [--out FILE] [--force] [--db PATH] [--quick]
+//                    [--oversubscribe-ok]
 // Measures this machine (perf/calibration.h: sgemm rate by shape, copy bandwidth, the
 // communicator's per-message latency and per-rank bandwidth) with N ranks at once and writes it
 // as a cluster file (default clusters/local.toml) for `simulate --cluster`, `plan --cluster` and
@@ -7,6 +8,7 @@
 // comm_overhead_us, task factors); under mpirun / srun it measures the launched world only.
 //   --threads T  BLAS threads per rank; 0 = the cores shared among the ranks, as `run` does
 //   --force      replace an existing output file (otherwise: exit 2, nothing written)
+//   --oversubscribe-ok  more ranks than 8 per core (local_launch.h checks the bounds)
 //   --db PATH    also store the best sgemm rate as a `bench gemm` record (runs started on this
 //                host then carry it as peak_gflops)
 #include <unistd.h>
@@ -22,6 +24,7 @@
 #include "commands.h"
 #include "output_file.h"
 #include "local_launch.h"
+#include "thread_option.h"
 #include "moebench/config/usage_error.h"
 #include "moebench/dist/launch_report.h"
 #include "moebench/dist/mpi_communicator.h"
@@ -36,7 +39,7 @@ namespace fs = std::filesystem;
 struct CalibrateArgs {
   int ranks = 4, threads = 0;
   std::string out = "clusters/local.toml", db;
-  bool force = false, quick = false;
+  bool force = false, quick = false, oversubscribe_ok = false;
 };
 
 void check_output(const CalibrateArgs& a) { check_output_file("calibrate --out", a.out, a.force); }
@@ -118,6 +121,8 @@ int calibrate_main(const CalibrateArgs& a) {
   if (!a.db.empty() && fs::exists(a.db)) RunStore(a.db);  // a damaged store is said here, once
   LocalLaunch launch;
   launch.ranks = a.ranks;
+  launch.oversubscribe_ok = a.oversubscribe_ok;
+  launch.oversubscribe_hint = "pass --oversubscribe-ok to start them anyway";
   const int rc = launch_local_ranks(launch);
   if (rc == 0) fit_reference_runs(a.out, a.ranks, a.quick);
   return rc;
@@ -131,11 +136,12 @@ void add_calibrate_command(CLI::App& app, Action& action) {
   cmd->add_option("--ranks", a->ranks, "Ranks measured at once (started through mpirun; default 4)")
       ->transform(positive());
   cmd->add_option("--threads", a->threads, "BLAS threads per rank (0 = the cores shared among the ranks)")
-      ->transform(non_negative());
+      ->transform(non_negative())->check(thread_count());
   cmd->add_option("--out", a->out, "Cluster file to write (default clusters/local.toml)");
   cmd->add_flag("--force", a->force, "Replace the output file if it exists");
   cmd->add_option("--db", a->db, "Also store the sgemm rate in this run database (as bench gemm does)");
   cmd->add_flag("--quick", a->quick, "Fewer, smaller measurements (seconds; for tests)");
+  cmd->add_flag("--oversubscribe-ok", a->oversubscribe_ok, "Start more than 8 ranks per core");
   cmd->callback([&action, a] { action = [a] { return calibrate_main(*a); }; });
 }
 

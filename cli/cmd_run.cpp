@@ -4,8 +4,9 @@
 // run.ranks > 1 outside an MPI launch it starts the ranks itself through mpirun
 // (local_launch.h); under mpirun / srun every rank trains its share and rank 0 prints.
 // Before anything trains, every problem the command can know of is found once: the config
-// (for the launched rank count), the machine's bounds (launch_limits.h), the output
-// directory (train/output_dir.h) and the resume point. A rank that fails later brings the
+// (for the launched rank count), the machine's bounds (launch_limits.h), the run store
+// (store_writable.h), the storage.ssd_dir folders of every rank, the output directory
+// (train/output_dir.h) and the resume point. A rank that fails later brings the
 // whole job down (MPI_Abort) with its message, so nothing hangs.
 #include <fcntl.h>
 #include <unistd.h>
@@ -23,7 +24,9 @@
 #include "launch_limits.h"
 #include "local_launch.h"
 #include "measured_comm_curves.h"
+#include "store_writable.h"
 #include "stop_signals.h"
+#include "stop_supervisor.h"
 #include "moebench/config/config_loader.h"
 #include "moebench/config/task_assignment.h"
 #include "moebench/config/usage_error.h"
@@ -36,6 +39,7 @@
 #include "moebench/train/checkpoint.h"
 #include "moebench/train/distributed.h"
 #include "moebench/train/emulation.h"
+#include "moebench/train/expert_state_tier.h"
 #include "moebench/train/output_dir.h"
 #include "moebench/train/run_recorder.h"
 #include "moebench/train/trainer.h"
@@ -69,14 +73,16 @@ void print_step(const Config& cfg, const StepStats& s, bool distributed, const E
   std::fflush(stdout);
 }
 
-// SIGINT / SIGTERM / SIGHUP: finish the current step on every rank, checkpoint, mark the run
-// KILLED. SIGHUP is what a run started over `ssh -tt` (the GUI launcher) gets when the
+// SIGINT / SIGTERM / SIGHUP: finish the current step (or evaluation batch) on every rank,
+// checkpoint, mark the run KILLED; without a launcher a second request ends the run at once
+// (stop_supervisor.h). SIGHUP is what a run started over `ssh -tt` (the GUI launcher) gets when the
 // connection is closed or cancelled: it stops like Ctrl-C instead of dying unmarked.
 // During a job shutdown mpirun stops reading the ranks' output: a rank blocked writing a
 // progress line would never reach the stop, so the handler also makes stdout/stderr
 // non-blocking (and is installed without SA_RESTART): unread lines are dropped instead.
 std::atomic<bool> g_stop{false};
 extern "C" void request_stop(int) {
+  count_stop_signal();
   g_stop = true;
   for (int fd : {STDOUT_FILENO, STDERR_FILENO}) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 }
@@ -105,9 +111,12 @@ void report_rank_failure(int rank, int world, int code, const std::string& messa
   std::fflush(stderr);
 }
 
-// emu: the run's link emulator ([emulate]; world is already paced), else null.
-int train(const RunOptions& o, const Config& cfg, Communicator* world, const Emulation* emu) {
+// emu: the run's link emulator ([emulate]; world is already paced), else null. supervise: no
+// launcher stops this process (one rank outside mpirun): it stops itself (stop_supervisor.h).
+int train(const RunOptions& o, const Config& cfg, Communicator* world, const Emulation* emu, bool supervise) {
   install_stop_handlers();
+  std::unique_ptr<StopSupervisor> supervisor;
+  if (supervise) supervisor = std::make_unique<StopSupervisor>(cfg.run.stop_grace_s);
   const bool main = !world || world->rank() == 0;
   // Recorded before the ranks set up (their first messages may be paced slowly): a run stopped
   // or killed from now on is in the store, marked.
@@ -115,6 +124,7 @@ int train(const RunOptions& o, const Config& cfg, Communicator* world, const Emu
   if (cfg.store.enabled && main) {
     const char* uuid = std::getenv(kRunUuidEnv);  // named by the local launcher
     recorder = std::make_unique<RunRecorder>(cfg, world ? world->size() : 1, uuid ? uuid : "");
+    if (supervisor) supervisor->set_run(cfg.store.db, recorder->run().uuid);
     if (emu)  // its times are measured under emulation (runs show: EMULATED)
       for (const auto& [key, value] : emu->tags()) recorder->store().set_tag(recorder->run().id, key, value);
   }
@@ -172,6 +182,7 @@ int train(const RunOptions& o, const Config& cfg, Communicator* world, const Emu
       std::printf("recording run %s (%s) in %s, experiment %s\n", recorder->run().uuid.substr(0, 8).c_str(),
                   recorder->run().name.c_str(), cfg.store.db.c_str(), cfg.store.experiment.c_str());
   }
+  if (main) std::fflush(stdout);  // the header shows before the first step ends (piped output too)
   trainer.set_stop_flag(&g_stop);
   TrainCallbacks cb;
   cb.on_step = [&](const StepStats& s) {
@@ -262,6 +273,7 @@ int run_rank(const RunOptions& o) {
     cfg = load_config(o.config, overrides(o, size));
     const char* held = std::getenv(kOutLockedEnv);  // the local launcher holds the lock
     if (me == 0 && !(held && canonical(out_dir_of(o, cfg)) == held)) lock = claim_out_dir(o, cfg);
+    if (me == 0 && cfg.store.enabled) check_store_writable(cfg.store.db, o.db.empty() ? "store.db" : "--db");
     check_resume(o, cfg);
     check_run_device(cfg.run.device);
   } catch (const ConfigError& e) {
@@ -293,7 +305,7 @@ int run_rank(const RunOptions& o) {
       }
       if (size > 1) paced = emulated_world(*emu, *world);
     }
-    return train(o, cfg, size > 1 ? (paced ? paced.get() : world.get()) : nullptr, emu.get());
+    return train(o, cfg, size > 1 ? (paced ? paced.get() : world.get()) : nullptr, emu.get(), false);
   } catch (const UsageError& e) {  // found while setting up (e.g. no one-sided windows): every rank
     report_rank_failure(me, size, 2, e.what());
     MpiRuntime::abort_job(2);
@@ -306,20 +318,31 @@ int run_rank(const RunOptions& o) {
 int run_training(const RunOptions& o) {
   if (MpiRuntime::under_mpi_launcher()) return run_rank(o);
   const Config cfg = load_config(o.config, overrides(o, 0));
-  check_local_launch(cfg, cfg.run.ranks);
+  const std::string ranks_given_as = moebench::cli::ranks_given_as(cfg.run.ranks, o.ranks > 0);
+  check_local_launch(cfg, ranks_given_as);
   check_run_device(cfg.run.device);
-  // A damaged or foreign store is said once, here, and left untouched (a new one is created
-  // by rank 0 as usual).
-  if (cfg.store.enabled && std::filesystem::exists(cfg.store.db)) RunStore(cfg.store.db);
+  // A store that cannot be written, or a damaged or foreign one, is said once, here, and left
+  // untouched (a new one is created by rank 0 as usual).
+  if (cfg.store.enabled) {
+    check_store_writable(cfg.store.db, o.db.empty() ? "store.db" : "--db");
+    if (std::filesystem::exists(cfg.store.db)) RunStore(cfg.store.db);
+  }
+  // Another run's expert states: found here, once, not by every rank after the launch. The
+  // locks are let go at once; each rank takes its own folder's again.
+  if (cfg.storage.sparse == "ssd")
+    for (int rank = 0; rank < cfg.run.ranks; ++rank) claim_expert_state_dir(cfg.storage, rank);
   const OutputDirLock lock = claim_out_dir(o, cfg);
   check_resume(o, cfg);
   if (cfg.run.ranks == 1) {  // one rank sends nothing: emulation only labels the run
     const std::unique_ptr<Emulation> emu =
         cfg.emulate.cluster.empty() ? nullptr : std::make_unique<Emulation>(resolve_emulation(cfg, nullptr));
-    return train(o, cfg, nullptr, emu.get());
+    return train(o, cfg, nullptr, emu.get(), true);
   }
   LocalLaunch launch;
   launch.ranks = cfg.run.ranks;
+  launch.ranks_given_as = ranks_given_as;
+  launch.oversubscribe_ok = cfg.run.oversubscribe_ok;
+  launch.oversubscribe_hint = kRunOversubscribeHint;
   launch.stop_grace_s = cfg.run.stop_grace_s;
   launch.out_dir = canonical(out_dir_of(o, cfg));
   if (cfg.store.enabled) {

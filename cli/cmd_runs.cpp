@@ -4,7 +4,8 @@
 //   compare RUN RUN... [--json]      side by side; speedups are against the FIRST run given; the
 //                                    row "timing" says measured, emulated <cluster> x<scale> or
 //                                    predicted (<cluster>)
-//   delete RUN [--force]             the run and all its rows (a RUNNING run only with --force)
+//   delete RUN [--force]             the run and all its rows (a RUNNING run of another host only
+//                                    with --force; never one whose process is alive)
 //   roofline RUN... [--peak G] [--json]  DDL-roofline points per MoE layer (runs_roofline.h)
 // RUN is a row id, a uuid or a unique uuid prefix (>= 4 chars), or a unique run name.
 // Reading verbs open the database read-only; a missing file is an error, never created.
@@ -22,6 +23,7 @@
 #include "commands.h"
 #include "run_db.h"
 #include "runs_roofline.h"
+#include "moebench/config/usage_error.h"
 #include "moebench/store/run_summary.h"
 
 namespace moebench::cli {
@@ -219,9 +221,14 @@ int compare_runs(const std::string& db, const std::vector<std::string>& refs, bo
 int delete_run(const std::string& db, const std::string& ref, bool force) {
   auto store = open_run_db(db, RunStore::Mode::read_write);
   const RunInfo r = store->find_run(ref);
+  // Deleting a run that still trains would lose it: its next step finds no run to record into.
+  const std::string run = "run " + std::to_string(r.id) + " (" + r.name + ")";
+  if (run_process_alive(r))
+    throw UsageError(run + " is RUNNING: its process " + std::to_string(r.pid) + " on this host is alive; stop it "
+                     "first (kill " + std::to_string(r.pid) + ": it checkpoints and ends KILLED), then delete it");
   if (r.status == RunStatus::running && !force)
-    throw std::runtime_error("run " + std::to_string(r.id) + " (" + r.name + ") is RUNNING (pid " +
-                             std::to_string(r.pid) + " on " + r.host + "); stop it first or pass --force");
+    throw UsageError(run + " is RUNNING on " + r.host + " (pid " + std::to_string(r.pid) +
+                     "), which this host cannot check; stop it first, or pass --force if it has ended");
   store->delete_run(r.id);
   std::printf("deleted run %lld %s %s\n", static_cast<long long>(r.id), short_uuid(r.uuid).c_str(), r.name.c_str());
   return 0;
@@ -286,7 +293,7 @@ void add_runs_command(CLI::App& app, Action& action) {
   auto force = std::make_shared<bool>(false);
   del->add_option("run", *del_ref, "Run id, uuid (prefix) or name")->required();
   add_db(del);
-  del->add_flag("--force", *force, "Delete even a run marked RUNNING");
+  del->add_flag("--force", *force, "Delete a run marked RUNNING on another host (never one whose process is alive here)");
   del->callback([&action, db, del_ref, force] {
     action = [db, del_ref, force] { return with_run_db(*db, [&] { return delete_run(*db, *del_ref, *force); }); };
   });

@@ -28,7 +28,7 @@ uint64_t cgroup_value(const std::string& name) {
   }
 }
 
-const char* kOverride = "pass --oversubscribe-ok (or set run.oversubscribe_ok = true) to start them anyway";
+std::string local_ranks_text(int ranks) { return std::to_string(ranks) + (ranks == 1 ? " rank" : " local ranks"); }
 
 }  // namespace
 
@@ -54,14 +54,30 @@ uint64_t available_memory_bytes() {
   return avail;
 }
 
-void check_local_launch(const Config& cfg, int ranks) {
-  if (cfg.run.oversubscribe_ok) return;
-  const std::string what = std::to_string(ranks) + (ranks == 1 ? " rank" : " local ranks");
+std::string ranks_given_as(int ranks, bool from_flag) {
+  return (from_flag ? "--ranks " : "run.ranks = ") + std::to_string(ranks);
+}
+
+void check_rank_count(int ranks, bool oversubscribe_ok, const std::string& given_as, const std::string& override_hint) {
   const int cores = usable_cores();
-  if (ranks > kMaxRanksPerCore * cores)
-    throw UsageError("refusing to start " + what + " on " + std::to_string(cores) +
-                     (cores == 1 ? " core" : " cores") + ": at most " + std::to_string(kMaxRanksPerCore) +
-                     " ranks per core (" + std::to_string(kMaxRanksPerCore * cores) + " here); " + kOverride);
+  const int per_core = kMaxRanksPerCore * cores;
+  const std::string where = std::to_string(cores) + (cores == 1 ? " core" : " cores");
+  if (ranks > kMaxLocalRanks)
+    throw UsageError(given_as + ": refusing to start " + local_ranks_text(ranks) + ": one launch on this machine "
+                     "starts at most " + std::to_string(kMaxLocalRanks) + " (and " + std::to_string(kMaxRanksPerCore) +
+                     " per core without --oversubscribe-ok: " + std::to_string(per_core) + " on " + where +
+                     "); for more, start them with mpirun / srun yourself");
+  if (ranks > per_core && !oversubscribe_ok)
+    throw UsageError(given_as + ": refusing to start " + local_ranks_text(ranks) + " on " + where + ": at most " +
+                     std::to_string(kMaxRanksPerCore) + " ranks per core (" + std::to_string(per_core) + " here)" +
+                     (override_hint.empty() ? "" : "; " + override_hint));
+}
+
+void check_local_launch(const Config& cfg, const std::string& given_as) {
+  const int ranks = cfg.run.ranks;
+  check_rank_count(ranks, cfg.run.oversubscribe_ok, given_as, kRunOversubscribeHint);
+  if (cfg.run.oversubscribe_ok) return;
+  const std::string what = local_ranks_text(ranks);
   // Every stage's ranks (dp x tp of them), and rank 0's checkpoint buffers once.
   const MemoryModel model = memory_model(cfg);
   double need = model.stages.front().fp32.checkpoint;
@@ -76,7 +92,7 @@ void check_local_launch(const Config& cfg, int ranks) {
                      bytes_text(worst.activations + worst.workspace) + " of activations and workspace" +
                      (worst.checkpoint > 0 ? ", " + bytes_text(worst.checkpoint) + " to write a checkpoint" : "") +
                      "; moebench plan --memory details it) and " + bytes_text((double)avail) + " is available; " +
-                     kOverride);
+                     kRunOversubscribeHint);
 }
 
 }  // namespace moebench::cli

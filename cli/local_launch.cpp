@@ -6,7 +6,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -19,6 +18,7 @@
 
 #include "commands.h"
 #include "launch_guard.h"
+#include "launch_limits.h"
 #include "process_table.h"
 #include "stop_signals.h"
 #include "moebench/dist/launch_report.h"
@@ -29,9 +29,6 @@ namespace moebench::cli {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::atomic<int> g_stops{0};  // stop signals the launcher received
-extern "C" void note_stop(int) { g_stops.fetch_add(1); }
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -70,22 +67,6 @@ std::vector<std::string> mpirun_args(int ranks) {
   const auto& own = program_args();
   args.insert(args.end(), own.begin() + 1, own.end());
   return args;
-}
-
-// Marks the launched run FAILED or KILLED when rank 0 could not (it died, or was killed).
-// Opening the store already marks a run whose process is gone FAILED, ended at its last
-// recorded step; a job the launcher killed on a stop request is KILLED instead.
-void settle_run(const LocalLaunch& l, RunStatus status) {
-  if (l.run_uuid.empty() || !fs::exists(l.db)) return;
-  try {
-    RunStore store(l.db);
-    const RunInfo run = store.find_run(l.run_uuid);
-    if (run.status == RunStatus::running || (status == RunStatus::killed && run.status == RunStatus::failed))
-      store.set_status(run.id, status, run.end_time);
-  } catch (const StoreError& e) {
-    // No run recorded yet (the job failed before rank 0 created it) is the common case.
-    if (std::string(e.what()).find("no run") == std::string::npos) print_err(std::string("moebench: ") + e.what());
-  }
 }
 
 // Relays mpirun's stdout as is and its stderr line by line through the filter.
@@ -143,7 +124,25 @@ class Relay {
 
 }  // namespace
 
+// Opening the store already marks a run whose process is gone FAILED, ended at its last
+// recorded step; a job stopped on a stop request is KILLED instead.
+void settle_run(const std::string& db, const std::string& run_uuid, RunStatus status) {
+  if (run_uuid.empty() || db.empty() || !fs::exists(db)) return;
+  try {
+    RunStore store(db);
+    const RunInfo run = store.find_run(run_uuid);
+    if (run.status == RunStatus::running || (status == RunStatus::killed && run.status == RunStatus::failed))
+      store.set_status(run.id, status, run.end_time);
+  } catch (const StoreError& e) {
+    // No run recorded yet (the job failed before rank 0 created it) is the common case.
+    if (std::string(e.what()).find("no run") == std::string::npos) print_err(std::string("moebench: ") + e.what());
+  }
+}
+
 int launch_local_ranks(const LocalLaunch& l) {
+  check_rank_count(l.ranks, l.oversubscribe_ok,
+                   l.ranks_given_as.empty() ? "--ranks " + std::to_string(l.ranks) : l.ranks_given_as,
+                   l.oversubscribe_hint);
   const std::string report_dir = make_launch_dir();
   struct RemoveDir {
     std::string path;
@@ -168,7 +167,7 @@ int launch_local_ranks(const LocalLaunch& l) {
     throw std::runtime_error(std::string("cannot create pipes for mpirun: ") + std::strerror(errno));
   std::fflush(stdout);
   std::fflush(stderr);
-  install_stop_handler(note_stop, 0);  // before the fork: no stop signal may be missed
+  install_stop_counter(0);  // before the fork: no stop signal may be missed
   const pid_t launcher = getpid();
   const pid_t guard = fork();
   if (guard < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
@@ -182,30 +181,51 @@ int launch_local_ranks(const LocalLaunch& l) {
 
   Relay relay(out_pipe[0], err_pipe[0]);
   std::set<pid_t> asked;  // ranks sent SIGTERM
-  double stop_at = -1, guard_done_at = -1;
-  bool killed = false, guard_done = false;
+  double stop_at = -1, job_done_at = -1;
+  bool killed = false, guard_done = false, guard_killed = false;
+  pid_t mpirun = 0;
   int status = 0;
-  while (!guard_done || (relay.open() && now_s() - guard_done_at < 2.0)) {
+  auto begin_stop = [&](const std::string& why) {
+    if (stop_at >= 0) return;
+    stop_at = now_s();
+    relay.set_stopping();
+    print_err("moebench: " + why + "stopping the " + std::to_string(l.ranks) + " ranks after their current step");
+  };
+  for (;;) {
     relay.pump(50);
     if (!guard_done) {
       const pid_t r = waitpid(guard, &status, WNOHANG);
-      if (r == guard) guard_done = true, guard_done_at = now_s();
-      else if (r < 0 && errno != EINTR) throw std::runtime_error("waitpid on the launch guard failed");
+      if (r < 0 && errno != EINTR) throw std::runtime_error("waitpid on the launch guard failed");
+      if (r == guard) {
+        guard_done = true;
+        // The guard always exits by itself (mpirun's status): killed, it left mpirun and the
+        // ranks without a supervisor (mpirun gets SIGTERM from the kernel): stop them here.
+        if (WIFSIGNALED(status)) {
+          guard_killed = true;
+          const int sig = WTERMSIG(status);
+          begin_stop("the launch guard (pid " + std::to_string(guard) + ") was killed (signal " + std::to_string(sig) +
+                     ", " + strsignal(sig) + "): ");
+        }
+      }
     }
-    const int stops = g_stops.load();
-    if (stops == 0 || guard_done) continue;
-    if (stop_at < 0) {
-      stop_at = now_s();
-      relay.set_stopping();
-      print_err("moebench: stopping the " + std::to_string(l.ranks) + " ranks after their current step");
+    const int stops = stop_requests();
+    if (stops > 0 && !guard_done) begin_stop("");
+    // The job's processes stay in the guard's session, also when the guard is gone.
+    std::vector<ProcessEntry> members;
+    if (guard_killed || (stop_at >= 0 && !guard_done)) members = session_members(guard);
+    if (guard_done && members.empty()) {  // the job is over: what it still printed
+      if (job_done_at < 0) job_done_at = now_s();
+      if (!relay.open() || now_s() - job_done_at >= 2.0) break;
+      continue;
     }
-    // The ranks are mpirun's children; ranks still being started get it too.
-    pid_t mpirun = 0;
-    const std::vector<ProcessEntry> members = session_members(guard);
+    if (stop_at < 0) continue;
+    // mpirun is the guard's child, in the guard's process group (Open MPI puts every rank in a
+    // group of its own); the ranks are mpirun's children, also while mpirun starts them.
     for (const ProcessEntry& e : members)
-      if (e.ppid == guard) mpirun = e.pid;
+      if (e.ppid == guard || (guard_killed && e.pgrp == guard)) mpirun = e.pid;
     for (const ProcessEntry& e : members)
-      if (e.ppid == mpirun && mpirun != 0 && asked.insert(e.pid).second) kill(e.pid, SIGTERM);
+      if (e.pid != mpirun && (guard_killed || (e.ppid == mpirun && mpirun != 0)) && asked.insert(e.pid).second)
+        kill(e.pid, SIGTERM);
     if (!killed && (stops >= 2 || now_s() - stop_at > l.stop_grace_s)) {
       killed = true;
       print_err(stops >= 2 ? "moebench: second stop signal: killing the ranks now"
@@ -218,8 +238,8 @@ int launch_local_ranks(const LocalLaunch& l) {
   const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   const MpirunOutput& mpi = relay.filter();
   const std::string of = " of " + std::to_string(l.ranks);
-  if (g_stops.load() > 0) {
-    if (killed) settle_run(l, RunStatus::killed);
+  if (stop_at >= 0) {  // stopped on request, or the guard was killed: rank 0 marked the run KILLED
+    if (killed || guard_killed) settle_run(l.db, l.run_uuid, RunStatus::killed);
     return 130;
   }
   const std::vector<RankFailure> failures = read_rank_failures(report_dir);
@@ -227,14 +247,14 @@ int launch_local_ranks(const LocalLaunch& l) {
     int worst = 1;
     for (const RankFailure& f : failures) worst = std::max(worst, f.exit_code);
     for (const std::string& line : describe_rank_failures(failures, l.ranks)) print_err("moebench: " + line);
-    settle_run(l, RunStatus::failed);
+    settle_run(l.db, l.run_uuid, RunStatus::failed);
     return worst;
   }
   if (mpi.death()) {
     const RankDeath& d = *mpi.death();
     print_err("moebench: rank " + std::to_string(d.rank) + of + " died (signal " + std::to_string(d.signal) + ", " +
               d.signal_name + ")");
-    settle_run(l, RunStatus::failed);
+    settle_run(l.db, l.run_uuid, RunStatus::failed);
     return 1;
   }
   if (code == 0 || code == 130) return code;  // 130: the ranks were stopped by a signal from elsewhere
@@ -247,7 +267,7 @@ int launch_local_ranks(const LocalLaunch& l) {
       print_err("moebench: mpirun failed (exit status " + std::to_string(code) + ")");
     }
   }
-  settle_run(l, RunStatus::failed);
+  settle_run(l.db, l.run_uuid, RunStatus::failed);
   return 1;
 }
 

@@ -98,6 +98,20 @@ class TestLaunchReport : public QObject {
     QCOMPARE(out.on_line("[vm:16831] Read the docs"), std::vector<std::string>{"[vm:16831] Read the docs"});
   }
 
+  // Issue 30 item 20: libevent's epoll warnings reached the terminal on failing runs.
+  void libevent_epoll_warnings_are_held() {
+    MpirunOutput out;
+    QVERIFY(out.on_line("[warn] Epoll MOD(1) on fd 26 failed. Old events were 6; read change was 0 (none); write "
+                        "change was 2 (del); close change was 0 (none): Bad file descriptor")
+                .empty());
+    QVERIFY(out.on_line("[warn] Epoll ADD(4) on fd 31 failed. Old events were 0; read change was 0 (none); write "
+                        "change was 1 (add); close change was 0 (none): Bad file descriptor")
+                .empty());
+    QVERIFY(out.on_line("[err] epoll_wait: Bad file descriptor").empty());
+    QCOMPARE(out.held().size(), size_t(3));
+    QCOMPARE(out.on_line("[warn] the rank's own warning"), std::vector<std::string>{"[warn] the rank's own warning"});
+  }
+
   void signal_banner_names_rank_and_signal() {
     Fed f = feed("signal.txt");
     QVERIFY2(f.shown.empty(), qPrintable(joined(f.shown)));  // peer-loss noise held too

@@ -51,6 +51,9 @@ void Checker::check_run() {
     if (const std::string why = path_length_problem(r.out_dir); !why.empty())
       fail("run.out_dir", "cannot name a folder: " + why + " (got \"" + excerpt(r.out_dir) + "\")");
   at_least("run.threads", r.threads, 0, " (0 = all cores)");
+  if (ok({"run.threads"}) && r.threads > kMaxThreads)
+    fail("run.threads", "must be <= " + std::to_string(kMaxThreads) + " (threads of one process), got " +
+                            std::to_string(r.threads));
   if (ok({"run.device"}) && r.device != "cpu" && r.device != "cuda")
     fail("run.device", "must be \"cpu\" or \"cuda\", got \"" + excerpt(r.device) + "\"");
   if (ok({"run.precision"}) && r.precision != "fp32" && r.precision != "bf16")

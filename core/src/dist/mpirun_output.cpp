@@ -32,6 +32,15 @@ bool is_peer_loss_noise(const std::string& line) {
   return std::regex_match(line, re);
 }
 
+// libevent's warnings from the event loop of mpirun or a rank when a socket of a peer that is
+// going away is closed under it: "[warn] Epoll MOD(1) on fd 26 failed. Old events were 6; read
+// change was 0 (none); write change was 2 (del); close change was 0 (none): Bad file
+// descriptor" (libevent's epoll backend; its log lines start "[warn] " or "[err] ").
+bool is_libevent_noise(const std::string& line) {
+  static const std::regex re(R"(^\[(warn|err)\] (Epoll|epoll_).*)");
+  return std::regex_match(line, re);
+}
+
 // A number matched by \d+; -1 when it does not fit an int.
 int to_int(const std::string& digits) {
   try {
@@ -59,7 +68,8 @@ std::vector<std::string> MpirunOutput::on_line(const std::string& line) {
     banner_ = {line};
     return show;
   }
-  if (is_mpirun_note(line) || is_peer_loss_noise(line) || (stopping_ && is_process_report(line))) {
+  if (is_mpirun_note(line) || is_peer_loss_noise(line) || is_libevent_noise(line) ||
+      (stopping_ && is_process_report(line))) {
     held_.push_back(line);
     return show;
   }

@@ -43,6 +43,11 @@ namespace {
 using store_detail::this_host;
 }  // namespace
 
+bool run_process_alive(const RunInfo& run) {
+  return run.status == RunStatus::running && run.host == this_host() &&
+         !store_detail::process_gone(run.pid, run.process_start, run.boot_id);
+}
+
 std::string new_run_uuid() {
   std::random_device rd;
   static const char* hex = "0123456789abcdef";

@@ -275,19 +275,23 @@ void ExpertStateTier::load_moments(size_t view, const float* w, const float* m, 
 
 namespace moebench {
 
-std::unique_ptr<ExpertStateTier> open_expert_tier(MoeGpt& model, const StorageConfig& storage, int rank,
-                                                  const AdamWHyper& h) {
+OutputDirLock claim_expert_state_dir(const StorageConfig& storage, int rank) {
   const std::string dir = storage.ssd_dir + "/rank" + std::to_string(rank);
   // One run per folder: another run's write-backs would be valid records (their checksums pass).
-  OutputDirLock lock;
   try {
-    lock = claim_output_dir(dir, OutputMode::resume);
+    return claim_output_dir(dir, OutputMode::resume);
   } catch (const UsageError&) {
     throw UsageError("storage.ssd_dir: " + dir + " holds the expert states of another moebench run that is still "
                      "going (lock " + dir + "/.moebench.lock): wait for it to end, or use another storage.ssd_dir");
   } catch (const std::runtime_error& e) {
     throw ExpertStateError(dir, -1, -1, std::string("storage.ssd_dir: ") + e.what());
   }
+}
+
+std::unique_ptr<ExpertStateTier> open_expert_tier(MoeGpt& model, const StorageConfig& storage, int rank,
+                                                  const AdamWHyper& h) {
+  const std::string dir = storage.ssd_dir + "/rank" + std::to_string(rank);
+  OutputDirLock lock = claim_expert_state_dir(storage, rank);
   // On the CPU the device tier is the arena: every local expert's weights and gradients.
   size_t expert_floats = 0;
   for (const BlockExperts& b : model.expert_ranges()) expert_floats += b.range.count;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <stdexcept>
 #include <thread>
 
@@ -190,7 +191,12 @@ long Trainer::resume(const std::string& path) {
 
 float Trainer::evaluate() {
   double sum = 0.0;
+  eval_stopped_ = false;
   for (int i = 0; i < cfg_.train.eval_batches; ++i) {
+    if (stop_flag_ && stop_requested()) {  // every rank asks at the same batch (collective)
+      eval_stopped_ = true;
+      return std::numeric_limits<float>::quiet_NaN();
+    }
     sample(corpus_.val, corpus_.task_val, (uint64_t)i, kEvalStream);
     sum += pipeline_->evaluate([&](int m) { return micro_batch(m, i); });
   }
@@ -259,8 +265,13 @@ TrainSummary Trainer::run(long stop_at, const TrainCallbacks& cb) {
     summary.last_checkpoint = save(out_dir_ + "/checkpoints/" + name);
     if (cb.on_checkpoint) cb.on_checkpoint(summary.last_checkpoint);
   };
-  auto eval = [&] {
-    summary.final_eval_loss = evaluate();
+  auto eval = [&] {  // a stop request ends it early: then nothing is reported
+    const float loss = evaluate();
+    if (eval_stopped_) {
+      summary.interrupted = true;
+      return;
+    }
+    summary.final_eval_loss = loss;
     if (cb.on_eval) cb.on_eval({step_, summary.final_eval_loss});
   };
   while (step_ < stop_at) {
@@ -326,7 +337,10 @@ TrainSummary Trainer::run(long stop_at, const TrainCallbacks& cb) {
     const bool nonfinite = !std::isfinite(st.loss.ce) || !std::isfinite(st.loss.total);
     if (!tc.allow_nonfinite && (dist_ ? dist_->any(nonfinite) : nonfinite))
       throw NonFiniteLoss(nonfinite_loss_text(st, cfg_));
-    if (tc.eval_every > 0 && step_ % tc.eval_every == 0 && step_ < stop_at) eval();
+    if (tc.eval_every > 0 && step_ % tc.eval_every == 0 && step_ < stop_at) {
+      eval();
+      if (summary.interrupted) break;
+    }
     if (tc.checkpoint_every > 0 && step_ % tc.checkpoint_every == 0 && step_ < stop_at) checkpoint();
   }
   summary.seconds = seconds_since(t_start);

@@ -8,6 +8,11 @@
 
 namespace moebench {
 
+// The most BLAS/OpenMP threads one process may start (run.threads, --threads of calibrate and
+// the benches): above the hardware threads of the largest machines (2 x 192-core EPYC = 768),
+// far below a thread storm (100,000 threads took minutes to start; docs/limits.md).
+inline constexpr int kMaxThreads = 1024;
+
 struct RunConfig {
   std::string name = "run";   // human-readable run name
   uint64_t seed = 1234;       // seeds init, synthetic data and batch sampling

@@ -1,9 +1,9 @@
 #pragma once
 // Reading OpenMPI mpirun's stderr for the local launcher: the ranks' own lines pass through
 // as they come; mpirun's help banners (blocks between lines of 74 dashes) about a failing job
-// and the noise of ranks that lost a peer ("Read -1, expected 17152, errno = 14") are held
-// back, and what they say is kept: the first rank that died by a signal, the first rank that
-// exited non-zero. The launcher then prints one line of its own ("rank 2 of 4 died (signal 9,
+// and the noise of ranks that lost a peer ("Read -1, expected 17152, errno = 14", libevent's
+// "[warn] Epoll MOD(1) on fd 26 failed. ...: Bad file descriptor") are held back, and what
+// they say is kept: the first rank that died by a signal, the first rank that exited non-zero. The launcher then prints one line of its own ("rank 2 of 4 died (signal 9,
 // Killed)") and shows the held lines only when nothing else explains the failure. Banners
 // that are not about a failure (warnings) pass through whole. Written against Open MPI 4.1's
 // wording; with other wording lines simply pass through.

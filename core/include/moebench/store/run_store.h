@@ -49,6 +49,11 @@ struct RunInfo {
   int ranks = 1;
 };
 
+// Whether the process that records a RUNNING run is known to be alive: the run is of this host
+// and its process is not gone (see RunStore::mark_vanished_runs). False for runs of other
+// hosts, whose processes cannot be seen from here.
+bool run_process_alive(const RunInfo& run);
+
 // Steps are 1-based: step k is the k-th optimizer step of the run (what `moebench run` prints as
 // "step k/N"; an evaluation after N steps is at step N).
 struct MetricPoint {

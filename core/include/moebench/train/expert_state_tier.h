@@ -86,6 +86,11 @@ void add_sparse_update_tasks(TaskGraph& g, const std::vector<TaskId>& after, con
 // Whether an arena tensor is an expert's ("blocks.<B>.moe.experts.<E>.<piece>").
 bool is_expert_tensor(const std::string& name);
 
+// Locks <storage.ssd_dir>/rank<R> (created when missing) for the run of world rank `rank`:
+// UsageError naming storage.ssd_dir when another moebench run holds it. The local launcher
+// calls it for every rank before it starts them (and lets go); open_expert_tier keeps it.
+OutputDirLock claim_expert_state_dir(const StorageConfig& storage, int rank);
+
 class ExpertStateTier;
 // The trainer's tier for world rank `rank`: <storage.ssd_dir>/rank<R>, locked for this run (a
 // second run on it: UsageError naming storage.ssd_dir), after checking storage.device_bytes

@@ -97,13 +97,15 @@ class Trainer {
   // Trains from the current step up to (not including) step `stop_at` (-1: train.steps).
   // The LR schedule always spans train.steps. Evaluates and checkpoints at the end.
   TrainSummary run(long stop_at, const TrainCallbacks& cb = {});
-  // Mean loss over train.eval_batches fixed held-out batches.
+  // Mean loss over train.eval_batches fixed held-out batches. With a stop flag set, a stop
+  // request ends it early (checked before every batch): NaN, and run() stops as after a step.
   float evaluate();
   std::string save(const std::string& dir) const;
   // Records StepStats::records (spans on every spans_every-th step) for a run store.
   void set_recording(bool on, int spans_every) { record_ = on, spans_every_ = spans_every; }
-  // Checked before every step (all ranks agree: a flag on any rank stops all of them at the
-  // same step); run() then checkpoints and returns with interrupted = true.
+  // Checked before every step and every evaluation batch (all ranks agree: a flag on any rank
+  // stops all of them at the same point); run() then checkpoints and returns with
+  // interrupted = true.
   void set_stop_flag(const std::atomic<bool>* flag) { stop_flag_ = flag; }
   Executor& executor();
   std::string topology_description() const;
@@ -153,6 +155,7 @@ class Trainer {
   bool record_ = false;
   int spans_every_ = 1;
   const std::atomic<bool>* stop_flag_ = nullptr;
+  bool eval_stopped_ = false;  // the last evaluate() was ended by a stop request
   bool stop_requested();
   StepRecords collect_records(const std::vector<Span>& spans, bool with_spans);  // MOEBENCH_FAULT: throw on this rank at this step (failure-handling tests)
 };
