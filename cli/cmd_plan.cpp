@@ -267,7 +267,8 @@ void add_plan_command(CLI::App& app, Action& action) {
           ->check(CLI::Range(0.0, 1.0));
   CLI::Option* context_given =
       cmd->add_option("--context", *context,
-                      "Propose MoNTA's horizontal or vertical CP / EP expansion for a context of this many tokens instead");
+                      "Propose MoNTA's horizontal or vertical CP / EP expansion for a context of this many tokens instead")
+          ->check(context_tokens());
   cmd->add_flag("--json", *json, "Print JSON instead of a table");
   auto cluster = std::make_shared<std::string>();
   auto nodes = std::make_shared<int>(0);
