@@ -1,10 +1,9 @@
 #pragma once
 // Bounds a run started on this machine must stay within, checked before anything starts:
 // at most kMaxRanksPerCore ranks per usable core, and the ranks' memory (kRankBaseBytes each
-// for the process, plus what the fp32 trainer holds, perf/trainer_memory.h) within the memory
-// available now. Beyond them `moebench run` refuses
-// with a UsageError (exit 2) naming the bound, unless run.oversubscribe_ok is set
-// (`--oversubscribe-ok`).
+// for the process, plus what the fp32 trainer holds, corpus included, perf/trainer_memory.h)
+// within the memory available now. Beyond them `moebench run` refuses with a UsageError (exit 2)
+// naming the bound, unless run.oversubscribe_ok is set (`--oversubscribe-ok`).
 #include <cstdint>
 
 #include "moebench/config/config.h"
@@ -18,6 +17,9 @@ inline constexpr uint64_t kRankBaseBytes = uint64_t(32) << 20;
 
 int usable_cores();                 // sched_getaffinity, else hardware_concurrency
 uint64_t available_memory_bytes();  // MemAvailable, tightened by a cgroup v2 memory.max
+// What this process itself may still allocate: available_memory_bytes(), tightened by its
+// address-space limit (RLIMIT_AS, `ulimit -v`) less what it has mapped. 0 when unknown.
+uint64_t process_memory_left_bytes();
 
 // Throws UsageError when `ranks` local ranks of `cfg` exceed a bound.
 void check_local_launch(const Config& cfg, int ranks);
