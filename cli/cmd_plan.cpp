@@ -33,6 +33,7 @@
 #include "plan_context.h"
 #include "plan_elastic.h"
 #include "plan_memory.h"
+#include "simulation_budget.h"
 
 namespace moebench::cli {
 
@@ -127,6 +128,9 @@ int graph_main(const std::string& path, const std::vector<std::string>& sets, in
   const Config cfg = load_config(path, sets);
   TaskGraph g;
   try {
+    check_simulation_budget(simulation_estimate(cfg, 1, 1),
+                            "plan --graph: rank " + std::to_string(rank) + " of " + std::to_string(cfg.run.ranks),
+                            "--ranks (run.ranks), moe.experts or train.batch_size");
     g = build_step_graph(cfg, rank);
   } catch (const std::invalid_argument& e) {
     throw UsageError(std::string("--graph: ") + e.what());
