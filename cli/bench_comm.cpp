@@ -27,6 +27,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <memory>
@@ -35,9 +36,12 @@
 
 #include "bench.h"
 #include "bench_ranks.h"
+#include "launch_limits.h"
+#include "moebench/config/usage_error.h"
 #include "moebench/dist/local_communicator.h"
 #include "moebench/dist/mpi_communicator.h"
 #include "moebench/store/comm_rate_record.h"
+#include "number_text.h"
 
 namespace moebench::cli {
 namespace {
@@ -55,7 +59,14 @@ struct CommBenchOptions {
   bool json = false;
 };
 
-// nccl-tests' size syntax: an integer with an optional K, M or G suffix (powers of 1024).
+// Bounds (docs/limits.md "Sizes, memory and time"): a size at most 1 TiB (beyond any one
+// machine's memory; the memory check below refuses far less), at most kMaxCommSizes sizes in
+// one sweep (nccl-tests' -b 8 -e 8G -f 2 is 31; -f 1 with a small -i could ask for billions).
+constexpr size_t kMaxCommBytes = size_t(1) << 40;
+constexpr size_t kMaxCommSizes = 1000;
+
+// nccl-tests' size syntax: an integer with an optional K, M or G suffix (powers of 1024), at
+// most kMaxCommBytes.
 std::optional<size_t> parse_size(const std::string& s) {
   if (s.empty()) return std::nullopt;
   size_t digits = 0;
@@ -71,7 +82,9 @@ std::optional<size_t> parse_size(const std::string& s) {
     }
   }
   try {
-    return std::stoull(s.substr(0, digits)) * mult;
+    const unsigned long long n = std::stoull(s.substr(0, digits));
+    if (n > kMaxCommBytes / mult) return std::nullopt;  // also keeps n x mult within 64 bits
+    return n * mult;
   } catch (const std::exception&) {
     return std::nullopt;
   }
@@ -80,9 +93,55 @@ std::optional<size_t> parse_size(const std::string& s) {
 CLI::Validator byte_size() {
   return CLI::Validator(
       [](std::string& s) -> std::string {
-        return parse_size(s) ? std::string() : "'" + s + "' is not a byte count (e.g. 8, 512K, 64M, 1G)";
+        return parse_size(s) ? std::string()
+                             : "'" + s + "' is not a byte count of at most 1024G (e.g. 8, 512K, 64M, 1G)";
       },
       "BYTES[K|M|G]");
+}
+
+// The sizes of the sweep -b .. -e (times -f, or plus -i when -f is 1), at most `limit` + 1 of
+// them (enough to tell a sweep that is too long).
+std::vector<size_t> sweep_sizes(size_t min_b, size_t max_b, size_t step, int factor, size_t limit) {
+  std::vector<size_t> sizes;
+  for (size_t size = min_b; size <= max_b && sizes.size() <= limit;) {
+    sizes.push_back(size);
+    if (size == 0) break;  // -b 0 with -f > 1 would never grow
+    const size_t next = factor > 1 ? (size > max_b / (size_t)factor ? max_b + 1 : size * (size_t)factor) : size + step;
+    if (next <= size) break;  // past 64 bits
+    size = next;
+  }
+  return sizes;
+}
+
+// Local ranks of this host under a launcher (1 without one): each holds its own buffers.
+int local_ranks() {
+  for (const char* var : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"})
+    if (const char* v = std::getenv(var)) return std::max(1, std::atoi(v));
+  return 1;
+}
+
+// The sweep's length, and the largest size's buffers on each rank (send and receive: up to twice
+// the size) against what each rank may use: the memory available now shared by this host's
+// ranks, and the process's address-space limit. Exit 2 before any buffer is allocated
+// (docs/limits.md "Sizes, memory and time").
+void check_comm_budget(const CommBenchOptions& o) {
+  const size_t min_b = *parse_size(o.min_bytes), max_b = *parse_size(o.max_bytes);
+  const std::vector<size_t> sizes = sweep_sizes(min_b, max_b, *parse_size(o.step_bytes), o.factor, kMaxCommSizes);
+  if (sizes.size() > kMaxCommSizes)
+    throw UsageError("bench comm: -b " + o.min_bytes + " -e " + o.max_bytes +
+                     (o.factor > 1 ? " -f " + std::to_string(o.factor) : " -i " + o.step_bytes) + " asks for more than " +
+                     std::to_string(kMaxCommSizes) + " sizes; raise -f (e.g. -f 2) or -i");
+  const int ranks = o.backend == "local" ? 1 : local_ranks();
+  const bool in_place = o.op == "allreduce" || o.op == "broadcast";
+  const double need = (in_place ? 1.0 : 2.0) * (double)max_b;  // per rank
+  const uint64_t avail = available_memory_bytes(), mine = process_memory_left_bytes();
+  const double left = std::min(avail > 0 ? (double)avail / ranks : INFINITY, mine > 0 ? (double)mine : INFINITY);
+  if (need > left)
+    throw UsageError("bench comm: --op " + o.op + " at -e " + o.max_bytes + " needs about " + bytes_text(need) +
+                     (in_place ? " for its buffer" : " for its send and receive buffers") + " on each rank, and " +
+                     bytes_text(left) + " is available" +
+                     (ranks > 1 ? " to each of the " + std::to_string(ranks) + " ranks on this host" : "") +
+                     "; lower -e");
 }
 
 Op op_of(const std::string& s) {
@@ -269,7 +328,7 @@ int run_bench(Communicator& comm, const CommBenchOptions& o) {
     std::fflush(stdout);
   }
   std::vector<Row> rows;
-  for (size_t size = min_b; size <= max_b; size = o.factor > 1 ? size * o.factor : size + step) {
+  for (size_t size : sweep_sizes(min_b, max_b, step, o.factor, kMaxCommSizes)) {
     rows.push_back(measure(comm, op, size, o));
     const Row& r = rows.back();
     if (root && !o.json) {
@@ -278,7 +337,6 @@ int run_bench(Communicator& comm, const CommBenchOptions& o) {
                   format_time(r.time_us).c_str(), r.algbw, r.busbw, wrong.c_str());
       std::fflush(stdout);
     }
-    if (size == 0) break;  // -b 0 with -f > 1 would never grow
   }
   double avg = 0;
   long wrong_total = 0;
@@ -381,7 +439,10 @@ void add_bench_comm(CLI::App& bench, Action& action) {
       throw CLI::ValidationError("-i", "must be positive when -f is 1");
     if (!o->db.empty() && o->op != "alltoall" && o->op != "allgather")
       throw CLI::ValidationError("--db", "stores the alltoall and allgather curves (MoNTA's r1, r2), not --op " + o->op);
-    action = [o] { return bench_comm(*o); };
+    action = [o] {
+      check_comm_budget(*o);
+      return bench_comm(*o);
+    };
   });
 }
 

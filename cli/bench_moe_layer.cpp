@@ -9,19 +9,22 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <climits>
 #include <cstdio>
 #include <iostream>
-#include <stdexcept>
 #include <string>
 
 #include "bench.h"
 #include "bench_moe_layer.h"
+#include "launch_limits.h"
 #include "thread_option.h"
 #include "moebench/config/usage_error.h"
 #include "moebench/moe/moe_layer.h"
+#include "moebench/perf/trainer_memory.h"
 #include "moebench/train/device.h"
 #include "moebench/tensor/matmul.h"
 #include "moebench/tensor/rng.h"
+#include "number_text.h"
 
 namespace moebench::cli {
 namespace {
@@ -31,8 +34,46 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// What the CPU benchmark below holds: every expert's weights and gradients, the router and its
+// gradient [E, H], x, dout, dx and out [T, H], the ExpertParams views, and one MoE layer's
+// buffers for T tokens, dropless (perf/trainer_memory.h moe_layer_bytes).
+struct MoeBenchBytes {
+  double weights = 0, activations = 0;
+  double total() const { return weights + activations; }
+};
+MoeBenchBytes moe_bench_bytes(const MoeBenchOptions& o) {
+  const double N = o.tokens, C = o.hidden, F = (double)o.ffn_mult * o.hidden, E = o.experts, S = N * o.top_k;
+  MoeBenchBytes b;
+  b.weights = 2 * sizeof(float) * E * (2 * F * C + F + C + C) + 2 * E * sizeof(ExpertParams);
+  b.activations = 4 * sizeof(float) * N * C + moe_layer_bytes(N, o.top_k, o.experts, S, C, S, F);
+  return b;
+}
+
+// The checks before anything is allocated (exit 2): --top-k within --experts, the layer's int
+// indices (T x K assignments, the expert width A x H), and the memory estimate within the memory
+// available now (docs/limits.md "Sizes, memory and time").
+void check_moe_bench(const MoeBenchOptions& o) {
+  if (o.top_k > o.experts)
+    throw UsageError("--top-k " + std::to_string(o.top_k) + " must be <= --experts " + std::to_string(o.experts));
+  if ((double)o.tokens * o.top_k > INT_MAX)
+    throw UsageError("--tokens x --top-k = " + count_text((double)o.tokens * o.top_k) +
+                     " token copies; the MoE layer indexes them with int, at most " + std::to_string(INT_MAX));
+  if ((double)o.ffn_mult * o.hidden > INT_MAX)
+    throw UsageError("--ffn-mult x --hidden = " + count_text((double)o.ffn_mult * o.hidden) +
+                     ", the experts' width, is over " + std::to_string(INT_MAX));
+  if (o.device != "cpu") return;
+  const MoeBenchBytes need = moe_bench_bytes(o);
+  const uint64_t avail = process_memory_left_bytes();
+  if (avail > 0 && need.total() > (double)avail)
+    throw UsageError("bench moe-layer: T=" + std::to_string(o.tokens) + " H=" + std::to_string(o.hidden) +
+                     " A=" + std::to_string(o.ffn_mult) + " E=" + std::to_string(o.experts) +
+                     " K=" + std::to_string(o.top_k) + " needs about " + bytes_text(need.total()) + " of memory (" +
+                     bytes_text(need.weights) + " for the experts' weights and gradients, " +
+                     bytes_text(need.activations) + " for the tokens' activations and routing) and " +
+                     bytes_text((double)avail) + " is available; lower --experts, --hidden, --ffn-mult or --tokens");
+}
+
 int bench_moe_layer(const MoeBenchOptions& o) {
-  if (o.top_k > o.experts) throw std::invalid_argument("--top-k must be <= --experts");
   set_num_threads(o.threads);
   const int N = o.tokens, C = o.hidden, F = o.ffn_mult * o.hidden, E = o.experts, K = o.top_k;
   Rng rng(42);
@@ -94,12 +135,10 @@ int bench_moe_layer(const MoeBenchOptions& o) {
 
 // The CPU path (fp32 only), or the GPU one when this build and machine have it.
 int bench_moe_layer_on(const MoeBenchOptions& o) {
-  if (o.device == "cpu") {
-    if (o.precision != "fp32")
-      throw UsageError("--precision " + o.precision + " needs --device cuda: the CPU MoE block runs in fp32");
-    return bench_moe_layer(o);
-  }
-  if (o.top_k > o.experts) throw std::invalid_argument("--top-k must be <= --experts");
+  if (o.device == "cpu" && o.precision != "fp32")
+    throw UsageError("--precision " + o.precision + " needs --device cuda: the CPU MoE block runs in fp32");
+  check_moe_bench(o);
+  if (o.device == "cpu") return bench_moe_layer(o);
   if (o.precision == "bf16" && o.hidden % 8 != 0)
     throw UsageError("--precision bf16 needs --hidden to be a multiple of 8 (16-byte rows for cuBLAS), got " +
                      std::to_string(o.hidden));

@@ -11,21 +11,21 @@
 //   output   the generated ids (and, for a text model, the text: printable ASCII as is, other
 //            bytes as \xNN), the time and tokens/s; with --ring the device bytes against the
 //            whole model's, the loads and their time hidden and exposed; --json: one object.
-// A folder that is not a moebench checkpoint, a prompt id outside the vocabulary or an empty
-// prompt is a usage error (exit 2).
+// CHECKPOINT may also name the model.safetensors file of a checkpoint (its folder is taken).
+// A folder that is not a moebench checkpoint, a prompt id outside the vocabulary, an empty
+// prompt or a prompt file that is not a regular file of at most 1 MiB (infer_prompt.h) is a
+// usage error (exit 2).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <memory>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "infer_prompt.h"
 #include "moebench/config/usage_error.h"
-#include "moebench/data/text_corpus.h"
 #include "moebench/train/inference.h"
 #include "moebench/train/ring_memory.h"
 #include "moebench/train/safetensors.h"
@@ -41,53 +41,8 @@ struct InferOptions {
   bool json = false;
 };
 
-std::vector<int> parse_ids(const std::string& text, const std::string& where) {
-  std::vector<int> ids;
-  std::istringstream in(text);
-  std::string word;
-  while (in >> word) {
-    size_t used = 0;
-    int id = -1;
-    try {
-      id = std::stoi(word, &used);
-    } catch (const std::exception&) {
-    }
-    if (used != word.size() || id < 0) throw UsageError(where + ": '" + word + "' is not a token id (an integer >= 0)");
-    ids.push_back(id);
-  }
-  return ids;
-}
-
-std::vector<int> read_prompt(const InferOptions& o, bool text_model) {
-  if (!o.prompt.empty()) return parse_ids(o.prompt, "--prompt");
-  if (o.prompt_file.empty()) return {0};
-  if (text_model) {
-    try {
-      const std::vector<int32_t> bytes = read_text_bytes(o.prompt_file);
-      return std::vector<int>(bytes.begin(), bytes.end());
-    } catch (const std::exception& e) {
-      throw UsageError(std::string("--prompt-file: ") + e.what());
-    }
-  }
-  std::ifstream in(o.prompt_file);
-  if (!in) throw UsageError("--prompt-file: cannot read " + o.prompt_file);
-  std::ostringstream all;
-  all << in.rdbuf();
-  return parse_ids(all.str(), o.prompt_file);
-}
-
-std::string as_text(const std::vector<int>& ids) {
-  std::string s;
-  for (int id : ids) {
-    char buf[8];
-    if (id >= 32 && id < 127) s += (char)id;
-    else if (id == '\n') s += "\\n";
-    else std::snprintf(buf, sizeof buf, "\\x%02x", id & 0xff), s += buf;
-  }
-  return s;
-}
-
 int infer(const InferOptions& o) {
+  const std::string file_bytes = o.prompt_file.empty() ? std::string() : read_prompt_file(o.prompt_file);
   InferenceModel m;
   try {
     m = load_inference_model(o.checkpoint);
@@ -95,7 +50,7 @@ int infer(const InferOptions& o) {
     throw UsageError(e.what());
   }
   const bool text_model = m.config.data.source == "text";
-  const std::vector<int> prompt = read_prompt(o, text_model);
+  const std::vector<int> prompt = prompt_tokens(o.prompt, o.prompt_file, file_bytes, text_model);
   std::unique_ptr<RingMemory> ring;
   if (o.ring > 0) {
     try {
@@ -117,7 +72,7 @@ int infer(const InferOptions& o) {
   if (o.json) {
     nlohmann::json j{{"checkpoint", m.checkpoint}, {"step", m.step},   {"prompt", prompt},
                      {"tokens", out},              {"seconds", seconds}, {"tokens_per_s", out.size() / seconds}};
-    if (text_model) j["text"] = as_text(out);
+    if (text_model) j["text"] = printable(out);
     if (ring)
       j["ring"] = {{"slots", o.ring},
                    {"prefetch", !o.no_prefetch},
@@ -135,7 +90,7 @@ int infer(const InferOptions& o) {
               m.checkpoint.c_str(), m.step, prompt.size(), out.size(), seconds, out.size() / seconds);
   for (size_t i = 0; i < out.size(); ++i) std::printf("%s%d", i ? " " : "", out[i]);
   std::printf("\n");
-  if (text_model) std::printf("%s%s\n", as_text(prompt).c_str(), as_text(out).c_str());
+  if (text_model) std::printf("%s%s\n", printable(prompt).c_str(), printable(out).c_str());
   if (ring)
     std::printf("# ring memory: %d of %d MoE blocks' experts on the device tier: %zu bytes (ring %zu) instead of %zu; "
                 "%ld loads, %.3f ms loading, %.3f ms exposed (%.0f %% hidden behind computation)\n",

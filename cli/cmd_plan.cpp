@@ -35,6 +35,7 @@
 #include "plan_context.h"
 #include "plan_elastic.h"
 #include "plan_memory.h"
+#include "simulation_budget.h"
 
 namespace moebench::cli {
 
@@ -129,6 +130,9 @@ int graph_main(const std::string& path, const std::vector<std::string>& sets, in
   const Config cfg = load_config(path, sets);
   TaskGraph g;
   try {
+    check_simulation_budget(simulation_estimate(cfg, 1, 1),
+                            "plan --graph: rank " + std::to_string(rank) + " of " + std::to_string(cfg.run.ranks),
+                            "--ranks (run.ranks), moe.experts or train.batch_size");
     g = build_step_graph(cfg, rank);
   } catch (const std::invalid_argument& e) {
     throw UsageError(std::string("--graph: ") + e.what());
@@ -269,6 +273,7 @@ void add_plan_command(CLI::App& app, Action& action) {
   CLI::Option* context_given =
       cmd->add_option("--context", *context,
                       "Propose MoNTA's horizontal or vertical CP / EP expansion for a context of this many tokens instead")
+          ->check(context_tokens())
           ->transform(whole_number(1, LLONG_MAX));
   cmd->add_flag("--json", *json, "Print JSON instead of a table");
   auto cluster = std::make_shared<std::string>();

@@ -12,9 +12,11 @@
 // emulated_run_cluster): the emulated cluster's links, time stretched, computing at this
 // machine's rates: --host FILE (e.g. a `moebench calibrate` file), else the config's [cluster].
 // Its links come from [emulate], so --cluster and --nodes are refused for it.
+// Before the routing or any graph is built, the simulation's memory and work are estimated
+// (train/simulation_estimate.h) and refused over the budget (exit 2, simulation_budget.h);
+// --steps is at most 10,000.
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -23,6 +25,7 @@
 
 #include "cluster_option.h"
 #include "commands.h"
+#include "simulation_budget.h"
 #include "moebench/config/config_loader.h"
 #include "moebench/config/usage_error.h"
 #include "moebench/config/cluster_file.h"
@@ -43,16 +46,6 @@ struct SimulateArgs {
   bool json = false;
 };
 
-double available_memory_bytes() {
-  std::ifstream f("/proc/meminfo");
-  std::string key;
-  double kb = 0;
-  std::string unit;
-  while (f >> key >> kb >> unit)
-    if (key == "MemAvailable:") return kb * 1024.0;
-  return 0;
-}
-
 int simulate_main(const SimulateArgs& a) {
   std::vector<std::string> sets = cluster_sets(a.config, a.sets, a.cluster, a.nodes, a.ranks);
   const bool trace = a.routing.rfind("trace:", 0) == 0;
@@ -71,26 +64,30 @@ int simulate_main(const SimulateArgs& a) {
                                                           : ClusterModel(cluster_spec(load_cluster_file(a.host), cfg.run.ranks)))
                : cluster_model(cfg);
   const ClusterNetwork net(cluster);
+  // The estimate before the routing or any graph exists, then with rank 0's graph of step 1
+  // (simulation_budget.h); the store is opened only once it passes.
+  const std::string what = "simulate: " + std::to_string(cfg.run.ranks) + " ranks, " + std::to_string(a.steps) +
+                           (a.steps == 1 ? " step" : " steps");
+  const char* lower = "--ranks (run.ranks), --steps, moe.experts or train.batch_size";
+  SimulationEstimate estimate = simulation_estimate(cfg, cfg.run.ranks, a.steps, trace ? a.steps : 1);
+  check_simulation_budget(estimate, what, lower);
   RunStore store(cfg.store.db);
 
-  std::vector<StepRouting> routings;
+  std::vector<StepRouting> routings;  // a trace's, every step; synthetic: made step by step
   std::string routing_text;
   try {
     if (trace) {
       routings = trace_step_routing(store, a.routing.substr(6), cfg, a.steps);
       routing_text = a.routing + " (recorded routing replayed)";
     } else {
-      for (int s = 1; s <= a.steps; ++s) routings.push_back(synthetic_step_routing(cfg, s));
+      routings.push_back(synthetic_step_routing(cfg, 1));
       routing_text = step_graph_routing(cfg) + " (synthetic)";
     }
-    const double need = estimated_simulation_bytes(cfg, routings.front()), have = available_memory_bytes();
-    if (have > 0 && need > have)
-      throw UsageError("simulating " + std::to_string(cfg.run.ranks) + " ranks would need about " +
-                       std::to_string((long long)(need / (1 << 20))) + " MiB; this machine has " +
-                       std::to_string((long long)(have / (1 << 20))) + " MiB available");
+    add_graph(estimate, build_step_graph(cfg, 0, routings.front()), cfg.run.ranks, a.steps);
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
+  check_simulation_budget(estimate, what, lower);
 
   std::vector<std::pair<std::string, std::string>> tags = {
       {"cluster", cluster.spec().name}, {"routing", routing_text}};
@@ -107,7 +104,8 @@ int simulate_main(const SimulateArgs& a) {
     const auto t0 = std::chrono::steady_clock::now();
     StepSimulation sim;
     try {
-      sim = simulate_step(cfg, net, routings[(size_t)s]);
+      if (!trace && s > 0) routings.front() = synthetic_step_routing(cfg, s + 1);
+      sim = simulate_step(cfg, net, routings[trace ? (size_t)s : 0]);
     } catch (const std::invalid_argument& e) {
       throw UsageError(e.what());
     }
@@ -186,7 +184,7 @@ void add_simulate_command(CLI::App& app, Action& action) {
   auto a = std::make_shared<SimulateArgs>();
   cmd->add_option("config", a->config, "TOML config file")->required();
   cmd->add_option("--cluster", a->cluster, "Cluster file (sample_configs/clusters/*.toml); replaces [cluster]");
-  cmd->add_option("--steps", a->steps, "Steps to simulate (each with its own routing)")->transform(positive());
+  cmd->add_option("--steps", a->steps, "Steps to simulate (each with its own routing)")->transform(whole_number(1, kMaxSimulationSteps));
   cmd->add_option("--routing", a->routing, "Synthetic routing (uniform, zipf:S, hot:E,F, ...) or trace:RUN");
   cmd->add_option("--db", a->db, "Run store to write the predicted run into (and read trace: runs from)");
   cmd->add_option("--ranks", a->ranks, "run.ranks (the cluster's devices)")->transform(positive());

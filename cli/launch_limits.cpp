@@ -2,6 +2,7 @@
 #include "launch_limits.h"
 
 #include <sched.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -54,6 +55,24 @@ uint64_t available_memory_bytes() {
   return avail;
 }
 
+uint64_t process_memory_left_bytes() {
+  uint64_t left = available_memory_bytes();
+  rlimit lim{};
+  if (getrlimit(RLIMIT_AS, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY) {
+    uint64_t mapped = 0;  // VmSize, kB
+    std::ifstream status("/proc/self/status");
+    std::string key, unit;
+    uint64_t kb = 0;
+    while (status >> key) {
+      if (key == "VmSize:" && status >> kb >> unit) mapped = kb * 1024;
+      status.ignore(4096, '\n');
+    }
+    const uint64_t as_left = lim.rlim_cur > mapped ? lim.rlim_cur - mapped : 0;
+    left = left == 0 ? as_left : std::min(left, as_left);
+  }
+  return left;
+}
+
 std::string ranks_given_as(int ranks, bool from_flag) {
   return (from_flag ? "--ranks " : "run.ranks = ") + std::to_string(ranks);
 }
@@ -89,7 +108,8 @@ void check_local_launch(const Config& cfg, const std::string& given_as) {
                      bytes_text(kRankBaseBytes + worst.peak()) + " for one rank: " +
                      bytes_text(worst.weights + worst.gradients + worst.adam) + " for " + count_text(worst.parameters) +
                      " parameters' weights, gradients and Adam moments, " +
-                     bytes_text(worst.activations + worst.workspace) + " of activations and workspace" +
+                     bytes_text(worst.activations + worst.workspace) + " of activations and workspace, " +
+                     bytes_text(worst.data) + " for the corpus" +
                      (worst.checkpoint > 0 ? ", " + bytes_text(worst.checkpoint) + " to write a checkpoint" : "") +
                      "; moebench plan --memory details it) and " + bytes_text((double)avail) + " is available; " +
                      kRunOversubscribeHint);

@@ -1,7 +1,7 @@
 #pragma once
 // Bounds a launch on this machine must stay within, checked before anything starts:
 // at most kMaxRanksPerCore ranks per usable core, and the ranks' memory (kRankBaseBytes each
-// for the process, plus what the fp32 trainer holds, perf/trainer_memory.h) within the memory
+// for the process, plus what the fp32 trainer holds, corpus included, perf/trainer_memory.h) within the memory
 // available now. Beyond them a launch is refused with a UsageError (exit 2) naming the bound,
 // unless run.oversubscribe_ok is set (`--oversubscribe-ok`). kMaxLocalRanks holds even then.
 // The rank bounds are checked by launch_local_ranks itself (local_launch.h), so no command
@@ -26,6 +26,9 @@ inline constexpr uint64_t kRankBaseBytes = uint64_t(32) << 20;
 
 int usable_cores();                 // sched_getaffinity, else hardware_concurrency
 uint64_t available_memory_bytes();  // MemAvailable, tightened by a cgroup v2 memory.max
+// What this process itself may still allocate: available_memory_bytes(), tightened by its
+// address-space limit (RLIMIT_AS, `ulimit -v`) less what it has mapped. 0 when unknown.
+uint64_t process_memory_left_bytes();
 
 // Throws UsageError when `ranks` local ranks exceed kMaxLocalRanks, or kMaxRanksPerCore per
 // usable core unless oversubscribe_ok. `given_as` says where the count came from ("--ranks

@@ -2,7 +2,9 @@
 #include "plan_context.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
@@ -27,10 +29,28 @@ double need_at(Config cfg, long long s) {
   return m.worst(kZero, kActs).total(kZero, kActs);
 }
 
+std::string context_limit_text() {
+  return "[1, " + std::to_string(kMaxContextTokens) + "] tokens (2^40)";
+}
+
 }  // namespace
 
+CLI::Validator context_tokens() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        errno = 0;
+        char* end = nullptr;
+        const long long v = std::strtoll(text.c_str(), &end, 0);  // as CLI11 reads integers
+        if (text.empty() || end != text.c_str() + text.size()) return "";  // not an integer: CLI11 says so
+        if (errno != ERANGE && v >= 1 && v <= kMaxContextTokens) return "";
+        return "the context length " + text + " is outside " + context_limit_text();
+      },
+      "TOKENS");
+}
+
 int context_plan_main(const std::string& path, const std::vector<std::string>& sets, long long context, bool json) {
-  if (context < 1) throw UsageError("--context: the context length must be at least 1 token, got " + std::to_string(context));
+  if (context < 1 || context > kMaxContextTokens)
+    throw UsageError("--context: the context length " + std::to_string(context) + " is outside " + context_limit_text());
   const Config cfg = load_config(path, sets);
   const MemoryModel base = memory_model(cfg);
   const double device = base.device_memory;
@@ -49,7 +69,7 @@ int context_plan_main(const std::string& path, const std::vector<std::string>& s
   }
   const long long L = lo;
   const int ep = base.e, tp = base.t;
-  const long long cp = (context + L - 1) / L;
+  const long long cp = 1 + (context - 1) / L;  // ceil(context / L)
   const int switch_nodes = cfg.cluster.nodes_per_switch > 0 ? cfg.cluster.nodes_per_switch : cfg.cluster.nodes;
   const bool horizontal = cp > 1 && cp < ep && (long long)ep * cp <= switch_nodes;
   const long long scale = cp == 1 ? ep : horizontal ? (long long)ep * cp : std::max<long long>(ep, cp);

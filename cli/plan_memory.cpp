@@ -48,7 +48,8 @@ std::string verdict(double need, int stage, const Device& dev) {
 nlohmann::json fp32_json(const TrainerMemory& f) {
   return {{"parameters", f.parameters}, {"weights", f.weights},       {"gradients", f.gradients},
           {"adam", f.adam},             {"activations", f.activations}, {"workspace", f.workspace},
-          {"checkpoint", f.checkpoint}, {"steady", f.steady()},        {"peak", f.peak()}};
+          {"checkpoint", f.checkpoint}, {"data", f.data},               {"steady", f.steady()},
+          {"peak", f.peak()}};
 }
 
 // MoESys eq. 1 for the config, or nullopt without MoE blocks (nothing is sparse).
@@ -219,15 +220,15 @@ int memory_plan_main(const std::string& path, const std::vector<std::string>& se
     }
 
   std::printf("\nfp32 as moebench's CPU trainer runs it, per rank (predicted: fp32 weights, gradients, AdamW m and v, "
-              "the activations it keeps; checkpoint: rank 0 while it writes one)\n");
-  std::printf("%5s %12s %11s %11s %11s %12s %11s %11s %11s\n", "stage", "parameters", "weights", "gradients", "Adam m+v",
-              "activations", "workspace", "checkpoint", "peak");
+              "the activations it keeps, the corpus; checkpoint: rank 0 while it writes one)\n");
+  std::printf("%5s %12s %11s %11s %11s %12s %11s %11s %11s %11s\n", "stage", "parameters", "weights", "gradients",
+              "Adam m+v", "activations", "workspace", "data", "checkpoint", "peak");
   for (const StageMemory& s : m.stages) {
     const TrainerMemory& f = s.fp32;
-    std::printf("%5d %12s %11s %11s %11s %12s %11s %11s %11s\n", s.stage, count_text(f.parameters).c_str(),
+    std::printf("%5d %12s %11s %11s %11s %12s %11s %11s %11s %11s\n", s.stage, count_text(f.parameters).c_str(),
                 bytes_text(f.weights).c_str(), bytes_text(f.gradients).c_str(), bytes_text(f.adam).c_str(),
-                bytes_text(f.activations).c_str(), bytes_text(f.workspace).c_str(), bytes_text(f.checkpoint).c_str(),
-                bytes_text(f.peak()).c_str());
+                bytes_text(f.activations).c_str(), bytes_text(f.workspace).c_str(), bytes_text(f.data).c_str(),
+                bytes_text(f.checkpoint).c_str(), bytes_text(f.peak()).c_str());
   }
   const StageMemory& f = m.worst_fp32();
   std::printf("  fp32 trainer: %s\n", verdict(f.fp32.peak(), f.stage, dev).c_str());

@@ -21,6 +21,25 @@ inline CliResult run_cli(const QStringList& args, const QString& cwd = {}, int t
   return {p.exitCode(), QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError())};
 }
 
+// run_cli under an address-space limit (`ulimit -v`, KiB) and a time limit: a regression that
+// allocates without bound fails fast (std::bad_alloc, exit 1) instead of eating the machine's
+// memory, one that hangs ends as code -1 (the process is killed).
+inline CliResult run_cli_capped(const QStringList& args, int timeout_ms, long memory_kib = 4L << 20,
+                                const QString& cwd = {}) {
+  QProcess p;
+  if (!cwd.isEmpty()) p.setWorkingDirectory(cwd);
+  p.start(QStringLiteral("/bin/sh"), QStringList{QStringLiteral("-c"),
+                                                 QStringLiteral("ulimit -v %1; exec \"$0\" \"$@\"").arg(memory_kib),
+                                                 QStringLiteral(MOEBENCH_CLI)} +
+                                         args);
+  if (!p.waitForFinished(timeout_ms)) {
+    p.kill();
+    p.waitForFinished(5000);
+    return {-1, {}, QStringLiteral("timeout")};
+  }
+  return {p.exitCode(), QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError())};
+}
+
 inline QString write_file(const QTemporaryDir& dir, const QString& name, const QByteArray& text) {
   QFile f(dir.filePath(name));
   f.open(QIODevice::WriteOnly);

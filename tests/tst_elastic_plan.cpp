@@ -6,6 +6,8 @@
 // errors of [data] tasks / rank_tasks, each naming its key.
 #include <QtTest>
 
+#include <algorithm>
+#include <numeric>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -47,6 +49,49 @@ QString issues_with(const std::vector<std::string>& sets) {
     return s;
   }
   return {};
+}
+
+// The proposal as elastic_plan.h states it, by exhaustive search over every rank count (what
+// propose_elastic computed before it listed divisors and bisected): the reference the fast
+// search must agree with. Returns the ranks per task (ranks >= tasks only), {} when it throws.
+std::vector<long> exhaustive_ranks_per_task(const std::vector<int>& b, int ranks, int M) {
+  const int T = (int)b.size();
+  auto valid = [&](int t, long k) { return k >= 1 && b[(size_t)t] % (k * M) == 0; };
+  for (int t = 0; t < T; ++t)
+    if (!valid(t, 1)) return {};
+  std::vector<double> candidates;
+  for (int t = 0; t < T; ++t)
+    for (long k = 1; k <= b[(size_t)t] / M; ++k)
+      if (valid(t, k)) candidates.push_back((double)b[(size_t)t] / (double)k);
+  std::sort(candidates.begin(), candidates.end());
+  std::vector<long> k;
+  for (double L : candidates) {
+    std::vector<long> need((size_t)T, 0);
+    long sum = 0;
+    for (int t = 0; t < T; ++t) {
+      for (long j = 1; j <= b[(size_t)t] / M && !need[(size_t)t]; ++j)
+        if (valid(t, j) && (double)b[(size_t)t] / (double)j <= L) need[(size_t)t] = j;
+      sum += need[(size_t)t];
+    }
+    if (std::find(need.begin(), need.end(), 0L) == need.end() && sum <= ranks) {
+      k = need;
+      break;
+    }
+  }
+  for (long spare = ranks - std::accumulate(k.begin(), k.end(), 0L); spare > 0;) {
+    int best = -1;
+    long best_next = 0;
+    for (int t = 0; t < T; ++t) {
+      long next = k[(size_t)t] + 1;
+      while (next <= k[(size_t)t] + spare && !valid(t, next)) ++next;
+      if (next > k[(size_t)t] + spare) continue;
+      if (best < 0 || (long)b[(size_t)t] * k[(size_t)best] > (long)b[(size_t)best] * k[(size_t)t]) best = t, best_next = next;
+    }
+    if (best < 0) return {};
+    spare -= best_next - k[(size_t)best];
+    k[(size_t)best] = best_next;
+  }
+  return k;
 }
 
 }  // namespace
@@ -95,6 +140,32 @@ class TestElasticPlan : public QObject {
     QCOMPARE(p.max_load, (long)max_load);
     QVERIFY2(std::abs(p.bubble_share - bubble) < 1e-12, qPrintable(QString::number(p.bubble_share)));
     QVERIFY(assignment_problem(ints(batches), p.assignment, ranks, micro).empty());
+  }
+
+  // The divisor listing and the bisection give what the exhaustive search gives, on every
+  // small case (ranks >= tasks), errors included.
+  void proposal_matches_the_exhaustive_search() {
+    int compared = 0;
+    for (int T = 1; T <= 3; ++T)
+      for (int M = 1; M <= 3; ++M)
+        for (int ranks = T; ranks <= 13; ++ranks)
+          for (int code = 0; code < 24 * 24 * 24; code += 7) {
+            std::vector<int> b;
+            for (int t = 0, c = code; t < T; ++t, c /= 24) b.push_back(1 + c % 24);
+            const std::vector<long> want = exhaustive_ranks_per_task(b, ranks, M);
+            std::vector<long> got;
+            try {
+              const ElasticPlan p = propose_elastic(b, ranks, M);
+              got.assign((size_t)T, 0);
+              for (const std::vector<int>& on_rank : p.assignment) ++got[(size_t)on_rank.at(0)];
+            } catch (const std::invalid_argument&) {
+            }
+            QVERIFY2(got == want, qPrintable(QString("batches %1/%2/%3, %4 ranks, %5 micro-batches")
+                                                 .arg(b[0]).arg(T > 1 ? b[1] : 0).arg(T > 2 ? b[2] : 0)
+                                                 .arg(ranks).arg(M)));
+            ++compared;
+          }
+    QVERIFY(compared > 10000);
   }
 
   void proposal_errors() {

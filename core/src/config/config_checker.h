@@ -113,6 +113,7 @@ class Checker {
   void check_model();
   void check_moe();
   void check_data();
+  void check_synthetic_size();
   void check_train();
   void check_emulate();
   void check_storage();        // config_validate_storage.cpp

@@ -12,6 +12,7 @@
 #include "value_bounds.h"
 #include "moebench/config/path_limits.h"
 #include "moebench/config/cluster_file.h"
+#include "moebench/config/data_limits.h"
 #include "moebench/moe/synthetic_routing.h"
 #include "moebench/config/strategy_names.h"
 
@@ -501,6 +502,7 @@ void Checker::check_data() {
     if (ok({"data.branching", "model.vocab_size"}) && d.branching >= 1 && vocab >= 2 && d.branching > vocab)
       fail("data.branching", "must be <= model.vocab_size (" + std::to_string(vocab) + "), got " +
                                  std::to_string(d.branching), "model.vocab_size");
+    check_synthetic_size();
     return;
   }
   if (ok({"data.path"})) {
@@ -515,6 +517,30 @@ void Checker::check_data() {
   if (d.source == "bin" && vocab > 65536)
     fail("model.vocab_size", "must be <= 65536 for " + src + " (uint16 tokens), got " + std::to_string(vocab),
          "data.source");
+}
+
+// The synthetic corpus every rank generates, within the bounds of config.h (docs/limits.md
+// "Sizes, memory and time"), each refusal saying the memory per rank it would take.
+void Checker::check_synthetic_size() {
+  const DataConfig& d = c_.data;
+  const int vocab = c_.model.vocab_size;
+  auto gib = [](double bytes) { return number_text(std::round(bytes / (1 << 30) * 10) / 10) + " GiB"; };
+  if (ok({"data.corpus_tokens"}) && d.corpus_tokens > kMaxCorpusTokens)
+    fail("data.corpus_tokens", "must be <= " + std::to_string(kMaxCorpusTokens) + " (2^28 tokens, 1 GiB per rank), got " +
+                                   std::to_string(d.corpus_tokens) + " (" + gib(4.0 * (double)d.corpus_tokens) +
+                                   " per rank)");
+  if (ok({"data.branching"}) && d.branching > kMaxBranching)
+    fail("data.branching", "must be <= " + std::to_string(kMaxBranching) + ", got " + std::to_string(d.branching));
+  else if (ok({"data.languages", "data.branching", "model.vocab_size"}) && d.languages >= 1 && d.branching >= 1 &&
+           vocab >= 2 && synthetic_table_entries(d, vocab) > (double)kMaxSyntheticTableEntries) {
+    const double entries = synthetic_table_entries(d, vocab);
+    fail("data.languages", "data.languages x model.vocab_size x data.branching = " + std::to_string(d.languages) +
+                               " x " + std::to_string(vocab) + " x " + std::to_string(std::min(d.branching, vocab)) +
+                               " = " + number_text(entries) + " entries of the synthetic languages' tables (" +
+                               gib(8 * entries) + " per rank); the limit is " +
+                               std::to_string(kMaxSyntheticTableEntries) + " (2^26, 512 MiB): lower data.languages or "
+                               "model.vocab_size");
+  }
 }
 
 void Checker::check_train() {

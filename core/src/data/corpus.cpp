@@ -1,9 +1,12 @@
 #include "moebench/data/corpus.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 
+#include "moebench/config/data_limits.h"
 #include "moebench/data/bin_shard.h"
 #include "moebench/data/synthetic_corpus.h"
 #include "moebench/data/text_corpus.h"
@@ -69,6 +72,22 @@ void check_token_range(const std::vector<int32_t>& tokens, int vocab_size, const
     if (t < 0)
       throw DataError(what + ": token " + std::to_string(t) + " at index " + std::to_string(i) + " < 0");
   }
+}
+
+double corpus_bytes(const DataConfig& cfg, int vocab_size) {
+  constexpr double kToken = sizeof(int32_t);
+  if (cfg.source == "synthetic") {
+    const double tokens = (double)cfg.corpus_tokens * (cfg.tasks.empty() ? 1 : 2);  // the tasks' streams again
+    return kToken * tokens + (sizeof(int32_t) + sizeof(float)) * synthetic_table_entries(cfg, vocab_size);
+  }
+  // A text file's bytes, or a bin shard's uint16 tokens after its 1024-byte header (at most).
+  auto tokens_of = [&](const std::string& path) {
+    std::error_code ec;
+    const uintmax_t size = path.empty() ? 0 : std::filesystem::file_size(path, ec);
+    if (ec) return 0.0;
+    return cfg.source == "text" ? (double)size : std::max(0.0, ((double)size - 1024) / 2);
+  };
+  return kToken * (tokens_of(cfg.path) + tokens_of(cfg.val_path));
 }
 
 TokenCorpus load_corpus(const DataConfig& cfg, int vocab_size, int seq_len, uint64_t seed) {

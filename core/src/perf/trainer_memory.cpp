@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "memory_layout.h"
+#include "moebench/data/corpus.h"
 #include "moebench/model/param_count.h"
 #include "moebench/moe/router.h"
 
@@ -18,14 +19,26 @@ namespace {
 
 constexpr double kFloat = 4, kInt = 4;
 
-// Kept MoE slots of one micro-batch's block: N k dropless, else at most E x capacity.
+}  // namespace
+
 double moe_slots(double N, int K, int E, float capacity_factor) {
   const double assignments = N * K;
   if (!(capacity_factor > 0) || assignments > INT_MAX) return assignments;
   return std::min(assignments, (double)E * expert_capacity(capacity_factor, (int)N, K, E));
 }
 
-}  // namespace
+double moe_layer_bytes(double N, int K, int E, double S, double C, double R, double F) {
+  // Routing (moe/router.h): logits and probabilities [N, E], gates [N, K], f and P [E]; the
+  // choices [N, K], selections and counts [E]; the kept flags [N, K] (bytes).
+  double bytes = kFloat * (2 * N * E + N * K + 2 * E) + kInt * (N * K + 2 * E) + N * K;
+  // MoeLayer: offsets, slot of each assignment, token of each slot (sized N k before the
+  // layout shrinks it); gathered rows xg and expert outputs y; backward: gate and logit
+  // gradients, dy and dxg.
+  bytes += kInt * (E + 1 + 2 * N * K) + kFloat * (4 * S * C + N * K + N * E);
+  // The experts' rows (ExpertBank: expert of each row, offsets, pre- and post-GeLU and their
+  // gradients).
+  return bytes + kInt * (R + E + 1) + kFloat * 4 * R * F;
+}
 
 TrainerMemory trainer_memory(const Config& cfg, int stage, bool rank0) {
   const memory_detail::Layout L = memory_detail::layout_of(cfg);
@@ -74,17 +87,8 @@ TrainerMemory trainer_memory(const Config& cfg, int stage, bool rank0) {
     }
     moe_block = true;
     const double S = moe_slots(N, K, E, cfg.moe.capacity_factor);
-    // Routing (moe/router.h): logits and probabilities [N, E], gates [N, K], f and P [E]; the
-    // choices [N, K], selections and counts [E]; the kept flags [N, K] (bytes).
-    slot += kFloat * (2 * N * E + N * K + 2 * E) + kInt * (N * K + 2 * E) + N * K;
-    // MoeLayer: offsets, slot of each assignment, token of each slot (sized N k before the
-    // layout shrinks it); gathered rows xg and expert outputs y; backward: gate and logit
-    // gradients, dy and dxg.
-    slot += kInt * (E + 1 + 2 * N * K) + kFloat * (4 * S * C + N * K + N * E);
-    // The experts' rows on this rank (ExpertBank: expert of each row, offsets, pre- and
-    // post-GeLU and their gradients).
-    const double R = distributed && L.ppmoe ? S / t : S;
-    slot += kInt * (R + E + 1) + kFloat * 4 * R * Fe;
+    const double R = distributed && L.ppmoe ? S / t : S;  // the rows this rank's experts compute
+    slot += moe_layer_bytes(N, K, E, S, C, R, Fe);
     if (distributed && !L.ppmoe && strategy != "data_centric")
       slot += kFloat * 8 * R * C;  // token exchange: x_recv, x_exp, y_exp, y_back and their gradients' four
     if (distributed && (L.ppmoe || (sliced && strategy != "monta")))
@@ -111,6 +115,7 @@ TrainerMemory trainer_memory(const Config& cfg, int stage, bool rank0) {
   }
   if (first && parts > 1) m.workspace += 2 * kFloat * N * C;  // the partitioned embedding's sent and received slices
   m.workspace += 2 * kInt * L.microbatches * N;  // a step's inputs and targets
+  m.data = corpus_bytes(cfg.data, md.vocab_size);
 
   if (rank0) {
     // The optimizer file (m and v) is the larger of the two a checkpoint writes.

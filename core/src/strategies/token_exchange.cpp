@@ -187,12 +187,12 @@ std::unique_ptr<MoeHandle> TokenExchange::layout(const ExchangeCounts& counts, M
     std::vector<long> src_base(P, 0);
     for (int s = 1; s < P; ++s) src_base[s] = src_base[s - 1] + c.recv_rows[s - 1];
     long row = 0;
+    std::vector<long> within(P, 0);  // rows of source s for local experts before j
     for (int j = 0; j < L; ++j)
       for (int s = 0; s < P; ++s) {
-        long within = 0;  // rows of source s for local experts before j
-        for (int jj = 0; jj < j; ++jj) within += size(s, me * L + jj, i);
         const long n = size(s, me * L + j, i);
-        for (long r = 0; r < n; ++r) c.recv_index[row++] = src_base[s] + within + r;
+        for (long r = 0; r < n; ++r) c.recv_index[row++] = src_base[s] + within[s] + r;
+        within[s] += n;
       }
   }
   h->packed = D > 1 || sent < first[E];

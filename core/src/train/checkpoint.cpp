@@ -178,10 +178,21 @@ bool later_step(const std::string& a, const std::string& b) {
 }  // namespace
 
 std::string resolve_checkpoint_dir(const std::string& path) {
-  if (fs::exists(fs::path(path) / "model.safetensors")) return path;
+  std::error_code ec;
+  if (fs::is_regular_file(path, ec)) {
+    // A checkpoint's model.safetensors or optimizer.safetensors: its folder is the checkpoint.
+    const fs::path file(path);
+    const fs::path dir = file.has_parent_path() ? file.parent_path() : fs::path(".");
+    const std::string name = file.filename().string();
+    if ((name == "model.safetensors" || name == "optimizer.safetensors") && fs::exists(dir / "model.safetensors", ec))
+      return dir.string();
+    throw CheckpointError(path + ": a file, not a checkpoint (expected a checkpoint folder holding model.safetensors, "
+                          "e.g. runs/NAME/checkpoints/step_NNNNNN, its model.safetensors, or a run folder)");
+  }
+  if (fs::exists(fs::path(path) / "model.safetensors", ec)) return path;
+  if (!fs::exists(path, ec)) throw CheckpointError(path + ": no checkpoint here (no such file or folder)");
   const fs::path ckpts = fs::path(path) / "checkpoints";
   std::string best;
-  std::error_code ec;
   if (fs::is_directory(ckpts, ec))
     for (const auto& entry : fs::directory_iterator(ckpts, ec)) {
       const std::string name = entry.path().filename().string();

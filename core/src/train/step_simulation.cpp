@@ -126,14 +126,4 @@ double exposed_comm_seconds(const StepSimulation& sim) {
   return sim.graphs.empty() ? 0.0 : total / (double)sim.graphs.size();
 }
 
-double estimated_simulation_bytes(const Config& cfg, const StepRouting& routing) {
-  const TaskGraph g = build_step_graph(cfg, 0, routing);
-  double bytes = 0;
-  for (const GraphTask& t : g.tasks())
-    bytes += sizeof(GraphTask) + t.name.capacity() + t.deps.capacity() * sizeof(int) +
-             t.cost.bytes_to_peer.capacity() * sizeof(std::pair<int, uint64_t>);
-  // The simulator's per-task state (times, counters, matching) about doubles it.
-  return 2.5 * bytes * cfg.run.ranks;
-}
-
 }  // namespace moebench

@@ -30,6 +30,13 @@ struct TokenCorpus {
 
 TokenCorpus load_corpus(const DataConfig& cfg, int vocab_size, int seq_len, uint64_t seed);
 
+// The bytes every rank holds for the corpus load_corpus builds (PREDICTED; for the launch
+// memory check, perf/trainer_memory.h): 4 per token of the train and held-out streams, again for
+// data.tasks' per-task streams, and for "synthetic" the languages' transition tables (8 bytes per
+// entry, config/data_limits.h synthetic_table_entries); for "bin" and "text"
+// the tokens of data.path and data.val_path from their file sizes (0 for a file not found).
+double corpus_bytes(const DataConfig& cfg, int vocab_size);
+
 // Throws DataError("<what>: token X at index I >= vocab_size V") (or "< 0") for the first
 // token outside [0, vocab_size).
 void check_token_range(const std::vector<int32_t>& tokens, int vocab_size, const std::string& what);

@@ -29,14 +29,16 @@
 //     optimizer file (8 bytes per parameter) while everything else is still held; a distributed
 //     run's rank 0 also holds its own contribution (12 per parameter it holds), every rank's
 //     contribution (12 per parameter of the whole model) and the gathered whole tensors (12 per
-//     parameter) while it writes (train/distributed.cpp Distributed::save).
+//     parameter) while it writes (train/distributed.cpp Distributed::save);
+//   - the corpus every rank builds (data/corpus.h corpus_bytes): its token streams and, while a
+//     synthetic corpus is generated, its languages' transition tables.
 // Exact for one rank. For distributed runs it assumes balanced routing (a rank's experts compute
 // the rows it sends: R = S, S / t under ppmoe) and counts the token exchange's receive-side copies
 // (8 R C per MoE block and micro-batch) for every strategy but ppmoe and data_centric, and the
 // partial input gradient (N C) of ppmoe and of sliced experts outside monta; data_centric's and
 // janus' pulled experts, hier_a2a's and monta's staging buffers and chunked packing are not
 // counted. Not counted anywhere: the process itself (binary, MPI, OpenBLAS buffers, thread
-// stacks), the corpus and allocator slack.
+// stacks) and allocator slack.
 #include "moebench/config/config.h"
 
 namespace moebench {
@@ -49,9 +51,17 @@ struct TrainerMemory {
   double activations = 0;  // kept from a micro-batch's forward to its backward, all in flight
   double workspace = 0;    // backward scratch, pipeline buffers, token batches
   double checkpoint = 0;   // the checkpoint writer's buffers (rank 0; transient, at the end)
-  double steady() const { return weights + gradients + adam + activations + workspace; }
+  double data = 0;         // the corpus (data/corpus.h corpus_bytes)
+  double steady() const { return weights + gradients + adam + activations + workspace + data; }
   double peak() const { return steady() + checkpoint; }
 };
+
+// One MoE layer's buffers for one micro-batch of N tokens of width C (moe/router.h,
+// moe/moe_layer.cpp, moe/expert_bank.cpp): routing over E experts (top K), S kept slots
+// (moe_slots), and the R rows its experts compute with hidden width F. Weights not included.
+double moe_layer_bytes(double N, int K, int E, double S, double C, double R, double F);
+// Kept MoE slots of N tokens: N K dropless (capacity_factor 0), else at most E x capacity.
+double moe_slots(double N, int K, int E, float capacity_factor);
 
 // A rank of pipeline stage `stage` of a validated config; `rank0`: world rank 0 (on stage 0),
 // which writes the checkpoints. Throws std::invalid_argument when the layout does not hold.

@@ -43,8 +43,9 @@ CheckpointState load_checkpoint(const std::string& dir, ParamArena& params, Adam
 // stored state (its step and config).
 CheckpointState load_weights(const std::string& dir, ParamArena& params);
 
-// Resolves --resume PATH: a checkpoint directory, or a run directory whose checkpoints/ holds
-// step_NNNNNN folders (the highest step is taken). Throws CheckpointError when none is found.
+// Resolves --resume PATH: a checkpoint directory, its model.safetensors or optimizer.safetensors
+// (the folder is taken), or a run directory whose checkpoints/ holds step_NNNNNN folders (the
+// highest step is taken). Throws CheckpointError when none is found, naming what it expected.
 std::string resolve_checkpoint_dir(const std::string& path);
 
 // The steps done by the checkpoint in `dir` (a resolved checkpoint folder), read from its

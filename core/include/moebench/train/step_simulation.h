@@ -39,8 +39,4 @@ std::vector<BlockSplit> block_splits(const Config& cfg, const StepSimulation& st
 // Mean over ranks of the time a rank's comm tasks run while its compute role computes nothing.
 double exposed_comm_seconds(const StepSimulation& sim);
 
-// Bytes the graphs of all ranks would hold (a rough upper bound from rank 0's graph, for
-// refusing simulations that would not fit in memory before building them).
-double estimated_simulation_bytes(const Config& cfg, const StepRouting& routing);
-
 }  // namespace moebench
