@@ -6,24 +6,13 @@
 #include <fstream>
 #include <sstream>
 
+#include "moebench/config/file_kind.h"
 #include "moebench/config/usage_error.h"
 
 namespace moebench::cli {
 namespace {
 
 namespace fs = std::filesystem;
-
-const char* kind_of(const fs::file_status& st) {
-  switch (st.type()) {
-    case fs::file_type::directory: return "a directory";
-    case fs::file_type::fifo: return "a FIFO";
-    case fs::file_type::character: return "a character device";
-    case fs::file_type::block: return "a block device";
-    case fs::file_type::socket: return "a socket";
-    default: return "a special file";
-  }
-}
-
 }  // namespace
 
 std::string read_prompt_file(const std::string& path) {
@@ -32,7 +21,7 @@ std::string read_prompt_file(const std::string& path) {
   const fs::file_status st = fs::status(path, ec);
   if (!fs::exists(st)) throw UsageError(opt + ": no such file");
   if (!fs::is_regular_file(st))
-    throw UsageError(opt + ": " + kind_of(st) + ", not a regular file (give a file of at most " +
+    throw UsageError(opt + ": " + file_kind(st) + ", not a regular file (give a file of at most " +
                      std::to_string(kMaxPromptBytes) + " bytes)");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UsageError(opt + ": cannot read it");

@@ -61,7 +61,7 @@ class TestCliBudgets : public QObject {
     QTest::addColumn<QString>("message");
     QTest::newRow("/dev/zero") << u"/dev/zero"_s
                                << u"--prompt-file: /dev/zero: a character device, not a regular file"_s;
-    QTest::newRow("FIFO without a writer") << u"DIR/fifo"_s << u"fifo: a FIFO, not a regular file"_s;
+    QTest::newRow("FIFO without a writer") << u"DIR/fifo"_s << u"fifo: a FIFO (named pipe), not a regular file"_s;
     QTest::newRow("2 MiB of ids") << u"DIR/big.txt"_s
                                   << u"big.txt: 2097152 bytes is over the limit of 1048576 bytes (1 MiB)"_s;
   }

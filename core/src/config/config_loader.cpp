@@ -14,6 +14,7 @@
 
 #include "config_detail.h"
 #include "config_reader.h"
+#include "moebench/config/file_kind.h"
 #include "moebench/config/strategy_names.h"
 #include "toml_precheck.h"
 
@@ -558,17 +559,6 @@ Config parse_config(std::string_view toml_text, const std::string& source_name,
   return c;
 }
 
-namespace {
-const char* file_kind(const fs::file_status& status) {
-  switch (status.type()) {
-    case fs::file_type::fifo: return "a FIFO (named pipe)";
-    case fs::file_type::character: return "a character device";
-    case fs::file_type::block: return "a block device";
-    case fs::file_type::socket: return "a socket";
-    default: return "something other than a file";
-  }
-}
-}  // namespace
 
 Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
   std::error_code ec;
