@@ -273,8 +273,12 @@ void add_plan_command(CLI::App& app, Action& action) {
   CLI::Option* context_given =
       cmd->add_option("--context", *context,
                       "Propose MoNTA's horizontal or vertical CP / EP expansion for a context of this many tokens instead")
-          ->check(context_tokens())
-          ->transform(whole_number(1, LLONG_MAX));
+          ->transform(CLI::Validator(
+              [](std::string& text) {  // the range on the text as written, then exponent form
+                const std::string problem = context_tokens()(text);
+                return problem.empty() ? whole_number(1, kMaxContextTokens)(text) : problem;
+              },
+              "TOKENS"));
   cmd->add_flag("--json", *json, "Print JSON instead of a table");
   auto cluster = std::make_shared<std::string>();
   auto nodes = std::make_shared<int>(0);

@@ -554,7 +554,8 @@ class TestRunAnalysis : public QObject {
     int xs = 0;
     for (const auto& e : t["traceEvents"]) xs += e["ph"] == "X";
     QCOMPARE(xs, 60);
-    r = run_cli({u"trace"_s, u"baseline"_s, u"--db"_s, qdb(), u"--steps"_s, u"1:2"_s, u"-o"_s, out});
+    r = run_cli({u"trace"_s, u"baseline"_s, u"--db"_s, qdb(), u"--steps"_s, u"1:2"_s, u"-o"_s, out,
+                 u"--force"_s});  // replaces the first trace
     QVERIFY2(r.code == 0, qPrintable(r.err));
     t = json::parse(read_bytes(out).toStdString());
     xs = 0;
@@ -564,7 +565,7 @@ class TestRunAnalysis : public QObject {
       r = run_cli({u"trace"_s, u"baseline"_s, u"--db"_s, qdb(), u"--steps"_s, bad, u"-o"_s, out});
       QVERIFY2(r.code == 2 && r.err.contains(u"--steps"_s), qPrintable(bad + u": "_s + r.err));
     }
-    r = run_cli({u"trace"_s, u"faster"_s, u"--db"_s, qdb(), u"-o"_s, out});
+    r = run_cli({u"trace"_s, u"faster"_s, u"--db"_s, qdb(), u"-o"_s, out, u"--force"_s});
     QVERIFY2(r.code == 1 && r.err.contains(u"no spans"_s), qPrintable(r.err));
 
     const QString csv = dir_.filePath(u"export"_s);

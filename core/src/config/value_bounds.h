@@ -11,8 +11,9 @@ namespace moebench::config_detail {
 inline constexpr double kMinBandwidthGbs = 1e-3, kMaxBandwidthGbs = 1e9;
 // Latencies and fixed costs, microseconds: at most one second per message or task.
 inline constexpr double kMaxMicroseconds = 1e6;
-// Cost per MB a comm task sends, microseconds: at most one second per MB (1 MB/s).
-inline constexpr double kMaxMicrosecondsPerMb = 1e6;
+// Cost per MB a comm task sends, microseconds: at most 1000 s per MB (1 kB/s; calibrate's fit
+// on a slow or oversubscribed host can reach 10 us per byte, tst_calibration).
+inline constexpr double kMaxMicrosecondsPerMb = 1e9;
 // Device compute, TFLOP/s: 1 MFLOP/s to 1 EFLOP/s per device (an H100 is ~1e3 dense bf16).
 inline constexpr double kMinDeviceTflops = 1e-6, kMaxDeviceTflops = 1e6;
 // Memory and storage per device, GiB (0 = not described): about 1 KiB to 1 PiB of device or
