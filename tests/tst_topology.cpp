@@ -227,7 +227,7 @@ class TestTopology : public QObject {
     QCOMPARE(x, 2.5f);
   }
 
-  void process_groups_reject_bad_sizes() {
+  void process_groups_reject_a_layout_of_another_world() {
     LocalCommunicator world;
     const QString msg = test::error_message<std::invalid_argument>(
         [&] { ProcessGroups g(world, ParallelLayout(ParallelSizes{.world = 2, .tp = 2})); });
