@@ -97,7 +97,8 @@ StepRouting synthetic_step_routing(const Config& cfg, long step) {
       if (cap >= 0)
         for (long& c : mine) c = std::min(c, cap);
       for (int s = 0; s < shape.pp(); ++s)
-        for (int t = 0; t < shape.tp(); ++t) std::copy(mine.begin(), mine.end(), rows.begin() + (size_t)shape.world_rank(s, d, t) * E);
+        for (int t = 0; t < shape.tp(); ++t)
+          std::copy(mine.begin(), mine.end(), rows.begin() + (size_t)shape.world_rank(s, d, t) * E);
     }
   }
   return out;
@@ -123,7 +124,8 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
   const int first_block = blocks.first, end_block = blocks.end;
   const bool first_stage = at.pp == 0, last_stage = at.pp == layout.pp() - 1;
 
-  const int B = cfg.train.batch_size / (layout.dp() * M), T = cfg.model.seq_len, C = cfg.model.hidden, V = cfg.model.vocab_size;
+  const int B = cfg.train.batch_size / (layout.dp() * M), T = cfg.model.seq_len, C = cfg.model.hidden;
+  const int V = cfg.model.vocab_size;
   const int F = cfg.model.ffn_mult * C, K = cfg.moe.top_k;
   const long N = (long)B * T;  // tokens of one micro-batch on this rank
   const double act_bytes = (double)N * C * sizeof(float);
@@ -146,7 +148,8 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
   auto main_task = [&](GraphTask t) { return last = g.add(std::move(t), {last}); };
   auto tp_allreduce = [&](int layer, int micro) {
     // Megatron's g (forward) / f (backward): blocking on the main thread.
-    if (layout.tp() > 1) main_task(ring_allreduce("tp.allreduce", layer, (double)N * C, tp_group, at.tp, StreamRole::host, micro));
+    if (layout.tp() > 1)
+      main_task(ring_allreduce("tp.allreduce", layer, (double)N * C, tp_group, at.tp, StreamRole::host, micro));
   };
   // Pipeline point to point: activations to the next stage, gradients to the previous; named
   // by the receiving stage's first block and the micro-batch. The receive blocks the main thread;
