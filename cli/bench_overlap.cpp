@@ -37,6 +37,7 @@
 #include "moebench/config/config_loader.h"
 #include "moebench/config/usage_error.h"
 #include "moebench/dist/mpi_communicator.h"
+#include "moebench/dist/parallel_layout.h"
 #include "moebench/dist/topology.h"
 #include "moebench/moe/moe_layer.h"
 #include "moebench/moe/synthetic_routing.h"
@@ -190,12 +191,15 @@ int bench_overlap(const OverlapOptions& o) {
                              {"hier_a2a", 1},       {"hier_a2a", 2},       {"data_centric", 1},
                              {"fastermoe", 1, "", 0}, {"fastermoe", 1, "", 1}};
   if (groups.tp_size > 1) {
-    const int t = groups.tp_size, r = world->rank();
-    groups.tp_index = r % t;
-    groups.data_index = r / t;
-    groups.tp_group = all.split(groups.data_index, r);
+    // One stage of dp x tp ranks, the experts over the whole data-parallel group.
+    const ParallelLayout layout(ParallelSizes{.world = world->size(), .tp = groups.tp_size});
+    const int r = world->rank();
+    const RankCoords at = layout.coords(r);
+    groups.tp_index = at.tp;
+    groups.data_index = at.dp;
+    groups.tp_group = all.split(layout.tp_group(r).front(), at.tp);
     groups.tp = std::shared_ptr<Communicator>(groups.tp_group->dup());
-    groups.ep_owned = all.split(groups.tp_index, r);
+    groups.ep_owned = all.split(layout.ep_group(r).front(), at.ep);
     groups.ep = groups.ep_owned.get();
     const int N = cfg.strategy.monta.chunks == "auto" ? 4 : std::stoi(cfg.strategy.monta.chunks);
     cases = {{"monta", 1, "baseline"}, {"monta", 1, "O1"}, {"monta", N, "O2"}, {"monta", N, "O3"}};

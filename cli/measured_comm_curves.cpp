@@ -2,11 +2,12 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <optional>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "moebench/config/config_layout.h"
 #include "moebench/dist/mpi_communicator.h"
 #include "moebench/store/comm_rate_record.h"
 
@@ -37,9 +38,8 @@ void share(std::vector<double>& xs, std::vector<double>& ys, Communicator& world
 void use_measured_comm_curves(Config& cfg, Communicator& world) {
   if (!monta_auto(cfg) || !cfg.emulate.cluster.empty()) return;
   ClusterConfig& k = cfg.cluster;
-  const int tp = std::max(1, cfg.parallel.tp), pp = std::max(1, cfg.parallel.pp);
-  const int dp = cfg.parallel.dp > 0 ? cfg.parallel.dp : world.size() / (tp * pp);
-  const int ep = cfg.parallel.ep > 0 ? cfg.parallel.ep : dp;
+  const ParallelLayout layout = layout_of(cfg);
+  const int tp = layout.tp(), ep = layout.ep();
   struct Op {
     const char* name;
     int ranks;

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "moebench/config/config_layout.h"
 #include "moebench/config/config_loader.h"
 #include "moebench/config/usage_error.h"
 #include "moebench/config/task_assignment.h"
@@ -45,7 +46,7 @@ int elastic_plan_main(const std::string& path, std::vector<std::string> sets, bo
   const std::vector<int>& tasks = cfg.data.tasks;
   if (tasks.empty())
     throw UsageError("--elastic needs data.tasks (per-task batch sizes, e.g. --set 'data.tasks=[512,256,128,128]')");
-  const int ranks = cfg.run.ranks / (cfg.parallel.tp * cfg.parallel.pp);
+  const int ranks = layout_of(cfg).dp();  // the data-parallel ranks the tasks go to
   const int micro = cfg.parallel.microbatches;
   ElasticPlan plan;
   try {

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "moebench/config/config_layout.h"
 #include "moebench/strategies/monta.h"
 
 namespace moebench::cli {
@@ -32,11 +33,10 @@ nlohmann::json monta_plan_json(const Config& cfg, const ClusterModel& cluster) {
 void print_monta_plan(const Config& cfg, const ClusterModel& cluster) {
   const std::vector<MontaBlockChoice> rows = monta_block_choices(cfg, cluster);
   if (rows.empty()) return;
+  const ParallelLayout layout = layout_of(cfg);
   std::printf("\nmonta: one AllToAll per level, PREDICTED by MoNTA's cost model (eq. 8-11, Algorithms 1-3) for rank 0's "
               "groups (t = %d, e = %d); r1 %s, r2 %s\n",
-              std::max(1, cfg.parallel.tp), cfg.parallel.ep > 0 ? cfg.parallel.ep : cluster.world_size() /
-                  (std::max(1, cfg.parallel.tp) * std::max(1, cfg.parallel.pp)),
-              source(rows.front().measured_r1), source(rows.front().measured_r2));
+              layout.tp(), layout.ep(), source(rows.front().measured_r1), source(rows.front().measured_r2));
   std::printf("%6s %12s %12s %10s %14s %14s %12s %10s\n", "block", "I MB", "baseline ms", "O1 ms", "O2 ms (N)",
               "O3 ms (N)", "choice", "eq. 13");
   for (const MontaBlockChoice& c : rows) {

@@ -1,7 +1,8 @@
 // ctest-labels: mpi np=4
 // ProcessGroups over MpiCommunicator::world() with 4 ranks: the size of every group and which
 // world ranks share it (all_gather of the world ranks inside each group), against hand-written
-// Megatron layouts (rank = pp_rank * dp * tp + dp_rank * tp + tp_rank; EP = runs of ep DP ranks).
+// Megatron layouts (rank = pp_rank * dp * tp + dp_rank * tp + tp_rank; EP = runs of ep DP ranks,
+// or the TP group for Pipeline MoE).
 // Every collective of a row runs before any check, so a failing rank never leaves the others
 // waiting in a collective.
 #include <QtTest>
@@ -9,6 +10,7 @@
 #include <mpi.h>
 
 #include "moebench/dist/mpi_communicator.h"
+#include "moebench/dist/parallel_layout.h"
 #include "moebench/dist/process_groups.h"
 #include "test_support.h"
 #include "mpi_test_main.h"
@@ -60,6 +62,7 @@ class TestGroupsMpi : public QObject {
     QTest::addColumn<int>("tp");
     QTest::addColumn<int>("pp");
     QTest::addColumn<int>("ep");
+    QTest::addColumn<bool>("experts_in_tp");
     QTest::addColumn<QString>("tp_groups");
     QTest::addColumn<QString>("dp_groups");
     QTest::addColumn<QString>("pp_groups");
@@ -67,23 +70,27 @@ class TestGroupsMpi : public QObject {
     QTest::addColumn<QString>("edp_groups");
     QTest::addColumn<QString>("describe");
     const QString singles = u"0|1|2|3"_s;
-    QTest::newRow("dp 4") << 1 << 1 << 0 << singles << u"0,1,2,3"_s << singles << u"0,1,2,3"_s << singles
+    QTest::newRow("dp 4") << 1 << 1 << 0 << false << singles << u"0,1,2,3"_s << singles << u"0,1,2,3"_s << singles
                           << u"world 4 = pp 1 x dp 4 x tp 1; ep 4, expert-dp 1"_s;
-    QTest::newRow("dp 4, ep 2") << 1 << 1 << 2 << singles << u"0,1,2,3"_s << singles << u"0,1|2,3"_s
+    QTest::newRow("dp 4, ep 2") << 1 << 1 << 2 << false << singles << u"0,1,2,3"_s << singles << u"0,1|2,3"_s
                                 << u"0,2|1,3"_s << u"world 4 = pp 1 x dp 4 x tp 1; ep 2, expert-dp 2"_s;
-    QTest::newRow("tp 2") << 2 << 1 << 0 << u"0,1|2,3"_s << u"0,2|1,3"_s << singles << u"0,2|1,3"_s << singles
+    QTest::newRow("tp 2") << 2 << 1 << 0 << false << u"0,1|2,3"_s << u"0,2|1,3"_s << singles << u"0,2|1,3"_s << singles
                           << u"world 4 = pp 1 x dp 2 x tp 2; ep 2, expert-dp 1"_s;
-    QTest::newRow("pp 2") << 1 << 2 << 0 << singles << u"0,1|2,3"_s << u"0,2|1,3"_s << u"0,1|2,3"_s << singles
+    QTest::newRow("pp 2") << 1 << 2 << 0 << false << singles << u"0,1|2,3"_s << u"0,2|1,3"_s << u"0,1|2,3"_s << singles
                           << u"world 4 = pp 2 x dp 2 x tp 1; ep 2, expert-dp 1"_s;
-    QTest::newRow("tp 2, pp 2") << 2 << 2 << 0 << u"0,1|2,3"_s << singles << u"0,2|1,3"_s << singles << singles
+    QTest::newRow("tp 2, pp 2") << 2 << 2 << 0 << false << u"0,1|2,3"_s << singles << u"0,2|1,3"_s << singles << singles
                                 << u"world 4 = pp 2 x dp 1 x tp 2; ep 1, expert-dp 1"_s;
-    QTest::newRow("pp 2, ep 1") << 1 << 2 << 1 << singles << u"0,1|2,3"_s << u"0,2|1,3"_s << singles << u"0,1|2,3"_s
+    QTest::newRow("pp 2, ep 1") << 1 << 2 << 1 << false << singles << u"0,1|2,3"_s << u"0,2|1,3"_s << singles << u"0,1|2,3"_s
                                 << u"world 4 = pp 2 x dp 2 x tp 1; ep 1, expert-dp 2"_s;
+    QTest::newRow("tp 2, experts in tp") << 2 << 1 << 0 << true << u"0,1|2,3"_s << u"0,2|1,3"_s << singles
+                                         << u"0,1|2,3"_s << u"0,2|1,3"_s
+                                         << u"world 4 = pp 1 x dp 2 x tp 2; ep 2 (the TP group), expert-dp 2"_s;
   }
   void groups() {
     QFETCH(int, tp);
     QFETCH(int, pp);
     QFETCH(int, ep);
+    QFETCH(bool, experts_in_tp);
     QFETCH(QString, tp_groups);
     QFETCH(QString, dp_groups);
     QFETCH(QString, pp_groups);
@@ -92,7 +99,9 @@ class TestGroupsMpi : public QObject {
     QFETCH(QString, describe);
     auto world = MpiCommunicator::world();
     const int me = world->rank();
-    ProcessGroups g(*world, GroupSizes{tp, pp, ep});
+    const ExpertGroups experts = experts_in_tp ? ExpertGroups::tensor_parallel : ExpertGroups::data_parallel;
+    ProcessGroups g(*world, ParallelLayout(ParallelSizes{.world = 4, .tp = tp, .pp = pp, .ep = ep, .experts = experts,
+                                                         .layers = pp}));
     // All collectives first (the same order on every rank), checks afterwards.
     const Seen seen[] = {look_at(g.tp(), me), look_at(g.dp(), me), look_at(g.pp(), me), look_at(g.ep(), me),
                          look_at(g.expert_dp(), me)};
@@ -117,12 +126,17 @@ class TestGroupsMpi : public QObject {
 
   void bad_sizes_throw_on_every_rank() {
     auto world = MpiCommunicator::world();
-    const QString msg =
-        test::error_message<std::invalid_argument>([&] { ProcessGroups g(*world, GroupSizes{1, 1, 3}); });
+    auto groups_of = [&](ParallelSizes sizes) {
+      sizes.world = world->size();
+      return test::error_message<std::invalid_argument>([&] { ProcessGroups g(*world, ParallelLayout(sizes)); });
+    };
+    const QString msg = groups_of(ParallelSizes{.ep = 3});
     QVERIFY2(msg.contains(u"parallel.ep = 3 does not divide the data-parallel size 4"_s), qPrintable(msg));
-    const QString msg2 =
-        test::error_message<std::invalid_argument>([&] { ProcessGroups g(*world, GroupSizes{3, 1, 0}); });
+    const QString msg2 = groups_of(ParallelSizes{.tp = 3});
     QVERIFY2(msg2.contains(u"world size 4 is not divisible"_s), qPrintable(msg2));
+    const QString msg3 = test::error_message<std::invalid_argument>(
+        [&] { ProcessGroups g(*world, ParallelLayout(ParallelSizes{.world = 2})); });
+    QVERIFY2(msg3.contains(u"is for 2 ranks, the world has 4"_s), qPrintable(msg3));
   }
 };
 

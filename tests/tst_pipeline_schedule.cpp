@@ -1,8 +1,8 @@
 // ctest-labels: unit
 // Pipeline schedules against hand-written ones (GPipe; 1F1B's warm-up, steady state and
-// cool-down per stage), the activation sets each keeps, the split of blocks into stages, and a
-// replay of all stages' op lists with blocking receives: every schedule finishes (no stage
-// waits forever on a neighbour), and 1F1B needs fewer activation sets than GPipe.
+// cool-down per stage), the activation sets each keeps, the schedule names, and a replay of all
+// stages' op lists with blocking receives: every schedule finishes (no stage waits forever on a
+// neighbour), and 1F1B needs fewer activation sets than GPipe. Stage bounds: tst_parallel_layout.
 #include <QtTest>
 
 #include "moebench/model/pipeline_schedule.h"
@@ -91,14 +91,9 @@ class TestPipelineSchedule : public QObject {
         }
   }
 
-  void stage_boundaries_split_the_blocks() {
-    QCOMPARE(stage_boundaries(8, 4, {}), (std::vector<int>{0, 2, 4, 6, 8}));
-    QCOMPARE(stage_boundaries(7, 3, {}), (std::vector<int>{0, 3, 5, 7}));  // the first stages take the rest
-    QCOMPARE(stage_boundaries(6, 2, {1, 5}), (std::vector<int>{0, 1, 6}));
-    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, stage_boundaries(2, 3, {}));
-    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, stage_boundaries(6, 2, {2, 3}));
-    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, stage_boundaries(6, 2, {6, 0}));
+  void schedule_names_parse() {
     QCOMPARE(parse_pipe_schedule("gpipe"), PipeSchedule::gpipe);
+    QCOMPARE(parse_pipe_schedule("1f1b"), PipeSchedule::one_f_one_b);
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, parse_pipe_schedule("zb-h1"));
   }
 };

@@ -1,7 +1,7 @@
 // ctest-labels: unit
 // dist/: Topology (virtual blocks, host-name detection, resolution against the config),
-// TrafficMeter (per peer, per link class, thread safety), validate_group_sizes and
-// ProcessGroups over a one-rank LocalCommunicator. Multi-rank groups: tst_groups_mpi.
+// TrafficMeter (per peer, per link class, thread safety) and ProcessGroups over a one-rank
+// LocalCommunicator. Multi-rank groups: tst_groups_mpi; the layout itself: tst_parallel_layout.
 #include <QtTest>
 
 #include <thread>
@@ -210,50 +210,9 @@ class TestTopology : public QObject {
     QCOMPARE(m.total(), 3 * per_peer);
   }
 
-  void validate_group_sizes_data() {
-    QTest::addColumn<int>("world");
-    QTest::addColumn<int>("tp");
-    QTest::addColumn<int>("pp");
-    QTest::addColumn<int>("ep");
-    QTest::addColumn<QList<int>>("experts");
-    QTest::addColumn<QString>("error");  // empty = valid
-    QTest::newRow("all dp") << 4 << 1 << 1 << 0 << QList<int>{8} << QString();
-    QTest::newRow("single rank") << 1 << 1 << 1 << 0 << QList<int>{8, 8} << QString();
-    QTest::newRow("ep 2 of dp 4") << 4 << 1 << 1 << 2 << QList<int>{8} << QString();
-    QTest::newRow("tp 2 pp 2 dp 2") << 8 << 2 << 2 << 0 << QList<int>{4} << QString();
-    QTest::newRow("pr-moe experts") << 4 << 1 << 1 << 2 << QList<int>{32, 64} << QString();
-    QTest::newRow("dense entries skipped") << 4 << 1 << 1 << 0 << QList<int>{0, 8, 0} << QString();
-    QTest::newRow("tp x pp does not divide world")
-        << 6 << 2 << 2 << 0 << QList<int>{} << u"world size 6 is not divisible by parallel.tp x parallel.pp = 2 x 2 = 4"_s;
-    QTest::newRow("ep does not divide dp")
-        << 4 << 1 << 1 << 3 << QList<int>{6} << u"parallel.ep = 3 does not divide the data-parallel size 4"_s;
-    QTest::newRow("ep larger than dp")
-        << 4 << 2 << 1 << 4 << QList<int>{8} << u"parallel.ep = 4 does not divide the data-parallel size 2"_s;
-    QTest::newRow("experts not divisible by ep")
-        << 4 << 1 << 1 << 0 << QList<int>{8, 6} << u"parallel.ep = 4 does not divide the 6 experts of MoE block entry 1"_s;
-    QTest::newRow("tp zero") << 4 << 0 << 1 << 0 << QList<int>{} << u"parallel.tp = 0 must be at least 1"_s;
-    QTest::newRow("pp negative") << 4 << 1 << -1 << 0 << QList<int>{} << u"parallel.pp = -1 must be at least 1"_s;
-    QTest::newRow("ep negative") << 4 << 1 << 1 << -2 << QList<int>{} << u"parallel.ep = -2"_s;
-  }
-  void validate_group_sizes() {
-    QFETCH(int, world);
-    QFETCH(int, tp);
-    QFETCH(int, pp);
-    QFETCH(int, ep);
-    QFETCH(QList<int>, experts);
-    QFETCH(QString, error);
-    const GroupSizes sizes{tp, pp, ep};
-    const std::vector<int> e(experts.begin(), experts.end());
-    const QString msg = test::error_message<std::invalid_argument>([&] { moebench::validate_group_sizes(sizes, world, e); });
-    if (error.isEmpty())
-      QCOMPARE(msg, u"<no exception>"_s);
-    else
-      QVERIFY2(msg.contains(error), qPrintable(msg));
-  }
-
   void process_groups_on_one_rank() {
     LocalCommunicator world;
-    ProcessGroups g(world, GroupSizes{});
+    ProcessGroups g(world, ParallelLayout{});
     QCOMPARE(&g.world(), static_cast<Communicator*>(&world));
     QCOMPARE(g.dp_size(), 1);
     QCOMPARE(g.ep_size(), 1);
@@ -268,10 +227,12 @@ class TestTopology : public QObject {
     QCOMPARE(x, 2.5f);
   }
 
-  void process_groups_reject_bad_sizes() {
+  void process_groups_reject_a_layout_of_another_world() {
     LocalCommunicator world;
-    const QString msg = test::error_message<std::invalid_argument>([&] { ProcessGroups g(world, GroupSizes{2, 1, 0}); });
-    QVERIFY2(msg.contains(u"world size 1 is not divisible"_s), qPrintable(msg));
+    const QString msg = test::error_message<std::invalid_argument>(
+        [&] { ProcessGroups g(world, ParallelLayout(ParallelSizes{.world = 2, .tp = 2})); });
+    QVERIFY2(msg.contains(u"the layout (world 2 = pp 1 x dp 1 x tp 2; ep 1, expert-dp 1) is for 2 ranks, the world has 1"_s),
+             qPrintable(msg));
   }
 
   // Two ranks of one host on one GPU are told apart (NcclCommunicator then gives them

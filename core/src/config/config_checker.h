@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "config_detail.h"
+#include "moebench/dist/parallel_layout.h"
 
 namespace moebench::config_detail {
 
@@ -104,12 +105,12 @@ class Checker {
   void check_embedding_partition();
   int check_groups();
   void check_stages();
-  void check_hier_a2a_groups(int ep, int per_node);
+  void check_hier_a2a_groups(const ParallelLayout& layout, int per_node);
   int data_parallel() const;
   std::string data_parallel_origin() const;
   void check_strategy_options();
   void check_monta(int64_t tokens, const std::string& per_rank);
-  void check_fastermoe(int ep, int per_node);
+  void check_fastermoe(const ParallelLayout& layout, int per_node);
   void check_model();
   void check_moe();
   void check_data();

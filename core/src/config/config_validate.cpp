@@ -6,12 +6,14 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "config_checker.h"
 #include "value_bounds.h"
 #include "moebench/config/path_limits.h"
 #include "moebench/config/cluster_file.h"
+#include "moebench/config/config_layout.h"
 #include "moebench/config/data_limits.h"
 #include "moebench/moe/synthetic_routing.h"
 #include "moebench/config/strategy_names.h"
@@ -121,12 +123,8 @@ void Checker::check_parallel() {
 // parallel.pp) when it is 0. 0 when the keys give none (a rejected key, or a layout
 // check_groups reports).
 int Checker::data_parallel() const {
-  const int ranks = c_.run.ranks, tp = c_.parallel.tp, pp = c_.parallel.pp, dp = c_.parallel.dp;
-  if (!ok({"run.ranks", "parallel.tp", "parallel.pp", "parallel.dp"}) || ranks < 1 || tp < 1 || pp < 1 || dp < 0 ||
-      ranks % ((int64_t)tp * pp) != 0)
-    return 0;
-  if (dp > 0) return (int64_t)dp * tp * pp == ranks ? dp : 0;
-  return ranks / (tp * pp);
+  if (!ok({"run.ranks", "parallel.tp", "parallel.pp", "parallel.dp"})) return 0;
+  return data_parallel_size(c_.run.ranks, c_.parallel.tp, c_.parallel.pp, c_.parallel.dp);
 }
 
 // The blocks of each pipeline stage: pp no larger than the blocks; stage_layers (when given)
@@ -171,7 +169,7 @@ std::string Checker::data_parallel_origin() const {
   return s + ")";
 }
 
-// The world as pp x dp x tp (dist/process_groups.h): tp, pp and dp against
+// The world as pp x dp x tp (dist/parallel_layout.h): tp, pp and dp against
 // run.ranks, tp against the split of the model, the batch over the data-parallel ranks and the
 // expert-parallel groups. Returns the expert-parallel group size, 0 when the groups cannot be
 // formed (reported, or resting on a key rejected while reading).
@@ -258,7 +256,7 @@ int Checker::check_groups() {
                                 "\"): they fetch whole experts; use expert_centric, hier_a2a or monta",
            "strategy.name");
   }
-  if (ok({"strategy.name"}) && c_.strategy.name == "ppmoe") {
+  if (ok({"strategy.name"}) && expert_groups_of(c_) == ExpertGroups::tensor_parallel) {
     // Pipeline MoE: the experts of a block are spread over the tensor-parallel group, which
     // already holds the block's tokens; no data-parallel rank exchanges tokens.
     if (ep_set != 0 && ep_set != tp) {
@@ -306,8 +304,7 @@ void Checker::check_layout() {
   const int ranks = c_.run.ranks;
   if (!ok({"run.ranks"}) || ranks < 1) return;
   const std::string world = " (run.ranks = " + std::to_string(ranks) + ")";
-  const int ep = check_groups();
-  if (ep == 0) return;
+  if (check_groups() == 0) return;
   // Nodes: validated against run.ranks in check_parallel; here the strategies' needs.
   if (!ok({"cluster.nodes", "cluster.devices_per_node"}) || c_.cluster.nodes < 1 || ranks % c_.cluster.nodes != 0)
     return;
@@ -324,64 +321,66 @@ void Checker::check_layout() {
   if (ok({"cluster.devices_per_nic"}) && c_.cluster.devices_per_node == 0 && per_nic > 0 && per_node % per_nic != 0)
     fail("cluster.devices_per_nic", "must divide the " + std::to_string(per_node) + " ranks of a node" + world +
                                         ", got " + std::to_string(per_nic), "run.ranks");
+  std::optional<ParallelLayout> layout;
+  try {
+    layout.emplace(layout_of(c_));
+  } catch (const std::invalid_argument&) {
+    return;  // the blocks do not split into the stages: check_stages reported it
+  }
   if (ok({"strategy.name", "strategy.per_block.blocks"}) &&
       (c_.strategy.name == "fastermoe" || (c_.strategy.name == "per_block" && uses_per_block("fastermoe"))))
-    check_fastermoe(ep, per_node);
+    check_fastermoe(*layout, per_node);
   if (ok({"strategy.name", "strategy.per_block.blocks"}) &&
       (c_.strategy.name == "hier_a2a" || (c_.strategy.name == "per_block" && uses_per_block("hier_a2a"))))
-    check_hier_a2a_groups(ep, per_node);
+    check_hier_a2a_groups(*layout, per_node);
 }
 
 // hier_a2a exchanges inside each node, then between nodes: every node must hold as many ranks
-// of each expert-parallel group. A group is `ep` consecutive data-parallel ranks of one
-// tensor-parallel rank t, i.e. world ranks tp apart: (g * ep + i) * tp + t.
-void Checker::check_hier_a2a_groups(int ep, int per_node) {
-  const int tp = c_.parallel.tp, dp = data_parallel(), pp = c_.parallel.pp;
-  for (int stage = 0; stage < pp; ++stage)  // each pipeline stage holds dp x tp ranks
-  for (int t = 0; t < tp; ++t)
-    for (int first = 0; first < dp; first += ep) {  // each expert-parallel group
-      const int base = stage * dp * tp;
-      std::map<int, int> on_node;
-      for (int i = first; i < first + ep; ++i) ++on_node[(base + i * tp + t) / per_node];
-      for (const auto& [node, n] : on_node) {
-        if (n == on_node.begin()->second) continue;
-        // The group's ranks: "0-2" when consecutive (tp = 1), else listed ("1,3,5"), cut in the
-        // middle when long so a 1024-rank group stays one readable line.
-        std::string group;
-        if (tp == 1) {
-          group = std::to_string(base + first) + "-" + std::to_string(base + first + ep - 1);
-        } else {
-          for (int i = first; i < first + ep; ++i) {
-            if (ep > 8 && i == first + 3) {
-              group += ",...";
-              i = first + ep - 2;
-              continue;
-            }
-            if (!group.empty()) group += ',';
-            group += std::to_string(base + i * tp + t);
+// of each expert-parallel group.
+void Checker::check_hier_a2a_groups(const ParallelLayout& layout, int per_node) {
+  const int tp = layout.tp(), ep = layout.ep();
+  for (const std::vector<int>& members : layout.ep_groups()) {
+    std::map<int, int> on_node;
+    for (int r : members) ++on_node[r / per_node];
+    for (const auto& [node, n] : on_node) {
+      if (n == on_node.begin()->second) continue;
+      // The group's ranks: "0-2" when consecutive (tp = 1), else listed ("1,3,5"), cut in the
+      // middle when long so a 1024-rank group stays one readable line.
+      std::string group;
+      if (tp == 1) {
+        group = std::to_string(members.front()) + "-" + std::to_string(members.back());
+      } else {
+        for (int i = 0; i < ep; ++i) {
+          if (ep > 8 && i == 3) {
+            group += ",...";
+            i = ep - 2;
+            continue;
           }
+          if (!group.empty()) group += ',';
+          group += std::to_string(members[(size_t)i]);
         }
-        // Nodes hold per_node / tp whole tensor-parallel groups when tp divides per_node: then
-        // the data-parallel ranks per node decide, as the ranks per node do without tp.
-        std::string advice;
-        if (tp == 1)
-          advice = "set parallel.ep to a multiple of the " + std::to_string(per_node) +
-                   " ranks per node, or a divisor of it";
-        else if (per_node % tp == 0)
-          advice = "set parallel.ep to a multiple of the " + std::to_string(per_node / tp) +
-                   " data-parallel ranks per node (" + std::to_string(per_node) + " ranks / parallel.tp = " +
-                   std::to_string(tp) + "), or a divisor of it";
-        else
-          advice = "the " + std::to_string(per_node) + " ranks per node are not a multiple of parallel.tp = " +
-                   std::to_string(tp) + ", so tensor-parallel groups straddle nodes";
-        fail("strategy.name", "hier_a2a needs the same number of expert-parallel ranks on every node, but the "
-                              "group of ranks " + group + " has " + std::to_string(on_node.begin()->second) +
-                              " on node " + std::to_string(on_node.begin()->first) + " and " + std::to_string(n) +
-                              " on node " + std::to_string(node) + " (" + advice + ")",
-             "parallel.ep");
-        return;
       }
+      // Nodes hold per_node / tp whole tensor-parallel groups when tp divides per_node: then
+      // the data-parallel ranks per node decide, as the ranks per node do without tp.
+      std::string advice;
+      if (tp == 1)
+        advice = "set parallel.ep to a multiple of the " + std::to_string(per_node) +
+                 " ranks per node, or a divisor of it";
+      else if (per_node % tp == 0)
+        advice = "set parallel.ep to a multiple of the " + std::to_string(per_node / tp) +
+                 " data-parallel ranks per node (" + std::to_string(per_node) + " ranks / parallel.tp = " +
+                 std::to_string(tp) + "), or a divisor of it";
+      else
+        advice = "the " + std::to_string(per_node) + " ranks per node are not a multiple of parallel.tp = " +
+                 std::to_string(tp) + ", so tensor-parallel groups straddle nodes";
+      fail("strategy.name", "hier_a2a needs the same number of expert-parallel ranks on every node, but the "
+                            "group of ranks " + group + " has " + std::to_string(on_node.begin()->second) +
+                            " on node " + std::to_string(on_node.begin()->first) + " and " + std::to_string(n) +
+                            " on node " + std::to_string(node) + " (" + advice + ")",
+           "parallel.ep");
+      return;
     }
+  }
 }
 
 // model.embedding_partition (MoESys §IV-C, model/embedding_partition.h): embed.wte's columns

@@ -71,32 +71,28 @@ void Checker::check_strategy_options() {
 
 // [strategy.fastermoe] against the layout: smart's groups divide the expert-parallel group (by
 // group_size, or as the nodes cut it: group_size = 0), and a shadow budget holds one expert.
-// A group is `ep` consecutive data-parallel ranks of one tensor-parallel rank (world ranks tp
-// apart, check_hier_a2a_groups), so the ranks of one node are consecutive in it.
-void Checker::check_fastermoe(int ep, int per_node) {
+void Checker::check_fastermoe(const ParallelLayout& layout, int per_node) {
   const FasterMoeOptions& f = c_.strategy.fastermoe;
+  const int ep = layout.ep();
   if (ok({"strategy.fastermoe.smart", "strategy.fastermoe.group_size"}) && f.smart) {
     if (f.group_size > 0 && ep % f.group_size != 0) {
       fail("strategy.fastermoe.group_size", "must divide the expert-parallel group of " + std::to_string(ep) +
                                                 " ranks, got " + std::to_string(f.group_size));
     } else if (f.group_size == 0) {
-      const int tp = c_.parallel.tp, dp = data_parallel(), pp = c_.parallel.pp;
       int g = 0;  // EP ranks per node: equal on every node of every group
-      for (int stage = 0; stage < pp; ++stage)
-        for (int t = 0; t < tp; ++t)
-          for (int first = 0; first + ep <= dp; first += ep) {
-            std::map<int, int> on_node;
-            for (int i = first; i < first + ep; ++i) ++on_node[(stage * dp * tp + i * tp + t) / per_node];
-            for (const auto& [node, n] : on_node) {
-              if (g == 0) g = n;
-              if (n == g && ep % g == 0) continue;
-              fail("strategy.fastermoe.smart", "groups the EP ranks of a node (group_size = 0), but an expert-parallel group of " +
-                                                    std::to_string(ep) + " ranks holds " + std::to_string(n) +
-                                                    " on node " + std::to_string(node) + " and " + std::to_string(g) +
-                                                    " on another; set group_size to a divisor of " + std::to_string(ep));
-              return;
-            }
-          }
+      for (const std::vector<int>& members : layout.ep_groups()) {
+        std::map<int, int> on_node;
+        for (int r : members) ++on_node[r / per_node];
+        for (const auto& [node, n] : on_node) {
+          if (g == 0) g = n;
+          if (n == g && ep % g == 0) continue;
+          fail("strategy.fastermoe.smart", "groups the EP ranks of a node (group_size = 0), but an expert-parallel group of " +
+                                                std::to_string(ep) + " ranks holds " + std::to_string(n) +
+                                                " on node " + std::to_string(node) + " and " + std::to_string(g) +
+                                                " on another; set group_size to a divisor of " + std::to_string(ep));
+          return;
+        }
+      }
     }
   }
   if (ok({"strategy.fastermoe.shadow", "strategy.fastermoe.shadow_budget_mb", "model.hidden", "model.ffn_mult"}) &&

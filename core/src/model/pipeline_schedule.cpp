@@ -38,23 +38,4 @@ int pipeline_slots(PipeSchedule s, int stages, int stage, int micro) {
   return std::min(stages - stage, micro);
 }
 
-std::vector<int> stage_boundaries(int layers, int stages, const std::vector<int>& stage_layers) {
-  std::vector<int> b{0};
-  if (stages < 1 || stages > layers)
-    throw std::invalid_argument(std::to_string(stages) + " pipeline stages over " + std::to_string(layers) +
-                                " blocks: every stage needs a block");
-  if (stage_layers.empty()) {
-    for (int s = 0; s < stages; ++s) b.push_back(b.back() + layers / stages + (s < layers % stages ? 1 : 0));
-    return b;
-  }
-  if ((int)stage_layers.size() != stages)
-    throw std::invalid_argument("parallel.stage_layers needs one entry per pipeline stage");
-  for (int n : stage_layers) {
-    if (n < 1) throw std::invalid_argument("parallel.stage_layers: every stage needs a block");
-    b.push_back(b.back() + n);
-  }
-  if (b.back() != layers) throw std::invalid_argument("parallel.stage_layers does not sum to model.layers");
-  return b;
-}
-
 }  // namespace moebench

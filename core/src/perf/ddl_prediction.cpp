@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "moebench/config/config_json.h"
+#include "moebench/config/config_layout.h"
 #include "moebench/model/param_count.h"
 #include "moebench/perf/cluster_model.h"
 #include "moebench/perf/fastermoe_model.h"
@@ -96,18 +97,18 @@ RunModel run_model(const RunInfo& run) {
   } else if (par.pp > 1) {
     m.layout_error = "parallel.pp = " + std::to_string(par.pp) +
                      " is not covered by the predicted point (each pipeline stage holds only its blocks and ranks)";
-  } else if (cfg.strategy.name == "ppmoe") {
+  } else if (expert_groups_of(cfg) == ExpertGroups::tensor_parallel) {
     m.layout_error = "strategy ppmoe (experts inside the TP group) is not covered by the predicted point";
   } else if (run.ranks < 1) {
     m.layout_error = "the run records " + std::to_string(run.ranks) + " ranks";
   } else {
-    const int dp = par.dp > 0 ? par.dp : run.ranks;
-    m.ep = par.ep > 0 ? par.ep : dp;
-    if (dp != run.ranks)
-      m.layout_error = "parallel.dp = " + std::to_string(dp) + " does not match the run's " + std::to_string(run.ranks) + " ranks";
-    else if (m.ep < 1 || run.ranks % m.ep != 0)
-      m.layout_error = "the EP group of " + std::to_string(m.ep) + " ranks does not divide the run's " +
-                       std::to_string(run.ranks) + " ranks";
+    Config ran = cfg;  // laid out over the ranks the run had
+    ran.run.ranks = run.ranks;
+    try {
+      m.ep = layout_of(ran).ep();
+    } catch (const std::invalid_argument& e) {
+      m.layout_error = e.what();
+    }
   }
   if (m.layout_error.empty()) {
     try {

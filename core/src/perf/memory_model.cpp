@@ -7,6 +7,7 @@
 #include <string>
 
 #include "memory_layout.h"
+#include "moebench/config/config_layout.h"
 #include "moebench/model/param_count.h"
 #include "moebench/perf/cluster_model.h"
 
@@ -14,33 +15,25 @@ namespace moebench {
 namespace memory_detail {
 
 PipeStage Layout::stage(int s) const {
-  return PipeStage{s, p, bounds[(size_t)s], bounds[(size_t)s + 1], pipeline_slots(schedule, p, s, microbatches)};
+  const BlockRange blocks = par.stage_blocks(s);
+  return PipeStage{s, par.pp(), blocks.first, blocks.end, pipeline_slots(schedule, par.pp(), s, microbatches)};
 }
 
-TpShard Layout::tp() const { return TpShard{0, t, vocab_parallel}; }
+TpShard Layout::tp() const { return TpShard{0, par.tp(), vocab_parallel}; }
 
-ExpertShard Layout::experts() const { return ExpertShard{0, ep}; }
+ExpertShard Layout::experts() const { return ExpertShard{0, par.ep()}; }
 
-EmbedShard Layout::embed() const { return embedding_partition ? EmbedShard{0, d} : EmbedShard{}; }
+EmbedShard Layout::embed() const { return embedding_partition ? EmbedShard{0, par.dp()} : EmbedShard{}; }
 
 Layout layout_of(const Config& cfg) {
   Layout L;
   const ParallelConfig& par = cfg.parallel;
-  L.t = std::max(1, par.tp);
-  L.p = std::max(1, par.pp);
-  L.d = par.dp > 0 ? par.dp : cfg.run.ranks / (L.t * L.p);
-  if (L.d < 1 || L.t * L.p * L.d != cfg.run.ranks)
-    throw std::invalid_argument("run.ranks = " + std::to_string(cfg.run.ranks) + " is not parallel.pp x dp x tp = " +
-                                std::to_string(L.p) + " x " + std::to_string(L.d) + " x " + std::to_string(L.t));
-  L.ppmoe = cfg.strategy.name == "ppmoe";
+  L.par = moebench::layout_of(cfg);
   L.vocab_parallel = par.vocab_parallel;
   L.embedding_partition = cfg.model.embedding_partition;
-  L.ep = L.ppmoe ? L.t : par.ep > 0 ? par.ep : L.d;
-  L.replicas = L.ppmoe ? L.d : std::max(1, L.d / L.ep);
   L.microbatches = std::max(1, par.microbatches);
-  L.b = cfg.train.batch_size / (L.d * L.microbatches);
+  L.b = cfg.train.batch_size / (L.par.dp() * L.microbatches);
   L.schedule = parse_pipe_schedule(par.schedule);
-  L.bounds = stage_boundaries(cfg.model.layers, L.p, par.stage_layers);
   return L;
 }
 
@@ -115,19 +108,19 @@ MemoryModel memory_model(const Config& cfg) {
   m.a = cfg.model.heads;
   m.l = cfg.model.layers;
   m.k = cfg.moe.top_k;
-  m.d = L.d;
-  m.p = L.p;
-  m.t = L.t;
-  m.e = L.ep;
-  m.expert_replicas = L.replicas;
+  m.d = L.par.dp();
+  m.p = L.par.pp();
+  m.t = L.par.tp();
+  m.e = L.par.ep();
+  m.expert_replicas = L.par.replicas();
   m.microbatches = L.microbatches;
   m.schedule = cfg.parallel.schedule;
   m.moe_blocks = cfg.moe.moe_layers;
   m.device_memory = cluster_spec(cfg.cluster, cfg.run.ranks).device_memory;
-  LayerShape shape{(double)L.b, (double)m.s, (double)m.h, (double)m.a, (double)L.t};
+  LayerShape shape{(double)L.b, (double)m.s, (double)m.h, (double)m.a, (double)L.par.tp()};
   auto copies = [&](int block) { return cfg.is_moe_block(block) ? (double)m.k : 1.0; };
   for (int l = 0; l < m.l; ++l) m.eq2_bytes += eq2_layer_bytes(shape, copies(l));
-  for (int s = 0; s < L.p; ++s) {
+  for (int s = 0; s < L.par.pp(); ++s) {
     const PipeStage pipe = L.stage(s);
     StageMemory st;
     st.stage = s;
@@ -138,8 +131,8 @@ MemoryModel memory_model(const Config& cfg) {
     st.p1 = held.dense;
     st.p2 = held.experts;
     for (int z = 0; z < kZeroStages; ++z) {
-      st.psi1[z] = zero_bytes_per_param((ZeroStage)z, L.d) * st.p1;
-      st.psi2[z] = zero_bytes_per_param((ZeroStage)z, L.replicas) * st.p2;
+      st.psi1[z] = zero_bytes_per_param((ZeroStage)z, L.par.dp()) * st.p1;
+      st.psi2[z] = zero_bytes_per_param((ZeroStage)z, L.par.replicas()) * st.p2;
     }
     for (int a = 0; a < kActivationSchemes; ++a) {
       double per_micro = 0;

@@ -45,8 +45,8 @@ TrainerMemory trainer_memory(const Config& cfg, int stage, bool rank0) {
   const PipeStage pipe = L.stage(stage);
   const ModelConfig& md = cfg.model;
   const double T = md.seq_len, B = L.b, N = B * T, C = md.hidden, F = (double)md.ffn_mult * md.hidden;
-  const double t = L.t, Ct = C / t, Ft = F / t, Ht = (double)md.heads / t;
-  const bool vocab_split = L.vocab_parallel && L.t > 1, sliced = cfg.moe.expert_tp && L.t > 1;
+  const double t = L.par.tp(), Ct = C / t, Ft = F / t, Ht = (double)md.heads / t;
+  const bool vocab_split = L.vocab_parallel && L.par.tp() > 1, sliced = cfg.moe.expert_tp && L.par.tp() > 1;
   const double Vt = (double)md.vocab_size / (vocab_split ? t : 1.0), Fe = sliced ? Ft : F;
   const int K = cfg.moe.top_k;
   const bool distributed = cfg.run.ranks > 1, first = pipe.first(), last = pipe.last();
@@ -59,12 +59,12 @@ TrainerMemory trainer_memory(const Config& cfg, int stage, bool rank0) {
   m.weights = kFloat * m.parameters;
   m.gradients = kFloat * m.parameters;
   m.adam = 2 * kFloat * m.parameters;
-  const bool zero3 = cfg.storage.dense == "zero3" && L.d > 1;
+  const bool zero3 = cfg.storage.dense == "zero3" && L.par.dp() > 1;
   if (zero3) {
     // storage.dense = "zero3" (train/dense_shards.h; tp = pp = 1): AdamW m, v for the experts
     // and this rank's shard of each dense part; rank 0's shards are the largest, ceil(n / d).
     const ParamPieces pc = param_pieces(md, L.tp(), sliced);
-    auto shard = [&](double n) { return std::ceil(n / L.d); };
+    auto shard = [&](double n) { return std::ceil(n / L.par.dp()); };
     double owned = shard(pc.wte + pc.wpe) + shard(pc.final_norm + (md.tied_head ? 0.0 : pc.head));
     for (int l = pipe.first_block; l < pipe.end_block; ++l) {
       const int E = cfg.experts_in_block(l);
@@ -87,11 +87,11 @@ TrainerMemory trainer_memory(const Config& cfg, int stage, bool rank0) {
     }
     moe_block = true;
     const double S = moe_slots(N, K, E, cfg.moe.capacity_factor);
-    const double R = distributed && L.ppmoe ? S / t : S;  // the rows this rank's experts compute
+    const double R = distributed && L.par.experts_in_tp() ? S / t : S;  // the rows this rank's experts compute
     slot += moe_layer_bytes(N, K, E, S, C, R, Fe);
-    if (distributed && !L.ppmoe && strategy != "data_centric")
+    if (distributed && !L.par.experts_in_tp() && strategy != "data_centric")
       slot += kFloat * 8 * R * C;  // token exchange: x_recv, x_exp, y_exp, y_back and their gradients' four
-    if (distributed && (L.ppmoe || (sliced && strategy != "monta")))
+    if (distributed && (L.par.experts_in_tp() || (sliced && strategy != "monta")))
       slot += kFloat * N * C;  // dx_part: this rank's share of the input gradient, summed over the group
   }
   // HeadActs: tokens, the stage output; on the last stage targets, ln_f and its statistics,
@@ -106,10 +106,10 @@ TrainerMemory trainer_memory(const Config& cfg, int stage, bool rank0) {
   m.workspace = kFloat * (2 * N * C + std::max(dense_block ? N * Ft : 0.0, 3 * N * Ct) + 2 * scores);
   if (last) m.workspace += kFloat * (2 * N * Vt + (vocab_split ? 3 * N : 0.0));  // logits, dlogits; softmax statistics
   if (moe_block && cfg.moe.routing != "learned") m.workspace += kInt * N * K;   // synthetic expert choice
-  if (L.p > 1) {
+  if (L.par.pp() > 1) {
     // PipelineStep: a send buffer per slot and a receive buffer each way; the TP slice received.
     if (!last) m.workspace += kFloat * N * C * (pipe.in_flight + 1);
-    if (!first) m.workspace += kFloat * N * C * (pipe.in_flight + 1) + (L.t > 1 ? kFloat * N * Ct : 0.0);
+    if (!first) m.workspace += kFloat * N * C * (pipe.in_flight + 1) + (L.par.tp() > 1 ? kFloat * N * Ct : 0.0);
     if (md.tied_head && (first || last))
       m.workspace += kFloat * param_pieces(md, L.tp(), sliced).wte;  // the other end's embedding gradient
   }

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "moebench/config/config_layout.h"
 #include "moebench/strategies/registry.h"
 
 namespace moebench {
@@ -37,7 +38,7 @@ std::vector<JanusDecision> janus_decisions(const Config& cfg, int nodes, int wor
 
 std::vector<JanusBlockPlan> janus_plan(const Config& cfg, const ClusterModel& cluster) {
   const int world = cluster.world_size();
-  const int ep = cfg.parallel.ep > 0 ? cfg.parallel.ep : world;
+  const ParallelLayout layout = layout_of(cfg);
   const CostInputs load{(double)cfg.train.batch_size / world * cfg.model.seq_len, cfg.moe.top_k};
   // data_centric as Janus designs it (the node cache: Comm_DC pulls each expert once per machine).
   StrategyConfig node_cache = cfg.strategy;
@@ -51,8 +52,8 @@ std::vector<JanusBlockPlan> janus_plan(const Config& cfg, const ClusterModel& cl
     ctx.experts = d.experts;
     ctx.C = cfg.model.hidden;
     ctx.F = cfg.model.ffn_mult * cfg.model.hidden;
-    ctx.ep_size = ep;
-    for (int r = 0; r < ep; ++r) ctx.ep_world.push_back(r);
+    ctx.ep_size = layout.ep();  // rank 0's EP group
+    ctx.ep_world = layout.ep_group(0);
     JanusBlockPlan p;
     p.decision = d;
     p.expert_centric = expert_centric->predict(load, ctx, cluster);

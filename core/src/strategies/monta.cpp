@@ -31,6 +31,7 @@
 
 #include "cost_support.h"
 #include "moebench/config/config.h"
+#include "moebench/config/config_layout.h"
 #include "moebench/dist/communicator.h"
 #include "moebench/perf/cluster_model.h"
 #include "moebench/strategies/monta.h"
@@ -313,20 +314,18 @@ MontaInputs monta_inputs(const ClusterModel& cluster, const MoeContext& ctx, dou
 }
 
 std::vector<MontaBlockChoice> monta_block_choices(const Config& cfg, const ClusterModel& cluster) {
-  const int tp = std::max(1, cfg.parallel.tp), pp = std::max(1, cfg.parallel.pp);
-  const int dp = cfg.parallel.dp > 0 ? cfg.parallel.dp : cfg.run.ranks / (tp * pp);
-  const int ep = cfg.parallel.ep > 0 ? cfg.parallel.ep : dp;
-  if (dp < 1 || tp * pp * dp != cluster.world_size())
+  const ParallelLayout layout = layout_of(cfg);
+  if (layout.world() != cluster.world_size())
     throw std::invalid_argument("monta: the cluster's " + std::to_string(cluster.world_size()) +
-                                " devices are not parallel.pp x dp x tp = " + std::to_string(pp) + " x " +
-                                std::to_string(dp) + " x " + std::to_string(tp));
-  MoeContext ctx;
+                                " devices are not the layout's " + layout.describe());
+  MoeContext ctx;  // rank 0's groups
   ctx.C = cfg.model.hidden;
-  ctx.tp_size = tp;
-  ctx.ep_size = ep;
-  for (int r = 0; r < tp; ++r) ctx.tp_world.push_back(r);
-  for (int d = 0; d < ep; ++d) ctx.ep_world.push_back(d * tp);
-  const double tokens = (double)cfg.train.batch_size / dp / std::max(1, cfg.parallel.microbatches) * cfg.model.seq_len;
+  ctx.tp_size = layout.tp();
+  ctx.ep_size = layout.ep();
+  ctx.tp_world = layout.tp_group(0);
+  ctx.ep_world = layout.ep_group(0);
+  const double tokens =
+      (double)cfg.train.batch_size / layout.dp() / std::max(1, cfg.parallel.microbatches) * cfg.model.seq_len;
   const double I = tokens * cfg.moe.top_k * cfg.model.hidden * sizeof(float);
   std::vector<MontaBlockChoice> out;
   for (int block : cfg.moe.moe_layers) {

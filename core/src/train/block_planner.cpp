@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "moebench/config/config_layout.h"
 #include "moebench/perf/cluster_network.h"
 #include "moebench/strategies/janus.h"
 #include "moebench/train/step_simulation.h"
@@ -69,16 +70,20 @@ std::string inapplicable(const Config& c) {
   const int per_node = c.cluster.devices_per_node > 0 ? c.cluster.devices_per_node : W / nodes;
   const bool hier = c.strategy.name == "hier_a2a" || (c.strategy.name == "data_centric" && c.strategy.data_centric.hierarchical);
   if (hier && nodes < 2) return "one node: nothing hierarchical to exploit";
-  const int tp = std::max(1, c.parallel.tp), pp = std::max(1, c.parallel.pp);
-  if (c.strategy.name == "monta" && tp == 1) return "parallel.tp = 1: no tensor-parallel redundancy to drop";
-  if (c.strategy.name == "hier_a2a") {
-    const int ep = c.parallel.ep > 0 ? c.parallel.ep : W / (tp * pp);
-    if (ep % per_node != 0 && per_node % ep != 0) return "EP groups do not cover whole nodes";
+  ParallelLayout layout;
+  try {
+    layout = layout_of(c);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
   }
+  if (c.strategy.name == "monta" && layout.tp() == 1) return "parallel.tp = 1: no tensor-parallel redundancy to drop";
+  if (c.strategy.name == "hier_a2a" && layout.ep() % per_node != 0 && per_node % layout.ep() != 0)
+    return "EP groups do not cover whole nodes";
   if (c.strategy.name == "expert_centric" || c.strategy.name == "hier_a2a") {
     const int degree = c.strategy.name == "hier_a2a" ? c.strategy.hier_a2a.overlap_degree
                                                      : c.strategy.expert_centric.overlap_degree;
-    if ((long)c.train.batch_size / (W / (tp * pp)) / std::max(1, c.parallel.microbatches) * c.model.seq_len < degree) return "fewer tokens per rank than the overlap degree";
+    if ((long)c.train.batch_size / layout.dp() / std::max(1, c.parallel.microbatches) * c.model.seq_len < degree)
+      return "fewer tokens per rank than the overlap degree";
   }
   return "";
 }

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "moebench/train/topo_gate_setup.h"
+#include "moebench/config/config_layout.h"
 #include "moebench/config/usage_error.h"
 #include "moebench/perf/cluster_model.h"
 #include "moebench/strategies/janus.h"
@@ -51,17 +52,7 @@ Distributed::Distributed(Communicator& world, const Config& cfg) : world_(world)
   topology_ = resolve_topology(nodes, per_node, hosts);
   meter_ = std::make_unique<TrafficMeter>(world.rank(), topology_);
   world_.set_traffic_meter(meter_.get());
-  GroupSizes sizes;
-  sizes.tp = cfg.parallel.tp;
-  sizes.pp = cfg.parallel.pp;
-  sizes.ep = cfg.parallel.ep;
-  sizes.ep_in_tp = experts_in_tp_ = cfg.strategy.name == "ppmoe";
-  validate_group_sizes(sizes, world.size(), cfg.moe.experts);
-  if (cfg.parallel.dp > 0 && cfg.parallel.pp * cfg.parallel.dp * cfg.parallel.tp != world.size())
-    throw std::invalid_argument("parallel.pp x parallel.dp x parallel.tp = " + std::to_string(cfg.parallel.pp) + " x " +
-                                std::to_string(cfg.parallel.dp) + " x " + std::to_string(cfg.parallel.tp) +
-                                " does not match the " + std::to_string(world.size()) + " ranks");
-  groups_ = std::make_unique<ProcessGroups>(world_, sizes);
+  groups_ = std::make_unique<ProcessGroups>(world_, layout_of(cfg));
   std::set<int> pp_nodes;
   for (int q = 0; q < groups_->pp().size(); ++q) pp_nodes.insert(topology_.node_of(groups_->pp().world_rank(q)));
   pp_role_ = pp_nodes.size() > 1 ? StreamRole::comm_inter : StreamRole::comm_intra;
@@ -348,7 +339,8 @@ void Distributed::save(const std::string& dir, MoeGpt& model, const AdamW& opt, 
     const ParamView& v = params.views()[i];
     const bool expert = v.name.find(".moe.experts.") != std::string::npos;
     const bool columns = part.count > 0 && v.offset == part.offset;
-    const bool holder = expert ? groups_->expert_dp().rank() == 0 && (experts_in_tp_ || !v.slice.whole() || tp_first)
+    const bool holder = expert ? groups_->expert_dp().rank() == 0 &&
+                                     (groups_->layout().experts_in_tp() || !v.slice.whole() || tp_first)
                                : (columns || groups_->dp().rank() == 0) && (!v.slice.whole() || tp_first) &&
                                      !(copy.count > 0 && v.offset == copy.offset);
     if (!holder) continue;

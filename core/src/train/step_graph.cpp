@@ -8,6 +8,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "moebench/config/config_layout.h"
 #include "moebench/dist/topology.h"
 #include "moebench/model/dense_costs.h"
 #include "moebench/model/param_count.h"
@@ -37,27 +38,6 @@ RoutingSpec routing_of(const Config& cfg) {
   RoutingSpec spec = parse_routing(cfg.moe.routing);
   if (spec.kind == RoutingSpec::Kind::learned) spec = parse_routing("uniform");
   return spec;
-}
-
-// One rank's place in the pp x dp x tp world (Megatron order, dist/process_groups.h).
-struct Place {
-  int tp = 1, pp = 1, dp = 1;
-  int tp_rank = 0, dp_rank = 0, pp_rank = 0;
-  int world(int pp_r, int dp_r, int tp_r) const { return pp_r * dp * tp + dp_r * tp + tp_r; }
-};
-
-Place place_of(const Config& cfg, int rank) {
-  Place p;
-  p.tp = std::max(1, cfg.parallel.tp);
-  p.pp = std::max(1, cfg.parallel.pp);
-  p.dp = cfg.parallel.dp > 0 ? cfg.parallel.dp : cfg.run.ranks / (p.tp * p.pp);
-  if (p.dp < 1 || p.tp * p.pp * p.dp != cfg.run.ranks)
-    throw std::invalid_argument("run.ranks = " + std::to_string(cfg.run.ranks) + " is not parallel.pp x dp x tp = " +
-                                std::to_string(p.pp) + " x " + std::to_string(p.dp) + " x " + std::to_string(p.tp));
-  p.tp_rank = rank % p.tp;
-  p.dp_rank = rank / p.tp % p.dp;
-  p.pp_rank = rank / (p.tp * p.dp);
-  return p;
 }
 
 // A ring all-reduce of `floats` over `members` (world ranks, this rank at `me`): 2 (P-1)/P of
@@ -98,9 +78,9 @@ std::string step_graph_routing(const Config& cfg) {
 
 StepRouting synthetic_step_routing(const Config& cfg, long step) {
   const int W = cfg.run.ranks, K = cfg.moe.top_k;
-  const Place shape = place_of(cfg, 0);
+  const ParallelLayout shape = layout_of(cfg);
   // Tokens belong to data-parallel ranks: the TP ranks (and stages) of one DP rank route the same.
-  const long N = (long)(cfg.train.batch_size / shape.dp) * cfg.model.seq_len;
+  const long N = (long)(cfg.train.batch_size / shape.dp()) * cfg.model.seq_len;
   const RoutingSpec spec = routing_of(cfg);
   StepRouting out;
   std::vector<int> forced((size_t)N * K);
@@ -110,14 +90,15 @@ StepRouting synthetic_step_routing(const Config& cfg, long step) {
     rows.assign((size_t)W * E, 0);
     const long cap = cfg.moe.capacity_factor > 0 ? (long)std::ceil(cfg.moe.capacity_factor * N * K / E) : -1;
     std::vector<long> mine((size_t)E);
-    for (int d = 0; d < shape.dp; ++d) {
+    for (int d = 0; d < shape.dp(); ++d) {
       synthetic_expert_choice(forced.data(), spec, (int)N, K, E, cfg.run.seed, step, l, (long)d * N);
       std::fill(mine.begin(), mine.end(), 0);
       for (int e : forced) ++mine[(size_t)e];
       if (cap >= 0)
         for (long& c : mine) c = std::min(c, cap);
-      for (int s = 0; s < shape.pp; ++s)
-        for (int t = 0; t < shape.tp; ++t) std::copy(mine.begin(), mine.end(), rows.begin() + (size_t)shape.world(s, d, t) * E);
+      for (int s = 0; s < shape.pp(); ++s)
+        for (int t = 0; t < shape.tp(); ++t)
+          std::copy(mine.begin(), mine.end(), rows.begin() + (size_t)shape.world_rank(s, d, t) * E);
     }
   }
   return out;
@@ -136,36 +117,26 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
   const int per_node = cfg.cluster.devices_per_node > 0 ? cfg.cluster.devices_per_node : W / nodes;
   const Topology topo = Topology::virtual_blocks(nodes, per_node);
   const ClusterModel cluster = cluster_model(cfg);  // what cost-model choices (monta "auto") assume
-  const Place P = place_of(cfg, rank);
+  const ParallelLayout layout = layout_of(cfg);
+  const RankCoords at = layout.coords(rank);
   const int M = std::max(1, cfg.parallel.microbatches);
-  const std::vector<int> bounds = stage_boundaries(cfg.model.layers, P.pp, cfg.parallel.stage_layers);
-  const int first_block = bounds[(size_t)P.pp_rank], end_block = bounds[(size_t)P.pp_rank + 1];
-  const bool first_stage = P.pp_rank == 0, last_stage = P.pp_rank == P.pp - 1;
+  const BlockRange blocks = layout.stage_blocks(at.pp);
+  const int first_block = blocks.first, end_block = blocks.end;
+  const bool first_stage = at.pp == 0, last_stage = at.pp == layout.pp() - 1;
 
-  const int B = cfg.train.batch_size / (P.dp * M), T = cfg.model.seq_len, C = cfg.model.hidden, V = cfg.model.vocab_size;
+  const int B = cfg.train.batch_size / (layout.dp() * M), T = cfg.model.seq_len, C = cfg.model.hidden;
+  const int V = cfg.model.vocab_size;
   const int F = cfg.model.ffn_mult * C, K = cfg.moe.top_k;
   const long N = (long)B * T;  // tokens of one micro-batch on this rank
   const double act_bytes = (double)N * C * sizeof(float);
-  const double tp = P.tp, vt = cfg.parallel.vocab_parallel ? tp : 1.0;
+  const double tp = layout.tp(), vt = cfg.parallel.vocab_parallel ? tp : 1.0;
 
-  // Groups as world ranks.
-  std::vector<int> tp_group, dp_group;
-  for (int t = 0; t < P.tp; ++t) tp_group.push_back(P.world(P.pp_rank, P.dp_rank, t));
-  for (int d = 0; d < P.dp; ++d) dp_group.push_back(P.world(P.pp_rank, d, P.tp_rank));
-  // Experts: inside the TP group for ppmoe (Pipeline MoE), else runs of ep DP ranks; their
-  // replicas are the DP group (ppmoe) or the ranks with the same EP index.
-  const bool ppmoe = cfg.strategy.name == "ppmoe";
-  const int ep = ppmoe ? P.tp : cfg.parallel.ep > 0 ? cfg.parallel.ep : P.dp;
-  const int ep_rank = ppmoe ? P.tp_rank : P.dp_rank % ep;
-  std::vector<int> ep_group, replicas;
-  if (ppmoe) {
-    ep_group = tp_group;
-    replicas = dp_group;
-  } else {
-    for (int p = 0; p < ep; ++p) ep_group.push_back(dp_group[(size_t)(P.dp_rank / ep * ep + p)]);
-    for (int r = 0; r < P.dp / ep; ++r) replicas.push_back(dp_group[(size_t)(r * ep + ep_rank)]);
-  }
-  const int slice = !ppmoe && cfg.moe.expert_tp ? P.tp : 1;
+  // Groups as world ranks; experts over ep_group, summed over their replicas.
+  const std::vector<int> tp_group = layout.tp_group(rank), dp_group = layout.dp_group(rank),
+                         pp_group = layout.pp_group(rank), ep_group = layout.ep_group(rank),
+                         replicas = layout.replica_group(rank);
+  const int ep = layout.ep(), ep_rank = at.ep;
+  const int slice = !layout.experts_in_tp() && cfg.moe.expert_tp ? layout.tp() : 1;
   const StreamRole dp_role = role_over(topo, dp_group);
   const std::map<int, std::string> names = block_strategies(cfg, topo.nodes(), topo.devices_per_node());
   std::map<int, int> experts_of;  // MoE block -> experts
@@ -177,7 +148,8 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
   auto main_task = [&](GraphTask t) { return last = g.add(std::move(t), {last}); };
   auto tp_allreduce = [&](int layer, int micro) {
     // Megatron's g (forward) / f (backward): blocking on the main thread.
-    if (P.tp > 1) main_task(ring_allreduce("tp.allreduce", layer, (double)N * C, tp_group, P.tp_rank, StreamRole::host, micro));
+    if (layout.tp() > 1)
+      main_task(ring_allreduce("tp.allreduce", layer, (double)N * C, tp_group, at.tp, StreamRole::host, micro));
   };
   // Pipeline point to point: activations to the next stage, gradients to the previous; named
   // by the receiving stage's first block and the micro-batch. The receive blocks the main thread;
@@ -191,10 +163,10 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
     t.category = TaskCategory::comm;
     t.role = StreamRole::host;
     main_task(std::move(t));
-    if (P.tp == 1) return;
-    GraphTask a = ring_allreduce("pp.allgather", boundary, 0, tp_group, P.tp_rank, StreamRole::host, micro);
-    a.cost.bytes_to_peer = {{tp_group[(size_t)(P.tp_rank + 1) % P.tp], (uint64_t)(act_bytes * (tp - 1) / tp)}};
-    a.cost.messages = P.tp - 1;  // a ring all-gather: t - 1 slices forwarded
+    if (layout.tp() == 1) return;
+    GraphTask a = ring_allreduce("pp.allgather", boundary, 0, tp_group, at.tp, StreamRole::host, micro);
+    a.cost.bytes_to_peer = {{tp_group[(size_t)(at.tp + 1) % layout.tp()], (uint64_t)(act_bytes * (tp - 1) / tp)}};
+    a.cost.messages = layout.tp() - 1;  // a ring all-gather: t - 1 slices forwarded
     main_task(std::move(a));
   };
   auto pp_send = [&](const char* name, int boundary, int micro, int to, StreamRole role) {
@@ -208,19 +180,19 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
     t.cost.bytes_to_peer.push_back({to, (uint64_t)(act_bytes / tp)});
     g.add(std::move(t), {last});
   };
-  const int next_stage = last_stage ? -1 : P.world(P.pp_rank + 1, P.dp_rank, P.tp_rank);
-  const int prev_stage = first_stage ? -1 : P.world(P.pp_rank - 1, P.dp_rank, P.tp_rank);
+  const int next_stage = last_stage ? -1 : layout.world_rank(at.pp + 1, at.dp, at.tp);
+  const int prev_stage = first_stage ? -1 : layout.world_rank(at.pp - 1, at.dp, at.tp);
   const StreamRole to_next = last_stage ? StreamRole::comm_intra : role_over(topo, {rank, next_stage});
   const StreamRole to_prev = to_next == StreamRole::comm_intra ? StreamRole::comm_inter : StreamRole::comm_intra;
 
   // Parameters this rank holds (AdamW's flops) and its gradient buckets, as MoeGpt registers them.
-  const TpShard tp_shard{P.tp_rank, P.tp, cfg.parallel.vocab_parallel};
+  const TpShard tp_shard{at.tp, layout.tp(), cfg.parallel.vocab_parallel};
   // MoESys §IV-C: embed.wte's columns over the DP group (model/embedding_partition.h).
-  const EmbedShard embed = cfg.model.embedding_partition ? EmbedShard{P.dp_rank, P.dp} : EmbedShard{};
+  const EmbedShard embed = cfg.model.embedding_partition ? EmbedShard{at.dp, layout.dp()} : EmbedShard{};
   const bool embed_split = embed.size > 1;
   const ParamPieces pieces = param_pieces(cfg.model, tp_shard, slice > 1, embed);
   const double params_held = rank_param_counts(cfg.model, cfg.moe, ExpertShard{ep_rank, ep}, tp_shard,
-                                               PipeStage{P.pp_rank, P.pp, first_block, end_block}, embed)
+                                               PipeStage{at.pp, layout.pp(), first_block, end_block}, embed)
                                  .total();
   const double wte = pieces.wte, head = pieces.head, wpe = pieces.wpe, expert_params = pieces.expert;
 
@@ -244,13 +216,13 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
     m.ctx.ep_rank = ep_rank;
     m.ctx.ep_size = ep;
     m.ctx.ep_world = ep_group;
-    m.ctx.stats_rank = P.dp_rank;
-    m.ctx.stats_size = P.dp;
+    m.ctx.stats_rank = at.dp;
+    m.ctx.stats_size = layout.dp();
     m.ctx.stats_world = dp_group;
     m.ctx.first_local = ep_rank * (E / ep);
     m.ctx.pcie_switch_pairs = cfg.cluster.pcie_switch_pairs;
-    m.ctx.tp_rank = P.tp_rank;
-    m.ctx.tp_size = P.tp;
+    m.ctx.tp_rank = at.tp;
+    m.ctx.tp_size = layout.tp();
     m.ctx.tp_world = tp_group;
     m.ctx.experts_sliced = slice > 1;
     m.ctx.comm_priority = cfg.strategy.monta.ep_priority;
@@ -274,9 +246,9 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
   // N x C/P floats to every other rank (forward: the looked-up slices; backward: the gradient
   // slices to their column owners).
   auto embed_ids = [&](int micro) {
-    GraphTask t = ring_allreduce("embed.ids", -1, 0, dp_group, P.dp_rank, StreamRole::host, micro);
-    t.cost.bytes_to_peer = {{dp_group[(size_t)(P.dp_rank + 1) % P.dp], (uint64_t)(P.dp - 1) * N * sizeof(int32_t)}};
-    t.cost.messages = P.dp - 1;
+    GraphTask t = ring_allreduce("embed.ids", -1, 0, dp_group, at.dp, StreamRole::host, micro);
+    t.cost.bytes_to_peer = {{dp_group[(size_t)(at.dp + 1) % layout.dp()], (uint64_t)(layout.dp() - 1) * N * sizeof(int32_t)}};
+    t.cost.messages = layout.dp() - 1;
     main_task(std::move(t));
   };
   auto embed_a2a = [&](const char* name, int micro) {
@@ -286,32 +258,32 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
     t.category = TaskCategory::comm;
     t.role = StreamRole::host;
     for (int peer : dp_group)
-      if (peer != rank) t.cost.bytes_to_peer.push_back({peer, (uint64_t)N * (C / P.dp) * sizeof(float)});
-    t.cost.messages = P.dp - 1;
+      if (peer != rank) t.cost.bytes_to_peer.push_back({peer, (uint64_t)N * (C / layout.dp()) * sizeof(float)});
+    t.cost.messages = layout.dp() - 1;
     main_task(std::move(t));
   };
 
   // storage.dense = "zero3" (train/dense_shards.h): a ring collective of P shards of
   // s = ceil(n / P) floats, (P-1) s floats to the next rank in P-1 messages; this rank's shard.
   const bool zero3 = cfg.storage.dense == "zero3";
-  auto shard_of = [&](double floats) { return std::ceil(floats / P.dp); };
+  auto shard_of = [&](double floats) { return std::ceil(floats / layout.dp()); };
   auto owned_of = [&](double floats) {
     const double s = shard_of(floats);
-    return std::min(floats, (P.dp_rank + 1) * s) - std::min(floats, P.dp_rank * s);
+    return std::min(floats, (at.dp + 1) * s) - std::min(floats, at.dp * s);
   };
   auto ring_shards = [&](const char* name, int layer, double floats, StreamRole role) {
-    GraphTask t = ring_allreduce(name, layer, 0, dp_group, P.dp_rank, role);
-    if (P.dp > 1)
-      t.cost.bytes_to_peer = {{dp_group[(size_t)(P.dp_rank + 1) % P.dp],
-                               (uint64_t)(P.dp - 1) * (uint64_t)shard_of(floats) * sizeof(float)}};
-    t.cost.messages = P.dp - 1;
+    GraphTask t = ring_allreduce(name, layer, 0, dp_group, at.dp, role);
+    if (layout.dp() > 1)
+      t.cost.bytes_to_peer = {{dp_group[(size_t)(at.dp + 1) % layout.dp()],
+                               (uint64_t)(layout.dp() - 1) * (uint64_t)shard_of(floats) * sizeof(float)}};
+    t.cost.messages = layout.dp() - 1;
     return t;
   };
   double dense_floats = 0, dense_owned = 0;  // zero3: the optimizer updates this rank's shards only
   std::vector<TaskId> reduces;
   auto bucket = [&](int layer, double floats) {
     if (!zero3)
-      return reduces.push_back(g.add(ring_allreduce("grad.allreduce", layer, floats, dp_group, P.dp_rank, dp_role), {last}));
+      return reduces.push_back(g.add(ring_allreduce("grad.allreduce", layer, floats, dp_group, at.dp, dp_role), {last}));
     reduces.push_back(g.add(ring_shards("grad.reduce_scatter", layer, floats, dp_role), {last}));
     dense_floats += floats;
     dense_owned += owned_of(floats);
@@ -344,7 +316,7 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
     if (cfg.storage.dense_prefetch && next <= L)
       gathers[next] = g.add(ring_shards("dense.allgather", next < L ? next : -1, part_floats(next), dp_role), {last});
   };
-  for (const PipeOp& op : pipeline_ops(parse_pipe_schedule(cfg.parallel.schedule), P.pp, P.pp_rank, M)) {
+  for (const PipeOp& op : pipeline_ops(parse_pipe_schedule(cfg.parallel.schedule), layout.pp(), at.pp, M)) {
     const int mb = op.micro, chunk = M > 1 ? mb : -1;
     const bool accumulate_done = op.kind == PipeOp::Kind::backward && mb == M - 1;  // buckets all-reduce now
     if (op.kind == PipeOp::Kind::forward) {
@@ -430,37 +402,34 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
     if (s.partial_outputs() || (m.ctx.experts_sliced && !s.sums_slices(m.ctx))) partial_floats += (double)m.ctx.experts * C;
     if (m.ctx.experts_sliced) partial_floats += (double)(m.ctx.experts / ep) * C;
   }
-  if (P.tp > 1 && partial_floats > 0)
-    after_buckets(ring_allreduce("tp.partial_allreduce", -1, partial_floats, tp_group, P.tp_rank, StreamRole::host));
-  if (P.pp > 1 && cfg.model.tied_head && (first_stage || last_stage)) {
+  if (layout.tp() > 1 && partial_floats > 0)
+    after_buckets(ring_allreduce("tp.partial_allreduce", -1, partial_floats, tp_group, at.tp, StreamRole::host));
+  if (layout.pp() > 1 && cfg.model.tied_head && (first_stage || last_stage)) {
     GraphTask t;
     t.name = "pp.tied_grad";
     t.category = TaskCategory::comm;
     t.role = StreamRole::host;
-    t.peer = P.world(first_stage ? P.pp - 1 : 0, P.dp_rank, P.tp_rank);
+    t.peer = layout.world_rank(first_stage ? layout.pp() - 1 : 0, at.dp, at.tp);
     t.cost.bytes_to_peer.push_back({t.peer, (uint64_t)(head * sizeof(float))});
     after_buckets(std::move(t));
   }
   if (replicas.size() > 1) {  // experts summed over their replicas, block by block (layer = the block)
-    const int me = (int)(std::find(replicas.begin(), replicas.end(), rank) - replicas.begin());
     for (const auto& [l, m] : moe)
-      after_buckets(ring_allreduce("expert.allreduce", l, (double)(m.ctx.experts / ep) * expert_params, replicas, me,
+      after_buckets(ring_allreduce("expert.allreduce", l, (double)(m.ctx.experts / ep) * expert_params, replicas, at.replica,
                                    StreamRole::host));
   }
   // Then the main thread's small all-reduces (Distributed::clip_gradients, the loss means):
   // the gradient norm's sums over TP (2 doubles), EP (1) and PP (1), the loss parts over PP (2)
   // and the loss over DP (1).
-  std::vector<int> pp_group;
-  for (int s = 0; s < P.pp; ++s) pp_group.push_back(P.world(s, P.dp_rank, P.tp_rank));
   auto host_allreduce = [&](const char* name, int doubles, const std::vector<int>& group, int me) {
     if (group.size() > 1) after_buckets(ring_allreduce(name, -1, 2.0 * doubles, group, me, StreamRole::host));
   };
-  host_allreduce("grad.norm.tp", 2, tp_group, P.tp_rank);
+  host_allreduce("grad.norm.tp", 2, tp_group, at.tp);
   host_allreduce("grad.norm.ep", 1, ep_group, ep_rank);
-  if (embed_split || zero3) host_allreduce("grad.norm.dp", 1, dp_group, P.dp_rank);
-  host_allreduce("grad.norm.pp", 1, pp_group, P.pp_rank);
-  host_allreduce("loss.pp", 2, pp_group, P.pp_rank);
-  host_allreduce("loss.dp", 1, dp_group, P.dp_rank);
+  if (embed_split || zero3) host_allreduce("grad.norm.dp", 1, dp_group, at.dp);
+  host_allreduce("grad.norm.pp", 1, pp_group, at.pp);
+  host_allreduce("loss.pp", 2, pp_group, at.pp);
+  host_allreduce("loss.dp", 1, dp_group, at.dp);
   // storage.sparse = "ssd" (train/expert_state_tier.h): AdamW keeps the dense moments and the
   // experts are updated through their records after it, the tier's own schedule in a typical
   // later step: the host cache full (no free slot) of the records updated last, which go first.

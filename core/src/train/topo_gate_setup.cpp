@@ -1,8 +1,9 @@
 #include "moebench/train/topo_gate_setup.h"
 
 #include <algorithm>
-#include <set>
 #include <stdexcept>
+
+#include "moebench/config/config_layout.h"
 
 namespace moebench {
 
@@ -42,22 +43,14 @@ std::map<int, TopoGate> topo_gates_for(const Config& cfg, const std::map<int, st
 std::string topo_gate_note(const Config& cfg) {
   if (!runs_fastermoe(cfg) || !cfg.strategy.fastermoe.topo_gate) return "";
   if (cfg.cluster.nodes <= 1) return "fastermoe: topo_gate on a single node (cluster.nodes = 1) changes nothing";
-  // EP groups (dist/process_groups.h): runs of `ep` consecutive DP ranks of one TP rank and
-  // stage; world rank = stage * dp * tp + dp_rank * tp + tp_rank; node = rank / per_node.
-  const int ranks = cfg.run.ranks, tp = std::max(1, cfg.parallel.tp), pp = std::max(1, cfg.parallel.pp);
-  const int dp = cfg.parallel.dp > 0 ? cfg.parallel.dp : ranks / (tp * pp);
-  const int ep = cfg.parallel.ep > 0 ? cfg.parallel.ep : dp;
+  const ParallelLayout layout = layout_of(cfg);
+  const int ranks = cfg.run.ranks;
   const int per_node = cfg.cluster.devices_per_node > 0 ? cfg.cluster.devices_per_node : ranks / cfg.cluster.nodes;
-  if (dp < 1 || ep < 1 || per_node < 1) return "";
-  for (int stage = 0; stage < pp; ++stage)
-    for (int t = 0; t < tp; ++t)
-      for (int first = 0; first + ep <= dp; first += ep) {
-        std::set<int> nodes;
-        for (int i = first; i < first + ep; ++i) nodes.insert((stage * dp * tp + i * tp + t) / per_node);
-        if (nodes.size() > 1) return "";
-      }
-  return "fastermoe: topo_gate with every expert-parallel group inside one node (parallel.ep = " + std::to_string(ep) +
-         ", " + std::to_string(per_node) + " ranks per node) changes nothing";
+  if (per_node < 1) return "";
+  for (const std::vector<int>& group : layout.ep_groups())
+    if (group.front() / per_node != group.back() / per_node) return "";  // the ranks of a group ascend
+  return "fastermoe: topo_gate with every expert-parallel group inside one node (parallel.ep = " +
+         std::to_string(layout.ep()) + ", " + std::to_string(per_node) + " ranks per node) changes nothing";
 }
 
 }  // namespace moebench

@@ -13,6 +13,7 @@
 #include "moebench/config/config_loader.h"
 #include "moebench/data/batch_sampler.h"
 #include "moebench/dist/communicator.h"
+#include "moebench/dist/parallel_layout.h"
 #include "moebench/config/elastic_plan.h"
 #include "moebench/tensor/matmul.h"
 #include "moebench/train/checkpoint.h"
@@ -64,9 +65,13 @@ Trainer::Trainer(const Config& cfg, std::string out_dir, Communicator* world)
     throw std::invalid_argument("parallel.pp = " + std::to_string(pipe.stages) + " needs as many ranks");
   }
   set_up_rows(dp_size);
-  const std::vector<int> bounds = stage_boundaries(cfg_.model.layers, pipe.stages, cfg_.parallel.stage_layers);
-  pipe.first_block = bounds[(size_t)pipe.stage];
-  pipe.end_block = bounds[(size_t)pipe.stage + 1];
+  // One rank: the whole model on one stage (stage_layers, if given, must still add up).
+  const ParallelLayout layout = dist_ ? dist_->layout()
+                                      : ParallelLayout(ParallelSizes{.layers = cfg_.model.layers,
+                                                                     .stage_layers = cfg_.parallel.stage_layers});
+  const BlockRange blocks = layout.stage_blocks(pipe.stage);
+  pipe.first_block = blocks.first;
+  pipe.end_block = blocks.end;
   pipe.in_flight = pipeline_slots(schedule, pipe.stages, pipe.stage, micro_);
   int threads = cfg_.run.threads;
   if (dist_ && threads == 0)  // share the cores among the ranks of this machine

@@ -82,7 +82,7 @@ struct ClusterConfig {
 
 // The world is laid out as pp x dp x tp ranks, Megatron's order (tensor-parallel ranks
 // adjacent, pipeline stages outermost): rank = pp_rank * (dp * tp) + dp_rank * tp + tp_rank
-// (dist/process_groups.h). Expert parallelism is carved out of the data-parallel group, or for
+// (dist/parallel_layout.h). Expert parallelism is carved out of the data-parallel group, or for
 // strategy "ppmoe" is the tensor-parallel group itself (Pipeline MoE §3.3).
 struct ParallelConfig {
   int tp = 1;                 // tensor-parallel group size (Megatron: heads and FFN columns split)

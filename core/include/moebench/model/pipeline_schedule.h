@@ -1,6 +1,6 @@
 #pragma once
 // Pipeline-parallel schedules: the order in which one stage runs the forward and backward
-// passes of a step's micro-batches, and how the model's blocks split into stages.
+// passes of a step's micro-batches (the blocks of each stage: dist/parallel_layout.h).
 //   gpipe: every forward, then every backward (GPipe; all micro-batches' activations live);
 //   1f1b:  PipeDream-flush (Narayanan et al. 2021, Megatron's default): stage s of p runs
 //          min(p - s - 1, m) warm-up forwards, then alternates one forward and one backward
@@ -28,10 +28,5 @@ PipeSchedule parse_pipe_schedule(const std::string& name);
 std::vector<PipeOp> pipeline_ops(PipeSchedule s, int stages, int stage, int micro);
 // Activation sets the stage keeps at once; micro-batch m uses set m % pipeline_slots(...).
 int pipeline_slots(PipeSchedule s, int stages, int stage, int micro);
-
-// First block of each stage plus the end: stage s holds blocks [b[s], b[s+1]). stage_layers
-// gives the blocks per stage; empty = even, the first layers % stages stages one block more.
-// Throws std::invalid_argument when the split is impossible (config validation reports it first).
-std::vector<int> stage_boundaries(int layers, int stages, const std::vector<int>& stage_layers);
 
 }  // namespace moebench

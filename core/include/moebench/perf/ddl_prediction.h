@@ -18,7 +18,7 @@
 //         T[s'][e] = tokens source rank s' sent to expert e (the rows' `tokens`);
 //         E = the layer's experts (config moe.experts of block L); P = the EP group size:
 //         parallel.ep, or with ep = 0 the data-parallel size (parallel.dp, 0 = the run's ranks);
-//         EP groups are runs of P consecutive ranks (dist/process_groups.h with tp = pp = 1);
+//         EP groups are runs of P consecutive ranks (dist/parallel_layout.h with tp = pp = 1);
 //         expert e of the source's group g = s' / P is owned by rank g P + e / (E / P);
 //         B_w = the tokens rank w computes = sum of T[s'][e] over the (s', e) it owns;
 //         Lat_comp = fastermoe_comp_seconds(B, H, F, cluster)                        (eq. 1)

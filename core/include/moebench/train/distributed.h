@@ -64,6 +64,7 @@ class Distributed {
   TrafficMeter& meter() { return *meter_; }
   Executor& executor() { return executor_; }
   ProcessGroups& groups() { return *groups_; }
+  const ParallelLayout& layout() const { return groups_->layout(); }
   const ParallelContext& parallel() const { return parallel_; }  // filled by attach()
   // storage.dense = "zero3": the sharded dense parameters and their optimizer (attach()
   // creates it); nullptr when replicated.
@@ -117,7 +118,6 @@ class Distributed {
   TaskGraph grad_graph_;  // this step's bucket all-reduces, submitted as backward produces them
   std::unique_ptr<DenseShards> dense_;  // declared after executor_: destroyed first
   float dp_scale_ = 1.0f;
-  bool experts_in_tp_ = false;  // ppmoe: each TP rank holds different experts
   StreamRole pp_role_ = StreamRole::comm_intra;
   int ranks_on_host_ = 1;
 };

@@ -1,7 +1,7 @@
 #pragma once
 // The task graph of one training iteration of one rank, built without buffers and without
 // MPI (`moebench plan --graph RANK`; the simulator replays it), for any pp x dp x tp layout
-// (Megatron rank order, dist/process_groups.h):
+// (Megatron rank order, dist/parallel_layout.h):
 //   per micro-batch, in the order of the pipeline schedule (model/pipeline_schedule.h):
 //     forward   what the MoE blocks' strategies start with the iteration (MoeStrategy::
 //               build_iteration_start: Janus prefetch's gets) -> [first stage: embeddings

@@ -1,0 +1,25 @@
+#include "moebench/config/config_layout.h"
+
+namespace moebench {
+
+ExpertGroups expert_groups_of(const Config& cfg) {
+  // The one place that knows which strategy keeps its experts in the TP group; a field of the
+  // strategy's descriptor replaces this comparison once strategies describe themselves.
+  return cfg.strategy.name == "ppmoe" ? ExpertGroups::tensor_parallel : ExpertGroups::data_parallel;
+}
+
+ParallelLayout layout_of(const Config& cfg) {
+  ParallelSizes s;
+  s.world = cfg.run.ranks;
+  s.tp = cfg.parallel.tp;
+  s.pp = cfg.parallel.pp;
+  s.dp = cfg.parallel.dp;
+  s.ep = cfg.parallel.ep;
+  s.experts = expert_groups_of(cfg);
+  s.experts_per_block = cfg.moe.experts;
+  s.layers = cfg.model.layers;
+  s.stage_layers = cfg.parallel.stage_layers;
+  return ParallelLayout(std::move(s));
+}
+
+}  // namespace moebench
