@@ -107,7 +107,12 @@ OneLayerResult run_one_layer(Communicator& world, const Switches& sw, int c, int
   ctx.C = c;
   ctx.F = f;
   ctx.first_local = me * Lr;
-  ctx.pcie_switch_pairs = sw.pcie_switch_pairs;
+  ClusterSpec spec;  // data_centric's pcie_pairing reads the switch pairs from the cluster
+  spec.nodes = nodes;
+  spec.devices_per_node = P / nodes;
+  spec.pcie_switch_pairs = sw.pcie_switch_pairs;
+  const ClusterModel cluster(spec);
+  ctx.cluster = &cluster;
   for (int j = 0; j < Lr; ++j) {
     ctx.local.push_back(vw(w.data() + j * ef));
     ctx.local_grads.push_back(vw(g.data() + j * ef));

@@ -3,8 +3,8 @@
 // overlap degrees 1, 2 and 4: one MoE layer's forward and backward against the local
 // reference holding every expert (outputs, input and router gradients, owned experts'
 // gradients), and the graphs the layer executed against the same graphs built without
-// buffers and without communicators from the gathered counts, task by task. And the same layer
-// behind FasterMoE's topology-aware gate.
+// buffers and without communicators from the gathered counts, task by task. And the same
+// exchange behind FasterMoE's topology-aware gate (fastermoe with topo_gate only).
 #include <QtTest>
 
 #include <mpi.h>
@@ -15,9 +15,9 @@
 #include "moebench/dist/topology.h"
 #include "moebench/moe/block_graph.h"
 #include "moebench/moe/moe_layer.h"
-#include "moebench/perf/cluster_model.h"
-#include "moebench/train/topo_gate_setup.h"
 #include "moebench/moe/parallel_context.h"
+#include "moebench/perf/cluster_model.h"
+#include "moebench/strategies/fastermoe_gate.h"
 #include "moebench/strategies/registry.h"
 #include "mpi_test_main.h"
 #include "test_support.h"
@@ -150,11 +150,11 @@ class TestExchangeGraph : public QObject {
     QCOMPARE((int)fwd.size(), 3 + (strategy == "hier_a2a" ? 5 : 3) * degree + (degree > 1 ? 2 * degree : 0));
   }
 
-  // FasterMoE's topology-aware gate (§4.3) through the distributed path: a ParallelContext
-  // carrying each rank's gate (make_topo_gate on a 2-node cluster) hands it to the block's
-  // MoeContext (block_context); expert_centric then exchanges the gated choice: outputs and
-  // gradients equal the local reference with the same gate, and no rank sends more than L
-  // assignments to the other node.
+  // FasterMoE's topology-aware gate (§4.3) through the distributed path: fastermoe with
+  // topo_gate alone (no shadowing, no smart schedule: expert_centric's exchange) on a block
+  // context whose cluster has 2 nodes makes each rank's gate (choice_policy: make_topo_gate
+  // on that cluster) and exchanges the gated choice: outputs and gradients equal the local
+  // reference with the same gate, and no rank sends more than L assignments to the other node.
   void topology_aware_gate_matches_single_rank() {
     auto world = MpiCommunicator::world();
     const int P = world->size(), me = world->rank(), E = L * P;
@@ -173,30 +173,30 @@ class TestExchangeGraph : public QObject {
     par.ep = world.get();
     par.topology = &topo;
     par.cluster = &cluster;
-    par.topo_gates[1] = make_topo_gate(cluster, ep_world, me);
-    QVERIFY(std::abs(par.topo_gates.at(1).rho - 0.1) < 1e-12);
     MoeContext ctx = par.block_context(1);
-    QVERIFY(ctx.topo_gate.has_value());
-    QVERIFY(!par.block_context(3).topo_gate.has_value());  // a block without a gate of its own
+    const TopoGate gate = make_topo_gate(cluster, ep_world, me);
+    QVERIFY(std::abs(gate.rho - 0.1) < 1e-12);
 
     LayerCase lc(P, me);
     lc.attach(ctx);
+    StrategyConfig options;
+    options.fastermoe.topo_gate = true;
     MoeLayer layer;
-    layer.set_strategy(make_strategy("expert_centric"), ctx);
+    layer.set_strategy(make_strategy("fastermoe", options), ctx);
     lc.run(layer);
-    const TopoGateStats st = layer.topo_gate_stats();
+    TopoGateStats st;  // the reference's gate: the same choice (checked below)
+    MoeLayer ref;
+    ref.set_gate_policy([gate, &st](Routing& r) { st = apply_topo_gate(r, gate); });
+    const QString err = lc.compare_with_reference(ref);
     int moved = st.moved;
     MPI_Allreduce(MPI_IN_PLACE, &moved, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    MoeLayer ref;
-    ref.set_topo_gate(*ctx.topo_gate);
-    const QString err = lc.compare_with_reference(ref);
     // No collective below: a failing check on one rank cannot leave the others waiting.
 
     // The gate's cap on this rank: L = floor(0.1 x 26) = 2 inter-node assignments.
     QCOMPARE(st.cap, 2);
     long inter = 0;
     for (int e = 0; e < E; ++e)
-      if (ctx.topo_gate->expert_node(e, E) != ctx.topo_gate->my_node) inter += layer.routing().counts[e];
+      if (gate.expert_node(e, E) != gate.my_node) inter += layer.routing().counts[e];
     QCOMPARE(inter, (long)st.remote_after);
     QVERIFY(inter <= st.cap);
     QVERIFY2(moved > 0, "the gate should move some assignments on this data");

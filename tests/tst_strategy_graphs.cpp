@@ -48,8 +48,8 @@ struct Built {
   std::vector<std::string> names;
 };
 
-// Block 3 of EP rank `me` of 4 (2 nodes x 2, ranks 0 and 1 behind one PCIe switch), without
-// communicators: `experts` over the group, experts / 4 owned by each rank.
+// Block 3 of EP rank `me` of 4 (2 nodes x 2), without communicators: `experts` over the
+// group, experts / 4 owned by each rank.
 MoeContext block_context(int me, int experts) {
   static const Topology topo = Topology::virtual_blocks(2, 2);
   MoeContext ctx;
@@ -62,8 +62,20 @@ MoeContext block_context(int me, int experts) {
   ctx.ep_size = P;
   ctx.ep_world = {0, 1, 2, 3};
   ctx.first_local = me * (experts / P);
-  ctx.pcie_switch_pairs = {0, 1};
   return ctx;
+}
+
+// block_context's cluster for data_centric: 2 nodes x 2, local ranks 0 and 1 behind one PCIe
+// switch (its pcie_pairing reads the pairs there).
+const ClusterModel* paired_cluster() {
+  static const ClusterModel cluster = [] {
+    ClusterSpec spec;
+    spec.nodes = 2;
+    spec.devices_per_node = 2;
+    spec.pcie_switch_pairs = {0, 1};
+    return ClusterModel(spec);
+  }();
+  return &cluster;
 }
 
 // The pass of `s` for EP rank ctx.ep_rank on the counts `rows` (the forward first for a
@@ -138,6 +150,7 @@ ExchangeCounts dc_counts() {
 // The block's pass of rank `me` (router / combine_backward first), built without buffers.
 Built dc_build(const DcOptions& o, MoePass pass, int me = 1) {
   MoeContext ctx = block_context(me, kDcE);
+  ctx.cluster = paired_cluster();
   auto s = make_dc(o);
   auto h = s->layout(dc_counts(), ctx);
   Built b;
@@ -768,6 +781,71 @@ class TestStrategyGraphs : public QObject {
       QCOMPARE(make_strategy(name)->name(), name);
     }
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, make_strategy("tutel"));
+  }
+
+  // A pass's handle goes back to the strategy that made it: another strategy's handle (another
+  // type, or the same exchange handle without this strategy's state) is refused by name, and
+  // the right one still builds.
+  void foreign_handles_are_refused() {
+    MoeContext ctx = block_context(1, E);
+    StrategyConfig options;
+    options.monta.level = "O1";
+    auto ppmoe = make_strategy("ppmoe"), ec = make_strategy("expert_centric"), monta = make_strategy("monta", options),
+         fastermoe = make_strategy("fastermoe");
+    auto from_ppmoe = ppmoe->layout(counts_of(kCounts), ctx), from_ec = ec->layout(counts_of(kCounts), ctx),
+         from_monta = monta->layout(counts_of(kCounts), ctx);
+    auto refused = [&](MoeStrategy& s, MoeHandle& h, const std::string& words) {
+      TaskGraph g;
+      try {
+        s.build(g, h, MoePass::forward, {}, nullptr, ctx);
+      } catch (const std::logic_error& e) {
+        return QString(e.what()).startsWith(QString::fromStdString(s.name() + ": ")) &&
+               QString(e.what()).contains(QString::fromStdString(words));
+      }
+      return false;
+    };
+    QVERIFY(refused(*ec, *from_ppmoe, "a handle of another strategy"));
+    QVERIFY(refused(*ppmoe, *from_ec, "a handle of another strategy"));
+    QVERIFY(refused(*monta, *from_ec, "a pass without its state"));
+    QVERIFY(refused(*fastermoe, *from_monta, "a handle of another strategy"));
+    QVERIFY_THROWS_EXCEPTION(std::logic_error, ppmoe->decisions(*from_monta));
+    TaskGraph g;
+    QVERIFY(!monta->build(g, *from_monta, MoePass::forward, {}, nullptr, ctx).empty());
+    QCOMPARE(monta->decisions(*from_monta).front().key, std::string("monta.level"));
+  }
+
+  // [strategy.monta] ep_priority is monta's: its blocks' comm tasks go to the priority lanes,
+  // and a rank whose MoE blocks disagree (they share their communicators) is refused.
+  void comm_priority_is_the_strategys() {
+    StrategyConfig options;
+    options.monta.ep_priority = true;
+    auto monta = make_strategy("monta", options), plain = make_strategy("monta"), ec = make_strategy("expert_centric");
+    QVERIFY(monta->comm_priority());
+    QVERIFY(!plain->comm_priority() && !ec->comm_priority());
+    check_comm_priority({{0, monta.get()}, {2, monta.get()}});
+    check_comm_priority({{0, plain.get()}, {2, ec.get()}});
+    try {
+      check_comm_priority({{0, monta.get()}, {2, ec.get()}});
+      QFAIL("blocks that disagree on the priority lanes were accepted");
+    } catch (const std::invalid_argument& e) {
+      QCOMPARE(QString(e.what()), QString("MoE block 0 (monta) puts its comm tasks on the priority lanes, block 2 "
+                                          "(expert_centric) does not: the MoE blocks of a rank share their "
+                                          "communicators, so all or none of them may"));
+    }
+    MoeContext ctx = block_context(1, E);
+    for (MoeStrategy* s : {monta.get(), plain.get()}) {
+      auto h = s->layout(counts_of(kCounts), ctx);
+      TaskGraph g;
+      add_block_pass(g, *s, *h, MoePass::forward, ctx, {N, C, E, K}, {});
+      int comm = 0, prioritised = 0;
+      for (const GraphTask& t : g.tasks()) {
+        comm += t.category == TaskCategory::comm;
+        prioritised += t.priority;
+        QVERIFY(!t.priority || t.category == TaskCategory::comm);
+      }
+      QVERIFY(comm > 0);
+      QCOMPARE(prioritised, s == monta.get() ? comm : 0);
+    }
   }
 
   void graphs_for_64_ranks_without_mpi() {

@@ -2,8 +2,8 @@
 // FasterMoE's topology-aware gate (§4.3, moe/topo_gate.h): the cap L exactly (which remote
 // assignments survive, where the others go, their gates, f_e, capacity after the gate), the
 // fast-network / no-network / one-node cases, a node without an unchosen expert, rho from a
-// cluster, the saved inter-node assignments, the start-up note, and finite-difference
-// gradients through a MoeLayer with the gate on.
+// cluster, fastermoe's choice policy, the saved inter-node assignments, the start-up note, and
+// finite-difference gradients through a MoeLayer with the gate on.
 #include <QtTest>
 
 #include <algorithm>
@@ -13,8 +13,10 @@
 #include "moebench/config/config.h"
 #include "moebench/moe/moe_layer.h"
 #include "moebench/moe/router.h"
-#include "moebench/train/topo_gate_setup.h"
 #include "moebench/perf/cluster_model.h"
+#include "moebench/strategies/fastermoe_gate.h"
+#include "moebench/strategies/registry.h"
+#include "moebench/train/topo_gate_setup.h"
 #include "moebench/tensor/matmul.h"
 #include "moe_problem.h"
 #include "test_support.h"
@@ -102,6 +104,11 @@ double gated_margin(const Problem& pr, const TopoGate& gate) {
     for (size_t j = 0; j + 1 < l.size(); ++j) m = std::min(m, (double)(l[j] - l[j + 1]));
   }
   return m;
+}
+
+// A layer's gate policy applying `gate`, keeping what it did in `st`.
+GatePolicy recorded(const TopoGate& gate, TopoGateStats& st) {
+  return [gate, &st](Routing& r) { st = apply_topo_gate(r, gate); };
 }
 
 Config fastermoe_config(int ranks, int nodes, int ep) {
@@ -264,15 +271,28 @@ class TestTopoGate : public QObject {
     QCOMPARE(g.rho, 0.125);
     QCOMPARE(g.expert_node(3, 8), 0);
     QCOMPARE(g.expert_node(4, 8), 1);
-    // The blocks that run fastermoe get the gate (per_block: only those); off: none.
+    // fastermoe's blocks get the gate of their EP rank on the block's cluster (choice_policy);
+    // other strategies, and fastermoe with topo_gate off, rewrite nothing.
     Config cfg = fastermoe_config(8, 2, 4);
-    const std::map<int, std::string> blocks = {{1, "fastermoe"}, {3, "expert_centric"}, {5, "fastermoe"}};
-    const std::map<int, TopoGate> gates = topo_gates_for(cfg, blocks, cluster, {0, 2, 4, 6}, 0);
-    QCOMPARE(gates.size(), size_t(2));
-    QVERIFY(gates.count(1) && gates.count(5));
-    QCOMPARE(gates.at(5).rho, 0.125);
+    MoeContext ctx;
+    ctx.cluster = &cluster;
+    ctx.ep_world = {0, 2, 4, 6};
+    ctx.ep_rank = 0;
+    const GatePolicy policy = make_strategy("fastermoe", cfg.strategy)->choice_policy(ctx);
+    QVERIFY(policy);
+    Routing r, ref;  // two tokens of E = 8 on experts 4 and 6 (node 1); L = floor(0.125 x 2) = 0
+    r.N = 2, r.E = 8, r.K = 1;
+    r.probs = {0.1f, 0.2f, 0.05f, 0.05f, 0.3f, 0.1f, 0.1f, 0.1f, 0.05f, 0.05f, 0.3f, 0.1f, 0.1f, 0.1f, 0.2f, 0.0f};
+    r.expert = {4, 6};
+    ref = r;
+    policy(r);
+    const TopoGateStats st = apply_topo_gate(ref, make_topo_gate(cluster, {0, 2, 4, 6}, 0));
+    QCOMPARE(st.moved, 2);
+    QCOMPARE(r.expert, ref.expert);
+    QCOMPARE(r.expert, (std::vector<int>{1, 2}));
+    QVERIFY(!make_strategy("expert_centric", cfg.strategy)->choice_policy(ctx));
     cfg.strategy.fastermoe.topo_gate = false;
-    QVERIFY(topo_gates_for(cfg, blocks, cluster, {0, 2, 4, 6}, 0).empty());
+    QVERIFY(!make_strategy("fastermoe", cfg.strategy)->choice_policy(ctx));
   }
 
   // Known numbers: 10 tokens, top-2, forced (synthetic) onto experts 2 and 3 of 4, which live on
@@ -291,10 +311,10 @@ class TestTopoGate : public QObject {
     std::vector<int> forced;
     for (int n = 0; n < N; ++n) forced.insert(forced.end(), {2, 3});
     MoeLayer layer;
-    layer.set_topo_gate(g);
+    TopoGateStats st;
+    layer.set_gate_policy(recorded(g, st));
     std::vector<float> out((size_t)N * C);
     layer.forward(out.data(), pr.x.data(), pr.wr.data(), pr.params(), pr.s, forced.data());
-    const TopoGateStats& st = layer.topo_gate_stats();
     QCOMPARE(st.cap, 2);
     QCOMPARE(st.remote_before, 20);
     QCOMPARE(st.moved, 18);
@@ -306,10 +326,9 @@ class TestTopoGate : public QObject {
     QCOMPARE(bytes, 18L * 6 * 4);
     qInfo("topo_gate: %d of %d inter-node assignments kept on the node (L = %d), %ld bytes per direction",
           st.moved, st.remote_before, st.cap, bytes);
-    layer.set_topo_gate(std::nullopt);  // off again: the forced choice as given
+    layer.set_gate_policy({});  // off again: the forced choice as given
     layer.forward(out.data(), pr.x.data(), pr.wr.data(), pr.params(), pr.s, forced.data());
     QCOMPARE(layer.routing().expert, forced);
-    QCOMPARE(layer.topo_gate_stats().moved, 0);
   }
 
   // A policy that writes an expert out of range is the policy's bug: the router says so.
@@ -366,25 +385,27 @@ class TestTopoGate : public QObject {
       pr = make_problem(s, seed);
       if (gated_margin(pr, gate) <= 0.03) continue;
       MoeLayer probe;
-      probe.set_topo_gate(gate);
+      TopoGateStats st;
+      probe.set_gate_policy(recorded(gate, st));
       std::vector<float> o((size_t)N * C);
       probe.forward(o.data(), pr.x.data(), pr.wr.data(), pr.params(), pr.s);
-      if (probe.topo_gate_stats().moved >= 2 && (cf == 0.0f || probe.routing().dropped() > 0)) break;
+      if (st.moved >= 2 && (cf == 0.0f || probe.routing().dropped() > 0)) break;
     }
     QVERIFY(gated_margin(pr, gate) > 0.03);
     const auto wout = test::random_vector((size_t)N * C, 4242, 1.0f);
 
     MoeLayer layer;
-    layer.set_topo_gate(gate);
+    TopoGateStats st;
+    layer.set_gate_policy(recorded(gate, st));
     std::vector<float> out((size_t)N * C);
     layer.forward(out.data(), pr.x.data(), pr.wr.data(), pr.params(), pr.s);
     const Routing base = layer.routing();
-    QVERIFY(layer.topo_gate_stats().moved >= 2);
+    QVERIFY(st.moved >= 2);
     layer.backward(pr.dx.data(), pr.dwr.data(), pr.grads(), wout.data(), aux_weight, pr.x.data(), pr.wr.data(),
                    pr.params());
 
     MoeLayer probe;
-    probe.set_topo_gate(gate);
+    probe.set_gate_policy([gate](Routing& r) { apply_topo_gate(r, gate); });
     bool changed = false;
     const auto loss = test::weighted_output_loss(probe, pr, wout, aux_weight, base, changed);
     const double eps = 1e-3, atol = 5e-4, rtol = 2e-2;

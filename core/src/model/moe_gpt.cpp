@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <map>
 #include <set>
 #include <stdexcept>
 
@@ -17,6 +18,7 @@
 #include "moebench/model/layernorm.h"
 #include "moebench/model/residual.h"
 #include "moebench/model/vocab_parallel.h"
+#include "moebench/moe/block_graph.h"
 #include "moebench/runtime/executor.h"
 #include "moebench/tensor/matmul.h"
 #include "moebench/tensor/rng.h"
@@ -229,6 +231,7 @@ void MoeGpt::distribute(const ParallelContext& par) {
     tp_role_ = nodes.size() > 1 ? StreamRole::comm_inter : StreamRole::comm_intra;
   }
   tp_partial_ = tp_partial_b2_;
+  std::map<int, const MoeStrategy*> block_strategy;
   for (auto& bp : blocks_) {
     Block& b = *bp;
     if (b.experts == 0) continue;
@@ -245,8 +248,10 @@ void MoeGpt::distribute(const ParallelContext& par) {
       if (partial_router && &a == &b.acts.front()) tp_partial_.push_back(b.router_w);
       a.moe->set_strategy(std::move(strategy), std::move(ctx));
       a.moe->set_stats_communicator(par.dp);
+      block_strategy[b.index] = a.moe->strategy();
     }
   }
+  check_comm_priority(block_strategy);
 }
 
 void MoeGpt::tp_allreduce(float* x, size_t n, int layer, ReduceOp op) {

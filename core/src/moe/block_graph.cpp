@@ -129,17 +129,29 @@ TaskId add_block_pass_tasks(TaskGraph& g, MoeStrategy& strategy, MoeHandle& hand
                             const BlockDims& d, const std::vector<TaskId>& after);
 }  // namespace
 
-void prioritise_comm(TaskGraph& g, int from, const MoeContext& ctx) {
-  if (!ctx.comm_priority) return;
+void prioritise_comm(TaskGraph& g, int from, const MoeStrategy& strategy) {
+  if (!strategy.comm_priority()) return;
   for (int i = from; i < (int)g.size(); ++i)
     if (g.task(i).category == TaskCategory::comm) g.set_priority(i, true);
+}
+
+void check_comm_priority(const std::map<int, const MoeStrategy*>& blocks) {
+  if (blocks.empty()) return;
+  const auto& [first, s] = *blocks.begin();
+  for (const auto& [block, other] : blocks)
+    if (other->comm_priority() != s->comm_priority())
+      throw std::invalid_argument("MoE block " + std::to_string(first) + " (" + s->name() + ") " +
+                                  (s->comm_priority() ? "puts" : "does not put") + " its comm tasks on the priority lanes, block " +
+                                  std::to_string(block) + " (" + other->name() + ") " +
+                                  (other->comm_priority() ? "does" : "does not") +
+                                  ": the MoE blocks of a rank share their communicators, so all or none of them may");
 }
 
 TaskId add_block_pass(TaskGraph& g, MoeStrategy& strategy, MoeHandle& handle, MoePass pass, MoeContext& ctx,
                       const BlockDims& d, const std::vector<TaskId>& after) {
   const int from = (int)g.size();
   const TaskId last = add_block_pass_tasks(g, strategy, handle, pass, ctx, d, after);
-  prioritise_comm(g, from, ctx);
+  prioritise_comm(g, from, strategy);
   return last;
 }
 

@@ -49,12 +49,9 @@ MoeContext ParallelContext::block_context(int layer) const {
   ctx.topology = topology;
   ctx.cluster = cluster;
   ctx.executor = executor;
-  ctx.pcie_switch_pairs = pcie_switch_pairs;
   ctx.layer = layer;
   ctx.tp = tp_dup;
   ctx.experts_sliced = experts_sliced;
-  ctx.comm_priority = comm_priority;
-  if (auto g = topo_gates.find(layer); g != topo_gates.end()) ctx.topo_gate = g->second;
   ctx.stats = dp_streams;
   if (dp) {
     ctx.stats_rank = dp->rank();

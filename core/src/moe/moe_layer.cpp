@@ -33,6 +33,7 @@ void MoeLayer::set_strategy(std::unique_ptr<MoeStrategy> strategy, MoeContext ct
   strategy_ = std::move(strategy);
   ctx_ = std::move(ctx);
   ctx_.sync_group();
+  policy_ = strategy_->choice_policy(ctx_);
   handle_.reset();
 }
 
@@ -50,11 +51,7 @@ void MoeLayer::route(const float* x, const float* router_w, const int* forced_ex
   opt.top_k = K;
   opt.capacity_factor = s_.capacity_factor;
   opt.gate_normalize = s_.gate_normalize;
-  topo_stats_ = TopoGateStats{};
-  GatePolicy policy;
-  if (ctx_.topo_gate)  // FasterMoE §4.3: after the choice, before gates / capacity / aux
-    policy = [this](Routing& r) { topo_stats_ = apply_topo_gate(r, *ctx_.topo_gate); };
-  router_forward(routing_, x, router_w, N, C, E, opt, forced_experts, policy);
+  router_forward(routing_, x, router_w, N, C, E, opt, forced_experts, policy_);
   if (stats_ && !strategy_) globalize_aux(routing_, *stats_);  // with a strategy: moe.aux_stats
   const Routing& r = routing_;
   offsets_.resize(E + 1);
@@ -126,7 +123,7 @@ float MoeLayer::forward_graph(float* out, const float* x, const float* router_w,
       throw std::logic_error("MoeLayer: the block context's DP group does not match its statistics communicator");
     aux = add_aux_stats_task(g, ctx_, d, routed, [this](Communicator& dp) { globalize_aux(routing_, dp); });
   }
-  prioritise_comm(g, g.submitted(), ctx_);
+  prioritise_comm(g, g.submitted(), *strategy_);
   ex.submit(g);
   ex.wait(g, counted);
   if (!exchange) std::copy(my_counts_.begin(), my_counts_.end(), counts_.begin() + (long)ctx_.ep_rank * E);
@@ -143,7 +140,7 @@ float MoeLayer::forward_graph(float* out, const float* x, const float* router_w,
   if (partial_group(*strategy_, ctx_).size > 1)
     combined = add_partial_reduce_task(g, *strategy_, ctx_, d, MoePass::forward, {combined}, out);
   combined = add_forward_end(g, combined, aux);
-  prioritise_comm(g, g.submitted(), ctx_);
+  prioritise_comm(g, g.submitted(), *strategy_);
   ex.submit(g);
   ex.wait(g, combined);
   ex.release(g);
@@ -247,7 +244,7 @@ void MoeLayer::backward_graph(float* dx, float* drouter_w, const float* dout, fl
       for (long i = 0; i < n; ++i) dx[i] += dx_part_[i];
     });
   }
-  prioritise_comm(g, g.submitted(), ctx_);
+  prioritise_comm(g, g.submitted(), *strategy_);
   ex.submit(g);
   ex.wait(g, end);
   ex.release(g);

@@ -156,7 +156,9 @@ void DataCentric::take_prefetch(Pass& p, const MoeContext& ctx) {
   prefetch_.clear();
 }
 
-std::unique_ptr<MoeHandle> DataCentric::layout(const ExchangeCounts& counts, MoeContext& ctx) {
+template class StrategyOf<DataCentricPass>;
+
+std::unique_ptr<DataCentricPass> DataCentric::layout_pass(const ExchangeCounts& counts, MoeContext& ctx) {
   ctx.sync_group();
   const int credits = configure(ctx);
   setup_topology(ctx);
@@ -210,9 +212,8 @@ std::unique_ptr<MoeHandle> DataCentric::layout(const ExchangeCounts& counts, Moe
   return p;
 }
 
-std::vector<TaskId> DataCentric::build_iteration_start(TaskGraph& g, MoeHandle& handle, const std::vector<TaskId>& after,
-                                                       MoeContext& ctx) {
-  auto& p = dynamic_cast<Pass&>(handle);
+std::vector<TaskId> DataCentric::build_pass_start(TaskGraph& g, Pass& p, const std::vector<TaskId>& after,
+                                                  MoeContext& ctx) {
   if (!opts_.prefetch) return {};
   const uint64_t expert_bytes = expert_floats_ * sizeof(float);
   GraphTask t;
@@ -228,9 +229,8 @@ std::vector<TaskId> DataCentric::build_iteration_start(TaskGraph& g, MoeHandle& 
   return {p.prefetch_task};
 }
 
-std::vector<TaskId> DataCentric::build(TaskGraph& g, MoeHandle& handle, MoePass pass, const std::vector<TaskId>& after,
-                                       const MoeBuffers* buffers, MoeContext& ctx) {
-  auto& p = dynamic_cast<Pass&>(handle);
+std::vector<TaskId> DataCentric::build_pass(TaskGraph& g, Pass& p, MoePass pass, const std::vector<TaskId>& after,
+                                            const MoeBuffers* buffers, MoeContext& ctx) {
   Builder b(g, ctx, buffers != nullptr);
   if (pass == MoePass::forward) build_forward(b, p, buffers, after);
   else build_backward(b, p, buffers, after);

@@ -1,6 +1,6 @@
 #pragma once
 // Private to strategies/data_centric*.cpp: expert views, the per-expert state of a pass
-// (Slot), the pass's handle (Pass: the schedule layout() decided), a prefetched get
+// (Slot), the pass's handle (DataCentricPass: the schedule layout() decided), a prefetched get
 // (Prefetched) and the Builder that appends a pass's typed tasks to a graph.
 #include <functional>
 #include <memory>
@@ -55,7 +55,9 @@ struct DataCentric::Prefetched {
 };
 
 // The handle of one forward (and its backward): the schedule, from the counts and topology.
-struct DataCentric::Pass : MoeHandle {
+struct DataCentricPass : MoeHandle {
+  using Slot = DataCentric::Slot;
+  using Prefetched = DataCentric::Prefetched;
   int credits = 1;
   std::vector<int> offsets;                  // this rank's slot offsets per expert [E+1]
   std::vector<std::unique_ptr<Slot>> slots;  // used experts: owned ascending, then pull order

@@ -9,6 +9,7 @@
 
 #include "moebench/dist/communicator.h"
 #include "moebench/dist/topology.h"
+#include "moebench/perf/cluster_model.h"
 #include "moebench/strategies/janus_order.h"
 
 namespace moebench {
@@ -38,7 +39,8 @@ void DataCentric::setup_topology(const MoeContext& ctx) {
   hier_ = opts_.hierarchical && !ext_.empty();
   // pcie_pairing: this rank's pair peer (local rank on this node), -1 when not listed.
   pair_peer_local_ = -1;
-  const auto& pairs = ctx.pcie_switch_pairs;
+  static const std::vector<int> none;
+  const std::vector<int>& pairs = ctx.cluster ? ctx.cluster->spec().pcie_switch_pairs : none;
   for (size_t i = 0; i + 1 < pairs.size(); i += 2) {
     int peer = -1;
     if (pairs[i] == local_rank_) peer = pairs[i + 1];

@@ -13,7 +13,9 @@
 //   S_0, S_1, R_0, S_2, R_1, ..., R_{n-1}: the local group (the fastest S) first and the ring
 //   step n-1 (neighbour groups only) last, the order §4.2 derives. Any number of experts per
 //   rank: C_j is every local expert on the rows of group j.
-// - topo_gate (§4.3) is the router's (moe/topo_gate.h); the exchange is unchanged by it.
+// - topo_gate (§4.3): the router's choice through the topology-aware gate (moe/topo_gate.h,
+//   choice_policy; the gate on the cluster: strategies/fastermoe_gate.h); the exchange is
+//   unchanged by it.
 // Every pass also stores eq. 1 and eq. 2's predictions with its real loads (decisions()).
 #include <algorithm>
 #include <memory>
@@ -27,15 +29,25 @@
 #include "moebench/dist/topology.h"
 #include "moebench/perf/cluster_network.h"
 #include "moebench/perf/fastermoe_model.h"
+#include "moebench/strategies/fastermoe_gate.h"
 #include "moebench/strategies/token_exchange.h"
 
 namespace moebench {
 namespace {
 
-class FasterMoe : public TokenExchange {
+class FasterMoe : public TokenExchangeOf<ShadowState> {
  public:
-  explicit FasterMoe(const FasterMoeOptions& options) : TokenExchange(1), options_(options) {}
+  explicit FasterMoe(const FasterMoeOptions& options) : TokenExchangeOf(1), options_(options) {}
   std::string name() const override { return "fastermoe"; }
+
+  // topo_gate (§4.3): this rank's gate on the cluster the run assumes (its EP group placed by
+  // the cluster's nodes), applied to every forward's choice.
+  GatePolicy choice_policy(const MoeContext& ctx) const override {
+    if (!options_.topo_gate) return {};
+    if (!ctx.cluster) throw std::invalid_argument("fastermoe: topo_gate needs the cluster model the run assumes");
+    const TopoGate gate = make_topo_gate(*ctx.cluster, ctx.ep_world, ctx.ep_rank);
+    return [gate](Routing& r) { apply_topo_gate(r, gate); };
+  }
 
   // Predicted, balanced routing (the papers' lower bound): no expert is hotter than another, so
   // Algorithm 1 shadows none and the bytes are expert_centric's; smart sends them in n steps.
@@ -55,27 +67,27 @@ class FasterMoe : public TokenExchange {
     return cost::summarize(cluster, ctx.ep_world, ranks);
   }
 
-  std::vector<TaskId> build(TaskGraph& g, MoeHandle& handle, MoePass pass, const std::vector<TaskId>& after,
-                            const MoeBuffers* buffers, MoeContext& ctx) override {
-    auto& st = dynamic_cast<ShadowState&>(*state_of(handle));
-    if (st.experts.empty()) return TokenExchange::build(g, handle, pass, after, buffers, ctx);
+  std::vector<TaskId> build_pass(TaskGraph& g, ExchangeHandle& handle, MoePass pass, const std::vector<TaskId>& after,
+                                 const MoeBuffers* buffers, MoeContext& ctx) override {
+    ShadowState& st = state(handle);
+    if (st.experts.empty()) return TokenExchange::build_pass(g, handle, pass, after, buffers, ctx);
     // Forward: the broadcasts lead the comm queue and the shadows' compute the compute queue;
     // backward: the shadows' compute first, their reductions after the exchange's return trip.
     if (pass == MoePass::forward) {
       const TaskId shadows = add_shadow_forward(g, st, after, buffers, ctx);
-      std::vector<TaskId> exits = TokenExchange::build(g, handle, pass, after, buffers, ctx);
+      std::vector<TaskId> exits = TokenExchange::build_pass(g, handle, pass, after, buffers, ctx);
       exits.push_back(shadows);
       return exits;
     }
     const TaskId computed = add_shadow_backward(g, st, after, buffers, ctx);
-    std::vector<TaskId> exits = TokenExchange::build(g, handle, pass, after, buffers, ctx);
+    std::vector<TaskId> exits = TokenExchange::build_pass(g, handle, pass, after, buffers, ctx);
     for (TaskId t : add_shadow_reduce(g, st, computed, buffers != nullptr, ctx)) exits.push_back(t);
     return exits;
   }
 
-  std::vector<StrategyDecision> decisions(const MoeHandle& handle) const override {
-    std::vector<StrategyDecision> out = TokenExchange::decisions(handle);
-    const auto& st = dynamic_cast<const ShadowState&>(*state_of(handle));
+  std::vector<StrategyDecision> pass_decisions(const ExchangeHandle& handle) const override {
+    std::vector<StrategyDecision> out = TokenExchange::pass_decisions(handle);
+    const ShadowState& st = state(handle);
     out.push_back({"fastermoe.shadowed", (double)st.experts.size()});
     for (int e : st.experts) out.push_back({"fastermoe.shadow.e" + std::to_string(e), 1.0});
     if (st.predicted) {
@@ -86,13 +98,10 @@ class FasterMoe : public TokenExchange {
   }
 
  protected:
-  int chunk_count(const TransferState* state) const override {
-    return dynamic_cast<const ShadowState&>(*state).groups;
-  }
+  int state_chunks(const ShadowState& st) const override { return st.groups; }
 
-  long chunk_rows(const ExchangeCounts& counts, const TransferState* state, int s, int e, int i,
-                  int chunks) const override {
-    const auto& st = dynamic_cast<const ShadowState&>(*state);
+  long state_chunk_rows(const ExchangeCounts& counts, const ShadowState& st, int s, int e, int i,
+                        int chunks) const override {
     if (st.shadowed[(size_t)e]) return 0;  // computed where the tokens are
     if (chunks == 1) return counts.at(s, e);
     const int L = counts.E / counts.P, g = counts.P / chunks;
@@ -100,7 +109,7 @@ class FasterMoe : public TokenExchange {
     return to == ((from - i) % chunks + chunks) % chunks ? counts.at(s, e) : 0;
   }
 
-  std::unique_ptr<TransferState> make_transfer_state(const ExchangeCounts& counts, MoeContext& ctx) override {
+  std::unique_ptr<ShadowState> make_state(const ExchangeCounts& counts, MoeContext& ctx) override {
     auto st = std::make_unique<ShadowState>();
     const int P = counts.P, E = counts.E;
     st->groups = options_.smart ? P / group_size(ctx) : 1;
@@ -125,7 +134,9 @@ class FasterMoe : public TokenExchange {
     return st;
   }
 
-  TaskId add_transfer(TaskGraph& g, const TransferSpec& t, const std::vector<TaskId>& after, MoeContext& ctx) override {
+  TaskId add_state_transfer(TaskGraph& g, const TransferSpec& t, ShadowState& st, const std::vector<TaskId>& after,
+                            MoeContext& ctx) override {
+    (void)st;
     return add_all_to_all_v(g, t, after, ctx);
   }
 

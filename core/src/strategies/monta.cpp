@@ -55,10 +55,11 @@ struct MontaState : TransferState {
   std::vector<std::unique_ptr<ChunkBuffers>> buffers;
 };
 
-class Monta : public TokenExchange {
+class Monta : public TokenExchangeOf<MontaState> {
  public:
-  explicit Monta(const MontaOptions& options) : TokenExchange(1), options_(options) {}
+  explicit Monta(const MontaOptions& options) : TokenExchangeOf(1), options_(options) {}
   std::string name() const override { return "monta"; }
+  bool comm_priority() const override { return options_.ep_priority; }
   // With tp > 1 every level but baseline drops (auto too: Algorithm 3 never picks the baseline).
   bool sums_slices(const MoeContext& ctx) const override {
     return ctx.experts_sliced && ctx.tp_size > 1 && options_.level != "baseline";
@@ -98,7 +99,7 @@ class Monta : public TokenExchange {
   // The plan from the volume I of one AllToAll (eq. 3): the EP group's mean slot rows per rank.
   // Every rank of the EP group and of the TP group holds the same counts matrix, so all of them
   // choose the same level and chunks (their collectives must match); one rank's own rows would not.
-  std::unique_ptr<TransferState> make_transfer_state(const ExchangeCounts& counts, MoeContext& ctx) override {
+  std::unique_ptr<MontaState> make_state(const ExchangeCounts& counts, MoeContext& ctx) override {
     double rows = 0;
     for (long n : counts.rows) rows += (double)n;
     rows /= std::max(1, counts.P);
@@ -108,13 +109,13 @@ class Monta : public TokenExchange {
   }
 
   // Level as 0 baseline, 1 O1, 2 O2, 3 O3 (MontaLevel's order).
-  std::vector<StrategyDecision> state_decisions(const TransferState& state) const override {
-    const MontaPlan& plan = dynamic_cast<const MontaState&>(state).plan;
+  std::vector<StrategyDecision> decisions_of(const MontaState& state) const override {
+    const MontaPlan& plan = state.plan;
     return {{"monta.level", (double)(int)plan.level}, {"monta.chunks", (double)plan.chunks}};
   }
 
-  TaskId add_transfer(TaskGraph& g, const TransferSpec& t, const std::vector<TaskId>& after, MoeContext& ctx) override {
-    auto& state = dynamic_cast<MontaState&>(*t.state);
+  TaskId add_state_transfer(TaskGraph& g, const TransferSpec& t, MontaState& state, const std::vector<TaskId>& after,
+                            MoeContext& ctx) override {
     const MontaPlan plan = state.plan;
     if (plan.level == MontaLevel::baseline || ctx.tp_size == 1) return add_all_to_all_v(g, t, after, ctx);
     const int P = ctx.ep_size, T = ctx.tp_size, u = ctx.tp_rank, N = plan.chunks;

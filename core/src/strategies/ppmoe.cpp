@@ -17,6 +17,7 @@
 
 #include "cost_support.h"
 #include "moebench/config/config.h"
+#include "moebench/moe/typed_strategy.h"
 
 namespace moebench {
 namespace {
@@ -27,14 +28,14 @@ struct PpmoeHandle : MoeHandle {
   ExpertBank bank;
 };
 
-class Ppmoe : public MoeStrategy {
+class Ppmoe : public StrategyOf<PpmoeHandle> {
  public:
   std::string name() const override { return "ppmoe"; }
   // Every rank of the group routes the same tokens: its own counts are everyone's.
   bool exchanges_counts() const override { return false; }
   bool partial_outputs() const override { return true; }
 
-  std::unique_ptr<MoeHandle> layout(const ExchangeCounts& counts, MoeContext& ctx) override {
+  std::unique_ptr<PpmoeHandle> layout_pass(const ExchangeCounts& counts, MoeContext& ctx) override {
     ctx.sync_group();
     const int P = ctx.ep_size, me = ctx.ep_rank, E = ctx.experts;
     const int L = cost::experts_per_rank(ctx);
@@ -55,9 +56,8 @@ class Ppmoe : public MoeStrategy {
     return h;
   }
 
-  std::vector<TaskId> build(TaskGraph& g, MoeHandle& handle, MoePass pass, const std::vector<TaskId>& after,
-                            const MoeBuffers* buffers, MoeContext& ctx) override {
-    auto& h = dynamic_cast<PpmoeHandle&>(handle);
+  std::vector<TaskId> build_pass(TaskGraph& g, PpmoeHandle& h, MoePass pass, const std::vector<TaskId>& after,
+                                 const MoeBuffers* buffers, MoeContext& ctx) override {
     const bool fwd = pass == MoePass::forward;
     const int C = ctx.C, F = ctx.F;
     GraphTask t;

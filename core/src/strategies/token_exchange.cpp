@@ -9,30 +9,6 @@
 namespace moebench {
 namespace {
 
-// One chunk of one pass's exchange. Row counts are fixed by the layout; buffers are sized
-// when a graph with buffers is built.
-struct Chunk {
-  std::vector<long> rows;                   // [P*P] rows src -> dst
-  std::vector<long> send_rows, recv_rows;   // [P]
-  std::vector<std::pair<long, long>> pack;  // (first slot row, rows) in send order
-  std::vector<int> local_offsets;           // [L+1] received rows per local expert, expert-major
-  std::vector<long> recv_index;             // expert-major row -> received (source-major) row
-  long S = 0, R = 0;                        // rows sent, rows received
-  std::vector<float> send, x_recv, x_exp, y_exp, y_back, y_recv;  // forward
-  std::vector<float> d_send, d_recv, d_exp, dx_exp, dx_back, dx_recv;  // backward
-  ExpertBank bank;
-};
-
-struct ExchangeHandle : MoeHandle {
-  int P = 1, E = 0, L = 0, me = 0, C = 0, F = 0, D = 1;
-  // Rows travel through pack / unpack copies: several chunks, or rows the chunks leave out
-  // (then xg and y are not the send and receive buffers as they stand).
-  bool packed = false;
-  std::vector<Chunk> chunks;
-  std::unique_ptr<TransferState> state;
-  bool have_forward = false;
-};
-
 void gather_rows(float* dst, const float* src, const std::vector<std::pair<long, long>>& ranges, int C) {
   long at = 0;
   for (const auto& [first, n] : ranges) {
@@ -58,7 +34,7 @@ void permute(float* dst, const float* src, const std::vector<long>& index, int C
   }
 }
 
-TransferSpec spec(const char* name, const ExchangeHandle& h, const Chunk& c, int chunk, bool outbound) {
+TransferSpec spec(const char* name, const ExchangeHandle& h, const ExchangeChunk& c, int chunk, bool outbound) {
   TransferSpec t;
   t.name = name;
   t.chunk = h.D > 1 ? chunk : -1;
@@ -116,12 +92,11 @@ TaskId TokenExchange::add_all_to_all_v(TaskGraph& g, const TransferSpec& t, cons
   return g.add(std::move(task), after);
 }
 
-std::vector<StrategyDecision> TokenExchange::decisions(const MoeHandle& handle) const {
-  const TransferState* state = state_of(handle);
-  return state ? state_decisions(*state) : std::vector<StrategyDecision>{};
+std::vector<StrategyDecision> TokenExchange::pass_decisions(const ExchangeHandle& handle) const {
+  return handle.state ? state_decisions(*handle.state) : std::vector<StrategyDecision>{};
 }
 
-std::unique_ptr<MoeHandle> TokenExchange::layout(const ExchangeCounts& counts, MoeContext& ctx) {
+std::unique_ptr<ExchangeHandle> TokenExchange::layout_pass(const ExchangeCounts& counts, MoeContext& ctx) {
   ctx.sync_group();
   const int P = ctx.ep_size, me = ctx.ep_rank, E = ctx.experts;
   if (E % P != 0)
@@ -163,7 +138,7 @@ std::unique_ptr<MoeHandle> TokenExchange::layout(const ExchangeCounts& counts, M
   h->chunks.resize(D);
   long sent = 0;
   for (int i = 0; i < D; ++i) {
-    Chunk& c = h->chunks[i];
+    ExchangeChunk& c = h->chunks[i];
     c.rows.assign((size_t)P * P, 0);
     for (int s = 0; s < P; ++s)
       for (int e = 0; e < E; ++e) c.rows[(size_t)s * P + e / L] += size(s, e, i);
@@ -206,15 +181,9 @@ long TokenExchange::chunk_rows(const ExchangeCounts& counts, const TransferState
   return n * (i + 1) / chunks - n * i / chunks;
 }
 
-TransferState* TokenExchange::state_of(MoeHandle& handle) { return dynamic_cast<ExchangeHandle&>(handle).state.get(); }
-const TransferState* TokenExchange::state_of(const MoeHandle& handle) {
-  return dynamic_cast<const ExchangeHandle&>(handle).state.get();
-}
-
-std::vector<TaskId> TokenExchange::build(TaskGraph& g, MoeHandle& handle, MoePass pass,
-                                         const std::vector<TaskId>& after, const MoeBuffers* buffers,
-                                         MoeContext& ctx) {
-  auto& h = dynamic_cast<ExchangeHandle&>(handle);
+std::vector<TaskId> TokenExchange::build_pass(TaskGraph& g, ExchangeHandle& h, MoePass pass,
+                                              const std::vector<TaskId>& after, const MoeBuffers* buffers,
+                                              MoeContext& ctx) {
   const bool fwd = pass == MoePass::forward, act = buffers != nullptr;
   if (act && fwd && (!buffers->y || (!buffers->xg && h.chunks[0].S > 0)))
     throw std::invalid_argument("TokenExchange: forward needs xg and y");
@@ -233,7 +202,7 @@ std::vector<TaskId> TokenExchange::build(TaskGraph& g, MoeHandle& handle, MoePas
   const bool packed = h.packed;
   if (packed)
     for (int i = 0; i < D; ++i) {
-      Chunk& c = h.chunks[i];
+      ExchangeChunk& c = h.chunks[i];
       GraphTask t;
       t.name = fwd ? "moe.pack" : "moe.pack_grad";
       t.category = TaskCategory::copy;
@@ -250,7 +219,7 @@ std::vector<TaskId> TokenExchange::build(TaskGraph& g, MoeHandle& handle, MoePas
 
   std::vector<TaskId> experts(D), exits;
   auto add_out = [&](int i) {  // the return trip of chunk i, then its unpack
-    Chunk& c = h.chunks[i];
+    ExchangeChunk& c = h.chunks[i];
     TransferSpec t = spec(fwd ? "moe.combine" : "moe.combine_grad", h, c, i, false);
     t.layer = ctx.layer;
     float* final_dst = fwd ? (act ? buffers->y : nullptr) : (act ? buffers->dxg : nullptr);
@@ -276,7 +245,7 @@ std::vector<TaskId> TokenExchange::build(TaskGraph& g, MoeHandle& handle, MoePas
   };
 
   for (int i = 0; i < D; ++i) {
-    Chunk& c = h.chunks[i];
+    ExchangeChunk& c = h.chunks[i];
     TransferSpec t = spec(fwd ? "moe.dispatch" : "moe.dispatch_grad", h, c, i, true);
     t.layer = ctx.layer;
     std::vector<float>& in = fwd ? c.x_recv : c.d_recv;

@@ -8,7 +8,6 @@
 #include <set>
 #include <stdexcept>
 
-#include "moebench/train/topo_gate_setup.h"
 #include "moebench/config/config_layout.h"
 #include "moebench/config/usage_error.h"
 #include "moebench/perf/cluster_model.h"
@@ -111,16 +110,9 @@ void Distributed::attach(MoeGpt& model, const Config& cfg) {
   p.dp_streams->inter = groups_->dp().dup();
   if (groups_->tp_size() > 1) p.tp_dup = groups_->tp().dup();
   p.experts_sliced = cfg.moe.expert_tp && groups_->tp_size() > 1;
-  p.comm_priority = cfg.strategy.monta.ep_priority;
   p.topology = &topology_;
   p.cluster = cluster_.get();
   p.executor = &executor_;
-  p.pcie_switch_pairs = cfg.cluster.pcie_switch_pairs;
-  // FasterMoE §4.3: the EP group placed on the config's cluster (expert e on the node of EP rank
-  // e / (E / P)); the MoeContext of every block running fastermoe gets it (block_context).
-  std::vector<int> ep_world;
-  for (int q = 0; q < groups_->ep().size(); ++q) ep_world.push_back(groups_->ep().world_rank(q));
-  p.topo_gates = topo_gates_for(cfg, names, *cluster_, ep_world, groups_->ep().rank());
   model.distribute(p);
   float* grads = model.params().grads().data();
   std::set<int> dp_nodes;

@@ -220,12 +220,10 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
     m.ctx.stats_size = layout.dp();
     m.ctx.stats_world = dp_group;
     m.ctx.first_local = ep_rank * (E / ep);
-    m.ctx.pcie_switch_pairs = cfg.cluster.pcie_switch_pairs;
     m.ctx.tp_rank = at.tp;
     m.ctx.tp_size = layout.tp();
     m.ctx.tp_world = tp_group;
     m.ctx.experts_sliced = slice > 1;
-    m.ctx.comm_priority = cfg.strategy.monta.ep_priority;
     const auto rows = routing.rows.find(l);
     if (rows == routing.rows.end() || rows->second.size() != (size_t)W * E)
       throw std::invalid_argument("the routing has no " + std::to_string(W) + " x " + std::to_string(E) +
@@ -240,6 +238,9 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
       m.handles.push_back(m.strategies.back()->layout(counts, m.ctx));
     }
   }
+  std::map<int, const MoeStrategy*> block_strategy;
+  for (const auto& [l, m] : moe) block_strategy[l] = m.strategies.front().get();
+  check_comm_priority(block_strategy);
 
   // The partitioned embedding's blocking exchanges over the DP group (MoeGpt runs them on the
   // main thread): the ids' ring all-gather, (P-1) N int32 to the next rank; an all-to-all of

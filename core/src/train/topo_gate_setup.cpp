@@ -7,37 +7,10 @@
 
 namespace moebench {
 
-double topo_gate_rho(const ClusterModel& cluster, int ranks_on_node) {
-  if (ranks_on_node < 1) throw std::invalid_argument("topo_gate: a node with no EP rank");
-  const double net = cluster.link(ClusterLink::inter_node).bandwidth;
-  const double local = cluster.link(ClusterLink::intra_node).bandwidth;
-  return net / ((double)ranks_on_node * local);
-}
-
-TopoGate make_topo_gate(const ClusterModel& cluster, const std::vector<int>& ep_world, int ep_rank) {
-  if (ep_rank < 0 || ep_rank >= (int)ep_world.size())
-    throw std::invalid_argument("topo_gate: EP rank " + std::to_string(ep_rank) + " outside a group of " +
-                                std::to_string(ep_world.size()));
-  TopoGate g;
-  for (int w : ep_world) g.ep_node.push_back(cluster.node_of(w));
-  g.my_node = g.ep_node[ep_rank];
-  g.rho = topo_gate_rho(cluster, (int)std::count(g.ep_node.begin(), g.ep_node.end(), g.my_node));
-  return g;
-}
-
 bool runs_fastermoe(const Config& cfg) {
   const std::vector<std::string>& blocks = cfg.strategy.per_block.blocks;
   return cfg.strategy.name == "fastermoe" ||
          (cfg.strategy.name == "per_block" && std::find(blocks.begin(), blocks.end(), "fastermoe") != blocks.end());
-}
-
-std::map<int, TopoGate> topo_gates_for(const Config& cfg, const std::map<int, std::string>& strategies,
-                                       const ClusterModel& cluster, const std::vector<int>& ep_world, int ep_rank) {
-  std::map<int, TopoGate> out;
-  if (!cfg.strategy.fastermoe.topo_gate) return out;
-  for (const auto& [block, name] : strategies)
-    if (name == "fastermoe") out.emplace(block, make_topo_gate(cluster, ep_world, ep_rank));
-  return out;
 }
 
 std::string topo_gate_note(const Config& cfg) {

@@ -20,6 +20,7 @@
 // doubles over the DP group (the communicator's collectives as the link emulator paces them);
 // N tokens on this rank, C hidden, E experts, K top-k.
 #include <functional>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -61,9 +62,13 @@ TaskId add_partial_reduce_task(TaskGraph& g, const MoeStrategy& strategy, MoeCon
 TaskId add_grad_accumulate_task(TaskGraph& g, const MoeContext& ctx, const BlockDims& d,
                                 const std::vector<TaskId>& after, std::function<void()> action = {});
 
-// With ctx.comm_priority, moves the comm tasks [from, g.size()) to their roles' priority lanes
-// (GraphTask::priority): MoeLayer before each submit, add_block_pass for the step graph.
-void prioritise_comm(TaskGraph& g, int from, const MoeContext& ctx);
+// When the strategy asks for it (MoeStrategy::comm_priority), moves the comm tasks
+// [from, g.size()) to their roles' priority lanes (GraphTask::priority): MoeLayer before each
+// submit, add_block_pass for the step graph.
+void prioritise_comm(TaskGraph& g, int from, const MoeStrategy& strategy);
+// The MoE blocks of one rank (block index -> its strategy) share their communicators, so all of
+// them take the priority lanes or none: std::invalid_argument naming two blocks that differ.
+void check_comm_priority(const std::map<int, const MoeStrategy*>& blocks);
 
 // One pass of a block without buffers, from the handle of the EP group's counts: the tasks
 // MoeLayer executes for those counts (its forward graph, its backward graph), minus the

@@ -7,14 +7,14 @@
 // submits the router and the counts exchange, waits for the counts, lets the strategy lay
 // out and build its tasks, submits them with the combine and waits for the combine. It keeps
 // the routing, the strategy's handle and the activations of the last forward for backward.
-// With MoeContext::topo_gate set (FasterMoE §4.3, moe/topo_gate.h) the router's choice goes
-// through the topology-aware gate before gates, capacity and aux (forced choices too).
+// A gate policy (moe/router.h: the strategy's MoeStrategy::choice_policy, e.g. FasterMoE's
+// topology-aware gate, or set_gate_policy's) rewrites the router's choice before gates,
+// capacity and aux (forced choices too).
 //
 // Determinism: every OpenMP loop is schedule(static) and partitioned by destination row
 // (combine and scatter-add by token, gathers by slot), sums run in a fixed order, so results
 // are bit-identical run to run.
 #include <memory>
-#include <optional>
 #include <vector>
 
 #include "moebench/moe/expert_bank.h"
@@ -41,18 +41,16 @@ class MoeLayer {
   MoeLayer();
   ~MoeLayer();
   // Distributed experts: from now on `experts` arguments are ignored and ctx.local (the
-  // experts this rank owns) is used through the strategy.
+  // experts this rank owns) is used through the strategy; the gate policy becomes the
+  // strategy's (MoeStrategy::choice_policy).
   void set_strategy(std::unique_ptr<MoeStrategy> strategy, MoeContext ctx);
   // Computes the aux loss from the statistics of the whole global batch (all-reduced over
   // `dp`, the data-parallel group) instead of this rank's tokens, so the loss and its
   // gradient equal those of one rank holding the global batch.
   void set_stats_communicator(Communicator* dp) { stats_ = dp; }
-  // The topology-aware gate (FasterMoE §4.3) of the following forwards; none = off. With a
-  // strategy it comes with set_strategy's ctx (MoeContext::topo_gate); this replaces it (and
-  // serves the layer without a strategy: tests, one-rank experiments).
-  void set_topo_gate(std::optional<TopoGate> gate) { ctx_.topo_gate = std::move(gate); }
-  // What the gate did in the last forward (all zero without one).
-  const TopoGateStats& topo_gate_stats() const { return topo_stats_; }
+  // The gate policy of the following forwards (empty: none); replaces the strategy's. For
+  // the layer without a strategy: tests, one-rank experiments.
+  void set_gate_policy(GatePolicy policy) { policy_ = std::move(policy); }
   // Start of a model forward pass: lets the strategy begin work before the gate (prefetch).
   void begin_iteration() {
     if (strategy_) strategy_->begin_iteration(ctx_);
@@ -108,7 +106,7 @@ class MoeLayer {
   std::unique_ptr<MoeHandle> handle_;       // the strategy's state of the last forward
   TaskGraph fwd_graph_, bwd_graph_;
   std::vector<long> my_counts_, counts_;    // [E], [P*E] rows per expert (this rank, the group)
-  TopoGateStats topo_stats_;                // the topology-aware gate's last application
+  GatePolicy policy_;                       // applied to the router's choice (empty: none)
   Communicator* stats_ = nullptr;
   ExpertBank bank_;
   std::vector<int> offsets_;   // [E+1]

@@ -8,6 +8,7 @@
 //   layout(counts, ctx)  -> MoeHandle: everything derived from the EP group's routing counts
 //                           (row counts per peer and chunk, receive orders) plus the pass's
 //                           buffers; per micro-batch state lives here, never in the strategy.
+//                           Each strategy's handle is its own type (moe/typed_strategy.h).
 //   build(g, handle, pass, after, buffers, ctx): appends the pass's tasks to g after the tasks
 //                           `after` and returns the tasks that complete it. Without buffers
 //                           it appends the same tasks without actions: what `plan --graph` and
@@ -15,12 +16,11 @@
 // The implementations live in strategies/, one file per strategy holding it, its analytical
 // cost model (predict) and its factory; strategies/registry.h makes them by name.
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "moebench/moe/expert_bank.h"
-#include "moebench/moe/topo_gate.h"
+#include "moebench/moe/router.h"
 #include "moebench/runtime/task_graph.h"
 
 namespace moebench {
@@ -54,10 +54,9 @@ struct MoeContext {
   // experts accumulate into local_grads.
   int first_local = 0;
   std::vector<ExpertParams> local, local_grads;
-  // Local ranks sharing a PCIe switch, pairwise (cluster.pcie_switch_pairs; data_centric's
-  // pcie_pairing). Strategy options are not here: each strategy holds its own option struct
-  // ([strategy.<name>], config/config.h), given when it is made (strategies/registry.h).
-  std::vector<int> pcie_switch_pairs;
+  // Strategy options are not here: each strategy holds its own option struct
+  // ([strategy.<name>], config/config.h), given when it is made (strategies/registry.h), and
+  // reads what else it needs from the cluster (data_centric's PCIe switch pairs).
   // The tensor-parallel group (tp > 1): a dup used only by the comm workers (null in graphs
   // without buffers or without TP), this rank's index, the group's size and world ranks. TP
   // ranks hold the same tokens, so their EP groups see the same routing counts.
@@ -68,21 +67,12 @@ struct MoeContext {
   int tp_rank = 0, tp_size = 1;
   std::vector<int> tp_world;
   bool experts_sliced = false;
-  // The block's comm tasks run on their roles' priority lanes (GraphTask::priority;
-  // [strategy.monta] ep_priority). Set for every block of a rank or none: the blocks share the
-  // EP, TP and statistics dups, and each communicator's tasks must stay on one lane.
-  bool comm_priority = false;
   // The data-parallel group the router's load statistics are summed over (the aux loss of the
   // global batch, MoeLayer::globalize_aux): its per-role dups (used only by the comm workers;
   // null in graphs without buffers), this rank's index, size and world ranks.
   std::shared_ptr<EpStreams> stats;
   int stats_rank = 0, stats_size = 1;
   std::vector<int> stats_world;
-  // FasterMoE's topology-aware gate (§4.3, moe/topo_gate.h): when set, MoeLayer::route applies
-  // it to the router's choice before gates, capacity and aux. ParallelContext::block_context
-  // copies it from ParallelContext::topo_gate (the trainer fills that from [strategy.fastermoe]
-  // topo_gate); a strategy only reads it (its cost model may, e.g. for the gate's rho).
-  std::optional<TopoGate> topo_gate;
 
   // Fills ep_rank / ep_size / ep_world from ep (when set), tp_rank / tp_size / tp_world from tp.
   void sync_group();
@@ -114,6 +104,8 @@ struct MoeBuffers {
   float* dxg = nullptr;
 };
 
+// The state of one pass of a block, made by its strategy's layout and given back to it
+// (moe/typed_strategy.h: each strategy's own type, checked when it comes back).
 class MoeHandle {
  public:
   virtual ~MoeHandle() = default;
@@ -175,6 +167,20 @@ class MoeStrategy {
   // block is set up (data_centric pulls experts; a process whose strategies pull nothing never
   // needs the MPI one-sided component).
   virtual bool uses_windows() const { return false; }
+  // Whether the block's comm tasks run on their roles' priority lanes (GraphTask::priority;
+  // monta's [strategy.monta] ep_priority): MoeLayer and the step graph move them there. The
+  // blocks of a rank share the EP, TP and statistics dups and each communicator's tasks must
+  // stay on one lane, so all MoE blocks of a rank answer alike (check_comm_priority,
+  // moe/block_graph.h).
+  virtual bool comm_priority() const { return false; }
+  // A rewrite of the router's choice of this rank's tokens for the block of ctx (moe/router.h
+  // GatePolicy: after the top-k or forced choice, before gates, capacity and aux), or none.
+  // MoeLayer asks once, when the strategy is set, and applies it to every forward (fastermoe's
+  // topology-aware gate, §4.3). Default: none.
+  virtual GatePolicy choice_policy(const MoeContext& ctx) const {
+    (void)ctx;
+    return {};
+  }
   // The handle of one pass of the block from the EP group's counts (pure: no communication,
   // except collective setup the first time when ctx.ep is set).
   virtual std::unique_ptr<MoeHandle> layout(const ExchangeCounts& counts, MoeContext& ctx) = 0;
@@ -188,15 +194,15 @@ class MoeStrategy {
   // Called for every MoE block at the start of each forward pass of the model, before any
   // block's gate runs (Janus prefetch, §5.3). Collective over ctx.ep. Default: nothing.
   virtual void begin_iteration(MoeContext& ctx) { (void)ctx; }
-  // The same moment in a graph built without buffers (the step graph the simulator replays):
-  // the transfers begin_iteration starts for the pass of `handle`, as tasks after `after`; the
-  // pass's tasks built later from this handle wait for them instead of moving those bytes
-  // again. Returns the tasks (default: none).
   // The choices behind `handle` (the last forward's), for the run store. Default: none.
   virtual std::vector<StrategyDecision> decisions(const MoeHandle& handle) const {
     (void)handle;
     return {};
   }
+  // The same moment in a graph built without buffers (the step graph the simulator replays):
+  // the transfers begin_iteration starts for the pass of `handle`, as tasks after `after`; the
+  // pass's tasks built later from this handle wait for them instead of moving those bytes
+  // again. Returns the tasks (default: none).
   virtual std::vector<TaskId> build_iteration_start(TaskGraph& g, MoeHandle& handle, const std::vector<TaskId>& after,
                                                     MoeContext& ctx) {
     (void)g, (void)handle, (void)after, (void)ctx;

@@ -7,7 +7,6 @@
 // got its own option struct ([strategy.<name>]) when `strategy_for` made it. The model asks
 // it for a block's strategy and context; it never includes strategies/ (DESIGN §2).
 #include <functional>
-#include <map>
 #include <memory>
 #include <vector>
 
@@ -25,20 +24,14 @@ struct ParallelContext {
   std::shared_ptr<EpStreams> dp_streams;  // the DP group's, for the router statistics' all-reduce
   std::shared_ptr<Communicator> tp_dup;   // tp > 1: a dup of tp for the MoE blocks' comm workers
   bool experts_sliced = false;            // moe.expert_tp (DeepSpeed-TED)
-  bool comm_priority = false;             // [strategy.monta] ep_priority: every block (they share the dups)
   const Topology* topology = nullptr;
   const ClusterModel* cluster = nullptr;  // what predictions of this run assume
   Executor* executor = nullptr;
-  std::vector<int> pcie_switch_pairs;     // cluster.pcie_switch_pairs
-  // [strategy.fastermoe] topo_gate: MoE block -> this rank's topology-aware gate there
-  // (moe/topo_gate.h, train/topo_gate_setup.h topo_gates_for: the blocks running fastermoe),
-  // copied into that block's MoeContext; a block without an entry has none.
-  std::map<int, TopoGate> topo_gates;
   // The strategy of MoE block `block`, with its options (strategies/registry.h, janus.h).
   std::function<std::unique_ptr<MoeStrategy>(int block)> strategy_for;
 
-  // The group part of a block's MoeContext (ep, streams, topology, executor, pairs, group
-  // ranks, topo_gate); the model adds the block's shapes and experts.
+  // The group part of a block's MoeContext (ep, streams, topology, cluster, executor, group
+  // ranks); the model adds the block's shapes and experts.
   MoeContext block_context(int layer) const;
 };
 

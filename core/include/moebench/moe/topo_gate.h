@@ -3,9 +3,8 @@
 // (GatePolicy, moe/router.h). On a tree topology a node's NIC carries about M
 // times one worker's all-to-all traffic, so at most L = W_net / (M W_local) x B of a rank's
 // assignments may go to experts on another node; the others re-select among the experts of
-// the rank's own node by router score. Plain functions; MoeLayer::route applies the policy
-// when its MoeContext carries a TopoGate (ParallelContext::topo_gate, filled by the trainer
-// from [strategy.fastermoe] topo_gate).
+// the rank's own node by router score. Plain functions; fastermoe's blocks apply the policy
+// with [strategy.fastermoe] topo_gate (MoeStrategy::choice_policy, strategies/fastermoe_gate.h).
 //
 // Decisions recorded here:
 // - B (the paper's tokens of a worker, one choice each) is read as the rank's N*K assignments
@@ -52,7 +51,7 @@ struct TopoGate {
   bool single_node() const;             // every EP rank on my_node: the policy changes nothing
 };
 
-// What one application did (MoeLayer::topo_gate_stats after a forward).
+// What one application did.
 struct TopoGateStats {
   int cap = 0;            // L
   int remote_before = 0;  // assignments whose choice was on another node

@@ -73,8 +73,8 @@
 //    local-rank order ("janus.node_reduce", compute, deterministic) and accumulates the sum
 //    into the owner once ("janus.push_grad"). Per machine and iteration the inter-node bytes
 //    are expert_bytes * (experts on other nodes used by the node), each way.
-//  pcie_pairing (§5.2, Fig. 8-9; only with hierarchical, pairs from ctx.pcie_switch_pairs,
-//    local ranks listed pairwise): after the node cache is filled, each paired rank makes a
+//  pcie_pairing (§5.2, Fig. 8-9; only with hierarchical, pairs from the cluster the run
+//    assumes: ctx.cluster's pcie_switch_pairs, local ranks listed pairwise; none without a cluster): after the node cache is filled, each paired rank makes a
 //    private copy ("device buffer") of every cached external expert it uses. The external
 //    experts the PAIR uses (union of both ranks' used flags, ascending) are split by position:
 //    even -> the pair's lower local rank, odd -> the higher. In round t each paired rank copies
@@ -93,7 +93,7 @@
 #include <vector>
 
 #include "moebench/config/config.h"
-#include "moebench/moe/moe_strategy.h"
+#include "moebench/moe/typed_strategy.h"
 
 namespace moebench {
 
@@ -125,7 +125,9 @@ struct DataCentricCopy {
   bool operator==(const DataCentricCopy& o) const { return expert == o.expert && from_peer == o.from_peer; }
 };
 
-class DataCentric : public MoeStrategy {
+struct DataCentricPass;  // the handle: a pass's schedule and its used experts (data_centric_detail.h)
+
+class DataCentric : public StrategyOf<DataCentricPass> {
  public:
   // options: [strategy.data_centric] (config/config.h).
   explicit DataCentric(DataCentricOptions options = {});
@@ -135,15 +137,8 @@ class DataCentric : public MoeStrategy {
   // on the node communicator; see the header comment).
   bool exchanges_counts() const override { return false; }
   bool uses_windows() const override { return true; }
-  std::unique_ptr<MoeHandle> layout(const ExchangeCounts& counts, MoeContext& ctx) override;
-  std::vector<TaskId> build(TaskGraph& g, MoeHandle& handle, MoePass pass, const std::vector<TaskId>& after,
-                            const MoeBuffers* buffers, MoeContext& ctx) override;
   StrategyCost predict(const CostInputs& in, const MoeContext& ctx, const ClusterModel& cluster) const override;
   void begin_iteration(MoeContext& ctx) override;
-  // prefetch on: one comm task "janus.prefetch" (one-sided gets of begin_iteration's plan, on the
-  // EP group's comm role) that the pass's prefetched pulls then wait for with no bytes of their own.
-  std::vector<TaskId> build_iteration_start(TaskGraph& g, MoeHandle& handle, const std::vector<TaskId>& after,
-                                            MoeContext& ctx) override;
 
   const DataCentricOptions& options() const { return opts_; }
   const DataCentricStats& stats() const { return stats_; }
@@ -160,9 +155,19 @@ class DataCentric : public MoeStrategy {
   // pcie_pairing: the pair peer's local rank on this node in the last forward, -1 if none.
   int pair_peer() const { return pairing_ ? pair_peer_local_ : -1; }
 
+ protected:
+  std::unique_ptr<DataCentricPass> layout_pass(const ExchangeCounts& counts, MoeContext& ctx) override;
+  std::vector<TaskId> build_pass(TaskGraph& g, DataCentricPass& p, MoePass pass, const std::vector<TaskId>& after,
+                                 const MoeBuffers* buffers, MoeContext& ctx) override;
+  // prefetch on: one comm task "janus.prefetch" (one-sided gets of begin_iteration's plan, on the
+  // EP group's comm role) that the pass's prefetched pulls then wait for with no bytes of their own.
+  std::vector<TaskId> build_pass_start(TaskGraph& g, DataCentricPass& p, const std::vector<TaskId>& after,
+                                       MoeContext& ctx) override;
+
  private:
+  friend struct DataCentricPass;
+  using Pass = DataCentricPass;
   struct Slot;        // one used expert of a pass: its rows, parameters, cache, bank
-  struct Pass;        // the handle: a pass's schedule and its used experts
   struct Prefetched;  // a get issued by begin_iteration
   struct Builder;     // appends a pass's typed tasks (data_centric_detail.h)
   struct PlannedPull {  // one expert begin_iteration pulls (prefetch)
@@ -228,5 +233,8 @@ class DataCentric : public MoeStrategy {
 };
 
 std::unique_ptr<MoeStrategy> make_data_centric(const StrategyConfig& options);
+
+// Instantiated once, in data_centric.cpp, where DataCentricPass is complete.
+extern template class StrategyOf<DataCentricPass>;
 
 }  // namespace moebench

@@ -1,32 +1,16 @@
 #pragma once
-// The topology-aware gate of a run (moe/topo_gate.h, FasterMoE §4.3) from its config and
-// cluster: rho, each rank's gate and the start-up note. Here in train/ because moe/ knows
-// neither the config nor the cluster model.
-#include <map>
+// The start-up note of a run asking for FasterMoE's topology-aware gate (moe/topo_gate.h,
+// §4.3) where it cannot change anything. The gate itself is fastermoe's
+// (strategies/fastermoe_gate.h).
 #include <string>
-#include <vector>
 
 #include "moebench/config/config.h"
-#include "moebench/moe/topo_gate.h"
-#include "moebench/perf/cluster_model.h"
 
 namespace moebench {
-
-// rho = W_net / (M * W_local) from the cluster's inter_node and intra_node links.
-double topo_gate_rho(const ClusterModel& cluster, int ranks_on_node);
-
-// The gate of EP rank ep_rank of the group with world ranks ep_world, placed by
-// cluster.node_of.
-TopoGate make_topo_gate(const ClusterModel& cluster, const std::vector<int>& ep_world, int ep_rank);
 
 // Whether a MoE block runs fastermoe: strategy.name = "fastermoe", or an entry of
 // strategy.per_block.blocks.
 bool runs_fastermoe(const Config& cfg);
-
-// With [strategy.fastermoe] topo_gate = true: make_topo_gate for every MoE block whose strategy
-// (`strategies`: block -> name, strategies/janus.h block_strategies) is fastermoe; else none.
-std::map<int, TopoGate> topo_gates_for(const Config& cfg, const std::map<int, std::string>& strategies,
-                                       const ClusterModel& cluster, const std::vector<int>& ep_world, int ep_rank);
 
 // The start-up note `moebench run` prints once on rank 0 when the gate is asked for but
 // cannot change anything (one node; or every EP group inside one node), else "".
