@@ -38,22 +38,31 @@ bool opens_a_block(const std::string& word) {
 }
 
 // `text` wrapped at kWidth columns; lines after the first start with `indent`. A word that
-// would open a block stays on the line before it (that line may then run longer).
+// would open a block at the start of a line takes the word before it along.
 std::string wrap(const std::string& text, const std::string& indent) {
   std::istringstream in(text);
   std::vector<std::string> words;
   for (std::string w; in >> w;) words.push_back(w);
-  std::string out, line;
+  std::string out;
+  std::vector<std::string> line;  // words of the line being filled
+  size_t width = 0;               // its columns, indent included when not the first line
+  bool first = true;
+  auto emit = [&](size_t count) {  // the first `count` words of `line` as one output line
+    std::string text = first ? "" : indent;
+    for (size_t i = 0; i < count; ++i) text += (i ? " " : "") + line[i];
+    out += text + "\n";
+    line.erase(line.begin(), line.begin() + (long)count);
+    first = false;
+    width = indent.size();
+    for (size_t i = 0; i < line.size(); ++i) width += (i ? 1 : 0) + line[i].size();
+  };
   for (const std::string& w : words) {
-    if (!line.empty() && line.size() + 1 + w.size() > kWidth && !opens_a_block(w)) {
-      out += line + "\n";
-      line = indent;
-    } else if (!line.empty() && line != indent) {
-      line += ' ';
-    }
-    line += w;
+    if (!line.empty() && width + 1 + w.size() > kWidth) emit(line.size() - (opens_a_block(w) && line.size() > 1 ? 1 : 0));
+    width += (line.empty() ? 0 : 1) + w.size();
+    line.push_back(w);
   }
-  return out + line + "\n";
+  if (!line.empty() || first) emit(line.size());
+  return out;
 }
 
 // The default as config_to_toml writes it; moe.experts, expanded per MoE block when loaded,

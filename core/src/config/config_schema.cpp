@@ -225,6 +225,20 @@ const char* section_doc(std::string_view section) {
        "reads `[strategy.expert_centric]` and `[strategy.data_centric]` for its blocks, `per_block` the sections of "
        "the strategies it names, `ppmoe` none. Setting a section the chosen strategy does not read is a config "
        "error, so an ablation cannot vary a switch that does nothing."},
+      {"strategy.expert_centric", "Options of `expert_centric` (all-to-all-v; Tutel's overlap degree): "
+                                  "[strategies/janus.md](strategies/janus.md)."},
+      {"strategy.hier_a2a", "Options of `hier_a2a` (two-phase hierarchical all-to-all): "
+                            "[strategies/janus.md](strategies/janus.md)."},
+      {"strategy.data_centric", "Options of `data_centric` (Janus: workers pull the experts they need): "
+                                "[strategies/janus.md](strategies/janus.md)."},
+      {"strategy.janus", "Options of `janus` (per block data_centric or expert_centric by R): "
+                         "[strategies/janus.md](strategies/janus.md)."},
+      {"strategy.monta", "Options of `monta` (MoNTA's levels and chunks under tensor parallelism): "
+                         "[strategies/monta.md](strategies/monta.md)."},
+      {"strategy.fastermoe", "Options of `fastermoe` (shadowing, smart schedule, topology-aware gate): "
+                             "[strategies/fastermoe.md](strategies/fastermoe.md)."},
+      {"strategy.per_block", "Options of `per_block` (one strategy per MoE block, as the planner writes it): "
+                             "[simulator-emulator.md](simulator-emulator.md)."},
       {"data", "Training data: the synthetic Markov-chain mixture, llm.c `.bin` shards or raw text; multi-task "
                "batches and their placement on the data-parallel ranks (MoESys elastic training)."},
       {"train", "Optimizer steps, batch, AdamW and its schedule, clipping, evaluation and checkpoints."},
