@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Screenshots for the README, of real runs: measures this machine's sgemm rate into a fresh
+# Screenshots for docs/gui.md, of real runs: measures this machine's sgemm rate into a fresh
 # store (the roofline's peak), trains an ablation of three strategies on the quickstart model
 # (4 ranks on 2 virtual nodes) and simulates each (experiment "predictions"), then opens
 # moebench-gui under Xvfb and saves every page and run view to docs/screenshots/<view>.png.

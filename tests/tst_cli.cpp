@@ -57,7 +57,7 @@ class TestCli : public QObject {
     QTest::newRow("heads do not divide hidden") << QByteArray("[model]\nhidden = 30\nheads = 4\n") << u"model.heads"_s;
     QTest::newRow("moe block out of range") << QByteArray("[model]\nlayers = 4\n[moe]\nmoe_layers = [1, 4]\n") << u"moe.moe_layers"_s;
     QTest::newRow("missing data file") << QByteArray("[data]\nsource = \"bin\"\npath = \"nope.bin\"\n") << u"nope.bin"_s;
-    // over the config limits (README "Config limits"): toml++ would overflow its stack or the
+    // over the config limits (docs/limits.md): toml++ would overflow its stack or the
     // "did you mean" search would take minutes
     QTest::newRow("40000-part key") << "[model]\n" + QByteArray("a.").repeated(39999) + "a = 1\n"
                                     << u"broken.toml:2: key `a.a.a"_s;

@@ -363,7 +363,7 @@ class TestConfigTextEdit : public QObject {
   }
 
   void over_the_limits() {
-    // toml++ is not given texts over the limits of parse_config (README "Config limits").
+    // toml++ is not given texts over the limits of parse_config (docs/limits.md).
     std::string deep_key = "a";
     for (int i = 1; i < 40000; ++i) deep_key += ".a";
     const std::string err = toml_syntax_error("[model]\n" + deep_key + " = 1\n");

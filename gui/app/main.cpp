@@ -1,7 +1,7 @@
 // moebench-gui [DB] [--select-all | --select-experiment NAME] [--metric KEY] [--tab NAME]
 //              [--config FILE] [--screenshot FILE | --screenshot-all DIR]: browse a run store, see and compare runs, edit configs,
 // launch runs. The screenshot options save the window once it has rendered and exit
-// (scripts/screenshots.sh takes the README's pictures with them under Xvfb).
+// (scripts/screenshots.sh takes docs/gui.md's pictures with them under Xvfb).
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QDir>

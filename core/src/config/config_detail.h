@@ -33,6 +33,9 @@ struct FieldDef {
 const std::vector<FieldDef>& fields();             // in file order
 const std::vector<std::string>& section_names();   // run, model, moe, data, train
 const FieldDef* find_field(std::string_view section, std::string_view key);
+const char* section_doc(std::string_view section);  // what a section holds; "" for none
+std::string value_text(const FieldDef& f, const Config& c);  // as config_to_toml writes it
+const char* kind_name(Kind k);  // "integer", "float array", ...
 
 inline constexpr int kDefaultExperts = 8;  // moe.experts when not given
 // Problems listed in one ConfigError; more are counted in one last issue. A 1 MiB file of

@@ -203,6 +203,56 @@ const std::vector<std::string>& section_names() {
   return names;
 }
 
+// What each section holds, for the generated reference (config_reference.cpp); "" for none.
+const char* section_doc(std::string_view section) {
+  static const std::vector<std::pair<std::string_view, const char*>> docs = {
+      {"run", "What runs and how: name, seed, output folder, threads, device, precision, the ranks `moebench run` "
+              "starts and the local launcher's guards."},
+      {"cluster",
+       "The machine predictions are made for (each strategy's predict(), `plan`, `simulate`, the link emulator): "
+       "devices, links, NICs, switches, memories, measured collective curves and `calibrate`'s fitted costs. "
+       "`nodes`, `devices_per_node` and `pcie_switch_pairs` also place a run's ranks; the rates change nothing in how "
+       "a run executes. Units: GB/s = 10^9 bytes/s in one direction, latencies in microseconds, compute in TFLOP/s. "
+       "A cluster file (`cluster.file`) is TOML with one `[cluster]` section holding any of these keys but `file`; "
+       "the config's own `[cluster]` keys and `--set` override the file's."},
+      {"model", "The MoE-GPT decoder: vocabulary, context, width, depth, heads, FFN width, head tying, init."},
+      {"parallel",
+       "The layout: pp x dp x tp ranks in Megatron's order (tensor-parallel ranks adjacent, pipeline stages "
+       "outermost), the expert-parallel group, micro-batches and the pipeline schedule."},
+      {"moe", "Which blocks are MoE blocks (0-based block indices), their experts, the router and synthetic routing."},
+      {"strategy",
+       "The MoE strategy. Each strategy reads its options from its own section `[strategy.<name>]`; `janus` also "
+       "reads `[strategy.expert_centric]` and `[strategy.data_centric]` for its blocks, `per_block` the sections of "
+       "the strategies it names, `ppmoe` none. Setting a section the chosen strategy does not read is a config "
+       "error, so an ablation cannot vary a switch that does nothing."},
+      {"strategy.expert_centric", "Options of `expert_centric` (all-to-all-v; Tutel's overlap degree): "
+                                  "[strategies/janus.md](strategies/janus.md)."},
+      {"strategy.hier_a2a", "Options of `hier_a2a` (two-phase hierarchical all-to-all): "
+                            "[strategies/janus.md](strategies/janus.md)."},
+      {"strategy.data_centric", "Options of `data_centric` (Janus: workers pull the experts they need): "
+                                "[strategies/janus.md](strategies/janus.md)."},
+      {"strategy.janus", "Options of `janus` (per block data_centric or expert_centric by R): "
+                         "[strategies/janus.md](strategies/janus.md)."},
+      {"strategy.monta", "Options of `monta` (MoNTA's levels and chunks under tensor parallelism): "
+                         "[strategies/monta.md](strategies/monta.md)."},
+      {"strategy.fastermoe", "Options of `fastermoe` (shadowing, smart schedule, topology-aware gate): "
+                             "[strategies/fastermoe.md](strategies/fastermoe.md)."},
+      {"strategy.per_block", "Options of `per_block` (one strategy per MoE block, as the planner writes it): "
+                             "[simulator-emulator.md](simulator-emulator.md)."},
+      {"data", "Training data: the synthetic Markov-chain mixture, llm.c `.bin` shards or raw text; multi-task "
+               "batches and their placement on the data-parallel ranks (MoESys elastic training)."},
+      {"train", "Optimizer steps, batch, AdamW and its schedule, clipping, evaluation and checkpoints."},
+      {"store", "The SQLite run store every `moebench run` records into."},
+      {"emulate", "The link emulator: a real run on one machine pacing every message over a cluster's links."},
+      {"storage",
+       "Where parameters and optimizer states live (MoESys hierarchical storage): the experts' states in memory or "
+       "on SSD behind an LFU host cache, dense parameters replicated or sharded over DP (ZeRO-3)."},
+  };
+  for (const auto& [name, doc] : docs)
+    if (name == section) return doc;
+  return "";
+}
+
 const FieldDef* find_field(std::string_view section, std::string_view key) {
   for (const auto& f : fields())
     if (section == f.section && key == f.key) return &f;
@@ -285,6 +335,8 @@ std::string double_list_text(const std::vector<double>& v) {
   return out + "]";
 }
 
+}  // namespace
+
 std::string value_text(const FieldDef& f, const Config& c) {
   switch (f.kind) {
     case Kind::Int: return std::to_string(f.get<int>(c));
@@ -316,6 +368,8 @@ std::string value_text(const FieldDef& f, const Config& c) {
   return {};
 }
 
+namespace {
+
 nlohmann::json value_json(const FieldDef& f, const Config& c) {
   switch (f.kind) {
     case Kind::Int: return f.get<int>(c);
@@ -339,6 +393,8 @@ nlohmann::json value_json(const FieldDef& f, const Config& c) {
   return nullptr;
 }
 
+}  // namespace
+
 const char* kind_name(Kind k) {
   switch (k) {
     case Kind::Int:
@@ -358,7 +414,6 @@ const char* kind_name(Kind k) {
   return "";
 }
 
-}  // namespace
 }  // namespace moebench::config_detail
 
 namespace moebench {

@@ -4,8 +4,8 @@
 //  - Size and shape limits. toml++ builds one nested table per dotted key part and header part
 //    and walks them recursively (a 40,000-part key overflows the stack), and the loader's work per
 //    key grows with its length. The limits are far above any real moebench config (keys are
-//    `section.key`, values numbers, strings and flat integer arrays, files a few KB); README
-//    "Config limits" lists them.
+//    `section.key`, values numbers, strings and flat integer arrays, files a few KB); docs/limits.md
+//    lists them.
 //  - Characters toml++ 3.3.0 (Debian 12) cannot classify: its non-ASCII whitespace test reaches
 //    __builtin_unreachable for U+00A1-U+0499, U+2C5E-U+3057 and U+FB26-U+FEFE but U+3000 (found by
 //    fuzz_config). It runs that test on characters outside strings and comments, where TOML 1.0

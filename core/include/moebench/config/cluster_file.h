@@ -1,6 +1,6 @@
 #pragma once
 // Cluster description files (sample_configs/clusters/*.toml): a TOML file with one [cluster]
-// section holding any [cluster] key of the config except `file` (README "Cluster files").
+// section holding any [cluster] key of the config except `file` (docs/config-guide.md).
 // A config names one with `cluster.file`; its keys apply where the config sets none.
 //
 // The readers here check a file on its own: the same types and value rules as the config's

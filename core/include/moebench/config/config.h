@@ -1,7 +1,7 @@
 #pragma once
 // The resolved configuration of a run: plain structs with the defaults every key has.
 // config_loader.h fills them from TOML (+ --set overrides) and validates them; the meaning of
-// each key is documented in README.md ("Config reference").
+// each key is documented in docs/configuration.md (`moebench validate --doc`).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -39,7 +39,7 @@ struct ClusterConfig {
   // ([0, 1, 2, 3] = switches {0,1} and {2,3}); empty = none described
   std::vector<int> pcie_switch_pairs;
   // Links and devices (perf/cluster_model.h). Bandwidths in GB/s = 1e9 bytes/s per direction,
-  // latencies in microseconds. Defaults: this development machine, roughly (README).
+  // latencies in microseconds. Defaults: this development machine, roughly (experiments/).
   double device_tflops = 0.12;           // sustained compute rate per device, TFLOP/s
   double device_memory_gib = 0.0;        // memory per device, GiB (2^30 bytes); 0 = not described
   // MoESys eq. 1 (perf/moesys_storage.h): host memory (its M_CPU) and SSD space (M_SSD) per
@@ -268,7 +268,7 @@ int64_t expert_param_count(const ModelConfig& model);
 // Bytes of one expert's state record: 3 x expert_param_count x 4 (fp32 master, Adam m, v).
 int64_t expert_state_record_bytes(const ModelConfig& model);
 
-// The link emulator (perf/link_emulator.h, README "Emulating a cluster"): every message of a
+// The link emulator (perf/link_emulator.h, docs/simulator-emulator.md): every message of a
 // real run is paced over the links of a cluster file. The section absent (cluster "") = off.
 struct EmulateConfig {
   // A cluster file (sample_configs/clusters/*.toml) naming every link its devices use; its

@@ -17,7 +17,7 @@
 // All problems (syntax, unknown section/key, wrong type, out of range, inconsistent keys,
 // missing data files) are collected and thrown together as one ConfigError (at most 100, then
 // one "and N more" issue). Each issue names the file and line (or `--set key`) and the key, and
-// says what was expected. Texts over the size, key and nesting limits of README "Config limits"
+// says what was expected. Texts over the size, key and nesting limits of docs/limits.md
 // (1 MiB; 32 dotted parts and 1024 bytes per key; nesting 64) are rejected before parsing.
 #include <nlohmann/json.hpp>
 

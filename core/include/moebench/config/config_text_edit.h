@@ -59,8 +59,8 @@ std::string config_value_literal(const std::string& key, std::string_view user_t
 // literal itself. A literal that is not a TOML value is returned unchanged.
 std::string config_literal_display(std::string_view literal);
 
-// "" when `text` is well-formed TOML within the limits parse_config() enforces (README "Config
-// limits"), else the parser's or the limit's message with line and column ("line 3, column 7:
+// "" when `text` is well-formed TOML within the limits parse_config() enforces (docs/limits.md),
+// else the parser's or the limit's message with line and column ("line 3, column 7:
 // ...") — for deciding whether a text can be read as a whole.
 std::string toml_syntax_error(std::string_view text);
 

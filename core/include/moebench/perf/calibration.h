@@ -92,7 +92,7 @@ std::string host_task_fit_lines(const HostTaskFit& fit, const std::string& refer
 
 // The cluster a calibration describes (name "local", one node of `ranks` devices).
 ClusterSpec calibrated_cluster(const Calibration& c);
-// That cluster as a cluster file (README "Cluster files"): a comment block naming `command`,
+// That cluster as a cluster file (docs/config-guide.md): a comment block naming `command`,
 // the host, ranks and threads and every measurement, then [cluster].
 std::string calibrated_cluster_file(const Calibration& c, const std::string& command);
 

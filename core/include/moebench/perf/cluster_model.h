@@ -17,8 +17,8 @@
 // Bandwidths are bytes/s in one direction; latencies seconds. One transfer of `bytes` over a
 // link takes latency + bytes / bandwidth (no contention here: the simulator shares links).
 //
-// Numbers come from [cluster] and a cluster file (sample_configs/clusters/*.toml, README
-// "Cluster files"); whatever they predict is "predicted", never measured.
+// Numbers come from [cluster] and a cluster file (sample_configs/clusters/*.toml,
+// docs/config-guide.md); whatever they predict is "predicted", never measured.
 #include <string>
 #include <utility>
 #include <vector>

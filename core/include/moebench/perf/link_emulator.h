@@ -1,6 +1,6 @@
 #pragma once
 // The link emulator: a real run on one machine spends the communication time a target cluster
-// (a ClusterModel, README "Emulating a cluster") would, stretched by a time scale.
+// (a ClusterModel, docs/simulator-emulator.md) would, stretched by a time scale.
 //
 // LinkEmulator holds what every rank of the job shares: the `free_at` time of each directed
 // link of the cluster (ClusterNetwork's FIFO model) and the epoch of the emulated time, in POSIX

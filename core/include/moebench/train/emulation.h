@@ -1,5 +1,5 @@
 #pragma once
-// The link emulator of a run ([emulate], README "Emulating a cluster"): which cluster, which
+// The link emulator of a run ([emulate], docs/simulator-emulator.md): which cluster, which
 // time scale and where it came from, and the communicator that paces every message over the
 // cluster's links (perf/link_emulator.h).
 //
