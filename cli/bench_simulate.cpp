@@ -18,7 +18,7 @@
 #include "moebench/config/config_loader.h"
 #include "moebench/config/usage_error.h"
 #include "moebench/perf/cluster_network.h"
-#include "moebench/train/step_simulation.h"
+#include "moebench/plan/step_simulation.h"
 
 namespace moebench::cli {
 namespace {

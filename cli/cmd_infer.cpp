@@ -4,7 +4,7 @@
 //   prompt   --prompt-file F: a model trained on text (data.source = "text", byte-level, vocab
 //            256) reads F's bytes as tokens; any other model reads whitespace-separated token
 //            ids from F. --prompt "3 14 15": ids inline. Default: the single token 0.
-//   --ring K MoESys's ring memory (train/ring_memory.h): the device tier holds the dense
+//   --ring K MoESys's ring memory (storage/ring_memory.h): the device tier holds the dense
 //            parameters and K MoE blocks' experts; the others load while earlier blocks compute.
 //            The tokens are the same as without it. --no-prefetch: each block loads only when its
 //            forward asks for it (Fig. 12's baseline: every load exposed).
@@ -27,7 +27,7 @@
 #include "infer_prompt.h"
 #include "moebench/config/usage_error.h"
 #include "moebench/train/inference.h"
-#include "moebench/train/ring_memory.h"
+#include "moebench/storage/ring_memory.h"
 #include "moebench/train/safetensors.h"
 
 namespace moebench::cli {

@@ -4,7 +4,7 @@
 // moebench plan CONFIG --graph RANK [--json]: the task graph of one training iteration of that
 // rank (train/step_graph.h), built without MPI from synthetic routing, for any run.ranks.
 // moebench plan CONFIG --cluster FILE [--nodes N] [--ranks N] [--json] [--write-config OUT]: the
-// planner (train/block_planner.h): each MoE block's PREDICTED time under every applicable
+// planner (plan/block_planner.h): each MoE block's PREDICTED time under every applicable
 // strategy and option set on that cluster, the choice per block, and the config that runs it;
 // with parallel.tp > 1 also MoNTA's cost-model choice per block (plan_monta.h).
 // moebench plan CONFIG --memory [--cluster FILE] [--json]: MoNTA's memory model per device
@@ -30,7 +30,7 @@
 #include "moebench/perf/cluster_model.h"
 #include "moebench/runtime/graph_dump.h"
 #include "moebench/strategies/janus.h"
-#include "moebench/train/block_planner.h"
+#include "moebench/plan/block_planner.h"
 #include "moebench/train/step_graph.h"
 #include "plan_context.h"
 #include "plan_elastic.h"
@@ -156,7 +156,7 @@ int graph_main(const std::string& path, const std::vector<std::string>& sets, in
   return 0;
 }
 
-// --cluster: the planner (train/block_planner.h) on the described cluster.
+// --cluster: the planner (plan/block_planner.h) on the described cluster.
 int cluster_plan_main(const std::string& path, const std::vector<std::string>& sets, bool json,
                       const std::string& write_config, bool force) {
   if (!write_config.empty()) check_output_file("plan --write-config", write_config, force);

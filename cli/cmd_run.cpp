@@ -39,7 +39,7 @@
 #include "moebench/train/checkpoint.h"
 #include "moebench/train/distributed.h"
 #include "moebench/train/emulation.h"
-#include "moebench/train/expert_state_tier.h"
+#include "moebench/storage/expert_state_tier.h"
 #include "moebench/train/output_dir.h"
 #include "moebench/train/run_recorder.h"
 #include "moebench/train/trainer.h"
@@ -238,7 +238,7 @@ std::string canonical(const std::string& dir) {
 }
 
 // The output directory's lock and mode (output_dir.h); the launcher holds it for its ranks.
-OutputDirLock claim_out_dir(const RunOptions& o, const Config& cfg) {
+FolderLock claim_out_dir(const RunOptions& o, const Config& cfg) {
   const OutputMode mode = o.overwrite ? OutputMode::overwrite
                                       : !o.resume.empty() ? OutputMode::resume : OutputMode::fresh;
   return claim_output_dir(out_dir_of(o, cfg), mode, o.resume);
@@ -266,7 +266,7 @@ int run_rank(const RunOptions& o) {
   std::unique_ptr<MpiCommunicator> world = MpiCommunicator::world();
   const int size = world->size(), me = world->rank();
   Config cfg;
-  OutputDirLock lock;
+  FolderLock lock;
   int code = 0;
   std::string message;
   try {
@@ -331,7 +331,7 @@ int run_training(const RunOptions& o) {
   // locks are let go at once; each rank takes its own folder's again.
   if (cfg.storage.sparse == "ssd")
     for (int rank = 0; rank < cfg.run.ranks; ++rank) claim_expert_state_dir(cfg.storage, rank);
-  const OutputDirLock lock = claim_out_dir(o, cfg);
+  const FolderLock lock = claim_out_dir(o, cfg);
   check_resume(o, cfg);
   if (cfg.run.ranks == 1) {  // one rank sends nothing: emulation only labels the run
     const std::unique_ptr<Emulation> emu =

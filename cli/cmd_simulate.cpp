@@ -2,7 +2,7 @@
 //                          [--ranks N] [--nodes N] [--set key=value]... [--json]
 // Replays every rank's step graph (the strategies' own builders) on a described cluster
 // (perf/simulator.h) and writes the result into the store as a run tagged predicted
-// (train/predicted_run.h). Every number it prints is predicted.
+// (plan/predicted_run.h). Every number it prints is predicted.
 //   --cluster FILE  the cluster file replaces the config's [cluster] (default: the config's own)
 //   --nodes N       that cluster with N nodes (scaling a described node type)
 //   --ranks N       run.ranks (must equal the cluster's devices)
@@ -13,7 +13,7 @@
 // machine's rates: --host FILE (e.g. a `moebench calibrate` file), else the config's [cluster].
 // Its links come from [emulate], so --cluster and --nodes are refused for it.
 // Before the routing or any graph is built, the simulation's memory and work are estimated
-// (train/simulation_estimate.h) and refused over the budget (exit 2, simulation_budget.h);
+// (plan/simulation_estimate.h) and refused over the budget (exit 2, simulation_budget.h);
 // --steps is at most 10,000.
 #include <chrono>
 #include <cstdio>
@@ -31,10 +31,10 @@
 #include "moebench/config/cluster_file.h"
 #include "moebench/perf/cluster_network.h"
 #include "moebench/train/emulation.h"
-#include "moebench/train/predicted_run.h"
+#include "moebench/plan/predicted_run.h"
 #include "moebench/train/step_graph.h"
-#include "moebench/train/step_simulation.h"
-#include "moebench/train/trace_routing.h"
+#include "moebench/plan/step_simulation.h"
+#include "moebench/plan/trace_routing.h"
 
 namespace moebench::cli {
 namespace {

@@ -1,10 +1,10 @@
 #pragma once
-// The refusal of a simulation over its budget (train/simulation_estimate.h), for `moebench
+// The refusal of a simulation over its budget (plan/simulation_estimate.h), for `moebench
 // simulate` and `moebench plan --graph`: before the routing or any graph is built, and again
 // with rank 0's graph.
 #include <string>
 
-#include "moebench/train/simulation_estimate.h"
+#include "moebench/plan/simulation_estimate.h"
 
 namespace moebench::cli {
 

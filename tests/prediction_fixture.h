@@ -2,7 +2,7 @@
 // A run store of measured and predicted runs with known step times, for the prediction-accuracy
 // model and view and the stacked timeline. Written through RunStore; params are the real
 // config_params() of parsed configs; predicted runs carry the tags `moebench simulate` writes
-// (train/predicted_run.h: predicted = simulator, cluster, routing, trace_run = a measured uuid).
+// (plan/predicted_run.h: predicted = simulator, cluster, routing, trace_run = a measured uuid).
 //
 // Configs (base: 4 ranks, 2 MoE layers): A = expert_centric, B = hier_a2a, C = data_centric,
 // D = expert_centric on 8 ranks. Runs, in id order (start times ascending unless noted):

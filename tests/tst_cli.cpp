@@ -192,7 +192,7 @@ class TestCli : public QObject {
     QVERIFY2(r.err.contains(u"/nonexistent/x.toml"_s), qPrintable(r.err));
   }
 
-  // storage.sparse = "ssd" (MoESys hierarchical storage, train/expert_state_tier.h) through the
+  // storage.sparse = "ssd" (MoESys hierarchical storage, storage/expert_state_tier.h) through the
   // CLI: a run killed with SIGKILL in the middle of a record's write-back (its temp file written,
   // not yet renamed: MOEBENCH_KILL_IN_WRITE) resumes from its last checkpoint with the losses of
   // an uninterrupted run; the step lines and `runs show` carry the host cache's counters.

@@ -1,5 +1,5 @@
 // ctest-labels: mpi np=4
-// storage.dense = "zero3" (train/dense_shards.h: MoESys §III-B2, Algorithm 1) on the launched
+// storage.dense = "zero3" (storage/dense_shards.h: MoESys §III-B2, Algorithm 1) on the launched
 // ranks (CTest: 4 = 2 virtual nodes x 2; every rank a DP rank: tp = pp = 1). Checked against
 // the replicated run on the same ranks, which only differs in where the dense parameters live:
 //   losses and parameters equal (1e-5 relative / 1e-4 absolute) with the prefetch on and off,
@@ -25,7 +25,7 @@
 #include "moebench/dist/mpi_communicator.h"
 #include "moebench/perf/trainer_memory.h"
 #include "moebench/train/checkpoint.h"
-#include "moebench/train/dense_shards.h"
+#include "moebench/storage/dense_shards.h"
 #include "moebench/train/distributed.h"
 #include "moebench/train/step_graph.h"
 #include "moebench/train/trainer.h"

@@ -1,5 +1,5 @@
 // ctest-labels: unit
-// MoESys hierarchical storage (train/expert_state_store.h, train/sparse_state_cache.h): state
+// MoESys hierarchical storage (storage/expert_state_store.h, storage/sparse_state_cache.h): state
 // files round-trip bit-exactly, every kind of damage raises an error naming file, block and
 // expert, a write-back killed before its rename leaves the old record readable, a full disk is
 // named; the LFU host cache of Algorithm 2 evicts in the hand-computed order, writes back dirty
@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "moebench/train/expert_state_store.h"
-#include "moebench/train/sparse_state_cache.h"
+#include "moebench/storage/expert_state_store.h"
+#include "moebench/storage/sparse_state_cache.h"
 
 using namespace moebench;
 

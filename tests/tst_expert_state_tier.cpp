@@ -1,5 +1,5 @@
 // ctest-labels: mpi np=4
-// MoESys hierarchical storage in training (storage.sparse = "ssd", train/expert_state_tier.h):
+// MoESys hierarchical storage in training (storage.sparse = "ssd", storage/expert_state_tier.h):
 // the experts' fp32 master weights and Adam moments in files behind an LFU host cache 4x smaller
 // than the states. On the launched ranks (CTest: 4, and 1) against in-memory training of the same
 // layout: bit-identical losses and parameters, with and without prefetch; the cache's counters
@@ -15,8 +15,8 @@
 #include "moebench/config/config_loader.h"
 #include "moebench/config/usage_error.h"
 #include "moebench/dist/mpi_communicator.h"
-#include "moebench/train/expert_state_store.h"
-#include "moebench/train/expert_state_tier.h"
+#include "moebench/storage/expert_state_store.h"
+#include "moebench/storage/expert_state_tier.h"
 #include "moebench/train/trainer.h"
 #include "equivalence_support.h"
 #include "mpi_test_main.h"

@@ -1,7 +1,7 @@
 // ctest-labels: unit
 // `moebench infer` and train/inference.h: a tiny model trained on a repeated sentence continues
 // it greedily, also past its seq_len context (the window slides); the CLI prints the same tokens;
-// MoESys's ring memory (train/ring_memory.h) gives the same tokens with 1, 2 or 3 of the 3 MoE
+// MoESys's ring memory (storage/ring_memory.h) gives the same tokens with 1, 2 or 3 of the 3 MoE
 // blocks' experts on the device tier, with the loads and device bytes worked out by hand; every
 // bad input (no checkpoint, another safetensors file, a prompt outside the vocabulary or not ids,
 // a ring larger than the MoE blocks) is a usage error naming it (exit 2).
@@ -15,7 +15,7 @@
 
 #include "moebench/config/config_loader.h"
 #include "moebench/train/inference.h"
-#include "moebench/train/ring_memory.h"
+#include "moebench/storage/ring_memory.h"
 #include "moebench/train/safetensors.h"
 #include "moebench/train/trainer.h"
 #include "cli_support.h"

@@ -131,7 +131,7 @@ class TestStepGraph : public QObject {
     QVERIFY2(got.same_schedule(want), qPrintable(first_difference(got, want)));
   }
 
-  // storage.sparse = "ssd" (train/expert_state_tier.h): the tier's update after the optimizer,
+  // storage.sparse = "ssd" (storage/expert_state_tier.h): the tier's update after the optimizer,
   // which no longer updates the experts. The tiny model on one rank: 4 records (block 1's
   // experts), a host cache of 1 (C = 1, full in a later step). Order: the cached record (the
   // last one, expert 3), then experts 0-2, each loaded. Hand-built (o = the optimizer):

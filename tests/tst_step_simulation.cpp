@@ -1,10 +1,10 @@
-// A simulated step's summaries (train/step_simulation.h): the per MoE block compute / exposed
+// A simulated step's summaries (plan/step_simulation.h): the per MoE block compute / exposed
 // comm / idle split (its experts' gradient all-reduce included) and the exposed comm per rank,
 // on hand-placed task times.
 #include <QtTest>
 
 #include "moebench/config/config_loader.h"
-#include "moebench/train/step_simulation.h"
+#include "moebench/plan/step_simulation.h"
 #include "test_support.h"
 
 using namespace moebench;

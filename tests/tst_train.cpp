@@ -131,7 +131,7 @@ class TestTrain : public QObject {
     QTemporaryDir dir;
     const std::string out = dir.path().toStdString() + "/out";
     {
-      OutputDirLock lock = claim_output_dir(out, OutputMode::fresh);
+      FolderLock lock = claim_output_dir(out, OutputMode::fresh);
       QVERIFY(lock.held());
       const QString msg = test::error_message<UsageError>([&] { claim_output_dir(out, OutputMode::resume); });
       QVERIFY2(msg.contains("is in use by another moebench run (pid " + QString::number(getpid())), qPrintable(msg));

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # MoESys (moesys.txt) with moebench:
 #   Fig. 12, MEASURED on this machine: ring-memory offloaded inference (§III-C2, `moebench infer
-#   --ring K`, core/include/moebench/train/ring_memory.h). ring_model.toml (4 MoE blocks of 8
+#   --ring K`, core/include/moebench/storage/ring_memory.h). ring_model.toml (4 MoE blocks of 8
 #   experts, hidden 256) is trained for 2 steps, then generates 24 tokens greedily after a
 #   40-token prompt:
 #     computation         every expert resident (no ring)

@@ -43,7 +43,7 @@ void Checker::check_storage() {
   if (::access(s.ssd_dir.c_str(), W_OK | X_OK) != 0) fail("storage.ssd_dir", "directory is not writable: " + s.ssd_dir);
 }
 
-// storage.dense = "zero3" (train/dense_shards.h): the shards are contiguous pieces of each
+// storage.dense = "zero3" (storage/dense_shards.h): the shards are contiguous pieces of each
 // layer's dense parameters over the DP group, so it is refused, naming the key, wherever a
 // rank does not hold whole dense layers (tensor or pipeline parallelism, the partitioned
 // embedding) or there is no second DP rank to shard over, rather than half-working.

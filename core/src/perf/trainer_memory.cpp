@@ -61,7 +61,7 @@ TrainerMemory trainer_memory(const Config& cfg, int stage, bool rank0) {
   m.adam = 2 * kFloat * m.parameters;
   const bool zero3 = cfg.storage.dense == "zero3" && L.par.dp() > 1;
   if (zero3) {
-    // storage.dense = "zero3" (train/dense_shards.h; tp = pp = 1): AdamW m, v for the experts
+    // storage.dense = "zero3" (storage/dense_shards.h; tp = pp = 1): AdamW m, v for the experts
     // and this rank's shard of each dense part; rank 0's shards are the largest, ceil(n / d).
     const ParamPieces pc = param_pieces(md, L.tp(), sliced);
     auto shard = [&](double n) { return std::ceil(n / L.par.dp()); };

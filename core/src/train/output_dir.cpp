@@ -1,41 +1,16 @@
-// Claiming a run's output directory: flock-based lock with the holder's pid, refusal of a
-// directory holding an earlier run's checkpoints (see output_dir.h).
+// Claiming a run's output directory: its lock (storage/folder_lock.h), refusal of a directory
+// holding an earlier run's checkpoints (see output_dir.h).
 #include "moebench/train/output_dir.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <stdexcept>
 
-#include "moebench/config/path_limits.h"
 #include "moebench/train/checkpoint.h"
 
 namespace fs = std::filesystem;
 
 namespace moebench {
-
-OutputDirLock::~OutputDirLock() {
-  if (fd_ >= 0) ::close(fd_);  // releases the flock
-}
-
-OutputDirLock::OutputDirLock(OutputDirLock&& other) noexcept : fd_(other.fd_), path_(std::move(other.path_)) {
-  other.fd_ = -1;
-}
-
-OutputDirLock& OutputDirLock::operator=(OutputDirLock&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = other.fd_;
-    path_ = std::move(other.path_);
-    other.fd_ = -1;
-  }
-  return *this;
-}
 
 std::string latest_checkpoint_name(const std::string& dir) {
   try {
@@ -65,36 +40,8 @@ bool checkpoint_inside(const std::string& resume_from, const std::string& dir) {
 
 }  // namespace
 
-OutputDirLock claim_output_dir(const std::string& dir, OutputMode mode, const std::string& resume_from) {
-  if (const std::string why = path_length_problem(dir); !why.empty())
-    throw UsageError("output directory " + dir.substr(0, 48) + (dir.size() > 48 ? "..." : "") + ": " + why);
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (!fs::is_directory(dir))
-    throw std::runtime_error("output directory " + dir + ": cannot create it" +
-                             (ec ? " (" + ec.message() + ")" : std::string(" (a file has that name)")));
-  OutputDirLock lock;
-  lock.path_ = (fs::path(dir) / ".moebench.lock").string();
-  lock.fd_ = ::open(lock.path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (lock.fd_ < 0)
-    throw std::runtime_error("output directory " + dir + ": cannot open its lock file " + lock.path_ + " (" +
-                             std::strerror(errno) + ")");
-  if (::flock(lock.fd_, LOCK_EX | LOCK_NB) != 0) {
-    const int err = errno;
-    char buf[32] = {};
-    const ssize_t n = ::pread(lock.fd_, buf, sizeof buf - 1, 0);
-    std::string holder = n > 0 ? std::string(buf, (size_t)n) : std::string();
-    while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
-    if (err == EWOULDBLOCK)
-      throw UsageError(dir + " is in use by another moebench run (pid " + (holder.empty() ? "unknown" : holder) +
-                       "; lock " + lock.path_ + "): wait for it to end, or pass another --out");
-    throw std::runtime_error("output directory " + dir + ": cannot lock " + lock.path_ + " (" +
-                             std::strerror(err) + ")");
-  }
-  const std::string pid = std::to_string((long)::getpid()) + "\n";
-  if (::ftruncate(lock.fd_, 0) != 0 || ::pwrite(lock.fd_, pid.data(), pid.size(), 0) != (ssize_t)pid.size())
-    throw std::runtime_error("output directory " + dir + ": cannot write " + lock.path_ + " (" +
-                             std::strerror(errno) + ")");
+FolderLock claim_output_dir(const std::string& dir, OutputMode mode, const std::string& resume_from) {
+  FolderLock lock = lock_folder(dir, "pass another --out");
   const std::string latest = latest_checkpoint_name(dir);
   if (mode == OutputMode::fresh && !latest.empty())
     throw UsageError(dir + " holds checkpoints of an earlier run (latest " + latest + "): pass --resume " + dir +

@@ -1,5 +1,5 @@
 #include "moebench/train/step_graph.h"
-#include "moebench/train/expert_state_tier.h"
+#include "moebench/storage/expert_state_tier.h"
 
 #include <algorithm>
 #include <cmath>
@@ -264,7 +264,7 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
     main_task(std::move(t));
   };
 
-  // storage.dense = "zero3" (train/dense_shards.h): a ring collective of P shards of
+  // storage.dense = "zero3" (storage/dense_shards.h): a ring collective of P shards of
   // s = ceil(n / P) floats, (P-1) s floats to the next rank in P-1 messages; this rank's shard.
   const bool zero3 = cfg.storage.dense == "zero3";
   auto shard_of = [&](double floats) { return std::ceil(floats / layout.dp()); };
@@ -431,7 +431,7 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
   host_allreduce("grad.norm.pp", 1, pp_group, at.pp);
   host_allreduce("loss.pp", 2, pp_group, at.pp);
   host_allreduce("loss.dp", 1, dp_group, at.dp);
-  // storage.sparse = "ssd" (train/expert_state_tier.h): AdamW keeps the dense moments and the
+  // storage.sparse = "ssd" (storage/expert_state_tier.h): AdamW keeps the dense moments and the
   // experts are updated through their records after it, the tier's own schedule in a typical
   // later step: the host cache full (no free slot) of the records updated last, which go first.
   std::vector<SparseUpdateRecord> records;

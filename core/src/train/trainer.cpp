@@ -20,7 +20,7 @@
 #include "moebench/train/pipeline_step.h"
 #include "moebench/train/step_records_codec.h"
 #include "moebench/train/distributed.h"
-#include "moebench/train/expert_state_tier.h"
+#include "moebench/storage/expert_state_tier.h"
 
 namespace moebench {
 namespace {

@@ -67,7 +67,7 @@ struct ClusterConfig {
   std::vector<double> allgather_busbw_bytes;
   std::vector<double> allgather_busbw_gbs;
   double d2d_bw_gbs = 0.0;  // device-memory copies (MoNTA's B3 x r3), GB/s; 0 = copy_bw_gbs
-  // File reads and writes of MoESys's SSD tier (io tasks, train/expert_state_tier.h), GB/s per
+  // File reads and writes of MoESys's SSD tier (io tasks, storage/expert_state_tier.h), GB/s per
   // device; 0 = copy_bw_gbs.
   double ssd_bw_gbs = 0.0;
   // This host's own costs beyond the model (`moebench calibrate` fits them on reference runs,
@@ -237,21 +237,21 @@ struct StoreConfig {
 
 // Where the experts' training states live (MoESys §III-B1, hierarchical storage). A state record
 // is one expert's fp32 master weights + Adam m + v: 3 x expert_param_count floats
-// (train/expert_state_store.h holds them on SSD, train/sparse_state_cache.h caches them in host
+// (storage/expert_state_store.h holds them on SSD, storage/sparse_state_cache.h caches them in host
 // memory per Algorithm 2).
 struct StorageConfig {
   std::string sparse = "memory";  // "memory": states stay in host memory; "ssd": files under ssd_dir, LFU host cache
   std::string ssd_dir;            // folder of the state files (sparse = "ssd"); relative: to the config file's folder
   int64_t host_cache_bytes = 0;   // host cache budget, bytes; 0 = unlimited
   int64_t device_bytes = 0;       // device budget for sparse states, bytes; 0 = unlimited
-  // Algorithm 2 (train/expert_state_tier.h, sparse_state_cache.h): record loads and write-backs
+  // Algorithm 2 (storage/expert_state_tier.h, sparse_state_cache.h): record loads and write-backs
   // run ahead of the updates (false: the no-overlap baseline), the hit threshold, decay beta
   // every decay_every requests (0 = never).
   bool sparse_prefetch = true;
   double hit_threshold = 0.0;
   double decay = 0.5;
   int decay_every = 0;
-  // Dense (non-expert) parameters (MoESys §III-B2, Algorithm 1; train/dense_shards.h):
+  // Dense (non-expert) parameters (MoESys §III-B2, Algorithm 1; storage/dense_shards.h):
   // "replicated": every DP rank holds the whole fp32 weights and AdamW m, v (gradients all-reduced);
   // "zero3": each DP rank owns 1/N of every dense tensor's weights and m, v (gradients
   // reduce-scattered, weights all-gathered per layer before use). Needs tp = pp = 1, > 1 DP rank.

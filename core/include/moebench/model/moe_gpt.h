@@ -90,7 +90,7 @@ struct BlockExperts {
 };
 
 // Where the MoE blocks read their expert weights during forward when they are not all held in
-// place (inference offloading: train/ring_memory.h). acquire(block) returns the block's experts
+// place (inference offloading: storage/ring_memory.h). acquire(block) returns the block's experts
 // laid out as the arena's (waiting until they are there); release(block) says its forward no
 // longer reads them. Blocks are acquired in forward order, each released before the next is
 // acquired. Backward always reads the arena.
@@ -153,7 +153,7 @@ class MoeGpt {
   // Called on the main thread before forward first reads a part's dense weights: part -1 the
   // embeddings, b the dense part of block b, model.layers ln_f and the head (the parts whose
   // gradients the grad-ready hook reports). storage.dense = "zero3" all-gathers them there
-  // (train/dense_shards.h).
+  // (storage/dense_shards.h).
   void set_dense_use_hook(std::function<void(int part)> hook) { dense_use_ = std::move(hook); }
   std::vector<ArenaRange> dense_ranges() const;   // every non-expert parameter
   std::vector<BlockExperts> expert_ranges() const;  // this rank's experts, per MoE block (ascending)

@@ -17,13 +17,13 @@ struct AdamWHyper {
 inline double adamw_flops(size_t n) { return 10.0 * (double)n; }
 
 // One AdamW update of n elements: the arithmetic every holder of optimizer states runs (AdamW
-// below, the SSD tier's expert records: train/expert_state_tier.h), so both give the same bits.
+// below, the SSD tier's expert records: storage/expert_state_tier.h), so both give the same bits.
 // t is the 1-based step; wd the view's weight decay (0 for views with decay = false).
 void adamw_update(float* p, const float* g, float* m, float* v, long n, const AdamWHyper& h, float lr, long t,
                   float wd);
 
 // Optimizer states AdamW does not keep (MoESys's hierarchical storage keeps the experts' on the
-// SSD tier, train/expert_state_tier.h): checkpoints read and load them through this.
+// SSD tier, storage/expert_state_tier.h): checkpoints read and load them through this.
 class OffloadedMoments {
  public:
   virtual ~OffloadedMoments() = default;

@@ -2,7 +2,7 @@
 // ShardedAdamW: AdamW (optim/adamw.h: the same update, bias correction and per-view weight
 // decay) over only the parts of a ParamArena this rank updates, with the moments m and v
 // allocated for those parts only, packed in arena order. storage.dense = "zero3"
-// (train/dense_shards.h) gives it this rank's shard of every dense layer plus its whole experts,
+// (storage/dense_shards.h) gives it this rank's shard of every dense layer plus its whole experts,
 // so a rank's dense optimizer state is 1/N of the replicated AdamW's.
 //
 // Kept as its own class (not a mode of AdamW): its pieces are runs of the arena, not views; the

@@ -77,8 +77,8 @@ struct DdlPoint {
 // experts' gradient all-reduce over their replicas ("expert.allreduce"), not the block's
 // attention or FFN, its TP all-reduces, pipeline transfers, dense gradient buckets ("grad.",
 // those carry the index too) or its dense weights' all-gather and its wait (storage.dense =
-// "zero3": "dense.", train/dense_shards.h). The layer's spans above, and the simulator's per-block split
-// (train/step_simulation.h: the expert all-reduce counts there as the block's exposed comm,
+// "zero3": "dense.", storage/dense_shards.h). The layer's spans above, and the simulator's per-block split
+// (plan/step_simulation.h: the expert all-reduce counts there as the block's exposed comm,
 // so the block's time is what the block costs the step, as on the roofline).
 bool moe_block_task(const std::string& name);
 

@@ -12,7 +12,7 @@
 //     (each rank owns its columns of embed.wte; MoeGpt exchanges their gradients itself);
 //   * with pipeline stages, the tied embedding: the first stage's embed.wte and the last
 //     stage's copy (its LM head) exchange and sum their gradients;
-//   * storage.dense = "zero3" (train/dense_shards.h): the dense buckets reduce-scattered
+//   * storage.dense = "zero3" (storage/dense_shards.h): the dense buckets reduce-scattered
 //     instead, their shards' sums of squares all-reduced over DP for the norm; the weights
 //     all-gathered per layer during forward;
 //   * global gradient norm (tensor-parallel slices summed over the TP group, replicated tensors
@@ -33,8 +33,8 @@
 #include "moebench/moe/parallel_context.h"
 #include "moebench/optim/adamw.h"
 #include "moebench/runtime/executor.h"
-#include "moebench/train/sparse_step_stats.h"
-#include "moebench/train/dense_shards.h"
+#include "moebench/storage/sparse_step_stats.h"
+#include "moebench/storage/dense_shards.h"
 
 namespace moebench {
 

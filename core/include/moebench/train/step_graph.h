@@ -14,7 +14,7 @@
 //               embed.grad_a2a before embed.backward); on the last micro-batch each gradient
 //               bucket's all-reduce over the DP group as soon as it is complete (a partitioned
 //               embed.wte in none: each rank owns its columns)
-//   storage.dense = "zero3" (train/dense_shards.h): the buckets are reduce-scattered
+//   storage.dense = "zero3" (storage/dense_shards.h): the buckets are reduce-scattered
 //     (grad.reduce_scatter) and, in the first micro-batch's forward, each dense part is
 //     all-gathered before it computes (dense.allgather: the embeddings' on the main thread, then
 //     with dense_prefetch part i+1's on the DP comm role while part i computes, else each on the
@@ -31,7 +31,7 @@
 // other (MPI progresses isends independently).
 //
 // Routing: the MoE blocks' counts come from a StepRouting: the config's synthetic routing, or a
-// measured run's recorded routing (train/trace_routing.h). A micro-batch takes its share of the
+// measured run's recorded routing (plan/trace_routing.h). A micro-batch takes its share of the
 // step's rows (as even as whole rows allow).
 //
 // Costs: the dense stages' flops of model/dense_costs.h divided over TP (what the model's spans

@@ -16,7 +16,7 @@
 #include "moebench/model/moe_gpt.h"
 #include "moebench/optim/adamw.h"
 #include "moebench/runtime/executor.h"
-#include "moebench/train/sparse_step_stats.h"
+#include "moebench/storage/sparse_step_stats.h"
 
 namespace moebench {
 
@@ -113,7 +113,7 @@ class Trainer {
   long step() const { return step_; }
   bool is_main() const;  // rank 0 (prints, writes files)
   Distributed* distributed() { return dist_.get(); }
-  // storage.dense = "zero3": the sharded dense parameters and the optimizer (train/dense_shards.h);
+  // storage.dense = "zero3": the sharded dense parameters and the optimizer (storage/dense_shards.h);
   // nullptr when replicated or on one rank.
   DenseShards* dense_shards() const;
   MoeGpt& model() { return *model_; }

@@ -1,4 +1,4 @@
-#include "moebench/train/trace_routing.h"
+#include "moebench/plan/trace_routing.h"
 
 #include <map>
 #include <stdexcept>

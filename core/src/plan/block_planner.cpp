@@ -1,4 +1,4 @@
-#include "moebench/train/block_planner.h"
+#include "moebench/plan/block_planner.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -6,7 +6,7 @@
 #include "moebench/config/config_layout.h"
 #include "moebench/perf/cluster_network.h"
 #include "moebench/strategies/janus.h"
-#include "moebench/train/step_simulation.h"
+#include "moebench/plan/step_simulation.h"
 
 namespace moebench {
 namespace {

@@ -24,7 +24,7 @@
 //   the system's reason; the temp file is removed and the old record stays.
 // - Fault injection for the crash tests: MOEBENCH_KILL_IN_WRITE=N sends the process SIGKILL in
 //   its N-th write, after the temp file is complete and before the rename.
-// Not thread-safe: one owner (the cache, train/sparse_state_cache.h) calls it.
+// Not thread-safe: one owner (the cache, storage/sparse_state_cache.h) calls it.
 #include <cstdint>
 #include <span>
 #include <stdexcept>
@@ -57,7 +57,7 @@ class ExpertStateFiles {
   // in it (a write-back killed mid-way) are removed. sync = false leaves out both fsyncs: a
   // write is still atomic against a killed process (the kernel keeps what was written; the rename
   // is atomic) but not against a power loss. The trainer's tier writes so
-  // (train/expert_state_tier.h: a resume rebuilds every record from the checkpoint anyway).
+  // (storage/expert_state_tier.h: a resume rebuilds every record from the checkpoint anyway).
   explicit ExpertStateFiles(std::string dir, bool sync = true);
 
   const std::string& dir() const { return dir_; }

@@ -1,5 +1,5 @@
 // The simulation's estimate and budget (simulation_estimate.h).
-#include "moebench/train/simulation_estimate.h"
+#include "moebench/plan/simulation_estimate.h"
 
 #include <algorithm>
 

@@ -22,7 +22,7 @@
 #include "moebench/config/config.h"
 #include "moebench/perf/cluster_model.h"
 #include "moebench/store/run_store.h"
-#include "moebench/train/step_simulation.h"
+#include "moebench/plan/step_simulation.h"
 
 namespace moebench {
 

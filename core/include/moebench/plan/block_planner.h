@@ -1,6 +1,6 @@
 #pragma once
 // The planner (`moebench plan CONFIG --cluster FILE`): every applicable strategy and option set
-// simulated on the config's cluster (train/step_simulation.h), the predicted time of each MoE
+// simulated on the config's cluster (plan/step_simulation.h), the predicted time of each MoE
 // block under each, the fastest per block, and that mix as strategy "per_block" simulated once
 // more. Everything here is predicted.
 //

@@ -1,5 +1,5 @@
 #pragma once
-// One training step's counters of MoESys's SSD tier (train/expert_state_tier.h), for the step
+// One training step's counters of MoESys's SSD tier (storage/expert_state_tier.h), for the step
 // line, the run store and `runs show`.
 #include <cstdint>
 

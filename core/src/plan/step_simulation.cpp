@@ -1,4 +1,4 @@
-#include "moebench/train/step_simulation.h"
+#include "moebench/plan/step_simulation.h"
 
 #include "moebench/perf/ddl_roofline.h"
 

@@ -1,5 +1,5 @@
 // Algorithm 2's LFU host cache of expert state records (sparse_state_cache.h).
-#include "moebench/train/sparse_state_cache.h"
+#include "moebench/storage/sparse_state_cache.h"
 
 #include <algorithm>
 #include <stdexcept>

@@ -1,6 +1,6 @@
 // One file per expert state record, written atomically and read with verification
 // (expert_state_store.h).
-#include "moebench/train/expert_state_store.h"
+#include "moebench/storage/expert_state_store.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

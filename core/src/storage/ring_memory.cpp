@@ -1,4 +1,4 @@
-#include "moebench/train/ring_memory.h"
+#include "moebench/storage/ring_memory.h"
 
 #include <algorithm>
 #include <chrono>

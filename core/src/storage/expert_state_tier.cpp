@@ -1,5 +1,5 @@
 // MoESys's SSD tier in training (expert_state_tier.h).
-#include "moebench/train/expert_state_tier.h"
+#include "moebench/storage/expert_state_tier.h"
 
 #include <algorithm>
 #include <climits>
@@ -275,11 +275,11 @@ void ExpertStateTier::load_moments(size_t view, const float* w, const float* m, 
 
 namespace moebench {
 
-OutputDirLock claim_expert_state_dir(const StorageConfig& storage, int rank) {
+FolderLock claim_expert_state_dir(const StorageConfig& storage, int rank) {
   const std::string dir = storage.ssd_dir + "/rank" + std::to_string(rank);
   // One run per folder: another run's write-backs would be valid records (their checksums pass).
   try {
-    return claim_output_dir(dir, OutputMode::resume);
+    return lock_folder(dir, "use another storage.ssd_dir");
   } catch (const UsageError&) {
     throw UsageError("storage.ssd_dir: " + dir + " holds the expert states of another moebench run that is still "
                      "going (lock " + dir + "/.moebench.lock): wait for it to end, or use another storage.ssd_dir");
@@ -291,7 +291,7 @@ OutputDirLock claim_expert_state_dir(const StorageConfig& storage, int rank) {
 std::unique_ptr<ExpertStateTier> open_expert_tier(MoeGpt& model, const StorageConfig& storage, int rank,
                                                   const AdamWHyper& h) {
   const std::string dir = storage.ssd_dir + "/rank" + std::to_string(rank);
-  OutputDirLock lock = claim_expert_state_dir(storage, rank);
+  FolderLock lock = claim_expert_state_dir(storage, rank);
   // On the CPU the device tier is the arena: every local expert's weights and gradients.
   size_t expert_floats = 0;
   for (const BlockExperts& b : model.expert_ranges()) expert_floats += b.range.count;

@@ -1,4 +1,4 @@
-#include "moebench/train/dense_shards.h"
+#include "moebench/storage/dense_shards.h"
 
 #include <algorithm>
 #include <stdexcept>

@@ -1,8 +1,8 @@
 #pragma once
 // MoESys's hierarchical storage in training (moesys.txt §III-B1, storage.sparse = "ssd"): the
 // experts' optimizer states (fp32 master weights + Adam m + v, one record per expert,
-// train/expert_state_store.h) live in files under storage.ssd_dir/rank<R>, behind the LFU host
-// cache of Algorithm 2 (train/sparse_state_cache.h, storage.host_cache_bytes); AdamW keeps only
+// storage/expert_state_store.h) live in files under storage.ssd_dir/rank<R>, behind the LFU host
+// cache of Algorithm 2 (storage/sparse_state_cache.h, storage.host_cache_bytes); AdamW keeps only
 // the dense parameters' moments (optim/adamw.h OffloadedMoments).
 //
 // Each step, after the gradients are final, update() runs AdamW on every expert of the rank
@@ -53,9 +53,9 @@
 #include "moebench/model/moe_gpt.h"
 #include "moebench/optim/adamw.h"
 #include "moebench/runtime/executor.h"
-#include "moebench/train/output_dir.h"
-#include "moebench/train/sparse_state_cache.h"
-#include "moebench/train/sparse_step_stats.h"
+#include "moebench/storage/folder_lock.h"
+#include "moebench/storage/sparse_state_cache.h"
+#include "moebench/storage/sparse_step_stats.h"
 
 namespace moebench {
 
@@ -89,7 +89,7 @@ bool is_expert_tensor(const std::string& name);
 // Locks <storage.ssd_dir>/rank<R> (created when missing) for the run of world rank `rank`:
 // UsageError naming storage.ssd_dir when another moebench run holds it. The local launcher
 // calls it for every rank before it starts them (and lets go); open_expert_tier keeps it.
-OutputDirLock claim_expert_state_dir(const StorageConfig& storage, int rank);
+FolderLock claim_expert_state_dir(const StorageConfig& storage, int rank);
 
 class ExpertStateTier;
 // The trainer's tier for world rank `rank`: <storage.ssd_dir>/rank<R>, locked for this run (a
@@ -149,7 +149,7 @@ class ExpertStateTier : public OffloadedMoments {
   std::unique_ptr<ExpertStateFiles> files_;
   std::unique_ptr<SparseStateCache> cache_;
   std::mutex m_;  // the cache and files between the io and compute workers
-  OutputDirLock lock_;  // open_expert_tier: the folder is this run's while it trains
+  FolderLock lock_;  // open_expert_tier: the folder is this run's while it trains
   friend std::unique_ptr<ExpertStateTier> open_expert_tier(MoeGpt&, const StorageConfig&, int, const AdamWHyper&);
   SparseCacheStats reported_;  // cache counters at the last take_step_stats()
   double stall_s_ = 0.0, update_s_ = 0.0;

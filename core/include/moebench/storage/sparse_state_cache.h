@@ -1,6 +1,6 @@
 #pragma once
 // The host (CPU-Node) tier of MoESys's hierarchical storage: an LFU cache of expert state records
-// over the SSD tier (train/expert_state_store.h), after moesys.txt §III-B2, Algorithm 2.
+// over the SSD tier (storage/expert_state_store.h), after moesys.txt §III-B2, Algorithm 2.
 //
 // Algorithm 2, as built here (one "request" = one get(), the paper's SparseSchedule call):
 //   hit:   hits[p] += 1
@@ -33,7 +33,7 @@
 #include <span>
 #include <vector>
 
-#include "moebench/train/expert_state_store.h"
+#include "moebench/storage/expert_state_store.h"
 
 namespace moebench {
 
@@ -80,7 +80,7 @@ class SparseStateCache {
   void clear();  // flush(), then drops every record (and its hits)
 
   // For a loader that reads and writes records outside the cache (the SSD tier's io tasks,
-  // train/expert_state_tier.h): take_victim() removes the record Algorithm 2 evicts when one more
+  // storage/expert_state_tier.h): take_victim() removes the record Algorithm 2 evicts when one more
   // would not fit (nullopt: it fits), never a pinned one (std::logic_error when only pinned
   // records are left: the caller's schedule is wrong), counted as an eviction; the caller writes
   // it back when dirty and counts it (count_write_back). insert_loaded() adds the record read from

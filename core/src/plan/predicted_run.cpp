@@ -1,4 +1,4 @@
-#include "moebench/train/predicted_run.h"
+#include "moebench/plan/predicted_run.h"
 
 #include <algorithm>
 #include <chrono>
