@@ -55,6 +55,7 @@ FolderLock claim_output_dir(const std::string& dir, OutputMode mode, const std::
     throw UsageError("--overwrite would remove the checkpoint --resume " + resume_from + " names (it is in " + dir +
                      "): resume without --overwrite");
   if (mode == OutputMode::overwrite) {
+    std::error_code ec;
     fs::remove_all(fs::path(dir) / "checkpoints", ec);
     if (ec)
       throw std::runtime_error("output directory " + dir + ": cannot remove the earlier checkpoints (" +

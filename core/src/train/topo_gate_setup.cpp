@@ -1,7 +1,6 @@
 #include "moebench/train/topo_gate_setup.h"
 
 #include <algorithm>
-#include <stdexcept>
 
 #include "moebench/config/config_layout.h"
 
