@@ -8,6 +8,7 @@
 
 #include "launch_limits.h"
 #include "moebench/config/config_loader.h"
+#include "moebench/config/strategy_spec.h"
 #include "moebench/config/usage_error.h"
 #include "moebench/perf/memory_model.h"
 #include "moebench/perf/moesys_storage.h"
@@ -168,7 +169,7 @@ int memory_plan_main(const std::string& path, const std::vector<std::string>& se
               path.c_str());
   std::printf("layout: %d ranks = pp %d x dp %d x tp %d; experts over %d ranks (%s), %d replica%s of each; "
               "%d micro-batch%s (%s)\n",
-              cfg.run.ranks, m.p, m.d, m.t, m.e, cfg.strategy.name == "ppmoe" ? "the TP group" : "the DP group", m.expert_replicas,
+              cfg.run.ranks, m.p, m.d, m.t, m.e, expert_groups_of(cfg) == ExpertGroups::tensor_parallel ? "the TP group" : "the DP group", m.expert_replicas,
               m.expert_replicas == 1 ? "" : "s", m.microbatches, m.microbatches == 1 ? "" : "es", m.schedule.c_str());
   std::string moe;
   for (int b : m.moe_blocks) moe += (moe.empty() ? "" : ", ") + std::to_string(b);

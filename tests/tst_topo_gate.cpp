@@ -110,7 +110,7 @@ Config fastermoe_config(int ranks, int nodes, int ep) {
   c.cluster.nodes = nodes;
   c.parallel.ep = ep;
   c.strategy.name = "fastermoe";
-  c.strategy.fastermoe.topo_gate = true;
+  c.strategy.option("fastermoe.topo_gate").b = true;
   return c;
 }
 
@@ -271,7 +271,7 @@ class TestTopoGate : public QObject {
     QCOMPARE(gates.size(), size_t(2));
     QVERIFY(gates.count(1) && gates.count(5));
     QCOMPARE(gates.at(5).rho, 0.125);
-    cfg.strategy.fastermoe.topo_gate = false;
+    cfg.strategy.option("fastermoe.topo_gate").b = false;
     QVERIFY(topo_gates_for(cfg, blocks, cluster, {0, 2, 4, 6}, 0).empty());
   }
 
@@ -331,17 +331,17 @@ class TestTopoGate : public QObject {
     tp.parallel.tp = 2;  // dp 4: EP ranks 2 apart span both nodes
     QCOMPARE(topo_gate_note(tp), std::string());
     Config off = fastermoe_config(4, 1, 0);
-    off.strategy.fastermoe.topo_gate = false;
+    off.strategy.option("fastermoe.topo_gate").b = false;
     QCOMPARE(topo_gate_note(off), std::string());
     off = fastermoe_config(4, 1, 0);
     off.strategy.name = "expert_centric";
     QCOMPARE(topo_gate_note(off), std::string());
     Config mixed = fastermoe_config(4, 1, 0);  // per_block with a fastermoe block: the same note
     mixed.strategy.name = "per_block";
-    mixed.strategy.per_block.blocks = {"expert_centric", "fastermoe"};
+    mixed.strategy.option("per_block.blocks").strings = {"expert_centric", "fastermoe"};
     QCOMPARE(QString::fromStdString(topo_gate_note(mixed)),
              QString("fastermoe: topo_gate on a single node (cluster.nodes = 1) changes nothing"));
-    mixed.strategy.per_block.blocks = {"expert_centric", "monta"};
+    mixed.strategy.option("per_block.blocks").strings = {"expert_centric", "monta"};
     QCOMPARE(topo_gate_note(mixed), std::string());
   }
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "memory_layout.h"
+#include "moebench/config/strategy_spec.h"
 #include "moebench/model/param_count.h"
 #include "moebench/perf/cluster_model.h"
 
@@ -32,7 +33,7 @@ Layout layout_of(const Config& cfg) {
   if (L.d < 1 || L.t * L.p * L.d != cfg.run.ranks)
     throw std::invalid_argument("run.ranks = " + std::to_string(cfg.run.ranks) + " is not parallel.pp x dp x tp = " +
                                 std::to_string(L.p) + " x " + std::to_string(L.d) + " x " + std::to_string(L.t));
-  L.ppmoe = cfg.strategy.name == "ppmoe";
+  L.ppmoe = expert_groups_of(cfg) == ExpertGroups::tensor_parallel;
   L.vocab_parallel = par.vocab_parallel;
   L.embedding_partition = cfg.model.embedding_partition;
   L.ep = L.ppmoe ? L.t : par.ep > 0 ? par.ep : L.d;

@@ -11,7 +11,7 @@
 #include "moebench/train/topo_gate_setup.h"
 #include "moebench/config/usage_error.h"
 #include "moebench/perf/cluster_model.h"
-#include "moebench/strategies/janus.h"
+#include "moebench/strategies/monta.h"
 #include "moebench/strategies/registry.h"
 #include "moebench/train/checkpoint.h"
 #include "moebench/train/emulation.h"
@@ -55,7 +55,7 @@ Distributed::Distributed(Communicator& world, const Config& cfg) : world_(world)
   sizes.tp = cfg.parallel.tp;
   sizes.pp = cfg.parallel.pp;
   sizes.ep = cfg.parallel.ep;
-  sizes.ep_in_tp = experts_in_tp_ = cfg.strategy.name == "ppmoe";
+  sizes.ep_in_tp = experts_in_tp_ = expert_groups_of(cfg) == ExpertGroups::tensor_parallel;
   validate_group_sizes(sizes, world.size(), cfg.moe.experts);
   if (cfg.parallel.dp > 0 && cfg.parallel.pp * cfg.parallel.dp * cfg.parallel.tp != world.size())
     throw std::invalid_argument("parallel.pp x parallel.dp x parallel.tp = " + std::to_string(cfg.parallel.pp) + " x " +
@@ -120,7 +120,7 @@ void Distributed::attach(MoeGpt& model, const Config& cfg) {
   p.dp_streams->inter = groups_->dp().dup();
   if (groups_->tp_size() > 1) p.tp_dup = groups_->tp().dup();
   p.experts_sliced = cfg.moe.expert_tp && groups_->tp_size() > 1;
-  p.comm_priority = cfg.strategy.monta.ep_priority;
+  p.comm_priority = MontaOptions::of(cfg.strategy).ep_priority;
   p.topology = &topology_;
   p.cluster = cluster_.get();
   p.executor = &executor_;

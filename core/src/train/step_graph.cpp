@@ -16,7 +16,7 @@
 #include "moebench/moe/synthetic_routing.h"
 #include "moebench/optim/adamw.h"
 #include "moebench/perf/cluster_model.h"
-#include "moebench/strategies/janus.h"
+#include "moebench/strategies/monta.h"
 #include "moebench/strategies/registry.h"
 
 namespace moebench {
@@ -154,7 +154,7 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
   for (int d = 0; d < P.dp; ++d) dp_group.push_back(P.world(P.pp_rank, d, P.tp_rank));
   // Experts: inside the TP group for ppmoe (Pipeline MoE), else runs of ep DP ranks; their
   // replicas are the DP group (ppmoe) or the ranks with the same EP index.
-  const bool ppmoe = cfg.strategy.name == "ppmoe";
+  const bool ppmoe = expert_groups_of(cfg) == ExpertGroups::tensor_parallel;
   const int ep = ppmoe ? P.tp : cfg.parallel.ep > 0 ? cfg.parallel.ep : P.dp;
   const int ep_rank = ppmoe ? P.tp_rank : P.dp_rank % ep;
   std::vector<int> ep_group, replicas;
@@ -253,7 +253,7 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
     m.ctx.tp_size = P.tp;
     m.ctx.tp_world = tp_group;
     m.ctx.experts_sliced = slice > 1;
-    m.ctx.comm_priority = cfg.strategy.monta.ep_priority;
+    m.ctx.comm_priority = MontaOptions::of(cfg.strategy).ep_priority;
     const auto rows = routing.rows.find(l);
     if (rows == routing.rows.end() || rows->second.size() != (size_t)W * E)
       throw std::invalid_argument("the routing has no " + std::to_string(W) + " x " + std::to_string(E) +

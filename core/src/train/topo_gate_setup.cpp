@@ -4,6 +4,8 @@
 #include <set>
 #include <stdexcept>
 
+#include "moebench/strategies/strategy_descriptor.h"
+
 namespace moebench {
 
 double topo_gate_rho(const ClusterModel& cluster, int ranks_on_node) {
@@ -24,23 +26,27 @@ TopoGate make_topo_gate(const ClusterModel& cluster, const std::vector<int>& ep_
   return g;
 }
 
-bool runs_fastermoe(const Config& cfg) {
-  const std::vector<std::string>& blocks = cfg.strategy.per_block.blocks;
-  return cfg.strategy.name == "fastermoe" ||
-         (cfg.strategy.name == "per_block" && std::find(blocks.begin(), blocks.end(), "fastermoe") != blocks.end());
+namespace {
+
+// Whether the blocks of strategy `name` route through the gate under cfg's options.
+bool gated(const Config& cfg, const std::string& name) {
+  const StrategyDescriptor& d = strategy_descriptor(name);
+  return d.topo_gate && d.topo_gate(cfg.strategy);
 }
+
+}  // namespace
 
 std::map<int, TopoGate> topo_gates_for(const Config& cfg, const std::map<int, std::string>& strategies,
                                        const ClusterModel& cluster, const std::vector<int>& ep_world, int ep_rank) {
   std::map<int, TopoGate> out;
-  if (!cfg.strategy.fastermoe.topo_gate) return out;
   for (const auto& [block, name] : strategies)
-    if (name == "fastermoe") out.emplace(block, make_topo_gate(cluster, ep_world, ep_rank));
+    if (gated(cfg, name)) out.emplace(block, make_topo_gate(cluster, ep_world, ep_rank));
   return out;
 }
 
 std::string topo_gate_note(const Config& cfg) {
-  if (!runs_fastermoe(cfg) || !cfg.strategy.fastermoe.topo_gate) return "";
+  const std::vector<std::string> names = block_strategy_names(cfg.strategy);
+  if (std::none_of(names.begin(), names.end(), [&](const std::string& n) { return gated(cfg, n); })) return "";
   if (cfg.cluster.nodes <= 1) return "fastermoe: topo_gate on a single node (cluster.nodes = 1) changes nothing";
   // EP groups (dist/process_groups.h): runs of `ep` consecutive DP ranks of one TP rank and
   // stage; world rank = stage * dp * tp + dp_rank * tp + tp_rank; node = rank / per_node.

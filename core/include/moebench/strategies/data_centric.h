@@ -118,6 +118,17 @@ struct DataCentricStats {
   long peer_copies = 0;       // pcie_pairing: experts copied from the pair peer's staging (NVLink)
 };
 
+// [strategy.data_centric] (the switches above), read from the config's values.
+struct DataCentricOptions {
+  int credits = 2;            // credit-based buffer: pulled experts in flight at once
+  bool priority = true;       // staggered pull order (Janus Algorithm 1)
+  bool prefetch = false;      // pull at the start of the iteration (§5.3)
+  bool hierarchical = false;  // node-level expert cache + gradient pre-reduce (§5.1.2)
+  bool pcie_pairing = false;  // with hierarchical: copies from the node cache split
+                              // between PCIe-switch peers (§5.2, Fig. 8-9)
+  static DataCentricOptions of(const StrategyConfig& s);
+};
+
 // One copy of the pcie_pairing schedule: expert e from the node cache or from the pair peer.
 struct DataCentricCopy {
   int expert = 0;
@@ -127,7 +138,7 @@ struct DataCentricCopy {
 
 class DataCentric : public MoeStrategy {
  public:
-  // options: [strategy.data_centric] (config/config.h).
+  // options: [strategy.data_centric].
   explicit DataCentric(DataCentricOptions options = {});
   ~DataCentric() override;
   std::string name() const override { return "data_centric"; }
@@ -226,7 +237,5 @@ class DataCentric : public MoeStrategy {
   std::vector<int> prefetch_order_, forward_issued_;
   DataCentricStats stats_;
 };
-
-std::unique_ptr<MoeStrategy> make_data_centric(const StrategyConfig& options);
 
 }  // namespace moebench

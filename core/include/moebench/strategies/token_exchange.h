@@ -14,8 +14,10 @@
 // same way; each chunk keeps its own ExpertBank activations, and the owned experts'
 // gradients accumulate chunk after chunk on the compute stream (deterministic). D = 1 sends
 // straight from xg and receives straight into y (no copies).
+#include <string>
 #include <vector>
 
+#include "moebench/config/strategy_spec.h"
 #include "moebench/moe/moe_strategy.h"
 
 namespace moebench {
@@ -92,5 +94,12 @@ class TokenExchange : public MoeStrategy {
  private:
   int D_ = 1;
 };
+
+// overlap_degree of [strategy.expert_centric] / [strategy.hier_a2a]: the option (>= 1), its rule
+// (at most the tokens of a rank, else chunks stay empty) and the planner's reason to skip a
+// candidate with more ("" when it can run).
+OptionDef overlap_degree_option(const std::string& doc);
+void check_overlap_degree(StrategyCheck& check, const std::string& section);
+std::string overlap_degree_inapplicable(const Config& c, int degree);
 
 }  // namespace moebench

@@ -19,12 +19,9 @@ double topo_gate_rho(const ClusterModel& cluster, int ranks_on_node);
 // cluster.node_of.
 TopoGate make_topo_gate(const ClusterModel& cluster, const std::vector<int>& ep_world, int ep_rank);
 
-// Whether a MoE block runs fastermoe: strategy.name = "fastermoe", or an entry of
-// strategy.per_block.blocks.
-bool runs_fastermoe(const Config& cfg);
-
-// With [strategy.fastermoe] topo_gate = true: make_topo_gate for every MoE block whose strategy
-// (`strategies`: block -> name, strategies/janus.h block_strategies) is fastermoe; else none.
+// make_topo_gate for every MoE block whose strategy (`strategies`: block -> name,
+// strategies/registry.h block_strategies) routes through the gate under cfg's options
+// (StrategyDescriptor::topo_gate: fastermoe with topo_gate = true); none for the others.
 std::map<int, TopoGate> topo_gates_for(const Config& cfg, const std::map<int, std::string>& strategies,
                                        const ClusterModel& cluster, const std::vector<int>& ep_world, int ep_rank);
 
