@@ -11,10 +11,16 @@
 
 #include <algorithm>
 #include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "cli_support.h"
 #include "moebench/config/config_loader.h"
 #include "moebench/config/strategy_spec.h"
+#include "moebench/store/run_store.h"
 #include "moebench/strategies/registry.h"
 
 using namespace moebench;
@@ -87,23 +93,31 @@ class TestCustomStrategy : public QObject {
   void validate_plan_graph_and_simulate() {
     QTemporaryDir dir;
     const QString cfg = write_file(dir, u"toy.toml"_s, kConfig);
-    CliResult r = run_toy({u"validate"_s, cfg});
+    CliResult r = run_toy({u"validate"_s, cfg}, dir.path());
     QVERIFY2(r.code == 0, qPrintable(r.out + r.err));
     QVERIFY2(r.out.contains(u"name = \"toy_exchange\""_s) && r.out.contains(u"chunks = 2"_s), qPrintable(r.out));
     // The plain moebench does not know it: the error lists the strategies it has.
-    r = run_cli({u"validate"_s, cfg});
+    r = run_cli({u"validate"_s, cfg}, dir.path());
     QCOMPARE(r.code, 2);
     QVERIFY2(r.err.contains(u"unknown section [strategy.toy_exchange]"_s) ||
                  r.err.contains(u"unknown strategy \"toy_exchange\" (known: expert_centric"_s),
              qPrintable(r.err));
-    // Rank 1's graph: the toy's own all-to-all tasks, two chunks each way.
-    r = run_toy({u"plan"_s, cfg, u"--graph"_s, u"1"_s, u"--json"_s});
+    // Rank 1's graph: the toy's own all-to-all tasks, dispatch and combine in two chunks each,
+    // forward and backward.
+    r = run_toy({u"plan"_s, cfg, u"--graph"_s, u"1"_s, u"--json"_s}, dir.path());
     QVERIFY2(r.code == 0, qPrintable(r.out + r.err));
-    QVERIFY2(r.out.contains(u"\"strategy\": \"toy_exchange\""_s), qPrintable(r.out.left(2000)));
-    QVERIFY2(r.out.count(u"\"toy."_s) >= 8, qPrintable(r.out.left(2000)));  // dispatch + combine, 2 chunks, fwd + bwd
-    r = run_toy({u"simulate"_s, cfg, u"--steps"_s, u"2"_s, u"--json"_s});
+    const nlohmann::json graph = nlohmann::json::parse(r.out.toStdString());
+    QCOMPARE(graph.at("strategy").get<std::string>(), std::string("toy_exchange"));
+    int toy_tasks = 0;
+    for (const auto& t : graph.at("tasks")) toy_tasks += t.at("name").get<std::string>().starts_with("toy.") ? 1 : 0;
+    QCOMPARE(toy_tasks, 8);
+    // The simulator replays the same graph: the block's comm takes time.
+    r = run_toy({u"simulate"_s, cfg, u"--steps"_s, u"2"_s, u"--json"_s, u"--db"_s, dir.filePath(u"sim.db"_s)}, dir.path());
     QVERIFY2(r.code == 0, qPrintable(r.out + r.err));
-    QVERIFY2(r.out.contains(u"toy_exchange"_s), qPrintable(r.out.left(2000)));
+    const nlohmann::json sim = nlohmann::json::parse(r.out.toStdString());
+    QCOMPARE(sim.at("strategy").get<std::string>(), std::string("toy_exchange"));
+    QCOMPARE(sim.at("blocks").at(0).at("strategy").get<std::string>(), std::string("toy_exchange"));
+    QVERIFY(sim.at("blocks").at(0).at("comm_ms").get<double>() > 0 && sim.at("mean_step_ms").get<double>() > 0);
   }
 
   // 2 ranks under mpirun (run.ranks = 2: moebench_toy launches itself): the losses of
@@ -121,9 +135,24 @@ class TestCustomStrategy : public QObject {
     QVERIFY2(a.code == 0, qPrintable(a.out + a.err));
     const CliResult b = run_cli(args(ec, u"ec"_s), dir.path(), 240000);
     QVERIFY2(b.code == 0, qPrintable(b.out + b.err));
-    const QStringList la = losses(a.out), lb = losses(b.out);
-    QCOMPARE(la.size(), 5);  // 4 steps and the final loss
-    QCOMPARE(la, lb);
+    // The stored runs: 2 ranks each, the toy's blocks ran the toy, the same loss at every step.
+    auto stored = [&](const QString& tag) {
+      const RunStore store(dir.filePath(tag + u".db"_s).toStdString());
+      const RunInfo run = store.find_run("toy");
+      std::vector<double> loss;
+      for (const MetricPoint& m : store.metrics(run.id, "loss")) loss.push_back(m.value);
+      return std::tuple{run, store.tags(run.id), loss};
+    };
+    const auto [toy_run, toy_tags, toy_loss] = stored(u"toy"_s);
+    const auto [ec_run, ec_tags, ec_loss] = stored(u"ec"_s);
+    QCOMPARE(toy_run.ranks, 2);
+    QCOMPARE(ec_run.ranks, 2);
+    QCOMPARE(toy_run.strategy, std::string("toy_exchange"));
+    const std::pair<std::string, std::string> block_tag{"strategy.block.1", "toy_exchange"};
+    QVERIFY(std::find(toy_tags.begin(), toy_tags.end(), block_tag) != toy_tags.end());
+    QCOMPARE(toy_loss.size(), size_t(4));
+    QCOMPARE(toy_loss, ec_loss);
+    QCOMPARE(losses(a.out), losses(b.out));  // and what both printed
   }
 };
 
