@@ -175,7 +175,7 @@ class FasterMoe : public TokenExchange {
 // [strategy.fastermoe] against the layout: smart's groups divide the expert-parallel group (by
 // group_size, or as the nodes cut it: group_size = 0), and a shadow budget holds one expert.
 // A group is `ep` consecutive data-parallel ranks of one tensor-parallel rank (world ranks tp
-// apart, check_hier_a2a_groups), so the ranks of one node are consecutive in it.
+// apart, as hier_a2a.cpp's check_node_groups), so the ranks of one node are consecutive in it.
 void check_fastermoe(StrategyCheck& check, int ep, int per_node) {
   const Config& c = check.config();
   const FasterMoeOptions f = FasterMoeOptions::of(c.strategy);
