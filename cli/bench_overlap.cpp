@@ -56,11 +56,10 @@ struct OverlapOptions {
   int ranks = 0;  // 0: the config's run.ranks
 };
 
+// One strategy's variant (StrategyDescriptor::overlap_variants).
 struct Case {
   std::string strategy;
-  int degree = 1;           // expert_centric / hier_a2a overlap degree, monta chunks
-  std::string level = "";  // monta
-  int group = -1;           // fastermoe smart: group_size (0 = the ranks of a node); -1 = smart off
+  BenchVariant variant;
 };
 
 // The groups of the run: the whole world as the EP group, or with tp > 1 TP groups of
@@ -125,11 +124,7 @@ Times run_case(const Case& c, const Config& cfg, Communicator& world, Groups& gr
   ctx.sync_group();
   MoeLayer layer;
   StrategyConfig options = cfg.strategy;
-  options.expert_centric.overlap_degree = options.hier_a2a.overlap_degree = c.degree;
-  options.monta.level = c.level.empty() ? "baseline" : c.level;
-  options.monta.chunks = std::to_string(c.degree);
-  options.fastermoe.smart = c.group >= 0;
-  options.fastermoe.group_size = std::max(0, c.group);
+  c.variant.tweak(options);
   std::unique_ptr<MoeStrategy> strategy = make_strategy(c.strategy, options);
   if (strategy->uses_windows()) world.enable_windows();  // collective: every rank runs every case
   layer.set_strategy(std::move(strategy), ctx);
@@ -187,9 +182,6 @@ int bench_overlap(const OverlapOptions& o) {
   groups.ep = &all;
   groups.tp_size = std::max(1, cfg.parallel.tp);
   groups.data_index = world->rank();  // without TP every rank has its own tokens
-  std::vector<Case> cases = {{"expert_centric", 1}, {"expert_centric", 2}, {"expert_centric", 4},
-                             {"hier_a2a", 1},       {"hier_a2a", 2},       {"data_centric", 1},
-                             {"fastermoe", 1, "", 0}, {"fastermoe", 1, "", 1}};
   if (groups.tp_size > 1) {
     // One stage of dp x tp ranks, the experts over the whole data-parallel group.
     const ParallelLayout layout(ParallelSizes{.world = world->size(), .tp = groups.tp_size});
@@ -201,9 +193,12 @@ int bench_overlap(const OverlapOptions& o) {
     groups.tp = std::shared_ptr<Communicator>(groups.tp_group->dup());
     groups.ep_owned = all.split(layout.ep_group(r).front(), at.ep);
     groups.ep = groups.ep_owned.get();
-    const int N = cfg.strategy.monta.chunks == "auto" ? 4 : std::stoi(cfg.strategy.monta.chunks);
-    cases = {{"monta", 1, "baseline"}, {"monta", 1, "O1"}, {"monta", N, "O2"}, {"monta", N, "O3"}};
   }
+  // Every strategy's variants for this layout, in registration order.
+  std::vector<Case> cases;
+  for (const StrategyDescriptor* d : strategy_descriptors())
+    if (d->overlap_variants)
+      for (BenchVariant& v : d->overlap_variants(cfg, groups.tp_size, nodes)) cases.push_back({d->spec.name, std::move(v)});
   const bool main = world->rank() == 0;
   if (main) {
     std::printf("# overlap of one MoE block (forward + backward): %s, %d rank(s) on %d virtual node(s), block %d: "
@@ -219,18 +214,15 @@ int bench_overlap(const OverlapOptions& o) {
                 "overlap", "of_bound");
   }
   for (const Case& c : cases) {
-    if ((c.strategy == "hier_a2a" || (c.strategy == "fastermoe" && c.group == 0)) && nodes < 2) continue;
     const Times t = run_case(c, cfg, all, groups, topo, o);
     const double ideal = t.serial - std::max(t.compute, t.comm);
     if (main) {
-      const std::string name =
-          c.strategy == "monta"       ? "monta " + c.level + (c.degree > 1 ? " N=" + std::to_string(c.degree) : "")
-          : c.strategy == "fastermoe" ? "fastermoe smart g=" + (c.group > 0 ? std::to_string(c.group) : std::string("node"))
-                                      : c.strategy + (c.strategy == "data_centric" ? "" : " D=" + std::to_string(c.degree));
-      // monta's chunks overlap communication with communication (AllGather under AllToAll), which
-      // the compute / comm bound does not describe: there sched_ms against serial_ms is the measure.
+      const std::string& name = c.variant.label;
+      // A variant that overlaps communication with communication (monta's chunks: AllGather
+      // under AllToAll) is not described by the compute / comm bound: there sched_ms against
+      // serial_ms is the measure.
       char overlap[16] = "-", of_bound[16] = "-";
-      if (!(c.strategy == "monta" && c.degree > 1)) {
+      if (c.variant.bounded) {
         std::snprintf(overlap, sizeof overlap, "%.2f", ideal > 0 ? (t.serial - t.scheduled) / ideal : 0.0);
         std::snprintf(of_bound, sizeof of_bound, "%.2f", std::max(t.compute, t.comm) / t.scheduled);
       }

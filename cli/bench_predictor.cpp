@@ -39,6 +39,7 @@
 #include "moebench/config/config_loader.h"
 #include "moebench/config/usage_error.h"
 #include "moebench/store/run_store.h"
+#include "moebench/strategies/strategy_descriptor.h"
 
 namespace moebench::cli {
 namespace {
@@ -55,15 +56,17 @@ struct Case {
 };
 
 std::vector<Case> matrix(bool quick) {
+  // The strategies' candidates marked for this matrix (StrategyDescriptor::candidates), each
+  // with the options its set changes written as its section.
   struct Strategy {
     std::string name, label, section;
+    bool quick = false;
   };
-  const std::vector<Strategy> strategies = {
-      {"expert_centric", "expert_centric", ""},
-      {"expert_centric", "expert_centric D=2", "[strategy.expert_centric]\noverlap_degree = 2\n"},
-      {"hier_a2a", "hier_a2a", ""},
-      {"data_centric", "data_centric", ""},
-      {"data_centric", "data_centric + cache", "[strategy.data_centric]\nhierarchical = true\n"}};
+  std::vector<Strategy> strategies;
+  for (const StrategyDescriptor* d : strategy_descriptors())
+    if (d->candidates)
+      for (const PlannerCandidate& p : d->candidates(Config{}))
+        if (p.measured) strategies.push_back({d->spec.name, p.label, candidate_section(*d, p), p.quick});
   const std::vector<std::string> routings = quick ? std::vector<std::string>{"uniform"}
                                                   : std::vector<std::string>{"uniform", "zipf:1.2", "hot:0,0.5"};
   struct Size {
@@ -76,7 +79,7 @@ std::vector<Case> matrix(bool quick) {
   for (const Size& z : sizes)
     for (const std::string& r : routings)
       for (const Strategy& s : strategies) {
-        if (quick && s.label == "expert_centric D=2") continue;
+        if (quick && !s.quick) continue;
         Case c;
         c.strategy = s.name;
         c.label = s.label;

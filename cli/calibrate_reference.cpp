@@ -6,11 +6,13 @@
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "child_run.h"
 #include "moebench/perf/calibration.h"
 #include "moebench/store/run_store.h"
+#include "moebench/strategies/strategy_descriptor.h"
 
 namespace moebench::cli {
 namespace {
@@ -35,13 +37,13 @@ struct ReferenceSize {
 };
 constexpr ReferenceSize kSizes[] = {{80, 5}, {112, 7}, {144, 9}};
 
-std::string reference_config(const std::string& name, const std::string& strategy, ReferenceSize size,
-                             const std::string& dir, int ranks, int steps) {
+std::string reference_config(const std::string& name, const std::string& strategy, const std::string& section,
+                             ReferenceSize size, const std::string& dir, int ranks, int steps) {
   const int nodes = ranks >= 4 && ranks % 2 == 0 ? 2 : 1;
   std::string t = "[run]\nname = \"" + name + "\"\nseed = 77\nranks = " + std::to_string(ranks) + "\nout_dir = \"" +
                   dir + "/runs\"\n[cluster]\nnodes = " + std::to_string(nodes) + "\n[emulate]\ncluster = \"" + dir +
                   "/reference_cluster.toml\"\ntime_scale = \"1\"\n[strategy]\nname = \"" + strategy + "\"\n";
-  if (strategy == "data_centric") t += "[strategy.data_centric]\nhierarchical = true\n";
+  t += section;
   t += "[model]\nvocab_size = 64\nseq_len = 32\nhidden = " + std::to_string(size.hidden) +
        "\nlayers = 4\nheads = 4\nffn_mult = 4\n[moe]\nmoe_layers = [1, 3]\nexperts = " + std::to_string(2 * ranks) +
        "\ntop_k = 2\ncapacity_factor = 0.0\nrouting = \"uniform\"\n"
@@ -69,19 +71,27 @@ void fit_reference_runs(const std::string& host_file, int ranks, bool quick) {
   const std::string self = self_path(), host = fs::absolute(host_file).string();
   std::vector<TaskTime> measured, predicted;
   struct Reference {
-    std::string name, strategy;
+    std::string name, strategy, section;
     ReferenceSize size;
   };
+  // The strategies' candidates marked for calibration (StrategyDescriptor::candidates).
   std::vector<Reference> references;
+  std::string labels;
   for (const ReferenceSize& size : kSizes) {
     if (quick && size.hidden != kSizes[0].hidden) continue;  // --quick: the smaller size only
-    for (const char* strategy : {"expert_centric", "data_centric"})
-      references.push_back({std::string("reference_") + strategy + "_h" + std::to_string(size.hidden), strategy, size});
+    for (const StrategyDescriptor* d : strategy_descriptors())
+      if (d->candidates)
+        for (const PlannerCandidate& p : d->candidates(Config{}))
+          if (p.calibration) {
+            references.push_back({"reference_" + d->spec.name + "_h" + std::to_string(size.hidden), d->spec.name,
+                                  candidate_section(*d, p), size});
+            if (size.hidden == kSizes[0].hidden) labels += (labels.empty() ? "" : " and ") + p.label;
+          }
   }
   for (int i = 0; i < (int)references.size(); ++i) {
     const Reference& r = references[(size_t)i];
     const std::string cfg = (dir / (r.name + ".toml")).string(), log = (dir / (r.name + ".log")).string();
-    std::ofstream(cfg) << reference_config(r.name, r.strategy, r.size, dir.string(), ranks, steps);
+    std::ofstream(cfg) << reference_config(r.name, r.strategy, r.section, r.size, dir.string(), ranks, steps);
     if (run_logged({self, "run", cfg, "--overwrite"}, log) != 0)
       throw std::runtime_error("calibrate: the reference run " + r.name + " failed:\n" + read_text(log));
     if (run_logged({self, "simulate", cfg, "--host", host, "--steps", "3", "--db", (dir / "reference.db").string()},
@@ -97,7 +107,7 @@ void fit_reference_runs(const std::string& host_file, int ranks, bool quick) {
   std::string hiddens;
   for (const ReferenceSize& size : kSizes)
     if (!quick || size.hidden == kSizes[0].hidden) hiddens += (hiddens.empty() ? "" : ", ") + std::to_string(size.hidden);
-  const std::string reference = "expert_centric and data_centric + cache, hidden " + hiddens + "; " + std::to_string(ranks) +
+  const std::string reference = labels + ", hidden " + hiddens + "; " + std::to_string(ranks) +
                                 " ranks, " + std::to_string(steps) + " steps, emulating a 2-node reference cluster";
   const std::string text = read_text(host_file) + host_task_fit_lines(fit, reference);
   const std::string tmp = host_file + ".fit" + std::to_string(getpid());

@@ -21,7 +21,7 @@
 #include "launch_limits.h"
 #include "store_writable.h"
 #include "moebench/config/config_loader.h"
-#include "moebench/config/strategy_names.h"
+#include "moebench/config/strategy_spec.h"
 #include "moebench/config/usage_error.h"
 #include "moebench/train/output_dir.h"
 #include "moebench/store/run_store.h"

@@ -6,7 +6,8 @@
 // moebench plan CONFIG --cluster FILE [--nodes N] [--ranks N] [--json] [--write-config OUT]: the
 // planner (plan/block_planner.h): each MoE block's PREDICTED time under every applicable
 // strategy and option set on that cluster, the choice per block, and the config that runs it;
-// with parallel.tp > 1 also MoNTA's cost-model choice per block (plan_monta.h).
+// and each strategy's own part (StrategyDescriptor::plan_json / plan_text: with parallel.tp > 1
+// MoNTA's cost-model choice per block).
 // moebench plan CONFIG --memory [--cluster FILE] [--json]: MoNTA's memory model per device
 // (plan_memory.h); --cluster there only describes the devices (no planner).
 // moebench plan CONFIG --context LEN [--cluster FILE] [--json]: MoNTA's long-context expansion
@@ -24,13 +25,13 @@
 #include "cluster_option.h"
 #include "commands.h"
 #include "output_file.h"
-#include "plan_monta.h"
 #include "moebench/config/config_loader.h"
 #include "moebench/config/usage_error.h"
 #include "moebench/perf/cluster_model.h"
 #include "moebench/runtime/graph_dump.h"
 #include "moebench/strategies/janus.h"
 #include "moebench/plan/block_planner.h"
+#include "moebench/strategies/strategy_descriptor.h"
 #include "moebench/train/step_graph.h"
 #include "plan_context.h"
 #include "plan_elastic.h"
@@ -40,90 +41,19 @@
 namespace moebench::cli {
 
 namespace {
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
-nlohmann::json cost_json(const StrategyCost& c) {
-  return {{"rank_intra_bytes", c.rank.intra},     {"rank_inter_bytes", c.rank.inter},
-          {"machine_intra_bytes", c.machine.intra}, {"machine_inter_bytes", c.machine.inter},
-          {"comm_seconds", c.comm_seconds},       {"compute_seconds", c.compute_seconds}};
-}
-
 int plan_main(const std::string& path, const std::vector<std::string>& sets, bool json) {
   const Config cfg = load_config(path, sets);
   const ClusterModel cluster = cluster_model(cfg);
-  const int n = cluster.nodes(), m = cluster.devices_per_node(), world = cluster.world_size();
-  const double b = (double)cfg.train.batch_size / world;
   std::vector<JanusBlockPlan> plan;
   try {
     plan = janus_plan(cfg, cluster);
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
-  double ec_total = 0, dc_total = 0;
-  for (const auto& p : plan) {
-    ec_total += p.expert_centric.machine.inter;
-    dc_total += p.data_centric.machine.inter;
-  }
-  const char* what =
-      "predicted by the Janus model (SIGCOMM'23 §5.1.3, eq. 1: R = BSk/(4nHE)) and the strategies' cost models on "
-      "the cluster model (E.C. = expert_centric, D.C. = data_centric with its node cache); traffic is inter-node, per machine, per "
-      "iteration, forward (backward moves the same); seconds are one forward of the block on the slowest rank";
-  if (json) {
-    nlohmann::json j;
-    j["predicted"] = true;
-    j["model"] = "janus";
-    j["note"] = what;
-    j["config"] = path;
-    j["cluster"] = cluster.describe();
-    j["nodes"] = n;
-    j["workers_per_node"] = m;
-    j["world"] = world;
-    j["sequences_per_worker"] = b;
-    j["seq_len"] = cfg.model.seq_len;
-    j["top_k"] = cfg.moe.top_k;
-    j["hidden"] = cfg.model.hidden;
-    j["ffn_mult"] = cfg.model.ffn_mult;
-    j["janus_threshold"] = cfg.strategy.janus.threshold;
-    j["blocks"] = nlohmann::json::array();
-    for (const auto& p : plan)
-      j["blocks"].push_back({{"block", p.decision.block},
-                             {"experts", p.decision.experts},
-                             {"experts_per_worker", p.decision.experts_per_worker},
-                             {"R", p.decision.R},
-                             {"paradigm", p.decision.paradigm},
-                             {"ec_bytes", p.expert_centric.machine.inter},
-                             {"dc_bytes", p.data_centric.machine.inter},
-                             {"ec_gib", p.expert_centric.machine.inter / kGiB},
-                             {"dc_gib", p.data_centric.machine.inter / kGiB},
-                             {"expert_centric", cost_json(p.expert_centric)},
-                             {"data_centric", cost_json(p.data_centric)}});
-    j["total"] = {{"ec_bytes", ec_total}, {"dc_bytes", dc_total}, {"ec_gib", ec_total / kGiB},
-                  {"dc_gib", dc_total / kGiB}};
-    std::cout << j.dump(2) << "\n";
-    return 0;
-  }
-  std::printf("Janus plan for %s: %s\n", path.c_str(), what);
-  std::printf("cluster %s\n", cluster.describe().c_str());
-  std::printf("n = %d machines x m = %d workers, B = %g sequences/worker, S = %d, k = %d, H = %d, ffn_mult = %d, "
-              "janus_threshold = %g\n",
-              n, m, b, cfg.model.seq_len, cfg.moe.top_k, cfg.model.hidden, cfg.model.ffn_mult,
-              (double)cfg.strategy.janus.threshold);
-  if (plan.empty()) {
-    std::printf("no MoE blocks: nothing to plan\n");
-    return 0;
-  }
-  std::printf("%6s %8s %12s %9s %15s %14s %14s %12s %12s %12s\n", "block", "experts", "E per worker", "R", "paradigm",
-              "E.C. GiB", "D.C. GiB", "E.C. comm ms", "D.C. comm ms", "expert ms");
-  for (const auto& p : plan) {
-    const JanusDecision& d = p.decision;
-    const StrategyCost& chosen = d.paradigm == "data_centric" ? p.data_centric : p.expert_centric;
-    std::printf("%6d %8d %12d %9.2f %15s %14.4f %14.4f %12.3f %12.3f %12.3f\n", d.block, d.experts,
-                d.experts_per_worker, d.R, d.paradigm.c_str(), p.expert_centric.machine.inter / kGiB,
-                p.data_centric.machine.inter / kGiB, p.expert_centric.comm_seconds * 1e3,
-                p.data_centric.comm_seconds * 1e3, chosen.compute_seconds * 1e3);
-  }
-  std::printf("%6s %8s %12s %9s %15s %14.4f %14.4f\n", "total", "", "", "", "", ec_total / kGiB, dc_total / kGiB);
-  std::printf("expert ms: the chosen paradigm's expert compute (predicted)\n");
+  if (json)
+    std::cout << janus_plan_json(cfg, cluster, plan, path).dump(2) << "\n";
+  else
+    std::fputs(janus_plan_text(cfg, cluster, plan, path).c_str(), stdout);
   return 0;
 }
 int graph_main(const std::string& path, const std::vector<std::string>& sets, int rank, bool json) {
@@ -205,7 +135,9 @@ int cluster_plan_main(const std::string& path, const std::vector<std::string>& s
     j["mixed"] = plan.mixed;
     j["planned_strategy"] = plan.planned.strategy.name;
     j["planned_step_ms"] = plan.planned_step_ms;
-    if (cfg.parallel.tp > 1) j["monta"] = monta_plan_json(cfg, cluster);
+    for (const StrategyDescriptor* d : strategy_descriptors())
+      if (d->plan_json)
+        if (nlohmann::json part = d->plan_json(cfg, cluster); !part.is_null()) j[d->spec.name] = std::move(part);
     if (!written.empty()) j["written"] = written;
     std::cout << j.dump(2) << "\n";
     return 0;
@@ -236,7 +168,8 @@ int cluster_plan_main(const std::string& path, const std::vector<std::string>& s
   else
     std::printf("plan: %s for every block, predicted %.3f ms/step\n", cands[(size_t)plan.best_single].label.c_str(),
                 plan.planned_step_ms);
-  if (cfg.parallel.tp > 1) print_monta_plan(cfg, cluster);
+  for (const StrategyDescriptor* d : strategy_descriptors())
+    if (d->plan_text) std::fputs(d->plan_text(cfg, cluster).c_str(), stdout);
   if (!written.empty()) std::printf("wrote %s (moebench run %s)\n", written.c_str(), written.c_str());
   return 0;
 }

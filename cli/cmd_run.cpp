@@ -35,7 +35,7 @@
 #include "moebench/dist/launch_report.h"
 #include "moebench/dist/mpi_communicator.h"
 #include "moebench/store/run_store.h"
-#include "moebench/strategies/janus.h"
+#include "moebench/strategies/registry.h"
 #include "moebench/train/checkpoint.h"
 #include "moebench/train/distributed.h"
 #include "moebench/train/emulation.h"
@@ -167,9 +167,9 @@ int train(const RunOptions& o, const Config& cfg, Communicator* world, const Emu
     if (emu) std::printf("%s\n", emu->describe().c_str());
     std::printf("uniform-guess loss ln(vocab) = %.4f\n", std::log((double)m.vocab_size));
     if (const std::string note = topo_gate_note(cfg); !note.empty()) std::printf("%s\n", note.c_str());
-    if (trainer.distributed() && cfg.strategy.name == "janus") {
+    if (const StrategyDescriptor& d = strategy_descriptor(cfg.strategy.name); trainer.distributed() && d.choice_note) {
       const Topology& t = trainer.distributed()->topology();
-      std::printf("%s", janus_decision_table(cfg, t.nodes(), t.devices_per_node()).c_str());
+      std::printf("%s", d.choice_note(cfg, t.nodes(), t.devices_per_node()).c_str());
     }
   }
   if (!o.resume.empty()) {

@@ -1,6 +1,6 @@
 #pragma once
 // Sub-command registration for the moebench CLI. Each add_* registers a sub-command whose
-// callback stores the action to run in `action`; main() runs it and maps exceptions to exit
+// callback stores the action to run in `action`; run_cli runs it and maps exceptions to exit
 // codes (0 ok, 1 run failed, 2 bad usage or config).
 #include <CLI/CLI.hpp>
 
@@ -13,6 +13,10 @@
 namespace moebench::cli {
 
 using Action = std::function<int()>;
+
+// The whole command line (cli/entry.cpp): parses argv, runs the verb, returns the exit code.
+// Strategies registered before the call (strategies/strategy_descriptor.h) are known to it.
+int run_cli(int argc, char** argv);
 
 // The command line as started (argv), for re-launching under mpirun.
 void set_program_args(int argc, char** argv);

@@ -10,16 +10,17 @@
 #include "moebench/config/config_layout.h"
 #include "moebench/dist/mpi_communicator.h"
 #include "moebench/store/comm_rate_record.h"
+#include "moebench/strategies/strategy_descriptor.h"
 
 namespace moebench::cli {
 
 namespace {
 
-bool monta_auto(const Config& cfg) {
-  const StrategyConfig& s = cfg.strategy;
-  bool monta = s.name == "monta";
-  for (const std::string& b : s.per_block.blocks) monta |= s.name == "per_block" && b == "monta";
-  return monta && std::max(1, cfg.parallel.tp) > 1 && (s.monta.level == "auto" || s.monta.chunks == "auto");
+// Whether a block strategy of cfg chooses from the curves (StrategyDescriptor::reads_comm_curves).
+bool reads_curves(const Config& cfg) {
+  for (const std::string& name : block_strategy_names(cfg.strategy))
+    if (const StrategyDescriptor& d = strategy_descriptor(name); d.reads_comm_curves && d.reads_comm_curves(cfg)) return true;
+  return false;
 }
 
 // Rank 0's (bytes, GB/s) points to every rank.
@@ -36,7 +37,7 @@ void share(std::vector<double>& xs, std::vector<double>& ys, Communicator& world
 }  // namespace
 
 void use_measured_comm_curves(Config& cfg, Communicator& world) {
-  if (!monta_auto(cfg) || !cfg.emulate.cluster.empty()) return;
+  if (!reads_curves(cfg) || !cfg.emulate.cluster.empty()) return;
   ClusterConfig& k = cfg.cluster;
   const ParallelLayout layout = layout_of(cfg);
   const int tp = layout.tp(), ep = layout.ep();

@@ -9,6 +9,7 @@
 #include "launch_limits.h"
 #include "moebench/config/config_layout.h"
 #include "moebench/config/config_loader.h"
+#include "moebench/config/strategy_spec.h"
 #include "moebench/config/usage_error.h"
 #include "moebench/perf/memory_model.h"
 #include "moebench/perf/moesys_storage.h"

@@ -68,7 +68,7 @@ inline const char* tiny_config_path() { return MOEBENCH_SOURCE_DIR "/tests/data/
 // Strategy `name` with [strategy.expert_centric] / [strategy.hier_a2a] overlap_degree = D.
 inline std::unique_ptr<MoeStrategy> make_strategy_with_degree(const std::string& name, int overlap_degree) {
   StrategyConfig options;
-  options.expert_centric.overlap_degree = options.hier_a2a.overlap_degree = overlap_degree;
+  options.option("expert_centric.overlap_degree").i = options.option("hier_a2a.overlap_degree").i = overlap_degree;
   return make_strategy(name, options);
 }
 

@@ -769,25 +769,25 @@ class TestConfig : public QObject {
   // key, an inline table or --set; they round-trip through the resolved TOML.
   void strategy_option_sections() {
     const Config a = parse_config("[strategy]\nname = \"hier_a2a\"\n[strategy.hier_a2a]\noverlap_degree = 3\n", "a.toml");
-    QCOMPARE(a.strategy.hier_a2a.overlap_degree, 3);
-    QCOMPARE(a.strategy.expert_centric.overlap_degree, 1);
+    QCOMPARE(a.strategy.option("hier_a2a.overlap_degree").i, 3);
+    QCOMPARE(a.strategy.option("expert_centric.overlap_degree").i, 1);
     const Config a2 = parse_config(config_to_toml(a), "a2.toml");
     QCOMPARE(config_to_json(a2), config_to_json(a));
     QCOMPARE(config_to_json(a)["strategy"]["hier_a2a"]["overlap_degree"].get<int>(), 3);
     const Config b = parse_config("[strategy]\nname = \"janus\"\ndata_centric.credits = 4\njanus = { threshold = 0.5 }\n", "b.toml",
                                   {"strategy.expert_centric.overlap_degree=4", "strategy.data_centric.prefetch=true"});
-    QCOMPARE(b.strategy.data_centric.credits, 4);
-    QVERIFY(b.strategy.data_centric.prefetch);
-    QCOMPARE(b.strategy.janus.threshold, 0.5f);
-    QCOMPARE(b.strategy.expert_centric.overlap_degree, 4);
+    QCOMPARE(b.strategy.option("data_centric.credits").i, 4);
+    QVERIFY(b.strategy.option("data_centric.prefetch").b);
+    QCOMPARE(b.strategy.option("janus.threshold").f, 0.5f);
+    QCOMPARE(b.strategy.option("expert_centric.overlap_degree").i, 4);
     QVERIFY(config_to_toml(b).find("\n# [strategy.hier_a2a]  (not read by strategy.name = janus)\n") != std::string::npos);
     // monta: a level and chunks as a number (kept as text) or "auto", through the resolved TOML.
     const Config m = parse_config("[run]\nranks = 4\n[parallel]\ntp = 2\n[strategy]\nname = \"monta\"\n"
                                   "[strategy.monta]\nlevel = \"O3\"\nchunks = 4\n", "m.toml");
-    QCOMPARE(m.strategy.monta.level, std::string("O3"));
-    QCOMPARE(m.strategy.monta.chunks, std::string("4"));
+    QCOMPARE(m.strategy.option("monta.level").s, std::string("O3"));
+    QCOMPARE(m.strategy.option("monta.chunks").s, std::string("4"));
     QCOMPARE(config_to_json(parse_config(config_to_toml(m), "m2.toml")), config_to_json(m));
-    QCOMPARE(parse_config("[strategy]\nname = \"monta\"\n", "m3.toml").strategy.monta.chunks, std::string("auto"));
+    QCOMPARE(parse_config("[strategy]\nname = \"monta\"\n", "m3.toml").strategy.option("monta.chunks").s, std::string("auto"));
   }
 
   // Layouts with tensor parallelism that load: dp derived or given, ppmoe's experts over the

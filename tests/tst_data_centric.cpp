@@ -43,7 +43,7 @@
 #include "moebench/moe/moe_layer.h"
 #include "moebench/perf/cluster_model.h"
 #include "moebench/strategies/janus_order.h"
-#include "moebench/config/strategy_names.h"
+#include "moebench/config/strategy_spec.h"
 #include "moebench/strategies/data_centric.h"
 #include "moebench/strategies/registry.h"
 #include "moebench/train/distributed.h"

@@ -11,7 +11,7 @@
 
 #include "moebench/config/config_loader.h"
 #include "moebench/dist/mpi_communicator.h"
-#include "moebench/strategies/janus.h"
+#include "moebench/strategies/registry.h"
 #include "moebench/train/distributed.h"
 #include "moebench/train/trainer.h"
 #include "mpi_test_main.h"

@@ -18,7 +18,7 @@
 #include "models/configfieldsmodel.h"
 #include "models/configissuesmodel.h"
 #include "moebench/config/config_loader.h"
-#include "moebench/config/strategy_names.h"
+#include "moebench/config/strategy_spec.h"
 #include "widgets/configeditor.h"
 
 namespace {

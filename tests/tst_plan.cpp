@@ -181,7 +181,7 @@ class TestPlan : public QObject {
     for (int r = 0; r < n * m; ++r) ctx.ep_world.push_back(r);
     const CostInputs load{b * s, k};
     StrategyConfig node_cache;  // Janus' Comm_DC: experts pulled once per machine
-    node_cache.data_centric.hierarchical = true;
+    node_cache.option("data_centric.hierarchical").b = true;
     QCOMPARE(make_strategy("expert_centric")->predict(load, ctx, cluster).machine.inter, ec);
     QCOMPARE(make_strategy("data_centric", node_cache)->predict(load, ctx, cluster).machine.inter, dc);
   }
@@ -409,7 +409,7 @@ class TestPlan : public QObject {
       QCOMPARE(planned.strategy.name, std::string("per_block"));
       std::vector<std::string> chosen;
       for (const auto& b : j.at("blocks")) chosen.push_back(b.at("strategy"));
-      QCOMPARE(planned.strategy.per_block.blocks, chosen);
+      QCOMPARE(planned.strategy.option("per_block.blocks").strings, chosen);
     }
     QProcess sim;
     sim.start(QStringLiteral(MOEBENCH_CLI), {u"simulate"_s, out, u"--db"_s, dir.filePath(u"runs.db"_s), u"--json"_s});

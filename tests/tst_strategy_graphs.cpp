@@ -21,11 +21,13 @@
 
 #include "moebench/config/config.h"
 #include "moebench/config/config_loader.h"
-#include "moebench/config/strategy_names.h"
+#include "moebench/config/strategy_spec.h"
 #include "moebench/dist/topology.h"
 #include "moebench/moe/block_graph.h"
 #include "moebench/perf/cluster_model.h"
 #include "moebench/runtime/graph_dump.h"
+#include "moebench/strategies/data_centric.h"
+#include "moebench/strategies/fastermoe.h"
 #include "moebench/strategies/monta.h"
 #include "moebench/strategies/registry.h"
 
@@ -135,7 +137,11 @@ using DcOptions = DataCentricOptions;
 
 std::unique_ptr<MoeStrategy> make_dc(const DcOptions& o) {
   StrategyConfig options;
-  options.data_centric = o;
+  options.option("data_centric.credits").i = o.credits;
+  options.option("data_centric.priority").b = o.priority;
+  options.option("data_centric.prefetch").b = o.prefetch;
+  options.option("data_centric.hierarchical").b = o.hierarchical;
+  options.option("data_centric.pcie_pairing").b = o.pcie_pairing;
   return make_strategy("data_centric", options);
 }
 
@@ -196,8 +202,8 @@ MontaBuilt monta_build(const std::string& level, int chunks, bool sliced, int me
   ctx.experts_sliced = sliced;
   StrategyConfig options;
   options.name = "monta";
-  options.monta.level = level;
-  options.monta.chunks = chunks > 0 ? std::to_string(chunks) : "auto";
+  options.option("monta.level").s = level;
+  options.option("monta.chunks").s = chunks > 0 ? std::to_string(chunks) : "auto";
   auto s = make_strategy("monta", options);
   ExchangeCounts counts;
   counts.P = 2;
@@ -231,7 +237,11 @@ FasterBuilt fastermoe_build(const FasterMoeOptions& o, int me, MoePass pass, con
   MoeContext ctx = block_context(me, E);
   ctx.cluster = &cluster;
   StrategyConfig options;
-  options.fastermoe = o;
+  options.option("fastermoe.shadow").b = o.shadow;
+  options.option("fastermoe.shadow_budget_mb").d = o.shadow_budget_mb;
+  options.option("fastermoe.smart").b = o.smart;
+  options.option("fastermoe.group_size").i = o.group_size;
+  options.option("fastermoe.topo_gate").b = o.topo_gate;
   auto s = make_strategy("fastermoe", options);
   auto h = s->layout(counts_of(rows), ctx);
   FasterBuilt out;

@@ -51,7 +51,7 @@ MoeContext block(int experts, int C, int F, std::vector<int> ep_world) {
 // Strategy `name`; data_centric with or without its node cache ([strategy.data_centric] hierarchical).
 std::unique_ptr<MoeStrategy> strategy(const std::string& name, bool hierarchical) {
   StrategyConfig options;
-  options.data_centric.hierarchical = hierarchical;
+  options.option("data_centric.hierarchical").b = hierarchical;
   return make_strategy(name, options);
 }
 

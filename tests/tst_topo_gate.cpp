@@ -117,7 +117,7 @@ Config fastermoe_config(int ranks, int nodes, int ep) {
   c.cluster.nodes = nodes;
   c.parallel.ep = ep;
   c.strategy.name = "fastermoe";
-  c.strategy.fastermoe.topo_gate = true;
+  c.strategy.option("fastermoe.topo_gate").b = true;
   return c;
 }
 
@@ -291,7 +291,7 @@ class TestTopoGate : public QObject {
     QCOMPARE(r.expert, ref.expert);
     QCOMPARE(r.expert, (std::vector<int>{1, 2}));
     QVERIFY(!make_strategy("expert_centric", cfg.strategy)->choice_policy(ctx));
-    cfg.strategy.fastermoe.topo_gate = false;
+    cfg.strategy.option("fastermoe.topo_gate").b = false;
     QVERIFY(!make_strategy("fastermoe", cfg.strategy)->choice_policy(ctx));
   }
 
@@ -350,17 +350,17 @@ class TestTopoGate : public QObject {
     tp.parallel.tp = 2;  // dp 4: EP ranks 2 apart span both nodes
     QCOMPARE(topo_gate_note(tp), std::string());
     Config off = fastermoe_config(4, 1, 0);
-    off.strategy.fastermoe.topo_gate = false;
+    off.strategy.option("fastermoe.topo_gate").b = false;
     QCOMPARE(topo_gate_note(off), std::string());
     off = fastermoe_config(4, 1, 0);
     off.strategy.name = "expert_centric";
     QCOMPARE(topo_gate_note(off), std::string());
     Config mixed = fastermoe_config(4, 1, 0);  // per_block with a fastermoe block: the same note
     mixed.strategy.name = "per_block";
-    mixed.strategy.per_block.blocks = {"expert_centric", "fastermoe"};
+    mixed.strategy.option("per_block.blocks").strings = {"expert_centric", "fastermoe"};
     QCOMPARE(QString::fromStdString(topo_gate_note(mixed)),
              QString("fastermoe: topo_gate on a single node (cluster.nodes = 1) changes nothing"));
-    mixed.strategy.per_block.blocks = {"expert_centric", "monta"};
+    mixed.strategy.option("per_block.blocks").strings = {"expert_centric", "monta"};
     QCOMPARE(topo_gate_note(mixed), std::string());
   }
 

@@ -8,7 +8,7 @@
 
 #include "moebench/config/config_loader.h"
 #include "moebench/config/config_text_edit.h"
-#include "moebench/config/strategy_names.h"
+#include "moebench/config/strategy_spec.h"
 
 namespace {
 

@@ -1,7 +1,8 @@
 #pragma once
 // Internal to the config loader: the checker of a resolved config (config_validate.cpp: run,
 // layout, model, MoE, data, training, emulation; config_validate_cluster.cpp: [cluster] and its
-// curves; config_validate_strategy.cpp: the strategies' own options). A rule that involves a
+// curves; config_validate_strategy.cpp: the strategies' options and
+// their own rules). A rule that involves a
 // key already rejected while reading is skipped (ok()), so one typo gives one message.
 #include <algorithm>
 #include <charconv>
@@ -21,9 +22,6 @@ class Checker {
  public:
   Checker(Config& c, LoadState& st) : c_(c), st_(st) {}
 
-  bool uses_per_block(const std::string& name) const {
-    return std::find(c_.strategy.per_block.blocks.begin(), c_.strategy.per_block.blocks.end(), name) != c_.strategy.per_block.blocks.end();
-  }
   bool ok(std::initializer_list<const char*> keys) const {
     for (const char* k : keys)
       if (st_.bad.count(k)) return false;
@@ -105,12 +103,10 @@ class Checker {
   void check_embedding_partition();
   int check_groups();
   void check_stages();
-  void check_hier_a2a_groups(const ParallelLayout& layout, int per_node);
   int data_parallel() const;
   std::string data_parallel_origin() const;
-  void check_strategy_options();
-  void check_monta(int64_t tokens, const std::string& per_rank);
-  void check_fastermoe(const ParallelLayout& layout, int per_node);
+  void check_strategy_options();                    // config_validate_strategy.cpp
+  void check_strategy_layout(const ParallelLayout& layout, int per_node);  // config_validate_strategy.cpp
   void check_model();
   void check_moe();
   void check_data();

@@ -2,6 +2,7 @@
 // Internal to the config loader (config_loader.cpp, config_schema.cpp, config_validate.cpp):
 // the key table, where each key was set, and the collected issues.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -17,21 +18,25 @@ namespace moebench::config_detail {
 enum class Kind { Int, Int64, UInt64, Float, Double, Bool, String, Path, IntList, DoubleList, StringList, Experts, AutoOrNumber };
 
 struct FieldDef {
-  const char* section;
-  const char* key;
+  std::string section;
+  std::string key;
   Kind kind;
-  const char* doc;
-  void* (*ref)(Config&);  // address of the field inside a Config
+  std::string doc;
+  std::function<void*(Config&)> ref;               // address of the field inside a Config
+  std::function<const void*(const Config&)> cref;  // the same, read-only (a strategy option's default)
 
-  std::string name() const { return std::string(section) + "." + key; }
+  std::string name() const { return section + "." + key; }
   template <class T>
   T& get(Config& c) const { return *static_cast<T*>(ref(c)); }
   template <class T>
-  const T& get(const Config& c) const { return *static_cast<const T*>(ref(const_cast<Config&>(c))); }
+  const T& get(const Config& c) const { return *static_cast<const T*>(cref(c)); }
 };
 
-const std::vector<FieldDef>& fields();             // in file order
-const std::vector<std::string>& section_names();   // run, model, moe, data, train
+// The keys in file order: config.h's, then each registered strategy's options after strategy.name.
+const std::vector<FieldDef>& fields();
+const std::vector<std::string>& section_names();   // run, cluster, ..., strategy, strategy.<x>, ...
+// Whether fields() was built (strategies registered later would be missing from it).
+bool schema_built();
 const FieldDef* find_field(std::string_view section, std::string_view key);
 const char* section_doc(std::string_view section);  // what a section holds; "" for none
 std::string value_text(const FieldDef& f, const Config& c);  // as config_to_toml writes it

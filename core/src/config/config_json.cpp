@@ -80,7 +80,7 @@ Config config_from_json(const nlohmann::json& json) {
   if (!json.is_object()) throw std::invalid_argument("stored config: not a JSON object");
   Config c;
   for (const FieldDef& f : config_detail::fields()) {
-    // "strategy.data_centric" -> json["strategy"]["data_centric"]
+    // "strategy.<x>" -> json["strategy"]["<x>"]
     const nlohmann::json* node = &json;
     std::string_view section = f.section;
     bool found = true;

@@ -1,12 +1,8 @@
 #include "moebench/config/config_layout.h"
 
-namespace moebench {
+#include "moebench/config/strategy_spec.h"
 
-ExpertGroups expert_groups_of(const Config& cfg) {
-  // The one place that knows which strategy keeps its experts in the TP group; a field of the
-  // strategy's descriptor replaces this comparison once strategies describe themselves.
-  return cfg.strategy.name == "ppmoe" ? ExpertGroups::tensor_parallel : ExpertGroups::data_parallel;
-}
+namespace moebench {
 
 ParallelLayout layout_of(const Config& cfg) {
   ParallelSizes s;

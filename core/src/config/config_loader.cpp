@@ -15,7 +15,7 @@
 #include "config_detail.h"
 #include "config_reader.h"
 #include "moebench/config/file_kind.h"
-#include "moebench/config/strategy_names.h"
+#include "moebench/config/strategy_spec.h"
 #include "toml_precheck.h"
 
 namespace moebench {

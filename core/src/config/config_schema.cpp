@@ -8,17 +8,77 @@
 #include <cstdlib>
 #include <optional>
 #include <sstream>
+#include <type_traits>
 
 #include "config_detail.h"
-#include "moebench/config/strategy_names.h"
+#include "moebench/config/strategy_spec.h"
 
 namespace moebench::config_detail {
 
-#define MB_FIELD(sec, k, kind, doc) \
-  FieldDef{#sec, #k, Kind::kind, doc, [](Config& c) -> void* { return &c.sec.k; }}
+#define MB_FIELD(sec, k, kind, doc)                                                        \
+  FieldDef{#sec, #k, Kind::kind, doc, [](Config& c) -> void* { return &c.sec.k; }, \
+           [](const Config& c) -> const void* { return &c.sec.k; }}
+
+namespace {
+
+bool built = false;
+
+Kind kind_of(OptionKind k) {
+  switch (k) {
+    case OptionKind::Int: return Kind::Int;
+    case OptionKind::Float: return Kind::Float;
+    case OptionKind::Double: return Kind::Double;
+    case OptionKind::Bool: return Kind::Bool;
+    case OptionKind::String: return Kind::String;
+    case OptionKind::AutoOrNumber: return Kind::AutoOrNumber;
+    case OptionKind::StringList: return Kind::StringList;
+  }
+  return Kind::String;
+}
+
+// The member of OptionValue that holds a value of kind k.
+template <class V>
+auto* member(V& v, OptionKind k) {
+  using P = std::conditional_t<std::is_const_v<V>, const void*, void*>;
+  switch (k) {
+    case OptionKind::Int: return P(&v.i);
+    case OptionKind::Float: return P(&v.f);
+    case OptionKind::Double: return P(&v.d);
+    case OptionKind::Bool: return P(&v.b);
+    case OptionKind::String:
+    case OptionKind::AutoOrNumber: return P(&v.s);
+    case OptionKind::StringList: return P(&v.strings);
+  }
+  return P(nullptr);
+}
+
+// Each registered strategy's keys, in registration order, as rows of [strategy.<name>].
+std::vector<FieldDef> strategy_option_fields() {
+  std::vector<FieldDef> out;
+  for (const StrategySpec* spec : strategy_specs())
+    for (const OptionDef& o : spec->options) {
+      const std::string key = spec->name + "." + o.key;
+      const OptionKind k = o.kind;
+      out.push_back(FieldDef{"strategy." + spec->name, o.key, kind_of(k), o.doc,
+                             [key, k](Config& c) -> void* { return member(c.strategy.option(key), k); },
+                             [key, k](const Config& c) -> const void* { return member(c.strategy.option(key), k); }});
+    }
+  return out;
+}
+
+std::string strategy_name_doc() {
+  std::string doc = "MoE strategy:";
+  for (const std::string& n : strategy_names()) doc += (doc.back() == ':' ? " " : " | ") + n;
+  return doc;
+}
+
+}  // namespace
+
+bool schema_built() { return built; }
 
 const std::vector<FieldDef>& fields() {
-  static const std::vector<FieldDef> table = {
+  static const std::vector<FieldDef> table = [] {
+  std::vector<FieldDef> rows = {
       MB_FIELD(run, name, String, "run name; outputs go to <out_dir>/<name>/"),
       MB_FIELD(run, seed, UInt64, "seeds init, synthetic data and batch sampling"),
       MB_FIELD(run, out_dir, String, "checkpoints and outputs go to <out_dir>/<name>/"),
@@ -97,34 +157,7 @@ const std::vector<FieldDef>& fields() {
       MB_FIELD(moe, routing, String,
                "learned | uniform | zipf:S | hot:E,F | rotating | balanced (synthetic expert choice)"),
 
-      MB_FIELD(strategy, name, String,
-               "MoE strategy: expert_centric | hier_a2a | data_centric | janus | ppmoe | monta | fastermoe | per_block"),
-      MB_FIELD(strategy.expert_centric, overlap_degree, Int,
-               "Tutel's overlap degree D: each expert's rows in D chunks, chunk i+1's exchange overlaps chunk i's experts"),
-      MB_FIELD(strategy.hier_a2a, overlap_degree, Int, "overlap degree D of the two-level exchange (as expert_centric's)"),
-      MB_FIELD(strategy.data_centric, credits, Int, "credit-based buffer size C (experts pulled ahead)"),
-      MB_FIELD(strategy.data_centric, priority, Bool, "staggered pull order (Janus Algorithm 1)"),
-      MB_FIELD(strategy.data_centric, prefetch, Bool, "start pulling at the beginning of the iteration"),
-      MB_FIELD(strategy.data_centric, hierarchical, Bool, "node-level expert cache and gradient pre-reduce"),
-      MB_FIELD(strategy.data_centric, pcie_pairing, Bool, "split node-cache copies between PCIe-switch peers (with hierarchical)"),
-      MB_FIELD(strategy.janus, threshold, Float, "data_centric where R = BSk/(4nHE) > threshold"),
-      MB_FIELD(strategy.monta, level, String,
-               "MoNTA level: baseline | O1 (drop + AllToAll + AllGather) | O2 (+ chunks pipelined) | O3 (+ copy pipelined) | auto"),
-      MB_FIELD(strategy.monta, chunks, AutoOrNumber, "chunks N of O2 / O3 (>= 1), or \"auto\" (the cost model's best N)"),
-      MB_FIELD(strategy.monta, ep_priority, Bool,
-               "every MoE block's comm tasks on their roles' priority lanes: the EP AllToAll never waits behind DP buckets or PP sends"),
-      MB_FIELD(strategy.fastermoe, shadow, Bool,
-               "dynamic shadowing: broadcast the experts cheaper to move than their tokens (FasterMoE Algorithm 1)"),
-      MB_FIELD(strategy.fastermoe, shadow_budget_mb, Double,
-               "per-rank memory for shadowed experts' parameters and gradients, MB; 0 = no limit"),
-      MB_FIELD(strategy.fastermoe, smart, Bool,
-               "smart schedule: the exchange in pairwise group steps overlapping the experts (FasterMoE Fig. 8)"),
-      MB_FIELD(strategy.fastermoe, group_size, Int, "EP ranks per pairwise-exchange group of smart; 0 = the EP ranks of a node"),
-      MB_FIELD(strategy.fastermoe, topo_gate, Bool,
-               "topology-aware gate: at most W_net / (M W_local) x B assignments per rank leave the node"),
-      MB_FIELD(strategy.per_block, blocks, StringList,
-               "one strategy per moe.moe_layers entry: expert_centric | hier_a2a | data_centric | monta | fastermoe (plan --write-config)"),
-
+      MB_FIELD(strategy, name, String, strategy_name_doc()),
       MB_FIELD(data, source, String, "synthetic | bin | text"),
       MB_FIELD(data, path, Path, "bin: train shard (uint16 tokens); text: a text file"),
       MB_FIELD(data, val_path, Path, "bin: optional held-out shard"),
@@ -176,30 +209,24 @@ const std::vector<FieldDef>& fields() {
                "dense parameters: \"replicated\" (every DP rank holds all) or \"zero3\" (sharded over DP, all-gathered per layer)"),
       MB_FIELD(storage, dense_prefetch, Bool, "zero3: all-gather layer i+1 on the comm stream while layer i computes (false: on demand)"),
   };
+  const auto after = std::find_if(rows.begin(), rows.end(), [](const FieldDef& f) { return f.name() == "strategy.name"; }) + 1;
+  const std::vector<FieldDef> options = strategy_option_fields();
+  rows.insert(after, options.begin(), options.end());
+  built = true;
+  return rows;
+  }();
   return table;
 }
 
 #undef MB_FIELD
 
 const std::vector<std::string>& section_names() {
-  static const std::vector<std::string> names = {"run",
-                                                 "cluster",
-                                                 "model",
-                                                 "parallel",
-                                                 "moe",
-                                                 "strategy",
-                                                 "strategy.expert_centric",
-                                                 "strategy.hier_a2a",
-                                                 "strategy.data_centric",
-                                                 "strategy.janus",
-                                                 "strategy.monta",
-                                                 "strategy.fastermoe",
-                                                 "strategy.per_block",
-                                                 "data",
-                                                 "train",
-                                                 "store",
-                                                 "emulate",
-                                                 "storage"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const FieldDef& f : fields())
+      if (std::find(v.begin(), v.end(), f.section) == v.end()) v.push_back(f.section);
+    return v;
+  }();
   return names;
 }
 
@@ -468,10 +495,21 @@ std::string config_to_toml(const Config& config) {
   return out.str();
 }
 
+std::string changed_options_toml(const StrategyConfig& s, const std::string& section) {
+  Config c;
+  c.strategy = s;
+  const Config defaults;
+  std::string lines;
+  for (const auto& f : fields())
+    if (f.section == "strategy." + section && value_text(f, c) != value_text(f, defaults))
+      lines += f.key + " = " + value_text(f, c) + "\n";
+  return lines.empty() ? "" : "[strategy." + section + "]\n" + lines;
+}
+
 nlohmann::json config_to_json(const Config& config) {
   nlohmann::json j = nlohmann::json::object();
   for (const auto& f : fields()) {
-    nlohmann::json* node = &j;  // [strategy.data_centric] -> {"strategy": {"data_centric": {...}}}
+    nlohmann::json* node = &j;  // [strategy.<x>] -> {"strategy": {"<x>": {...}}}
     std::string_view section = f.section;
     for (size_t dot; (dot = section.find('.')) != std::string_view::npos; section.remove_prefix(dot + 1))
       node = &(*node)[std::string(section.substr(0, dot))];

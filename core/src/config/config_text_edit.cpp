@@ -388,7 +388,7 @@ std::string set_config_value(std::string_view text, const std::string& key,
   const std::string assignment = name + " = " + lit;
 
   // 2. The section, or a table above it, is an inline table (`run = { ... }`,
-  //    `strategy = { name = "janus" }`) or, wrongly, a plain value: the key goes inside it.
+  //    `strategy = { name = "..." }`) or, wrongly, a plain value: the key goes inside it.
   for (size_t depth = section.size(); depth >= 1; --depth) {
     const Path outer(section.begin(), section.begin() + (std::ptrdiff_t)depth);
     const Entry* t = find_entry(layout, outer);

@@ -16,7 +16,7 @@
 #include "moebench/config/config_layout.h"
 #include "moebench/config/data_limits.h"
 #include "moebench/moe/synthetic_routing.h"
-#include "moebench/config/strategy_names.h"
+#include "moebench/config/strategy_spec.h"
 
 namespace moebench::config_detail {
 
@@ -109,14 +109,8 @@ void Checker::check_parallel() {
       fail("moe.routing", e.what());
     }
   }
-  if (ok({"strategy.name"})) {
-    const auto& names = strategy_names();
-    if (std::find(names.begin(), names.end(), c_.strategy.name) == names.end()) {
-      std::string known;
-      for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
-      fail("strategy.name", "unknown strategy \"" + excerpt(c_.strategy.name) + "\" (known: " + known + ")");
-    }
-  }
+  if (ok({"strategy.name"}) && !find_strategy_spec(c_.strategy.name))
+    fail("strategy.name", "unknown strategy \"" + excerpt(c_.strategy.name) + "\" (known: " + known_strategies_text() + ")");
 }
 
 // The data-parallel size every layout rule uses: parallel.dp, or run.ranks / (parallel.tp x
@@ -239,28 +233,20 @@ int Checker::check_groups() {
     if (tp == 1)
       fail("moe.expert_tp", "needs parallel.tp > 1 (the expert FFNs are sliced over the tensor-parallel ranks)",
            "parallel.tp");
-    else if (c_.strategy.name == "ppmoe")
-      fail("moe.expert_tp", "does not apply to strategy.name = \"ppmoe\" (it places whole experts inside the "
-                            "tensor-parallel group); use expert_centric or hier_a2a",
-           "strategy.name");
-    else if (c_.strategy.name == "fastermoe" || (c_.strategy.name == "per_block" && uses_per_block("fastermoe")))
-      fail("moe.expert_tp", "does not apply to fastermoe (strategy.name = \"" + c_.strategy.name +
-                                "\"): shadowing broadcasts whole experts; use "
-                            "expert_centric, hier_a2a or monta",
-           "strategy.name");
-    else if (c_.strategy.name == "data_centric" || c_.strategy.name == "janus" ||
-             (c_.strategy.name == "per_block" && uses_per_block("data_centric")))
-      // The pulls move an owner's experts as one block w1|b1|w2|b2 each; a sliced expert's
-      // replicated b2 lives apart from its slices in the parameter arena.
-      fail("moe.expert_tp", "does not apply to data_centric pulls (strategy.name = \"" + c_.strategy.name +
-                                "\"): they fetch whole experts; use expert_centric, hier_a2a or monta",
-           "strategy.name");
+    else
+      for (const std::string& n : block_strategy_names(c_.strategy))
+        if (const StrategySpec* spec = find_strategy_spec(n); spec && !spec->expert_tp_refusal.empty()) {
+          std::string why = spec->expert_tp_refusal;
+          if (const auto at = why.find("{name}"); at != std::string::npos) why.replace(at, 6, c_.strategy.name);
+          fail("moe.expert_tp", why, "strategy.name");
+          break;
+        }
   }
   if (ok({"strategy.name"}) && expert_groups_of(c_) == ExpertGroups::tensor_parallel) {
     // Pipeline MoE: the experts of a block are spread over the tensor-parallel group, which
     // already holds the block's tokens; no data-parallel rank exchanges tokens.
     if (ep_set != 0 && ep_set != tp) {
-      fail("parallel.ep", "must be 0 or parallel.tp = " + std::to_string(tp) + " for strategy.name = \"ppmoe\" "
+      fail("parallel.ep", "must be 0 or parallel.tp = " + std::to_string(tp) + " for strategy.name = \"" + c_.strategy.name + "\" "
                           "(its expert-parallel group is the tensor-parallel group), got " + std::to_string(ep_set),
            "strategy.name");
       return 0;
@@ -270,7 +256,7 @@ int Checker::check_groups() {
         if (c_.moe.experts[i] >= 1 && c_.moe.experts[i] % tp != 0) {
           fail("parallel.tp", "the " + std::to_string(c_.moe.experts[i]) + " experts of MoE block " +
                                   std::to_string(c_.moe.moe_layers[i]) + " do not divide over the parallel.tp = " +
-                                  std::to_string(tp) + " tensor-parallel ranks (ppmoe places experts inside the "
+                                  std::to_string(tp) + " tensor-parallel ranks (" + c_.strategy.name + " places experts inside the "
                                   "tensor-parallel group)",
                "moe.experts");
           return 0;
@@ -327,60 +313,7 @@ void Checker::check_layout() {
   } catch (const std::invalid_argument&) {
     return;  // the blocks do not split into the stages: check_stages reported it
   }
-  if (ok({"strategy.name", "strategy.per_block.blocks"}) &&
-      (c_.strategy.name == "fastermoe" || (c_.strategy.name == "per_block" && uses_per_block("fastermoe"))))
-    check_fastermoe(*layout, per_node);
-  if (ok({"strategy.name", "strategy.per_block.blocks"}) &&
-      (c_.strategy.name == "hier_a2a" || (c_.strategy.name == "per_block" && uses_per_block("hier_a2a"))))
-    check_hier_a2a_groups(*layout, per_node);
-}
-
-// hier_a2a exchanges inside each node, then between nodes: every node must hold as many ranks
-// of each expert-parallel group.
-void Checker::check_hier_a2a_groups(const ParallelLayout& layout, int per_node) {
-  const int tp = layout.tp(), ep = layout.ep();
-  for (const std::vector<int>& members : layout.ep_groups()) {
-    std::map<int, int> on_node;
-    for (int r : members) ++on_node[r / per_node];
-    for (const auto& [node, n] : on_node) {
-      if (n == on_node.begin()->second) continue;
-      // The group's ranks: "0-2" when consecutive (tp = 1), else listed ("1,3,5"), cut in the
-      // middle when long so a 1024-rank group stays one readable line.
-      std::string group;
-      if (tp == 1) {
-        group = std::to_string(members.front()) + "-" + std::to_string(members.back());
-      } else {
-        for (int i = 0; i < ep; ++i) {
-          if (ep > 8 && i == 3) {
-            group += ",...";
-            i = ep - 2;
-            continue;
-          }
-          if (!group.empty()) group += ',';
-          group += std::to_string(members[(size_t)i]);
-        }
-      }
-      // Nodes hold per_node / tp whole tensor-parallel groups when tp divides per_node: then
-      // the data-parallel ranks per node decide, as the ranks per node do without tp.
-      std::string advice;
-      if (tp == 1)
-        advice = "set parallel.ep to a multiple of the " + std::to_string(per_node) +
-                 " ranks per node, or a divisor of it";
-      else if (per_node % tp == 0)
-        advice = "set parallel.ep to a multiple of the " + std::to_string(per_node / tp) +
-                 " data-parallel ranks per node (" + std::to_string(per_node) + " ranks / parallel.tp = " +
-                 std::to_string(tp) + "), or a divisor of it";
-      else
-        advice = "the " + std::to_string(per_node) + " ranks per node are not a multiple of parallel.tp = " +
-                 std::to_string(tp) + ", so tensor-parallel groups straddle nodes";
-      fail("strategy.name", "hier_a2a needs the same number of expert-parallel ranks on every node, but the "
-                            "group of ranks " + group + " has " + std::to_string(on_node.begin()->second) +
-                            " on node " + std::to_string(on_node.begin()->first) + " and " + std::to_string(n) +
-                            " on node " + std::to_string(node) + " (" + advice + ")",
-           "parallel.ep");
-      return;
-    }
-  }
+  check_strategy_layout(*layout, per_node);
 }
 
 // model.embedding_partition (MoESys §IV-C, model/embedding_partition.h): embed.wte's columns

@@ -12,6 +12,7 @@
 
 #include "moebench/config/config_json.h"
 #include "moebench/config/config_layout.h"
+#include "moebench/config/strategy_spec.h"
 #include "moebench/model/param_count.h"
 #include "moebench/perf/cluster_model.h"
 #include "moebench/perf/fastermoe_model.h"
@@ -98,7 +99,7 @@ RunModel run_model(const RunInfo& run) {
     m.layout_error = "parallel.pp = " + std::to_string(par.pp) +
                      " is not covered by the predicted point (each pipeline stage holds only its blocks and ranks)";
   } else if (expert_groups_of(cfg) == ExpertGroups::tensor_parallel) {
-    m.layout_error = "strategy ppmoe (experts inside the TP group) is not covered by the predicted point";
+    m.layout_error = "strategy " + cfg.strategy.name + " (experts inside the TP group) is not covered by the predicted point";
   } else if (run.ranks < 1) {
     m.layout_error = "the run records " + std::to_string(run.ranks) + " ranks";
   } else {

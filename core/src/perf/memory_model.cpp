@@ -8,6 +8,7 @@
 
 #include "memory_layout.h"
 #include "moebench/config/config_layout.h"
+#include "moebench/config/strategy_spec.h"
 #include "moebench/model/param_count.h"
 #include "moebench/perf/cluster_model.h"
 

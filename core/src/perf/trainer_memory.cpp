@@ -11,6 +11,7 @@
 
 #include "memory_layout.h"
 #include "moebench/data/corpus.h"
+#include "moebench/config/strategy_spec.h"
 #include "moebench/model/param_count.h"
 #include "moebench/moe/router.h"
 
@@ -50,7 +51,7 @@ TrainerMemory trainer_memory(const Config& cfg, int stage, bool rank0) {
   const double Vt = (double)md.vocab_size / (vocab_split ? t : 1.0), Fe = sliced ? Ft : F;
   const int K = cfg.moe.top_k;
   const bool distributed = cfg.run.ranks > 1, first = pipe.first(), last = pipe.last();
-  const std::string& strategy = cfg.strategy.name;
+  const StrategySpec& strategy = strategy_spec(cfg.strategy.name);
   const double scores = B * Ht * T * T;  // one attention's [b, H/t, s, s]
 
   TrainerMemory m;
@@ -89,9 +90,9 @@ TrainerMemory trainer_memory(const Config& cfg, int stage, bool rank0) {
     const double S = moe_slots(N, K, E, cfg.moe.capacity_factor);
     const double R = distributed && L.par.experts_in_tp() ? S / t : S;  // the rows this rank's experts compute
     slot += moe_layer_bytes(N, K, E, S, C, R, Fe);
-    if (distributed && !L.par.experts_in_tp() && strategy != "data_centric")
+    if (distributed && !L.par.experts_in_tp() && strategy.exchanges_tokens)
       slot += kFloat * 8 * R * C;  // token exchange: x_recv, x_exp, y_exp, y_back and their gradients' four
-    if (distributed && (L.par.experts_in_tp() || (sliced && strategy != "monta")))
+    if (distributed && (L.par.experts_in_tp() || (sliced && !strategy.sums_slices)))
       slot += kFloat * N * C;  // dx_part: this rank's share of the input gradient, summed over the group
   }
   // HeadActs: tokens, the stage output; on the last stage targets, ln_f and its statistics,

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "moebench/config/strategy_spec.h"
 #include "moebench/perf/memory_model.h"
 
 namespace moebench {
@@ -10,7 +11,9 @@ namespace moebench {
 SimulationEstimate simulation_estimate(const Config& cfg, int ranks_built, int steps, int routings_held) {
   const MemoryModel m = memory_model(cfg);
   const double W = cfg.run.ranks, K = cfg.moe.top_k, M = std::max(1, cfg.parallel.microbatches), ep = m.e;
-  const double D = std::max({1, cfg.strategy.expert_centric.overlap_degree, cfg.strategy.hier_a2a.overlap_degree});
+  int D = 1;  // the most chunks any strategy's options cut a block into
+  for (const StrategySpec* spec : strategy_specs())
+    if (spec->chunks) D = std::max(D, spec->chunks(cfg.strategy));
   const double tokens = (double)cfg.train.batch_size * cfg.model.seq_len;  // the global batch
   const double rank_tokens = tokens / m.d;                                 // one data-parallel rank's
   SimulationEstimate e;

@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "moebench/dist/topology.h"
-#include "moebench/strategies/janus.h"
+#include "moebench/strategies/registry.h"
 
 namespace moebench {
 namespace {

@@ -5,6 +5,7 @@
 // data_centric_node_cache.cpp: the node cache and PCIe pairing; data_centric_cost.cpp: the
 // prediction.
 #include "data_centric_detail.h"
+#include "moebench/strategies/strategy_descriptor.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -386,8 +387,72 @@ void DataCentric::build_backward(Builder& b, Pass& p, const MoeBuffers* buffers,
   });
 }
 
-std::unique_ptr<MoeStrategy> make_data_centric(const StrategyConfig& options) {
-  return std::make_unique<DataCentric>(options.data_centric);
+DataCentricOptions DataCentricOptions::of(const StrategyConfig& s) {
+  return {s.option("data_centric.credits").i, s.option("data_centric.priority").b, s.option("data_centric.prefetch").b,
+          s.option("data_centric.hierarchical").b, s.option("data_centric.pcie_pairing").b};
+}
+
+namespace {
+
+// Plain (no node cache, no prefetch, no pairing) or with the node cache (hierarchical), prefetch on or off.
+void set_cache(StrategyConfig& s, bool hierarchical, bool prefetch) {
+  s.option("data_centric.hierarchical").b = hierarchical;
+  s.option("data_centric.prefetch").b = prefetch;
+  if (!hierarchical) s.option("data_centric.pcie_pairing").b = false;
+}
+
+}  // namespace
+
+StrategyDescriptor data_centric_descriptor() {
+  StrategyDescriptor d;
+  d.spec.name = "data_centric";
+  d.spec.summary = "Janus: workers keep their tokens and pull the experts they need with one-sided gets";
+  d.spec.options = {int_option("credits", 2, "credit-based buffer size C (experts pulled ahead)").at_least(1),
+                    bool_option("priority", true, "staggered pull order (Janus Algorithm 1)"),
+                    bool_option("prefetch", false, "start pulling at the beginning of the iteration"),
+                    bool_option("hierarchical", false, "node-level expert cache and gradient pre-reduce"),
+                    bool_option("pcie_pairing", false, "split node-cache copies between PCIe-switch peers (with hierarchical)")};
+  d.spec.per_block_member = true;
+  d.spec.exchanges_tokens = false;
+  // The pulls move an owner's experts as one block w1|b1|w2|b2 each; a sliced expert's
+  // replicated b2 lives apart from its slices in the parameter arena.
+  d.spec.expert_tp_refusal = "does not apply to data_centric pulls (strategy.name = \"{name}\"): they fetch whole "
+                             "experts; use expert_centric, hier_a2a or monta";
+  d.spec.check = [](StrategyCheck& c) {
+    if (c.ok({"strategy.data_centric.pcie_pairing", "cluster.pcie_switch_pairs"}) &&
+        c.config().strategy.option("data_centric.pcie_pairing").b && c.config().cluster.pcie_switch_pairs.empty())
+      c.fail("strategy.data_centric.pcie_pairing", "needs cluster.pcie_switch_pairs (which local ranks share a PCIe switch)");
+  };
+  d.make = [](const StrategyConfig& s) -> std::unique_ptr<MoeStrategy> {
+    return std::make_unique<DataCentric>(DataCentricOptions::of(s));
+  };
+  // Plain, with the node cache, with the cache and prefetch (its gets start with the iteration
+  // in the step graph); plain and cached with twice the config's credits (Janus §5.2's buffer).
+  d.candidates = [](const Config& base) {
+    const int credits = 2 * base.strategy.option("data_centric.credits").i;
+    const std::string more = " C=" + std::to_string(credits);
+    return std::vector<PlannerCandidate>{
+        {"data_centric", [](StrategyConfig& s) { set_cache(s, false, false); }, true, true},
+        {"data_centric + cache", [](StrategyConfig& s) { set_cache(s, true, false); }, true, true, true},
+        {"data_centric + cache + prefetch", [](StrategyConfig& s) { set_cache(s, true, true); }},
+        {"data_centric" + more,
+         [credits](StrategyConfig& s) {
+           set_cache(s, false, false);
+           s.option("data_centric.credits").i = credits;
+         }},
+        {"data_centric + cache" + more, [credits](StrategyConfig& s) {
+           set_cache(s, true, false);
+           s.option("data_centric.credits").i = credits;
+         }}};
+  };
+  d.overlap_variants = [](const Config&, int tp, int) {
+    return tp > 1 ? std::vector<BenchVariant>{} : std::vector<BenchVariant>{{"data_centric", [](StrategyConfig&) {}}};
+  };
+  d.inapplicable = [](const Config& c) -> std::string {
+    if (c.strategy.option("data_centric.hierarchical").b && c.cluster.nodes < 2) return "one node: nothing hierarchical to exploit";
+    return "";
+  };
+  return d;
 }
 
 }  // namespace moebench

@@ -3,10 +3,12 @@
 // (FasterMoE §2.3, Fig. 3); with overlap_degree D (Tutel) in D chunks whose exchange overlaps
 // the previous chunk's expert compute (strategies/token_exchange.h).
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include "cost_support.h"
 #include "moebench/config/config.h"
+#include "moebench/strategies/strategy_descriptor.h"
 #include "moebench/strategies/token_exchange.h"
 
 namespace moebench {
@@ -46,8 +48,40 @@ class ExpertCentric : public TokenExchange {
 
 }  // namespace
 
-std::unique_ptr<MoeStrategy> make_expert_centric(const StrategyConfig& options) {
-  return std::make_unique<ExpertCentric>(options.expert_centric.overlap_degree);
+StrategyDescriptor expert_centric_descriptor() {
+  StrategyDescriptor d;
+  d.spec.name = "expert_centric";
+  d.spec.summary = "GShard / DeepSpeed-MoE expert parallelism: tokens to their experts' ranks by all-to-all-v";
+  d.spec.options = {overlap_degree_option(
+      "Tutel's overlap degree D: each expert's rows in D chunks, chunk i+1's exchange overlaps chunk i's experts")};
+  d.spec.per_block_member = true;
+  d.spec.check = [](StrategyCheck& c) { check_overlap_degree(c, "expert_centric"); };
+  d.spec.chunks = [](const StrategyConfig& s) { return s.option("expert_centric.overlap_degree").i; };
+  d.make = [](const StrategyConfig& s) -> std::unique_ptr<MoeStrategy> {
+    return std::make_unique<ExpertCentric>(s.option("expert_centric.overlap_degree").i);
+  };
+  // The config's overlap degree, and 2 when that is 1.
+  d.candidates = [](const Config& base) {
+    const int degree = base.strategy.option("expert_centric.overlap_degree").i;
+    std::vector<PlannerCandidate> out = {
+        {"expert_centric" + (degree > 1 ? " D=" + std::to_string(degree) : std::string()), [](StrategyConfig&) {}, true,
+         true, true}};
+    if (degree == 1)
+      out.push_back({"expert_centric D=2", [](StrategyConfig& s) { s.option("expert_centric.overlap_degree").i = 2; }, true});
+    return out;
+  };
+  d.inapplicable = [](const Config& c) {
+    return overlap_degree_inapplicable(c, c.strategy.option("expert_centric.overlap_degree").i);
+  };
+  d.overlap_variants = [](const Config&, int tp, int) {
+    std::vector<BenchVariant> out;
+    if (tp > 1) return out;
+    for (int degree : {1, 2, 4})
+      out.push_back({"expert_centric D=" + std::to_string(degree),
+                     [degree](StrategyConfig& s) { s.option("expert_centric.overlap_degree").i = degree; }});
+    return out;
+  };
+  return d;
 }
 
 }  // namespace moebench

@@ -1,5 +1,5 @@
 // fastermoe: FasterMoE (PPoPP'22) on expert_centric's exchange, each optimisation a switch of
-// [strategy.fastermoe] (config/config.h):
+// [strategy.fastermoe] (strategies/fastermoe.h):
 // - shadow (§4.1): every pass, from the EP group's counts matrix T (known to every rank: no
 //   extra communication), Algorithm 1 on the topology-aware model (eq. 1-2 over the cluster's
 //   links, perf/fastermoe_model.h) picks the experts whose parameters are cheaper to broadcast
@@ -18,6 +18,7 @@
 //   unchanged by it.
 // Every pass also stores eq. 1 and eq. 2's predictions with its real loads (decisions()).
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -30,6 +31,8 @@
 #include "moebench/perf/cluster_network.h"
 #include "moebench/perf/fastermoe_model.h"
 #include "moebench/strategies/fastermoe_gate.h"
+#include "moebench/strategies/fastermoe.h"
+#include "moebench/strategies/strategy_descriptor.h"
 #include "moebench/strategies/token_exchange.h"
 
 namespace moebench {
@@ -180,10 +183,92 @@ class FasterMoe : public TokenExchangeOf<ShadowState> {
   std::unique_ptr<ClusterNetwork> network_;  // of ctx.cluster, made on first use
 };
 
+// [strategy.fastermoe] against the layout: smart's groups divide the expert-parallel group (by
+// group_size, or as the nodes cut it: group_size = 0), and a shadow budget holds one expert.
+// A group is `ep` consecutive data-parallel ranks of one tensor-parallel rank (world ranks tp
+// apart, as hier_a2a.cpp's check_node_groups), so the ranks of one node are consecutive in it.
+void check_fastermoe(StrategyCheck& check, const ParallelLayout& layout, int per_node) {
+  const Config& c = check.config();
+  const FasterMoeOptions f = FasterMoeOptions::of(c.strategy);
+  const int ep = layout.ep();
+  if (check.ok({"strategy.fastermoe.smart", "strategy.fastermoe.group_size"}) && f.smart) {
+    if (f.group_size > 0 && ep % f.group_size != 0) {
+      check.fail("strategy.fastermoe.group_size", "must divide the expert-parallel group of " + std::to_string(ep) +
+                                                " ranks, got " + std::to_string(f.group_size));
+    } else if (f.group_size == 0) {
+      int g = 0;  // EP ranks per node: equal on every node of every group
+      for (const std::vector<int>& members : layout.ep_groups()) {
+        std::map<int, int> on_node;
+        for (int r : members) ++on_node[r / per_node];
+        for (const auto& [node, n] : on_node) {
+          if (g == 0) g = n;
+          if (n == g && ep % g == 0) continue;
+          check.fail("strategy.fastermoe.smart", "groups the EP ranks of a node (group_size = 0), but an expert-parallel "
+                                                 "group of " + std::to_string(ep) + " ranks holds " + std::to_string(n) +
+                                                 " on node " + std::to_string(node) + " and " + std::to_string(g) +
+                                                 " on another; set group_size to a divisor of " + std::to_string(ep));
+          return;
+        }
+      }
+    }
+  }
+  if (check.ok({"strategy.fastermoe.shadow", "strategy.fastermoe.shadow_budget_mb", "model.hidden", "model.ffn_mult"}) &&
+      f.shadow && f.shadow_budget_mb > 0) {
+    const double C = c.model.hidden, F = (double)c.model.ffn_mult * c.model.hidden;
+    const double bytes = 2.0 * 4.0 * (2.0 * C * F + C + F);  // w1, b1, w2, b2 and their gradients, fp32
+    if (f.shadow_budget_mb * 1e6 < bytes)
+      check.fail("strategy.fastermoe.shadow_budget_mb", "cannot hold one shadowed expert: its parameters and gradients take " +
+                                                      std::to_string(bytes / 1e6) + " MB (model.hidden = " +
+                                                      std::to_string(c.model.hidden) + ", model.ffn_mult = " +
+                                                      std::to_string(c.model.ffn_mult) + "), the budget is " +
+                                                      std::to_string(f.shadow_budget_mb) + " MB");
+  }
+}
+
 }  // namespace
 
-std::unique_ptr<MoeStrategy> make_fastermoe(const StrategyConfig& options) {
-  return std::make_unique<FasterMoe>(options.fastermoe);
+FasterMoeOptions FasterMoeOptions::of(const StrategyConfig& s) {
+  return {s.option("fastermoe.shadow").b, s.option("fastermoe.shadow_budget_mb").d, s.option("fastermoe.smart").b,
+          s.option("fastermoe.group_size").i, s.option("fastermoe.topo_gate").b};
+}
+
+StrategyDescriptor fastermoe_descriptor() {
+  StrategyDescriptor d;
+  d.spec.name = "fastermoe";
+  d.spec.summary = "FasterMoE: expert_centric's exchange with dynamic shadowing, the smart schedule, a topology-aware gate";
+  d.spec.options = {
+      bool_option("shadow", false,
+                  "dynamic shadowing: broadcast the experts cheaper to move than their tokens (FasterMoE Algorithm 1)"),
+      double_option("shadow_budget_mb", 0.0, "per-rank memory for shadowed experts' parameters and gradients, MB; 0 = no limit")
+          .at_least(0),
+      bool_option("smart", false,
+                  "smart schedule: the exchange in pairwise group steps overlapping the experts (FasterMoE Fig. 8)"),
+      int_option("group_size", 0, "EP ranks per pairwise-exchange group of smart; 0 = the EP ranks of a node")
+          .at_least(0, " (0 = the EP ranks of a node)"),
+      bool_option("topo_gate", false,
+                  "topology-aware gate: at most W_net / (M W_local) x B assignments per rank leave the node")};
+  d.spec.per_block_member = true;
+  d.spec.expert_tp_refusal = "does not apply to fastermoe (strategy.name = \"{name}\"): shadowing broadcasts whole "
+                             "experts; use expert_centric, hier_a2a or monta";
+  d.spec.check_layout = check_fastermoe;
+  d.make = [](const StrategyConfig& s) -> std::unique_ptr<MoeStrategy> {
+    return std::make_unique<FasterMoe>(FasterMoeOptions::of(s));
+  };
+  d.topo_gate = [](const StrategyConfig& s) { return FasterMoeOptions::of(s).topo_gate; };
+  // The smart schedule with the ranks of a node as a group (more than one node), and groups of one.
+  d.overlap_variants = [](const Config&, int tp, int nodes) {
+    std::vector<BenchVariant> out;
+    if (tp > 1) return out;
+    for (int group : {0, 1})
+      if (group > 0 || nodes >= 2)
+        out.push_back({"fastermoe smart g=" + (group > 0 ? std::to_string(group) : std::string("node")),
+                       [group](StrategyConfig& s) {
+                         s.option("fastermoe.smart").b = true;
+                         s.option("fastermoe.group_size").i = group;
+                       }});
+    return out;
+  };
+  return d;
 }
 
 }  // namespace moebench

@@ -8,12 +8,14 @@
 #include <functional>
 #include <map>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "cost_support.h"
 #include "moebench/dist/communicator.h"
 #include "moebench/dist/topology.h"
 #include "moebench/config/config.h"
+#include "moebench/strategies/strategy_descriptor.h"
 #include "moebench/strategies/token_exchange.h"
 
 namespace moebench {
@@ -208,10 +210,88 @@ class HierA2a : public TokenExchange {
   std::unique_ptr<Communicator> intra_, inter_;
 };
 
+// The config rule: hier_a2a exchanges inside each node, then between nodes: every node must hold as many ranks
+// of each expert-parallel group. A group is `ep` consecutive data-parallel ranks of one
+// tensor-parallel rank t, i.e. world ranks tp apart: (g * ep + i) * tp + t.
+void check_node_groups(StrategyCheck& check, const ParallelLayout& layout, int per_node) {
+  const int tp = layout.tp(), ep = layout.ep();
+  for (const std::vector<int>& members : layout.ep_groups()) {
+      std::map<int, int> on_node;
+      for (int r : members) ++on_node[r / per_node];
+      for (const auto& [node, n] : on_node) {
+        if (n == on_node.begin()->second) continue;
+        // The group's ranks: "0-2" when consecutive (tp = 1), else listed ("1,3,5"), cut in the
+        // middle when long so a 1024-rank group stays one readable line.
+        std::string group;
+        if (tp == 1) {
+          group = std::to_string(members.front()) + "-" + std::to_string(members.back());
+        } else {
+          for (int i = 0; i < ep; ++i) {
+            if (ep > 8 && i == 3) {
+              group += ",...";
+              i = ep - 2;
+              continue;
+            }
+            if (!group.empty()) group += ',';
+            group += std::to_string(members[(size_t)i]);
+          }
+        }
+        // Nodes hold per_node / tp whole tensor-parallel groups when tp divides per_node: then
+        // the data-parallel ranks per node decide, as the ranks per node do without tp.
+        std::string advice;
+        if (tp == 1)
+          advice = "set parallel.ep to a multiple of the " + std::to_string(per_node) +
+                   " ranks per node, or a divisor of it";
+        else if (per_node % tp == 0)
+          advice = "set parallel.ep to a multiple of the " + std::to_string(per_node / tp) +
+                   " data-parallel ranks per node (" + std::to_string(per_node) + " ranks / parallel.tp = " +
+                   std::to_string(tp) + "), or a divisor of it";
+        else
+          advice = "the " + std::to_string(per_node) + " ranks per node are not a multiple of parallel.tp = " +
+                   std::to_string(tp) + ", so tensor-parallel groups straddle nodes";
+        check.fail("strategy.name", "hier_a2a needs the same number of expert-parallel ranks on every node, but the "
+                              "group of ranks " + group + " has " + std::to_string(on_node.begin()->second) +
+                              " on node " + std::to_string(on_node.begin()->first) + " and " + std::to_string(n) +
+                              " on node " + std::to_string(node) + " (" + advice + ")",
+             "parallel.ep");
+        return;
+      }
+    }
+}
+
 }  // namespace
 
-std::unique_ptr<MoeStrategy> make_hier_a2a(const StrategyConfig& options) {
-  return std::make_unique<HierA2a>(options.hier_a2a.overlap_degree);
+StrategyDescriptor hier_a2a_descriptor() {
+  StrategyDescriptor d;
+  d.spec.name = "hier_a2a";
+  d.spec.summary = "MoESys's two-phase hierarchical all-to-all: inside each node, then between nodes";
+  d.spec.options = {overlap_degree_option("overlap degree D of the two-level exchange (as expert_centric's)")};
+  d.spec.per_block_member = true;
+  d.spec.check = [](StrategyCheck& c) { check_overlap_degree(c, "hier_a2a"); };
+  d.spec.chunks = [](const StrategyConfig& s) { return s.option("hier_a2a.overlap_degree").i; };
+  d.spec.check_layout = check_node_groups;
+  d.make = [](const StrategyConfig& s) -> std::unique_ptr<MoeStrategy> {
+    return std::make_unique<HierA2a>(s.option("hier_a2a.overlap_degree").i);
+  };
+  d.candidates = [](const Config&) { return std::vector<PlannerCandidate>{{"hier_a2a", [](StrategyConfig&) {}, true, true}}; };
+  d.inapplicable = [](const Config& c) -> std::string {
+    const int W = c.run.ranks, nodes = c.cluster.nodes;
+    const int per_node = c.cluster.devices_per_node > 0 ? c.cluster.devices_per_node : W / nodes;
+    if (nodes < 2) return "one node: nothing hierarchical to exploit";
+    const int tp = std::max(1, c.parallel.tp), pp = std::max(1, c.parallel.pp);
+    const int ep = c.parallel.ep > 0 ? c.parallel.ep : W / (tp * pp);
+    if (ep % per_node != 0 && per_node % ep != 0) return "EP groups do not cover whole nodes";
+    return overlap_degree_inapplicable(c, c.strategy.option("hier_a2a.overlap_degree").i);
+  };
+  d.overlap_variants = [](const Config&, int tp, int nodes) {
+    std::vector<BenchVariant> out;
+    if (tp > 1 || nodes < 2) return out;
+    for (int degree : {1, 2})
+      out.push_back({"hier_a2a D=" + std::to_string(degree),
+                     [degree](StrategyConfig& s) { s.option("hier_a2a.overlap_degree").i = degree; }});
+    return out;
+  };
+  return d;
 }
 
 }  // namespace moebench

@@ -6,6 +6,7 @@
 
 #include "moebench/config/config_layout.h"
 #include "moebench/strategies/registry.h"
+#include "moebench/strategies/strategy_descriptor.h"
 
 namespace moebench {
 
@@ -30,7 +31,7 @@ std::vector<JanusDecision> janus_decisions(const Config& cfg, int nodes, int wor
     d.experts_per_worker = (experts + world - 1) / world;
     d.R = janus_R(b, cfg.model.seq_len, cfg.moe.top_k, nodes, cfg.model.hidden, (double)experts / world,
                   cfg.model.ffn_mult);
-    d.paradigm = d.R > (double)cfg.strategy.janus.threshold ? "data_centric" : "expert_centric";
+    d.paradigm = d.R > (double)cfg.strategy.option("janus.threshold").f ? "data_centric" : "expert_centric";
     out.push_back(d);
   }
   return out;
@@ -42,7 +43,7 @@ std::vector<JanusBlockPlan> janus_plan(const Config& cfg, const ClusterModel& cl
   const CostInputs load{(double)cfg.train.batch_size / world * cfg.model.seq_len, cfg.moe.top_k};
   // data_centric as Janus designs it (the node cache: Comm_DC pulls each expert once per machine).
   StrategyConfig node_cache = cfg.strategy;
-  node_cache.data_centric.hierarchical = true;
+  node_cache.option("data_centric.hierarchical").b = true;
   const auto expert_centric = make_strategy("expert_centric", cfg.strategy);
   const auto data_centric = make_strategy("data_centric", node_cache);
   std::vector<JanusBlockPlan> out;
@@ -63,23 +64,14 @@ std::vector<JanusBlockPlan> janus_plan(const Config& cfg, const ClusterModel& cl
   return out;
 }
 
-std::map<int, std::string> block_strategies(const Config& cfg, int nodes, int workers_per_node) {
-  std::map<int, std::string> out;
-  if (cfg.strategy.name == "janus") {
-    for (const JanusDecision& d : janus_decisions(cfg, nodes, workers_per_node)) out[d.block] = d.paradigm;
-  } else if (cfg.strategy.name == "per_block") {
-    for (size_t i = 0; i < cfg.moe.moe_layers.size() && i < cfg.strategy.per_block.blocks.size(); ++i)
-      out[cfg.moe.moe_layers[i]] = cfg.strategy.per_block.blocks[i];
-  } else {
-    for (int block : cfg.moe.moe_layers) out[block] = cfg.strategy.name;
-  }
-  return out;
+const StrategyCost& JanusBlockPlan::chosen() const {
+  return decision.paradigm == "data_centric" ? data_centric : expert_centric;
 }
 
 std::string janus_decision_table(const Config& cfg, int nodes, int workers_per_node) {
   char line[160];
   std::snprintf(line, sizeof line, "janus: per MoE block, R = BSk/(4nHE) (predicted), data_centric where R > %g\n",
-                cfg.strategy.janus.threshold);
+                cfg.strategy.option("janus.threshold").f);
   std::string out = line;
   std::snprintf(line, sizeof line, "  %5s %7s %6s %8s  %s\n", "block", "experts", "E/rank", "R", "paradigm");
   out += line;
@@ -89,6 +81,22 @@ std::string janus_decision_table(const Config& cfg, int nodes, int workers_per_n
     out += line;
   }
   return out;
+}
+
+StrategyDescriptor janus_descriptor() {
+  StrategyDescriptor d;
+  d.spec.name = "janus";
+  d.spec.summary = "Janus's unified paradigm: per MoE block data_centric where R = BSk/(4nHE) > threshold, else expert_centric";
+  d.spec.options = {float_option("threshold", 1.0f, "data_centric where R = BSk/(4nHE) > threshold").at_least(0)};
+  d.spec.reads = {"expert_centric", "data_centric"};
+  d.spec.chooser = true;
+  d.choose = [](const Config& cfg, int nodes, int per_node) {
+    std::map<int, std::string> out;
+    for (const JanusDecision& j : janus_decisions(cfg, nodes, per_node)) out[j.block] = j.paradigm;
+    return out;
+  };
+  d.choice_note = janus_decision_table;
+  return d;
 }
 
 }  // namespace moebench

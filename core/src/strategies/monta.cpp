@@ -23,6 +23,8 @@
 // all-to-all-v. The level and chunks come from [strategy.monta]; "auto" asks the cost model
 // (perf/monta_model.h) on the cluster this run assumes.
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
@@ -35,6 +37,7 @@
 #include "moebench/dist/communicator.h"
 #include "moebench/perf/cluster_model.h"
 #include "moebench/strategies/monta.h"
+#include "moebench/strategies/strategy_descriptor.h"
 #include "moebench/strategies/token_exchange.h"
 
 namespace moebench {
@@ -336,12 +339,12 @@ std::vector<MontaBlockChoice> monta_block_choices(const Config& cfg, const Clust
     c.I = I;
     c.baseline = monta_seconds(in, MontaLevel::baseline);
     c.O1 = monta_seconds(in, MontaLevel::O1);
-    if (cfg.strategy.monta.chunks == "auto") {
+    if (MontaOptions::of(cfg.strategy).chunks == "auto") {
       c.O2 = monta_best_chunks(in, MontaLevel::O2);
       c.O3 = monta_best_chunks(in, MontaLevel::O3);
       c.chosen = monta_select(in);
     } else {  // the chunks set: Algorithm 3 over O1 and O2 / O3 at N
-      const int N = std::stoi(cfg.strategy.monta.chunks);
+      const int N = std::stoi(MontaOptions::of(cfg.strategy).chunks);
       c.O2 = {MontaLevel::O2, N, monta_seconds(in, MontaLevel::O2, N)};
       c.O3 = {MontaLevel::O3, N, monta_seconds(in, MontaLevel::O3, N)};
       c.chosen = monta_select(in, N);
@@ -380,6 +383,98 @@ MontaPlan resolve_monta_plan(const MontaOptions& options, const MoeContext& ctx,
   return plan;
 }
 
-std::unique_ptr<MoeStrategy> make_monta(const StrategyConfig& options) { return std::make_unique<Monta>(options.monta); }
+MontaOptions MontaOptions::of(const StrategyConfig& s) {
+  return {s.option("monta.level").s, s.option("monta.chunks").s, s.option("monta.ep_priority").b};
+}
+
+namespace {
+
+// [strategy.monta]: chunks "auto" or a whole number in [1, the tokens of a rank] (chunks cut the
+// sequence); a level that drops rows needs tensor parallelism (tp = 1 leaves nothing redundant
+// to drop). The level's values are the option's one_of.
+void check_monta(StrategyCheck& check) {
+  const Config& c = check.config();
+  const MontaOptions m = MontaOptions::of(c.strategy);
+  if (check.ok({"strategy.monta.chunks"}) && m.chunks != "auto") {
+    double v = 0;
+    const char* end = m.chunks.data() + m.chunks.size();
+    const auto res = std::from_chars(m.chunks.data(), end, v);
+    const bool number = !m.chunks.empty() && res.ec == std::errc() && res.ptr == end;
+    if (!number || !(v >= 1) || v != std::floor(v) || v > 1e9)
+      check.fail("strategy.monta.chunks", "must be \"auto\" or a whole number >= 1, got \"" + m.chunks.substr(0, 48) + "\"");
+    else if (check.ok({"train.batch_size", "model.seq_len"}) && check.tokens > 0 && v > (double)check.tokens)
+      check.fail("strategy.monta.chunks", "must be at most the " + std::to_string(check.tokens) + " tokens of a rank (" +
+                                              check.tokens_text + " x model.seq_len), got " + m.chunks);
+  }
+  if (check.ok({"strategy.name", "strategy.monta.level", "parallel.tp"}) && c.strategy.name == "monta" &&
+      c.parallel.tp == 1 && m.level != "baseline" && m.level != "auto")
+    check.fail("strategy.monta.level", m.level + " drops the rows the tensor-parallel ranks hold alike, but parallel.tp = 1 "
+                                       "(nothing to drop); use level = \"baseline\" or parallel.tp > 1",
+               "parallel.tp");
+}
+
+}  // namespace
+
+StrategyDescriptor monta_descriptor() {
+  StrategyDescriptor d;
+  d.spec.name = "monta";
+  d.spec.summary = "MoNTA: the expert-parallel AllToAll under tensor parallelism, dropped and pipelined with AllGathers";
+  d.spec.options = {
+      string_option("level", "auto",
+                    "MoNTA level: baseline | O1 (drop + AllToAll + AllGather) | O2 (+ chunks pipelined) | O3 (+ copy "
+                    "pipelined) | auto",
+                    {"baseline", "O1", "O2", "O3", "auto"}),
+      auto_or_number_option("chunks", "auto", "chunks N of O2 / O3 (>= 1), or \"auto\" (the cost model's best N)"),
+      bool_option("ep_priority", false,
+                  "every MoE block's comm tasks on their roles' priority lanes: the EP AllToAll never waits behind DP "
+                  "buckets or PP sends")};
+  d.spec.per_block_member = true;
+  d.spec.sums_slices = true;
+  d.spec.check = check_monta;
+  d.make = [](const StrategyConfig& s) -> std::unique_ptr<MoeStrategy> {
+    return std::make_unique<Monta>(MontaOptions::of(s));
+  };
+  // Tensor parallelism only: the cost model's choice, and each level with its best chunks.
+  d.candidates = [](const Config&) {
+    std::vector<PlannerCandidate> out;
+    for (const char* level : {"auto", "O1", "O2", "O3"})
+      out.push_back({std::string("monta ") + level, [level](StrategyConfig& s) {
+                       s.option("monta.level").s = level;
+                       s.option("monta.chunks").s = "auto";
+                     }});
+    return out;
+  };
+  d.inapplicable = [](const Config& c) -> std::string {
+    return std::max(1, c.parallel.tp) == 1 ? "parallel.tp = 1: no tensor-parallel redundancy to drop" : "";
+  };
+  d.plan_json = [](const Config& c, const ClusterModel& cluster) {
+    return c.parallel.tp > 1 ? monta_plan_json(c, cluster) : nlohmann::json();
+  };
+  d.plan_text = [](const Config& c, const ClusterModel& cluster) {
+    return c.parallel.tp > 1 ? monta_plan_text(c, cluster) : std::string();
+  };
+  // Under tensor parallelism: each level, O2 / O3 at the config's chunks (4 for "auto").
+  d.overlap_variants = [](const Config& c, int tp, int) {
+    std::vector<BenchVariant> out;
+    if (tp == 1) return out;
+    const std::string chunks = MontaOptions::of(c.strategy).chunks;
+    const int N = chunks == "auto" ? 4 : std::stoi(chunks);
+    for (const char* level : {"baseline", "O1", "O2", "O3"}) {
+      const int n = std::string(level) == "O2" || std::string(level) == "O3" ? N : 1;
+      out.push_back({std::string("monta ") + level + (n > 1 ? " N=" + std::to_string(n) : ""),
+                     [level, n](StrategyConfig& s) {
+                       s.option("monta.level").s = level;
+                       s.option("monta.chunks").s = std::to_string(n);
+                     },
+                     n == 1});
+    }
+    return out;
+  };
+  d.reads_comm_curves = [](const Config& c) {
+    const MontaOptions m = MontaOptions::of(c.strategy);
+    return std::max(1, c.parallel.tp) > 1 && (m.level == "auto" || m.chunks == "auto");
+  };
+  return d;
+}
 
 }  // namespace moebench

@@ -18,6 +18,7 @@
 #include "cost_support.h"
 #include "moebench/config/config.h"
 #include "moebench/moe/typed_strategy.h"
+#include "moebench/strategies/strategy_descriptor.h"
 
 namespace moebench {
 namespace {
@@ -112,6 +113,15 @@ class Ppmoe : public StrategyOf<PpmoeHandle> {
 
 }  // namespace
 
-std::unique_ptr<MoeStrategy> make_ppmoe(const StrategyConfig&) { return std::make_unique<Ppmoe>(); }
+StrategyDescriptor ppmoe_descriptor() {
+  StrategyDescriptor d;
+  d.spec.name = "ppmoe";
+  d.spec.summary = "Pipeline MoE: a block's experts spread over the tensor-parallel group, which holds its tokens";
+  d.spec.expert_groups = ExpertGroups::tensor_parallel;
+  d.spec.expert_tp_refusal = "does not apply to strategy.name = \"{name}\" (it places whole experts inside the "
+                             "tensor-parallel group); use expert_centric or hier_a2a";
+  d.make = [](const StrategyConfig&) -> std::unique_ptr<MoeStrategy> { return std::make_unique<Ppmoe>(); };
+  return d;
+}
 
 }  // namespace moebench

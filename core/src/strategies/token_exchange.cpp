@@ -2,6 +2,7 @@
 
 #include "moebench/dist/communicator.h"
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -289,6 +290,25 @@ std::vector<TaskId> TokenExchange::build_pass(TaskGraph& g, ExchangeHandle& h, M
   add_out(D - 1);
   if (act && fwd) h.have_forward = true;
   return exits;
+}
+
+OptionDef overlap_degree_option(const std::string& doc) {
+  return int_option("overlap_degree", 1, doc).at_least(1);
+}
+
+void check_overlap_degree(StrategyCheck& check, const std::string& section) {
+  const std::string key = "strategy." + section + ".overlap_degree";
+  const int d = check.config().strategy.option(section + ".overlap_degree").i;
+  if (check.ok({key.c_str(), "train.batch_size", "model.seq_len"}) && check.tokens > 0 && d >= 1 && d > check.tokens)
+    check.fail(key, "must be at most the " + std::to_string(check.tokens) + " tokens of a rank (" + check.tokens_text +
+                        " x model.seq_len), got " + std::to_string(d));
+}
+
+std::string overlap_degree_inapplicable(const Config& c, int degree) {
+  const int W = c.run.ranks, tp = std::max(1, c.parallel.tp), pp = std::max(1, c.parallel.pp);
+  if ((long)c.train.batch_size / (W / (tp * pp)) / std::max(1, c.parallel.microbatches) * c.model.seq_len < degree)
+    return "fewer tokens per rank than the overlap degree";
+  return "";
 }
 
 }  // namespace moebench

@@ -11,7 +11,7 @@
 #include "moebench/config/config_layout.h"
 #include "moebench/config/usage_error.h"
 #include "moebench/perf/cluster_model.h"
-#include "moebench/strategies/janus.h"
+#include "moebench/strategies/monta.h"
 #include "moebench/strategies/registry.h"
 #include "moebench/train/checkpoint.h"
 #include "moebench/train/emulation.h"

@@ -17,7 +17,7 @@
 #include "moebench/moe/synthetic_routing.h"
 #include "moebench/optim/adamw.h"
 #include "moebench/perf/cluster_model.h"
-#include "moebench/strategies/janus.h"
+#include "moebench/strategies/monta.h"
 #include "moebench/strategies/registry.h"
 
 namespace moebench {

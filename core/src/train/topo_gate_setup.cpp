@@ -4,16 +4,23 @@
 
 #include "moebench/config/config_layout.h"
 
+#include "moebench/strategies/strategy_descriptor.h"
+
 namespace moebench {
 
-bool runs_fastermoe(const Config& cfg) {
-  const std::vector<std::string>& blocks = cfg.strategy.per_block.blocks;
-  return cfg.strategy.name == "fastermoe" ||
-         (cfg.strategy.name == "per_block" && std::find(blocks.begin(), blocks.end(), "fastermoe") != blocks.end());
+namespace {
+
+// Whether the blocks of strategy `name` route through the gate under cfg's options.
+bool gated(const Config& cfg, const std::string& name) {
+  const StrategyDescriptor& d = strategy_descriptor(name);
+  return d.topo_gate && d.topo_gate(cfg.strategy);
 }
 
+}  // namespace
+
 std::string topo_gate_note(const Config& cfg) {
-  if (!runs_fastermoe(cfg) || !cfg.strategy.fastermoe.topo_gate) return "";
+  const std::vector<std::string> names = block_strategy_names(cfg.strategy);
+  if (std::none_of(names.begin(), names.end(), [&](const std::string& n) { return gated(cfg, n); })) return "";
   if (cfg.cluster.nodes <= 1) return "fastermoe: topo_gate on a single node (cluster.nodes = 1) changes nothing";
   const ParallelLayout layout = layout_of(cfg);
   const int ranks = cfg.run.ranks;

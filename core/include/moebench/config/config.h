@@ -3,6 +3,7 @@
 // config_loader.h fills them from TOML (+ --set overrides) and validates them; the meaning of
 // each key is documented in docs/configuration.md (`moebench validate --doc`).
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -83,7 +84,8 @@ struct ClusterConfig {
 // The world is laid out as pp x dp x tp ranks, Megatron's order (tensor-parallel ranks
 // adjacent, pipeline stages outermost): rank = pp_rank * (dp * tp) + dp_rank * tp + tp_rank
 // (dist/parallel_layout.h). Expert parallelism is carved out of the data-parallel group, or for
-// strategy "ppmoe" is the tensor-parallel group itself (Pipeline MoE §3.3).
+// a strategy that places experts in the tensor-parallel group (ExpertGroups, config/strategy_spec.h;
+// Pipeline MoE §3.3) is that group itself.
 struct ParallelConfig {
   int tp = 1;                 // tensor-parallel group size (Megatron: heads and FFN columns split)
   bool vocab_parallel = false;  // with tp > 1: embedding and LM head split by vocabulary rows too
@@ -95,77 +97,31 @@ struct ParallelConfig {
   std::vector<int> stage_layers;  // blocks per stage; [] = even (the first stages take the remainder)
 };
 
-// Each strategy's options, read from its own section [strategy.<name>]. They are plain data
-// here because config/ sits below strategies/ (strategies read them, config never includes a
-// strategy); a section whose strategy the run does not use is a config error.
-struct ExpertCentricOptions {
-  int overlap_degree = 1;         // Tutel: each expert's rows cut into D chunks; the exchange of
-                                  // chunk i+1 overlaps the expert compute of chunk i
-};
-struct HierA2aOptions {
-  int overlap_degree = 1;         // as expert_centric's, for the two-level exchange
-};
-struct DataCentricOptions {       // Janus (data_centric, and janus' data_centric blocks)
-  int credits = 2;                // credit-based buffer: pulled experts in flight at once
-  bool priority = true;           // staggered pull order (Janus Algorithm 1)
-  bool prefetch = false;          // pull at the start of the iteration (§5.3)
-  bool hierarchical = false;      // node-level expert cache + gradient pre-reduce (§5.1.2)
-  bool pcie_pairing = false;      // with hierarchical: copies from the node cache split
-                                  // between PCIe-switch peers (§5.2, Fig. 8-9)
-};
-// name "per_block": each MoE block's strategy, the planner's choice (`plan --write-config`);
-// its blocks read the option sections of the strategies they name.
-struct PerBlockOptions {
-  std::vector<std::string> blocks;  // one per moe.moe_layers entry: expert_centric | hier_a2a | data_centric
-};
-struct JanusOptions {
-  float threshold = 1.0f;         // data_centric where R = BSk/(4nHE) > threshold
+// One strategy option's value; the member its kind names holds it (config/strategy_spec.h).
+struct OptionValue {
+  int i = 0;
+  float f = 0;
+  double d = 0;
+  bool b = false;
+  std::string s;                     // string, or "auto" / a number as text
+  std::vector<std::string> strings;  // string list
+  bool operator==(const OptionValue&) const = default;
 };
 
-// MoNTA (monta.txt): the expert-parallel AllToAll under tensor parallelism, where every TP rank
-// holds the same tokens. Levels (Table 6): "baseline" (expert_centric's all-to-all, t-fold
-// redundant), "O1" (Drop: each TP rank sends 1/t of the rows over the EP group, then an
-// AllGather over the TP group and a copy restore every row), "O2" (the rows in `chunks` chunks:
-// chunk j's AllGather overlaps chunk j+1's AllToAll), "O3" (O2 with the order-restoring copy on
-// its own stream, overlapping the next chunk's AllGather), "auto" (the cost model's choice,
-// Algorithm 3). Dispatch and combine, forward and backward alike.
-struct MontaOptions {
-  std::string level = "auto";
-  std::string chunks = "auto";  // O2 / O3 chunks: a number >= 1 as text, or "auto" (Algorithms 1-2)
-  // "Communication Conflict": every MoE block's comm tasks on their roles' priority lanes, so the
-  // EP AllToAll never queues behind DP gradient buckets or PP sends (GraphTask::priority).
-  bool ep_priority = false;
-};
-
-// [strategy.fastermoe]: FasterMoE's optimisations (PPoPP'22 §4), each a switch an ablation can
-// vary. The exchange is expert_centric's all-to-all-v with all three off.
-struct FasterMoeOptions {
-  // Dynamic shadowing (§4.1, Algorithm 1): every pass, from the EP group's token counts, the
-  // experts whose parameters are cheaper to broadcast than their tokens are to send; every rank
-  // computes its own tokens of them and their gradients are reduced to the owner.
-  bool shadow = false;
-  // Per rank, the memory shadowed experts may take (parameters and gradients, fp32), MB;
-  // 0 = no limit (at most every expert of the block). Too small for one expert is an error.
-  double shadow_budget_mb = 0.0;
-  // Smart schedule (§4.2): the exchange in pairwise steps between groups of EP ranks, step j
-  // sending to group i - j, computing the tokens of group i + j, returning them; the comm stream
-  // runs S_0, S_1, R_0, S_2, R_1, ..., R_{n-1} (the local group first, the ring step last).
-  bool smart = false;
-  int group_size = 0;  // EP ranks per group; 0 = the EP ranks of one node
-  // Topology-aware gate (§4.3): at most L = W_net / (M W_local) x B of a rank's assignments go to
-  // experts on another node; the rest re-select among the node's experts by score.
-  bool topo_gate = false;
-};
-
+// The MoE exchange strategy and the options of [strategy.<section>]. The sections and their
+// keys are declared by the strategies (strategies/strategy_descriptor.h, registered in
+// config/strategy_spec.h): config/ sits below strategies/ and holds the values generically;
+// each strategy reads its typed options from them when it is made.
 struct StrategyConfig {
-  std::string name = "expert_centric";  // MoE exchange strategy (strategies/registry.h)
-  ExpertCentricOptions expert_centric;  // [strategy.expert_centric] (also janus' EC blocks)
-  HierA2aOptions hier_a2a;              // [strategy.hier_a2a]
-  DataCentricOptions data_centric;      // [strategy.data_centric] (also janus' DC blocks)
-  JanusOptions janus;                   // [strategy.janus]
-  MontaOptions monta;                   // [strategy.monta]
-  FasterMoeOptions fastermoe;           // [strategy.fastermoe]
-  PerBlockOptions per_block;            // [strategy.per_block]
+  StrategyConfig();      // name: the default strategy, the first registered (strategies/registry.cpp)
+  std::string name;      // a registered strategy (config/strategy_spec.h)
+  // Values set, by "<section>.<key>" ("data_centric.credits"); a key not here has its default.
+  std::map<std::string, OptionValue> options;
+
+  // The value of a declared key; throws std::invalid_argument naming an undeclared one.
+  const OptionValue& option(const std::string& key) const;
+  // The same to change, stored (from its default) on first use.
+  OptionValue& option(const std::string& key);
 };
 
 struct ModelConfig {

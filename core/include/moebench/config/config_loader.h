@@ -64,6 +64,9 @@ Config parse_config(std::string_view toml_text, const std::string& source_name,
 // The fully resolved config, every key in every section with a comment on its meaning;
 // parse_config() accepts it again and gives an equal config.
 std::string config_to_toml(const Config& config);
+// The [strategy.<section>] table of the options of `s` that differ from their defaults, as
+// config_to_toml writes them; "" when none does.
+std::string changed_options_toml(const StrategyConfig& s, const std::string& section);
 
 // Canonical JSON (sorted keys, floats in shortest form) of the resolved config:
 // {"data": {...}, "model": {...}, "moe": {...}, "run": {...}, "train": {...}}.

@@ -25,7 +25,7 @@
 namespace moebench {
 
 struct PlanCandidate {
-  std::string label;     // "expert_centric", "expert_centric D=2", "data_centric + cache", ...
+  std::string label;     // the strategy's candidate label (StrategyDescriptor::candidates)
   std::string strategy;  // the strategy name it runs
   Config config;         // the whole model under it
   bool applicable = true;

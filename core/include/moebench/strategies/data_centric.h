@@ -118,6 +118,17 @@ struct DataCentricStats {
   long peer_copies = 0;       // pcie_pairing: experts copied from the pair peer's staging (NVLink)
 };
 
+// [strategy.data_centric] (the switches above), read from the config's values.
+struct DataCentricOptions {
+  int credits = 2;            // credit-based buffer: pulled experts in flight at once
+  bool priority = true;       // staggered pull order (Janus Algorithm 1)
+  bool prefetch = false;      // pull at the start of the iteration (§5.3)
+  bool hierarchical = false;  // node-level expert cache + gradient pre-reduce (§5.1.2)
+  bool pcie_pairing = false;  // with hierarchical: copies from the node cache split
+                              // between PCIe-switch peers (§5.2, Fig. 8-9)
+  static DataCentricOptions of(const StrategyConfig& s);
+};
+
 // One copy of the pcie_pairing schedule: expert e from the node cache or from the pair peer.
 struct DataCentricCopy {
   int expert = 0;
@@ -129,7 +140,7 @@ struct DataCentricPass;  // the handle: a pass's schedule and its used experts (
 
 class DataCentric : public StrategyOf<DataCentricPass> {
  public:
-  // options: [strategy.data_centric] (config/config.h).
+  // options: [strategy.data_centric].
   explicit DataCentric(DataCentricOptions options = {});
   ~DataCentric() override;
   std::string name() const override { return "data_centric"; }
@@ -231,8 +242,6 @@ class DataCentric : public StrategyOf<DataCentricPass> {
   std::vector<int> prefetch_order_, forward_issued_;
   DataCentricStats stats_;
 };
-
-std::unique_ptr<MoeStrategy> make_data_centric(const StrategyConfig& options);
 
 // Instantiated once, in data_centric.cpp, where DataCentricPass is complete.
 extern template class StrategyOf<DataCentricPass>;

@@ -1,7 +1,7 @@
 #pragma once
 // janus (Janus §4, §7.5): the unified paradigm. Before training it computes, for every MoE
 // block, R (eq. 1) and runs that block with data_centric where R > [strategy.janus] threshold
-// and with expert_centric elsewhere. Other strategy names apply to every block unchanged.
+// and with expert_centric elsewhere (its descriptor chooses, strategies/registry.h block_strategies).
 //
 // Notation (paper Table 2), for one MoE block: n machines (cluster.nodes), m workers per
 // machine, B = train.batch_size (the GLOBAL batch) / (n*m) sequences per worker, S seq_len,
@@ -15,6 +15,8 @@
 #include <map>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "moebench/config/config.h"
 #include "moebench/moe/moe_strategy.h"
@@ -45,13 +47,17 @@ std::vector<JanusDecision> janus_decisions(const Config& cfg, int nodes, int wor
 struct JanusBlockPlan {
   JanusDecision decision;
   StrategyCost expert_centric, data_centric;
+  const StrategyCost& chosen() const;  // the decision's paradigm's
 };
 // Throws std::invalid_argument when experts do not divide over the EP group.
 std::vector<JanusBlockPlan> janus_plan(const Config& cfg, const ClusterModel& cluster);
 
-// Block index -> concrete strategy name for every MoE block of cfg, on `nodes` machines of
-// `workers_per_node` ranks: janus's R rule, strategy.per_block.blocks, or strategy.name.
-std::map<int, std::string> block_strategies(const Config& cfg, int nodes, int workers_per_node);
+// `moebench plan CONFIG`'s report of janus_plan on `cluster` (source: the config's path), as
+// JSON and as text (janus_report.cpp).
+nlohmann::json janus_plan_json(const Config& cfg, const ClusterModel& cluster, const std::vector<JanusBlockPlan>& plan,
+                               const std::string& source);
+std::string janus_plan_text(const Config& cfg, const ClusterModel& cluster, const std::vector<JanusBlockPlan>& plan,
+                            const std::string& source);
 
 // The decision table `moebench run` prints and stores for a janus run (one line per block).
 std::string janus_decision_table(const Config& cfg, int nodes, int workers_per_node);

@@ -2,6 +2,10 @@
 // monta (strategies/monta.cpp): MoNTA's AllToAll + AllGather pipelining under tensor
 // parallelism. What plan, the experiments and the strategy share: the level and chunks a block
 // runs with, and the cost model's inputs on a cluster (perf/monta_model.h).
+#include <string>
+
+#include <nlohmann/json.hpp>
+
 #include "moebench/config/config.h"
 #include "moebench/moe/moe_strategy.h"
 #include "moebench/perf/monta_model.h"
@@ -9,6 +13,22 @@
 namespace moebench {
 
 class ClusterModel;
+
+// [strategy.monta] (monta.txt): the expert-parallel AllToAll under tensor parallelism, where every
+// TP rank holds the same tokens. Levels (Table 6): "baseline" (expert_centric's all-to-all,
+// t-fold redundant), "O1" (Drop: each TP rank sends 1/t of the rows over the EP group, then an
+// AllGather over the TP group and a copy restore every row), "O2" (the rows in `chunks` chunks:
+// chunk j's AllGather overlaps chunk j+1's AllToAll), "O3" (O2 with the order-restoring copy on
+// its own stream, overlapping the next chunk's AllGather), "auto" (the cost model's choice,
+// Algorithm 3). Dispatch and combine, forward and backward alike.
+struct MontaOptions {
+  std::string level = "auto";
+  std::string chunks = "auto";  // O2 / O3 chunks: a number >= 1 as text, or "auto" (Algorithms 1-2)
+  // "Communication Conflict": every MoE block's comm tasks on their roles' priority lanes, so the
+  // EP AllToAll never queues behind DP gradient buckets or PP sends (GraphTask::priority).
+  bool ep_priority = false;
+  static MontaOptions of(const StrategyConfig& s);
+};
 
 struct MontaPlan {
   MontaLevel level = MontaLevel::O1;
@@ -46,5 +66,11 @@ struct MontaBlockChoice {
   bool measured_r1 = false, measured_r2 = false;
 };
 std::vector<MontaBlockChoice> monta_block_choices(const Config& cfg, const ClusterModel& cluster);
+
+// The MoNTA part of `moebench plan CONFIG --cluster FILE` (parallel.tp > 1): per MoE block the
+// predicted AllToAll times per level and Algorithm 3's choice, as JSON rows or a table
+// (monta_report.cpp).
+nlohmann::json monta_plan_json(const Config& cfg, const ClusterModel& cluster);
+std::string monta_plan_text(const Config& cfg, const ClusterModel& cluster);
 
 }  // namespace moebench

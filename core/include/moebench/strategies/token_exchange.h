@@ -18,9 +18,11 @@
 // which hands it that state typed.
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "moebench/config/strategy_spec.h"
 #include "moebench/moe/typed_strategy.h"
 
 namespace moebench {
@@ -171,5 +173,12 @@ class TokenExchangeOf : public TokenExchange {
     return exact_cast<S>(*s, name());
   }
 };
+
+// overlap_degree of [strategy.expert_centric] / [strategy.hier_a2a]: the option (>= 1), its rule
+// (at most the tokens of a rank, else chunks stay empty) and the planner's reason to skip a
+// candidate with more ("" when it can run).
+OptionDef overlap_degree_option(const std::string& doc);
+void check_overlap_degree(StrategyCheck& check, const std::string& section);
+std::string overlap_degree_inapplicable(const Config& c, int degree);
 
 }  // namespace moebench

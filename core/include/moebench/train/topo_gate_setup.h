@@ -8,9 +8,6 @@
 
 namespace moebench {
 
-// Whether a MoE block runs fastermoe: strategy.name = "fastermoe", or an entry of
-// strategy.per_block.blocks.
-bool runs_fastermoe(const Config& cfg);
 
 // The start-up note `moebench run` prints once on rank 0 when the gate is asked for but
 // cannot change anything (one node; or every EP group inside one node), else "".
