@@ -35,7 +35,7 @@ QMap<QString, QString> resolved(const QStringList& sets) {
   for (const QString& s : sets) args << u"--set"_s << s;
   const auto r = run_cli(args);
   if (r.code != 0) qFatal("moebench validate exited %d: %s", r.code, qPrintable(r.err));
-  static const QRegularExpression header(u"^(?:# )?\\[([a-z_.]+)\\]"_s);
+  static const QRegularExpression header(u"^(?:# )?\\[([a-z_.0-9]+)\\]"_s);
   static const QRegularExpression entry(u"^(?:# )?([a-z_0-9]+) = (.*?)\\s+# "_s);
   QMap<QString, QString> values;
   QString section;
@@ -114,7 +114,7 @@ class TestConfigDoc : public QObject {
 
   void doc_takes_no_config_and_validate_needs_one() {
     const auto with_config = run_cli({u"validate"_s, u"--doc"_s, QStringLiteral(MOEBENCH_SOURCE_DIR "/sample_configs/quickstart.toml")});
-    QVERIFY2(with_config.code == 2 && with_config.err.contains(u"--doc excludes config"_s), qPrintable(with_config.err));
+    QVERIFY2(with_config.code == 2 && with_config.err.contains(u"config excludes --doc"_s), qPrintable(with_config.err));
     const auto none = run_cli({u"validate"_s});
     QVERIFY2(none.code == 2 && none.err.contains(u"config is required"_s), qPrintable(none.err));
   }
