@@ -98,6 +98,7 @@ class TestConfig : public QObject {
     row("unknown strategy", "[strategy]\nname = \"janus2\"\n", 2, "strategy.name", "unknown strategy \"janus2\" (known: expert_centric, hier_a2a");
     row("per_block count", "[moe]\nmoe_layers = [0, 1]\n[strategy]\nname = \"per_block\"\nper_block.blocks = [\"hier_a2a\"]\n", 5, "strategy.per_block.blocks", "needs one strategy per moe.moe_layers entry (2), got 1");
     row("per_block unknown entry", "[moe]\nmoe_layers = [0]\n[strategy]\nname = \"per_block\"\nper_block.blocks = [\"janus\"]\n", 5, "strategy.per_block.blocks", "\"janus\" cannot run one block (expected expert_centric, hier_a2a, data_centric, monta or fastermoe)");
+    row("per_block monta ep_priority on some blocks", "[moe]\nmoe_layers = [0, 1]\n[strategy]\nname = \"per_block\"\nper_block.blocks = [\"monta\", \"expert_centric\"]\nmonta.ep_priority = true\n", 6, "strategy.monta.ep_priority", "puts every MoE block of a rank on the priority lanes (the blocks share their communicators), but strategy.name = \"per_block\" runs expert_centric blocks too");
     row("per_block not strings", "[strategy]\nname = \"per_block\"\nper_block.blocks = [1]\n", 3, "strategy.per_block.blocks", "expected an array of strings, element 0 is");
     row("per_block without its name", "[strategy]\nper_block.blocks = [\"hier_a2a\"]\n", 2, "strategy.per_block.blocks", "[strategy.per_block] does not apply to strategy.name = \"expert_centric\"");
     row("bad routing kind", "[moe]\nrouting = \"zipfian\"\n", 2, "moe.routing", "unknown kind \"zipfian\"");

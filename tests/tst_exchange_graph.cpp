@@ -180,7 +180,7 @@ class TestExchangeGraph : public QObject {
     LayerCase lc(P, me);
     lc.attach(ctx);
     StrategyConfig options;
-    options.fastermoe.topo_gate = true;
+    options.option("fastermoe.topo_gate").b = true;
     MoeLayer layer;
     layer.set_strategy(make_strategy("fastermoe", options), ctx);
     lc.run(layer);

@@ -799,7 +799,7 @@ class TestStrategyGraphs : public QObject {
   void foreign_handles_are_refused() {
     MoeContext ctx = block_context(1, E);
     StrategyConfig options;
-    options.monta.level = "O1";
+    options.option("monta.level").s = "O1";
     auto ppmoe = make_strategy("ppmoe"), ec = make_strategy("expert_centric"), monta = make_strategy("monta", options),
          fastermoe = make_strategy("fastermoe");
     auto from_ppmoe = ppmoe->layout(counts_of(kCounts), ctx), from_ec = ec->layout(counts_of(kCounts), ctx),
@@ -828,7 +828,7 @@ class TestStrategyGraphs : public QObject {
   // and a rank whose MoE blocks disagree (they share their communicators) is refused.
   void comm_priority_is_the_strategys() {
     StrategyConfig options;
-    options.monta.ep_priority = true;
+    options.option("monta.ep_priority").b = true;
     auto monta = make_strategy("monta", options), plain = make_strategy("monta"), ec = make_strategy("expert_centric");
     QVERIFY(monta->comm_priority());
     QVERIFY(!plain->comm_priority() && !ec->comm_priority());

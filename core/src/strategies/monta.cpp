@@ -411,6 +411,18 @@ void check_monta(StrategyCheck& check) {
     check.fail("strategy.monta.level", m.level + " drops the rows the tensor-parallel ranks hold alike, but parallel.tp = 1 "
                                        "(nothing to drop); use level = \"baseline\" or parallel.tp > 1",
                "parallel.tp");
+  // The MoE blocks of a rank share their communicators, so their comm tasks are all on the
+  // priority lanes or none (moe/block_graph.h check_comm_priority): a chooser that mixes monta
+  // with other strategies cannot give ep_priority to the monta blocks only.
+  if (check.ok({"strategy.monta.ep_priority", "strategy.name"}) && m.ep_priority)
+    for (const std::string& n : block_strategy_names(c.strategy))
+      if (n != "monta") {
+        check.fail("strategy.monta.ep_priority", "puts every MoE block of a rank on the priority lanes (the blocks "
+                                                 "share their communicators), but strategy.name = \"" + c.strategy.name +
+                                                 "\" runs " + n + " blocks too: set it false, or run monta on every block",
+                   "strategy.name");
+        break;
+      }
 }
 
 }  // namespace
