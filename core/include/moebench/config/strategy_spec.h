@@ -87,7 +87,7 @@ struct StrategySpec {
   bool exchanges_tokens = true;
   bool sums_slices = false;
   // The chunks its exchange cuts a block's rows into under these options (the simulation's
-  // size estimate, train/simulation_estimate.cpp); none: 1.
+  // size estimate, plan/simulation_estimate.cpp); none: 1.
   std::function<int(const StrategyConfig&)> chunks;
   // Why moe.expert_tp cannot apply to a config running it ("" = it can): the message, with
   // "{name}" standing for strategy.name's value.
