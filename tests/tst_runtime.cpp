@@ -235,67 +235,6 @@ class TestRuntime : public QObject {
     QVERIFY(a->start < c->end && c->start < a->end && b->start < c->end && c->start < b->end);
   }
 
-  // Compute tasks run on the thread that waits, in submission order, while
-  // the comm workers run theirs at the same time; a comm task that needs a compute task completes
-  // because the waiting thread runs it.
-  void compute_runs_on_the_waiting_thread() {
-    Executor ex(0);
-    const std::thread::id main_thread = std::this_thread::get_id();
-    Rendezvous both(2);
-    std::atomic<int> overlapped{0}, on_main{0}, comm_elsewhere{0};
-    std::vector<int> order;
-    const auto bound = std::chrono::seconds(5);
-    TaskGraph g;
-    const TaskId pre = g.add(task("pre", StreamRole::compute, [&] {
-      on_main += std::this_thread::get_id() == main_thread;
-      order.push_back(0);
-    }));
-    g.add(task("a2a", StreamRole::comm_inter, [&] {
-      comm_elsewhere += std::this_thread::get_id() != main_thread;
-      overlapped += both.arrive_and_wait(bound);
-    }, TaskCategory::comm), {pre});
-    g.add(task("gemm", StreamRole::compute, [&] {
-      on_main += std::this_thread::get_id() == main_thread;
-      overlapped += both.arrive_and_wait(bound);
-      order.push_back(1);
-    }));
-    const TaskId post = g.add(task("post", StreamRole::comm_intra, [] {}, TaskCategory::comm),
-                              {g.id(2)});
-    ex.submit(g);
-    ex.wait(g, post);  // needs "gemm": only this thread can run it
-    QCOMPARE(on_main.load(), 2);
-    QCOMPARE(comm_elsewhere.load(), 1);
-    QVERIFY2(overlapped.load() == 2, "the comm task and the caller's compute task did not run at the same time");
-    QCOMPARE(order, (std::vector<int>{0, 1}));
-    ex.synchronize();
-    QCOMPARE((int)ex.take_spans().size(), 4);
-  }
-
-  void caller_compute_errors_and_teardown() {
-    {
-      Executor ex(0);
-        TaskGraph g;
-      std::atomic<bool> ran{false};
-      const TaskId bad = g.add(task("bad", StreamRole::compute, [] { throw std::runtime_error("kernel fault"); }));
-      const TaskId after = g.add(task("after", StreamRole::comm_intra, [&] { ran = true; }, TaskCategory::comm), {bad});
-      ex.submit(g);
-      QCOMPARE(message_of([&] { ex.wait(g, after); }), QString("kernel fault"));
-      QVERIFY(!ran);
-      QCOMPARE(message_of([&] { ex.synchronize(); }), QString("kernel fault"));
-    }
-    // Never waited for: the executor runs the caller's tasks itself before joining the workers
-    // (a worker's task may need them).
-    std::atomic<int> done{0};
-    {
-      Executor ex(0);
-        TaskGraph g;
-      const TaskId c = g.add(task("c", StreamRole::compute, [&] { ++done; }));
-      g.add(task("d", StreamRole::comm_inter, [&] { ++done; }, TaskCategory::comm), {c});
-      ex.submit(g);
-    }
-    QCOMPARE(done.load(), 2);
-  }
-
   // A priority task runs on its role's second lane: it completes while an earlier task of the
   // same role (a DP bucket, say) still blocks the role's worker, which plain FIFO would not allow.
   // Within the lane the order stays FIFO.

@@ -10,26 +10,23 @@
 namespace moebench {
 
 struct Executor::State {
-  explicit State(Executor& o) : owner(o) {}
-  Executor& owner;
   std::mutex m;
   std::condition_variable cv;
-  std::atomic<bool> done{false};
+  bool done = false;
   std::exception_ptr error;
 
   void fire(std::exception_ptr e) {
     {
       std::lock_guard<std::mutex> lock(m);
-      error = std::move(e);
       done = true;
+      error = std::move(e);
     }
     cv.notify_all();
-    owner.notify_progress();  // the waiting thread may run a caller task that waited for this one
   }
   // Waits until done; returns the task's error (null when it succeeded).
   std::exception_ptr wait() {
     std::unique_lock<std::mutex> lock(m);
-    cv.wait(lock, [this] { return done.load(); });
+    cv.wait(lock, [this] { return done; });
     return error;
   }
 };
@@ -76,7 +73,23 @@ class Executor::Worker {
         item = std::move(queue_.front());
         queue_.pop_front();
       }
-      owner_.run_item(item);
+      std::exception_ptr error;
+      for (const auto& dep : item.deps)
+        if (std::exception_ptr e = dep->wait(); e && !error) error = e;
+      if (!error) {  // a task whose dependency failed is skipped: no action, no span
+        Span span = std::move(item.span);
+        span.start = owner_.now();
+        try {
+          if (item.action) item.action();
+        } catch (...) {
+          error = std::current_exception();
+        }
+        span.end = owner_.now();
+        if (!span.name.empty()) owner_.record(std::move(span));
+      }
+      std::shared_ptr<State> state = std::move(item.state);
+      item = Item{};  // release the action's captures before signalling
+      state->fire(error);
     }
   }
 
@@ -92,65 +105,7 @@ class Executor::Worker {
 Executor::Executor(int rank) : rank_(rank), epoch_(std::chrono::steady_clock::now()) {}
 
 Executor::~Executor() {
-  // The waiting thread's tasks first (workers' tasks may wait for them), then drain and join
-  // the workers while spans and states are alive.
-  drain_until([this] {
-    std::lock_guard<std::mutex> lock(m_);
-    return caller_queue_.empty();
-  });
-  for (auto& w : workers_) w.reset();
-}
-
-void Executor::run_item(Item& item) {
-  std::exception_ptr error;
-  for (const auto& dep : item.deps)
-    if (std::exception_ptr e = dep->wait(); e && !error) error = e;
-  if (!error) {  // a task whose dependency failed is skipped: no action, no span
-    Span span = std::move(item.span);
-    span.start = now();
-    try {
-      if (item.action) item.action();
-    } catch (...) {
-      error = std::current_exception();
-    }
-    span.end = now();
-    if (!span.name.empty()) record(std::move(span));
-  }
-  std::shared_ptr<State> state = std::move(item.state);
-  item = Item{};  // release the action's captures before signalling
-  state->fire(error);
-}
-
-void Executor::notify_progress() {
-  { std::lock_guard<std::mutex> lock(progress_m_); }  // a waiter between its check and its wait sees this
-  progress_cv_.notify_all();
-}
-
-void Executor::drain_until(const std::function<bool()>& done) {
-  // The head of the queue runs once its dependencies have fired (they run on other roles'
-  // workers or earlier in this queue); tasks keep submission order, as on a compute worker.
-  auto head_ready = [this] {
-    std::lock_guard<std::mutex> lock(m_);
-    if (caller_queue_.empty()) return false;
-    for (const auto& dep : caller_queue_.front()->deps)
-      if (!dep->done) return false;
-    return true;
-  };
-  for (;;) {
-    if (done()) return;
-    if (head_ready()) {
-      std::unique_ptr<Item> item;
-      {
-        std::lock_guard<std::mutex> lock(m_);
-        item = std::move(caller_queue_.front());
-        caller_queue_.pop_front();
-      }
-      run_item(*item);
-      continue;
-    }
-    std::unique_lock<std::mutex> lock(progress_m_);
-    progress_cv_.wait(lock, [&] { return done() || head_ready(); });
-  }
+  for (auto& w : workers_) w.reset();  // drain and join while spans and states are alive
 }
 
 Executor::Worker& Executor::worker(StreamRole role, bool priority) {
@@ -174,7 +129,7 @@ void Executor::submit(TaskGraph& g) {
     states = &states_[g.serial_];
   }
   states->resize(g.tasks_.size());
-  for (int i = g.submitted_; i < (int)g.tasks_.size(); ++i) (*states)[(size_t)i] = std::make_shared<State>(*this);
+  for (int i = g.submitted_; i < (int)g.tasks_.size(); ++i) (*states)[(size_t)i] = std::make_shared<State>();
   const long step = step_.load();
   for (int i : order) {
     GraphTask& t = g.tasks_[(size_t)i];
@@ -199,14 +154,7 @@ void Executor::submit(TaskGraph& g) {
     item.action = std::move(t.action);  // the graph keeps the schedule; the worker owns the action
     for (int d : t.deps) item.deps.push_back((*states)[(size_t)d]);
     item.state = (*states)[(size_t)i];
-    const StreamRole role = serial_ ? StreamRole::compute : t.role;
-    const bool priority = !serial_ && t.priority;
-    if (role == StreamRole::compute && !priority) {
-      std::lock_guard<std::mutex> lock(m_);
-      caller_queue_.push_back(std::make_unique<Item>(std::move(item)));
-    } else {
-      worker(role, priority).enqueue(std::move(item));
-    }
+    worker(serial_ ? StreamRole::compute : t.role, !serial_ && t.priority).enqueue(std::move(item));
   }
   g.submitted_ = (int)g.tasks_.size();
   g.executor_ = this;
@@ -222,7 +170,6 @@ void Executor::wait(const TaskGraph& g, TaskId id) {
     if (it == states_.end()) throw std::logic_error("Executor::wait: the graph's tasks were already synchronized");
     state = it->second[(size_t)id.index];
   }
-  drain_until([&] { return state->done.load(); });
   if (std::exception_ptr e = state->wait()) std::rethrow_exception(e);
 }
 
@@ -235,12 +182,6 @@ void Executor::release(const TaskGraph& g) {
     states.swap(it->second);
     states_.erase(it);
   }
-  size_t next = 0;  // states before it have fired
-  drain_until([&] {
-    for (; next < states.size(); ++next)
-      if (states[next] && !states[next]->done) return false;
-    return true;
-  });
   std::exception_ptr first;
   for (auto& s : states)
     if (s)
@@ -257,16 +198,6 @@ void Executor::synchronize() {
   // Every task ends (run or skipped) before this returns, even after an error; the first
   // error in submission order of the earliest graph is the root cause (later ones are its
   // skipped dependants or consequences).
-  std::vector<State*> pending;
-  for (auto& [serial, list] : states)
-    for (auto& s : list)
-      if (s) pending.push_back(s.get());
-  size_t next = 0;  // states before it have fired
-  drain_until([&] {
-    for (; next < pending.size(); ++next)
-      if (!pending[next]->done) return false;
-    return true;
-  });
   std::exception_ptr first;
   uint64_t first_graph = 0;
   for (auto& [serial, list] : states)

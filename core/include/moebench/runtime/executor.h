@@ -1,7 +1,7 @@
 #pragma once
 // Executor: runs task graphs on one rank, one worker per stream role.
-//   worker  a CPU thread per role but compute (created on first use) running its tasks in
-//           submission order (on the GPU path a cudaStream). Tasks of different roles run concurrently:
+//   worker  a CPU thread per role (created on first use) running its tasks in submission
+//           order (on the GPU path a cudaStream). Tasks of different roles run concurrently:
 //           overlap is real. A comm task uses the communicator of its role (the builder binds
 //           it), so concurrent collectives never share matching. A task with `priority` runs on
 //           its role's priority lane, a second thread of the role: it never queues behind
@@ -9,14 +9,6 @@
 //   submit  the rank's main thread submits a graph's new tasks (those added since the last
 //           submit) in a topological order, then waits for a task or for everything. A graph
 //           may grow while it runs (a block's tasks once its routing is known).
-//   caller  the compute role has no thread of its own: its tasks run on the thread that waits
-//           (wait / release / synchronize: the rank's main thread), in submission order,
-//           while the other roles' workers run theirs. The main thread of a step then computes
-//           with no thread hand-off per task (a hand-off per dense stage cost 16 % of the
-//           quickstart on 2 cores, moe_gpt.h), and BLAS/OpenMP never run on two threads of a
-//           rank. Only that thread may wait, and it must not block on work that needs a
-//           compute task except through wait / release / synchronize (it runs them only there).
-//           The compute role's priority lane keeps a thread.
 // A task waits for its dependencies' completion. An exception thrown by a task is captured;
 // tasks depending on it are skipped (no action, no span) and fail with the same error, which
 // wait() / synchronize() rethrow on the main thread: a failing rank reports it, never hangs.
@@ -60,9 +52,8 @@ class Executor {
   // graphs' completion state (call at step boundaries; their tasks cannot be waited on after).
   void synchronize();
 
-  // Serial mode (`bench overlap`'s baseline): every task submitted from now on runs as a
-  // compute task (on the waiting thread), in the submission (topological) order, its span
-  // keeping its own role.
+  // Serial mode (`bench overlap`'s baseline): every task submitted from now on runs on the
+  // compute worker, in the submission (topological) order, its span keeping its own role.
   void set_serial(bool serial) { serial_ = serial; }
 
   // Runs fn on the calling thread, recording a span of `role` (host: the main thread's own
@@ -85,11 +76,6 @@ class Executor {
   class Worker;
   Worker& worker(StreamRole role, bool priority);
   void record(Span span);
-  // Runs one queued task after its dependencies (skipped with their error when one failed).
-  void run_item(Item& item);
-  // Runs the caller queue's tasks on this thread until done() holds (a task state fired).
-  void drain_until(const std::function<bool()>& done);
-  void notify_progress();
 
   int rank_;
   std::atomic<long> step_{-1};
@@ -100,11 +86,6 @@ class Executor {
   // Completion state per submitted graph (by serial), index = task index.
   std::unordered_map<uint64_t, std::vector<std::shared_ptr<State>>> states_;
   std::vector<Span> spans_;
-  // Compute tasks for the waiting thread, and the signal that a task
-  // state fired (a caller-queue task may have become ready, or a waited-for task ended).
-  std::deque<std::unique_ptr<Item>> caller_queue_;
-  std::mutex progress_m_;
-  std::condition_variable progress_cv_;
 };
 
 }  // namespace moebench
