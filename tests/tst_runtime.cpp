@@ -137,10 +137,27 @@ class TestRuntime : public QObject {
              QString("task graph: the dependencies form a cycle through 'a', 'b'"));
     Executor ex(0);
     QCOMPARE(message_of([&] { ex.submit(g); }), QString("task graph: the dependencies form a cycle through 'a', 'b'"));
-    TaskGraph host;
-    host.add(task("main", StreamRole::host));
-    QCOMPARE(message_of([&] { ex.submit(host); }),
-             QString("Executor::submit: task 'main' has role host (run it with run_inline)"));
+  }
+
+  // A host task (a blocking collective of the rank's chain) runs on the compute worker, after
+  // the compute task before it, and its span keeps the host role.
+  void host_tasks_run_in_the_compute_chain() {
+    Executor ex(0);
+    TaskGraph g;
+    std::thread::id compute_thread, host_thread;
+    std::vector<std::string> order;
+    const TaskId a = g.add(task("attn", StreamRole::compute, [&] { compute_thread = std::this_thread::get_id(); order.push_back("attn"); }));
+    const TaskId b = g.add(task("tp.allreduce", StreamRole::host, [&] { host_thread = std::this_thread::get_id(); order.push_back("tp"); },
+                                TaskCategory::comm), {a});
+    ex.submit(g);
+    ex.wait(g, b);
+    ex.synchronize();
+    QVERIFY(compute_thread == host_thread);
+    QVERIFY(host_thread != std::this_thread::get_id());
+    QCOMPARE(order, (std::vector<std::string>{"attn", "tp"}));
+    const std::vector<Span> spans = ex.take_spans();
+    QCOMPARE(spans.size(), (size_t)2);
+    QCOMPARE(spans[1].role, StreamRole::host);
   }
 
   void same_schedule_compares_everything_but_actions() {

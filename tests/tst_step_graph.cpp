@@ -85,6 +85,7 @@ class TestStepGraph : public QObject {
       main(task("embed.forward", TaskCategory::compute, StreamRole::compute, -1, m));
       main(task("attn.forward", TaskCategory::compute, StreamRole::compute, 0, m, attn_forward_flops(N, C, T)));
       main(task("ffn.forward", TaskCategory::compute, StreamRole::compute, 0, m, ffn_forward_flops(N, C, F)));
+      main(task("stage.output", TaskCategory::compute, StreamRole::compute, -1, m));  // the residual sum sent on
       send(m);
     }
     // ln1 2C, QKV 3C^2 + 3C, projection C^2 + C, ln2 2C; the FFN 2CF + F + C

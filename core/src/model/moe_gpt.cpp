@@ -1,4 +1,5 @@
 #include "moebench/model/moe_gpt.h"
+#include "moe_gpt_parts.h"
 
 #include <algorithm>
 #include <cmath>
@@ -19,55 +20,12 @@
 #include "moebench/model/residual.h"
 #include "moebench/model/vocab_parallel.h"
 #include "moebench/moe/block_graph.h"
+#include "moebench/model/stage_graph.h"
 #include "moebench/runtime/executor.h"
 #include "moebench/tensor/matmul.h"
 #include "moebench/tensor/rng.h"
 
 namespace moebench {
-
-// One micro-batch's activations of a block ([N,C] unless noted; tensor-parallel shares where
-// the matmuls are split), and its MoE layer (each slot routes its own micro-batch).
-struct MoeGpt::Acts {
-  std::vector<float> x, ln1, ln1_mean, ln1_rstd, qkv /*[N,3C/t]*/, preatt, att /*[B,NH/t,T,T]*/, atty,
-      res1, ln2, ln2_mean, ln2_rstd, fch, fch_gelu /*[N,F/t]*/, ffn_out;
-  std::unique_ptr<MoeLayer> moe;
-};
-
-struct MoeGpt::Block {
-  int index = 0;    // global block index
-  int experts = 0;  // 0: dense FFN block
-  // parameter indices into the arena
-  size_t ln1_w, ln1_b, qkv_w, qkv_b, proj_w, proj_b, ln2_w, ln2_b;
-  size_t fc_w = 0, fc_b = 0, fcproj_w = 0, fcproj_b = 0;  // dense FFN
-  size_t router_w = 0;                                     // MoE
-  std::vector<size_t> expert_first;                        // per expert: index of w1 (b1, w2, b2 follow)
-  std::vector<ExpertParams> expert_params, expert_grads;
-  std::vector<Acts> acts;       // per slot
-  std::vector<int> step_counts; // [E] kept assignments since begin_step()
-};
-
-// A micro-batch's stage-level activations: its tokens, the stage output (the last block's
-// residual sum) and, on the last stage, ln_f, the probabilities and the per-token losses.
-struct MoeGpt::HeadActs {
-  int B = 0, T = 0;
-  std::vector<int> inputs, targets;
-  std::vector<int> all_inputs;  // [P, N] every DP rank's token ids (partitioned embedding)
-  std::vector<float> x_out, lnf, lnf_mean, lnf_rstd, probs, losses;
-};
-
-namespace {
-void ensure(std::vector<float>& v, size_t n) {
-  if (v.size() < n) v.resize(n);
-}
-float* ensure_data(std::vector<float>& v, size_t n) {
-  ensure(v, n);
-  return v.data();
-}
-void zero(std::vector<float>& v, size_t n) {
-  ensure(v, n);
-  std::fill(v.begin(), v.begin() + (long)n, 0.0f);
-}
-}  // namespace
 
 MoeGpt::MoeGpt(const ModelConfig& model, const MoeConfig& moe, ExpertShard shard, TpShard tp, PipeStage pipe,
                EmbedShard embed)
@@ -212,6 +170,7 @@ void MoeGpt::init(uint64_t seed) {
 }
 
 void MoeGpt::distribute(const ParallelContext& par) {
+  reset_graph();  // tasks of the undistributed model ran on its own executor
   executor_ = par.executor;
   tp_comm_ = par.tp;
   if (embed_split()) {
@@ -225,11 +184,6 @@ void MoeGpt::distribute(const ParallelContext& par) {
                                 " ranks needs a tensor-parallel group of that size");
   if (sliced_experts() && (!par.tp_dup || par.tp_dup->size() != tp_.size || !par.experts_sliced))
     throw std::invalid_argument("MoeGpt: moe.expert_tp needs the tensor-parallel group's expert-slice communicator");
-  if (tp_comm_ && par.topology) {
-    std::set<int> nodes;
-    for (int q = 0; q < tp_comm_->size(); ++q) nodes.insert(par.topology->node_of(tp_comm_->world_rank(q)));
-    tp_role_ = nodes.size() > 1 ? StreamRole::comm_inter : StreamRole::comm_intra;
-  }
   tp_partial_ = tp_partial_b2_;
   std::map<int, const MoeStrategy*> block_strategy;
   for (auto& bp : blocks_) {
@@ -252,21 +206,6 @@ void MoeGpt::distribute(const ParallelContext& par) {
     }
   }
   check_comm_priority(block_strategy);
-}
-
-void MoeGpt::tp_allreduce(float* x, size_t n, int layer, ReduceOp op) {
-  if (tp_.size == 1) return;
-  if (!tp_comm_) throw std::logic_error("MoeGpt: tensor parallelism without distribute()");
-  const uint64_t t = (uint64_t)tp_.size, bytes = 2 * (t - 1) * n * sizeof(float) / t;  // ring all-reduce
-  auto reduce = [&] { tp_comm_->all_reduce(x, n, DType::f32, op); };
-  if (executor_) executor_->run_inline("tp.allreduce", tp_role_, TaskCategory::comm, reduce, layer, 0.0, bytes);
-  else reduce();
-}
-
-template <class Fn>
-void MoeGpt::stage(const char* name, int layer, double flops, Fn&& fn) {
-  if (executor_) executor_->run_inline(name, StreamRole::compute, TaskCategory::compute, fn, layer, flops);
-  else fn();
 }
 
 void MoeGpt::set_routing(const RoutingSpec& spec, uint64_t seed) {
@@ -335,6 +274,12 @@ std::vector<StrategyDecision> MoeGpt::strategy_decisions(int block) const {
 
 void MoeGpt::begin_step() {
   for (auto& b : blocks_) b->step_counts.assign((size_t)b->experts, 0);
+  reset_graph();
+}
+
+void MoeGpt::reset_graph() {
+  if (graph_.submitted() > 0) executor().synchronize();
+  graph_ = TaskGraph();
 }
 
 bool MoeGpt::held_elsewhere(const std::string& name) const {
@@ -355,61 +300,6 @@ ArenaRange MoeGpt::partitioned_embedding() const {
   return {params_.views()[wte_].offset, params_.views()[wte_].numel};
 }
 
-void MoeGpt::embed_comm_span(const char* name, uint64_t bytes, const std::function<void()>& fn) {
-  if (!embed_comm_) throw std::logic_error("MoeGpt: embedding partition without distribute()");
-  // The host role, as the step graph's tasks and Distributed's other blocking collectives.
-  if (executor_) executor_->run_inline(name, StreamRole::host, TaskCategory::comm, fn, -1, 0.0, bytes);
-  else fn();
-}
-
-void MoeGpt::embed_all_to_all(const char* name, size_t block) {
-  const int P = embed_.size;
-  const std::vector<size_t> counts((size_t)P, block);
-  std::vector<size_t> displs((size_t)P);
-  for (int q = 0; q < P; ++q) displs[(size_t)q] = (size_t)q * block;
-  embed_comm_span(name, (uint64_t)(P - 1) * block * sizeof(float), [&] {
-    embed_comm_->all_to_all_v(embed_send_.data(), counts.data(), displs.data(), ensure_data(embed_recv_, P * block),
-                              counts.data(), displs.data(), DType::f32);
-  });
-}
-
-// Forward of Fig. 9: ids all-gather (ring: (P-1) N ids to the next rank), lookup of this rank's
-// columns for every rank's tokens, all-to-all of the [N, Cp] slices (N Cp floats to each other
-// rank), assembly with the positions.
-void MoeGpt::partitioned_embed_forward(HeadActs& h, float* x) {
-  const int P = embed_.size, Cp = model_.hidden / P, T = h.T;
-  const long N = (long)h.B * T;
-  const size_t block = (size_t)N * Cp;
-  h.all_inputs.resize((size_t)P * N);
-  embed_comm_span("embed.ids", (uint64_t)(P - 1) * N * sizeof(int32_t), [&] {
-    embed_comm_->all_gather(h.inputs.data(), h.all_inputs.data(), (size_t)N, DType::i32);
-  });
-  stage("embed.forward", -1, 0.0, [&] {
-    embedding_partition_lookup(ensure_data(embed_send_, P * block), h.all_inputs.data(), params_.param(wte_), P * N, Cp);
-  });
-  embed_all_to_all("embed.a2a", block);
-  stage("embed.positions", -1, 0.0, [&] {
-    embedding_partition_assemble(x, embed_recv_.data(), params_.param(wpe_), N, T, P, Cp);
-  });
-}
-
-// Backward of Fig. 9: dresid_ [N, C] cut by column owner, one all-to-all (N Cp floats to each
-// other rank), then this rank's columns accumulate every rank's tokens' gradients (rank order,
-// token order: the single-rank summation order when each rank holds consecutive batch rows).
-void MoeGpt::partitioned_embed_backward(HeadActs& h) {
-  const int P = embed_.size, C = model_.hidden, Cp = C / P, T = h.T;
-  const long N = (long)h.B * T;
-  const size_t block = (size_t)N * Cp;
-  stage("embed.grad_slices", -1, 0.0, [&] {
-    embedding_partition_split(ensure_data(embed_send_, P * block), dresid_.data(), N, P, Cp);
-  });
-  embed_all_to_all("embed.grad_a2a", block);
-  stage("embed.backward", -1, 0.0, [&] {
-    embedding_partition_backward(params_.grad(wte_), embed_recv_.data(), h.all_inputs.data(), P * N, Cp);
-    position_embedding_backward(params_.grad(wpe_), dresid_.data(), N, T, C);
-  });
-}
-
 ArenaRange MoeGpt::tied_embedding_copy() const {
   if (pipe_.first() || wte_ == kNone) return {};
   return {params_.views()[wte_].offset, params_.views()[wte_].numel};
@@ -417,6 +307,7 @@ ArenaRange MoeGpt::tied_embedding_copy() const {
 
 LossParts MoeGpt::forward(const int* inputs, const int* targets, int B, int T, long step) {
   if (pipe_.stages != 1) throw std::logic_error("MoeGpt::forward runs the whole model: use forward_micro on a stage");
+  reset_graph();
   return forward_micro(0, {inputs, targets, B, T, step, 0});
 }
 
@@ -424,253 +315,165 @@ void MoeGpt::backward() { backward_micro(0, nullptr, 1.0f, true); }
 
 const float* MoeGpt::stage_output(int slot) const { return head_acts_.at((size_t)slot).x_out.data(); }
 
+// The tasks of one slot's pass with this model's buffers.
+class MoeGpt::Binding : public StageBinding {
+ public:
+  Binding(MoeGpt& m, int slot) : m_(m), slot_(slot) {}
+  std::function<void()> action(StageOp op, int layer) override {
+    return [&m = m_, op, layer, slot = slot_] { m.run_op(op, layer, slot); };
+  }
+  TaskId moe_pass(TaskGraph& g, int block, MoePass pass, TaskId after) override {
+    return m_.moe_pass(g, block, slot_, pass, after);
+  }
+  TaskId use_part(TaskGraph& g, int part, TaskId after) override {
+    return m_.dense_use_ ? m_.dense_use_(g, part, after) : after;
+  }
+  void grad_ready(TaskGraph& g, int part, TaskId after) override {
+    const bool block = part >= 0 && part < m_.model_.layers;
+    if (m_.grad_ready_) m_.grad_ready_(g, m_.part_range(part), block ? part : -1, after);
+  }
+
+ private:
+  MoeGpt& m_;
+  int slot_;
+};
+
+StageShape MoeGpt::stage_shape(int B, int T) const {
+  StageShape s;
+  s.model = model_;
+  for (size_t i = 0; i < moe_.moe_layers.size(); ++i) s.experts[moe_.moe_layers[i]] = moe_.experts.at(i);
+  s.tp = tp_;
+  s.pipe = pipe_;
+  s.embed = embed_;
+  s.B = B;
+  s.T = T;
+  for (int q = 0; q < tp_.size; ++q) s.tp_world.push_back(tp_comm_ ? tp_comm_->world_rank(q) : q);
+  for (int q = 0; q < embed_.size; ++q) s.dp_world.push_back(embed_comm_ ? embed_comm_->world_rank(q) : q);
+  return s;
+}
+
+Executor& MoeGpt::executor() {
+  if (executor_) return *executor_;
+  if (!own_executor_) own_executor_ = std::make_unique<Executor>(0);
+  return *own_executor_;
+}
+
+void MoeGpt::run_until(TaskId end) {
+  Executor& ex = executor();
+  ex.submit(graph_);
+  ex.wait(graph_, end);
+  if (own_executor_) own_executor_->take_spans();  // nobody reads an undistributed model's spans
+}
+
+TaskId MoeGpt::moe_pass(TaskGraph& g, int block, int slot, MoePass pass, TaskId after) {
+  Block& b = *local_block(block);
+  Acts& a = b.acts[(size_t)slot];
+  HeadActs& h = head_acts_[(size_t)slot];
+  const long N = h.N();
+  const int l = b.index;
+  if (pass == MoePass::backward) {
+    const float aux_weight = moe_.aux_loss_weight * h.loss_scale;
+    if (a.moe->strategy())
+      return a.moe->add_backward(g, after, dscratch_.data(), params_.grad(b.router_w), dresid_.data(), aux_weight,
+                                 a.ln2.data(), params_.param(b.router_w));
+    GraphTask t;  // the experts on this rank (no strategy): one task
+    t.name = "moe.backward";
+    t.layer = l;
+    t.action = [this, &b, &a, N, aux_weight] {
+      zero(dscratch_, (size_t)N * model_.hidden);
+      a.moe->backward(dscratch_.data(), params_.grad(b.router_w), b.expert_grads, dresid_.data(), aux_weight,
+                      a.ln2.data(), params_.param(b.router_w), b.expert_params);
+    };
+    return g.add(std::move(t), {after});
+  }
+  const int C = model_.hidden;
+  const MoeLayerShape s{(int)N, C, model_.ffn_mult * C, b.experts, moe_.top_k, moe_.capacity_factor, moe_.gate_normalize};
+  const int* forced = nullptr;
+  if (routing_.kind != RoutingSpec::Kind::learned) {
+    a.forced.resize((size_t)N * moe_.top_k);
+    synthetic_expert_choice(a.forced.data(), routing_, (int)N, moe_.top_k, b.experts, routing_seed_, h.step, l,
+                            h.first_token);
+    forced = a.forced.data();
+  }
+  if (a.moe->strategy())
+    return a.moe->add_forward(g, executor(), after, a.ffn_out.data(), a.ln2.data(), params_.param(b.router_w), s, forced);
+  GraphTask t;
+  t.name = "moe.forward";
+  t.layer = l;
+  t.action = [this, &b, &a, s, forced, l] {
+    const std::vector<ExpertParams>& experts = expert_source_ ? expert_source_->acquire(l) : b.expert_params;
+    a.moe->forward(a.ffn_out.data(), a.ln2.data(), params_.param(b.router_w), experts, s, forced);
+    if (expert_source_) expert_source_->release(l);
+  };
+  return g.add(std::move(t), {after});
+}
+
+ArenaRange MoeGpt::part_range(int part) const {
+  const auto& v = params_.views();
+  if (part == kEmbeddingsPart) {
+    const ParamView& wpe = v[wpe_];
+    if (embed_split()) return {wpe.offset, wpe.numel};  // the positions only: each rank owns its wte columns
+    return {0, wpe.offset + wpe.numel};                  // embeddings (tied head included)
+  }
+  if (part == model_.layers) return {v[lnf_w_].offset, params_.size() - v[lnf_w_].offset};  // ln_f (+ untied head)
+  if (part == model_.layers + 1) return tied_embedding_copy();
+  const Block& b = *local_block(part);  // the block's dense part: ln1 .. ln2 (+ FFN or router)
+  const ParamView& first = v[b.ln1_w];
+  const ParamView& lastp = v[b.experts ? b.router_w : b.fcproj_b];
+  return {first.offset, lastp.offset + lastp.numel - first.offset};
+}
+
 LossParts MoeGpt::forward_micro(int slot, const MicroBatch& mb, const float* x_in) {
   const int B = mb.B, T = mb.T;
   if (slot < 0 || slot >= pipe_.in_flight) throw std::out_of_range("activation slot " + std::to_string(slot) + " out of range");
   if (T > model_.seq_len) throw std::invalid_argument("sequence longer than model.seq_len");
   if (!pipe_.first() && !x_in) throw std::invalid_argument("a pipeline stage after the first needs its input activation");
-  const int C = model_.hidden, F = model_.ffn_mult * C, V = model_.vocab_size, NH = model_.heads;
-  const int t = tp_.size, Ct = C / t, Ft = F / t, NHt = NH / t;  // this rank's share (tensor parallel)
-  const bool split = t > 1, bias_here = tp_.rank == 0;  // row-parallel biases: added once
+  const int V = model_.vocab_size;
   const long N = (long)B * T;
   HeadActs& h = head_acts_[(size_t)slot];
   last_slot_ = slot;
   h.B = B;
   h.T = T;
+  h.step = mb.step;
+  h.first_token = mb.first_token;
+  h.x_in = x_in;
+  h.ce = h.aux = 0.0f;
   h.inputs.assign(mb.inputs, mb.inputs + N);
   if (pipe_.last()) h.targets.assign(mb.targets, mb.targets + N);
   for (long i = 0; i < N; ++i)
     if (mb.inputs[i] < 0 || mb.inputs[i] >= V || (pipe_.last() && (mb.targets[i] < 0 || mb.targets[i] >= V)))
       throw std::out_of_range("token id outside [0, vocab_size)");
-
-  LossParts parts;
+  const size_t NC = (size_t)N * model_.hidden;
+  for (auto& b : blocks_) {  // the buffers the tasks are bound to
+    Acts& a = b->acts[(size_t)slot];
+    ensure(a.x, NC);
+    ensure(a.ln2, NC);
+    ensure(a.ffn_out, NC);
+  }
   for (auto& b : blocks_)  // before any gate: strategies may start pulling experts (prefetch)
     if (b->experts) b->acts[(size_t)slot].moe->begin_iteration();
-  for (size_t i = 0; i < blocks_.size(); ++i) {
-    Block& b = *blocks_[i];
-    Acts& a = b.acts[(size_t)slot];
-    const int l = b.index;
-    ensure(a.x, N * C);
-    if (dense_use_ && i == 0 && pipe_.first()) dense_use_(-1);
-    if (i == 0 && pipe_.first() && embed_split()) partitioned_embed_forward(h, a.x.data());
-    if (i == 0 && pipe_.first() && !vocab_split() && !embed_split()) stage("embed.forward", -1, 0.0, [&] {
-        encoder_forward(a.x.data(), mb.inputs, params_.param(wte_), params_.param(wpe_), B, T, C);
-      });
-    if (i == 0 && pipe_.first() && vocab_split()) {  // this rank's vocabulary rows, summed over TP
-      stage("embed.forward", -1, 0.0, [&] {
-        vocab_slice_embed(a.x.data(), mb.inputs, params_.param(wte_), N, C, vocab_first(), vocab_rows());
-      });
-      tp_allreduce(a.x.data(), N * C, -1);
-      stage("embed.positions", -1, 0.0, [&] {
-        const float* wpe = params_.param(wpe_);
-#pragma omp parallel for schedule(static)
-        for (long n = 0; n < N; ++n)
-          for (int c = 0; c < C; ++c) a.x[n * C + c] += wpe[(n % T) * C + c];
-      });
-    }
-    if (dense_use_) dense_use_(l);  // after the embeddings: their compute overlaps block 0's gather
-    auto residual_ln2 = [&] {  // res1 += x; ln2 = LayerNorm(res1)
-      residual_forward(a.res1.data(), a.res1.data(), a.x.data(), N * C);
-      ensure(a.ln2, N * C); ensure(a.ln2_mean, N); ensure(a.ln2_rstd, N);
-      layernorm_forward(a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.res1.data(),
-                        params_.param(b.ln2_w), params_.param(b.ln2_b), (int)N, C);
-    };
-    stage("attn.forward", l, attn_forward_flops(N, C, T) / t, [&] {
-      if (i > 0) {
-        const Acts& prev = blocks_[i - 1]->acts[(size_t)slot];
-        residual_forward(a.x.data(), prev.res1.data(), prev.ffn_out.data(), N * C);
-      } else if (!pipe_.first()) {
-        std::copy_n(x_in, N * C, a.x.data());
-      }
-      ensure(a.ln1, N * C); ensure(a.ln1_mean, N); ensure(a.ln1_rstd, N);
-      layernorm_forward(a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), a.x.data(),
-                        params_.param(b.ln1_w), params_.param(b.ln1_b), (int)N, C);
-      ensure(a.qkv, N * 3 * Ct);
-      matmul_forward(a.qkv.data(), a.ln1.data(), params_.param(b.qkv_w), params_.param(b.qkv_b), (int)N, C, 3 * Ct);
-      ensure(a.preatt, (size_t)B * NHt * T * T); ensure(a.att, (size_t)B * NHt * T * T); ensure(a.atty, N * Ct);
-      attention_forward(a.atty.data(), a.preatt.data(), a.att.data(), a.qkv.data(), B, T, Ct, NHt);
-      ensure(a.res1, N * C);
-      matmul_forward(a.res1.data(), a.atty.data(), params_.param(b.proj_w), bias_here ? params_.param(b.proj_b) : nullptr,
-                     (int)N, Ct, C);
-      if (!split) residual_ln2();
-    });
-    if (split) {
-      tp_allreduce(a.res1.data(), N * C, l);
-      stage("attn.residual", l, 0.0, residual_ln2);
-    }
-    ensure(a.ffn_out, N * C);
-    if (b.experts == 0) {
-      stage("ffn.forward", l, ffn_forward_flops(N, C, F) / t, [&] {
-        ensure(a.fch, N * Ft); ensure(a.fch_gelu, N * Ft);
-        matmul_forward(a.fch.data(), a.ln2.data(), params_.param(b.fc_w), params_.param(b.fc_b), (int)N, C, Ft);
-        gelu_forward(a.fch_gelu.data(), a.fch.data(), N * Ft);
-        matmul_forward(a.ffn_out.data(), a.fch_gelu.data(), params_.param(b.fcproj_w),
-                       bias_here ? params_.param(b.fcproj_b) : nullptr, (int)N, Ft, C);
-      });
-      tp_allreduce(a.ffn_out.data(), N * C, l);
-    } else {
-      MoeLayerShape s{(int)N, C, F, b.experts, moe_.top_k, moe_.capacity_factor, moe_.gate_normalize};
-      const int* forced = nullptr;
-      if (routing_.kind != RoutingSpec::Kind::learned) {
-        forced_.resize((size_t)N * moe_.top_k);
-        synthetic_expert_choice(forced_.data(), routing_, (int)N, moe_.top_k, b.experts, routing_seed_, mb.step, l,
-                                mb.first_token);
-        forced = forced_.data();
-      }
-      const std::vector<ExpertParams>& experts = expert_source_ ? expert_source_->acquire(l) : b.expert_params;
-      parts.aux += a.moe->forward(a.ffn_out.data(), a.ln2.data(), params_.param(b.router_w), experts, s, forced);
-      if (expert_source_) expert_source_->release(l);
-      const std::vector<int>& counts = a.moe->routing().counts;
-      b.step_counts.resize((size_t)b.experts, 0);
-      for (int e = 0; e < b.experts; ++e) b.step_counts[(size_t)e] += counts[(size_t)e];
-    }
-  }
-  const Acts& last = blocks_.back()->acts[(size_t)slot];
-  if (!pipe_.last()) {
-    stage("stage.output", -1, 0.0, [&] {
-      ensure(h.x_out, N * C);
-      residual_forward(h.x_out.data(), last.res1.data(), last.ffn_out.data(), N * C);
-    });
-    parts.total = moe_.aux_loss_weight * parts.aux;
-    return parts;
-  }
-  const int Vt = vocab_rows();
-  if (dense_use_) dense_use_(model_.layers);
-  stage("head.forward", -1, head_forward_flops(N, C, Vt), [&] {
-    ensure(h.x_out, N * C);
-    residual_forward(h.x_out.data(), last.res1.data(), last.ffn_out.data(), N * C);
-    ensure(h.lnf, N * C); ensure(h.lnf_mean, N); ensure(h.lnf_rstd, N);
-    layernorm_forward(h.lnf.data(), h.lnf_mean.data(), h.lnf_rstd.data(), h.x_out.data(),
-                      params_.param(lnf_w_), params_.param(lnf_b_), (int)N, C);
-    ensure(logits_, N * Vt); ensure(h.probs, N * Vt); ensure(h.losses, N);
-    matmul_forward(logits_.data(), h.lnf.data(), params_.param(head_), nullptr, (int)N, C, Vt);
-    if (!vocab_split()) crossentropy_softmax_forward(h.losses.data(), h.probs.data(), logits_.data(), mb.targets, (int)N, V);
-    else vocab_ce_row_max(ensure_data(rowmax_, N), logits_.data(), (int)N, Vt);
-  });
-  if (vocab_split()) {  // softmax statistics over the vocabulary slices
-    tp_allreduce(rowmax_.data(), N, -1, ReduceOp::max);
-    stage("head.softmax", -1, 0.0, [&] {
-      vocab_ce_exp(h.probs.data(), ensure_data(ce_stats_, 2 * N), logits_.data(), rowmax_.data(), mb.targets, (int)N,
-                   Vt, vocab_first());
-    });
-    tp_allreduce(ce_stats_.data(), 2 * N, -1);
-    stage("head.loss", -1, 0.0, [&] {
-      vocab_ce_finish(h.losses.data(), h.probs.data(), ce_stats_.data(), rowmax_.data(), (int)N, Vt);
-    });
-  }
-  double sum = 0.0;
-  for (long i = 0; i < N; ++i) sum += h.losses[i];
-  parts.ce = (float)(sum / (double)N);
+  Binding binding(*this, slot);
+  run_until(add_stage_forward(graph_, stage_shape(B, T), binding, {}, mb.chunk));
+  LossParts parts;
+  parts.ce = pipe_.last() ? h.ce : 0.0f;
+  parts.aux = h.aux;
   parts.total = parts.ce + moe_.aux_loss_weight * parts.aux;
   return parts;
 }
 
-void MoeGpt::backward_micro(int slot, const float* dout, float loss_scale, bool last_micro) {
+void MoeGpt::backward_micro(int slot, const float* dout, float loss_scale, bool last_micro, int chunk) {
   if (slot < 0 || slot >= pipe_.in_flight) throw std::out_of_range("activation slot " + std::to_string(slot) + " out of range");
   HeadActs& h = head_acts_[(size_t)slot];
-  const int B = h.B, T = h.T, C = model_.hidden, F = model_.ffn_mult * C, V = model_.vocab_size,
-            NH = model_.heads;
-  const int t = tp_.size, Ct = C / t, Ft = F / t, NHt = NH / t;
-  const long N = (long)B * T;
+  const long N = h.N();
   if (N == 0) throw std::logic_error("MoeGpt::backward without forward");
   if (!pipe_.last() && !dout) throw std::invalid_argument("a pipeline stage before the last needs its output gradient");
-  auto ready = [&](ArenaRange r) {
-    if (grad_ready_ && last_micro) grad_ready_(r);
-  };
-  if (pipe_.last()) {
-    const int Vt = vocab_rows();
-    auto lnf_backward = [&] {
-      zero(dresid_, N * C);  // d x_out = d (res1 + ffn_out) of the last block
-      layernorm_backward(dresid_.data(), params_.grad(lnf_w_), params_.grad(lnf_b_), dscratch_.data(),
-                         h.x_out.data(), params_.param(lnf_w_), h.lnf_mean.data(), h.lnf_rstd.data(), (int)N, C);
-    };
-    stage("head.backward", -1, 2 * head_forward_flops(N, C, Vt), [&] {
-      zero(dlogits_, N * Vt);
-      if (vocab_split())
-        vocab_ce_backward(dlogits_.data(), h.probs.data(), h.targets.data(), loss_scale / (float)N, (int)N, Vt,
-                          vocab_first());
-      else
-        crossentropy_softmax_backward(dlogits_.data(), h.probs.data(), h.targets.data(), loss_scale / (float)N, (int)N, V);
-      zero(dscratch_, N * C);  // d lnf (partial over the vocabulary slices when split)
-      matmul_backward(dscratch_.data(), params_.grad(head_), nullptr, dlogits_.data(), h.lnf.data(),
-                      params_.param(head_), (int)N, C, Vt);
-      if (!vocab_split()) lnf_backward();
-    });
-    if (vocab_split()) {
-      tp_allreduce(dscratch_.data(), N * C, -1);
-      stage("head.ln_f_backward", -1, 0.0, lnf_backward);
-    }
-    const ParamView& lnf = params_.views()[lnf_w_];
-    ready({lnf.offset, params_.size() - lnf.offset});  // ln_f (+ untied head)
-    if (const ArenaRange copy = tied_embedding_copy(); copy.count > 0) ready(copy);  // the head's wte
-  } else {
-    dresid_.assign(dout, dout + N * C);
-  }
-
-  for (size_t i = blocks_.size(); i-- > 0;) {
-    Block& b = *blocks_[i];
-    Acts& a = b.acts[(size_t)slot];
-    const int l = b.index;
-    // dresid_ holds d x_{l+1} = d res1 (residual) = d ffn_out
-    zero(dscratch_, N * C);  // d ln2
-    if (b.experts == 0) {
-      stage("ffn.backward", l, 2 * ffn_forward_flops(N, C, F) / t, [&] {
-        zero(dscratch2_, N * Ft);  // d fch_gelu
-        matmul_backward(dscratch2_.data(), params_.grad(b.fcproj_w), params_.grad(b.fcproj_b), dresid_.data(),
-                        a.fch_gelu.data(), params_.param(b.fcproj_w), (int)N, Ft, C);
-        std::vector<float>& dfch = a.fch_gelu;  // reuse: fch_gelu no longer needed this micro-batch
-        std::fill(dfch.begin(), dfch.begin() + N * Ft, 0.0f);
-        gelu_backward(dfch.data(), a.fch.data(), dscratch2_.data(), N * Ft);
-        matmul_backward(dscratch_.data(), params_.grad(b.fc_w), params_.grad(b.fc_b), dfch.data(),
-                        a.ln2.data(), params_.param(b.fc_w), (int)N, C, Ft);
-      });
-      tp_allreduce(dscratch_.data(), N * C, l);  // d ln2: partial over the TP ranks' columns
-    } else {
-      a.moe->backward(dscratch_.data(), params_.grad(b.router_w), b.expert_grads, dresid_.data(),
-                      moe_.aux_loss_weight * loss_scale, a.ln2.data(), params_.param(b.router_w), b.expert_params);
-    }
-    auto ln1_backward = [&] {
-      layernorm_backward(dresid_.data(), params_.grad(b.ln1_w), params_.grad(b.ln1_b), dscratch_.data(),
-                         a.x.data(), params_.param(b.ln1_w), a.ln1_mean.data(), a.ln1_rstd.data(), (int)N, C);
-    };
-    stage("attn.backward", l, 2 * attn_forward_flops(N, C, T) / t, [&] {
-      layernorm_backward(dresid_.data(), params_.grad(b.ln2_w), params_.grad(b.ln2_b), dscratch_.data(),
-                         a.res1.data(), params_.param(b.ln2_w), a.ln2_mean.data(), a.ln2_rstd.data(), (int)N, C);
-      // dresid_ now holds d res1 = d x_l (residual) = d attn proj output
-      zero(dscratch_, N * Ct);  // d atty
-      matmul_backward(dscratch_.data(), params_.grad(b.proj_w), params_.grad(b.proj_b), dresid_.data(),
-                      a.atty.data(), params_.param(b.proj_w), (int)N, Ct, C);
-      zero(dscratch2_, N * 3 * Ct);  // d qkv
-      ensure(dpreatt_, (size_t)B * NHt * T * T); ensure(datt_, (size_t)B * NHt * T * T);
-      attention_backward(dscratch2_.data(), dpreatt_.data(), datt_.data(), dscratch_.data(), a.qkv.data(),
-                         a.att.data(), B, T, Ct, NHt);
-      zero(dscratch_, N * C);  // d ln1
-      matmul_backward(dscratch_.data(), params_.grad(b.qkv_w), params_.grad(b.qkv_b), dscratch2_.data(),
-                      a.ln1.data(), params_.param(b.qkv_w), (int)N, C, 3 * Ct);
-      if (t == 1) ln1_backward();
-    });
-    if (t > 1) {
-      tp_allreduce(dscratch_.data(), N * C, l);  // d ln1: partial over the TP ranks' heads
-      stage("attn.ln1_backward", l, 0.0, ln1_backward);
-    }
-    // the block's dense part: ln1 .. ln2 (+ FFN or router); experts follow it
-    const ParamView& first = params_.views()[b.ln1_w];
-    const ParamView& lastp = params_.views()[b.experts ? b.router_w : b.fcproj_b];
-    ready({first.offset, lastp.offset + lastp.numel - first.offset});
-  }
-  if (!pipe_.first()) return;  // dresid_ = the gradient of the stage input (input_grad())
-  const ParamView& wpe = params_.views()[wpe_];
-  if (embed_split()) {
-    partitioned_embed_backward(h);
-    ready({wpe.offset, wpe.numel});  // the positions only: each rank owns its wte columns
-    return;
-  }
-  stage("embed.backward", -1, 0.0, [&] {
-    if (!vocab_split()) return encoder_backward(params_.grad(wte_), params_.grad(wpe_), dresid_.data(), h.inputs.data(), B, T, C);
-    vocab_slice_embed_backward(params_.grad(wte_), dresid_.data(), h.inputs.data(), N, C, vocab_first(), vocab_rows());
-    position_embedding_backward(params_.grad(wpe_), dresid_.data(), N, T, C);
-  });
-  ready({0, wpe.offset + wpe.numel});  // embeddings (tied head included)
+  h.loss_scale = loss_scale;
+  const size_t NC = (size_t)N * model_.hidden;
+  ensure(dscratch_, NC);  // the MoE blocks' tasks are bound to these
+  ensure(dresid_, NC);
+  if (!pipe_.last()) std::copy_n(dout, NC, dresid_.data());  // no task of the rank reads it now
+  Binding binding(*this, slot);
+  run_until(add_stage_backward(graph_, stage_shape(h.B, h.T), binding, {}, chunk, last_micro));
 }
 
 }  // namespace moebench

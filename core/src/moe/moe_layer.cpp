@@ -91,9 +91,12 @@ float MoeLayer::forward(float* out, const float* x, const float* router_w,
   check_shape(s, experts.size(), strategy_ != nullptr);
   s_ = s;
   if (strategy_) {
-    const float aux = forward_graph(out, x, router_w, forced_experts);
+    Executor& ex = executor();
+    fwd_graph_ = TaskGraph();
+    ex.wait(fwd_graph_, forward_tasks(fwd_graph_, ex, {}, out, x, router_w, forced_experts));
+    ex.release(fwd_graph_);
     have_forward_ = true;
-    return aux;
+    return routing_.aux;
   }
   route(x, router_w, forced_experts);
   bank_.forward(y_.data(), xg_.data(), offsets_, experts, s.C, s.F);
@@ -102,16 +105,15 @@ float MoeLayer::forward(float* out, const float* x, const float* router_w,
   return routing_.aux;
 }
 
-float MoeLayer::forward_graph(float* out, const float* x, const float* router_w, const int* forced_experts) {
-  Executor& ex = executor();
+TaskId MoeLayer::forward_tasks(TaskGraph& g, Executor& ex, TaskId after, float* out, const float* x,
+                               const float* router_w, const int* forced_experts) {
   const int E = s_.E, P = ctx_.ep_size;
   const BlockDims d{s_.N, s_.C, E, s_.K};
   handle_.reset();
   my_counts_.assign(E, 0);
   counts_.assign((size_t)P * E, 0);
-  fwd_graph_ = TaskGraph();
-  TaskGraph& g = fwd_graph_;
-  const TaskId routed = add_router_task(g, ctx_, d, {}, [this, x, router_w, forced_experts] {
+  const int first = (int)g.size();
+  const TaskId routed = add_router_task(g, ctx_, d, {after}, [this, x, router_w, forced_experts] {
     route(x, router_w, forced_experts);
     for (int e = 0; e < s_.E; ++e) my_counts_[e] = offsets_[e + 1] - offsets_[e];
   });
@@ -123,7 +125,7 @@ float MoeLayer::forward_graph(float* out, const float* x, const float* router_w,
       throw std::logic_error("MoeLayer: the block context's DP group does not match its statistics communicator");
     aux = add_aux_stats_task(g, ctx_, d, routed, [this](Communicator& dp) { globalize_aux(routing_, dp); });
   }
-  prioritise_comm(g, g.submitted(), *strategy_);
+  prioritise_comm(g, first, *strategy_);
   ex.submit(g);
   ex.wait(g, counted);
   if (!exchange) std::copy(my_counts_.begin(), my_counts_.end(), counts_.begin() + (long)ctx_.ep_rank * E);
@@ -135,16 +137,31 @@ float MoeLayer::forward_graph(float* out, const float* x, const float* router_w,
   MoeBuffers buf;
   buf.xg = xg_.data();
   buf.y = y_.data();
+  const int built = (int)g.size();
   const std::vector<TaskId> done = strategy_->build(g, *handle_, MoePass::forward, {counted}, &buf, ctx_);
   TaskId combined = add_combine_task(g, ctx_, d, MoePass::forward, done, [this, out] { combine(out); });
   if (partial_group(*strategy_, ctx_).size > 1)
     combined = add_partial_reduce_task(g, *strategy_, ctx_, d, MoePass::forward, {combined}, out);
   combined = add_forward_end(g, combined, aux);
-  prioritise_comm(g, g.submitted(), *strategy_);
+  prioritise_comm(g, built, *strategy_);
   ex.submit(g);
-  ex.wait(g, combined);
-  ex.release(g);
-  return routing_.aux;
+  return combined;
+}
+
+TaskId MoeLayer::add_forward(TaskGraph& g, Executor& ex, TaskId after, float* out, const float* x,
+                             const float* router_w, const MoeLayerShape& s, const int* forced_experts) {
+  if (!strategy_) throw std::logic_error("MoeLayer::add_forward needs a strategy");
+  check_shape(s, ctx_.local.size(), true);
+  s_ = s;
+  const TaskId end = forward_tasks(g, ex, after, out, x, router_w, forced_experts);
+  have_forward_ = true;  // queued: backward's tasks run after it
+  return end;
+}
+
+TaskId MoeLayer::add_backward(TaskGraph& g, TaskId after, float* dx, float* drouter_w, const float* dout,
+                              float aux_weight, const float* x, const float* router_w) {
+  if (!have_forward_ || !strategy_) throw std::logic_error("MoeLayer::add_backward without a forward of a strategy");
+  return backward_tasks(g, after, dx, drouter_w, dout, aux_weight, x, router_w, true);
 }
 
 // dgate[n,k] = dout[n] . y[slot]; dy[slot] = gate[n,k] * dout[n]. Partitioned by token (each
@@ -202,7 +219,15 @@ void MoeLayer::backward(float* dx, float* drouter_w, const std::vector<ExpertPar
                         const float* router_w, const std::vector<ExpertParams>& experts) {
   if (!have_forward_) throw std::logic_error("MoeLayer::backward without forward");
   check_shape(s_, experts.size(), strategy_ != nullptr);
-  if (strategy_) return backward_graph(dx, drouter_w, dout, aux_weight, x, router_w);
+  if (strategy_) {
+    Executor& ex = executor();
+    bwd_graph_ = TaskGraph();
+    const TaskId end = backward_tasks(bwd_graph_, {}, dx, drouter_w, dout, aux_weight, x, router_w, false);
+    ex.submit(bwd_graph_);
+    ex.wait(bwd_graph_, end);
+    ex.release(bwd_graph_);
+    return;
+  }
   if (dexperts.size() != experts.size())
     throw std::invalid_argument("MoeLayer::backward: dexperts and experts differ in size");
   combine_backward(dout);
@@ -210,16 +235,17 @@ void MoeLayer::backward(float* dx, float* drouter_w, const std::vector<ExpertPar
   scatter_router_backward(dx, drouter_w, aux_weight, x, router_w);
 }
 
-void MoeLayer::backward_graph(float* dx, float* drouter_w, const float* dout, float aux_weight, const float* x,
-                              const float* router_w) {
-  Executor& ex = executor();
+TaskId MoeLayer::backward_tasks(TaskGraph& g, TaskId after, float* dx, float* drouter_w, const float* dout,
+                                float aux_weight, const float* x, const float* router_w, bool overwrite_dx) {
   const BlockDims d{s_.N, s_.C, s_.E, s_.K};
   // Sized before the graph is built: the strategy binds its actions to these buffers.
   dy_.resize((size_t)offsets_[s_.E] * s_.C);
   dxg_.resize(dy_.size());
-  bwd_graph_ = TaskGraph();
-  TaskGraph& g = bwd_graph_;
-  const TaskId start = add_combine_task(g, ctx_, d, MoePass::backward, {}, [this, dout] { combine_backward(dout); });
+  const int first = (int)g.size();
+  const TaskId start = add_combine_task(g, ctx_, d, MoePass::backward, {after}, [this, dout, dx, overwrite_dx] {
+    if (overwrite_dx) std::fill(dx, dx + (long)s_.N * s_.C, 0.0f);
+    combine_backward(dout);
+  });
   MoeBuffers buf;
   buf.dy = dy_.data();
   buf.dxg = dxg_.data();
@@ -244,10 +270,8 @@ void MoeLayer::backward_graph(float* dx, float* drouter_w, const float* dout, fl
       for (long i = 0; i < n; ++i) dx[i] += dx_part_[i];
     });
   }
-  prioritise_comm(g, g.submitted(), *strategy_);
-  ex.submit(g);
-  ex.wait(g, end);
-  ex.release(g);
+  prioritise_comm(g, first, *strategy_);
+  return end;
 }
 
 void globalize_aux(Routing& r, Communicator& group) {

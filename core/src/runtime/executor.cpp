@@ -119,10 +119,6 @@ void Executor::submit(TaskGraph& g) {
   if (g.executor_ && g.executor_ != this)
     throw std::logic_error("Executor::submit: the graph was submitted to another executor");
   const std::vector<int> order = g.topological_order(g.submitted_);
-  for (int i : order)
-    if (g.tasks_[(size_t)i].role == StreamRole::host)
-      throw std::logic_error("Executor::submit: task '" + g.tasks_[(size_t)i].name +
-                             "' has role host (run it with run_inline)");
   std::vector<std::shared_ptr<State>>* states;
   {
     std::lock_guard<std::mutex> lock(m_);
@@ -154,7 +150,8 @@ void Executor::submit(TaskGraph& g) {
     item.action = std::move(t.action);  // the graph keeps the schedule; the worker owns the action
     for (int d : t.deps) item.deps.push_back((*states)[(size_t)d]);
     item.state = (*states)[(size_t)i];
-    worker(serial_ ? StreamRole::compute : t.role, !serial_ && t.priority).enqueue(std::move(item));
+    const bool chain = serial_ || t.role == StreamRole::host;  // host: the rank's chain, on the compute worker
+    worker(chain ? StreamRole::compute : t.role, !chain && t.priority).enqueue(std::move(item));
   }
   g.submitted_ = (int)g.tasks_.size();
   g.executor_ = this;

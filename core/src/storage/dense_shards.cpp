@@ -6,11 +6,6 @@
 
 namespace moebench {
 
-struct DenseShards::Gather {
-  size_t index = 0;
-  TaskGraph graph;  // one task: the part's all-gather on the DP comm role
-};
-
 namespace {
 
 // The part a tensor belongs to (see the header), or kExpert for an expert's tensor.
@@ -51,8 +46,7 @@ DenseShards::DenseShards(MoeGpt& model, Communicator& dp, Executor& executor, St
     const size_t lo = std::min(n, (size_t)me_ * p.shard), hi = std::min(n, lo + p.shard);
     p.owned = {p.range.offset + lo, hi - lo};
   }
-  fresh_ = std::make_unique<std::atomic<bool>[]>(parts_.size());
-  for (size_t i = 0; i < parts_.size(); ++i) fresh_[i] = true;  // init() gave every rank the same weights
+  fresh_.assign(parts_.size(), true);  // init() gave every rank the same weights
   gather_comm_ = dp.dup();
   grad_comm_ = dp.dup();
   // The optimizer's elements: this rank's shards plus everything outside the dense parts (experts).
@@ -67,12 +61,7 @@ DenseShards::DenseShards(MoeGpt& model, Communicator& dp, Executor& executor, St
   opt_ = std::make_unique<ShardedAdamW>(params, runs, h);
 }
 
-DenseShards::~DenseShards() {
-  try {
-    wait_in_flight();
-  } catch (...) {
-  }
-}
+DenseShards::~DenseShards() = default;
 
 size_t DenseShards::index_of(int part) const {
   for (size_t i = 0; i < parts_.size(); ++i)
@@ -92,7 +81,6 @@ void DenseShards::all_gather_part(const Part& p, float* data, Communicator& comm
 void DenseShards::gather(size_t i) {
   const Part& p = parts_[i];
   all_gather_part(p, model_.params().data().data() + p.range.offset, *gather_comm_);
-  fresh_[i] = true;
 }
 
 namespace {
@@ -103,42 +91,42 @@ uint64_t ring_bytes(size_t s, int P) { return (uint64_t)(P - 1) * s * sizeof(flo
 }  // namespace
 
 void DenseShards::gather_now(size_t i) {
-  wait_in_flight();
   const int layer = layer_of(parts_[i].part, model_.model_config().layers);
   executor_.run_inline("dense.allgather", role_, TaskCategory::comm, [&] { gather(i); }, layer, 0.0,
                        ring_bytes(parts_[i].shard, P_));
+  fresh_[i] = true;
 }
 
-void DenseShards::wait_in_flight() {
-  if (!in_flight_) return;
-  std::unique_ptr<Gather> g = std::move(in_flight_);
-  executor_.release(g->graph);  // returns at once when a synchronize() already waited for it
-}
-
-void DenseShards::use(int part) {
-  const size_t i = index_of(part);
-  const int layers = model_.model_config().layers;
-  if (in_flight_ && in_flight_->index == i) {
-    if (fresh_[i]) wait_in_flight();  // done: only its state to forget
-    else executor_.run_inline("dense.wait", StreamRole::host, TaskCategory::comm, [&] { wait_in_flight(); },
-                              layer_of(part, layers));
-  }
-  if (!fresh_[i]) gather_now(i);
-  const size_t next = i + 1;
-  if (!prefetch_ || next >= parts_.size() || fresh_[next] || in_flight_) return;
-  auto g = std::make_unique<Gather>();
-  g->index = next;
+GraphTask DenseShards::gather_task(size_t i, StreamRole role) {
   GraphTask t;
   t.name = "dense.allgather";
   t.category = TaskCategory::comm;
-  t.role = role_;
-  t.layer = layer_of(parts_[next].part, layers);
-  if (P_ > 1) t.cost.bytes_to_peer.push_back({gather_comm_->world_rank((me_ + 1) % P_), ring_bytes(parts_[next].shard, P_)});
+  t.role = role;
+  t.layer = layer_of(parts_[i].part, model_.model_config().layers);
+  if (P_ > 1) t.cost.bytes_to_peer.push_back({gather_comm_->world_rank((me_ + 1) % P_), ring_bytes(parts_[i].shard, P_)});
   t.cost.messages = P_ - 1;
-  t.action = [this, next] { gather(next); };
-  g->graph.add(std::move(t));
-  in_flight_ = std::move(g);
-  executor_.submit(in_flight_->graph);
+  t.action = [this, i] { gather(i); };
+  return t;
+}
+
+TaskId DenseShards::use(TaskGraph& g, int part, TaskId after) {
+  const size_t i = index_of(part);
+  if (auto it = prefetched_.find(i); it != prefetched_.end()) {
+    GraphTask join;  // the part's compute waits for its prefetch (a join, no span)
+    join.role = StreamRole::host;
+    join.category = TaskCategory::comm;
+    after = g.add(std::move(join), {after, it->second});
+    prefetched_.erase(it);
+  } else if (!fresh_[i]) {
+    after = g.add(gather_task(i, StreamRole::host), {after});  // on demand, in the chain
+  }
+  fresh_[i] = true;
+  const size_t next = i + 1;
+  if (prefetch_ && next < parts_.size() && !fresh_[next]) {  // Algorithm 1: the next part's gather now
+    prefetched_[next] = g.add(gather_task(next, role_), {after});
+    fresh_[next] = true;
+  }
+  return after;
 }
 
 GraphTask DenseShards::reduce_scatter_task(ArenaRange r, float scale) {
@@ -175,16 +163,14 @@ GraphTask DenseShards::reduce_scatter_task(ArenaRange r, float scale) {
 }
 
 void DenseShards::optimizer_step(float lr, long t) {
-  wait_in_flight();
   opt_->step(model_.params(), lr, t);
-  for (size_t i = 0; i < parts_.size(); ++i) fresh_[i] = false;
+  fresh_.assign(parts_.size(), false);
+  prefetched_.clear();
 }
 
 void DenseShards::gather_all() {
-  for (size_t i = 0; i < parts_.size(); ++i) {
-    if (in_flight_ && in_flight_->index == i) wait_in_flight();
+  for (size_t i = 0; i < parts_.size(); ++i)
     if (!fresh_[i]) gather_now(i);
-  }
 }
 
 AdamW DenseShards::whole_state() {
@@ -199,9 +185,8 @@ AdamW DenseShards::whole_state() {
 }
 
 void DenseShards::load_state(const AdamW& whole) {
-  wait_in_flight();
   opt_->import_from(whole.m(), whole.v());
-  for (size_t i = 0; i < parts_.size(); ++i) fresh_[i] = true;
+  fresh_.assign(parts_.size(), true);
 }
 
 }  // namespace moebench

@@ -121,18 +121,20 @@ void Distributed::attach(MoeGpt& model, const Config& cfg) {
   if (cfg.storage.dense == "zero3") {  // storage/dense_shards.h
     const AdamWHyper h{cfg.train.beta1, cfg.train.beta2, cfg.train.eps, cfg.train.weight_decay};
     dense_ = std::make_unique<DenseShards>(model, groups_->dp(), executor_, role, cfg.storage.dense_prefetch, h);
-    model.set_dense_use_hook([this](int part) { dense_->use(part); });
+    model.set_dense_use_hook([this](TaskGraph& g, int part, TaskId after) { return dense_->use(g, part, after); });
   }
-  model.set_grad_ready_hook([this, grads, role](ArenaRange r) {
+  // Each dense bucket's reduction in the model's graph, after the task that completes it: on the
+  // DP group's comm role while backward continues.
+  model.set_grad_ready_hook([this, grads, role](TaskGraph& g, ArenaRange r, int layer, TaskId after) {
     if (dense_) {  // reduce-scatter instead of all-reduce
-      grad_graph_.add(dense_->reduce_scatter_task(r, dp_scale_));
-      executor_.submit(grad_graph_);
+      g.add(dense_->reduce_scatter_task(r, dp_scale_), {after});
       return;
     }
     GraphTask t;
     t.name = "grad.allreduce";
     t.category = TaskCategory::comm;
     t.role = role;
+    t.layer = layer;
     const uint64_t bytes = r.count * sizeof(float);
     const int P = grad_comm_->size(), right = grad_comm_->world_rank((grad_comm_->rank() + 1) % P);
     if (P > 1) t.cost.bytes_to_peer.push_back({right, 2 * bytes * (P - 1) / P});  // ring all-reduce
@@ -142,15 +144,13 @@ void Distributed::attach(MoeGpt& model, const Config& cfg) {
       grad_comm_->all_reduce(g, r.count, DType::f32);
       for (size_t i = 0; i < r.count; ++i) g[i] *= dp_scale_;
     };
-    grad_graph_.add(std::move(t));
-    executor_.submit(grad_graph_);
+    g.add(std::move(t), {after});
   });
 }
 
 double Distributed::finish_gradients(MoeGpt& model) {
   const auto t0 = std::chrono::steady_clock::now();
   executor_.run_inline("grad.wait", StreamRole::host, TaskCategory::comm, [this] { executor_.synchronize(); });
-  grad_graph_ = TaskGraph();
   const double waited = seconds_since(t0);
   float* grads = model.params().grads().data();
   // Partial over the TP group (ppmoe's routers: each rank's experts' share): the gate sync,

@@ -125,7 +125,7 @@ LossParts PipelineStep::train(const std::function<MicroBatch(int)>& batch) {
         recv(dout_.data(), n, st.stage + 1, tag(kBackwardTag, op.micro), "pp.recv_backward");
       }
       timed("backward", op.micro,
-         [&] { model_.backward_micro((int)slot, st.last() ? nullptr : dout_.data(), grad_scale, op.micro == micro_ - 1); });
+         [&] { model_.backward_micro((int)slot, st.last() ? nullptr : dout_.data(), grad_scale, op.micro == micro_ - 1, mb.chunk); });
       if (!st.first()) {
         if (din_req_[slot]) din_req_[slot]->wait();
         din_[slot].assign(model_.input_grad(), model_.input_grad() + n);

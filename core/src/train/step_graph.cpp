@@ -13,6 +13,7 @@
 #include "moebench/model/dense_costs.h"
 #include "moebench/model/param_count.h"
 #include "moebench/model/pipeline_schedule.h"
+#include "moebench/model/stage_graph.h"
 #include "moebench/moe/block_graph.h"
 #include "moebench/moe/synthetic_routing.h"
 #include "moebench/optim/adamw.h"
@@ -23,13 +24,9 @@
 namespace moebench {
 namespace {
 
-GraphTask compute(const std::string& name, int layer, double flops, int micro = -1) {
+GraphTask compute(const std::string& name, double flops) {
   GraphTask t;
   t.name = name;
-  t.role = StreamRole::compute;
-  t.category = TaskCategory::compute;
-  t.layer = layer;
-  t.chunk = micro;
   t.cost.flops = flops;
   return t;
 }
@@ -38,24 +35,6 @@ RoutingSpec routing_of(const Config& cfg) {
   RoutingSpec spec = parse_routing(cfg.moe.routing);
   if (spec.kind == RoutingSpec::Kind::learned) spec = parse_routing("uniform");
   return spec;
-}
-
-// A ring all-reduce of `floats` over `members` (world ranks, this rank at `me`): 2 (P-1)/P of
-// the bytes to the next member in 2 (P-1) messages. Matched across the members by name, layer
-// and micro-batch.
-GraphTask ring_allreduce(const std::string& name, int layer, double floats, const std::vector<int>& members, int me,
-                         StreamRole role, int micro = -1) {
-  GraphTask t;
-  t.name = name;
-  t.layer = layer;
-  t.chunk = micro;
-  t.category = TaskCategory::comm;
-  t.role = role;
-  const int P = (int)members.size();
-  const uint64_t bytes = (uint64_t)(floats * sizeof(float));
-  if (P > 1) t.cost.bytes_to_peer.push_back({members[(size_t)(me + 1) % P], 2 * bytes * (uint64_t)(P - 1) / (uint64_t)P});
-  t.cost.messages = 2 * (P - 1);
-  return t;
 }
 
 // comm.inter when the members span nodes of the topology, else comm.intra.
@@ -125,11 +104,10 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
   const bool first_stage = at.pp == 0, last_stage = at.pp == layout.pp() - 1;
 
   const int B = cfg.train.batch_size / (layout.dp() * M), T = cfg.model.seq_len, C = cfg.model.hidden;
-  const int V = cfg.model.vocab_size;
   const int F = cfg.model.ffn_mult * C, K = cfg.moe.top_k;
   const long N = (long)B * T;  // tokens of one micro-batch on this rank
   const double act_bytes = (double)N * C * sizeof(float);
-  const double tp = layout.tp(), vt = cfg.parallel.vocab_parallel ? tp : 1.0;
+  const double tp = layout.tp();
 
   // Groups as world ranks; experts over ep_group, summed over their replicas.
   const std::vector<int> tp_group = layout.tp_group(rank), dp_group = layout.dp_group(rank),
@@ -143,14 +121,9 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
   for (size_t i = 0; i < cfg.moe.moe_layers.size(); ++i) experts_of[cfg.moe.moe_layers[i]] = cfg.moe.experts.at(i);
 
   TaskGraph g;
-  // The main thread's work in order (compute, blocking receives and TP all-reduces): `last`.
+  // The rank's chain (compute, blocking receives and collectives): `last`.
   TaskId last;
   auto main_task = [&](GraphTask t) { return last = g.add(std::move(t), {last}); };
-  auto tp_allreduce = [&](int layer, int micro) {
-    // Megatron's g (forward) / f (backward): blocking on the main thread.
-    if (layout.tp() > 1)
-      main_task(ring_allreduce("tp.allreduce", layer, (double)N * C, tp_group, at.tp, StreamRole::host, micro));
-  };
   // Pipeline point to point: activations to the next stage, gradients to the previous; named
   // by the receiving stage's first block and the micro-batch. The receive blocks the main thread;
   // sends are non-blocking (isend), one FIFO per direction so they never wait behind each other.
@@ -164,7 +137,7 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
     t.role = StreamRole::host;
     main_task(std::move(t));
     if (layout.tp() == 1) return;
-    GraphTask a = ring_allreduce("pp.allgather", boundary, 0, tp_group, at.tp, StreamRole::host, micro);
+    GraphTask a = ring_allreduce_task("pp.allgather", boundary, 0, tp_group, at.tp, StreamRole::host, micro);
     a.cost.bytes_to_peer = {{tp_group[(size_t)(at.tp + 1) % layout.tp()], (uint64_t)(act_bytes * (tp - 1) / tp)}};
     a.cost.messages = layout.tp() - 1;  // a ring all-gather: t - 1 slices forwarded
     main_task(std::move(a));
@@ -190,11 +163,20 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
   // MoESys §IV-C: embed.wte's columns over the DP group (model/embedding_partition.h).
   const EmbedShard embed = cfg.model.embedding_partition ? EmbedShard{at.dp, layout.dp()} : EmbedShard{};
   const bool embed_split = embed.size > 1;
+  const PipeStage pipe{at.pp, layout.pp(), first_block, end_block};
   const ParamPieces pieces = param_pieces(cfg.model, tp_shard, slice > 1, embed);
-  const double params_held = rank_param_counts(cfg.model, cfg.moe, ExpertShard{ep_rank, ep}, tp_shard,
-                                               PipeStage{at.pp, layout.pp(), first_block, end_block}, embed)
-                                 .total();
+  const double params_held = rank_param_counts(cfg.model, cfg.moe, ExpertShard{ep_rank, ep}, tp_shard, pipe, embed).total();
   const double wte = pieces.wte, head = pieces.head, wpe = pieces.wpe, expert_params = pieces.expert;
+  StageShape shape;
+  shape.model = cfg.model;
+  shape.experts = experts_of;
+  shape.tp = tp_shard;
+  shape.pipe = pipe;
+  shape.embed = embed;
+  shape.B = B;
+  shape.T = T;
+  shape.tp_world = tp_group;
+  shape.dp_world = dp_group;
 
   struct Moe {
     std::vector<std::unique_ptr<MoeStrategy>> strategies;  // one per micro-batch (activation set)
@@ -242,28 +224,6 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
   for (const auto& [l, m] : moe) block_strategy[l] = m.strategies.front().get();
   check_comm_priority(block_strategy);
 
-  // The partitioned embedding's blocking exchanges over the DP group (MoeGpt runs them on the
-  // main thread): the ids' ring all-gather, (P-1) N int32 to the next rank; an all-to-all of
-  // N x C/P floats to every other rank (forward: the looked-up slices; backward: the gradient
-  // slices to their column owners).
-  auto embed_ids = [&](int micro) {
-    GraphTask t = ring_allreduce("embed.ids", -1, 0, dp_group, at.dp, StreamRole::host, micro);
-    t.cost.bytes_to_peer = {{dp_group[(size_t)(at.dp + 1) % layout.dp()], (uint64_t)(layout.dp() - 1) * N * sizeof(int32_t)}};
-    t.cost.messages = layout.dp() - 1;
-    main_task(std::move(t));
-  };
-  auto embed_a2a = [&](const char* name, int micro) {
-    GraphTask t;
-    t.name = name;
-    t.chunk = micro;
-    t.category = TaskCategory::comm;
-    t.role = StreamRole::host;
-    for (int peer : dp_group)
-      if (peer != rank) t.cost.bytes_to_peer.push_back({peer, (uint64_t)N * (C / layout.dp()) * sizeof(float)});
-    t.cost.messages = layout.dp() - 1;
-    main_task(std::move(t));
-  };
-
   // storage.dense = "zero3" (storage/dense_shards.h): a ring collective of P shards of
   // s = ceil(n / P) floats, (P-1) s floats to the next rank in P-1 messages; this rank's shard.
   const bool zero3 = cfg.storage.dense == "zero3";
@@ -273,120 +233,84 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
     return std::min(floats, (at.dp + 1) * s) - std::min(floats, at.dp * s);
   };
   auto ring_shards = [&](const char* name, int layer, double floats, StreamRole role) {
-    GraphTask t = ring_allreduce(name, layer, 0, dp_group, at.dp, role);
+    GraphTask t = ring_allreduce_task(name, layer, 0, dp_group, at.dp, role);
     if (layout.dp() > 1)
       t.cost.bytes_to_peer = {{dp_group[(size_t)(at.dp + 1) % layout.dp()],
                                (uint64_t)(layout.dp() - 1) * (uint64_t)shard_of(floats) * sizeof(float)}};
     t.cost.messages = layout.dp() - 1;
     return t;
   };
+  // The floats of a dense part (model/stage_graph.h's parts, MoeGpt's gradient buckets).
+  const int L = cfg.model.layers;
+  auto part_floats = [&](int part) {
+    if (part == kEmbeddingsPart) return (embed_split ? 0.0 : wte) + wpe;  // a partitioned table is not all-reduced
+    if (part == L) return 2.0 * C + (cfg.model.tied_head ? 0.0 : head);
+    if (part == L + 1) return head;  // the last stage's copy of the tied embedding
+    auto it = moe.find(part);
+    return pieces.attention + (it == moe.end() ? pieces.ffn : (double)it->second.ctx.experts * C);
+  };
   double dense_floats = 0, dense_owned = 0;  // zero3: the optimizer updates this rank's shards only
   std::vector<TaskId> reduces;
-  auto bucket = [&](int layer, double floats) {
-    if (!zero3)
-      return reduces.push_back(g.add(ring_allreduce("grad.allreduce", layer, floats, dp_group, at.dp, dp_role), {last}));
-    reduces.push_back(g.add(ring_shards("grad.reduce_scatter", layer, floats, dp_role), {last}));
-    dense_floats += floats;
-    dense_owned += owned_of(floats);
-  };
   // zero3, forward of the first micro-batch: each dense part's all-gather (a steady-state step;
   // a run's first step gathers nothing, every rank starting from the same init). Prefetch
   // (Algorithm 1): the embeddings' gather on the main thread, then part i+1's on the DP comm
   // role once part i's has been waited for, part i's compute waiting for its own; on demand:
   // each on the main thread before its part. The part floats are the gradient buckets'.
-  const int L = cfg.model.layers;
-  auto part_floats = [&](int part) {
-    if (part < 0) return wte + wpe;
-    if (part >= L) return 2.0 * C + (cfg.model.tied_head ? 0.0 : head);
-    auto it = moe.find(part);
-    return pieces.attention + (it == moe.end() ? pieces.ffn : (double)it->second.ctx.experts * C);
-  };
   std::map<int, TaskId> gathers;  // part -> its prefetch task
-  auto use_part = [&](int part, int mb) {
-    if (!zero3 || mb != 0) return;
+  int micro = 0;                  // the micro-batch being added
+  struct Costs : StageBinding {
+    std::function<TaskId(TaskGraph&, int, MoePass, TaskId)> moe;
+    std::function<TaskId(TaskGraph&, int, TaskId)> use;
+    std::function<void(TaskGraph&, int, TaskId)> ready;
+    std::function<void()> action(StageOp, int) override { return {}; }
+    TaskId moe_pass(TaskGraph& g, int block, MoePass pass, TaskId after) override { return moe(g, block, pass, after); }
+    TaskId use_part(TaskGraph& g, int part, TaskId after) override { return use(g, part, after); }
+    void grad_ready(TaskGraph& g, int part, TaskId after) override { ready(g, part, after); }
+  } costs;
+  costs.moe = [&](TaskGraph& g, int l, MoePass pass, TaskId after) {
+    Moe& m = moe.at(l);
+    return add_block_pass(g, *m.strategies[(size_t)micro], *m.handles[(size_t)micro], pass, m.ctx,
+                          {(int)N, C, m.ctx.experts, K}, {after});
+  };
+  costs.use = [&](TaskGraph& g, int part, TaskId after) {
+    if (!zero3 || micro != 0) return after;
     const int layer = part >= 0 && part < L ? part : -1;
     if (!cfg.storage.dense_prefetch || part < 0) {
-      main_task(ring_shards("dense.allgather", layer, part_floats(part), StreamRole::host));
+      after = g.add(ring_shards("dense.allgather", layer, part_floats(part), StreamRole::host), {after});
     } else {
       GraphTask join;  // the wait: the part's compute after its gather (a join, no span)
       join.role = StreamRole::host;
       join.category = TaskCategory::comm;
-      last = g.add(std::move(join), {last, gathers.at(part)});
+      after = g.add(std::move(join), {after, gathers.at(part)});
     }
     const int next = part + 1;
     if (cfg.storage.dense_prefetch && next <= L)
-      gathers[next] = g.add(ring_shards("dense.allgather", next < L ? next : -1, part_floats(next), dp_role), {last});
+      gathers[next] = g.add(ring_shards("dense.allgather", next < L ? next : -1, part_floats(next), dp_role), {after});
+    return after;
+  };
+  costs.ready = [&](TaskGraph& g, int part, TaskId after) {
+    const double floats = part_floats(part);
+    const int layer = part >= 0 && part < L ? part : -1;
+    if (!zero3) return reduces.push_back(g.add(ring_allreduce_task("grad.allreduce", layer, floats, dp_group, at.dp, dp_role), {after}));
+    reduces.push_back(g.add(ring_shards("grad.reduce_scatter", layer, floats, dp_role), {after}));
+    dense_floats += floats;
+    dense_owned += owned_of(floats);
   };
   for (const PipeOp& op : pipeline_ops(parse_pipe_schedule(cfg.parallel.schedule), layout.pp(), at.pp, M)) {
-    const int mb = op.micro, chunk = M > 1 ? mb : -1;
-    const bool accumulate_done = op.kind == PipeOp::Kind::backward && mb == M - 1;  // buckets all-reduce now
+    micro = op.micro;
+    const int chunk = M > 1 ? op.micro : -1;
     if (op.kind == PipeOp::Kind::forward) {
       // Before any gate: what the blocks' strategies start for this forward (Janus prefetch).
-      for (auto& [l, m] : moe) m.strategies[(size_t)mb]->build_iteration_start(g, *m.handles[(size_t)mb], {last}, m.ctx);
-      if (first_stage && embed_split) {
-        embed_ids(chunk);
-        main_task(compute("embed.forward", -1, 0.0, chunk));
-        embed_a2a("embed.a2a", chunk);
-        main_task(compute("embed.positions", -1, 0.0, chunk));
-      } else if (first_stage) {
-        use_part(-1, mb);
-        main_task(compute("embed.forward", -1, 0.0, chunk));
-        if (cfg.parallel.vocab_parallel) tp_allreduce(-1, chunk);
-      } else {
-        pp_recv("pp.forward", first_block, mb);
-      }
-      for (int l = first_block; l < end_block; ++l) {
-        use_part(l, mb);
-        main_task(compute("attn.forward", l, attn_forward_flops(N, C, T) / tp, chunk));
-        tp_allreduce(l, chunk);
-        auto it = moe.find(l);
-        if (it == moe.end()) {
-          main_task(compute("ffn.forward", l, ffn_forward_flops(N, C, F) / tp, chunk));
-          tp_allreduce(l, chunk);
-          continue;
-        }
-        Moe& m = it->second;
-        last = add_block_pass(g, *m.strategies[(size_t)mb], *m.handles[(size_t)mb], MoePass::forward, m.ctx,
-                              {(int)N, C, m.ctx.experts, K}, {last});
-      }
-      if (last_stage) use_part(L, mb);
-      if (last_stage) main_task(compute("head.forward", -1, head_forward_flops(N, C, (int)(V / vt)), chunk));
-      else pp_send("pp.forward", end_block, mb, next_stage, to_next);
+      for (auto& [l, m] : moe)
+        m.strategies[(size_t)micro]->build_iteration_start(g, *m.handles[(size_t)micro], {last}, m.ctx);
+      if (!first_stage) pp_recv("pp.forward", first_block, micro);
+      last = add_stage_forward(g, shape, costs, last, chunk);
+      if (!last_stage) pp_send("pp.forward", end_block, micro, next_stage, to_next);
       continue;
     }
-    if (last_stage) {
-      main_task(compute("head.backward", -1, 2 * head_forward_flops(N, C, (int)(V / vt)), chunk));
-      if (accumulate_done) bucket(-1, 2.0 * C + (cfg.model.tied_head ? 0.0 : head));
-    } else {
-      pp_recv("pp.backward", end_block, mb);
-    }
-    for (int l = end_block - 1; l >= first_block; --l) {
-      double floats = pieces.attention;
-      auto it = moe.find(l);
-      if (it == moe.end()) {
-        main_task(compute("ffn.backward", l, 2 * ffn_forward_flops(N, C, F) / tp, chunk));
-        tp_allreduce(l, chunk);
-        floats += pieces.ffn;
-      } else {
-        Moe& m = it->second;
-        last = add_block_pass(g, *m.strategies[(size_t)mb], *m.handles[(size_t)mb], MoePass::backward, m.ctx,
-                              {(int)N, C, m.ctx.experts, K}, {last});
-        floats += (double)m.ctx.experts * C;
-      }
-      main_task(compute("attn.backward", l, 2 * attn_forward_flops(N, C, T) / tp, chunk));
-      tp_allreduce(l, chunk);
-      if (accumulate_done) bucket(l, floats);
-    }
-    if (first_stage) {
-      if (embed_split) {
-        main_task(compute("embed.grad_slices", -1, 0.0, chunk));
-        embed_a2a("embed.grad_a2a", chunk);
-      }
-      main_task(compute("embed.backward", -1, 0.0, chunk));
-      if (accumulate_done) bucket(-1, (embed_split ? 0.0 : wte) + wpe);  // a partitioned table is not all-reduced
-    } else {
-      pp_send("pp.backward", first_block, mb, prev_stage, to_prev);
-    }
+    if (!last_stage) pp_recv("pp.backward", end_block, micro);
+    last = add_stage_backward(g, shape, costs, last, chunk, micro == M - 1);
+    if (!first_stage) pp_send("pp.backward", first_block, micro, prev_stage, to_prev);
   }
   // Once per step, on the main thread once every bucket is reduced (Distributed::
   // finish_gradients): the routers' partial gradients over TP (ppmoe, sliced experts) and the
@@ -404,7 +328,7 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
     if (m.ctx.experts_sliced) partial_floats += (double)(m.ctx.experts / ep) * C;
   }
   if (layout.tp() > 1 && partial_floats > 0)
-    after_buckets(ring_allreduce("tp.partial_allreduce", -1, partial_floats, tp_group, at.tp, StreamRole::host));
+    after_buckets(ring_allreduce_task("tp.partial_allreduce", -1, partial_floats, tp_group, at.tp, StreamRole::host));
   if (layout.pp() > 1 && cfg.model.tied_head && (first_stage || last_stage)) {
     GraphTask t;
     t.name = "pp.tied_grad";
@@ -416,14 +340,14 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
   }
   if (replicas.size() > 1) {  // experts summed over their replicas, block by block (layer = the block)
     for (const auto& [l, m] : moe)
-      after_buckets(ring_allreduce("expert.allreduce", l, (double)(m.ctx.experts / ep) * expert_params, replicas, at.replica,
+      after_buckets(ring_allreduce_task("expert.allreduce", l, (double)(m.ctx.experts / ep) * expert_params, replicas, at.replica,
                                    StreamRole::host));
   }
   // Then the main thread's small all-reduces (Distributed::clip_gradients, the loss means):
   // the gradient norm's sums over TP (2 doubles), EP (1) and PP (1), the loss parts over PP (2)
   // and the loss over DP (1).
   auto host_allreduce = [&](const char* name, int doubles, const std::vector<int>& group, int me) {
-    if (group.size() > 1) after_buckets(ring_allreduce(name, -1, 2.0 * doubles, group, me, StreamRole::host));
+    if (group.size() > 1) after_buckets(ring_allreduce_task(name, -1, 2.0 * doubles, group, me, StreamRole::host));
   };
   host_allreduce("grad.norm.tp", 2, tp_group, at.tp);
   host_allreduce("grad.norm.ep", 1, ep_group, ep_rank);
@@ -440,7 +364,7 @@ TaskGraph build_step_graph(const Config& cfg, int rank, const StepRouting& routi
       for (int e = 0; e < m.ctx.experts / ep; ++e) records.push_back({l, ep_rank * (m.ctx.experts / ep) + e});
   const double tier_floats = (double)records.size() * expert_params;
   const TaskId optimizer =
-      g.add(compute("optimizer", -1, adamw_flops((size_t)(params_held - dense_floats + dense_owned - tier_floats))),
+      g.add(compute("optimizer", adamw_flops((size_t)(params_held - dense_floats + dense_owned - tier_floats))),
             reduces);
   if (!records.empty()) {
     const int64_t record = expert_state_record_bytes(cfg.model);

@@ -172,7 +172,7 @@ uint64_t Trainer::first_row(int m) const {
 MicroBatch Trainer::micro_batch(int m, long step) const {
   const int T = cfg_.model.seq_len;
   const size_t n = (size_t)micro_batch_ * T;
-  return {inputs_.data() + m * n, targets_.data() + m * n, micro_batch_, T, step, (long)first_row(m) * T};
+  return {inputs_.data() + m * n, targets_.data() + m * n, micro_batch_, T, step, (long)first_row(m) * T, micro_ > 1 ? m : -1};
 }
 
 Trainer::~Trainer() = default;
@@ -197,6 +197,7 @@ long Trainer::resume(const std::string& path) {
 float Trainer::evaluate() {
   double sum = 0.0;
   eval_stopped_ = false;
+  model_->reset_graph();
   for (int i = 0; i < cfg_.train.eval_batches; ++i) {
     if (stop_flag_ && stop_requested()) {  // every rank asks at the same batch (collective)
       eval_stopped_ = true;

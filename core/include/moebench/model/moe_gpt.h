@@ -6,7 +6,11 @@
 // One instance is one rank's part of the model: its expert shard (ExpertShard), its tensor-
 // parallel slices (TpShard), its pipeline stage's blocks (PipeStage) and its columns of a
 // partitioned embedding (EmbedShard), run one micro-batch at
-// a time (forward_micro / backward_micro; train/pipeline_step.h schedules them).
+// a time (forward_micro / backward_micro; train/pipeline_step.h schedules them). A micro-batch's
+// pass is a chain of tasks (model/stage_graph.h) whose actions are the layer functions; the
+// calling thread adds them to the step's graph, submits them to the executor and waits (at each
+// MoE block's routing point and at the pass's end).
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -19,8 +23,13 @@
 #include "moebench/moe/moe_layer.h"
 #include "moebench/moe/parallel_context.h"
 #include "moebench/moe/synthetic_routing.h"
+#include "moebench/runtime/task_graph.h"
 
 namespace moebench {
+
+class Executor;
+struct StageShape;
+enum class StageOp : uint8_t;
 
 struct LossParts {
   float ce = 0.0f;    // mean cross-entropy over the batch tokens
@@ -76,6 +85,7 @@ struct MicroBatch {
   int B = 0, T = 0;
   long step = 0;         // keys the synthetic routing
   long first_token = 0;  // global index of the micro-batch's first token (synthetic routing)
+  int chunk = -1;        // the micro-batch's index in the step (the tasks' chunk; -1: a step of one)
 };
 
 // A contiguous range of the parameter/gradient arena, in floats.
@@ -135,7 +145,7 @@ class MoeGpt {
   // Gradients of loss_scale x (the slot's total loss), accumulated into params().grads().
   // dout: gradient of the stage output (stages before the last). The grad-ready hook fires
   // only when last_micro (the step's final accumulation).
-  void backward_micro(int slot, const float* dout, float loss_scale, bool last_micro);
+  void backward_micro(int slot, const float* dout, float loss_scale, bool last_micro, int chunk = -1);
   // Gradient of the stage input [B*T, C] after backward_micro (stages after the first).
   const float* input_grad() const { return dresid_.data(); }
 
@@ -146,15 +156,19 @@ class MoeGpt {
   // The logits [B*T, vocab] of the last forward (the last stage's; with the vocabulary split
   // over TP, this rank's rows only). Inference reads the last position's row.
   const float* logits() const { return logits_.data(); }
-  // Called during the backward of the last micro-batch with each range of dense (non-expert)
-  // gradients as soon as no later part of the backward adds to it: final norm + head, each
-  // block, embeddings.
-  void set_grad_ready_hook(std::function<void(ArenaRange)> hook) { grad_ready_ = std::move(hook); }
-  // Called on the main thread before forward first reads a part's dense weights: part -1 the
-  // embeddings, b the dense part of block b, model.layers ln_f and the head (the parts whose
-  // gradients the grad-ready hook reports). storage.dense = "zero3" all-gathers them there
-  // (storage/dense_shards.h).
-  void set_dense_use_hook(std::function<void(int part)> hook) { dense_use_ = std::move(hook); }
+  // Called while the backward of the last micro-batch is added with each range of dense
+  // (non-expert) gradients, in the graph, after the task that completes it (no later part of
+  // the backward adds to it): final norm + head, each block, embeddings. The hook adds the
+  // range's reduction there; layer: the block whose dense part it is (-1 embeddings and head).
+  using GradReadyHook = std::function<void(TaskGraph& g, ArenaRange range, int layer, TaskId after)>;
+  void set_grad_ready_hook(GradReadyHook hook) { grad_ready_ = std::move(hook); }
+  // Called on the calling thread, before forward adds the tasks that read a part's dense
+  // weights: part -1 the embeddings, b the dense part of block b, model.layers ln_f and the head
+  // (the parts whose gradients the grad-ready hook reports). storage.dense = "zero3" all-gathers
+  // them there (storage/dense_shards.h).
+  // The hook returns the task the part's compute waits for (after `after`).
+  using DenseUseHook = std::function<TaskId(TaskGraph& g, int part, TaskId after)>;
+  void set_dense_use_hook(DenseUseHook hook) { dense_use_ = std::move(hook); }
   std::vector<ArenaRange> dense_ranges() const;   // every non-expert parameter
   std::vector<BlockExperts> expert_ranges() const;  // this rank's experts, per MoE block (ascending)
   // This rank's experts of a MoE block as pointers into the arena (std::out_of_range for a
@@ -193,25 +207,39 @@ class MoeGpt {
   // The strategy's choices for block's last forward (MoeLayer::decisions); none for a block of
   // another pipeline stage.
   std::vector<StrategyDecision> strategy_decisions(int block) const;
+  // A new step: the counts start again and so does the step's graph (its earlier tasks waited for).
   void begin_step();
+  // A new graph for the passes that follow (its earlier tasks waited for): evaluation.
+  void reset_graph();
+  // The tasks of the passes since begin_step() / reset_graph(), as executed (with the tasks
+  // the hooks added); their actions went to the executor.
+  const TaskGraph& step_graph() const { return graph_; }
 
  private:
   struct Block;
   struct Acts;
   struct HeadActs;
+  class Binding;
+  friend class Binding;
   void build_params();
   Block* local_block(int block) const;  // nullptr when not on this stage
-  // Runs a dense stage, recorded as a compute span with its flops when distributed (the
-  // names and costs of train/step_graph.h's tasks). It runs on the main thread, which then
-  // is the rank's only computing thread: an MoE block's graph is waited for before the next
-  // stage starts, so BLAS/OpenMP never run on two threads of a rank at once. Handing each
-  // stage to the compute worker instead cost 16 % of the quickstart's time on the 2-core
-  // machine (13.1-13.5 s vs 11.4-11.9 s, 4 ranks: a thread hand-off per stage on
-  // oversubscribed cores), over the runtime's 5 % budget; the graph and the spans are the same.
-  template <class Fn>
-  void stage(const char* name, int layer, double flops, Fn&& fn);
-  // Sums x[n] over the TP group (nothing at tp = 1), a comm span "tp.allreduce".
-  void tp_allreduce(float* x, size_t n, int layer, ReduceOp op = ReduceOp::sum);
+  // The stage's shape for a micro-batch of B x T tokens (model/stage_graph.h).
+  StageShape stage_shape(int B, int T) const;
+  Executor& executor();
+  // Submits the graph's new tasks and waits for `end`.
+  void run_until(TaskId end);
+  // The action of a stage task for block `layer` of activation set `slot` (moe_gpt_layers.cpp).
+  void run_op(StageOp op, int layer, int slot);
+  // A MoE block's pass of a slot (strategy: its tasks; without: one local task).
+  TaskId moe_pass(TaskGraph& g, int block, int slot, MoePass pass, TaskId after);
+  // The arena range of a dense part (model/stage_graph.h's parts).
+  ArenaRange part_range(int part) const;
+  void collect_moe(size_t i, int slot);
+  void finish_loss(HeadActs& h);
+  // Sums x[n] over the TP group (nothing at tp = 1).
+  void tp_allreduce(float* x, size_t n, ReduceOp op = ReduceOp::sum);
+  // embed_send_ [P, block] -> embed_recv_ [P, block] over the DP group (partitioned embedding).
+  void embed_all_to_all(size_t block);
   bool vocab_split() const { return tp_.vocab && tp_.size > 1; }
   bool embed_split() const { return embed_.size > 1; }
   // The partitioned embedding of the slot's micro-batch into x [N, C] (ids all-gather, lookup,
@@ -233,15 +261,15 @@ class MoeGpt {
   EmbedShard embed_;
   Communicator* tp_comm_ = nullptr;
   std::unique_ptr<Communicator> embed_comm_;  // dup of the DP group (partitioned embedding)
-  StreamRole tp_role_ = StreamRole::comm_intra;
   ParamArena params_;
-  Executor* executor_ = nullptr;  // records the dense stages' spans (distributed runs)
-  std::function<void(ArenaRange)> grad_ready_;
-  std::function<void(int)> dense_use_;
+  Executor* executor_ = nullptr;  // the rank's (distributed runs); else own_executor_
+  std::unique_ptr<Executor> own_executor_;
+  TaskGraph graph_;               // the step's tasks so far
+  GradReadyHook grad_ready_;
+  DenseUseHook dense_use_;
   ExpertSource* expert_source_ = nullptr;
   RoutingSpec routing_;
   uint64_t routing_seed_ = 0;
-  std::vector<int> forced_;
   std::vector<std::unique_ptr<Block>> blocks_;  // this stage's blocks, from pipe_.first_block
   static constexpr size_t kNone = (size_t)-1;
   size_t wte_ = kNone, wpe_ = kNone, lnf_w_ = kNone, lnf_b_ = kNone, head_ = kNone;

@@ -70,6 +70,17 @@ class MoeLayer {
                 const float* dout, float aux_weight, const float* x, const float* router_w,
                 const std::vector<ExpertParams>& experts);
 
+  // A step graph's pass of the block (needs a strategy): the forward's tasks added to g after
+  // `after` and run by ex — g is submitted, the counts waited for (the routing point), the
+  // strategy's tasks and the combine added and submitted — returning the pass's last task
+  // without waiting for it; the backward's tasks added (not submitted). Backward's dx is
+  // overwritten (the combine-backward task zeroes it). forward()/backward() run the same tasks
+  // in a graph of their own and wait for them.
+  TaskId add_forward(TaskGraph& g, Executor& ex, TaskId after, float* out, const float* x, const float* router_w,
+                     const MoeLayerShape& s, const int* forced_experts = nullptr);
+  TaskId add_backward(TaskGraph& g, TaskId after, float* dx, float* drouter_w, const float* dout, float aux_weight,
+                      const float* x, const float* router_w);
+
   const Routing& routing() const { return routing_; }
   const MoeLayerShape& shape() const { return s_; }
   const MoeStrategy* strategy() const { return strategy_.get(); }
@@ -91,9 +102,10 @@ class MoeLayer {
   bool have_forward_ = false;
   void route(const float* x, const float* router_w, const int* forced_experts);
   void combine(float* out) const;
-  float forward_graph(float* out, const float* x, const float* router_w, const int* forced_experts);
-  void backward_graph(float* dx, float* drouter_w, const float* dout, float aux_weight, const float* x,
-                      const float* router_w);
+  TaskId forward_tasks(TaskGraph& g, Executor& ex, TaskId after, float* out, const float* x, const float* router_w,
+                       const int* forced_experts);
+  TaskId backward_tasks(TaskGraph& g, TaskId after, float* dx, float* drouter_w, const float* dout, float aux_weight,
+                        const float* x, const float* router_w, bool overwrite_dx);
   void combine_backward(const float* dout);
   void scatter_router_backward(float* dx, float* drouter_w, float aux_weight, const float* x,
                                const float* router_w);

@@ -3,7 +3,9 @@
 //   worker  a CPU thread per role (created on first use) running its tasks in submission
 //           order (on the GPU path a cudaStream). Tasks of different roles run concurrently:
 //           overlap is real. A comm task uses the communicator of its role (the builder binds
-//           it), so concurrent collectives never share matching. A task with `priority` runs on
+//           it), so concurrent collectives never share matching. A task of role host (a blocking
+//           collective in the rank's chain of compute tasks: a TP all-reduce) runs on the
+//           compute worker, in submission order with the compute tasks. A task with `priority` runs on
 //           its role's priority lane, a second thread of the role: it never queues behind
 //           the role's other tasks (MoNTA: the EP AllToAll before DP gradient buckets).
 //   submit  the rank's main thread submits a graph's new tasks (those added since the last
@@ -41,7 +43,7 @@ class Executor {
 
   // Queues tasks [g.submitted(), g.size()) on their roles' workers. The graph must stay
   // alive until they have run (wait / synchronize) and must not be submitted to another
-  // executor. Throws std::logic_error for a cycle or a task of role host.
+  // executor. Throws std::logic_error for a cycle.
   void submit(TaskGraph& g);
   // Waits for one submitted task; rethrows its error (or its failed dependency's).
   void wait(const TaskGraph& g, TaskId id);
@@ -57,8 +59,8 @@ class Executor {
   void set_serial(bool serial) { serial_ = serial; }
 
   // Runs fn on the calling thread, recording a span of `role` (host: the main thread's own
-  // phases, which submit and wait; compute: a dense stage or the optimizer, which the main
-  // thread runs while no graph of the rank computes — moe_gpt.h says why).
+  // phases, which submit and wait, and its blocking collectives between passes; compute: the
+  // optimizer, which the main thread runs while no graph of the rank computes).
   void run_inline(const std::string& name, StreamRole role, TaskCategory category, const std::function<void()>& fn,
                   int layer = -1, double flops = 0.0, uint64_t bytes = 0);
 

@@ -1,7 +1,8 @@
 #pragma once
 // Stream roles and task categories: where a task runs and what kind of work it is.
 //   role      the executor worker (a CPU thread with its own communicators; on the GPU a
-//             cudaStream) a task is queued on: host (the rank's main thread), compute (owns the
+//             cudaStream) a task is queued on: host (the rank's main thread, and the blocking
+//             collectives of its chain, which the executor runs on the compute worker), compute (owns the
 //             BLAS/OpenMP threads), comm.intra / comm.inter (collectives and one-sided
 //             operations inside / across nodes), copy (memory copies), io.
 //   category  what the work is: compute, comm, copy, io. A comm task is normally on a comm

@@ -18,15 +18,15 @@
 //              "grad.norm.dp"), equal the replicated run's;
 //   optimizer  ShardedAdamW (optim/sharded_adamw.h) updates this rank's shards and its experts,
 //              m and v allocated for those only: 1/P of the dense optimizer state;
-//   forward    every part's other shards are stale after the update; before forward reads a
-//              part (MoeGpt's dense-use hook) its weights are all-gathered ("dense.allgather",
-//              layer = the block, -1 for embeddings and head). dense_prefetch = true: entering
-//              part i waits for its gather (already running) and submits part i+1's to the DP
-//              comm role, so it runs while part i computes (Algorithm 1). The embeddings' gather
-//              starts at the step's first forward (on demand): a gather started after the
-//              optimizer would land in the previous step's spans. dense_prefetch = false: each
-//              part is gathered on demand, blocking the main thread (a comm span of the same
-//              name recorded inline), the ablation baseline.
+//   forward    every part's other shards are stale after the update; as forward adds the tasks
+//              that read a part (MoeGpt's dense-use hook) its weights' all-gather is added before
+//              them ("dense.allgather", layer = the block, -1 for embeddings and head).
+//              dense_prefetch = true: part i's compute waits for its gather (a join), and part
+//              i+1's gather is added on the DP comm role after that wait, so it runs while part
+//              i computes (Algorithm 1); the embeddings' gather, the first, is on demand.
+//              dense_prefetch = false: each part's gather is a task of the rank's chain (role
+//              host) before its compute, the ablation baseline. The same tasks as the step
+//              graph's (train/step_graph.h).
 // Traffic: reduce-scatter + all-gather of a part send 2 (P-1) s floats to the ring's next rank,
 // the ring all-reduce's 2 (P-1) n / P when P divides n.
 //
@@ -37,11 +37,11 @@
 // (whole_state(): an arena-sized AdamW on every rank for the duration of the save), so a zero3
 // checkpoint resumes in a replicated run and vice versa.
 //
-// Threads: the gathers use their own DP communicator (a dup), the reduce-scatters another;
-// at most one gather is in flight, and an on-demand gather first waits for it, so every rank
-// issues the gathers in the same order.
-#include <atomic>
+// Threads: the gathers use their own DP communicator (a dup), the reduce-scatters another; each
+// gather is added after the one before it (the chain or the prefetch's wait), so at most one is in
+// flight and every rank issues them in the same order.
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -78,8 +78,9 @@ class DenseShards {
   // The comm-role task that reduce-scatters the gradients of range r (a part's range), scaling
   // this rank's shard by `scale`. std::logic_error for a range that is not a part's.
   GraphTask reduce_scatter_task(ArenaRange r, float scale);
-  // MoeGpt's dense-use hook: the part's weights are whole when this returns.
-  void use(int part);
+  // MoeGpt's dense-use hook: adds the part's gather (when its weights are stale) after `after`;
+  // returns the task the part's compute waits for.
+  TaskId use(TaskGraph& g, int part, TaskId after);
   // The optimizer step over the owned elements; afterwards every part is stale.
   void optimizer_step(float lr, long t);
   // Every part whole now (blocking gathers; checkpoints).
@@ -92,11 +93,10 @@ class DenseShards {
   void load_state(const AdamW& whole);
 
  private:
-  struct Gather;  // a part's in-flight gather
   size_t index_of(int part) const;
   void gather_now(size_t i);  // blocking, on the calling thread
   void gather(size_t i);      // the collective itself
-  void wait_in_flight();
+  GraphTask gather_task(size_t i, StreamRole role);
   // Collective over the DP group: the part's `data` whole from every rank's shard.
   void all_gather_part(const Part& p, float* data, Communicator& comm);
 
@@ -108,8 +108,8 @@ class DenseShards {
   int P_ = 1, me_ = 0;
   std::unique_ptr<Communicator> gather_comm_, grad_comm_;
   std::vector<Part> parts_;
-  std::unique_ptr<std::atomic<bool>[]> fresh_;  // per part: weights whole (set by the gather)
-  std::unique_ptr<Gather> in_flight_;
+  std::vector<bool> fresh_;           // per part: weights whole once the tasks added so far ran
+  std::map<size_t, TaskId> prefetched_;  // part index -> its prefetch task (not waited for yet)
   std::unique_ptr<ShardedAdamW> opt_;
 };
 

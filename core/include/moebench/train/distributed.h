@@ -73,7 +73,8 @@ class Distributed {
 
   // Wires the model: this rank's ParallelContext (groups, EP streams, topology, cluster model,
   // executor and the strategy of every MoE block with its [strategy.<name>] options;
-  // strategies/janus.h: janus picks per block), and the gradient hook that starts each dense bucket's all-reduce on the comm stream.
+  // strategies/janus.h: janus picks per block), and the gradient hook that adds each dense bucket's
+  // all-reduce to the model's graph on the comm stream.
   void attach(MoeGpt& model, const Config& cfg);
   // After backward: waits for the bucket all-reduces, reduces the expert gradients. Returns
   // the seconds the compute thread waited for communication here.
@@ -115,7 +116,6 @@ class Distributed {
   std::unique_ptr<ClusterModel> cluster_;
   ParallelContext parallel_;
   Executor executor_;
-  TaskGraph grad_graph_;  // this step's bucket all-reduces, submitted as backward produces them
   std::unique_ptr<DenseShards> dense_;  // declared after executor_: destroyed first
   float dp_scale_ = 1.0f;
   StreamRole pp_role_ = StreamRole::comm_intra;

@@ -4,16 +4,12 @@
 // (Megatron rank order, dist/parallel_layout.h):
 //   per micro-batch, in the order of the pipeline schedule (model/pipeline_schedule.h):
 //     forward   what the MoE blocks' strategies start with the iteration (MoeStrategy::
-//               build_iteration_start: Janus prefetch's gets) -> [first stage: embeddings
-//               (model.embedding_partition: embed.ids all-gather, lookup, embed.a2a,
-//               positions) | pp.forward receive] -> per block of this stage the
-//               attention, the TP all-reduce (Megatron's g), the FFN (dense + g, or the MoE
-//               block's graph from its strategy: moe/block_graph.h) -> [last stage: LM head |
-//               pp.forward send]
-//     backward  mirrored, each f all-reduce after its sub-layer (the partitioned embedding:
-//               embed.grad_a2a before embed.backward); on the last micro-batch each gradient
-//               bucket's all-reduce over the DP group as soon as it is complete (a partitioned
-//               embed.wte in none: each rank owns its columns)
+//               build_iteration_start: Janus prefetch's gets) -> [pp.forward receive] -> the
+//               stage's tasks (model/stage_graph.h: the ones MoeGpt executes, the MoE blocks'
+//               passes from their strategies, moe/block_graph.h) -> [pp.forward send]
+//     backward  [pp.backward receive] -> the stage's backward tasks, on the last micro-batch
+//               with each dense part's gradient bucket (all-reduce over the DP group; a
+//               partitioned embed.wte in none: each rank owns its columns) -> [pp.backward send]
 //   storage.dense = "zero3" (storage/dense_shards.h): the buckets are reduce-scattered
 //     (grad.reduce_scatter) and, in the first micro-batch's forward, each dense part is
 //     all-gathered before it computes (dense.allgather: the embeddings' on the main thread, then
@@ -25,8 +21,8 @@
 //   expert.allreduce per MoE block, its layer the block, as Distributed::finish_gradients
 //   records it), the main thread's small all-reduces (grad.norm.tp / .ep / .pp / .dp: the
 //   gradient norm's sums, .dp for the partitioned embedding's columns; loss.pp, loss.dp: the loss), and the optimizer.
-// The main thread's work is one chain (compute on the compute role; blocking receives and TP
-// all-reduces on the host role, as the runtime runs them inline); pipeline sends are non-blocking,
+// The rank's work is one chain (compute on the compute role; blocking receives and collectives on
+// the host role, which the executor runs in the chain); pipeline sends are non-blocking,
 // activations and gradients on two comm roles so that one direction never queues behind the
 // other (MPI progresses isends independently).
 //
@@ -38,8 +34,7 @@
 // carry); a ring all-reduce of b bytes over P ranks sends 2 b (P-1)/P bytes to the next rank in
 // 2 (P-1) messages; pipeline sends carry the micro-batch's N x C activations, 1/t of them per TP
 // rank, all-gathered over TP at the receiver (pp.allgather); optimizer 10 flops per parameter
-// held (AdamW). Not modelled: the vocabulary-parallel cross-entropy's small
-// statistics all-reduces, the wait for a slot's previous send.
+// held (AdamW). Not modelled: the wait for a slot's previous send.
 #include <map>
 #include <string>
 #include <vector>

@@ -1,0 +1,64 @@
+#pragma once
+// MoeGpt's private state, shared by its files: moe_gpt.cpp (parameters, distribution, the
+// stage's tasks) and moe_gpt_layers.cpp (the layer functions the tasks run).
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "moebench/model/moe_gpt.h"
+#include "moebench/moe/moe_layer.h"
+
+namespace moebench {
+
+// One micro-batch's activations of a block ([N,C] unless noted; tensor-parallel shares where
+// the matmuls are split), and its MoE layer (each slot routes its own micro-batch).
+struct MoeGpt::Acts {
+  std::vector<float> x, ln1, ln1_mean, ln1_rstd, qkv /*[N,3C/t]*/, preatt, att /*[B,NH/t,T,T]*/, atty,
+      res1, ln2, ln2_mean, ln2_rstd, fch, fch_gelu /*[N,F/t]*/, ffn_out;
+  std::vector<int> forced;  // [N,K] synthetic expert choices (routing other than learned)
+  std::unique_ptr<MoeLayer> moe;
+};
+
+struct MoeGpt::Block {
+  int index = 0;    // global block index
+  int experts = 0;  // 0: dense FFN block
+  // parameter indices into the arena
+  size_t ln1_w, ln1_b, qkv_w, qkv_b, proj_w, proj_b, ln2_w, ln2_b;
+  size_t fc_w = 0, fc_b = 0, fcproj_w = 0, fcproj_b = 0;  // dense FFN
+  size_t router_w = 0;                                     // MoE
+  std::vector<size_t> expert_first;                        // per expert: index of w1 (b1, w2, b2 follow)
+  std::vector<ExpertParams> expert_params, expert_grads;
+  std::vector<Acts> acts;       // per slot
+  std::vector<int> step_counts; // [E] kept assignments since begin_step()
+};
+
+// A micro-batch's stage-level state: its tokens and what the tasks read besides the
+// activations (the input from the previous stage, the output gradient, the loss scale), the
+// stage output (the last block's residual sum) and, on the last stage, ln_f, the probabilities
+// and the per-token losses; the losses the tasks summed (ce on the last stage, the blocks' aux).
+struct MoeGpt::HeadActs {
+  int B = 0, T = 0;
+  long step = 0, first_token = 0;
+  std::vector<int> inputs, targets;
+  std::vector<int> all_inputs;  // [P, N] every DP rank's token ids (partitioned embedding)
+  const float* x_in = nullptr;  // stages after the first: the received activation
+  const float* dout = nullptr;  // stages before the last: the received output gradient
+  float loss_scale = 1.0f;
+  float ce = 0.0f, aux = 0.0f;
+  std::vector<float> x_out, lnf, lnf_mean, lnf_rstd, probs, losses;
+  long N() const { return (long)B * T; }
+};
+
+inline void ensure(std::vector<float>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+}
+inline float* ensure_data(std::vector<float>& v, size_t n) {
+  ensure(v, n);
+  return v.data();
+}
+inline void zero(std::vector<float>& v, size_t n) {
+  ensure(v, n);
+  std::fill(v.begin(), v.begin() + (long)n, 0.0f);
+}
+
+}  // namespace moebench

@@ -1,0 +1,111 @@
+// ctest-labels: mpi np=4
+// The tasks a rank executed for its stage's micro-batches (MoeGpt's graph: model/stage_graph.h's
+// chain with the layer functions as actions, the MoE blocks' passes and the gradient buckets the
+// Distributed hook added) against the step graph built for the same rank without buffers
+// (train/step_graph.h, what `simulate` and `plan --graph` replay): for dp, tp x dp (with and
+// without the vocabulary-parallel head), pp (gpipe and 1f1b) x dp, zero3 and the partitioned
+// embedding, and around every strategy's MoE blocks, the stage tasks and buckets of the two are
+// the same tasks in the same order — names, roles, categories, layers, micro-batches and costs.
+// The MoE blocks' own tasks are compared against their built passes in tst_exchange_graph.
+#include <QtTest>
+
+#include <set>
+
+#include "moebench/config/config_loader.h"
+#include "moebench/dist/mpi_communicator.h"
+#include "moebench/model/stage_graph.h"
+#include "moebench/train/step_graph.h"
+#include "moebench/train/trainer.h"
+#include "equivalence_support.h"
+#include "mpi_test_main.h"
+#include "test_support.h"
+
+using namespace moebench;
+
+namespace {
+
+std::vector<std::string> split_sets(const QString& s) {
+  std::vector<std::string> out;
+  for (const QString& part : s.split(';', Qt::SkipEmptyParts)) out.push_back(part.toStdString());
+  return out;
+}
+
+// The tasks both graphs hold: the stage chain's, the gradient buckets' and ZeRO-3's gathers, in order.
+std::vector<GraphTask> chain_tasks(const TaskGraph& g) {
+  static const std::set<std::string> names = [] {
+    std::set<std::string> n = {"grad.allreduce", "grad.reduce_scatter", "dense.allgather"};
+    for (int op = 0; op <= (int)StageOp::embed_backward; ++op) n.insert(stage_op_name((StageOp)op));
+    return n;
+  }();
+  std::vector<GraphTask> out;
+  for (const GraphTask& t : g.tasks())
+    if (names.count(t.name)) {
+      GraphTask c = t;
+      c.deps.clear();
+      c.action = nullptr;
+      out.push_back(std::move(c));
+    }
+  return out;
+}
+
+QString describe(const GraphTask& t) {
+  return QString("%1 (role %2, layer %3, chunk %4, %5 flops, %6 bytes)")
+      .arg(t.name.c_str()).arg(stream_role_name(t.role)).arg(t.layer).arg(t.chunk).arg(t.cost.flops)
+      .arg((qulonglong)t.cost.bytes_sent());
+}
+
+QString first_difference(const std::vector<GraphTask>& ran, const std::vector<GraphTask>& built) {
+  for (size_t i = 0; i < std::min(ran.size(), built.size()); ++i) {
+    const GraphTask &a = ran[i], &b = built[i];
+    if (a.name != b.name || a.role != b.role || a.category != b.category || a.layer != b.layer ||
+        a.chunk != b.chunk || !(a.cost == b.cost) || a.priority != b.priority)
+      return QString("task %1: ran %2, built %3").arg(i).arg(describe(a)).arg(describe(b));
+  }
+  if (ran.size() != built.size()) return QString("ran %1 tasks, built %2").arg(ran.size()).arg(built.size());
+  return {};
+}
+
+}  // namespace
+
+class TestStageGraph : public QObject {
+  Q_OBJECT
+ private slots:
+  void executed_equals_built_data() {
+    QTest::addColumn<QString>("sets");
+    QTest::newRow("dp 4") << "";
+    QTest::newRow("tp 2 x dp 2") << "parallel.tp=2";
+    QTest::newRow("tp 2 x dp 2, vocabulary-parallel") << "parallel.tp=2;parallel.vocab_parallel=true";
+    QTest::newRow("pp 2 x dp 2, gpipe") << "parallel.pp=2;parallel.microbatches=2;parallel.schedule=gpipe";
+    QTest::newRow("pp 2 x dp 2, 1f1b") << "parallel.pp=2;parallel.microbatches=4;parallel.schedule=1f1b";
+    QTest::newRow("pp 2 x dp 2, untied head") << "parallel.pp=2;parallel.microbatches=2;model.tied_head=false";
+    QTest::newRow("zero3") << "storage.dense=zero3";
+    QTest::newRow("partitioned embedding") << "model.embedding_partition=true;model.tied_head=false";
+    for (const char* name : {"hier_a2a", "data_centric", "janus", "monta", "fastermoe"})
+      QTest::newRow(name) << QString("strategy.name=%1").arg(name);
+  }
+  void executed_equals_built() {
+    QFETCH(QString, sets);
+    auto world = MpiCommunicator::world();
+    const int P = world->size(), me = world->rank();
+    if (P != 4) QSKIP("runs under mpirun with 4 ranks");
+    std::vector<std::string> extra = {"train.steps=2", "train.batch_size=8", "train.eval_every=0", "run.threads=1",
+                                      "run.ranks=4", "cluster.nodes=2", "moe.experts=4"};
+    for (const std::string& s : split_sets(sets)) extra.push_back(s);
+    const Config cfg = load_config(test::tiny_config_path(), extra);
+    QTemporaryDir dir;
+    Trainer trainer(cfg, dir.path().toStdString() + "/r" + std::to_string(me), world.get());
+    std::vector<GraphTask> ran;
+    TrainCallbacks cb;
+    cb.on_step = [&](const StepStats& s) {  // the second step: a steady one (zero3 gathers)
+      if (s.step == 1) ran = chain_tasks(trainer.model().step_graph());
+    };
+    trainer.run(-1, cb);
+    const std::vector<GraphTask> built = chain_tasks(build_step_graph(cfg, me));
+    QVERIFY(!ran.empty());
+    const QString diff = first_difference(ran, built);
+    QVERIFY2(diff.isEmpty(), qPrintable(QString("rank %1: %2").arg(me).arg(diff)));
+  }
+};
+
+MOEBENCH_MPI_TEST_MAIN(TestStageGraph)
+#include "tst_stage_graph.moc"
