@@ -12,6 +12,7 @@
 #include "moebench/dist/mpi_communicator.h"
 #include "moebench/train/checkpoint.h"
 #include "moebench/train/distributed.h"
+#include "moebench/train/step_builder.h"
 #include "moebench/train/trainer.h"
 #include "equivalence_support.h"
 #include "mpi_test_main.h"
@@ -204,7 +205,7 @@ class TestParallelLayouts : public QObject {
 
   // Pipeline MoE §3.3: the gate's parameters are synchronised once per step, h x E floats per
   // MoE block all-reduced over the tp = 4 group (each rank's router gradient covers only its own
-  // experts' tokens); with dp = 1 that is all finish_gradients sends.
+  // experts' tokens); with dp = 1 that is all the step's tail sends before the gradient norm.
   void ppmoe_synchronises_the_gate_once_per_step() {
     auto world = MpiCommunicator::world();
     if (world->size() != 4) QSKIP("a 4-rank layout (CTest runs it in the 4-rank launch)");
@@ -221,7 +222,8 @@ class TestParallelLayouts : public QObject {
     model.backward();
     QCOMPARE(model.tp_partial_ranges().size(), size_t(2));  // both MoE blocks' routers
     dist.meter().reset();
-    dist.finish_gradients(model);
+    dist.executor().synchronize();
+    dist.tail_action(StepOp::tp_partial, -1, model, 0.0f)();
     const uint64_t t = 4, gate = (uint64_t)cfg.model.hidden * 8 * sizeof(float);  // h x E floats
     QCOMPARE(dist.meter().total(), 2 * (2 * (t - 1) * gate / t));
   }

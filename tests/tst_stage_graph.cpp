@@ -1,12 +1,13 @@
 // ctest-labels: mpi np=4
-// The tasks a rank executed for its stage's micro-batches (MoeGpt's graph: model/stage_graph.h's
-// chain with the layer functions as actions, the MoE blocks' passes and the gradient buckets the
-// Distributed hook added) against the step graph built for the same rank without buffers
-// (train/step_graph.h, what `simulate` and `plan --graph` replay): for dp, tp x dp (with and
-// without the vocabulary-parallel head), pp (gpipe and 1f1b) x dp, zero3 and the partitioned
-// embedding, and around every strategy's MoE blocks, the stage tasks and buckets of the two are
-// the same tasks in the same order — names, roles, categories, layers, micro-batches and costs.
-// The MoE blocks' own tasks are compared against their built passes in tst_exchange_graph.
+// The step graph a rank executed (train/rank_step.h: the step builder's tasks with the rank's
+// actions) against the step graph built for the same rank without buffers (train/step_graph.h,
+// what `simulate` and `plan --graph` replay): for dp, tp x dp (with and without the
+// vocabulary-parallel head), pp (gpipe and 1f1b) x dp, zero3 and the partitioned embedding, and
+// around every strategy's MoE blocks, every task outside the MoE blocks — the stages' layers, the
+// pipeline's transfers, the gradient buckets, ZeRO-3's gathers, the tail's reductions, the norm,
+// the loss and the optimizer — is the same task in the same order: name, role, category, layer,
+// micro-batch and cost. The MoE blocks' own tasks depend on the run's routing; they are compared
+// against their built passes in tst_exchange_graph.
 #include <QtTest>
 
 #include <set>
@@ -30,11 +31,14 @@ std::vector<std::string> split_sets(const QString& s) {
   return out;
 }
 
-// The tasks both graphs hold: the stage chain's, the gradient buckets' and ZeRO-3's gathers, in order.
+// The tasks outside the MoE blocks, in order.
 std::vector<GraphTask> chain_tasks(const TaskGraph& g) {
   static const std::set<std::string> names = [] {
-    std::set<std::string> n = {"grad.allreduce", "grad.reduce_scatter", "dense.allgather"};
-    for (int op = 0; op <= (int)StageOp::embed_backward; ++op) n.insert(stage_op_name((StageOp)op));
+    std::set<std::string> n = {"grad.allreduce", "grad.reduce_scatter", "dense.allgather", "pp.forward", "pp.backward",
+                               "pp.allgather", "tp.partial_allreduce", "pp.tied_grad", "expert.allreduce", "grad.norm",
+                               "grad.norm.tp", "grad.norm.ep", "grad.norm.dp", "grad.norm.pp", "grad.clip", "loss.pp",
+                               "loss.dp", "optimizer"};
+    for (int op = 0; op <= (int)StageOp::stage_input_grad; ++op) n.insert(stage_op_name((StageOp)op));
     return n;
   }();
   std::vector<GraphTask> out;
@@ -78,6 +82,8 @@ class TestStageGraph : public QObject {
     QTest::newRow("pp 2 x dp 2, gpipe") << "parallel.pp=2;parallel.microbatches=2;parallel.schedule=gpipe";
     QTest::newRow("pp 2 x dp 2, 1f1b") << "parallel.pp=2;parallel.microbatches=4;parallel.schedule=1f1b";
     QTest::newRow("pp 2 x dp 2, untied head") << "parallel.pp=2;parallel.microbatches=2;model.tied_head=false";
+    QTest::newRow("tp 2 x pp 2, ppmoe") << "parallel.tp=2;parallel.pp=2;parallel.microbatches=2;strategy.name=ppmoe";
+    QTest::newRow("ep 2 (expert replicas)") << "parallel.ep=2";
     QTest::newRow("zero3") << "storage.dense=zero3";
     QTest::newRow("partitioned embedding") << "model.embedding_partition=true;model.tied_head=false";
     for (const char* name : {"hier_a2a", "data_centric", "janus", "monta", "fastermoe"})
@@ -97,7 +103,7 @@ class TestStageGraph : public QObject {
     std::vector<GraphTask> ran;
     TrainCallbacks cb;
     cb.on_step = [&](const StepStats& s) {  // the second step: a steady one (zero3 gathers)
-      if (s.step == 1) ran = chain_tasks(trainer.model().step_graph());
+      if (s.step == 1) ran = chain_tasks(trainer.step_graph());
     };
     trainer.run(-1, cb);
     const std::vector<GraphTask> built = chain_tasks(build_step_graph(cfg, me));

@@ -99,35 +99,40 @@ class TestStepGraph : public QObject {
     };
     for (int m = 0; m < 2; ++m) {
       main(task("pp.backward", TaskCategory::comm, StreamRole::host, 1, m));
+      main(task("stage.output_grad", TaskCategory::compute, StreamRole::compute, -1, m));  // the received gradient in
       main(task("ffn.backward", TaskCategory::compute, StreamRole::compute, 0, m, 2 * ffn_forward_flops(N, C, F)));
       main(task("attn.backward", TaskCategory::compute, StreamRole::compute, 0, m, 2 * attn_forward_flops(N, C, T)));
       if (m == 1) bucket(0, block_floats);
       main(task("embed.backward", TaskCategory::compute, StreamRole::compute, -1, m));
       if (m == 1) bucket(-1, embed_floats);
     }
+    // The tail, each task after the buckets and the task before it: the tied embedding with the
+    // last stage; the norm's sums (2 flops per parameter held); the norm's and the loss's ring
+    // all-reduces of a few doubles, over EP = DP {0, 1} and PP {0, 2}; the clipping (1 flop per
+    // parameter); the optimizer.
+    const double held = embed_floats + block_floats;
+    auto tail = [&](GraphTask t) {
+      std::vector<TaskId> deps = reduces;
+      deps.push_back(last);
+      last = want.add(std::move(t), deps);
+    };
     GraphTask tied = task("pp.tied_grad", TaskCategory::comm, StreamRole::host, -1, -1);
     tied.peer = 2;
     tied.cost.bytes_to_peer.push_back({2, (uint64_t)(V * C * 4)});
-    std::vector<TaskId> deps = reduces;
-    deps.push_back(last);
-    reduces.push_back(want.add(std::move(tied), deps));
-    // the gradient norm and the loss: ring all-reduces of a few doubles on the main thread, over
-    // EP = DP {0, 1} and PP {0, 2}, each after everything before it
+    tail(std::move(tied));
     auto host_reduce = [&](const char* name, int doubles, int peer) {
       GraphTask t = task(name, TaskCategory::comm, StreamRole::host, -1, -1);
       t.cost.bytes_to_peer.push_back({peer, (uint64_t)(doubles * 8)});  // 2 (P-1)/P = 1 of them
       t.cost.messages = 2;
-      std::vector<TaskId> d = reduces;
-      d.push_back(reduces.back());
-      reduces.push_back(want.add(std::move(t), d));
+      tail(std::move(t));
     };
+    tail(task("grad.norm", TaskCategory::compute, StreamRole::compute, -1, -1, 2 * held));
     host_reduce("grad.norm.ep", 1, 1);
     host_reduce("grad.norm.pp", 1, 2);
+    tail(task("grad.clip", TaskCategory::compute, StreamRole::compute, -1, -1, held));
     host_reduce("loss.pp", 2, 2);
     host_reduce("loss.dp", 1, 1);
-    want.add(task("optimizer", TaskCategory::compute, StreamRole::compute, -1, -1,
-                  adamw_flops((size_t)(embed_floats + block_floats))),
-             reduces);
+    tail(task("optimizer", TaskCategory::compute, StreamRole::compute, -1, -1, adamw_flops((size_t)held)));
     const TaskGraph got = build_step_graph(cfg, 0);
     QVERIFY2(got.same_schedule(want), qPrintable(first_difference(got, want)));
   }

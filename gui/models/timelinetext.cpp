@@ -55,7 +55,7 @@ QString spanTooltip(const SpanRow& s) {
   if (s.peer >= 0) lines << QStringLiteral("peer rank %1").arg(s.peer);
   if (s.layer >= 0) lines << QStringLiteral("layer %1").arg(s.layer);
   if (s.expert >= 0) lines << QStringLiteral("expert %1").arg(s.expert);
-  // a pipeline's forward / backward phases carry their micro-batch (train/pipeline_step.h)
+  // a pipeline's forward / backward phases carry their micro-batch (train/rank_step.h)
   if (s.chunk >= 0) lines << (s.stream == "host" ? QStringLiteral("micro-batch %1") : QStringLiteral("chunk %1")).arg(s.chunk);
   return lines.join(QLatin1Char('\n'));
 }

@@ -280,6 +280,7 @@ void MoeGpt::begin_step() {
 void MoeGpt::reset_graph() {
   if (graph_.submitted() > 0) executor().synchronize();
   graph_ = TaskGraph();
+  pass_losses_.clear();
 }
 
 bool MoeGpt::held_elsewhere(const std::string& name) const {
@@ -423,13 +424,16 @@ ArenaRange MoeGpt::part_range(int part) const {
   return {first.offset, lastp.offset + lastp.numel - first.offset};
 }
 
-LossParts MoeGpt::forward_micro(int slot, const MicroBatch& mb, const float* x_in) {
+TaskId MoeGpt::add_forward(TaskGraph& g, int slot, const MicroBatch& mb, const float* x_in, TaskId after) {
   const int B = mb.B, T = mb.T;
   if (slot < 0 || slot >= pipe_.in_flight) throw std::out_of_range("activation slot " + std::to_string(slot) + " out of range");
   if (T > model_.seq_len) throw std::invalid_argument("sequence longer than model.seq_len");
   if (!pipe_.first() && !x_in) throw std::invalid_argument("a pipeline stage after the first needs its input activation");
   const int V = model_.vocab_size;
   const long N = (long)B * T;
+  for (long i = 0; i < N; ++i)
+    if (mb.inputs[i] < 0 || mb.inputs[i] >= V || (pipe_.last() && (mb.targets[i] < 0 || mb.targets[i] >= V)))
+      throw std::out_of_range("token id outside [0, vocab_size)");
   HeadActs& h = head_acts_[(size_t)slot];
   last_slot_ = slot;
   h.B = B;
@@ -440,9 +444,6 @@ LossParts MoeGpt::forward_micro(int slot, const MicroBatch& mb, const float* x_i
   h.ce = h.aux = 0.0f;
   h.inputs.assign(mb.inputs, mb.inputs + N);
   if (pipe_.last()) h.targets.assign(mb.targets, mb.targets + N);
-  for (long i = 0; i < N; ++i)
-    if (mb.inputs[i] < 0 || mb.inputs[i] >= V || (pipe_.last() && (mb.targets[i] < 0 || mb.targets[i] >= V)))
-      throw std::out_of_range("token id outside [0, vocab_size)");
   const size_t NC = (size_t)N * model_.hidden;
   for (auto& b : blocks_) {  // the buffers the tasks are bound to
     Acts& a = b->acts[(size_t)slot];
@@ -453,7 +454,30 @@ LossParts MoeGpt::forward_micro(int slot, const MicroBatch& mb, const float* x_i
   for (auto& b : blocks_)  // before any gate: strategies may start pulling experts (prefetch)
     if (b->experts) b->acts[(size_t)slot].moe->begin_iteration();
   Binding binding(*this, slot);
-  run_until(add_stage_forward(graph_, stage_shape(B, T), binding, {}, mb.chunk));
+  return add_stage_forward(g, stage_shape(B, T), binding, after, mb.chunk);
+}
+
+TaskId MoeGpt::add_backward(TaskGraph& g, int slot, const float* dout, float loss_scale, bool last_micro, int chunk,
+                            TaskId after) {
+  if (slot < 0 || slot >= pipe_.in_flight) throw std::out_of_range("activation slot " + std::to_string(slot) + " out of range");
+  HeadActs& h = head_acts_[(size_t)slot];
+  const long N = h.N();
+  if (N == 0) throw std::logic_error("MoeGpt::backward without forward");
+  if (!pipe_.last() && !dout) throw std::invalid_argument("a pipeline stage before the last needs its output gradient");
+  h.loss_scale = loss_scale;
+  h.dout = dout;
+  const size_t NC = (size_t)N * model_.hidden;
+  ensure(dscratch_, NC);  // the MoE blocks' tasks are bound to these
+  ensure(dresid_, NC);
+  Binding binding(*this, slot);
+  return add_stage_backward(g, stage_shape(h.B, h.T), binding, after, chunk, last_micro);
+}
+
+const float* MoeGpt::input_grad(int slot) const { return head_acts_.at((size_t)slot).din.data(); }
+
+LossParts MoeGpt::forward_micro(int slot, const MicroBatch& mb, const float* x_in) {
+  run_until(add_forward(graph_, slot, mb, x_in, {}));
+  const HeadActs& h = head_acts_[(size_t)slot];
   LossParts parts;
   parts.ce = pipe_.last() ? h.ce : 0.0f;
   parts.aux = h.aux;
@@ -462,18 +486,7 @@ LossParts MoeGpt::forward_micro(int slot, const MicroBatch& mb, const float* x_i
 }
 
 void MoeGpt::backward_micro(int slot, const float* dout, float loss_scale, bool last_micro, int chunk) {
-  if (slot < 0 || slot >= pipe_.in_flight) throw std::out_of_range("activation slot " + std::to_string(slot) + " out of range");
-  HeadActs& h = head_acts_[(size_t)slot];
-  const long N = h.N();
-  if (N == 0) throw std::logic_error("MoeGpt::backward without forward");
-  if (!pipe_.last() && !dout) throw std::invalid_argument("a pipeline stage before the last needs its output gradient");
-  h.loss_scale = loss_scale;
-  const size_t NC = (size_t)N * model_.hidden;
-  ensure(dscratch_, NC);  // the MoE blocks' tasks are bound to these
-  ensure(dresid_, NC);
-  if (!pipe_.last()) std::copy_n(dout, NC, dresid_.data());  // no task of the rank reads it now
-  Binding binding(*this, slot);
-  run_until(add_stage_backward(graph_, stage_shape(h.B, h.T), binding, {}, chunk, last_micro));
+  run_until(add_backward(graph_, slot, dout, loss_scale, last_micro, chunk, {}));
 }
 
 }  // namespace moebench

@@ -53,6 +53,7 @@ void MoeGpt::finish_loss(HeadActs& h) {
   double sum = 0.0;
   for (long i = 0; i < h.N(); ++i) sum += h.losses[i];
   h.ce = (float)(sum / (double)h.N());
+  pass_losses_.push_back({h.ce, h.aux, 0.0f});
 }
 
 void MoeGpt::run_op(StageOp op, int layer, int slot) {
@@ -141,7 +142,9 @@ void MoeGpt::run_op(StageOp op, int layer, int slot) {
       return matmul_forward(a.ffn_out.data(), a.fch_gelu.data(), params_.param(b.fcproj_w),
                             bias_here ? params_.param(b.fcproj_b) : nullptr, (int)N, Ft, C);
     case StageOp::ffn_reduce: return tp_allreduce(a.ffn_out.data(), N * C);
-    case StageOp::stage_output: return stage_sum();
+    case StageOp::stage_output:
+      stage_sum();
+      return pass_losses_.push_back({0.0f, h.aux, 0.0f});
     case StageOp::head_forward:
       stage_sum();
       ensure(h.lnf, N * C); ensure(h.lnf_mean, N); ensure(h.lnf_rstd, N);
@@ -161,6 +164,10 @@ void MoeGpt::run_op(StageOp op, int layer, int slot) {
       vocab_ce_finish(h.losses.data(), h.probs.data(), ce_stats_.data(), rowmax_.data(), (int)N, Vt);
       return finish_loss(h);
 
+    case StageOp::stage_output_grad: return (void)std::copy_n(h.dout, N * C, dresid_.data());
+    case StageOp::stage_input_grad:
+      ensure(h.din, N * C);
+      return (void)std::copy_n(dresid_.data(), N * C, h.din.data());
     case StageOp::head_backward:
       zero(dlogits_, N * Vt);
       if (vocab_split())

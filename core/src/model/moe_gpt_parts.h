@@ -46,6 +46,7 @@ struct MoeGpt::HeadActs {
   float loss_scale = 1.0f;
   float ce = 0.0f, aux = 0.0f;
   std::vector<float> x_out, lnf, lnf_mean, lnf_rstd, probs, losses;
+  std::vector<float> din;  // stages after the first: the input gradient, kept for its send
   long N() const { return (long)B * T; }
 };
 

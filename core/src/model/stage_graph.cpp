@@ -28,6 +28,7 @@ Op op_info(StageOp op) {
     case StageOp::head_sum_reduce: return {"tp.allreduce", true};
     case StageOp::head_loss: return {"head.loss", false};
     case StageOp::stage_output: return {"stage.output", false};
+    case StageOp::stage_output_grad: return {"stage.output_grad", false};
     case StageOp::head_backward: return {"head.backward", false};
     case StageOp::head_grad_reduce: return {"tp.allreduce", true};
     case StageOp::head_lnf_backward: return {"head.ln_f_backward", false};
@@ -39,6 +40,7 @@ Op op_info(StageOp op) {
     case StageOp::embed_grad_slices: return {"embed.grad_slices", false};
     case StageOp::embed_grad_a2a: return {"embed.grad_a2a", true};
     case StageOp::embed_backward: return {"embed.backward", false};
+    case StageOp::stage_input_grad: return {"stage.input_grad", false};
   }
   return {"?", false};
 }
@@ -159,6 +161,8 @@ TaskId add_stage_backward(TaskGraph& g, const StageShape& s, StageBinding& b, Ta
     }
     if (last_micro) b.grad_ready(g, L, c.last);
     if (last_micro && !s.pipe.first() && s.model.tied_head) b.grad_ready(g, L + 1, c.last);
+  } else {
+    c.compute(StageOp::stage_output_grad, -1);
   }
   for (int l = s.pipe.end_block - 1; l >= s.pipe.first_block; --l) {
     if (s.moe_block(l)) {
@@ -174,7 +178,10 @@ TaskId add_stage_backward(TaskGraph& g, const StageShape& s, StageBinding& b, Ta
     }
     if (last_micro) b.grad_ready(g, l, c.last);
   }
-  if (!s.pipe.first()) return c.last;
+  if (!s.pipe.first()) {
+    c.compute(StageOp::stage_input_grad, -1);
+    return c.last;
+  }
   if (s.embed_split()) {
     c.compute(StageOp::embed_grad_slices, -1);
     c.embed_exchange(s, StageOp::embed_grad_a2a);

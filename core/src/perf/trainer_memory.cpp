@@ -1,6 +1,6 @@
 // What the fp32 CPU trainer holds on one rank (trainer_memory.h), buffer by buffer as the model
 // (model/moe_gpt.cpp), the MoE layer (moe/moe_layer.cpp, moe/router.cpp, moe/expert_bank.cpp),
-// the token exchange (strategies/token_exchange.cpp), the pipeline (train/pipeline_step.cpp),
+// the token exchange (strategies/token_exchange.cpp), the pipeline (train/rank_step.cpp),
 // the trainer and the checkpoint writers allocate them. Sizes in floats, int32 or bytes, as
 // noted; all in double so that an absurd config gives a huge number, not a wrapped one.
 #include "moebench/perf/trainer_memory.h"
@@ -108,8 +108,10 @@ TrainerMemory trainer_memory(const Config& cfg, int stage, bool rank0) {
   if (last) m.workspace += kFloat * (2 * N * Vt + (vocab_split ? 3 * N : 0.0));  // logits, dlogits; softmax statistics
   if (moe_block && cfg.moe.routing != "learned") m.workspace += kInt * N * K;   // synthetic expert choice
   if (L.par.pp() > 1) {
-    // PipelineStep: a send buffer per slot and a receive buffer each way; the TP slice received.
-    if (!last) m.workspace += kFloat * N * C * (pipe.in_flight + 1);
+    // RankStep (train/rank_step.h): the received output gradient (stages before the last; their
+    // activation is sent from the slot's stage output); the received activation and the input
+    // gradient kept per slot for its send (stages after the first); the TP slice received.
+    if (!last) m.workspace += kFloat * N * C;
     if (!first) m.workspace += kFloat * N * C * (pipe.in_flight + 1) + (L.par.tp() > 1 ? kFloat * N * Ct : 0.0);
     if (md.tied_head && (first || last))
       m.workspace += kFloat * param_pieces(md, L.tp(), sliced).wte;  // the other end's embedding gradient

@@ -139,7 +139,8 @@ void summarize_phases(const std::vector<SpanRow>& spans, RunSummary& out) {
         has_step = true;
       } else if (is_compute_phase(*s)) {
         phases.push_back(s);
-      } else if (s->name == "pp.recv_forward" || s->name == "pp.recv_backward") {
+      } else if ((s->stream == "host" && (s->name == "pp.forward" || s->name == "pp.backward")) ||
+                 s->name == "pp.recv_forward" || s->name == "pp.recv_backward") {  // receives (older runs' names)
         x.bubble_s += s->duration;
       }
     }

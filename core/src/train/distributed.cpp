@@ -14,6 +14,7 @@
 #include "moebench/strategies/monta.h"
 #include "moebench/strategies/registry.h"
 #include "moebench/train/checkpoint.h"
+#include "moebench/train/step_builder.h"
 #include "moebench/train/emulation.h"
 
 #include <unistd.h>
@@ -125,6 +126,7 @@ void Distributed::attach(MoeGpt& model, const Config& cfg) {
   }
   // Each dense bucket's reduction in the model's graph, after the task that completes it: on the
   // DP group's comm role while backward continues.
+  has_columns_ = model.partitioned_embedding().count > 0;
   model.set_grad_ready_hook([this, grads, role](TaskGraph& g, ArenaRange r, int layer, TaskId after) {
     if (dense_) {  // reduce-scatter instead of all-reduce
       g.add(dense_->reduce_scatter_task(r, dp_scale_), {after});
@@ -148,86 +150,129 @@ void Distributed::attach(MoeGpt& model, const Config& cfg) {
   });
 }
 
-double Distributed::finish_gradients(MoeGpt& model) {
-  const auto t0 = std::chrono::steady_clock::now();
-  executor_.run_inline("grad.wait", StreamRole::host, TaskCategory::comm, [this] { executor_.synchronize(); });
-  const double waited = seconds_since(t0);
+// The gradient norm's stages (Distributed::tail_action): 0 the sums of squares, 1 over TP, 2 over
+// EP, 3 over DP, 4 over PP. A stage's all-reduce runs in its own task when its group has several
+// ranks; a later task runs the stages before it whose group has one (their arithmetic only).
+struct Distributed::Norm {
+  // [0] tensors every rank of the TP group holds whole (counted once), [1] tensor-parallel slices
+  // (summed over the TP group), [2] experts (summed over the EP group; expert slices,
+  // moe.expert_tp, first over the TP group), `columns`: the partitioned embedding's columns and
+  // ZeRO-3's shards (summed over the DP group).
+  double sums[3] = {0.0, 0.0, 0.0}, expert_slices = 0.0, columns = 0.0, total = 0.0, norm = 0.0;
+  int stage = 0;
+};
+
+std::function<void()> Distributed::tail_action(StepOp op, int layer, MoeGpt& model, float max_norm) {
   float* grads = model.params().grads().data();
-  // Partial over the TP group (ppmoe's routers: each rank's experts' share): the gate sync,
-  // h x E floats per MoE block, once per step.
-  Communicator& tp = groups_->tp();
-  for (const ArenaRange& r : model.tp_partial_ranges())
-    host_all_reduce("tp.partial_allreduce", tp, grads + r.offset, r.count, DType::f32);
-  // The tied embedding on the first and last stage: each copy holds its DP-averaged part (the
-  // embedding's, the head's); both become the sum. Ranks of one stage position meet their
-  // partner of the same DP and TP coordinates.
-  Communicator& pp = groups_->pp();
-  const PipeStage& st = model.pipe();
-  if (st.stages > 1 && model.model_config().tied_head && (st.first() || st.last())) {
-    const ParamView* wte = model.params().find("embed.wte");
-    if (!wte) throw std::logic_error("tied head without embed.wte on a first or last stage");
-    std::vector<float> theirs(wte->numel);
-    const int partner = st.first() ? st.stages - 1 : 0;
-    float* g = grads + wte->offset;
-    executor_.run_inline("pp.tied_grad", StreamRole::host, TaskCategory::comm, [&] {
-      RequestPtr out = pp.isend(g, wte->numel, DType::f32, partner, 41);
-      pp.recv(theirs.data(), wte->numel, DType::f32, partner, 41);
-      out->wait();
-    }, -1, 0.0, wte->numel * sizeof(float));
-    for (size_t i = 0; i < wte->numel; ++i) g[i] += theirs[i];
+  switch (op) {
+    // Partial over the TP group (ppmoe's routers: each rank's experts' share; sliced experts'
+    // b2): the gate sync, h x E floats per MoE block.
+    case StepOp::tp_partial:
+      return [this, &model, grads] {
+        for (const ArenaRange& r : model.tp_partial_ranges()) groups_->tp().all_reduce(grads + r.offset, r.count, DType::f32);
+      };
+    // The tied embedding on the first and last stage: each copy holds its DP-averaged part (the
+    // embedding's, the head's); both become the sum. Ranks of one stage position meet their
+    // partner of the same DP and TP coordinates.
+    case StepOp::tied_grad:
+      return [this, &model, grads] {
+        const ParamView* wte = model.params().find("embed.wte");
+        if (!wte) throw std::logic_error("tied head without embed.wte on a first or last stage");
+        const PipeStage& st = model.pipe();
+        std::vector<float> theirs(wte->numel);
+        const int partner = st.first() ? st.stages - 1 : 0;
+        float* g = grads + wte->offset;
+        Communicator& pp = groups_->pp();
+        RequestPtr out = pp.isend(g, wte->numel, DType::f32, partner, 41);
+        pp.recv(theirs.data(), wte->numel, DType::f32, partner, 41);
+        out->wait();
+        for (size_t i = 0; i < wte->numel; ++i) g[i] += theirs[i];
+      };
+    // Experts: each owner accumulated the contributions of every rank in its EP group; sum the
+    // replicas (other EP groups) and scale like the dense gradients, block by block.
+    case StepOp::expert_allreduce:
+      return [this, &model, grads, layer] {
+        for (const BlockExperts& b : model.expert_ranges())
+          if (b.block == layer) {
+            float* g = grads + b.range.offset;
+            groups_->expert_dp().all_reduce(g, b.range.count, DType::f32);
+            for (size_t i = 0; i < b.range.count; ++i) g[i] *= dp_scale_;
+          }
+      };
+    case StepOp::grad_norm:
+      return [this, &model, grads] {
+        // The DP mean's scale where no reduction applied it: the partitioned embedding's columns
+        // (MoESys §IV-C: each rank's columns already hold every DP rank's contributions, the
+        // backward all-to-all) and experts without replicas.
+        if (const ArenaRange part = model.partitioned_embedding(); part.count > 0)
+          for (size_t i = part.offset; i < part.offset + part.count; ++i) grads[i] *= dp_scale_;
+        if (groups_->expert_dp().size() == 1)
+          for (const BlockExperts& b : model.expert_ranges())
+            for (size_t i = b.range.offset; i < b.range.offset + b.range.count; ++i) grads[i] *= dp_scale_;
+        norm_ = std::make_unique<Norm>();
+        Norm& n = *norm_;
+        const std::vector<float>& g = model.params().grads();
+        auto add = [&](double& sum, size_t offset, size_t count) {
+          for (size_t i = offset; i < offset + count; ++i) sum += (double)g[i] * g[i];
+        };
+        const ArenaRange copy = model.tied_embedding_copy();  // counted on the first stage
+        const ArenaRange part = model.partitioned_embedding();
+        for (const ParamView& v : model.params().views()) {
+          if (part.count > 0 && v.offset == part.offset) add(n.columns, v.offset, v.numel);
+          else if (v.name.find(".moe.experts.") != std::string::npos) add(v.slice.whole() ? n.sums[2] : n.expert_slices, v.offset, v.numel);
+          else if (!(copy.count > 0 && v.offset == copy.offset)) add(n.sums[v.slice.whole() ? 0 : 1], v.offset, v.numel);
+        }
+      };
+    case StepOp::norm_tp: return [this] { advance_norm(1); };
+    case StepOp::norm_ep: return [this] { advance_norm(2); };
+    case StepOp::norm_dp: return [this] { advance_norm(3); };
+    case StepOp::norm_pp: return [this] { advance_norm(4); };
+    // Global L2 norm, scaling all gradients so it is at most max_norm (0 = no clipping).
+    case StepOp::grad_clip:
+      return [this, &model, max_norm] {
+        advance_norm(4);
+        Norm& n = *norm_;
+        n.norm = std::sqrt(n.total);
+        if (max_norm > 0 && n.norm > max_norm) {
+          const float scale = (float)(max_norm / (n.norm + 1e-6));
+          for (float& x : model.params().grads()) x *= scale;
+        }
+      };
+    default: return {};
   }
-  // The partitioned embedding (MoESys §IV-C): each rank's columns already hold every DP rank's
-  // contributions (the backward all-to-all), so no all-reduce; only the DP mean's scale.
-  if (const ArenaRange part = model.partitioned_embedding(); part.count > 0)
-    for (size_t i = part.offset; i < part.offset + part.count; ++i) grads[i] *= dp_scale_;
-  // Experts: each owner accumulated the contributions of every rank in its EP group; sum the
-  // replicas (other EP groups) and scale like the dense gradients. One span per MoE block with
-  // the block as its layer: the block's communication on the DDL-roofline (perf/ddl_roofline.h).
-  Communicator& edp = groups_->expert_dp();
-  for (const BlockExperts& b : model.expert_ranges()) {
-    float* g = grads + b.range.offset;
-    host_all_reduce("expert.allreduce", edp, g, b.range.count, DType::f32, b.block);
-    for (size_t i = 0; i < b.range.count; ++i) g[i] *= dp_scale_;
-  }
-  return waited;
 }
 
-double Distributed::clip_gradients(MoeGpt& model, float max_norm) {
-  const std::vector<float>& g = model.params().grads();
-  // Sums of squares: [0] tensors every rank of the TP group holds whole (counted once),
-  // [1] tensor-parallel slices (summed over the TP group), [2] experts (summed over the EP
-  // group; expert slices, moe.expert_tp, first over the TP group), `columns`: the partitioned
-  // embedding's columns (summed over the DP group).
-  double sums[3] = {0.0, 0.0, 0.0}, expert_slices = 0.0, columns = 0.0;
-  auto add = [&](double& sum, size_t offset, size_t count) {
-    for (size_t i = offset; i < offset + count; ++i) sum += (double)g[i] * g[i];
-  };
-  const ArenaRange copy = model.tied_embedding_copy();  // counted on the first stage
-  const ArenaRange part = model.partitioned_embedding();
-  for (const ParamView& v : model.params().views()) {
-    if (part.count > 0 && v.offset == part.offset) add(columns, v.offset, v.numel);
-    else if (v.name.find(".moe.experts.") != std::string::npos) add(v.slice.whole() ? sums[2] : expert_slices, v.offset, v.numel);
-    else if (!(copy.count > 0 && v.offset == copy.offset)) add(sums[v.slice.whole() ? 0 : 1], v.offset, v.numel);
+void Distributed::advance_norm(int stage) {
+  Norm& n = *norm_;
+  const bool dense_columns = dense_ != nullptr;
+  while (n.stage < stage) {
+    switch (++n.stage) {
+      case 1: {
+        double tp_parts[2] = {n.sums[1], n.expert_slices};
+        if (groups_->tp().size() > 1) groups_->tp().all_reduce(tp_parts, 2, DType::f64);
+        n.sums[1] = tp_parts[0];
+        n.sums[2] += tp_parts[1];
+        break;
+      }
+      case 2:
+        if (groups_->ep().size() > 1) groups_->ep().all_reduce(&n.sums[2], 1, DType::f64);
+        break;
+      case 3:
+        if (dense_columns) {  // zero3: each DP rank holds its shards' reduced gradients (dense_shards.h)
+          n.columns += n.sums[0];
+          n.sums[0] = 0.0;
+        }
+        if (groups_->dp().size() > 1 && (has_columns_ || dense_columns)) groups_->dp().all_reduce(&n.columns, 1, DType::f64);
+        break;
+      case 4:
+        n.total = n.sums[0] + n.sums[1] + n.sums[2] + n.columns;
+        if (groups_->pp().size() > 1) groups_->pp().all_reduce(&n.total, 1, DType::f64);
+        break;
+    }
   }
-  double tp_parts[2] = {sums[1], expert_slices};
-  host_all_reduce("grad.norm.tp", groups_->tp(), tp_parts, 2, DType::f64);
-  sums[1] = tp_parts[0];
-  sums[2] += tp_parts[1];
-  host_all_reduce("grad.norm.ep", groups_->ep(), &sums[2], 1, DType::f64);
-  if (dense_) {  // zero3: each DP rank holds its shards' reduced gradients (dense_shards.h)
-    columns += sums[0];
-    sums[0] = 0.0;
-  }
-  if (part.count > 0 || dense_) host_all_reduce("grad.norm.dp", groups_->dp(), &columns, 1, DType::f64);
-  double total = sums[0] + sums[1] + sums[2] + columns;
-  pp_sum(&total, 1, "grad.norm.pp");
-  const double norm = std::sqrt(total);
-  if (max_norm > 0 && norm > max_norm) {
-    const float scale = (float)(max_norm / (norm + 1e-6));
-    for (float& x : model.params().grads()) x *= scale;
-  }
-  return norm;
 }
+
+double Distributed::grad_norm() const { return norm_ ? norm_->norm : 0.0; }
 
 void Distributed::host_all_reduce(const char* name, Communicator& group, void* data, size_t count, DType type,
                                   int layer) {

@@ -17,7 +17,8 @@
 #include "moebench/config/elastic_plan.h"
 #include "moebench/tensor/matmul.h"
 #include "moebench/train/checkpoint.h"
-#include "moebench/train/pipeline_step.h"
+#include "moebench/model/pipeline_schedule.h"
+#include "moebench/train/rank_step.h"
 #include "moebench/train/step_records_codec.h"
 #include "moebench/train/distributed.h"
 #include "moebench/storage/expert_state_tier.h"
@@ -91,10 +92,7 @@ Trainer::Trainer(const Config& cfg, std::string out_dir, Communicator* world)
   model_->init(cfg_.run.seed);
   if (dist_) dist_->attach(*model_, cfg_);
   model_->set_routing(parse_routing(cfg_.moe.routing), cfg_.run.seed);
-  pipeline_ = std::make_unique<PipelineStep>(*model_, dist_ ? &dist_->groups().pp() : nullptr,
-                                             dist_ ? &dist_->groups().tp() : nullptr, &executor(), schedule, micro_,
-                                             dist_ ? dist_->pp_role() : StreamRole::comm_intra);
-  if (rank_share_ > 0) pipeline_->set_loss_scale((float)(rank_share_ * dp_size));
+  step_runner_ = std::make_unique<RankStep>(*model_, cfg_, dist_.get(), rank_share_);
   AdamWHyper h{cfg_.train.beta1, cfg_.train.beta2, cfg_.train.eps, cfg_.train.weight_decay};
   if (cfg_.storage.sparse == "ssd") {
     tier_ = open_expert_tier(*model_, cfg_.storage, dist_ ? dist_->rank() : 0, h);
@@ -197,14 +195,13 @@ long Trainer::resume(const std::string& path) {
 float Trainer::evaluate() {
   double sum = 0.0;
   eval_stopped_ = false;
-  model_->reset_graph();
   for (int i = 0; i < cfg_.train.eval_batches; ++i) {
     if (stop_flag_ && stop_requested()) {  // every rank asks at the same batch (collective)
       eval_stopped_ = true;
       return std::numeric_limits<float>::quiet_NaN();
     }
     sample(corpus_.val, corpus_.task_val, (uint64_t)i, kEvalStream);
-    sum += pipeline_->evaluate([&](int m) { return micro_batch(m, i); });
+    sum += step_runner_->evaluate([&](int m) { return micro_batch(m, i); });
   }
   double mean = sum / cfg_.train.eval_batches;
   if (dist_) {
@@ -222,11 +219,9 @@ std::string Trainer::save(const std::string& dir) const {
   return dir;
 }
 
-Executor& Trainer::executor() {
-  if (dist_) return dist_->executor();
-  if (!local_executor_) local_executor_ = std::make_unique<Executor>(0);
-  return *local_executor_;
-}
+const TaskGraph& Trainer::step_graph() const { return step_runner_->graph(); }
+
+Executor& Trainer::executor() { return dist_ ? dist_->executor() : model_->executor(); }
 
 std::string Trainer::topology_description() const {
   return dist_ ? dist_->describe() : "1 rank";
@@ -297,25 +292,16 @@ TrainSummary Trainer::run(long stop_at, const TrainCallbacks& cb) {
     model_->begin_step();
     StepStats st;
     st.step = step_;
-    st.loss = pipeline_->train([&](int m) { return micro_batch(m, step_); });  // records its phases
-    if (dist_) {
-      dist_->finish_gradients(*model_);
-      st.grad_norm = dist_->clip_gradients(*model_, tc.grad_clip);
-      double parts[2] = {st.loss.ce, st.loss.aux};  // ce: the last stage's; aux: each stage's blocks
-      dist_->pp_sum(parts, 2);
-      st.loss.ce = (float)dp_mean_loss(parts[0]);  // aux is already global-batch
-      st.loss.aux = (float)parts[1];
-      st.loss.total = st.loss.ce + cfg_.moe.aux_loss_weight * st.loss.aux;
-    } else {
-      st.grad_norm = clip_grad_norm(model_->params(), tc.grad_clip);
-    }
     st.lr = lr_at(step_, tc.lr, tc.warmup_steps, tc.steps, tc.min_lr_ratio);
+    // The step's graph (train/step_builder.h): passes, reductions, norm, loss, optimizer.
+    std::function<void()> optimizer;
     if (DenseShards* zero = dense_shards())  // zero3: this rank's dense shards and its experts
-      ex.run_inline("optimizer", StreamRole::compute, TaskCategory::compute, [&] { zero->optimizer_step(st.lr, step_ + 1); },
-                    -1, adamw_flops(zero->optimizer_state_floats()));
+      optimizer = [zero, lr = st.lr, t = step_ + 1] { zero->optimizer_step(lr, t); };
     else
-      ex.run_inline("optimizer", StreamRole::compute, TaskCategory::compute,
-                    [&] { opt_->step(model_->params(), st.lr, step_ + 1); }, -1, adamw_flops(opt_->kept_params()));
+      optimizer = [this, lr = st.lr, t = step_ + 1] { opt_->step(model_->params(), lr, t); };
+    const RankStep::Result r = step_runner_->train([&](int m) { return micro_batch(m, step_); }, tc.grad_clip, optimizer);
+    st.loss = r.loss;
+    st.grad_norm = r.grad_norm;
     if (tier_) {  // storage.sparse = "ssd": the experts through their records
       tier_->update(ex, st.lr, step_ + 1);
       st.sparse = tier_->take_step_stats();

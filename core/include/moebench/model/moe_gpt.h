@@ -6,7 +6,8 @@
 // One instance is one rank's part of the model: its expert shard (ExpertShard), its tensor-
 // parallel slices (TpShard), its pipeline stage's blocks (PipeStage) and its columns of a
 // partitioned embedding (EmbedShard), run one micro-batch at
-// a time (forward_micro / backward_micro; train/pipeline_step.h schedules them). A micro-batch's
+// a time (forward_micro / backward_micro, or add_forward / add_backward in the step's graph:
+// train/step_builder.h schedules them). A micro-batch's
 // pass is a chain of tasks (model/stage_graph.h) whose actions are the layer functions; the
 // calling thread adds them to the step's graph, submits them to the executor and waits (at each
 // MoE block's routing point and at the pass's end).
@@ -147,7 +148,17 @@ class MoeGpt {
   // only when last_micro (the step's final accumulation).
   void backward_micro(int slot, const float* dout, float loss_scale, bool last_micro, int chunk = -1);
   // Gradient of the stage input [B*T, C] after backward_micro (stages after the first).
-  const float* input_grad() const { return dresid_.data(); }
+  const float* input_grad(int slot) const;
+
+  // The passes as tasks of a step's graph g (train/step_builder.h): forward_micro / backward_micro
+  // without waiting for the pass's end (only for each MoE block's counts). x_in and dout must
+  // stay valid until the pass's tasks ran. Return the pass's last task.
+  TaskId add_forward(TaskGraph& g, int slot, const MicroBatch& mb, const float* x_in, TaskId after);
+  TaskId add_backward(TaskGraph& g, int slot, const float* dout, float loss_scale, bool last_micro, int chunk,
+                      TaskId after);
+  // Each forward pass's losses since begin_step() / reset_graph(), in the order the passes ran:
+  // ce (last stage; 0 elsewhere) and the unweighted aux of this stage's MoE blocks.
+  const std::vector<LossParts>& pass_losses() const { return pass_losses_; }
 
   // The whole model (one stage) on one batch: forward_micro / backward_micro of slot 0.
   // inputs/targets: [B,T] token ids, T <= seq_len.
@@ -209,11 +220,10 @@ class MoeGpt {
   std::vector<StrategyDecision> strategy_decisions(int block) const;
   // A new step: the counts start again and so does the step's graph (its earlier tasks waited for).
   void begin_step();
+  // The executor the passes' tasks run on (the rank's, or the model's own when not distributed).
+  Executor& executor();
   // A new graph for the passes that follow (its earlier tasks waited for): evaluation.
   void reset_graph();
-  // The tasks of the passes since begin_step() / reset_graph(), as executed (with the tasks
-  // the hooks added); their actions went to the executor.
-  const TaskGraph& step_graph() const { return graph_; }
 
  private:
   struct Block;
@@ -225,7 +235,6 @@ class MoeGpt {
   Block* local_block(int block) const;  // nullptr when not on this stage
   // The stage's shape for a micro-batch of B x T tokens (model/stage_graph.h).
   StageShape stage_shape(int B, int T) const;
-  Executor& executor();
   // Submits the graph's new tasks and waits for `end`.
   void run_until(TaskId end);
   // The action of a stage task for block `layer` of activation set `slot` (moe_gpt_layers.cpp).
@@ -264,7 +273,8 @@ class MoeGpt {
   ParamArena params_;
   Executor* executor_ = nullptr;  // the rank's (distributed runs); else own_executor_
   std::unique_ptr<Executor> own_executor_;
-  TaskGraph graph_;               // the step's tasks so far
+  TaskGraph graph_;               // forward_micro / backward_micro's tasks so far
+  std::vector<LossParts> pass_losses_;
   GradReadyHook grad_ready_;
   DenseUseHook dense_use_;
   ExpertSource* expert_source_ = nullptr;

@@ -12,10 +12,12 @@
 //             -> [last stage: head.forward (residual, ln_f, logits, cross-entropy;
 //             vocabulary-parallel: tp.allreduce of the row maxima, head.softmax, tp.allreduce of
 //             the exponential sums, head.loss) | stage.output (the residual sum sent on)]
-//   backward  mirrored: head.backward (vocabulary-parallel: tp.allreduce + head.ln_f_backward),
+//   backward  mirrored: [last stage: head.backward (vocabulary-parallel: tp.allreduce +
+//             head.ln_f_backward) | stage.output_grad (the received output gradient taken in)],
 //             per block ffn.backward + tp.allreduce (f) or the MoE pass, attn.backward (under TP:
-//             tp.allreduce + attn.ln1_backward), then the embeddings (partitioned:
-//             embed.grad_slices, embed.grad_a2a, embed.backward). On the step's last
+//             tp.allreduce + attn.ln1_backward), then [first stage: the embeddings (partitioned:
+//             embed.grad_slices, embed.grad_a2a, embed.backward) | stage.input_grad (the input
+//             gradient kept for its send, per activation set)]. On the step's last
 //             micro-batch each dense part's gradients are complete after its sub-layers:
 //             StageBinding::grad_ready adds the part's bucket task there.
 // The tasks form one chain. Blocking collectives in it (the TP all-reduces, the partitioned
@@ -40,9 +42,9 @@ enum class StageOp : uint8_t {
   embed_ids, embed_forward, embed_a2a, embed_reduce, embed_positions,
   attn_forward, attn_reduce, attn_residual, ffn_forward, ffn_reduce,
   head_forward, head_max_reduce, head_softmax, head_sum_reduce, head_loss, stage_output,
-  head_backward, head_grad_reduce, head_lnf_backward,
+  stage_output_grad, head_backward, head_grad_reduce, head_lnf_backward,
   ffn_backward, ffn_grad_reduce, attn_backward, attn_grad_reduce, attn_ln1_backward,
-  embed_grad_slices, embed_grad_a2a, embed_backward,
+  embed_grad_slices, embed_grad_a2a, embed_backward, stage_input_grad,
 };
 const char* stage_op_name(StageOp op);  // the task's name: "attn.forward", "tp.allreduce", ...
 

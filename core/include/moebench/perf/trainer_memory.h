@@ -22,7 +22,7 @@
 //     the probabilities N V and the losses;
 //   - workspace, once per rank: MoeGpt's backward scratch (the residual gradient and two
 //     scratch rows, the scores' gradients 2 b (H / t) s^2, the logits and their gradient 2 N V
-//     on the last stage), PipelineStep's send and receive buffers (pp > 1), the token batches
+//     on the last stage), RankStep's receive buffers and kept input gradients (pp > 1), the token batches
 //     of a step (2 x microbatches x N int32), the tied embedding's gradient from the other end
 //     of the pipeline;
 //   - the checkpoint writer (rank 0, transient, at the end of a run): one rank serialises the

@@ -18,8 +18,9 @@
 //               older runs) minus the exposed comm inside them
 //     idle    = step - compute - comm
 //   comm_share = comm / step (of the averages).
-//     bubble  = the waits for a neighbouring pipeline stage: summed spans "pp.recv_forward" and
-//               "pp.recv_backward" (train/pipeline_step.h; part of comm above); bubble_share =
+//     bubble  = the waits for a neighbouring pipeline stage: summed receives, the stream "host"
+//               spans "pp.forward" and "pp.backward" ("pp.recv_forward" / "pp.recv_backward" in
+//               older runs; train/rank_step.h; part of comm above); bubble_share =
 //               bubble / step, 0 without pipeline stages.
 //   The same warm-up rule applies: the first step
 //   with spans is left out when more than 2 steps have spans. Only (step, rank) pairs with a

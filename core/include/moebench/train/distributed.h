@@ -35,6 +35,7 @@
 #include "moebench/runtime/executor.h"
 #include "moebench/storage/sparse_step_stats.h"
 #include "moebench/storage/dense_shards.h"
+#include "moebench/train/step_builder.h"
 
 namespace moebench {
 
@@ -76,14 +77,17 @@ class Distributed {
   // strategies/janus.h: janus picks per block), and the gradient hook that adds each dense bucket's
   // all-reduce to the model's graph on the comm stream.
   void attach(MoeGpt& model, const Config& cfg);
-  // After backward: waits for the bucket all-reduces, reduces the expert gradients. Returns
-  // the seconds the compute thread waited for communication here.
-  double finish_gradients(MoeGpt& model);
-  // Global L2 norm of the gradients (dense counted once, experts summed over the EP group,
-  // every stage's parameters, the tied embedding once),
-  // scaling all gradients so the norm is at most max_norm (0 = no clipping). Returns the norm
-  // before clipping.
-  double clip_gradients(MoeGpt& model, float max_norm);
+  // The action of a task of the step's tail (train/step_builder.h) on the model's gradients, once
+  // every bucket is reduced: tp.partial_allreduce (the TP group's partial gradients),
+  // pp.tied_grad (the tied embedding's two copies summed), expert.allreduce of block `layer`
+  // (over the expert replicas, then the DP scale), grad.norm (the DP scale of what no reduction
+  // scaled; the sums of squares), grad.norm.tp / .ep / .dp / .pp (their all-reduces), grad.clip
+  // (the global L2 norm — dense counted once, experts summed over the EP group, every stage's
+  // parameters, the tied embedding once — and the scaling of all gradients so that it is at most
+  // max_norm, 0 = no clipping). Empty for the other tasks.
+  std::function<void()> tail_action(StepOp op, int layer, MoeGpt& model, float max_norm);
+  // The gradient norm before clipping, after the step's grad.clip ran.
+  double grad_norm() const;
   // Mean of a per-rank value over the DP group.
   double dp_mean(double v);
   // Sum over the DP group of v x weight (multi-task data: weight = the rank's share of the
@@ -108,6 +112,9 @@ class Distributed {
   // The main thread's blocking collectives of a step, each a host comm span `name` of `layer`
   // with the ring's bytes (the step graph's tasks of that name); nothing for a group of one.
   void host_all_reduce(const char* name, Communicator& group, void* data, size_t count, DType type, int layer = -1);
+  struct Norm;
+  // Runs the gradient norm's stages up to `stage` (1 TP, 2 EP, 3 DP, 4 PP) that have not run.
+  void advance_norm(int stage);
   Communicator& world_;
   Topology topology_;
   std::unique_ptr<TrafficMeter> meter_;
@@ -117,6 +124,8 @@ class Distributed {
   ParallelContext parallel_;
   Executor executor_;
   std::unique_ptr<DenseShards> dense_;  // declared after executor_: destroyed first
+  std::unique_ptr<Norm> norm_;  // this step's gradient norm
+  bool has_columns_ = false;     // the model partitions its embedding over DP
   float dp_scale_ = 1.0f;
   StreamRole pp_role_ = StreamRole::comm_intra;
   int ranks_on_host_ = 1;

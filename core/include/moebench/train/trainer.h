@@ -77,7 +77,7 @@ class Distributed;
 class DenseShards;
 class Communicator;
 class ExpertStateTier;
-class PipelineStep;
+class RankStep;
 
 // Fault injection for testing failure handling: MOEBENCH_FAULT="RANK:STEP" makes world rank
 // RANK throw at step STEP (1-based, as printed and stored) as a real failure would.
@@ -87,7 +87,7 @@ class Trainer {
   // communicator of more than one rank the run is distributed (collective construction):
   // [parallel] pp stages x dp x tp ranks, MoE blocks expert-parallel through [strategy] name;
   // train.batch_size is the global batch, split into parallel.microbatches micro-batches
-  // (train/pipeline_step.h: run through the stage's schedule) and over the data-parallel ranks;
+  // (train/rank_step.h: the step builder's graph of the stage's schedule) and over the data-parallel ranks;
   // with data.tasks split by task over the ranks of data.rank_tasks (config/task_assignment.h).
   Trainer(const Config& cfg, std::string out_dir, Communicator* world = nullptr);
   ~Trainer();
@@ -117,6 +117,8 @@ class Trainer {
   // nullptr when replicated or on one rank.
   DenseShards* dense_shards() const;
   MoeGpt& model() { return *model_; }
+  // The last training step's (or evaluation batch's) task graph, as executed (train/rank_step.h).
+  const TaskGraph& step_graph() const;
   const TokenCorpus& corpus() const { return corpus_; }
   // With data.tasks: each data-parallel rank's tasks (data.rank_tasks, or the elastic proposal
   // when it is empty); empty without tasks.
@@ -136,7 +138,7 @@ class Trainer {
   // This rank's rows / the global batch with data.tasks (its gradients and losses are weighted
   // by it, so any assignment gives the global-batch mean); 0 without tasks (plain DP mean).
   double rank_share_ = 0.0;
-  std::unique_ptr<PipelineStep> pipeline_;
+  std::unique_ptr<RankStep> step_runner_;
   void set_up_rows(int dp_size);
   double dp_mean_loss(double v);  // over the DP group, weighted by rank_share_ with tasks
   // Samples every micro-batch: the task slices from the task streams, else from `split`.
@@ -151,7 +153,6 @@ class Trainer {
   long step_ = 0;
   std::vector<int32_t> inputs_, targets_;
   long fault_step_ = -1;
-  std::unique_ptr<Executor> local_executor_;  // single-process runs (spans of the step phases)
   bool record_ = false;
   int spans_every_ = 1;
   const std::atomic<bool>* stop_flag_ = nullptr;
