@@ -345,7 +345,8 @@ class TestPlan : public QObject {
     const auto& last = tasks.back();
     QCOMPARE(last.at("name").get<std::string>(), std::string("optimizer"));
     QCOMPARE(host_reduces, 2);  // over EP and DP (64 ranks each); no TP or PP
-    QCOMPARE((int)last.at("deps").size(), reduces + host_reduces);
+    QCOMPARE((int)last.at("deps").size(), reduces + 1);  // every bucket and the tail's task before it (loss.dp)
+    QCOMPARE(tasks[(size_t)last.at("deps").back().get<int>()].at("name").get<std::string>(), std::string("loss.dp"));
     QProcess bad;
     bad.start(QStringLiteral(MOEBENCH_CLI),
               {u"plan"_s, QStringLiteral(MOEBENCH_SOURCE_DIR "/sample_configs/quickstart.toml"), u"--graph"_s, u"4"_s});

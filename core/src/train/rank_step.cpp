@@ -18,7 +18,7 @@ namespace {
 // model on one rank (Trainer).
 Config one_rank(Config cfg) {
   cfg.run.ranks = 1;
-  cfg.cluster.nodes = 1;
+  cfg.cluster = ClusterConfig{};  // no links: the cluster's devices and switches do not apply
   cfg.cluster.devices_per_node = 1;
   cfg.parallel.tp = cfg.parallel.pp = 1;
   cfg.parallel.ep = 0;
@@ -160,7 +160,9 @@ void RankStep::run(TaskId end) {
 }
 
 // The host phases "forward" / "backward" of each micro-batch (Span::chunk): from its pass's first
-// stage task to its last (the timeline's warm-up, steady 1F1B and cool-down).
+// stage task to its last (the timeline's warm-up, steady 1F1B and cool-down); and "grad.wait"
+// (comm): from the end of the last backward to the end of the last gradient bucket's reduction,
+// the time the step's tail waited for them.
 void RankStep::record_phases() {
   std::map<std::string, bool> stage_tasks;  // name -> backward
   for (int op = 0; op <= (int)StageOp::stage_input_grad; ++op)
@@ -168,11 +170,14 @@ void RankStep::record_phases() {
       stage_tasks[stage_op_name((StageOp)op)] = op >= (int)StageOp::stage_output_grad;
   std::map<std::pair<int, bool>, std::pair<double, double>> phases;  // (chunk, backward) -> [start, end]
   std::vector<Span> spans = ex_.take_spans();
+  double backward_end = 0.0, buckets_end = 0.0;
   for (const Span& s : spans) {
+    if (s.name == "grad.allreduce" || s.name == "grad.reduce_scatter") buckets_end = std::max(buckets_end, s.end);
     auto it = stage_tasks.find(s.name);
     if (it == stage_tasks.end() || s.category != TaskCategory::compute) continue;
     auto [p, fresh] = phases.try_emplace({s.chunk, it->second}, s.start, s.end);
     if (!fresh) p->second = {std::min(p->second.first, s.start), std::max(p->second.second, s.end)};
+    if (it->second) backward_end = std::max(backward_end, s.end);
   }
   for (Span& s : spans) ex_.add_span(std::move(s));
   for (const auto& [key, when] : phases) {
@@ -183,6 +188,15 @@ void RankStep::record_phases() {
     phase.start = when.first;
     phase.end = when.second;
     ex_.add_span(std::move(phase));
+  }
+  if (backward_end > 0.0 && buckets_end > backward_end) {
+    Span wait;
+    wait.role = StreamRole::host;
+    wait.category = TaskCategory::comm;
+    wait.name = "grad.wait";
+    wait.start = backward_end;
+    wait.end = buckets_end;
+    ex_.add_span(std::move(wait));
   }
 }
 

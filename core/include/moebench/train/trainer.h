@@ -138,7 +138,6 @@ class Trainer {
   // This rank's rows / the global batch with data.tasks (its gradients and losses are weighted
   // by it, so any assignment gives the global-batch mean); 0 without tasks (plain DP mean).
   double rank_share_ = 0.0;
-  std::unique_ptr<RankStep> step_runner_;
   void set_up_rows(int dp_size);
   double dp_mean_loss(double v);  // over the DP group, weighted by rank_share_ with tasks
   // Samples every micro-batch: the task slices from the task streams, else from `split`.
@@ -150,6 +149,7 @@ class Trainer {
   std::unique_ptr<MoeGpt> model_;
   std::unique_ptr<AdamW> opt_;
   std::unique_ptr<ExpertStateTier> tier_;  // storage.sparse = "ssd": the experts' states (AdamW keeps the dense ones)
+  std::unique_ptr<RankStep> step_runner_;  // after the model: destroyed first (it waits on its executor)
   long step_ = 0;
   std::vector<int32_t> inputs_, targets_;
   long fault_step_ = -1;
