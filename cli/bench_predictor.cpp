@@ -39,6 +39,7 @@
 #include "moebench/config/config_loader.h"
 #include "moebench/config/usage_error.h"
 #include "moebench/store/run_store.h"
+#include "moebench/strategies/fastermoe.h"
 #include "moebench/strategies/strategy_descriptor.h"
 
 namespace moebench::cli {
@@ -194,10 +195,12 @@ struct RemovedFile {
 
 int bench_predictor(PredictorOptions o) {
   install_stop_counter(SA_RESTART);  // a stop ends it after the case's child, cleaned up
-  if (o.model != "simulator" && o.model != "fastermoe")
-    throw UsageError("bench predictor --model: expected simulator or fastermoe, got \"" + o.model + "\"");
+  const bool fastermoe = o.model == kFasterMoeName;
+  if (o.model != "simulator" && !fastermoe)
+    throw UsageError(std::string("bench predictor --model: expected simulator or ") + kFasterMoeName + ", got \"" +
+                     o.model + "\"");
   if (o.cluster.empty())
-    o.cluster = o.model == "fastermoe" ? "sample_configs/clusters/fastermoe_johnny_4gpu.toml"
+    o.cluster = fastermoe ? "sample_configs/clusters/fastermoe_johnny_4gpu.toml"
                                        : "sample_configs/clusters/janus_4gpu.toml";
   if (o.calibrate && !o.host.empty())
     throw UsageError("bench predictor: --calibrate measures the host file itself; drop --host " + o.host);
@@ -230,7 +233,7 @@ int bench_predictor(PredictorOptions o) {
       throw std::runtime_error("bench predictor --calibrate: moebench calibrate failed:\n" + read_text(log));
     o.host = host.string();
   }
-  if (o.model == "fastermoe") return bench_predictor_fastermoe(o);
+  if (fastermoe) return bench_predictor_fastermoe(o);
   const PredictorWorkDir work;
   const fs::path& dir = work.path();
   const bool keep_db = !o.db.empty();

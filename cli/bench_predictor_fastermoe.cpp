@@ -35,6 +35,7 @@
 #include "moebench/perf/ddl_roofline.h"
 #include "moebench/perf/ddl_prediction.h"
 #include "moebench/store/run_store.h"
+#include "moebench/strategies/fastermoe.h"
 #include "moebench/train/emulation.h"
 
 namespace moebench::cli {
@@ -172,7 +173,7 @@ int bench_predictor_fastermoe(const PredictorOptions& o) {
   }
   if (o.json) {
     nlohmann::json j;
-    j["model"] = "fastermoe";
+    j["model"] = kFasterMoeName;
     j["cluster"] = o.cluster;
     j["host"] = o.host;
     j["time_scale"] = o.time_scale;

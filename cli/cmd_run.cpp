@@ -30,7 +30,7 @@
 #include "moebench/config/config_loader.h"
 #include "moebench/config/task_assignment.h"
 #include "moebench/config/usage_error.h"
-#include "moebench/train/topo_gate_setup.h"
+#include "moebench/strategies/fastermoe_gate.h"
 #include "moebench/train/device.h"
 #include "moebench/dist/launch_report.h"
 #include "moebench/dist/mpi_communicator.h"

@@ -37,7 +37,7 @@ std::vector<GraphTask> chain_tasks(const TaskGraph& g) {
     std::set<std::string> n = {"grad.allreduce", "grad.reduce_scatter", "dense.allgather", "pp.forward", "pp.backward",
                                "pp.allgather", "tp.partial_allreduce", "pp.tied_grad", "expert.allreduce", "grad.norm",
                                "grad.norm.tp", "grad.norm.ep", "grad.norm.dp", "grad.norm.pp", "grad.clip", "loss.pp",
-                               "loss.dp", "optimizer"};
+                               "loss.dp", "optimizer", "sparse.load", "sparse.writeback", "sparse.update"};
     for (int op = 0; op <= (int)StageOp::stage_input_grad; ++op) n.insert(stage_op_name((StageOp)op));
     return n;
   }();
@@ -85,6 +85,7 @@ class TestStageGraph : public QObject {
     QTest::newRow("tp 2 x pp 2, ppmoe") << "parallel.tp=2;parallel.pp=2;parallel.microbatches=2;strategy.name=ppmoe";
     QTest::newRow("ep 2 (expert replicas)") << "parallel.ep=2";
     QTest::newRow("zero3") << "storage.dense=zero3";
+    QTest::newRow("SSD tier") << "storage.sparse=ssd";
     QTest::newRow("partitioned embedding") << "model.embedding_partition=true;model.tied_head=false";
     for (const char* name : {"hier_a2a", "data_centric", "janus", "monta", "fastermoe"})
       QTest::newRow(name) << QString("strategy.name=%1").arg(name);
@@ -97,8 +98,9 @@ class TestStageGraph : public QObject {
     std::vector<std::string> extra = {"train.steps=2", "train.batch_size=8", "train.eval_every=0", "run.threads=1",
                                       "run.ranks=4", "cluster.nodes=2", "moe.experts=4"};
     for (const std::string& s : split_sets(sets)) extra.push_back(s);
-    const Config cfg = load_config(test::tiny_config_path(), extra);
     QTemporaryDir dir;
+    if (sets.contains("ssd")) extra.push_back("storage.ssd_dir=" + dir.path().toStdString());
+    const Config cfg = load_config(test::tiny_config_path(), extra);
     Trainer trainer(cfg, dir.path().toStdString() + "/r" + std::to_string(me), world.get());
     std::vector<GraphTask> ran;
     TrainCallbacks cb;

@@ -16,7 +16,6 @@
 #include "moebench/perf/cluster_model.h"
 #include "moebench/strategies/fastermoe_gate.h"
 #include "moebench/strategies/registry.h"
-#include "moebench/train/topo_gate_setup.h"
 #include "moebench/tensor/matmul.h"
 #include "moe_problem.h"
 #include "test_support.h"

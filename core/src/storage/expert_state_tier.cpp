@@ -141,8 +141,7 @@ void add_sparse_update_tasks(TaskGraph& g, const std::vector<TaskId>& after, con
   }
 }
 
-void ExpertStateTier::update(Executor& ex, float lr, long t) {
-  const auto t0 = Clock::now();
+TaskId ExpertStateTier::add_update(TaskGraph& g, TaskId after, float lr, long t) {
   // Cached records first (pinned: no load may evict one before its update), then the others.
   std::vector<int> order;
   int cached = 0;
@@ -161,18 +160,20 @@ void ExpertStateTier::update(Executor& ex, float lr, long t) {
   if (const int64_t cap = cache_->capacity_records(); cap > 0) room = std::max<int64_t>(0, cap - cache_->cached_records());
   std::vector<SparseUpdateRecord> keys;
   for (int i : order) keys.push_back({experts_[(size_t)i].block, experts_[(size_t)i].expert});
-  std::vector<double> busy(order.size(), 0.0);
+  phase_ = std::make_shared<Phase>();
+  phase_->busy.assign(order.size(), 0.0);
   // The victims load k evicts: written back by the load itself without prefetch, by the write
   // task beside it with (reads and writes then run at once).
   std::vector<std::shared_ptr<std::vector<SparseStateCache::Evicted>>> victims(order.size());
-  TaskGraph g;
+  const size_t first = g.size();
   add_sparse_update_tasks(
-      g, {}, keys, cached, (int)std::min<int64_t>(room, INT_MAX), prefetch_, (uint64_t)cache_->record_bytes(),
+      g, {after}, keys, cached, (int)std::min<int64_t>(room, INT_MAX), prefetch_, (uint64_t)cache_->record_bytes(),
       adamw_flops((size_t)floats_ / 3), [&](GraphTask& task, SparseTask kind, size_t k) {
         const Expert& e = experts_[(size_t)order[k]];
+        std::function<void()> action;
         if (kind == SparseTask::load) {
           auto out = victims[k] = std::make_shared<std::vector<SparseStateCache::Evicted>>();
-          task.action = [this, &e, out] {
+          action = [this, &e, out] {
             {
               std::lock_guard<std::mutex> lock(m_);
               while (std::optional<SparseStateCache::Evicted> v = cache_->take_victim())  // an updated record
@@ -181,15 +182,15 @@ void ExpertStateTier::update(Executor& ex, float lr, long t) {
             if (!prefetch_) write_back(*out);
             std::vector<float> rec((size_t)floats_);
             const int64_t before = files_->bytes_read();
-            files_->read(e.block, e.expert, rec);  // only this worker reads files during update()
+            files_->read(e.block, e.expert, rec);  // only this worker reads files during the update
             std::lock_guard<std::mutex> lock(m_);
             cache_->insert_loaded(e.block, e.expert, std::move(rec), files_->bytes_read() - before);
           };
         } else if (kind == SparseTask::writeback) {
-          task.action = [this, out = victims[k]] { write_back(*out); };
+          action = [this, out = victims[k]] { write_back(*out); };
         } else {
           const bool hit = (int)k < cached;
-          task.action = [this, &e, k, hit, lr, t, &busy] {
+          action = [this, &e, k, hit, lr, t, phase = phase_] {
             std::span<float> rec;
             {
               std::lock_guard<std::mutex> lock(m_);
@@ -197,19 +198,29 @@ void ExpertStateTier::update(Executor& ex, float lr, long t) {
             }
             const auto u0 = Clock::now();
             update_one(e, rec, lr, t);  // the record is pinned: no load evicts it meanwhile
-            busy[k] = seconds_since(u0);
+            phase->busy[k] = seconds_since(u0);
             std::lock_guard<std::mutex> lock(m_);
             cache_->mark_dirty(e.block, e.expert);
             cache_->pin(e.block, e.expert, false);
           };
         }
+        // The phase's span: from its first task's start to its last task's end.
+        task.action = [this, action = std::move(action), phase = phase_] {
+          const Clock::time_point start = Clock::now();
+          action();
+          std::lock_guard<std::mutex> lock(m_);
+          phase->start = std::min(phase->start, start);
+          phase->end = std::max(phase->end, Clock::now());
+        };
       });
+  return g.size() > first ? g.id((int)g.size() - 1) : after;
+}
+
+void ExpertStateTier::update(Executor& ex, float lr, long t) {
+  TaskGraph g;
+  add_update(g, {}, lr, t);
   ex.submit(g);
   ex.release(g);
-  double sum = 0.0;
-  for (double b : busy) sum += b;
-  update_s_ += seconds_since(t0);
-  stall_s_ += std::max(0.0, seconds_since(t0) - sum);
 }
 
 void ExpertStateTier::write_back(std::vector<SparseStateCache::Evicted>& victims) {
@@ -225,6 +236,14 @@ void ExpertStateTier::write_back(std::vector<SparseStateCache::Evicted>& victims
 
 SparseStepStats ExpertStateTier::take_step_stats() {
   std::lock_guard<std::mutex> lock(m_);
+  if (phase_ && phase_->end > phase_->start) {  // the last update's phase ran
+    const double span = std::chrono::duration<double>(phase_->end - phase_->start).count();
+    double busy = 0.0;
+    for (double b : phase_->busy) busy += b;
+    update_s_ += span;
+    stall_s_ += std::max(0.0, span - busy);
+  }
+  phase_.reset();
   const SparseCacheStats& now = cache_->stats();
   SparseStepStats s;
   s.hits = now.hits - reported_.hits;

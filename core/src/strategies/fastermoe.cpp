@@ -41,7 +41,7 @@ namespace {
 class FasterMoe : public TokenExchangeOf<ShadowState> {
  public:
   explicit FasterMoe(const FasterMoeOptions& options) : TokenExchangeOf(1), options_(options) {}
-  std::string name() const override { return "fastermoe"; }
+  std::string name() const override { return kFasterMoeName; }
 
   // topo_gate (§4.3): this rank's gate on the cluster the run assumes (its EP group placed by
   // the cluster's nodes), applied to every forward's choice.

@@ -4,6 +4,9 @@
 #include <stdexcept>
 #include <string>
 
+#include "moebench/config/config_layout.h"
+#include "moebench/strategies/strategy_descriptor.h"
+
 namespace moebench {
 
 double topo_gate_rho(const ClusterModel& cluster, int ranks_on_node) {
@@ -22,6 +25,30 @@ TopoGate make_topo_gate(const ClusterModel& cluster, const std::vector<int>& ep_
   g.my_node = g.ep_node[ep_rank];
   g.rho = topo_gate_rho(cluster, (int)std::count(g.ep_node.begin(), g.ep_node.end(), g.my_node));
   return g;
+}
+
+namespace {
+
+// Whether the blocks of strategy `name` route through the gate under cfg's options.
+bool gated(const Config& cfg, const std::string& name) {
+  const StrategyDescriptor& d = strategy_descriptor(name);
+  return d.topo_gate && d.topo_gate(cfg.strategy);
+}
+
+}  // namespace
+
+std::string topo_gate_note(const Config& cfg) {
+  const std::vector<std::string> names = block_strategy_names(cfg.strategy);
+  if (std::none_of(names.begin(), names.end(), [&](const std::string& n) { return gated(cfg, n); })) return "";
+  if (cfg.cluster.nodes <= 1) return "fastermoe: topo_gate on a single node (cluster.nodes = 1) changes nothing";
+  const ParallelLayout layout = layout_of(cfg);
+  const int ranks = cfg.run.ranks;
+  const int per_node = cfg.cluster.devices_per_node > 0 ? cfg.cluster.devices_per_node : ranks / cfg.cluster.nodes;
+  if (per_node < 1) return "";
+  for (const std::vector<int>& group : layout.ep_groups())
+    if (group.front() / per_node != group.back() / per_node) return "";  // the ranks of a group ascend
+  return "fastermoe: topo_gate with every expert-parallel group inside one node (parallel.ep = " +
+         std::to_string(layout.ep()) + ", " + std::to_string(per_node) + " ranks per node) changes nothing";
 }
 
 }  // namespace moebench

@@ -200,12 +200,15 @@ void RankStep::record_phases() {
   }
 }
 
+TaskId RankStep::sparse_update(TaskGraph& g, TaskId after) { return sparse_update_ ? sparse_update_(g, after) : after; }
+
 RankStep::Result RankStep::train(const std::function<MicroBatch(int)>& batch, float max_norm,
-                                 std::function<void()> optimizer) {
+                                 std::function<void()> optimizer, SparseUpdate sparse_update) {
   evaluating_ = false;
   batch_ = batch;
   max_norm_ = max_norm;
   optimizer_ = std::move(optimizer);
+  sparse_update_ = std::move(sparse_update);
   loss_stage_ = -1;
   norm_ = 0.0;
   pass_end_ = {};

@@ -355,7 +355,8 @@ TaskId add_step(TaskGraph& g, const Config& cfg, int rank, const Topology& topo,
   const double tier_floats = (double)records.size() * expert_params;
   tail(compute("optimizer", adamw_flops((size_t)(params_held - dense_floats + dense_owned - tier_floats))),
        StepOp::optimizer);
-  if (records.empty() || actions) return last;
+  if (records.empty()) return last;
+  if (actions) return actions->sparse_update(g, last);
   const int64_t record = expert_state_record_bytes(cfg.model);
   const int64_t fit = cfg.storage.host_cache_bytes > 0 ? cfg.storage.host_cache_bytes / record : (int64_t)records.size();
   const int cached = (int)std::min<int64_t>(fit, (int64_t)records.size());

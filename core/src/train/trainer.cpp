@@ -299,11 +299,14 @@ TrainSummary Trainer::run(long stop_at, const TrainCallbacks& cb) {
       optimizer = [zero, lr = st.lr, t = step_ + 1] { zero->optimizer_step(lr, t); };
     else
       optimizer = [this, lr = st.lr, t = step_ + 1] { opt_->step(model_->params(), lr, t); };
-    const RankStep::Result r = step_runner_->train([&](int m) { return micro_batch(m, step_); }, tc.grad_clip, optimizer);
+    RankStep::SparseUpdate sparse_update;  // storage.sparse = "ssd": the experts through their records
+    if (tier_)
+      sparse_update = [this, lr = st.lr, t = step_ + 1](TaskGraph& g, TaskId after) { return tier_->add_update(g, after, lr, t); };
+    const RankStep::Result r =
+        step_runner_->train([&](int m) { return micro_batch(m, step_); }, tc.grad_clip, optimizer, sparse_update);
     st.loss = r.loss;
     st.grad_norm = r.grad_norm;
-    if (tier_) {  // storage.sparse = "ssd": the experts through their records
-      tier_->update(ex, st.lr, step_ + 1);
+    if (tier_) {
       st.sparse = tier_->take_step_stats();
       if (dist_) dist_->world_sum(*st.sparse);
     }

@@ -5,8 +5,9 @@
 // cache of Algorithm 2 (storage/sparse_state_cache.h, storage.host_cache_bytes); AdamW keeps only
 // the dense parameters' moments (optim/adamw.h OffloadedMoments).
 //
-// Each step, after the gradients are final, update() runs AdamW on every expert of the rank
-// through its record, as one task graph:
+// Each step, after the gradients are final, AdamW runs on every expert of the rank through its
+// record, as tasks after the optimizer's in the step's graph (add_update; update() runs them as
+// a graph of their own):
 //   sparse.load      (io role)      a record not in the host cache read from its file (a miss),
 //                                   after evicting an updated record to make room
 //   sparse.writeback (copy role)    with prefetch: the evicted record written back while the
@@ -109,6 +110,9 @@ class ExpertStateTier : public OffloadedMoments {
   // AdamW (learning rate lr, 1-based step t) on every expert of the rank, from the arena's
   // gradients; the arena's expert weights are the updated master weights afterwards.
   void update(Executor& ex, float lr, long t);
+  // The same update as tasks of a step's graph after `after` (add_sparse_update_tasks' schedule
+  // with this tier's actions); returns its last task. take_step_stats() counts it once it ran.
+  TaskId add_update(TaskGraph& g, TaskId after, float lr, long t);
   // Counters since the last call.
   SparseStepStats take_step_stats();
 
@@ -153,6 +157,12 @@ class ExpertStateTier : public OffloadedMoments {
   friend std::unique_ptr<ExpertStateTier> open_expert_tier(MoeGpt&, const StorageConfig&, int, const AdamWHyper&);
   SparseCacheStats reported_;  // cache counters at the last take_step_stats()
   double stall_s_ = 0.0, update_s_ = 0.0;
+  // The last update's phase: its tasks' first start and last end, and each update's busy time.
+  struct Phase {
+    std::chrono::steady_clock::time_point start = std::chrono::steady_clock::time_point::max(), end{};
+    std::vector<double> busy;
+  };
+  std::shared_ptr<Phase> phase_;
 };
 
 }  // namespace moebench

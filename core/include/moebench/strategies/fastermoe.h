@@ -6,6 +6,10 @@
 
 namespace moebench {
 
+// The strategy's registered name; also the name of FasterMoE's performance model (§3, the DDL
+// roofline) among `bench predictor --model`'s predictors.
+inline constexpr const char* kFasterMoeName = "fastermoe";
+
 struct FasterMoeOptions {
   // Dynamic shadowing (§4.1, Algorithm 1): every pass, from the EP group's token counts, the
   // experts whose parameters are cheaper to broadcast than their tokens are to send; every rank

@@ -2,7 +2,8 @@
 // RankStep: one rank's training step (and evaluation batch) as the step builder's graph
 // (train/step_builder.h) with this rank's actions: the model's passes (MoeGpt::add_forward /
 // add_backward), the pipeline's point-to-point transfers, the tail's reductions, the gradient
-// norm and clipping (Distributed::tail_action), the loss's reductions and the optimizer. The
+// norm and clipping (Distributed::tail_action), the loss's reductions, the optimizer and the SSD
+// tier's update. The
 // calling thread builds the graph, submits it and waits: before adding a micro-batch's forward
 // for the pass before it (a forward takes its activation set's state over while it is added), at
 // each MoE block's routing point and for the step's end.
@@ -42,8 +43,11 @@ class RankStep : public StepActions {
     double grad_norm = 0;   // before clipping
   };
   // A training step over batch(m) for m < microbatches: forward and backward, the reductions,
-  // clipping to max_norm (0: none) and `optimizer` (the update, run as the optimizer task).
-  Result train(const std::function<MicroBatch(int)>& batch, float max_norm, std::function<void()> optimizer);
+  // clipping to max_norm (0: none) and `optimizer` (the update, run as the optimizer task);
+  // with storage.sparse = "ssd" `sparse_update` adds the tier's update tasks after it.
+  using SparseUpdate = std::function<TaskId(TaskGraph&, TaskId after)>;
+  Result train(const std::function<MicroBatch(int)>& batch, float max_norm, std::function<void()> optimizer,
+               SparseUpdate sparse_update = {});
   // Forward only, in micro-batch order; the mean cross-entropy on the last stage, 0 elsewhere.
   double evaluate(const std::function<MicroBatch(int)>& batch);
   // The graph of the last train() / evaluate(), as executed (its actions went to the executor).
@@ -52,6 +56,7 @@ class RankStep : public StepActions {
   TaskId forward(TaskGraph& g, int micro, TaskId after) override;
   TaskId backward(TaskGraph& g, int micro, TaskId after, bool last_micro) override;
   std::function<void()> action(StepOp op, int micro, int layer) override;
+  TaskId sparse_update(TaskGraph& g, TaskId after) override;
 
  private:
   int slot(int micro) const;
@@ -73,6 +78,7 @@ class RankStep : public StepActions {
   bool evaluating_ = false;
   std::function<MicroBatch(int)> batch_;
   std::function<void()> optimizer_;
+  SparseUpdate sparse_update_;
   float max_norm_ = 0.0f;
   Communicator* pp_ = nullptr;
   Communicator* tp_ = nullptr;  // null when the stage is not tensor-parallel

@@ -19,8 +19,8 @@
 //   (compute: the DP scale of what no reduction scaled, the sums of squares), grad.norm.tp /
 //   .ep / .dp / .pp (their all-reduces), grad.clip (compute: the norm, the clipping), loss.pp,
 //   loss.dp (the loss's all-reduces), the optimizer; with storage.sparse = "ssd" the tier's
-//   update tasks after it (in the graph built without actions; a training rank runs them as the
-//   tier's own graph: storage/expert_state_tier.h).
+//   update tasks after it (built without actions: a typical later step's, the host cache full of
+//   the records updated last; a training rank's: its tier's schedule for its cache now).
 // Collectives over a group of one rank are not tasks. The rank's chain (compute and blocking
 // collectives, role host) is one sequence; sends are non-blocking, activations and gradients on
 // two comm roles so that one direction never queues behind the other.
@@ -65,6 +65,9 @@ class StepActions {
   virtual TaskId backward(TaskGraph& g, int micro, TaskId after, bool last_micro) = 0;
   // The action of a pipeline or tail task (layer: expert.allreduce's block, else -1).
   virtual std::function<void()> action(StepOp op, int micro, int layer) = 0;
+  // storage.sparse = "ssd": the tier's update tasks after the optimizer (the tier's schedule
+  // for its cache now: storage/expert_state_tier.h); returns the last.
+  virtual TaskId sparse_update(TaskGraph& g, TaskId after) = 0;
 };
 
 // The training step: adds its tasks to g. actions null: without actions, the MoE blocks' counts
