@@ -53,9 +53,6 @@ Distributed::Distributed(Communicator& world, const Config& cfg) : world_(world)
   meter_ = std::make_unique<TrafficMeter>(world.rank(), topology_);
   world_.set_traffic_meter(meter_.get());
   groups_ = std::make_unique<ProcessGroups>(world_, layout_of(cfg));
-  std::set<int> pp_nodes;
-  for (int q = 0; q < groups_->pp().size(); ++q) pp_nodes.insert(topology_.node_of(groups_->pp().world_rank(q)));
-  pp_role_ = pp_nodes.size() > 1 ? StreamRole::comm_inter : StreamRole::comm_intra;
   grad_comm_ = groups_->dp().dup();
   dp_scale_ = 1.0f / (float)groups_->dp_size();
 }

@@ -183,7 +183,6 @@ TaskId add_step(TaskGraph& g, const Config& cfg, int rank, const Topology& topo,
       dense_owned += owned_of(part_floats(part));
     }
 
-  TaskGraph& graph = g;
   std::vector<TaskId> reduces;  // the buckets' reductions: the tail waits for them
   const int from = (int)g.size();
   // Without actions, what MoeGpt and its hooks add: the MoE passes from their handles, ZeRO-3's
@@ -231,7 +230,7 @@ TaskId add_step(TaskGraph& g, const Config& cfg, int rank, const Topology& topo,
   TaskId last;
   auto add = [&](GraphTask t, StepOp op, int layer, const std::vector<TaskId>& deps) {
     if (actions) t.action = actions->action(op, micro, layer);
-    return graph.add(std::move(t), deps);
+    return g.add(std::move(t), deps);
   };
   // Pipeline point to point: activations to the next stage, gradients to the previous; named
   // by the receiving stage's first block and the micro-batch. The receive blocks the chain;
@@ -270,7 +269,7 @@ TaskId add_step(TaskGraph& g, const Config& cfg, int rank, const Topology& topo,
   // A pass that reuses an activation set starts once the set's previous send has left.
   const int slots = mode == Mode::evaluate ? 1 : pipeline_slots(schedule, layout.pp(), at.pp, M);
   std::vector<TaskId> sent_forward((size_t)slots), sent_backward((size_t)slots);
-  auto start_after = [&](TaskId sent) { return sent.valid() ? graph.add(join_task(), {last, sent}) : last; };
+  auto start_after = [&](TaskId sent) { return sent.valid() ? g.add(join_task(), {last, sent}) : last; };
   std::vector<PipeOp> ops;
   if (mode == Mode::train) ops = pipeline_ops(schedule, layout.pp(), at.pp, M);
   else

@@ -58,9 +58,8 @@ class Executor {
   // compute worker, in the submission (topological) order, its span keeping its own role.
   void set_serial(bool serial) { serial_ = serial; }
 
-  // Runs fn on the calling thread, recording a span of `role` (host: the main thread's own
-  // phases, which submit and wait, and its blocking collectives between passes; compute: the
-  // optimizer, which the main thread runs while no graph of the rank computes).
+  // Runs fn on the calling thread, recording a span of `role`: the main thread's work outside a
+  // step's graph (an evaluation's loss reductions, a checkpoint's gathers, Janus' prefetch gets).
   void run_inline(const std::string& name, StreamRole role, TaskCategory category, const std::function<void()>& fn,
                   int layer = -1, double flops = 0.0, uint64_t bytes = 0);
 

@@ -56,7 +56,6 @@ class Distributed {
   ExpertShard shard() const { return {groups_->ep().rank(), groups_->ep_size()}; }
   TpShard tp_shard() const { return {groups_->tp().rank(), groups_->tp_size()}; }
   int pp_rank() const { return groups_->pp().rank(); }
-  StreamRole pp_role() const { return pp_role_; }  // links between neighbouring stages
   // Sums v[n] over the pipeline stages (values only the last stage has, per-stage parts); a
   // host span `name` (train/step_graph.h lists the step's host collectives).
   void pp_sum(double* v, size_t n, const char* name = "loss.pp");
@@ -127,7 +126,6 @@ class Distributed {
   std::unique_ptr<Norm> norm_;  // this step's gradient norm
   bool has_columns_ = false;     // the model partitions its embedding over DP
   float dp_scale_ = 1.0f;
-  StreamRole pp_role_ = StreamRole::comm_intra;
   int ranks_on_host_ = 1;
 };
 
