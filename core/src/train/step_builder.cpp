@@ -233,18 +233,22 @@ TaskId add_step(TaskGraph& g, const Config& cfg, int rank, const Topology& topo,
     return g.add(std::move(t), deps);
   };
   // Pipeline point to point: activations to the next stage, gradients to the previous; named
-  // by the receiving stage's first block and the micro-batch. The receive blocks the chain;
-  // sends are non-blocking, one FIFO per direction so they never wait behind each other. Under
+  // by the receiving stage's first block and the micro-batch. The receive blocks the chain; the
+  // sends run beside it, one comm role per direction so they never wait behind each other. Under
   // TP each rank sends its 1/t slice and the receivers all-gather them (Megatron's scatter/gather,
   // Narayanan et al. 2021 §4.1).
-  auto pp_recv = [&](bool fwd, int boundary, int chunk) {
+  auto pp_task = [&](bool fwd, int boundary, int chunk, StreamRole role) {
     GraphTask t;
     t.name = fwd ? "pp.forward" : "pp.backward";
     t.layer = boundary;
     t.chunk = chunk;
     t.category = TaskCategory::comm;
-    t.role = StreamRole::host;
-    last = add(std::move(t), fwd ? StepOp::recv_forward : StepOp::recv_backward, -1, {last});
+    t.role = role;
+    return t;
+  };
+  auto pp_recv = [&](bool fwd, int boundary, int chunk) {
+    last = add(pp_task(fwd, boundary, chunk, StreamRole::host), fwd ? StepOp::recv_forward : StepOp::recv_backward, -1,
+               {last});
     if (layout.tp() == 1) return;
     GraphTask a = ring_allreduce_task("pp.allgather", boundary, 0, tp_group, at.tp, StreamRole::host, chunk);
     a.cost.bytes_to_peer = {{tp_group[(size_t)(at.tp + 1) % layout.tp()], (uint64_t)(act_bytes * (tp - 1) / tp)}};
@@ -256,12 +260,7 @@ TaskId add_step(TaskGraph& g, const Config& cfg, int rank, const Topology& topo,
   const StreamRole to_next = last_stage ? StreamRole::comm_intra : role_over(topo, {rank, next_stage});
   const StreamRole to_prev = to_next == StreamRole::comm_intra ? StreamRole::comm_inter : StreamRole::comm_intra;
   auto pp_send = [&](bool fwd, int boundary, int chunk) {
-    GraphTask t;
-    t.name = fwd ? "pp.forward" : "pp.backward";
-    t.layer = boundary;
-    t.chunk = chunk;
-    t.category = TaskCategory::comm;
-    t.role = fwd ? to_next : to_prev;
+    GraphTask t = pp_task(fwd, boundary, chunk, fwd ? to_next : to_prev);
     t.peer = fwd ? next_stage : prev_stage;
     t.cost.bytes_to_peer.push_back({t.peer, (uint64_t)(act_bytes / tp)});
     return add(std::move(t), fwd ? StepOp::send_forward : StepOp::send_backward, -1, {last});

@@ -22,8 +22,8 @@
 //   update tasks after it (built without actions: a typical later step's, the host cache full of
 //   the records updated last; a training rank's: its tier's schedule for its cache now).
 // Collectives over a group of one rank are not tasks. The rank's chain (compute and blocking
-// collectives, role host) is one sequence; sends are non-blocking, activations and gradients on
-// two comm roles so that one direction never queues behind the other.
+// collectives, role host) is one sequence; sends run beside it, activations and gradients on two
+// comm roles so that one direction never queues behind the other.
 // Costs: model/stage_graph.h's for the stage; a ring all-reduce of b bytes over P ranks sends
 // 2 b (P-1)/P bytes to the next rank in 2 (P-1) messages; pipeline sends carry the micro-batch's
 // N x C activations, 1/t of them per TP rank, all-gathered over TP at the receiver; grad.norm 2
