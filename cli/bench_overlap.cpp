@@ -100,8 +100,8 @@ Times run_case(const Case& c, const Config& cfg, Communicator& world, Groups& gr
   std::vector<float> w = random_values((size_t)L * ef, 50 + world.rank(), 0.02f), g(w.size(), 0.0f);
   std::vector<float> x = random_values((size_t)N * C, 100 + d, 1.0f), router = random_values((size_t)E * C, 7, 0.02f);
   std::vector<float> dout = random_values((size_t)N * C, 300 + d, 1.0f);
-  RoutingSpec spec = parse_routing(cfg.moe.routing);
-  if (spec.kind == RoutingSpec::Kind::learned) spec = parse_routing("uniform");
+  RoutingSpec spec = cfg.moe.routing;
+  if (spec.kind == RoutingSpec::Kind::learned) spec.kind = RoutingSpec::Kind::uniform;
   std::vector<int> forced((size_t)N * K);
   synthetic_expert_choice(forced.data(), spec, N, K, E, cfg.run.seed, 1, block, (long)d * N);
   Executor ex(world.rank());

@@ -49,7 +49,7 @@ int infer(const InferOptions& o) {
   } catch (const CheckpointError& e) {
     throw UsageError(e.what());
   }
-  const bool text_model = m.config.data.source == "text";
+  const bool text_model = m.config.data.source == DataSource::text;
   const std::vector<int> prompt = prompt_tokens(o.prompt, o.prompt_file, file_bytes, text_model);
   std::unique_ptr<RingMemory> ring;
   if (o.ring > 0) {

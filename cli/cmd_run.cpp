@@ -143,8 +143,8 @@ int train(const RunOptions& o, const Config& cfg, Communicator* world, const Emu
     std::printf("moebench run: %s | %d layers, hidden %d, heads %d, vocab %d, seq %d | MoE blocks %zu "
                 "(top-%d, routing %s) | %zu parameters on rank 0 | data %s (%zu train / %zu val tokens)\n",
                 cfg.run.name.c_str(), m.layers, m.hidden, m.heads, m.vocab_size, m.seq_len,
-                cfg.moe.moe_layers.size(), cfg.moe.top_k, cfg.moe.routing.c_str(), trainer.model().params().size(),
-                cfg.data.source.c_str(), trainer.corpus().train.size(), trainer.corpus().val.size());
+                cfg.moe.moe_layers.size(), cfg.moe.top_k, routing_text(cfg.moe.routing).c_str(), trainer.model().params().size(),
+                choice_name(cfg.data.source).c_str(), trainer.corpus().train.size(), trainer.corpus().val.size());
     if (trainer.distributed())
       std::printf("distributed: %s | strategy %s | global batch %d\n", trainer.distributed()->describe().c_str(),
                   cfg.strategy.name.c_str(), cfg.train.batch_size);
@@ -329,7 +329,7 @@ int run_training(const RunOptions& o) {
   }
   // Another run's expert states: found here, once, not by every rank after the launch. The
   // locks are let go at once; each rank takes its own folder's again.
-  if (cfg.storage.sparse == "ssd")
+  if (cfg.storage.sparse == SparseStorage::ssd)
     for (int rank = 0; rank < cfg.run.ranks; ++rank) claim_expert_state_dir(cfg.storage, rank);
   const FolderLock lock = claim_out_dir(o, cfg);
   check_resume(o, cfg);

@@ -120,7 +120,7 @@ int print_json(const std::string& path, const MemoryModel& m, const Device& dev,
                   {"d", m.d}, {"p", m.p}, {"t", m.t}, {"e", m.e}};
   j["expert_replicas"] = m.expert_replicas;
   j["microbatches"] = m.microbatches;
-  j["schedule"] = m.schedule;
+  j["schedule"] = choice_name(m.schedule);
   j["moe_blocks"] = m.moe_blocks;
   j["device_memory_bytes"] = dev.bytes;
   j["device_memory_source"] = dev.source;
@@ -172,7 +172,7 @@ int memory_plan_main(const std::string& path, const std::vector<std::string>& se
               "%d micro-batch%s (%s)\n",
               cfg.run.ranks, m.p, m.d, m.t, m.e,
               expert_groups_of(cfg) == ExpertGroups::tensor_parallel ? "the TP group" : "the DP group", m.expert_replicas,
-              m.expert_replicas == 1 ? "" : "s", m.microbatches, m.microbatches == 1 ? "" : "es", m.schedule.c_str());
+              m.expert_replicas == 1 ? "" : "s", m.microbatches, m.microbatches == 1 ? "" : "es", choice_name(m.schedule).c_str());
   std::string moe;
   for (int b : m.moe_blocks) moe += (moe.empty() ? "" : ", ") + std::to_string(b);
   std::printf("symbols: b = %d, s = %d, h = %d, a = %d, l = %d, k = %d (MoE blocks: %s), d = %d, p = %d, t = %d, "

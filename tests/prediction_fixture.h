@@ -112,7 +112,7 @@ inline QString write(const QTemporaryDir& dir) {
                Bother = config("hier_a2a", 4, "[cluster]\nname = \"other\"\n"), C = config("data_centric", 4),
                D = config("expert_centric", 8), Dother = config("expert_centric", 8, "[train]\nbatch_size = 16\n");
   Config Azipf = A;
-  Azipf.moe.routing = "zipf:1.2";
+  Azipf.moe.routing = parse_routing("zipf:1.2");
   Config Apredicted = A;  // what `simulate --db` and another step count change: ignored keys
   Apredicted.store.db = "elsewhere.db";
   Apredicted.run.name = "renamed";

@@ -356,7 +356,7 @@ class TestConfig : public QObject {
     row("experts entry 0", "[moe]\nmoe_layers = [1, 2]\nexperts = [4, 0]\ntop_k = 1\n", 3, "moe.experts",
         "entry 1 (block 2) is 0");
     // data
-    row("source", "[data]\nsource = \"csv\"\n", 2, "data.source", "must be one of synthetic, bin, text; got \"csv\"");
+    row("source", "[data]\nsource = \"csv\"\n", 2, "data.source", "must be \"synthetic\", \"bin\" or \"text\", got \"csv\"");
     row("bin without path", "[data]\nsource = \"bin\"\n", 2, "data.path", "required when data.source = \"bin\"");
     row("text without path", "[data]\n\nsource = \"text\"\n", 3, "data.path", "required when data.source = \"text\"");
     row("bin file missing", "[data]\nsource = \"bin\"\npath = \"nope.bin\"\n", 3, "data.path", "file not found: ");
@@ -453,7 +453,7 @@ class TestConfig : public QObject {
     set_row("set top_k > experts", kMoeBase, {"moe.top_k=5"}, "moe.top_k", "(block 1 has 4), got 5");
     set_row("set layers out of range", kMoeBase, {"moe.moe_layers=[1,9]"}, "moe.moe_layers",
             "block index 9 out of range [0, 4)");
-    set_row("set bad source", "", {"data.source=csv"}, "data.source", "must be one of");
+    set_row("set bad source", "", {"data.source=csv"}, "data.source", "must be \"synthetic\", \"bin\" or \"text\", got \"csv\"");
     set_row("set missing file", "", {"data.source=bin", "data.path=/nonexistent/x.bin"}, "data.path",
             "file not found: /nonexistent/x.bin");
     set_row("set deeply nested value", "", {"model.hidden=" + QString("[").repeated(100) + QString("]").repeated(100)},
@@ -762,6 +762,8 @@ class TestConfig : public QObject {
     QCOMPARE(c2.run.name, std::string("a \"quoted\" name\twith tab"));
     QCOMPARE(c2.train.eps, 1e-7f);
     QCOMPARE(c2.moe.capacity_factor, 1.25f);
+    for (const char* r : {"learned", "uniform", "zipf:1.2", "hot:3,0.25", "rotating", "balanced"})
+      QCOMPARE(routing_text(parse_routing(r)), std::string(r));  // moe.routing as config_to_toml writes it
     // And the defaults round-trip too.
     QCOMPARE(config_to_json(parse_config(config_to_toml(Config{}), "d.toml")), jd);
   }
@@ -857,22 +859,22 @@ class TestConfig : public QObject {
   // folder, a record-sized host cache accepted.
   void storage_section() {
     const Config d = parse_config("", "s.toml");
-    QCOMPARE(d.storage.sparse, std::string("memory"));
+    QCOMPARE(d.storage.sparse, SparseStorage::memory);
     QVERIFY(d.storage.ssd_dir.empty());
     QCOMPARE(d.storage.host_cache_bytes, int64_t(0));
     QCOMPARE(d.storage.device_bytes, int64_t(0));
-    QCOMPARE(d.storage.dense, std::string("replicated"));
+    QCOMPARE(d.storage.dense, DenseStorage::replicated);
     QVERIFY(d.storage.dense_prefetch);
     try {  // storage.dense = "zero3" on 4 data-parallel ranks, through TOML and JSON
       const Config z = parse_config("[run]\nranks = 4\n[train]\nbatch_size = 8\n[moe]\nexperts = 4\n"
                                     "[storage]\ndense = \"zero3\"\ndense_prefetch = false\n",
                                     "s.toml", {}, base());
-      QCOMPARE(z.storage.dense, std::string("zero3"));
+      QCOMPARE(z.storage.dense, DenseStorage::zero3);
       QVERIFY(!z.storage.dense_prefetch);
       QCOMPARE(config_to_json(z)["storage"]["dense"], nlohmann::json("zero3"));
       QCOMPARE(config_to_json(z)["storage"]["dense_prefetch"], nlohmann::json(false));
       const Config again = parse_config(config_to_toml(z), "again.toml", {}, base());
-      QCOMPARE(again.storage.dense, std::string("zero3"));
+      QCOMPARE(again.storage.dense, DenseStorage::zero3);
       QVERIFY(!again.storage.dense_prefetch);
     } catch (const ConfigError& e) {
       QFAIL(e.what());
@@ -948,7 +950,7 @@ class TestConfig : public QObject {
     QCOMPARE(c.moe.moe_layers, std::vector<int>(layers.begin(), layers.end()));
     QCOMPARE(c.moe.experts, std::vector<int>(experts.begin(), experts.end()));
     QCOMPARE(c.moe.top_k, top_k);
-    QCOMPARE(c.data.source, std::string("synthetic"));
+    QCOMPARE(c.data.source, DataSource::synthetic);
     if (path.contains("quickstart")) {
       QCOMPARE(c.model.vocab_size, 64);
       QCOMPARE(c.model.seq_len, 32);

@@ -39,7 +39,7 @@ void put_le32(std::string& s, size_t at, uint32_t v) {
 
 DataConfig synth_cfg() {
   DataConfig cfg;
-  cfg.source = "synthetic";
+  cfg.source = DataSource::synthetic;
   cfg.languages = 4;
   cfg.branching = 4;
   cfg.corpus_tokens = 20000;
@@ -221,7 +221,7 @@ class TestData : public QObject {
     } else if (kind == "vocab") {
       f = [&] {
         DataConfig cfg;
-        cfg.source = "bin";
+        cfg.source = DataSource::bin;
         cfg.path = path;
         load_corpus(cfg, 50257, 8, 1);
       };
@@ -245,7 +245,7 @@ class TestData : public QObject {
     for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = (int32_t)(i % 300);
     write_bin_shard(path, tokens);
     DataConfig cfg;
-    cfg.source = "bin";
+    cfg.source = DataSource::bin;
     cfg.path = path;
     cfg.val_fraction = 0.2f;
     TokenCorpus c = load_corpus(cfg, 300, 16, 1);
@@ -278,7 +278,7 @@ class TestData : public QObject {
     const std::string path = dir.filePath("small.bin").toStdString();
     write_bin_shard(path, std::vector<int32_t>(1000, 1));
     DataConfig cfg;
-    cfg.source = "bin";
+    cfg.source = DataSource::bin;
     cfg.path = path;
     cfg.val_fraction = val_fraction;
     const QString msg = test::error_message<DataError>([&] { load_corpus(cfg, 256, 64, 1); });
@@ -297,7 +297,7 @@ class TestData : public QObject {
     QCOMPARE(bytes[14], (int32_t)0xC3);
 
     DataConfig cfg;
-    cfg.source = "text";
+    cfg.source = DataSource::text;
     cfg.path = path;
     cfg.val_fraction = 0.25f;
     const TokenCorpus c = load_corpus(cfg, kTextVocabSize, 32, 1);
@@ -310,12 +310,9 @@ class TestData : public QObject {
     QVERIFY2(msg.contains("empty.txt") && msg.contains("empty file"), qPrintable(msg));
   }
 
-  void unknown_source() {
+  void file_source_without_path() {
     DataConfig cfg;
-    cfg.source = "parquet";
-    const QString msg = test::error_message<DataError>([&] { load_corpus(cfg, 256, 64, 1); });
-    QVERIFY2(msg.contains("data.source") && msg.contains("parquet"), qPrintable(msg));
-    cfg.source = "bin";
+    cfg.source = DataSource::bin;
     QVERIFY(test::error_message<DataError>([&] { load_corpus(cfg, 256, 64, 1); }).contains("data.path"));
   }
 

@@ -324,7 +324,7 @@ class TestDenseZero : public QObject {
     if (me != 0) return;
     Config one = repl;
     one.run.ranks = 1;
-    one.storage.dense = "replicated";
+    one.storage.dense = DenseStorage::replicated;
     MoeGpt ma(one.model, one.moe), mb(one.model, one.moe);
     AdamW oa(ma.params(), {}), ob(mb.params(), {});
     load_checkpoint(ckpt[0], ma.params(), oa);

@@ -92,9 +92,10 @@ class TestPipelineSchedule : public QObject {
   }
 
   void schedule_names_parse() {
-    QCOMPARE(parse_pipe_schedule("gpipe"), PipeSchedule::gpipe);
-    QCOMPARE(parse_pipe_schedule("1f1b"), PipeSchedule::one_f_one_b);
-    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, parse_pipe_schedule("zb-h1"));
+    QCOMPARE(parse_choice<PipeSchedule>("gpipe"), PipeSchedule::gpipe);
+    QCOMPARE(parse_choice<PipeSchedule>("1f1b"), PipeSchedule::one_f_one_b);
+    QCOMPARE(parse_choice<PipeSchedule>("zb-h1"), std::nullopt);
+    QCOMPARE(choice_name(PipeSchedule::one_f_one_b), std::string("1f1b"));
   }
 };
 

@@ -15,7 +15,8 @@
 
 namespace moebench::config_detail {
 
-enum class Kind { Int, Int64, UInt64, Float, Double, Bool, String, Path, IntList, DoubleList, StringList, Experts, AutoOrNumber };
+enum class Kind { Int, Int64, UInt64, Float, Double, Bool, String, Path, IntList, DoubleList, StringList, Experts, AutoOrNumber,
+                  Choice };  // Choice: a TOML string parsed once into a typed field (config_choices.h, moe.routing)
 
 struct FieldDef {
   std::string section;
@@ -24,6 +25,10 @@ struct FieldDef {
   std::string doc;
   std::function<void*(Config&)> ref;               // address of the field inside a Config
   std::function<const void*(const Config&)> cref;  // the same, read-only (a strategy option's default)
+  // Kind::Choice: parse stores the word's value at the field's address and returns "" (or what
+  // is wrong with the word, the field unchanged); print gives the field's word.
+  std::function<std::string(void*, const std::string&)> parse;
+  std::function<std::string(const void*)> print;
 
   std::string name() const { return section + "." + key; }
   template <class T>

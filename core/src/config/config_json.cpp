@@ -67,6 +67,10 @@ void assign(const FieldDef& f, Config& c, const nlohmann::json& v) {
     case Kind::AutoOrNumber:
       f.get<std::string>(c) = v.is_number() ? number_text(v.get<double>()) : text(f, v);
       return;
+    case Kind::Choice:
+      if (const std::string problem = f.parse(f.ref(c), text(f, v)); !problem.empty())
+        throw std::invalid_argument("stored config: " + f.name() + ": " + problem);
+      return;
     case Kind::IntList:
     case Kind::Experts: f.get<std::vector<int>>(c) = list<int>(f, v, "integer array", integer<int>); return;
     case Kind::DoubleList: f.get<std::vector<double>>(c) = list<double>(f, v, "number array", number); return;

@@ -238,6 +238,12 @@ class Reader {
         f.get<std::string>(c_) = v;
         return true;
       }
+      case Kind::Choice: {
+        auto s = n.as_string();
+        if (!s) return error("expected a string, got " + describe(n));
+        const std::string problem = f.parse(f.ref(c_), s->get());
+        return problem.empty() || error(problem);
+      }
       case Kind::AutoOrNumber: {  // a string ("auto") or a number, kept as text ("50")
         if (auto str = n.as_string()) {
           f.get<std::string>(c_) = str->get();
@@ -485,7 +491,7 @@ void apply_overrides(const std::vector<std::string>& overrides, Config& c, LoadS
         is_value = false;
       }
     }
-    const bool string_kind = f->kind == Kind::String || f->kind == Kind::Path;
+    const bool string_kind = f->kind == Kind::String || f->kind == Kind::Path || f->kind == Kind::Choice;
     if (is_value && !(string_kind && !parsed["v"].is_string())) {
       reader.read(*f, *parsed["v"].node(), Origin{kOverrideSource, 0}, cwd);
     } else {

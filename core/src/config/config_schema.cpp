@@ -9,6 +9,7 @@
 #include <optional>
 #include <sstream>
 #include <type_traits>
+#include <utility>
 
 #include "config_detail.h"
 #include "moebench/config/strategy_spec.h"
@@ -19,9 +20,43 @@ namespace moebench::config_detail {
   FieldDef{#sec, #k, Kind::kind, doc, [](Config& c) -> void* { return &c.sec.k; }, \
            [](const Config& c) -> const void* { return &c.sec.k; }}
 
+#define MB_CHOICE(sec, k, doc) \
+  with_codec<std::remove_cvref_t<decltype(std::declval<Config&>().sec.k)>>(MB_FIELD(sec, k, Choice, doc))
+
 namespace {
 
 bool built = false;
+
+// Kind::Choice fields: an enum of config_choices.h, or the synthetic routing (moe/synthetic_routing.h).
+template <class E>
+  requires std::is_enum_v<E>
+std::string parse_word(E& v, const std::string& word) {
+  const std::optional<E> e = parse_choice<E>(word);
+  if (!e) return "must be " + choices_text<E>() + ", got \"" + excerpt(word) + "\"";
+  v = *e;
+  return {};
+}
+template <class E>
+  requires std::is_enum_v<E>
+std::string word_of(E v) {
+  return choice_name(v);
+}
+std::string parse_word(RoutingSpec& v, const std::string& word) {
+  try {
+    v = parse_routing(word);
+    return {};
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+}
+std::string word_of(const RoutingSpec& v) { return routing_text(v); }
+
+template <class T>
+FieldDef with_codec(FieldDef f) {
+  f.parse = [](void* p, const std::string& word) { return parse_word(*static_cast<T*>(p), word); };
+  f.print = [](const void* p) { return word_of(*static_cast<const T*>(p)); };
+  return f;
+}
 
 Kind kind_of(OptionKind k) {
   switch (k) {
@@ -83,8 +118,8 @@ const std::vector<FieldDef>& fields() {
       MB_FIELD(run, seed, UInt64, "seeds init, synthetic data and batch sampling"),
       MB_FIELD(run, out_dir, String, "checkpoints and outputs go to <out_dir>/<name>/"),
       MB_FIELD(run, threads, Int, "BLAS/OpenMP threads per rank; 0 = all cores / local ranks"),
-      MB_FIELD(run, device, String, "cpu | cuda: where each rank computes (cuda: one GPU per rank, local rank -> device)"),
-      MB_FIELD(run, precision, String, "fp32 | bf16 (bf16 compute with fp32 accumulation and master weights; cuda only)"),
+      MB_CHOICE(run, device, "cpu | cuda: where each rank computes (cuda: one GPU per rank, local rank -> device)"),
+      MB_CHOICE(run, precision, "fp32 | bf16 (bf16 compute with fp32 accumulation and master weights; cuda only)"),
       MB_FIELD(run, ranks, Int, "ranks `moebench run` starts through mpirun when not launched by MPI"),
       MB_FIELD(run, oversubscribe_ok, Bool, "local launch: allow > 8 ranks per core or more memory than available"),
       MB_FIELD(run, stop_grace_s, Float, "local launch: seconds ranks get to stop cleanly after Ctrl-C before they are killed"),
@@ -142,7 +177,7 @@ const std::vector<FieldDef>& fields() {
       MB_FIELD(parallel, ep, Int, "expert-parallel group size; 0 = all data-parallel ranks"),
       MB_FIELD(parallel, microbatches, Int,
                "micro-batches per step (gradient accumulation; pipelined when pp > 1): batch = dp x microbatches x micro-batch"),
-      MB_FIELD(parallel, schedule, String, "pipeline schedule: 1f1b (PipeDream-flush) | gpipe"),
+      MB_CHOICE(parallel, schedule, "pipeline schedule: 1f1b (PipeDream-flush) | gpipe"),
       MB_FIELD(parallel, stage_layers, IntList, "blocks of each pipeline stage, pp entries summing to model.layers; [] = even"),
 
       MB_FIELD(moe, moe_layers, IntList, "0-based blocks whose FFN is an MoE block; [] = dense"),
@@ -154,11 +189,11 @@ const std::vector<FieldDef>& fields() {
       MB_FIELD(moe, gate_normalize, Bool, "renormalise the top-k gate weights to sum to 1"),
       MB_FIELD(moe, expert_tp, Bool,
                "slice every expert's FFN columns over the tensor-parallel group (DeepSpeed-TED; tp > 1, expert_centric, hier_a2a or monta)"),
-      MB_FIELD(moe, routing, String,
+      MB_CHOICE(moe, routing,
                "learned | uniform | zipf:S | hot:E,F | rotating | balanced (synthetic expert choice)"),
 
       MB_FIELD(strategy, name, String, strategy_name_doc()),
-      MB_FIELD(data, source, String, "synthetic | bin | text"),
+      MB_CHOICE(data, source, "synthetic | bin | text"),
       MB_FIELD(data, path, Path, "bin: train shard (uint16 tokens); text: a text file"),
       MB_FIELD(data, val_path, Path, "bin: optional held-out shard"),
       MB_FIELD(data, val_fraction, Float, "held-out tail when no val_path is given, in [0, 1)"),
@@ -194,7 +229,7 @@ const std::vector<FieldDef>& fields() {
       MB_FIELD(emulate, time_scale, AutoOrNumber,
                "\"auto\" (cluster device rate / this machine's GEMM rate per rank) or a factor > 0 stretching the cluster's time"),
 
-      MB_FIELD(storage, sparse, String,
+      MB_CHOICE(storage, sparse,
                "where expert states (fp32 weights + Adam m, v) live: \"memory\" or \"ssd\" (files under ssd_dir, LFU host cache)"),
       MB_FIELD(storage, ssd_dir, Path, "folder of the expert state files (sparse = \"ssd\"): an existing writable directory"),
       MB_FIELD(storage, host_cache_bytes, Int64, "host cache of expert states, bytes; 0 = unlimited; else >= one expert's record"),
@@ -205,7 +240,7 @@ const std::vector<FieldDef>& fields() {
       MB_FIELD(storage, hit_threshold, Double, "Algorithm 2: records with fewer hits are evicted last (0 = plain LFU)"),
       MB_FIELD(storage, decay, Double, "Algorithm 2: every hit count is multiplied by this (beta, in [0, 1]) ..."),
       MB_FIELD(storage, decay_every, Int, "... every this many requests (K); 0 = no decay"),
-      MB_FIELD(storage, dense, String,
+      MB_CHOICE(storage, dense,
                "dense parameters: \"replicated\" (every DP rank holds all) or \"zero3\" (sharded over DP, all-gathered per layer)"),
       MB_FIELD(storage, dense_prefetch, Bool, "zero3: all-gather layer i+1 on the comm stream while layer i computes (false: on demand)"),
   };
@@ -379,6 +414,7 @@ std::string value_text(const FieldDef& f, const Config& c) {
     case Kind::Bool: return f.get<bool>(c) ? "true" : "false";
     case Kind::String:
     case Kind::Path: return toml_string_literal(f.get<std::string>(c));
+    case Kind::Choice: return toml_string_literal(f.print(f.cref(c)));
     case Kind::AutoOrNumber: {
       const std::string& v = f.get<std::string>(c);
       return auto_or_number_value(v) ? double_text(*auto_or_number_value(v)) : toml_string_literal(v);
@@ -407,6 +443,7 @@ nlohmann::json value_json(const FieldDef& f, const Config& c) {
     case Kind::Bool: return f.get<bool>(c);
     case Kind::String:
     case Kind::Path: return f.get<std::string>(c);
+    case Kind::Choice: return f.print(f.cref(c));
     case Kind::AutoOrNumber: {
       const std::string& v = f.get<std::string>(c);
       if (const auto x = auto_or_number_value(v)) return *x;
@@ -430,7 +467,8 @@ const char* kind_name(Kind k) {
     case Kind::Float:
     case Kind::Double: return "float";
     case Kind::Bool: return "boolean";
-    case Kind::String: return "string";
+    case Kind::String:
+    case Kind::Choice: return "string";
     case Kind::Path: return "path";
     case Kind::IntList: return "integer array";
     case Kind::DoubleList: return "float array";

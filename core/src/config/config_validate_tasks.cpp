@@ -32,9 +32,9 @@ void Checker::check_tasks() {
     fail("data.tasks", "the task batches sum to " + std::to_string(sum) + "; they must sum to train.batch_size = " +
                            std::to_string(c_.train.batch_size) + " (the global batch)",
          "train.batch_size");
-  if (ok({"data.source"}) && d.source != "synthetic")
+  if (ok({"data.source"}) && d.source != DataSource::synthetic)
     fail("data.tasks", "needs data.source = \"synthetic\" (task t samples synthetic language t), got \"" +
-                           excerpt(d.source) + "\"",
+                           choice_name(d.source) + "\"",
          "data.source");
   else if (ok({"data.languages"}) && d.languages < (int)d.tasks.size())
     fail("data.languages", "must be >= the " + std::to_string(d.tasks.size()) +

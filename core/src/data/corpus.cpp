@@ -76,7 +76,7 @@ void check_token_range(const std::vector<int32_t>& tokens, int vocab_size, const
 
 double corpus_bytes(const DataConfig& cfg, int vocab_size) {
   constexpr double kToken = sizeof(int32_t);
-  if (cfg.source == "synthetic") {
+  if (cfg.source == DataSource::synthetic) {
     const double tokens = (double)cfg.corpus_tokens * (cfg.tasks.empty() ? 1 : 2);  // the tasks' streams again
     return kToken * tokens + (sizeof(int32_t) + sizeof(float)) * synthetic_table_entries(cfg, vocab_size);
   }
@@ -85,7 +85,7 @@ double corpus_bytes(const DataConfig& cfg, int vocab_size) {
     std::error_code ec;
     const uintmax_t size = path.empty() ? 0 : std::filesystem::file_size(path, ec);
     if (ec) return 0.0;
-    return cfg.source == "text" ? (double)size : std::max(0.0, ((double)size - 1024) / 2);
+    return cfg.source == DataSource::text ? (double)size : std::max(0.0, ((double)size - 1024) / 2);
   };
   return kToken * (tokens_of(cfg.path) + tokens_of(cfg.val_path));
 }
@@ -94,16 +94,13 @@ TokenCorpus load_corpus(const DataConfig& cfg, int vocab_size, int seq_len, uint
   if (vocab_size < 1)
     throw DataError("data: vocab_size " + std::to_string(vocab_size) + " must be >= 1");
   if (seq_len < 1) throw DataError("data: seq_len " + std::to_string(seq_len) + " must be >= 1");
-  if (cfg.source == "synthetic") return make_synthetic_corpus(cfg, vocab_size, seq_len, seed);
-  if (cfg.source == "bin" || cfg.source == "text") {
-    const bool bin = cfg.source == "bin";
-    if (cfg.path.empty())
-      throw DataError(std::string("data.path: source \"") + cfg.source + "\" needs data.path = " +
-                      (bin ? "an llm.c .bin token shard" : "a text file"));
-    auto read = [bin](const std::string& p) { return bin ? read_bin_shard(p) : read_text_bytes(p); };
-    return split_and_check(read(cfg.path), cfg, vocab_size, seq_len, read);
-  }
-  throw DataError("data.source: unknown source \"" + cfg.source + "\" (expected synthetic, bin or text)");
+  if (cfg.source == DataSource::synthetic) return make_synthetic_corpus(cfg, vocab_size, seq_len, seed);
+  const bool bin = cfg.source == DataSource::bin;
+  if (cfg.path.empty())
+    throw DataError("data.path: source \"" + choice_name(cfg.source) + "\" needs data.path = " +
+                    (bin ? "an llm.c .bin token shard" : "a text file"));
+  auto read = [bin](const std::string& p) { return bin ? read_bin_shard(p) : read_text_bytes(p); };
+  return split_and_check(read(cfg.path), cfg, vocab_size, seq_len, read);
 }
 
 }  // namespace moebench

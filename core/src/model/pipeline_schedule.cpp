@@ -5,12 +5,6 @@
 
 namespace moebench {
 
-PipeSchedule parse_pipe_schedule(const std::string& name) {
-  if (name == "1f1b") return PipeSchedule::one_f_one_b;
-  if (name == "gpipe") return PipeSchedule::gpipe;
-  throw std::invalid_argument("pipeline schedule must be \"1f1b\" or \"gpipe\", got \"" + name + "\"");
-}
-
 std::vector<PipeOp> pipeline_ops(PipeSchedule s, int stages, int stage, int micro) {
   if (stages < 1 || stage < 0 || stage >= stages || micro < 1)
     throw std::invalid_argument("pipeline_ops: bad stage " + std::to_string(stage) + " of " + std::to_string(stages) +

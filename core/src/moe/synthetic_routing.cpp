@@ -1,6 +1,7 @@
 #include "moebench/moe/synthetic_routing.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <stdexcept>
 #include <vector>
@@ -42,6 +43,12 @@ int draw(Rng& rng, const std::vector<double>& w) {
   return last;
 }
 
+// Shortest text that reads back as v ("1.2", "0.5").
+std::string shortest(double v) {
+  char buf[64];
+  return std::string(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
+}
+
 }  // namespace
 
 RoutingSpec parse_routing(const std::string& text) {
@@ -70,6 +77,18 @@ RoutingSpec parse_routing(const std::string& text) {
     bad(text, "unknown kind \"" + head + "\"");
   }
   return s;
+}
+
+std::string routing_text(const RoutingSpec& spec) {
+  switch (spec.kind) {
+    case RoutingSpec::Kind::learned: return "learned";
+    case RoutingSpec::Kind::uniform: return "uniform";
+    case RoutingSpec::Kind::zipf: return "zipf:" + shortest(spec.zipf_s);
+    case RoutingSpec::Kind::hot: return "hot:" + std::to_string(spec.hot_expert) + "," + shortest(spec.hot_fraction);
+    case RoutingSpec::Kind::rotating: return "rotating";
+    case RoutingSpec::Kind::balanced: return "balanced";
+  }
+  return {};
 }
 
 void synthetic_expert_choice(int* forced, const RoutingSpec& spec, int N, int K, int E,

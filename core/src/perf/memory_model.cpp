@@ -34,7 +34,7 @@ Layout layout_of(const Config& cfg) {
   L.embedding_partition = cfg.model.embedding_partition;
   L.microbatches = std::max(1, par.microbatches);
   L.b = cfg.train.batch_size / (L.par.dp() * L.microbatches);
-  L.schedule = parse_pipe_schedule(par.schedule);
+  L.schedule = par.schedule;
   return L;
 }
 

@@ -60,7 +60,7 @@ TrainerMemory trainer_memory(const Config& cfg, int stage, bool rank0) {
   m.weights = kFloat * m.parameters;
   m.gradients = kFloat * m.parameters;
   m.adam = 2 * kFloat * m.parameters;
-  const bool zero3 = cfg.storage.dense == "zero3" && L.par.dp() > 1;
+  const bool zero3 = cfg.storage.dense == DenseStorage::zero3 && L.par.dp() > 1;
   if (zero3) {
     // storage.dense = "zero3" (storage/dense_shards.h; tp = pp = 1): AdamW m, v for the experts
     // and this rank's shard of each dense part; rank 0's shards are the largest, ceil(n / d).
@@ -106,7 +106,7 @@ TrainerMemory trainer_memory(const Config& cfg, int stage, bool rank0) {
   // Workspace: dresid, dscratch, dscratch2 (d fch_gelu [N, F/t] or d qkv [N, 3C/t]), dpreatt, datt.
   m.workspace = kFloat * (2 * N * C + std::max(dense_block ? N * Ft : 0.0, 3 * N * Ct) + 2 * scores);
   if (last) m.workspace += kFloat * (2 * N * Vt + (vocab_split ? 3 * N : 0.0));  // logits, dlogits; softmax statistics
-  if (moe_block && cfg.moe.routing != "learned") m.workspace += kInt * N * K;   // synthetic expert choice
+  if (moe_block && cfg.moe.routing.kind != RoutingSpec::Kind::learned) m.workspace += kInt * N * K;   // synthetic expert choice
   if (L.par.pp() > 1) {
     // RankStep (train/rank_step.h): the received output gradient (stages before the last; their
     // activation is sent from the slot's stage output); the received activation and the input

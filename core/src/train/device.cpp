@@ -39,8 +39,8 @@ int require_cuda(const std::string& what) {
   return a.devices;
 }
 
-void check_run_device(const std::string& device) {
-  if (device != "cuda") return;
+void check_run_device(Device device) {
+  if (device != Device::cuda) return;
   const std::string what = "run.device = \"cuda\"";
   require_cuda(what);
   throw UsageError(what + ": training on the GPU is not available yet: kernels/ holds the CUDA "

@@ -116,7 +116,7 @@ void Distributed::attach(MoeGpt& model, const Config& cfg) {
   std::set<int> dp_nodes;
   for (int p = 0; p < grad_comm_->size(); ++p) dp_nodes.insert(topology_.node_of(grad_comm_->world_rank(p)));
   const StreamRole role = dp_nodes.size() > 1 ? StreamRole::comm_inter : StreamRole::comm_intra;
-  if (cfg.storage.dense == "zero3") {  // storage/dense_shards.h
+  if (cfg.storage.dense == DenseStorage::zero3) {  // storage/dense_shards.h
     const AdamWHyper h{cfg.train.beta1, cfg.train.beta2, cfg.train.eps, cfg.train.weight_decay};
     dense_ = std::make_unique<DenseShards>(model, groups_->dp(), executor_, role, cfg.storage.dense_prefetch, h);
     model.set_dense_use_hook([this](TaskGraph& g, int part, TaskId after) { return dense_->use(g, part, after); });

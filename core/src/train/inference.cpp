@@ -22,7 +22,7 @@ InferenceModel load_inference_model(const std::string& path) {
   }
   m.model = std::make_unique<MoeGpt>(m.config.model, m.config.moe);
   m.step = load_weights(m.checkpoint, m.model->params()).step;
-  m.model->set_routing(parse_routing(m.config.moe.routing), m.config.run.seed);
+  m.model->set_routing(m.config.moe.routing, m.config.run.seed);
   return m;
 }
 

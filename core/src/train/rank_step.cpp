@@ -44,7 +44,7 @@ RankStep::RankStep(MoeGpt& model, const Config& cfg, Distributed* dist, double l
       micro_(cfg.parallel.microbatches) {
   const PipeStage& st = model_.pipe();
   if (micro_ < 1) throw std::invalid_argument("parallel.microbatches must be at least 1");
-  const int slots = pipeline_slots(parse_pipe_schedule(cfg.parallel.schedule), st.stages, st.stage, micro_);
+  const int slots = pipeline_slots(cfg.parallel.schedule, st.stages, st.stage, micro_);
   if (st.in_flight != slots)
     throw std::invalid_argument("RankStep: the model keeps " + std::to_string(st.in_flight) +
                                 " activation sets, the schedule needs " + std::to_string(slots));

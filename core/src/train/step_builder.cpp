@@ -60,7 +60,7 @@ TaskId add_step(TaskGraph& g, const Config& cfg, int rank, const Topology& topo,
   const BlockRange blocks = layout.stage_blocks(at.pp);
   const int first_block = blocks.first, end_block = blocks.end;
   const bool first_stage = at.pp == 0, last_stage = at.pp == layout.pp() - 1;
-  const PipeSchedule schedule = parse_pipe_schedule(cfg.parallel.schedule);
+  const PipeSchedule schedule = cfg.parallel.schedule;
 
   const int B = cfg.train.batch_size / (layout.dp() * M), T = cfg.model.seq_len, C = cfg.model.hidden;
   const int F = cfg.model.ffn_mult * C, K = cfg.moe.top_k;
@@ -153,7 +153,7 @@ TaskId add_step(TaskGraph& g, const Config& cfg, int rank, const Topology& topo,
 
   // storage.dense = "zero3" (storage/dense_shards.h): a ring collective of P shards of
   // s = ceil(n / P) floats, (P-1) s floats to the next rank in P-1 messages; this rank's shard.
-  const bool zero3 = cfg.storage.dense == "zero3";
+  const bool zero3 = cfg.storage.dense == DenseStorage::zero3;
   auto shard_of = [&](double floats) { return std::ceil(floats / layout.dp()); };
   auto owned_of = [&](double floats) {
     const double s = shard_of(floats);
@@ -347,7 +347,7 @@ TaskId add_step(TaskGraph& g, const Config& cfg, int rank, const Topology& topo,
   // experts are updated through their records after it, the tier's own schedule in a typical
   // later step: the host cache full (no free slot) of the records updated last, which go first.
   std::vector<SparseUpdateRecord> records;
-  if (cfg.storage.sparse == "ssd")
+  if (cfg.storage.sparse == SparseStorage::ssd)
     for (const auto& [l, m] : moe)
       for (int e = 0; e < m.ctx.experts / ep; ++e) records.push_back({l, ep_rank * (m.ctx.experts / ep) + e});
   const double tier_floats = (double)records.size() * expert_params;

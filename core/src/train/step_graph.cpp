@@ -11,17 +11,17 @@ namespace moebench {
 namespace {
 
 RoutingSpec routing_of(const Config& cfg) {
-  RoutingSpec spec = parse_routing(cfg.moe.routing);
-  if (spec.kind == RoutingSpec::Kind::learned) spec = parse_routing("uniform");
+  RoutingSpec spec = cfg.moe.routing;
+  if (spec.kind == RoutingSpec::Kind::learned) spec.kind = RoutingSpec::Kind::uniform;
   return spec;
 }
 
 }  // namespace
 
 std::string step_graph_routing(const Config& cfg) {
-  return parse_routing(cfg.moe.routing).kind == RoutingSpec::Kind::learned
+  return cfg.moe.routing.kind == RoutingSpec::Kind::learned
              ? "uniform (the config's router is learned: synthetic routing stands in for it)"
-             : cfg.moe.routing;
+             : routing_text(cfg.moe.routing);
 }
 
 StepRouting synthetic_step_routing(const Config& cfg, long step) {

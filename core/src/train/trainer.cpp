@@ -49,7 +49,7 @@ Trainer::Trainer(const Config& cfg, std::string out_dir, Communicator* world)
   check_run_device(cfg_.run.device);
   ExpertShard shard;
   TpShard tp;
-  const PipeSchedule schedule = parse_pipe_schedule(cfg_.parallel.schedule);
+  const PipeSchedule schedule = cfg_.parallel.schedule;
   micro_ = cfg_.parallel.microbatches;
   PipeStage pipe;
   pipe.stages = cfg_.parallel.pp;
@@ -91,10 +91,10 @@ Trainer::Trainer(const Config& cfg, std::string out_dir, Communicator* world)
   model_ = std::make_unique<MoeGpt>(cfg_.model, cfg_.moe, shard, tp, pipe, embed);
   model_->init(cfg_.run.seed);
   if (dist_) dist_->attach(*model_, cfg_);
-  model_->set_routing(parse_routing(cfg_.moe.routing), cfg_.run.seed);
+  model_->set_routing(cfg_.moe.routing, cfg_.run.seed);
   step_runner_ = std::make_unique<RankStep>(*model_, cfg_, dist_.get(), rank_share_);
   AdamWHyper h{cfg_.train.beta1, cfg_.train.beta2, cfg_.train.eps, cfg_.train.weight_decay};
-  if (cfg_.storage.sparse == "ssd") {
+  if (cfg_.storage.sparse == SparseStorage::ssd) {
     tier_ = open_expert_tier(*model_, cfg_.storage, dist_ ? dist_->rank() : 0, h);
     opt_ = std::make_unique<AdamW>(model_->params(), h, [](const ParamView& v) { return !is_expert_tensor(v.name); });
     opt_->set_offloaded(tier_.get());

@@ -7,6 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "moebench/config/config_choices.h"
+#include "moebench/moe/synthetic_routing.h"
+
 namespace moebench {
 
 // The most BLAS/OpenMP threads one process may start (run.threads, --threads of calibrate and
@@ -19,8 +22,8 @@ struct RunConfig {
   uint64_t seed = 1234;       // seeds init, synthetic data and batch sampling
   std::string out_dir = "runs";  // checkpoints and outputs go to <out_dir>/<name>/
   int threads = 0;            // BLAS/OpenMP threads; 0 = all cores
-  std::string device = "cpu";      // "cpu" (BLAS, threads) | "cuda" (one GPU per rank, kernels/)
-  std::string precision = "fp32";  // "fp32" | "bf16" (bf16 compute, fp32 master weights; cuda only)
+  Device device = Device::cpu;            // cpu (BLAS, threads) | cuda (one GPU per rank, kernels/)
+  Precision precision = Precision::fp32;  // fp32 | bf16 (bf16 compute, fp32 master weights; cuda only)
   int ranks = 1;              // local ranks `moebench run` starts through mpirun (outside MPI);
                               // under mpirun / srun the launched world size
   bool oversubscribe_ok = false;  // local launches: allow more than 8 ranks per core or more
@@ -93,7 +96,7 @@ struct ParallelConfig {
   int dp = 0;                 // data-parallel size; 0 = run.ranks / (tp x pp)
   int ep = 0;                 // expert-parallel group size; 0 = the whole data-parallel group
   int microbatches = 1;       // per step and DP rank: global batch = dp x microbatches x micro-batch
-  std::string schedule = "1f1b";  // pipeline schedule: "1f1b" (PipeDream-flush) | "gpipe"
+  PipeSchedule schedule = PipeSchedule::one_f_one_b;  // pipeline schedule: 1f1b (PipeDream-flush) | gpipe
   std::vector<int> stage_layers;  // blocks per stage; [] = even (the first stages take the remainder)
 };
 
@@ -146,12 +149,12 @@ struct MoeConfig {
   bool gate_normalize = true;     // renormalise the top-k gate weights to sum to 1
   bool expert_tp = false;         // slice every expert's FFN over the TP group (DeepSpeed-TED)
   // Expert choice: "learned" (the router's top-k) or a synthetic override for reproducible
-  // imbalance: "uniform", "zipf:S", "hot:E,F" (expert E gets a fraction F), "rotating".
-  std::string routing = "learned";
+  // imbalance: "uniform", "zipf:S", "hot:E,F" (expert E gets a fraction F), "rotating", "balanced".
+  RoutingSpec routing;
 };
 
 struct DataConfig {
-  std::string source = "synthetic";  // synthetic | bin | text
+  DataSource source = DataSource::synthetic;  // synthetic | bin | text
   std::string path;                  // bin: train shard; text: a text file
   std::string val_path;              // bin: optional held-out shard
   float val_fraction = 0.1f;         // held-out tail when no val_path is given
@@ -196,7 +199,7 @@ struct StoreConfig {
 // (storage/expert_state_store.h holds them on SSD, storage/sparse_state_cache.h caches them in host
 // memory per Algorithm 2).
 struct StorageConfig {
-  std::string sparse = "memory";  // "memory": states stay in host memory; "ssd": files under ssd_dir, LFU host cache
+  SparseStorage sparse = SparseStorage::memory;  // memory: states stay in host memory; ssd: files under ssd_dir, LFU host cache
   std::string ssd_dir;            // folder of the state files (sparse = "ssd"); relative: to the config file's folder
   int64_t host_cache_bytes = 0;   // host cache budget, bytes; 0 = unlimited
   int64_t device_bytes = 0;       // device budget for sparse states, bytes; 0 = unlimited
@@ -211,7 +214,7 @@ struct StorageConfig {
   // "replicated": every DP rank holds the whole fp32 weights and AdamW m, v (gradients all-reduced);
   // "zero3": each DP rank owns 1/N of every dense tensor's weights and m, v (gradients
   // reduce-scattered, weights all-gathered per layer before use). Needs tp = pp = 1, > 1 DP rank.
-  std::string dense = "replicated";
+  DenseStorage dense = DenseStorage::replicated;
   // zero3 only: gather layer i+1's weights on the comm stream while layer i computes (true) or
   // each layer on demand, blocking (false: the ablation baseline).
   bool dense_prefetch = true;

@@ -9,8 +9,9 @@
 // Backwards run in micro-batch order in both, so gradients accumulate in the same order as a
 // single rank's gradient accumulation. A stage with p = 1 runs F0 B0 F1 B1 ... (1f1b) or all
 // forwards then all backwards (gpipe).
-#include <string>
 #include <vector>
+
+#include "moebench/config/config_choices.h"  // PipeSchedule (parallel.schedule)
 
 namespace moebench {
 
@@ -20,9 +21,6 @@ struct PipeOp {
   bool operator==(const PipeOp&) const = default;
 };
 
-enum class PipeSchedule { one_f_one_b, gpipe };
-// "1f1b" | "gpipe"; throws std::invalid_argument naming the value otherwise.
-PipeSchedule parse_pipe_schedule(const std::string& name);
 
 // The ops of `stage` (0-based) of `stages` over `micro` micro-batches.
 std::vector<PipeOp> pipeline_ops(PipeSchedule s, int stages, int stage, int micro);

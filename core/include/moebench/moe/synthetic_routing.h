@@ -23,11 +23,14 @@ struct RoutingSpec {
   double zipf_s = 0.0;
   int hot_expert = 0;
   double hot_fraction = 0.0;
+  bool operator==(const RoutingSpec&) const = default;
 };
 
 // Parses "learned", "uniform", "zipf:1.2", "hot:3,0.5", "rotating", "balanced"; throws std::invalid_argument
 // saying what was expected.
 RoutingSpec parse_routing(const std::string& text);
+// The inverse: the text parse_routing reads back as `spec` ("zipf:1.2", "hot:3,0.5").
+std::string routing_text(const RoutingSpec& spec);
 
 // forced[n*K + k] for the N tokens whose global indices are first_token .. first_token+N-1.
 // Experts of one token are distinct. Not for Kind::learned.

@@ -106,7 +106,7 @@ struct MemoryModel {
   int d = 1, p = 1, t = 1, e = 1;
   int expert_replicas = 1;  // ranks holding the same experts (the experts' ZeRO group)
   int microbatches = 1;
-  std::string schedule;
+  PipeSchedule schedule = PipeSchedule::one_f_one_b;
   std::vector<int> moe_blocks;  // Table 4's k copies; the others are dense (1 copy)
   double eq2_bytes = 0;  // eq. 2: the whole model on one device, one micro-batch
   double device_memory = 0;  // bytes per device (cluster.device_memory_gib); 0 = not described

@@ -4,6 +4,8 @@
 // command reports a missing CUDA build or a missing GPU with the same message (exit 2).
 #include <string>
 
+#include "moebench/config/config_choices.h"
+
 namespace moebench {
 
 struct CudaAvailability {
@@ -23,7 +25,7 @@ int require_cuda(const std::string& what);
 // UsageError (exit 2) through require_cuda when the build or the GPU is missing, and
 // otherwise because the GPU training path (device buffers, CUDA-stream executor, NCCL
 // strategies) is not built yet: kernels/ holds the kernels, tested on their own.
-void check_run_device(const std::string& device);
+void check_run_device(Device device);
 
 // The device local rank `local_rank` uses: local_rank mod devices (ranks share GPUs when
 // there are more ranks than GPUs on a node).
