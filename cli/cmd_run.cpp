@@ -28,7 +28,7 @@
 #include "stop_signals.h"
 #include "stop_supervisor.h"
 #include "moebench/config/config_loader.h"
-#include "moebench/config/task_assignment.h"
+#include "moebench/dist/task_assignment.h"
 #include "moebench/config/usage_error.h"
 #include "moebench/strategies/fastermoe_gate.h"
 #include "moebench/train/device.h"

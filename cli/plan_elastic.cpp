@@ -9,8 +9,8 @@
 #include "moebench/config/config_layout.h"
 #include "moebench/config/config_loader.h"
 #include "moebench/config/usage_error.h"
-#include "moebench/config/task_assignment.h"
-#include "moebench/config/elastic_plan.h"
+#include "moebench/dist/task_assignment.h"
+#include "moebench/dist/elastic_plan.h"
 
 namespace moebench::cli {
 namespace {

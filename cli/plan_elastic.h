@@ -1,6 +1,6 @@
 #pragma once
 // `moebench plan CONFIG --elastic [--ranks N] [--json]`: MoESys's elastic task-to-ranks
-// assignment (§IV-A, Fig. 6; config/elastic_plan.h) for the config's data.tasks on its
+// assignment (§IV-A, Fig. 6; dist/elastic_plan.h) for the config's data.tasks on its
 // data-parallel ranks (run.ranks / (tp x pp); --ranks sets run.ranks): the ranks per task, each
 // rank's tasks and load (sequences per step), max / mean imbalance and the predicted bubble
 // share, beside the one-rank-per-task layout (Table III's "load imbalanced") and the predicted

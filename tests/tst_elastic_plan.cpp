@@ -1,7 +1,7 @@
 // ctest-labels: unit
 // Multi-task data and the elastic assignment (MoESys §IV-A, Fig. 6; Table III):
-// config/elastic_plan.h's proposal on hand-computed rows (the paper's 512/256/128/128 on 8 ranks
-// is 4/2/1/1), config/task_assignment.h's rows (every row of the global batch on exactly one rank
+// dist/elastic_plan.h's proposal on hand-computed rows (the paper's 512/256/128/128 on 8 ranks
+// is 4/2/1/1), dist/task_assignment.h's rows (every row of the global batch on exactly one rank
 // for any assignment), the per-task token streams of the synthetic corpus, and the config
 // errors of [data] tasks / rank_tasks, each naming its key.
 #include <QtTest>
@@ -19,8 +19,8 @@
 #include "moebench/config/config_loader.h"
 #include "moebench/data/corpus.h"
 #include "moebench/data/synthetic_corpus.h"
-#include "moebench/config/task_assignment.h"
-#include "moebench/config/elastic_plan.h"
+#include "moebench/dist/task_assignment.h"
+#include "moebench/dist/elastic_plan.h"
 #include "test_support.h"
 
 using namespace moebench;

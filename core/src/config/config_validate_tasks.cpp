@@ -1,17 +1,17 @@
-// [data] tasks and rank_tasks (config/task_assignment.h; MoESys §IV-A elastic training). Checked at
+// [data] tasks and rank_tasks (dist/task_assignment.h; MoESys §IV-A elastic training). Checked at
 // load, for run.ranks, so a bad assignment stops before any rank starts (exit 2):
 //   * tasks: every batch >= 1, summing to train.batch_size; with data.source = "synthetic" one
 //     language per task (task t samples language t), so data.languages >= the tasks. bin and
 //     text corpora have no tasks to draw from: tasks needs the synthetic source.
 //   * rank_tasks: needs tasks; one entry per data-parallel rank, each "t" or "t+u+...", every
 //     task on some rank, each task's batch divisible by its ranks x parallel.microbatches.
-//     Empty: the elastic proposal must exist for the data-parallel size (config/elastic_plan.h).
+//     Empty: the elastic proposal must exist for the data-parallel size (dist/elastic_plan.h).
 //   * model.embedding_partition all-gathers equal token counts from every rank: not with tasks.
 #include <numeric>
 
 #include "config_checker.h"
-#include "moebench/config/task_assignment.h"
-#include "moebench/config/elastic_plan.h"
+#include "moebench/dist/task_assignment.h"
+#include "moebench/dist/elastic_plan.h"
 
 namespace moebench::config_detail {
 

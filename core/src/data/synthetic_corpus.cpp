@@ -134,7 +134,7 @@ TokenCorpus make_synthetic_corpus(const DataConfig& cfg, int vocab_size, int seq
   Rng val_rng = Rng::keyed({seed, kTagVal});
   generate_synthetic_tokens(langs, n_val, val_rng, c.val);
   if (cfg.tasks.empty()) return c;
-  // Multi-task data (config/task_assignment.h): task t's streams are documents of language t
+  // Multi-task data (dist/task_assignment.h): task t's streams are documents of language t
   // alone, an equal share of each split, from their own keyed streams (so a task never lacks
   // held-out text, whatever the mixture drew).
   const int T = (int)cfg.tasks.size();

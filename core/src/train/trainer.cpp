@@ -14,7 +14,7 @@
 #include "moebench/data/batch_sampler.h"
 #include "moebench/dist/communicator.h"
 #include "moebench/dist/parallel_layout.h"
-#include "moebench/config/elastic_plan.h"
+#include "moebench/dist/elastic_plan.h"
 #include "moebench/tensor/matmul.h"
 #include "moebench/train/checkpoint.h"
 #include "moebench/model/pipeline_schedule.h"
@@ -109,7 +109,7 @@ Trainer::Trainer(const Config& cfg, std::string out_dir, Communicator* world)
 // Micro-batch m of the global batch is rows [m * B / M, (m + 1) * B / M), split over the DP
 // ranks, so a micro-batch's aux-loss statistics (all-reduced over DP) are those of the same
 // rows on one rank with the same parallel.microbatches. With data.tasks each task's rows are
-// split that way over the task's ranks (config/task_assignment.h), and a rank's gradient is
+// split that way over the task's ranks (dist/task_assignment.h), and a rank's gradient is
 // scaled by dp x its share of the global batch before the DP mean (the hook's all-reduce x 1/dp,
 // the expert all-reduce, the aux loss's globalised statistics alike), so the result is the
 // gradient of the global-batch mean loss whatever the assignment.

@@ -162,11 +162,11 @@ struct DataConfig {
   int languages = 4;
   int64_t corpus_tokens = 200000;
   int branching = 4;                 // likely successors per state in each language
-  // Multi-task data (MoESys §IV-A, elastic training; config/task_assignment.h): per-task batch
+  // Multi-task data (MoESys §IV-A, elastic training; dist/task_assignment.h): per-task batch
   // sizes in sequences (task t = synthetic language t), summing to train.batch_size; [] = one task.
   std::vector<int> tasks;
   // Per data-parallel rank, the tasks it trains: "0", or "2+3" (merged light tasks); a task on
-  // k ranks splits its batch over them. [] = the elastic proposal (config/elastic_plan.h).
+  // k ranks splits its batch over them. [] = the elastic proposal (dist/elastic_plan.h).
   std::vector<std::string> rank_tasks;
 };
 

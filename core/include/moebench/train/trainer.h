@@ -12,7 +12,7 @@
 
 #include "moebench/config/config.h"
 #include "moebench/data/corpus.h"
-#include "moebench/config/task_assignment.h"
+#include "moebench/dist/task_assignment.h"
 #include "moebench/model/moe_gpt.h"
 #include "moebench/optim/adamw.h"
 #include "moebench/runtime/executor.h"
@@ -88,7 +88,7 @@ class Trainer {
   // [parallel] pp stages x dp x tp ranks, MoE blocks expert-parallel through [strategy] name;
   // train.batch_size is the global batch, split into parallel.microbatches micro-batches
   // (train/rank_step.h: the step builder's graph of the stage's schedule) and over the data-parallel ranks;
-  // with data.tasks split by task over the ranks of data.rank_tasks (config/task_assignment.h).
+  // with data.tasks split by task over the ranks of data.rank_tasks (dist/task_assignment.h).
   Trainer(const Config& cfg, std::string out_dir, Communicator* world = nullptr);
   ~Trainer();
 
@@ -132,7 +132,7 @@ class Trainer {
   int micro_batch_ = 0;     // sequences of a micro-batch on this DP rank
   int dp_rank_ = 0;
   // The rows of each micro-batch on this rank: one slice of the one task, or (data.tasks) a
-  // slice per task the rank trains (config/task_assignment.h). task < 0: the mixture corpus.
+  // slice per task the rank trains (dist/task_assignment.h). task < 0: the mixture corpus.
   std::vector<TaskRowSlice> slices_;
   std::vector<std::vector<int>> assignment_;
   // This rank's rows / the global batch with data.tasks (its gradients and losses are weighted

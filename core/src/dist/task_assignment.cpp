@@ -1,4 +1,4 @@
-#include "moebench/config/task_assignment.h"
+#include "moebench/dist/task_assignment.h"
 
 #include <algorithm>
 #include <stdexcept>

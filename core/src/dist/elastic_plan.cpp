@@ -1,4 +1,4 @@
-#include "moebench/config/elastic_plan.h"
+#include "moebench/dist/elastic_plan.h"
 
 #include <algorithm>
 #include <functional>
@@ -6,7 +6,7 @@
 #include <queue>
 #include <stdexcept>
 
-#include "moebench/config/task_assignment.h"
+#include "moebench/dist/task_assignment.h"
 
 namespace moebench {
 namespace {

@@ -21,7 +21,7 @@
 namespace moebench {
 
 struct ElasticPlan {
-  std::vector<std::vector<int>> assignment;  // per rank: its tasks (config/task_assignment.h)
+  std::vector<std::vector<int>> assignment;  // per rank: its tasks (dist/task_assignment.h)
   std::vector<long> load;                    // per rank: sequences per step
   long max_load = 0;
   double mean_load = 0.0;

@@ -4,7 +4,7 @@
 // setup: 512/256/128/128); [data] rank_tasks lists, per data-parallel rank, the tasks that rank
 // trains ("0", or "2+3" for light tasks merged on one rank). A task on k ranks splits its batch
 // equally over them (data parallel inside the task); a rank holding several tasks trains all
-// their rows (merging). Empty rank_tasks = the elastic proposal (config/elastic_plan.h) for the
+// their rows (merging). Empty rank_tasks = the elastic proposal (dist/elastic_plan.h) for the
 // data-parallel size, so a run resumed on another rank count re-plans by itself.
 //
 // Design decisions:
@@ -25,7 +25,7 @@
 //  * model.embedding_partition needs equal rows on every rank: refused with tasks.
 //  * The predictions (simulate, plan --graph / --memory / --cluster) still see train.batch_size
 //    / dp rows on every rank: they do not model the tasks' imbalance; plan --elastic does, from
-//    the loads alone (config/elastic_plan.h).
+//    the loads alone (dist/elastic_plan.h).
 #include <string>
 #include <vector>
 
