@@ -6,10 +6,14 @@
 // around every strategy's MoE blocks, every task outside the MoE blocks — the stages' layers, the
 // pipeline's transfers, the gradient buckets, ZeRO-3's gathers, the tail's reductions, the norm,
 // the loss and the optimizer — is the same task in the same order: name, role, category, layer,
-// micro-batch and cost. The MoE blocks' own tasks depend on the run's routing; they are compared
-// against their built passes in tst_exchange_graph.
+// micro-batch and cost; Janus prefetch's iteration start included. With one micro-batch per step the MoE blocks' own tasks are compared
+// too: the graph is built from the routing the run took (every rank's kept tokens per expert, as
+// the run store records them and plan/trace_routing.h replays them). With several micro-batches
+// the built graph splits the step's rows evenly over them, the run by what each micro-batch
+// routed: there the MoE passes are compared block by block in tst_exchange_graph.
 #include <QtTest>
 
+#include <map>
 #include <set>
 
 #include "moebench/config/config_loader.h"
@@ -52,6 +56,34 @@ std::vector<GraphTask> chain_tasks(const TaskGraph& g) {
   return out;
 }
 
+// Every task, in order.
+std::vector<GraphTask> all_tasks(const TaskGraph& g) {
+  std::vector<GraphTask> out;
+  for (const GraphTask& t : g.tasks()) {
+    GraphTask c = t;
+    c.deps.clear();
+    c.action = nullptr;
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+// The routing every rank took in its last step (the kept tokens of each of its experts' rows,
+// summed over the world: each rank contributes its own row).
+StepRouting taken_routing(const Config& cfg, const std::map<int, std::vector<int>>& mine, Communicator& world) {
+  StepRouting r;
+  const int W = world.size(), me = world.rank();
+  for (size_t i = 0; i < cfg.moe.moe_layers.size(); ++i) {
+    const int l = cfg.moe.moe_layers[i], E = cfg.moe.experts.at(i);
+    std::vector<long> rows((size_t)W * E, 0);
+    if (auto it = mine.find(l); it != mine.end() && !it->second.empty())
+      for (int e = 0; e < E; ++e) rows[(size_t)me * E + e] = it->second.at((size_t)e);
+    world.all_reduce(rows.data(), rows.size(), DType::i64);
+    r.rows[l] = std::move(rows);
+  }
+  return r;
+}
+
 QString describe(const GraphTask& t) {
   return QString("%1 (role %2, layer %3, chunk %4, %5 flops, %6 bytes)")
       .arg(t.name.c_str()).arg(stream_role_name(t.role)).arg(t.layer).arg(t.chunk).arg(t.cost.flops)
@@ -77,11 +109,13 @@ class TestStageGraph : public QObject {
   void executed_equals_built_data() {
     QTest::addColumn<QString>("sets");
     QTest::newRow("dp 4") << "";
+    QTest::newRow("dp 4, capacity") << "moe.capacity_factor=1.0";
     QTest::newRow("tp 2 x dp 2") << "parallel.tp=2";
     QTest::newRow("tp 2 x dp 2, vocabulary-parallel") << "parallel.tp=2;parallel.vocab_parallel=true";
     QTest::newRow("pp 2 x dp 2, gpipe") << "parallel.pp=2;parallel.microbatches=2;parallel.schedule=gpipe";
     QTest::newRow("pp 2 x dp 2, 1f1b") << "parallel.pp=2;parallel.microbatches=4;parallel.schedule=1f1b";
     QTest::newRow("pp 2 x dp 2, untied head") << "parallel.pp=2;parallel.microbatches=2;model.tied_head=false";
+    QTest::newRow("pp 2 x dp 2, one micro-batch") << "parallel.pp=2";
     QTest::newRow("tp 2 x pp 2, ppmoe") << "parallel.tp=2;parallel.pp=2;parallel.microbatches=2;strategy.name=ppmoe";
     QTest::newRow("ep 2 (expert replicas)") << "parallel.ep=2";
     QTest::newRow("zero3") << "storage.dense=zero3";
@@ -89,6 +123,10 @@ class TestStageGraph : public QObject {
     QTest::newRow("partitioned embedding") << "model.embedding_partition=true;model.tied_head=false";
     for (const char* name : {"hier_a2a", "data_centric", "janus", "monta", "fastermoe"})
       QTest::newRow(name) << QString("strategy.name=%1").arg(name);
+    QTest::newRow("data_centric, prefetch") << "strategy.name=data_centric;strategy.data_centric.prefetch=true";
+    QTest::newRow("data_centric, hierarchical prefetch")
+        << "strategy.name=data_centric;strategy.data_centric.prefetch=true;strategy.data_centric.hierarchical=true";
+    QTest::newRow("janus, prefetch") << "strategy.name=janus;strategy.data_centric.prefetch=true";
   }
   void executed_equals_built() {
     QFETCH(QString, sets);
@@ -102,14 +140,24 @@ class TestStageGraph : public QObject {
     if (sets.contains("ssd")) extra.push_back("storage.ssd_dir=" + dir.path().toStdString());
     const Config cfg = load_config(test::tiny_config_path(), extra);
     Trainer trainer(cfg, dir.path().toStdString() + "/r" + std::to_string(me), world.get());
+    const bool whole = cfg.parallel.microbatches == 1;  // the MoE passes' tasks too
     std::vector<GraphTask> ran;
+    std::map<int, std::vector<int>> counts;
+    size_t moe_tasks = 0;
     TrainCallbacks cb;
     cb.on_step = [&](const StepStats& s) {  // the second step: a steady one (zero3 gathers)
-      if (s.step == 1) ran = chain_tasks(trainer.step_graph());
+      if (s.step != 1) return;
+      ran = whole ? all_tasks(trainer.step_graph()) : chain_tasks(trainer.step_graph());
+      moe_tasks = ran.size() - chain_tasks(trainer.step_graph()).size();
+      for (int l : cfg.moe.moe_layers) counts[l] = trainer.model().expert_counts(l);
     };
     trainer.run(-1, cb);
-    const std::vector<GraphTask> built = chain_tasks(build_step_graph(cfg, me));
+    const TaskGraph g = build_step_graph(cfg, me, taken_routing(cfg, counts, *world));
+    const std::vector<GraphTask> built = whole ? all_tasks(g) : chain_tasks(g);
     QVERIFY(!ran.empty());
+    if (whole && std::any_of(counts.begin(), counts.end(), [](const auto& c) { return !c.second.empty(); }))
+      QVERIFY(moe_tasks > 0);  // this rank's stage holds an MoE block: its tasks were compared
+    qInfo("rank %d: %zu tasks compared, %zu of the MoE blocks", me, ran.size(), moe_tasks);
     const QString diff = first_difference(ran, built);
     QVERIFY2(diff.isEmpty(), qPrintable(QString("rank %1: %2").arg(me).arg(diff)));
   }

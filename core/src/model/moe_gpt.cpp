@@ -424,6 +424,12 @@ ArenaRange MoeGpt::part_range(int part) const {
   return {first.offset, lastp.offset + lastp.numel - first.offset};
 }
 
+void MoeGpt::add_iteration_start(TaskGraph& g, int slot, TaskId after) {
+  if (slot < 0 || slot >= pipe_.in_flight) throw std::out_of_range("activation slot " + std::to_string(slot) + " out of range");
+  for (auto& b : blocks_)
+    if (b->experts) b->acts[(size_t)slot].moe->add_iteration_start(g, after);
+}
+
 TaskId MoeGpt::add_forward(TaskGraph& g, int slot, const MicroBatch& mb, const float* x_in, TaskId after) {
   const int B = mb.B, T = mb.T;
   if (slot < 0 || slot >= pipe_.in_flight) throw std::out_of_range("activation slot " + std::to_string(slot) + " out of range");
@@ -451,8 +457,6 @@ TaskId MoeGpt::add_forward(TaskGraph& g, int slot, const MicroBatch& mb, const f
     ensure(a.ln2, NC);
     ensure(a.ffn_out, NC);
   }
-  for (auto& b : blocks_)  // before any gate: strategies may start pulling experts (prefetch)
-    if (b->experts) b->acts[(size_t)slot].moe->begin_iteration();
   Binding binding(*this, slot);
   return add_stage_forward(g, stage_shape(B, T), binding, after, mb.chunk);
 }
@@ -476,6 +480,7 @@ TaskId MoeGpt::add_backward(TaskGraph& g, int slot, const float* dout, float los
 const float* MoeGpt::input_grad(int slot) const { return head_acts_.at((size_t)slot).din.data(); }
 
 LossParts MoeGpt::forward_micro(int slot, const MicroBatch& mb, const float* x_in) {
+  add_iteration_start(graph_, slot, {});
   run_until(add_forward(graph_, slot, mb, x_in, {}));
   const HeadActs& h = head_acts_[(size_t)slot];
   LossParts parts;

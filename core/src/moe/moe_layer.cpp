@@ -4,6 +4,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "moebench/dist/communicator.h"
 #include "moebench/moe/block_graph.h"
@@ -93,6 +94,7 @@ float MoeLayer::forward(float* out, const float* x, const float* router_w,
   if (strategy_) {
     Executor& ex = executor();
     fwd_graph_ = TaskGraph();
+    if (std::exchange(start_pending_, false)) add_iteration_start(fwd_graph_, {});
     ex.wait(fwd_graph_, forward_tasks(fwd_graph_, ex, {}, out, x, router_w, forced_experts));
     ex.release(fwd_graph_);
     have_forward_ = true;
@@ -146,6 +148,11 @@ TaskId MoeLayer::forward_tasks(TaskGraph& g, Executor& ex, TaskId after, float* 
   prioritise_comm(g, built, *strategy_);
   ex.submit(g);
   return combined;
+}
+
+std::vector<TaskId> MoeLayer::add_iteration_start(TaskGraph& g, TaskId after) {
+  if (!strategy_) return {};
+  return strategy_->build_iteration_start(g, {after}, true, ctx_);
 }
 
 TaskId MoeLayer::add_forward(TaskGraph& g, Executor& ex, TaskId after, float* out, const float* x,

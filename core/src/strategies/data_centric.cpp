@@ -67,7 +67,7 @@ int DataCentric::configure(const MoeContext& ctx) {
   return credits;
 }
 
-// What begin_iteration pulls, in issue order: every expert this rank does not own in pull
+// What the iteration start pulls, in issue order: every expert this rank does not own in pull
 // order; internal ones only while a credit is free, external ones into the host cache (no
 // credit) or, hierarchical, this rank's share of the node cache (ext index j % m == local rank).
 std::vector<DataCentric::PlannedPull> DataCentric::prefetch_plan(int credits) const {
@@ -93,51 +93,81 @@ void DataCentric::drop_prefetch() {
   prefetch_pending_ = false;
 }
 
-// Runs on the main thread before any block's router, while no pass of this block runs (so no
-// other thread uses the window): barrier, then non-blocking gets the forward's pull tasks
-// complete (data_centric.h, prefetch).
-void DataCentric::begin_iteration(MoeContext& ctx) {
-  if (!opts_.prefetch || !ctx.ep) return;
+// One comm task "janus.prefetch" on the EP group's role, after `after`, before any block's
+// router: the window barrier (every owner has finished its previous optimizer step), then the
+// non-blocking gets of the plan, which the forward's pull tasks complete (data_centric.h,
+// prefetch). Its cost is the plan's bytes; the pass built next takes the task (its prefetched
+// pulls wait for it and carry no bytes). With buffers, the destinations are allocated here, on
+// the building thread, so the action touches nothing the building thread reads later.
+std::vector<TaskId> DataCentric::build_iteration_start(TaskGraph& g, const std::vector<TaskId>& after,
+                                                       bool with_buffers, MoeContext& ctx) {
+  prefetch_task_ = {};
+  if (!opts_.prefetch) return {};
+  const bool act = with_buffers && ctx.ep;
+  if (with_buffers && !ctx.ep) return {};
   ctx.sync_group();
   const int credits = configure(ctx);
-  drop_prefetch();
   setup_topology(ctx);
-  ensure_windows(ctx);  // collective, first call only
-  ensure_node_cache(ctx);
+  if (act) {
+    drop_prefetch();
+    ensure_windows(ctx);  // collective, first call only
+    ensure_node_cache(ctx);
+  }
   const std::vector<PlannedPull> plan = prefetch_plan(credits);
+  if (plan.empty()) return {};
   const uint64_t expert_bytes = expert_floats_ * sizeof(float);
-  auto issue = [&] {
-    params_win_->barrier();  // every owner has finished its previous optimizer step
-    int in_use = 0;
-    for (const PlannedPull& pp : plan) {
-      const int owner = pp.e / L_;
-      const size_t off = (size_t)(pp.e - owner * L_) * expert_bytes;
-      if (pp.ext >= 0) {
-        params_win_->get(ext_cache(pp.ext), expert_floats_, owner, off);
-        ++stats_.node_pulls;
-      } else {
-        auto pf = std::make_unique<Prefetched>();
-        pf->e = pp.e;
-        pf->owner = owner;
-        pf->buf.resize(expert_floats_);
-        params_win_->get(pf->buf.data(), expert_floats_, owner, off);
-        if (pp.credit) stats_.max_in_use = std::max(stats_.max_in_use, ++in_use);
-        prefetch_.push_back(std::move(pf));
-      }
-      ++stats_.pulls;
-      ++stats_.prefetched;
-      stats_.bytes_pulled += expert_bytes;
-    }
+  GraphTask t;
+  t.name = "janus.prefetch";
+  t.category = TaskCategory::comm;
+  t.role = ctx.ep_role();
+  t.layer = ctx.layer;
+  t.cost.transfer = Transfer::get;
+  struct Get {
+    float* dst;
+    int owner;
+    size_t off;
   };
-  prefetch_order_.clear();
-  for (const PlannedPull& pp : plan) prefetch_order_.push_back(pp.e);
-  if (ctx.executor) ctx.executor->run_inline("janus.prefetch", StreamRole::host, TaskCategory::comm, issue, ctx.layer);
-  else issue();
-  prefetch_pending_ = true;
-  stats_.last_prefetched = (int)plan.size();
+  std::vector<Get> gets;
+  int in_use = 0;
+  for (const PlannedPull& pp : plan) {
+    const int owner = pp.e / L_;
+    const size_t off = (size_t)(pp.e - owner * L_) * expert_bytes;
+    t.cost.bytes_to_peer.push_back({ctx.ep_world[(size_t)owner], expert_bytes});
+    if (!act) continue;
+    if (pp.ext >= 0) {
+      gets.push_back({ext_cache(pp.ext), owner, off});
+      ++stats_.node_pulls;
+    } else {
+      auto pf = std::make_unique<Prefetched>();
+      pf->e = pp.e;
+      pf->owner = owner;
+      pf->buf.resize(expert_floats_);  // moved into the pass's slot later: the data stays put
+      gets.push_back({pf->buf.data(), owner, off});
+      if (pp.credit) stats_.max_in_use = std::max(stats_.max_in_use, ++in_use);
+      prefetch_.push_back(std::move(pf));
+    }
+    ++stats_.pulls;
+    ++stats_.prefetched;
+    stats_.bytes_pulled += expert_bytes;
+  }
+  if (act) {
+    Window* win = params_win_.get();
+    const size_t ef = expert_floats_;
+    t.action = [win, gets = std::move(gets), ef] {
+      win->barrier();
+      for (const Get& get : gets) win->get(get.dst, ef, get.owner, get.off);
+    };
+    prefetch_order_.clear();
+    for (const PlannedPull& pp : plan) prefetch_order_.push_back(pp.e);
+    prefetch_pending_ = true;
+    stats_.last_prefetched = (int)plan.size();
+  }
+  prefetch_task_ = g.add(std::move(t), after);
+  prefetch_graph_ = &g;
+  return {prefetch_task_};
 }
 
-// Moves begin_iteration's buffers into the pass's slots (the gets stay in flight: the pull
+// Moves the iteration start's buffers into the pass's slots (the gets stay in flight: the pull
 // tasks complete them); unused ones stay alive in the pass until its janus.sync flushed them.
 void DataCentric::take_prefetch(Pass& p, const MoeContext& ctx) {
   const bool pending = prefetch_pending_ && opts_.prefetch;
@@ -177,7 +207,7 @@ std::unique_ptr<DataCentricPass> DataCentric::layout_pass(const ExchangeCounts& 
   p->offsets.assign(E_ + 1, 0);
   for (int e = 0; e < E_; ++e) p->offsets[e + 1] = p->offsets[e] + (int)mine[e];
 
-  // Planned prefetch (the same plan begin_iteration issues).
+  // Planned prefetch (the same plan the iteration start issues).
   std::vector<char> planned((size_t)E_, 0), planned_credit((size_t)E_, 0);
   if (opts_.prefetch)
     for (const PlannedPull& pp : prefetch_plan(credits)) {
@@ -213,27 +243,16 @@ std::unique_ptr<DataCentricPass> DataCentric::layout_pass(const ExchangeCounts& 
   return p;
 }
 
-std::vector<TaskId> DataCentric::build_pass_start(TaskGraph& g, Pass& p, const std::vector<TaskId>& after,
-                                                  MoeContext& ctx) {
-  if (!opts_.prefetch) return {};
-  const uint64_t expert_bytes = expert_floats_ * sizeof(float);
-  GraphTask t;
-  t.name = "janus.prefetch";
-  t.category = TaskCategory::comm;
-  t.role = ctx.ep_role();
-  t.layer = ctx.layer;
-  t.cost.transfer = Transfer::get;
-  for (const PlannedPull& pp : prefetch_plan(p.credits))
-    t.cost.bytes_to_peer.push_back({ctx.ep_world[(size_t)(pp.e / L_)], expert_bytes});
-  if (t.cost.bytes_to_peer.empty()) return {};
-  p.prefetch_task = g.add(std::move(t), after);
-  return {p.prefetch_task};
-}
-
 std::vector<TaskId> DataCentric::build_pass(TaskGraph& g, Pass& p, MoePass pass, const std::vector<TaskId>& after,
                                             const MoeBuffers* buffers, MoeContext& ctx) {
   Builder b(g, ctx, buffers != nullptr);
-  if (pass == MoePass::forward) build_forward(b, p, buffers, after);
+  if (pass == MoePass::forward) {
+    // The iteration start's task, when it was added to this graph (step graphs, MoeLayer::forward).
+    p.prefetch_task = prefetch_graph_ == &g ? prefetch_task_ : TaskId{};
+    prefetch_task_ = {};
+    prefetch_graph_ = nullptr;
+    build_forward(b, p, buffers, after);
+  }
   else build_backward(b, p, buffers, after);
   return b.sinks();
 }
@@ -273,8 +292,10 @@ void DataCentric::build_forward(Builder& b, Pass& p, const MoeBuffers* buffers, 
   };
 
   // Every owner has finished updating its experts (previous optimizer step) before any pull;
-  // the barrier also completes begin_iteration's gets.
-  const TaskId sync = b.collective("janus.sync", after, [win] { win->barrier(); });
+  // the barrier also completes the iteration start's gets.
+  std::vector<TaskId> sync_after = after;
+  if (p.prefetch_task.valid()) sync_after.push_back(p.prefetch_task);  // its barrier and gets come first
+  const TaskId sync = b.collective("janus.sync", sync_after, [win] { win->barrier(); });
   // Hierarchical: this rank's share of the node cache is pulled first (the inter-node pulls
   // the whole node waits for).
   const std::vector<TaskId> node_pulls = hier_ ? build_node_pulls(b, p, sync) : std::vector<TaskId>{};

@@ -40,9 +40,9 @@ struct DataCentric::Slot {
   int e = 0, owner = 0, off = 0, n = 0;
   bool owned = false;
   bool node_cached = false;  // hierarchical external expert: params in the node cache
-  bool prefetched = false;   // planned: begin_iteration pulls it (its pull waits for no credit)
+  bool prefetched = false;   // planned: the iteration start pulls it (its pull waits for no credit)
   bool credit = false;       // holds a credit from its pull until its compute
-  bool issued = false;       // with buffers: begin_iteration really issued its get
+  bool issued = false;       // with buffers: the iteration start issued its get
   int ext = -1;              // index in ext_ (external experts)
   ExpertParams params{}, grads{};
   std::vector<float> cache, grad;  // pulled (or pair-copied) experts only
@@ -66,12 +66,12 @@ struct DataCentricPass : MoeHandle {
   int initial_credits = 0;                   // held by used prefetched internal experts
   // Hierarchical: per ext_ index whether some rank of the node uses it; the ext_ indices
   // this rank pulls into the node cache (j % m == local rank, node-used), ascending;
-  // whether begin_iteration planned (node_prefetched) and issued (node_issued) those gets.
+  // whether the iteration start planned (node_prefetched) and issued (node_issued) those gets.
   std::vector<char> node_used;
   std::vector<int> node_share;
   bool node_prefetched = false, node_issued = false;
-  // Without buffers: the step graph's janus.prefetch task (build_iteration_start), whose gets the
-  // prefetched pulls complete (they then carry no bytes); invalid: none.
+  // The janus.prefetch task of the iteration start in the pass's graph (build_iteration_start),
+  // whose gets the prefetched pulls complete (they then carry no bytes); invalid: none.
   TaskId prefetch_task;
   std::vector<std::vector<float>> node_grad;  // per node_share entry: the node's summed gradient
   // pcie_pairing: rounds on the node, this rank's and its peer's groups (ext_ indices, round

@@ -117,7 +117,7 @@ void DataCentric::plan_node(Pass& p, const std::vector<long>& rows) const {
 }
 
 // This rank's share of the node cache: one get + flush per node-used external expert it
-// owns the slot of (flush only when begin_iteration issued the get).
+// owns the slot of (flush only when the iteration start issued the get).
 std::vector<TaskId> DataCentric::build_node_pulls(Builder& b, Pass& p, TaskId sync) {
   const uint64_t expert_bytes = expert_floats_ * sizeof(float);
   Window* win = params_win_.get();

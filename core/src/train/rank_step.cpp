@@ -4,6 +4,7 @@
 #include <map>
 #include <string>
 #include <stdexcept>
+#include <utility>
 
 #include "moebench/dist/communicator.h"
 #include "moebench/model/pipeline_schedule.h"
@@ -64,12 +65,21 @@ RankStep::~RankStep() {
 int RankStep::slot(int micro) const { return evaluating_ ? 0 : micro % model_.pipe().in_flight; }
 
 // A forward takes an activation set over (its tokens, its layers' routing and strategy state)
-// while it is added: the passes before it have ended first (the main thread waits).
+// while it is added, from its iteration start on: the passes before it have ended first (the
+// main thread waits).
+void RankStep::wait_for_pass(TaskGraph& g) {
+  if (!pass_end_.valid()) return;
+  ex_.submit(g);
+  ex_.wait(g, std::exchange(pass_end_, TaskId{}));
+}
+
+void RankStep::iteration_start(TaskGraph& g, int micro, TaskId after) {
+  wait_for_pass(g);
+  model_.add_iteration_start(g, slot(micro), after);
+}
+
 TaskId RankStep::forward(TaskGraph& g, int micro, TaskId after) {
-  if (pass_end_.valid()) {
-    ex_.submit(g);
-    ex_.wait(g, pass_end_);
-  }
+  wait_for_pass(g);
   const MicroBatch mb = batch_(micro);
   in_.resize((size_t)mb.B * mb.T * cfg_.model.hidden);
   return pass_end_ = model_.add_forward(g, slot(micro), mb, model_.pipe().first() ? nullptr : in_.data(), after);

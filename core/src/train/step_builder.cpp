@@ -278,9 +278,10 @@ TaskId add_step(TaskGraph& g, const Config& cfg, int rank, const Topology& topo,
     const int chunk = M > 1 ? op.micro : -1;
     const size_t slot = (size_t)(micro % slots);
     if (op.kind == PipeOp::Kind::forward) {
-      if (!actions)  // before any gate: what the blocks' strategies start for this forward (Janus prefetch)
-        for (auto& [l, m] : moe)
-          m.strategies[(size_t)micro]->build_iteration_start(g, *m.handles[(size_t)micro], {last}, m.ctx);
+      // before any gate: what the blocks' strategies start for this forward (Janus prefetch)
+      if (actions) actions->iteration_start(g, micro, last);
+      else
+        for (auto& [l, m] : moe) m.strategies[(size_t)micro]->build_iteration_start(g, {last}, false, m.ctx);
       if (!first_stage) pp_recv(true, first_block, chunk);
       const TaskId start = start_after(sent_forward[slot]);
       last = actions ? actions->forward(g, micro, start) : add_stage_forward(g, shape, costs, start, chunk);

@@ -153,6 +153,9 @@ class MoeGpt {
   // The passes as tasks of a step's graph g (train/step_builder.h): forward_micro / backward_micro
   // without waiting for the pass's end (only for each MoE block's counts). x_in and dout must
   // stay valid until the pass's tasks ran. Return the pass's last task.
+  // Before a forward's first task (before any gate): each MoE block's iteration start (its
+  // strategy's prefetch, MoeStrategy::build_iteration_start) after `after`.
+  void add_iteration_start(TaskGraph& g, int slot, TaskId after);
   TaskId add_forward(TaskGraph& g, int slot, const MicroBatch& mb, const float* x_in, TaskId after);
   TaskId add_backward(TaskGraph& g, int slot, const float* dout, float loss_scale, bool last_micro, int chunk,
                       TaskId after);

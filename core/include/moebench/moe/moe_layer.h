@@ -51,10 +51,11 @@ class MoeLayer {
   // The gate policy of the following forwards (empty: none); replaces the strategy's. For
   // the layer without a strategy: tests, one-rank experiments.
   void set_gate_policy(GatePolicy policy) { policy_ = std::move(policy); }
-  // Start of a model forward pass: lets the strategy begin work before the gate (prefetch).
-  void begin_iteration() {
-    if (strategy_) strategy_->begin_iteration(ctx_);
-  }
+  // Start of a model forward pass, before the gate: the strategy's iteration-start tasks (Janus
+  // prefetch's gets) added to g after `after` (none without a strategy); the next add_forward
+  // into g waits for them. begin_iteration() puts them at the start of the next forward()'s graph.
+  std::vector<TaskId> add_iteration_start(TaskGraph& g, TaskId after);
+  void begin_iteration() { start_pending_ = true; }
 
   // out[N,C] (overwritten) = sum over kept (n,k) of gate[n,k] * expert_{e[n,k]}(x[n]);
   // expert(x) = W2 gelu(W1 x + b1) + b2. router_w is [E,C]. Returns the unweighted aux loss.
@@ -100,6 +101,7 @@ class MoeLayer {
  private:
   MoeLayerShape s_{};
   bool have_forward_ = false;
+  bool start_pending_ = false;  // begin_iteration(): forward()'s graph starts with the iteration start
   void route(const float* x, const float* router_w, const int* forced_experts);
   void combine(float* out) const;
   TaskId forward_tasks(TaskGraph& g, Executor& ex, TaskId after, float* out, const float* x, const float* router_w,

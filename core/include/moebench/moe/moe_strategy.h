@@ -191,21 +191,19 @@ class MoeStrategy {
   // Throws std::invalid_argument when the experts do not divide over the EP group, and
   // std::out_of_range when an EP rank is outside the cluster.
   virtual StrategyCost predict(const CostInputs& in, const MoeContext& ctx, const ClusterModel& cluster) const = 0;
-  // Called for every MoE block at the start of each forward pass of the model, before any
-  // block's gate runs (Janus prefetch, §5.3). Collective over ctx.ep. Default: nothing.
-  virtual void begin_iteration(MoeContext& ctx) { (void)ctx; }
   // The choices behind `handle` (the last forward's), for the run store. Default: none.
   virtual std::vector<StrategyDecision> decisions(const MoeHandle& handle) const {
     (void)handle;
     return {};
   }
-  // The same moment in a graph built without buffers (the step graph the simulator replays):
-  // the transfers begin_iteration starts for the pass of `handle`, as tasks after `after`; the
-  // pass's tasks built later from this handle wait for them instead of moving those bytes
-  // again. Returns the tasks (default: none).
-  virtual std::vector<TaskId> build_iteration_start(TaskGraph& g, MoeHandle& handle, const std::vector<TaskId>& after,
+  // The start of a forward, before any block's gate (Janus prefetch, §5.3): the transfers the
+  // strategy starts for its next pass, as tasks of g after `after` — with actions when
+  // with_buffers (a training rank; collective over ctx.ep), with their costs only otherwise (the
+  // step graph the simulator replays). The next forward built into the same graph waits for
+  // them instead of moving those bytes again. Returns the tasks (default: none).
+  virtual std::vector<TaskId> build_iteration_start(TaskGraph& g, const std::vector<TaskId>& after, bool with_buffers,
                                                     MoeContext& ctx) {
-    (void)g, (void)handle, (void)after, (void)ctx;
+    (void)g, (void)after, (void)with_buffers, (void)ctx;
     return {};
   }
 };

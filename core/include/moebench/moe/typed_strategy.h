@@ -2,8 +2,8 @@
 // StrategyOf<Handle>: the base of a strategy whose per-pass state is its own Handle type.
 // MoeLayer and the step graph keep a pass's handle as a MoeHandle (moe/moe_strategy.h) and give
 // it back to the strategy that made it; StrategyOf implements MoeStrategy's handle-taking
-// virtuals over Handle, so a strategy's layout_pass returns its Handle and its build_pass,
-// pass_decisions and build_pass_start receive it typed (DeepEP's layout -> handle -> dispatch,
+// virtuals over Handle, so a strategy's layout_pass returns its Handle and its build_pass and
+// pass_decisions receive it typed (DeepEP's layout -> handle -> dispatch,
 // with the handle's type known to its strategy only).
 // The one downcast of a handle is exact_cast: a handle of another type (another strategy's) is
 // the caller's bug and throws std::logic_error instead of being misread.
@@ -39,23 +39,14 @@ class StrategyOf : public Base {
     return build_pass(g, own(handle), pass, after, buffers, ctx);
   }
   std::vector<StrategyDecision> decisions(const MoeHandle& handle) const final { return pass_decisions(own(handle)); }
-  std::vector<TaskId> build_iteration_start(TaskGraph& g, MoeHandle& handle, const std::vector<TaskId>& after,
-                                            MoeContext& ctx) final {
-    return build_pass_start(g, own(handle), after, ctx);
-  }
 
  protected:
-  // MoeStrategy::layout, build, decisions and build_iteration_start on this strategy's handle.
+  // MoeStrategy::layout, build and decisions on this strategy's handle.
   virtual std::unique_ptr<Handle> layout_pass(const ExchangeCounts& counts, MoeContext& ctx) = 0;
   virtual std::vector<TaskId> build_pass(TaskGraph& g, Handle& handle, MoePass pass, const std::vector<TaskId>& after,
                                          const MoeBuffers* buffers, MoeContext& ctx) = 0;
   virtual std::vector<StrategyDecision> pass_decisions(const Handle& handle) const {
     (void)handle;
-    return {};
-  }
-  virtual std::vector<TaskId> build_pass_start(TaskGraph& g, Handle& handle, const std::vector<TaskId>& after,
-                                               MoeContext& ctx) {
-    (void)g, (void)handle, (void)after, (void)ctx;
     return {};
   }
 

@@ -44,20 +44,17 @@
 //  priority (§5.2): remote experts are pulled in janus_expert_order (strategies/janus_order.h):
 //    internal experts (owners on this node) in Algorithm 1's staggered order, then external
 //    ones ascending; off: internal ones ascending for every worker. Only used experts are pulled.
-//  prefetch (§5.3): begin_iteration() (main thread, before any block's router: window barrier,
-//    then NON-BLOCKING gets; a host span "janus.prefetch" with ctx.executor) issues the pulls of every expert this rank does not own: internal
-//    ones in pull order up to C credits, external ones into the host cache (no credit);
-//    hierarchical: this rank's share of the node cache. Decision: the gets stay non-blocking
-//    main-thread calls (issuing costs nothing; no pass of this block runs then, so no other
-//    thread touches the window) and their completion is the block graph's janus.pull /
-//    janus.pull_node task of the expert (flush only, no credit wait), which carries the bytes:
-//    the block's graph is the same with and without prefetch's gets issued, and plan / the
-//    simulator (no begin_iteration) see every used expert's bytes once; the step graph adds
-//    build_iteration_start's janus.prefetch task, which moves the planned bytes from the start
-//    of the iteration so that the simulator sees what prefetch hides. Prefetched experts
-//    the routing does not use are dropped (their credit returns; their buffers live until the
-//    pass's janus.sync has flushed them). A forward with prefetch on whose begin_iteration was
-//    not called issues those gets in the same tasks (same schedule).
+//  prefetch (§5.3): the iteration start (build_iteration_start, before any block's router) is
+//    one comm task "janus.prefetch" on the EP group's role: the window barrier, then NON-BLOCKING
+//    gets of every expert this rank does not own: internal ones in pull order up to C credits,
+//    external ones into the host cache (no credit); hierarchical: this rank's share of the node
+//    cache. The task carries the planned bytes, so the step graph a rank runs and the one the
+//    simulator replays both move them at the start of the iteration. The forward's janus.sync
+//    waits for it (its barrier completes the gets); the prefetched experts' janus.pull /
+//    janus.pull_node tasks wait for it and only flush (no bytes, no credit wait). Prefetched
+//    experts the routing does not use are dropped (their credit returns; their buffers live
+//    until the pass's janus.sync has flushed them). A forward with prefetch on but no iteration
+//    start in its graph pulls those experts in the same tasks, carrying their bytes.
 //  hierarchical (§5.1.2): external experts are pulled ONCE per node into a node-shared cache
 //    (SharedWindow over the node's EP ranks, split by ctx.topology's node): external expert
 //    number j (ascending) is pulled by the node's local rank j % m into its segment, only when
@@ -110,8 +107,8 @@ struct DataCentricStats {
   uint64_t bytes_pushed = 0;
   long cache_hits = 0;        // backward uses of a cached pulled expert (never a pull)
   int last_pulls = 0;         // remote experts used by the last forward
-  long prefetched = 0;        // pulls issued by begin_iteration (prefetch), all iterations
-  int last_prefetched = 0;    // of the last begin_iteration
+  long prefetched = 0;        // pulls issued by the iteration start (prefetch), all iterations
+  int last_prefetched = 0;    // of the last iteration start
   long node_pulls = 0;        // hierarchical: external experts this rank pulled into the node cache
   long node_pushes = 0;       // hierarchical: node-reduced gradients this rank accumulated
   long cache_copies = 0;      // pcie_pairing: experts copied from the node cache (PCIe), all forwards
@@ -149,7 +146,8 @@ class DataCentric : public StrategyOf<DataCentricPass> {
   bool exchanges_counts() const override { return false; }
   bool uses_windows() const override { return true; }
   StrategyCost predict(const CostInputs& in, const MoeContext& ctx, const ClusterModel& cluster) const override;
-  void begin_iteration(MoeContext& ctx) override;
+  std::vector<TaskId> build_iteration_start(TaskGraph& g, const std::vector<TaskId>& after, bool with_buffers,
+                                            MoeContext& ctx) override;
 
   const DataCentricOptions& options() const { return opts_; }
   const DataCentricStats& stats() const { return stats_; }
@@ -159,7 +157,7 @@ class DataCentric : public StrategyOf<DataCentricPass> {
   const std::vector<int>& last_pulled() const { return pulled_order_; }
   // Experts whose get this rank issued during the last forward (not prefetch, not node cache).
   const std::vector<int>& last_forward_issued() const { return forward_issued_; }
-  // Experts whose get the last begin_iteration issued (prefetch), in issue order.
+  // Experts whose get the last iteration start issued (prefetch), in issue order.
   const std::vector<int>& last_prefetched() const { return prefetch_order_; }
   // pcie_pairing: the copies the last forward performed, in order (empty when not paired).
   const std::vector<DataCentricCopy>& last_copy_order() const { return copy_order_; }
@@ -170,18 +168,14 @@ class DataCentric : public StrategyOf<DataCentricPass> {
   std::unique_ptr<DataCentricPass> layout_pass(const ExchangeCounts& counts, MoeContext& ctx) override;
   std::vector<TaskId> build_pass(TaskGraph& g, DataCentricPass& p, MoePass pass, const std::vector<TaskId>& after,
                                  const MoeBuffers* buffers, MoeContext& ctx) override;
-  // prefetch on: one comm task "janus.prefetch" (one-sided gets of begin_iteration's plan, on the
-  // EP group's comm role) that the pass's prefetched pulls then wait for with no bytes of their own.
-  std::vector<TaskId> build_pass_start(TaskGraph& g, DataCentricPass& p, const std::vector<TaskId>& after,
-                                       MoeContext& ctx) override;
 
  private:
   friend struct DataCentricPass;
   using Pass = DataCentricPass;
   struct Slot;        // one used expert of a pass: its rows, parameters, cache, bank
-  struct Prefetched;  // a get issued by begin_iteration
+  struct Prefetched;  // a get issued by the iteration start
   struct Builder;     // appends a pass's typed tasks (data_centric_detail.h)
-  struct PlannedPull {  // one expert begin_iteration pulls (prefetch)
+  struct PlannedPull {  // one expert the iteration start pulls (prefetch)
     int e = 0, ext = -1;
     bool credit = false;  // internal expert: holds a credit
   };
@@ -191,7 +185,7 @@ class DataCentric : public StrategyOf<DataCentricPass> {
   void ensure_node_cache(MoeContext& ctx);     // hierarchical: node communicator and shared cache (collective)
   std::vector<PlannedPull> prefetch_plan(int credits) const;
   void drop_prefetch();
-  void take_prefetch(Pass& p, const MoeContext& ctx);  // begin_iteration's buffers into the pass
+  void take_prefetch(Pass& p, const MoeContext& ctx);  // the iteration start's buffers into the pass
   // The pull schedule (data_centric.cpp).
   void build_forward(Builder& b, Pass& p, const MoeBuffers* buffers, const std::vector<TaskId>& after);
   void build_backward(Builder& b, Pass& p, const MoeBuffers* buffers, const std::vector<TaskId>& after);
@@ -236,9 +230,12 @@ class DataCentric : public StrategyOf<DataCentricPass> {
   bool staging_ = false, pairing_ = false;
   int pair_peer_local_ = -1;
   std::vector<DataCentricCopy> copy_order_;
-  // Prefetch state (begin_iteration -> the next forward's build).
+  // Prefetch state (the iteration start -> the next forward's build): its buffers, whether its
+  // gets await a forward, its janus.prefetch task and the graph that holds it.
   std::vector<std::unique_ptr<Prefetched>> prefetch_;
-  bool prefetch_pending_ = false;  // begin_iteration issued gets no forward has taken yet
+  bool prefetch_pending_ = false;
+  TaskId prefetch_task_;
+  const TaskGraph* prefetch_graph_ = nullptr;
   std::vector<int> prefetch_order_, forward_issued_;
   DataCentricStats stats_;
 };

@@ -53,6 +53,7 @@ class RankStep : public StepActions {
   // The graph of the last train() / evaluate(), as executed (its actions went to the executor).
   const TaskGraph& graph() const { return graph_; }
 
+  void iteration_start(TaskGraph& g, int micro, TaskId after) override;
   TaskId forward(TaskGraph& g, int micro, TaskId after) override;
   TaskId backward(TaskGraph& g, int micro, TaskId after, bool last_micro) override;
   std::function<void()> action(StepOp op, int micro, int layer) override;
@@ -84,6 +85,7 @@ class RankStep : public StepActions {
   Communicator* tp_ = nullptr;  // null when the stage is not tensor-parallel
   TaskGraph graph_;
   TaskId pass_end_;               // the last pass's last task
+  void wait_for_pass(TaskGraph& g);  // submits g and waits for pass_end_ (if any)
   std::vector<float> in_, dout_;  // received activation / output gradient (whole)
   std::vector<float> slice_;      // this TP rank's received slice (the all-gather's input)
   double loss_[2] = {0.0, 0.0};   // ce, aux

@@ -59,6 +59,9 @@ enum class StepOp {
 class StepActions {
  public:
   virtual ~StepActions() = default;
+  // Before micro-batch `micro`'s forward and its pipeline receive: the MoE blocks' iteration
+  // starts after `after` (MoeStrategy::build_iteration_start: Janus prefetch).
+  virtual void iteration_start(TaskGraph& g, int micro, TaskId after) = 0;
   // The stage's forward / backward of micro-batch `micro` after `after` (the model's tasks with
   // their actions, its MoE passes and hooks); returns the pass's last task.
   virtual TaskId forward(TaskGraph& g, int micro, TaskId after) = 0;
