@@ -102,9 +102,8 @@ void DataCentric::drop_prefetch() {
 std::vector<TaskId> DataCentric::build_iteration_start(TaskGraph& g, const std::vector<TaskId>& after,
                                                        bool with_buffers, MoeContext& ctx) {
   prefetch_task_ = {};
-  if (!opts_.prefetch) return {};
-  const bool act = with_buffers && ctx.ep;
-  if (with_buffers && !ctx.ep) return {};
+  if (!opts_.prefetch || (with_buffers && !ctx.ep)) return {};
+  const bool act = with_buffers;  // the gets themselves (a training rank), else their cost only
   ctx.sync_group();
   const int credits = configure(ctx);
   setup_topology(ctx);
