@@ -517,7 +517,7 @@ class TestStrategyGraphs : public QObject {
     }
   }
 
-  // Prefetch (credits 1): begin_iteration pulls e0 (the first internal expert, holding the
+  // Prefetch (credits 1): the iteration start pulls e0 (the first internal expert, holding the
   // credit) and every external one; their pulls wait only for the window barrier, e1's for
   // the credit e0's compute returns.
   void data_centric_forward_prefetch() {
