@@ -59,7 +59,7 @@ class Executor {
   void set_serial(bool serial) { serial_ = serial; }
 
   // Runs fn on the calling thread, recording a span of `role`: the main thread's work outside a
-  // step's graph (an evaluation's loss reductions, a checkpoint's gathers, Janus' prefetch gets).
+  // step's graph (an evaluation's loss reductions, a checkpoint's gathers).
   void run_inline(const std::string& name, StreamRole role, TaskCategory category, const std::function<void()>& fn,
                   int layer = -1, double flops = 0.0, uint64_t bytes = 0);
 
