@@ -1,7 +1,6 @@
 #include "moebench/train/distributed.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -31,10 +30,6 @@ std::vector<std::string> gather_hostnames(Communicator& world) {
   std::vector<std::string> hosts;
   for (int r = 0; r < world.size(); ++r) hosts.emplace_back(all.data() + r * kLen);
   return hosts;
-}
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 }  // namespace
