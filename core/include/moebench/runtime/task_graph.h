@@ -99,6 +99,7 @@ class TaskGraph {
 
  private:
   friend class Executor;
+  friend class StreamExecutor;
   void check_own(TaskId id, const char* what) const;
   uint64_t serial_;
   std::vector<GraphTask> tasks_;

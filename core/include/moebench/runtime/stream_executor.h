@@ -1,0 +1,65 @@
+#pragma once
+// StreamExecutor: runs task graphs on a device (runtime/device_queue.h) — the GPU path's
+// counterpart of Executor (runtime/executor.h), for the same graphs.
+//   streams  one per stream role and lane (a task with `priority` gets its role's second,
+//            high-priority stream); a task of role host runs on the compute stream, in
+//            submission order with the compute tasks (as Executor runs it on the compute worker).
+//   submit   the host thread enqueues the graph's new tasks in a topological order, ahead of
+//            the device: per task, for each dependency on another stream a wait on that
+//            dependency's end event (one per producer stream: the latest needed), a start
+//            event, the action (it enqueues on current_stream()), an end event. No host wait.
+//   wait     the host waits for one task's end event (the MoE routing point: the counts), or
+//            synchronize() for everything submitted.
+// Spans come from the events: start and end are seconds since the executor's first event,
+// taken by take_spans() once the tasks have completed. An action that throws while enqueuing
+// fails the submit with its task's name; the device's errors come from synchronize().
+#include <map>
+#include <string>
+#include <vector>
+
+#include "moebench/runtime/device_queue.h"
+#include "moebench/runtime/span.h"
+#include "moebench/runtime/task_graph.h"
+
+namespace moebench {
+
+class StreamExecutor {
+ public:
+  StreamExecutor(DeviceQueue& queue, int rank);
+  StreamExecutor(const StreamExecutor&) = delete;
+  StreamExecutor& operator=(const StreamExecutor&) = delete;
+
+  // Enqueues tasks [g.submitted(), g.size()); g must stay alive until they completed.
+  void submit(TaskGraph& g);
+  // The host waits until task `id` of g has completed on the device.
+  void wait(const TaskGraph& g, TaskId id);
+  // The host waits for every submitted task; their spans become available to take_spans().
+  void synchronize();
+  // Spans of the tasks completed by the last synchronize(), in submission order.
+  std::vector<Span> take_spans();
+  void set_step(long step) { step_ = step; }
+
+  // The stream a task of (role, priority) is enqueued on (created on first use).
+  DeviceQueue::Stream stream_of(StreamRole role, bool priority);
+
+ private:
+  struct Done {  // a submitted task: its stream and events, and its span's labels
+    DeviceQueue::Stream stream = -1;
+    DeviceQueue::Event start = -1, end = -1;
+    Span span;
+  };
+  Done& done(const TaskGraph& g, int index);
+
+  DeviceQueue& q_;
+  int rank_;
+  long step_ = -1;
+  DeviceQueue::Event epoch_ = -1;  // the first event: spans are timed from it
+  std::map<std::pair<int, bool>, DeviceQueue::Stream> streams_;  // (role, priority) -> stream
+  // Per graph (its serial), per task index: what submit enqueued.
+  std::map<uint64_t, std::vector<Done>> graphs_;
+  // Per consumer stream, per producer stream: the latest producer event it already waits for.
+  std::map<DeviceQueue::Stream, std::map<DeviceQueue::Stream, DeviceQueue::Event>> waited_;
+  std::vector<Span> spans_;
+};
+
+}  // namespace moebench

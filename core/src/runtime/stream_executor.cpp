@@ -1,0 +1,90 @@
+#include "moebench/runtime/stream_executor.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <utility>
+
+namespace moebench {
+
+StreamExecutor::StreamExecutor(DeviceQueue& queue, int rank) : q_(queue), rank_(rank) {}
+
+DeviceQueue::Stream StreamExecutor::stream_of(StreamRole role, bool priority) {
+  if (role == StreamRole::host) role = StreamRole::compute;  // the rank's chain: in order with compute
+  const auto key = std::make_pair((int)role, priority);
+  auto it = streams_.find(key);
+  if (it == streams_.end()) it = streams_.emplace(key, q_.create_stream(priority)).first;
+  return it->second;
+}
+
+StreamExecutor::Done& StreamExecutor::done(const TaskGraph& g, int index) {
+  auto it = graphs_.find(g.serial());
+  if (it == graphs_.end() || index < 0 || index >= (int)it->second.size() || it->second[(size_t)index].end < 0)
+    throw std::logic_error("StreamExecutor: task " + std::to_string(index) + " of this graph was not submitted");
+  return it->second[(size_t)index];
+}
+
+void StreamExecutor::submit(TaskGraph& g) {
+  if (g.executor_ && g.executor_ != this) throw std::logic_error("StreamExecutor: the graph was submitted elsewhere");
+  g.executor_ = this;
+  std::vector<Done>& tasks = graphs_[g.serial()];
+  tasks.resize(g.size());
+  for (const int i : g.topological_order(g.submitted_)) {
+    const GraphTask& t = g.task(i);
+    Done& d = tasks[(size_t)i];
+    d.stream = stream_of(t.role, t.priority);
+    // One wait per producer stream: its latest event this task needs, unless already waited for.
+    std::map<DeviceQueue::Stream, DeviceQueue::Event> needs;
+    for (const int dep : t.deps) {
+      const Done& p = tasks.at((size_t)dep);
+      if (p.stream == d.stream) continue;  // stream order
+      DeviceQueue::Event& e = needs[p.stream];
+      e = std::max(e, p.end);
+    }
+    for (const auto& [producer, event] : needs) {
+      DeviceQueue::Event& have = waited_[d.stream][producer];
+      if (have >= event) continue;
+      q_.wait(d.stream, event);
+      have = event;
+    }
+    if (epoch_ < 0) epoch_ = q_.record(d.stream);
+    d.start = q_.record(d.stream);
+    if (t.action) {
+      q_.set_current_stream(d.stream);
+      try {
+        t.action();
+      } catch (const std::exception& e) {
+        q_.set_current_stream(-1);
+        throw std::runtime_error("task " + t.name + ": " + e.what());
+      }
+      q_.set_current_stream(-1);
+    }
+    d.end = q_.record(d.stream);
+    d.span = Span{rank_, t.role, t.name, t.category, 0.0, 0.0, t.cost.flops, t.cost.bytes_sent(), t.peer,
+                  t.layer, t.expert, t.chunk, step_};
+  }
+  g.submitted_ = (int)g.size();
+}
+
+void StreamExecutor::wait(const TaskGraph& g, TaskId id) {
+  if (id.graph != g.serial()) throw std::logic_error("StreamExecutor::wait: a task of another graph");
+  q_.synchronize(done(g, id.index).end);
+}
+
+void StreamExecutor::synchronize() {
+  for (const auto& [serial, tasks] : graphs_)
+    for (const Done& d : tasks)
+      if (d.end >= 0) q_.synchronize(d.end);
+  for (const auto& [serial, tasks] : graphs_)
+    for (const Done& d : tasks) {
+      if (d.end < 0 || d.span.name.empty()) continue;  // not submitted; a join point
+      Span s = d.span;
+      s.start = q_.seconds_between(epoch_, d.start);
+      s.end = q_.seconds_between(epoch_, d.end);
+      spans_.push_back(std::move(s));
+    }
+  graphs_.clear();
+}
+
+std::vector<Span> StreamExecutor::take_spans() { return std::exchange(spans_, {}); }
+
+}  // namespace moebench
