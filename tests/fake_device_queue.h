@@ -42,6 +42,14 @@ class FakeDeviceQueue : public DeviceQueue {
     while (!done_.count(e)) step(e);
   }
   double seconds_between(Event a, Event b) override { return done_.at(b) - done_.at(a); }
+  void retire_events() override {
+    for (const auto& s : streams_)
+      if (!s.empty()) throw std::logic_error("FakeDeviceQueue::retire_events with work still queued");
+    if ((Event)done_.size() != next_event_) throw std::logic_error("FakeDeviceQueue::retire_events before every event completed");
+    done_.clear();
+    next_event_ = 0;
+    ++retired;
+  }
 
   // An action's device work: fn runs when the stream reaches it, taking `seconds` of the clock.
   void launch(std::function<void()> fn, double seconds = 1.0) {
@@ -53,6 +61,7 @@ class FakeDeviceQueue : public DeviceQueue {
   int streams() const { return (int)streams_.size(); }
   std::vector<std::pair<Stream, Event>> waits;  // every wait(s, e), in call order
   int host_syncs = 0;
+  int retired = 0;  // retire_events() calls
 
  private:
   struct Op {

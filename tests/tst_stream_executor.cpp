@@ -96,7 +96,8 @@ class TestStreamExecutor : public QObject {
   // a, c = 1 s of compute in parallel with b; a join (empty name) records none.
   void spans_come_from_the_events() {
     FakeDeviceQueue q;
-    StreamExecutor ex(q, 3);
+    double host_now = 0.0;
+    StreamExecutor ex(q, 3, [&host_now] { return host_now; });
     ex.set_step(7);
     TaskGraph g;
     auto work = [&q](double s) { return [&q, s] { q.launch([] {}, s); }; };
@@ -132,6 +133,19 @@ class TestStreamExecutor : public QObject {
     QCOMPARE(spans[2].start, 2.0);
     QCOMPARE(spans[2].end, 3.0);
     QVERIFY(ex.take_spans().empty());
+    QCOMPARE(q.retired, 1);
+    // The next step: events numbered from 0 again, spans placed at the host time of its start.
+    host_now = 100.0;
+    TaskGraph g2;
+    GraphTask t2 = task("a", StreamRole::compute);
+    t2.action = work(4);
+    g2.add(std::move(t2));
+    ex.submit(g2);
+    ex.synchronize();
+    const std::vector<Span> next = ex.take_spans();
+    QCOMPARE(next.size(), size_t(1));
+    QCOMPARE(next[0].start, 100.0);
+    QCOMPARE(next[0].end, 104.0);
   }
 
   // The routing point: the host waits for one task (its stream up to it and what it waited for).

@@ -1,12 +1,19 @@
 #include "moebench/runtime/stream_executor.h"
 
 #include <algorithm>
+#include <chrono>
 #include <stdexcept>
 #include <utility>
 
 namespace moebench {
 
-StreamExecutor::StreamExecutor(DeviceQueue& queue, int rank) : q_(queue), rank_(rank) {}
+StreamExecutor::StreamExecutor(DeviceQueue& queue, int rank, std::function<double()> now)
+    : q_(queue), rank_(rank), now_(std::move(now)) {
+  if (!now_) {
+    const auto t0 = std::chrono::steady_clock::now();
+    now_ = [t0] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  }
+}
 
 DeviceQueue::Stream StreamExecutor::stream_of(StreamRole role, bool priority) {
   if (role == StreamRole::host) role = StreamRole::compute;  // the rank's chain: in order with compute
@@ -46,7 +53,10 @@ void StreamExecutor::submit(TaskGraph& g) {
       q_.wait(d.stream, event);
       have = event;
     }
-    if (epoch_ < 0) epoch_ = q_.record(d.stream);
+    if (epoch_ < 0) {
+      epoch_ = q_.record(d.stream);
+      anchor_ = now_();
+    }
     d.start = q_.record(d.stream);
     if (t.action) {
       q_.set_current_stream(d.stream);
@@ -78,11 +88,14 @@ void StreamExecutor::synchronize() {
     for (const Done& d : tasks) {
       if (d.end < 0 || d.span.name.empty()) continue;  // not submitted; a join point
       Span s = d.span;
-      s.start = q_.seconds_between(epoch_, d.start);
-      s.end = q_.seconds_between(epoch_, d.end);
+      s.start = anchor_ + q_.seconds_between(epoch_, d.start);
+      s.end = anchor_ + q_.seconds_between(epoch_, d.end);
       spans_.push_back(std::move(s));
     }
   graphs_.clear();
+  waited_.clear();  // every event has completed: no stream waits for an older one
+  epoch_ = -1;
+  q_.retire_events();
 }
 
 std::vector<Span> StreamExecutor::take_spans() { return std::exchange(spans_, {}); }

@@ -15,8 +15,6 @@
 // std::function<void()> on the CPU and the GPU.
 #include <cstdint>
 
-#include "moebench/runtime/stream_role.h"
-
 namespace moebench {
 
 class DeviceQueue {
@@ -37,6 +35,9 @@ class DeviceQueue {
   virtual void synchronize(Event e) = 0;
   // Seconds from a's completion to b's (both completed).
   virtual double seconds_between(Event a, Event b) = 0;
+  // Every event recorded so far has completed and is not used again: their handles are reused,
+  // and the next record() returns 0 again.
+  virtual void retire_events() = 0;
 
   // The stream the running action enqueues on (-1 outside an action).
   Stream current_stream() const { return current_; }

@@ -10,9 +10,11 @@
 //            event, the action (it enqueues on current_stream()), an end event. No host wait.
 //   wait     the host waits for one task's end event (the MoE routing point: the counts), or
 //            synchronize() for everything submitted.
-// Spans come from the events: start and end are seconds since the executor's first event,
-// taken by take_spans() once the tasks have completed. An action that throws while enqueuing
+// Spans come from the events: the first task after a synchronize() records an epoch event and
+// reads the host clock; a span's start and end are that clock reading plus the seconds from the
+// epoch event to the task's events (read by synchronize(), which then retires the events). An action that throws while enqueuing
 // fails the submit with its task's name; the device's errors come from synchronize().
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -25,7 +27,8 @@ namespace moebench {
 
 class StreamExecutor {
  public:
-  StreamExecutor(DeviceQueue& queue, int rank);
+  // now: the host clock spans are placed on (seconds; default: since construction).
+  StreamExecutor(DeviceQueue& queue, int rank, std::function<double()> now = {});
   StreamExecutor(const StreamExecutor&) = delete;
   StreamExecutor& operator=(const StreamExecutor&) = delete;
 
@@ -53,7 +56,9 @@ class StreamExecutor {
   DeviceQueue& q_;
   int rank_;
   long step_ = -1;
-  DeviceQueue::Event epoch_ = -1;  // the first event: spans are timed from it
+  std::function<double()> now_;
+  DeviceQueue::Event epoch_ = -1;  // the cycle's first event: spans are timed from it ...
+  double anchor_ = 0.0;            // ... and placed at this host time
   std::map<std::pair<int, bool>, DeviceQueue::Stream> streams_;  // (role, priority) -> stream
   // Per graph (its serial), per task index: what submit enqueued.
   std::map<uint64_t, std::vector<Done>> graphs_;
