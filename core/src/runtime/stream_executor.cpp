@@ -81,9 +81,11 @@ void StreamExecutor::wait(const TaskGraph& g, TaskId id) {
 }
 
 void StreamExecutor::synchronize() {
+  std::map<DeviceQueue::Stream, DeviceQueue::Event> last;  // per stream: its last task's end
   for (const auto& [serial, tasks] : graphs_)
     for (const Done& d : tasks)
-      if (d.end >= 0) q_.synchronize(d.end);
+      if (d.end >= 0) last[d.stream] = std::max(last[d.stream], d.end);
+  for (const auto& [stream, event] : last) q_.synchronize(event);
   for (const auto& [serial, tasks] : graphs_)
     for (const Done& d : tasks) {
       if (d.end < 0 || d.span.name.empty()) continue;  // not submitted; a join point
