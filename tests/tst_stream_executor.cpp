@@ -169,6 +169,13 @@ class TestStreamExecutor : public QObject {
     ex.submit(g);
     ex.synchronize();
     QCOMPARE(ran.size(), size_t(3));
+    // A task added after synchronize() whose dependency completed then: no wait for it.
+    const size_t waits = q.waits.size();
+    named("later", StreamRole::copy, {counts});
+    ex.submit(g);
+    ex.synchronize();
+    QCOMPARE(q.waits.size(), waits);
+    QCOMPARE(ran.size(), size_t(4));
   }
 
   void errors_name_their_task() {

@@ -43,15 +43,15 @@ void StreamExecutor::submit(TaskGraph& g) {
     std::map<DeviceQueue::Stream, DeviceQueue::Event> needs;
     for (const int dep : t.deps) {
       const Done& p = tasks.at((size_t)dep);
-      if (p.stream == d.stream) continue;  // stream order
-      DeviceQueue::Event& e = needs[p.stream];
-      e = std::max(e, p.end);
+      if (p.end < 0 || p.stream == d.stream) continue;  // completed by the last synchronize(); stream order
+      auto [e, fresh] = needs.try_emplace(p.stream, p.end);
+      if (!fresh) e->second = std::max(e->second, p.end);
     }
+    std::map<DeviceQueue::Stream, DeviceQueue::Event>& seen = waited_[d.stream];
     for (const auto& [producer, event] : needs) {
-      DeviceQueue::Event& have = waited_[d.stream][producer];
-      if (have >= event) continue;
+      if (auto w = seen.find(producer); w != seen.end() && w->second >= event) continue;
       q_.wait(d.stream, event);
-      have = event;
+      seen[producer] = event;
     }
     if (epoch_ < 0) {
       epoch_ = q_.record(d.stream);
