@@ -216,13 +216,6 @@ TaskId ExpertStateTier::add_update(TaskGraph& g, TaskId after, float lr, long t)
   return g.size() > first ? g.id((int)g.size() - 1) : after;
 }
 
-void ExpertStateTier::update(Executor& ex, float lr, long t) {
-  TaskGraph g;
-  add_update(g, {}, lr, t);
-  ex.submit(g);
-  ex.release(g);
-}
-
 void ExpertStateTier::write_back(std::vector<SparseStateCache::Evicted>& victims) {
   for (SparseStateCache::Evicted& v : victims) {
     const int64_t before = files_->bytes_written();

@@ -254,14 +254,6 @@ class MoeGpt {
   void embed_all_to_all(size_t block);
   bool vocab_split() const { return tp_.vocab && tp_.size > 1; }
   bool embed_split() const { return embed_.size > 1; }
-  // The partitioned embedding of the slot's micro-batch into x [N, C] (ids all-gather, lookup,
-  // all-to-all, assembly) and its backward from dresid_ (all-to-all to the column owners).
-  void partitioned_embed_forward(HeadActs& h, float* x);
-  void partitioned_embed_backward(HeadActs& h);
-  // A blocking exchange over the DP group on the main thread: a host comm span `name` with `bytes`.
-  void embed_comm_span(const char* name, uint64_t bytes, const std::function<void()>& fn);
-  // embed_send_ [P, block] -> embed_recv_ [P, block]: block q to DP rank q, a span `name`.
-  void embed_all_to_all(const char* name, size_t block);
   int vocab_rows() const { return model_.vocab_size / (vocab_split() ? tp_.size : 1); }  // Vt
   int vocab_first() const { return vocab_split() ? tp_.rank * vocab_rows() : 0; }
 

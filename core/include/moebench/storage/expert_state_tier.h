@@ -53,7 +53,7 @@
 #include "moebench/config/config.h"
 #include "moebench/model/moe_gpt.h"
 #include "moebench/optim/adamw.h"
-#include "moebench/runtime/executor.h"
+#include "moebench/runtime/task_graph.h"
 #include "moebench/storage/folder_lock.h"
 #include "moebench/storage/sparse_state_cache.h"
 #include "moebench/storage/sparse_step_stats.h"
@@ -108,10 +108,9 @@ class ExpertStateTier : public OffloadedMoments {
   ~ExpertStateTier() override;
 
   // AdamW (learning rate lr, 1-based step t) on every expert of the rank, from the arena's
-  // gradients; the arena's expert weights are the updated master weights afterwards.
-  void update(Executor& ex, float lr, long t);
-  // The same update as tasks of a step's graph after `after` (add_sparse_update_tasks' schedule
-  // with this tier's actions); returns its last task. take_step_stats() counts it once it ran.
+  // gradients, as tasks of a step's graph after `after` (add_sparse_update_tasks' schedule with
+  // this tier's actions); the arena's expert weights are the updated master weights once they
+  // ran. Returns the last task. take_step_stats() counts the update once it ran.
   TaskId add_update(TaskGraph& g, TaskId after, float lr, long t);
   // Counters since the last call.
   SparseStepStats take_step_stats();
