@@ -8,7 +8,7 @@
 #                                      libraries and help files, relocated through OPAL_* variables
 #   there: scripts/gpu-check.sh run    unpacks it to /tmp/mb and runs, logging to $OUT (or /tmp/mb/out):
 #            nvidia-smi; tst_kernel_launch, tst_kernels_dense, tst_kernels_moe, tst_kernels_moe_block,
-#            tst_stream_executor_cuda;
+#            tst_stream_executor_cuda, tst_model_cuda;
 #            mpirun -np 2 tst_comm_nccl (2 ranks share the GPU: dist/device_sharing.h);
 #            mpirun -np 4 tst_comm_mpi as Open MPI chooses and with --mca osc sm,ucx;
 #            moebench run (2 ranks: expert_centric; data_centric as Open MPI picks its one-sided
@@ -29,7 +29,7 @@ pack() {
   grep -qx '/.gpu/' "$exclude" 2>/dev/null || echo '/.gpu/' >>"$exclude"
   local s
   s=$(mktemp -d)
-  ../shared/tools/gpu-bundle build/release "$s/base.tar.xz" tests/tst_comm_mpi tests/tst_stream_executor_cuda >/dev/null
+  ../shared/tools/gpu-bundle build/release "$s/base.tar.xz" tests/tst_comm_mpi tests/tst_stream_executor_cuda tests/tst_model_cuda >/dev/null
   mkdir -p "$s/b" && tar -C "$s/b" -xJf "$s/base.tar.xz"
   # Open MPI's launcher and what it loads at run time (Debian 12 paths; ompi_info --path all).
   cp -L /usr/bin/orterun "$s/b/bin/"
@@ -77,7 +77,7 @@ run() {
     [ "$rc" -eq 0 ] || rc_all=1
   }
   step nvidia-smi 30 nvidia-smi
-  for t in tst_kernel_launch tst_kernels_dense tst_kernels_moe tst_kernels_moe_block tst_stream_executor_cuda; do
+  for t in tst_kernel_launch tst_kernels_dense tst_kernels_moe tst_kernels_moe_block tst_stream_executor_cuda tst_model_cuda; do
     step "$t" 300 "$D/bin/$t"
   done
   step tst_comm_nccl 240 orterun --bind-to none -np 2 "$D/bin/tst_comm_nccl"

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <exception>
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -23,7 +24,7 @@ inline std::vector<float> random_vector(size_t n, uint64_t seed, float scale = 1
 // Compares an analytic gradient with central differences of a scalar loss(x) in double.
 // Checks every element when x is small, else a strided sample. Fails the running test with
 // the worst element when |a - n| > atol + rtol * max(|a|, |n|).
-inline void check_gradient(const char* what, std::vector<float>& x, const std::vector<float>& analytic,
+inline void check_gradient(const char* what, std::span<float> x, const std::vector<float>& analytic,
                            const std::function<double()>& loss, double eps = 1e-3,
                            double atol = 1e-4, double rtol = 2e-2, size_t max_checks = 256) {
   QCOMPARE(analytic.size(), x.size());

@@ -226,6 +226,44 @@ class TestDispatchLayout : public QObject {
     // Expert 1 has no rows: its gradient block is untouched.
     for (int j = OC * C; j < 2 * OC * C; ++j) QCOMPARE(dw[j], dw0[j]);
   }
+
+  // With a stride (the parameter arena's per-expert layout: each expert's weight followed by its
+  // other tensors) the builders read and write expert e's weight at e * stride, and nothing in
+  // between: the same products as the contiguous layout.
+  void grouped_args_with_a_stride() {
+    const int E = 3, C = 4, OC = 2;
+    const size_t own = (size_t)OC * C, stride = own + 5;
+    const std::vector<int> offsets = {0, 3, 3, 6};
+    const int S = offsets[E];
+    const auto inp = test::random_vector((size_t)S * C, 5);
+    const auto w = test::random_vector((size_t)E * own, 6);
+    const auto dout = test::random_vector((size_t)S * OC, 7);
+    std::vector<float> ws(E * stride, -7.0f);  // the experts' weights, 5 other floats after each
+    for (int e = 0; e < E; ++e) std::copy_n(w.begin() + e * own, own, ws.begin() + e * stride);
+    std::vector<float> out(S * OC), out_s(S * OC), dinp(S * C), dinp_s(S * C), dw(E * own, 0.0f), dws(E * stride, -7.0f);
+    for (int e = 0; e < E; ++e) std::fill_n(dws.begin() + e * stride, own, 0.0f);
+    apply_grouped(cuda::grouped_linear_forward_args(offsets.data(), E, 4, out.data(), inp.data(), w.data(), C, OC),
+                  1.0f, 0.0f);
+    apply_grouped(cuda::grouped_linear_forward_args(offsets.data(), E, 4, out_s.data(), inp.data(), ws.data(), C, OC,
+                                                    stride),
+                  1.0f, 0.0f);
+    apply_grouped(cuda::grouped_linear_dinp_args(offsets.data(), E, 4, dinp.data(), dout.data(), w.data(), C, OC),
+                  1.0f, 0.0f);
+    apply_grouped(cuda::grouped_linear_dinp_args(offsets.data(), E, 4, dinp_s.data(), dout.data(), ws.data(), C, OC,
+                                                 stride),
+                  1.0f, 0.0f);
+    apply_grouped(cuda::grouped_linear_dweight_args(offsets.data(), E, 4, dw.data(), dout.data(), inp.data(), C, OC),
+                  1.0f, 1.0f);
+    apply_grouped(cuda::grouped_linear_dweight_args(offsets.data(), E, 4, dws.data(), dout.data(), inp.data(), C, OC,
+                                                    stride),
+                  1.0f, 1.0f);
+    QCOMPARE(out_s, out);
+    QCOMPARE(dinp_s, dinp);
+    for (int e = 0; e < E; ++e) {
+      for (size_t j = 0; j < own; ++j) QCOMPARE(dws[e * stride + j], dw[e * own + j]);
+      for (size_t j = own; j < stride; ++j) QCOMPARE(dws[e * stride + j], -7.0f);  // the other tensors
+    }
+  }
 };
 
 QTEST_APPLESS_MAIN(TestDispatchLayout)

@@ -105,7 +105,6 @@ class TestEmbeddingPartition : public QObject {
     const ParamArena& params = dist.model().params();
     const double V = cfg.model.vocab_size, C = cfg.model.hidden;
     QCOMPARE((double)params.find("embed.wte")->numel, V * C / P);
-    QCOMPARE(params.grads().size(), params.size());
     const ExpertShard ep = dist.distributed()->shard();
     const double counted =
         rank_param_counts(cfg.model, cfg.moe, ep, TpShard{}, PipeStage{}, EmbedShard{world->rank(), P}).total();

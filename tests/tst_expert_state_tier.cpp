@@ -114,8 +114,8 @@ class TestExpertStateTier : public QObject {
     Trainer tier(tier_config(P, C, prefetch, ssd.path().toStdString()), rank_dir(ssd_out, comm), comm);
     const Trace got = train(tier);
     QCOMPARE(got.losses, expected.losses);
-    const auto& a = tier.model().params().data();
-    const auto& b = mem.model().params().data();
+    const std::vector<float> a = tier.model().params().host_data();
+    const std::vector<float> b = mem.model().params().host_data();
     QVERIFY(a == b);
     const int64_t F = int64_t(ExpertStateFiles::kHeaderBytes) + expert_state_record_bytes(tier_config(P, 0, true, "").model);
     QCOMPARE((int)got.sparse.size(), 6);

@@ -20,6 +20,7 @@
 // device, every test skips with "no GPU" (CTest reports the suite as Skipped).
 #include <QtTest>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -46,6 +47,7 @@
 #include "moebench/model/layernorm.h"
 #include "moebench/model/param_arena.h"
 #include "moebench/model/residual.h"
+#include "moebench/model/cpu_backend.h"
 #include "moebench/optim/adamw.h"
 #include "moebench/tensor/matmul.h"
 
@@ -352,10 +354,10 @@ void check_adamw(uint32_t seed) {
   arena.add("b1", {29}, false);
   arena.add("w2", {64, 33}, true);
   arena.add("ln", {33}, false);
-  arena.finalize();
+  arena.finalize(moebench::cpu_backend());
   const size_t n = arena.size();
-  arena.data() = uniform(n, seed);
-  arena.grads() = representable<G>(uniform(n, seed + 1));
+  std::ranges::copy(uniform(n, seed), arena.data());
+  std::ranges::copy(representable<G>(uniform(n, seed + 1)), arena.grads());
   moebench::AdamWHyper h;
   h.weight_decay = 0.1f;
   moebench::AdamW opt(arena, h);
@@ -363,8 +365,8 @@ void check_adamw(uint32_t seed) {
   opt.v() = uniform(n, seed + 3, 0.0f, 0.01f);
   const float lr = 1e-3f;
   const long t = 5;
-  DeviceBuffer<float> d_p(arena.data()), d_m(opt.m()), d_v(opt.v());
-  DeviceBuffer<G> d_g = to_device<G>(arena.grads());
+  DeviceBuffer<float> d_p(arena.host_data()), d_m(opt.m()), d_v(opt.v());
+  DeviceBuffer<G> d_g = to_device<G>(arena.host_grads());
   DeviceBuffer<bf16> d_p16 = to_device<bf16>(Vec(n, 9.0f));
   const std::vector<moebench::ParamView>& views = arena.views();
   for (size_t i = 0; i < views.size(); ++i) {
@@ -377,7 +379,7 @@ void check_adamw(uint32_t seed) {
   }
   opt.step(arena, lr, t);
   const Vec p = to_host(d_p);
-  EXPECT_CLOSE(tag + " params", p, arena.data(), kElemF32);
+  EXPECT_CLOSE(tag + " params", p, arena.host_data(), kElemF32);
   EXPECT_CLOSE(tag + " m", to_host(d_m), opt.m(), kElemF32);
   EXPECT_CLOSE(tag + " v", to_host(d_v), opt.v(), kElemF32);
   Vec copy_ref = representable<bf16>(p);
@@ -391,9 +393,9 @@ void check_grad_norm(long n, uint32_t seed) {
   const QString tag = QString("grad norm %1 n=%2").arg(type_name<G>()).arg(n);
   moebench::ParamArena arena;
   arena.add("g", {n}, true);
-  arena.finalize();
-  arena.grads() = representable<G>(uniform((size_t)n, seed, -0.01f, 0.01f));
-  const Vec grads = arena.grads();
+  arena.finalize(moebench::cpu_backend());
+  std::ranges::copy(representable<G>(uniform((size_t)n, seed, -0.01f, 0.01f)), arena.grads());
+  const Vec grads = arena.host_grads();
   const double norm_ref = moebench::grad_norm(arena);
 
   DeviceBuffer<G> d_g = to_device<G>(grads);
@@ -424,7 +426,7 @@ void check_grad_norm(long n, uint32_t seed) {
   gpu::clip_grad_norm(d_g.data(), d_norm.data(), n, max_norm, ws.data());
   const Vec clipped = to_host(d_g);
   const Tol clip_tol = std::is_same_v<G, float> ? Tol{1e-9, 1e-6} : kBf16;
-  EXPECT_CLOSE(tag + " clipped grads", clipped, arena.grads(), clip_tol);
+  EXPECT_CLOSE(tag + " clipped grads", clipped, arena.host_grads(), clip_tol);
   const double after_norm = d_norm.download()[0];
   QVERIFY2(std::abs(after_norm - before) <= 1e-10 * before,
            qPrintable(tag + ": clip_grad_norm's norm is not the norm before clipping"));

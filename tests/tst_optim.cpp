@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "moebench/model/cpu_backend.h"
 #include "moebench/optim/adamw.h"
 
 using namespace moebench;
@@ -16,7 +17,7 @@ class TestOptim : public QObject {
     ParamArena a;
     a.add("w", {1, 1}, true);   // decayed
     a.add("b", {1}, false);     // not decayed
-    a.finalize();
+    a.finalize(cpu_backend());
     return a;
   }
 

@@ -41,12 +41,12 @@ __device__ inline int expert_of_row(const int* offsets, int E, long row) {
   return lo;
 }
 
-// out[row] += bias[expert of row], one block per row (grid-stride).
+// out[row] += bias[expert of row], one block per row (grid-stride); expert e's bias at e * stride.
 template <typename T>
 __global__ void __launch_bounds__(kBiasBlock)
-    add_expert_bias_kernel(T* out, const T* bias, const int* offsets, int E, int S, int OC) {
+    add_expert_bias_kernel(T* out, const T* bias, const int* offsets, int E, int S, int OC, long stride) {
   for (long row = blockIdx.x; row < S; row += gridDim.x) {
-    const T* b = bias + (long)expert_of_row(offsets, E, row) * OC;
+    const T* b = bias + (long)expert_of_row(offsets, E, row) * stride;
     T* o = out + row * OC;
     for (int c = threadIdx.x; c < OC; c += kBiasBlock) o[c] = from_float<T>(to_float(o[c]) + to_float(b[c]));
   }
@@ -56,13 +56,13 @@ __global__ void __launch_bounds__(kBiasBlock)
 // order, fp32 sum; grid (column blocks, experts).
 template <typename T>
 __global__ void __launch_bounds__(kBiasBlock)
-    expert_bias_grad_kernel(T* dbias, const T* d, const int* offsets, int OC) {
+    expert_bias_grad_kernel(T* dbias, const T* d, const int* offsets, int OC, long stride) {
   const int e = blockIdx.y;
   const int j = blockIdx.x * kBiasBlock + threadIdx.x;
   if (j >= OC) return;
   float s = 0.0f;
   for (long row = offsets[e]; row < offsets[e + 1]; ++row) s += to_float(d[row * OC + j]);
-  T* db = dbias + (long)e * OC + j;
+  T* db = dbias + (long)e * stride + j;
   *db = from_float<T>(to_float(*db) + s);
 }
 
@@ -157,16 +157,17 @@ int check_experts(const int* offsets, int E, int C, int F, const char* what) {
 }
 
 template <typename T>
-void add_expert_bias(T* out, const T* bias, const int* d_offsets, int E, int S, int OC, cudaStream_t stream) {
+void add_expert_bias(T* out, const T* bias, const int* d_offsets, int E, int S, int OC, long stride,
+                     cudaStream_t stream) {
   add_expert_bias_kernel<T><<<(int)std::min<long>(S, kMaxGridX), kBiasBlock, 0, stream>>>(out, bias, d_offsets,
-                                                                                     E, S, OC);
+                                                                                     E, S, OC, stride);
   MOEBENCH_CUDA_CHECK_LAUNCH();
 }
 
 template <typename T>
-void expert_bias_grad(T* dbias, const T* d, const int* d_offsets, int E, int OC, cudaStream_t stream) {
+void expert_bias_grad(T* dbias, const T* d, const int* d_offsets, int E, int OC, long stride, cudaStream_t stream) {
   const dim3 grid((unsigned)ceil_div(OC, kBiasBlock), (unsigned)E);
-  expert_bias_grad_kernel<T><<<grid, kBiasBlock, 0, stream>>>(dbias, d, d_offsets, OC);
+  expert_bias_grad_kernel<T><<<grid, kBiasBlock, 0, stream>>>(dbias, d, d_offsets, OC, stride);
   MOEBENCH_CUDA_CHECK_LAUNCH();
 }
 
@@ -178,14 +179,15 @@ void experts_forward(T* y, T* h, T* a, const T* x, const int* offsets, const Exp
   const int S = check_experts<T>(offsets, E, C, F, "cuda::experts_forward");
   if (S == 0) return;
   const size_t el = sizeof(T);
-  const GroupedGemmArgs g1 = grouped_linear_forward_args(offsets, E, el, h, x, w.w1, C, F);
-  const GroupedGemmArgs g2 = grouped_linear_forward_args(offsets, E, el, y, a, w.w2, F, C);
+  const size_t s1 = (size_t)w.step((long)F * C), s2 = (size_t)w.step((long)C * F);
+  const GroupedGemmArgs g1 = grouped_linear_forward_args(offsets, E, el, h, x, w.w1, C, F, s1);
+  const GroupedGemmArgs g2 = grouped_linear_forward_args(offsets, E, el, y, a, w.w2, F, C, s2);
   const GroupedUpload up({&g1, &g2}, offsets, E, stream);
   grouped_gemm<T>(g1, up.arrays(0), 1.0f, 0.0f, stream);  // h = x W1^T
-  add_expert_bias(h, w.b1, up.offsets(), E, S, F, stream);
+  add_expert_bias(h, w.b1, up.offsets(), E, S, F, w.step(F), stream);
   gelu_forward(a, h, (long)S * F, stream);
   grouped_gemm<T>(g2, up.arrays(1), 1.0f, 0.0f, stream);  // y = a W2^T
-  add_expert_bias(y, w.b2, up.offsets(), E, S, C, stream);
+  add_expert_bias(y, w.b2, up.offsets(), E, S, C, w.step(C), stream);
 }
 
 template <typename T>
@@ -195,22 +197,23 @@ void experts_backward(T* dx, const ExpertWeights<T>& dw, T* da, T* dh, const T* 
   const int S = check_experts<T>(offsets, E, C, F, "cuda::experts_backward");
   if (S == 0) return;
   const size_t el = sizeof(T);
-  const GroupedGemmArgs g_dw2 = grouped_linear_dweight_args(offsets, E, el, dw.w2, dy, a, F, C);
-  const GroupedGemmArgs g_da = grouped_linear_dinp_args(offsets, E, el, da, dy, w.w2, F, C);
-  const GroupedGemmArgs g_dw1 = grouped_linear_dweight_args(offsets, E, el, dw.w1, dh, x, C, F);
-  const GroupedGemmArgs g_dx = grouped_linear_dinp_args(offsets, E, el, dx, dh, w.w1, C, F);
+  const size_t own = (size_t)C * F;
+  const GroupedGemmArgs g_dw2 = grouped_linear_dweight_args(offsets, E, el, dw.w2, dy, a, F, C, dw.step(own));
+  const GroupedGemmArgs g_da = grouped_linear_dinp_args(offsets, E, el, da, dy, w.w2, F, C, w.step(own));
+  const GroupedGemmArgs g_dw1 = grouped_linear_dweight_args(offsets, E, el, dw.w1, dh, x, C, F, dw.step(own));
+  const GroupedGemmArgs g_dx = grouped_linear_dinp_args(offsets, E, el, dx, dh, w.w1, C, F, w.step(own));
   const GroupedUpload up({&g_dw2, &g_da, &g_dw1, &g_dx}, offsets, E, stream);
   // W2: dW2 += dy^T a, da = dy W2, db2 += sum dy.
   grouped_gemm<T>(g_dw2, up.arrays(0), 1.0f, 1.0f, stream);
   grouped_gemm<T>(g_da, up.arrays(1), 1.0f, 0.0f, stream);
-  expert_bias_grad(dw.b2, dy, up.offsets(), E, C, stream);
+  expert_bias_grad(dw.b2, dy, up.offsets(), E, C, dw.step(C), stream);
   // GeLU: dh = gelu'(h) da (gelu_backward accumulates, so dh starts at zero).
   MOEBENCH_CUDA_CHECK(cudaMemsetAsync(dh, 0, (size_t)S * F * sizeof(T), stream));
   gelu_backward(dh, h, da, (long)S * F, stream);
   // W1: dW1 += dh^T x, dx = dh W1, db1 += sum dh.
   grouped_gemm<T>(g_dw1, up.arrays(2), 1.0f, 1.0f, stream);
   grouped_gemm<T>(g_dx, up.arrays(3), 1.0f, 0.0f, stream);
-  expert_bias_grad(dw.b1, dh, up.offsets(), E, F, stream);
+  expert_bias_grad(dw.b1, dh, up.offsets(), E, F, dw.step(F), stream);
 }
 
 template void experts_forward<float>(float*, float*, float*, const float*, const int*,

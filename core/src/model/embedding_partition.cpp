@@ -35,6 +35,12 @@ void embedding_partition_backward(float* dwte_part, const float* dslices, const 
     for (long i = 0; i < rows; ++i) dwte_part[(long)ids[i] * Cp + c] += dslices[i * Cp + c];
 }
 
+void position_embedding_forward(float* x, const float* wpe, long N, int T, int C) {
+#pragma omp parallel for schedule(static)
+  for (long n = 0; n < N; ++n)
+    for (int c = 0; c < C; ++c) x[n * C + c] += wpe[(n % T) * C + c];
+}
+
 void position_embedding_backward(float* dwpe, const float* dx, long N, int T, int C) {
 #pragma omp parallel for schedule(static)
   for (int c = 0; c < C; ++c)

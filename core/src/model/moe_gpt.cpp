@@ -10,26 +10,22 @@
 
 #include "moebench/dist/communicator.h"
 #include "moebench/dist/topology.h"
-#include "moebench/model/attention.h"
-#include "moebench/model/crossentropy.h"
 #include "moebench/model/dense_costs.h"
-#include "moebench/model/embedding_partition.h"
-#include "moebench/model/encoder.h"
-#include "moebench/tensor/gelu.h"
-#include "moebench/model/layernorm.h"
-#include "moebench/model/residual.h"
-#include "moebench/model/vocab_parallel.h"
 #include "moebench/moe/block_graph.h"
 #include "moebench/model/stage_graph.h"
 #include "moebench/runtime/executor.h"
-#include "moebench/tensor/matmul.h"
 #include "moebench/tensor/rng.h"
 
 namespace moebench {
 
 MoeGpt::MoeGpt(const ModelConfig& model, const MoeConfig& moe, ExpertShard shard, TpShard tp, PipeStage pipe,
-               EmbedShard embed)
-    : model_(model), moe_(moe), shard_(shard), tp_(tp), pipe_(pipe), embed_(embed) {
+               EmbedShard embed, Backend& backend)
+    : be_(backend), model_(model), moe_(moe), shard_(shard), tp_(tp), pipe_(pipe), embed_(embed),
+      rowmax_(backend, "the vocabulary-parallel row maxima"), ce_stats_(backend, "the vocabulary-parallel sums"),
+      embed_send_(backend, "the embedding partition's slices"), embed_recv_(backend, "the embedding partition's slices"),
+      logits_(backend, "the logits"), dresid_(backend, "the residual gradient"), dscratch_(backend, "gradient scratch"),
+      dscratch2_(backend, "gradient scratch"), dlogits_(backend, "the logits' gradient"),
+      dpreatt_(backend, "the attention scores' gradient"), datt_(backend, "the attention weights' gradient") {
   if (model_.hidden % model_.heads != 0)
     throw std::invalid_argument("model.heads must divide model.hidden");
   if (shard_.size < 1 || shard_.rank < 0 || shard_.rank >= shard_.size)
@@ -55,9 +51,25 @@ MoeGpt::MoeGpt(const ModelConfig& model, const MoeConfig& moe, ExpertShard shard
     throw std::invalid_argument("bad pipeline stage: blocks [" + std::to_string(pipe_.first_block) + ", " +
                                 std::to_string(pipe_.end_block) + ") of stage " + std::to_string(pipe_.stage) +
                                 " of " + std::to_string(pipe_.stages));
-  head_acts_.resize((size_t)pipe_.in_flight);
+  for (int s = 0; s < pipe_.in_flight; ++s) head_acts_.emplace_back(be_);
   build_params();
 }
+
+MoeGpt::Acts::Acts(Backend& be, int block) {
+  const std::string p = "blocks." + std::to_string(block) + " activations (";
+  for (auto [array, name] : {std::pair{&x, "x"}, {&ln1, "ln1"}, {&ln1_mean, "ln1 mean"}, {&ln1_rstd, "ln1 rstd"},
+                             {&qkv, "qkv"}, {&preatt, "attention scores"}, {&att, "attention weights"},
+                             {&atty, "attention output"}, {&res1, "residual"}, {&ln2, "ln2"}, {&ln2_mean, "ln2 mean"},
+                             {&ln2_rstd, "ln2 rstd"}, {&fch, "ffn hidden"}, {&fch_gelu, "ffn gelu"},
+                             {&ffn_out, "ffn output"}})
+    *array = DeviceArray<float>(be, p + name + ")");
+}
+
+MoeGpt::HeadActs::HeadActs(Backend& be)
+    : inputs(be, "the token ids"), targets(be, "the targets"), all_inputs(be, "every rank's token ids"),
+      x_out(be, "the stage output"), lnf(be, "ln_f activations"), lnf_mean(be, "ln_f mean"),
+      lnf_rstd(be, "ln_f rstd"), probs(be, "the probabilities"), losses(be, "the per-token losses"),
+      din(be, "the stage input gradient") {}
 
 MoeGpt::~MoeGpt() = default;
 
@@ -77,7 +89,7 @@ void MoeGpt::build_params() {
   for (int l = pipe_.first_block; l < pipe_.end_block; ++l) {
     auto b = std::make_unique<Block>();
     b->index = l;
-    b->acts.resize((size_t)pipe_.in_flight);
+    for (int s = 0; s < pipe_.in_flight; ++s) b->acts.emplace_back(be_, l);
     const std::string p = "blocks." + std::to_string(l) + ".";
     b->ln1_w = params_.add(p + "ln1.weight", {C}, false);
     b->ln1_b = params_.add(p + "ln1.bias", {C}, false);
@@ -116,7 +128,10 @@ void MoeGpt::build_params() {
           params_.add(q + "b2", {C}, false);
         }
       }
-      for (Acts& a : b->acts) a.moe = std::make_unique<MoeLayer>();
+      for (Acts& a : b->acts) {
+        a.moe = std::make_unique<MoeLayer>();
+        if (be_.device_memory()) a.local = be_.make_local_moe();
+      }
     }
     blocks_.push_back(std::move(b));
   }
@@ -125,7 +140,7 @@ void MoeGpt::build_params() {
     lnf_b_ = params_.add("ln_f.bias", {C}, false);
     head_ = model_.tied_head ? wte_ : params_.add("lm_head.weight", {Vt, C}, true, vocab);
   }
-  params_.finalize();
+  params_.finalize(be_);
   // With sliced experts only TP rank 0 adds (and differentiates) b2; the others' partial
   // outputs leave it out, and its gradient reaches them through the TP all-reduce.
   const bool b2_here = !sliced_experts() || tp_.rank == 0;
@@ -142,9 +157,11 @@ void MoeGpt::build_params() {
 void MoeGpt::init(uint64_t seed) {
   const float resid_scale = 1.0f / std::sqrt(2.0f * (float)model_.layers);
   const auto& views = params_.views();
+  std::vector<float> staging(be_.device_memory() ? params_.size() : 0);  // device memory: written on the host first
+  float* base = be_.device_memory() ? staging.data() : params_.data();
   for (size_t i = 0; i < views.size(); ++i) {
     const ParamView& v = views[i];
-    float* p = params_.param(i);
+    float* p = base + v.offset;
     if (v.shape.size() == 1) {  // LayerNorm weights (".weight") start at 1, biases at 0
       std::fill(p, p + v.numel, v.name.ends_with(".weight") ? 1.0f : 0.0f);
       continue;
@@ -167,9 +184,12 @@ void MoeGpt::init(uint64_t seed) {
     for (float& x : full) x = rng.normal() * std;
     for (const auto& [offset, count] : v.slice.runs) p = std::copy_n(full.begin() + (long)offset, count, p);
   }
+  if (!staging.empty()) be_.to_device(params_.data(), staging.data(), staging.size() * sizeof(float));
 }
 
 void MoeGpt::distribute(const ParallelContext& par) {
+  if (be_.device_memory())
+    throw std::invalid_argument("a distributed model on the " + be_.name() + " backend is not built yet: one rank only");
   reset_graph();  // tasks of the undistributed model ran on its own executor
   executor_ = par.executor;
   tp_comm_ = par.tp;
@@ -208,7 +228,16 @@ void MoeGpt::distribute(const ParallelContext& par) {
   check_comm_priority(block_strategy);
 }
 
+void MoeGpt::set_expert_source(ExpertSource* source) {
+  if (source && be_.device_memory())
+    throw std::invalid_argument("expert offloading (an expert source) on the " + be_.name() + " backend is not built yet");
+  expert_source_ = source;
+}
+
 void MoeGpt::set_routing(const RoutingSpec& spec, uint64_t seed) {
+  if (be_.device_memory() && spec.kind != RoutingSpec::Kind::learned && !moe_.moe_layers.empty())
+    throw std::invalid_argument("moe.routing = \"" + routing_text(spec) + "\" on the " + be_.name() +
+                                " backend is not built yet: only learned routing runs there");
   routing_ = spec;
   routing_seed_ = seed;
 }
@@ -381,7 +410,11 @@ TaskId MoeGpt::moe_pass(TaskGraph& g, int block, int slot, MoePass pass, TaskId 
     t.name = "moe.backward";
     t.layer = l;
     t.action = [this, &b, &a, N, aux_weight] {
-      zero(dscratch_, (size_t)N * model_.hidden);
+      dscratch_.zero((size_t)N * model_.hidden);
+      if (a.local)
+        return a.local->backward(dscratch_.data(), params_.grad(b.router_w), params_.grad(b.expert_first.front()),
+                                 dresid_.data(), aux_weight, a.ln2.data(), params_.param(b.router_w),
+                                 params_.param(b.expert_first.front()));
       a.moe->backward(dscratch_.data(), params_.grad(b.router_w), b.expert_grads, dresid_.data(), aux_weight,
                       a.ln2.data(), params_.param(b.router_w), b.expert_params);
     };
@@ -401,6 +434,15 @@ TaskId MoeGpt::moe_pass(TaskGraph& g, int block, int slot, MoePass pass, TaskId 
   GraphTask t;
   t.name = "moe.forward";
   t.layer = l;
+  if (a.local) {  // a device backend's block (no expert source there: set_expert_source is CPU only)
+    const int capacity = expert_capacity(s.capacity_factor, s.N, s.K, s.E);
+    t.action = [this, &b, &a, s, capacity] {
+      a.local_aux = a.local->forward(a.ffn_out.data(), a.ln2.data(), params_.param(b.router_w),
+                                     params_.param(b.expert_first.front()), s.N, s.C, s.F, s.E, s.K, capacity,
+                                     s.gate_normalize);
+    };
+    return g.add(std::move(t), {after});
+  }
   t.action = [this, &b, &a, s, forced, l] {
     const std::vector<ExpertParams>& experts = expert_source_ ? expert_source_->acquire(l) : b.expert_params;
     a.moe->forward(a.ffn_out.data(), a.ln2.data(), params_.param(b.router_w), experts, s, forced);
@@ -448,14 +490,14 @@ TaskId MoeGpt::add_forward(TaskGraph& g, int slot, const MicroBatch& mb, const f
   h.first_token = mb.first_token;
   h.x_in = x_in;
   h.ce = h.aux = 0.0f;
-  h.inputs.assign(mb.inputs, mb.inputs + N);
-  if (pipe_.last()) h.targets.assign(mb.targets, mb.targets + N);
+  h.inputs.assign(mb.inputs, (size_t)N);
+  if (pipe_.last()) h.targets.assign(mb.targets, (size_t)N);
   const size_t NC = (size_t)N * model_.hidden;
   for (auto& b : blocks_) {  // the buffers the tasks are bound to
     Acts& a = b->acts[(size_t)slot];
-    ensure(a.x, NC);
-    ensure(a.ln2, NC);
-    ensure(a.ffn_out, NC);
+    a.x.ensure(NC);
+    a.ln2.ensure(NC);
+    a.ffn_out.ensure(NC);
   }
   Binding binding(*this, slot);
   return add_stage_forward(g, stage_shape(B, T), binding, after, mb.chunk);
@@ -471,8 +513,8 @@ TaskId MoeGpt::add_backward(TaskGraph& g, int slot, const float* dout, float los
   h.loss_scale = loss_scale;
   h.dout = dout;
   const size_t NC = (size_t)N * model_.hidden;
-  ensure(dscratch_, NC);  // the MoE blocks' tasks are bound to these
-  ensure(dresid_, NC);
+  dscratch_.ensure(NC);  // the MoE blocks' tasks are bound to these
+  dresid_.ensure(NC);
   Binding binding(*this, slot);
   return add_stage_backward(g, stage_shape(h.B, h.T), binding, after, chunk, last_micro);
 }

@@ -1,21 +1,12 @@
 // MoeGpt's layer functions: the action of each task of a stage's micro-batch (model/stage_graph.h),
 // run by the executor in the chain's order on one thread (the compute worker), so BLAS/OpenMP
-// never run on two threads of a rank at once.
-#include <algorithm>
+// never run on two threads of a rank at once. They call the model's backend (tensor/backend.h):
+// the CPU functions, or the CUDA launchers enqueued on the task's stream.
 #include <stdexcept>
 
 #include "moe_gpt_parts.h"
 #include "moebench/dist/communicator.h"
-#include "moebench/model/attention.h"
-#include "moebench/model/crossentropy.h"
-#include "moebench/model/embedding_partition.h"
-#include "moebench/model/encoder.h"
-#include "moebench/model/layernorm.h"
-#include "moebench/model/residual.h"
 #include "moebench/model/stage_graph.h"
-#include "moebench/model/vocab_parallel.h"
-#include "moebench/tensor/gelu.h"
-#include "moebench/tensor/matmul.h"
 
 namespace moebench {
 
@@ -32,7 +23,7 @@ void MoeGpt::embed_all_to_all(size_t block) {
   const std::vector<size_t> counts((size_t)P, block);
   std::vector<size_t> displs((size_t)P);
   for (int q = 0; q < P; ++q) displs[(size_t)q] = (size_t)q * block;
-  embed_comm_->all_to_all_v(embed_send_.data(), counts.data(), displs.data(), ensure_data(embed_recv_, P * block),
+  embed_comm_->all_to_all_v(embed_send_.data(), counts.data(), displs.data(), embed_recv_.ensure_data(P * block),
                             counts.data(), displs.data(), DType::f32);
 }
 
@@ -41,18 +32,16 @@ void MoeGpt::embed_all_to_all(size_t block) {
 void MoeGpt::collect_moe(size_t i, int slot) {
   const Block& b = *blocks_[i];
   if (b.experts == 0) return;
-  const MoeLayer& layer = *b.acts[(size_t)slot].moe;
-  head_acts_[(size_t)slot].aux += layer.routing().aux;
-  const std::vector<int>& counts = layer.routing().counts;
+  const Acts& a = b.acts[(size_t)slot];
+  head_acts_[(size_t)slot].aux += a.aux();
+  const std::vector<int>& counts = a.counts();
   Block& mb = *blocks_[i];
   mb.step_counts.resize((size_t)b.experts, 0);
   for (int e = 0; e < b.experts; ++e) mb.step_counts[(size_t)e] += counts[(size_t)e];
 }
 
 void MoeGpt::finish_loss(HeadActs& h) {
-  double sum = 0.0;
-  for (long i = 0; i < h.N(); ++i) sum += h.losses[i];
-  h.ce = (float)(sum / (double)h.N());
+  h.ce = (float)(be_.sum(h.losses.data(), h.N()) / (double)h.N());
   pass_losses_.push_back({h.ce, h.aux, 0.0f});
 }
 
@@ -70,76 +59,72 @@ void MoeGpt::run_op(StageOp op, int layer, int slot) {
   const int P = embed_.size, Cp = C / P;
   const size_t embed_block = (size_t)N * Cp;
   auto residual_ln2 = [&] {  // res1 += x; ln2 = LayerNorm(res1)
-    residual_forward(a.res1.data(), a.res1.data(), a.x.data(), N * C);
-    ensure(a.ln2, N * C); ensure(a.ln2_mean, N); ensure(a.ln2_rstd, N);
-    layernorm_forward(a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.res1.data(), params_.param(b.ln2_w),
+    be_.residual_forward(a.res1.data(), a.res1.data(), a.x.data(), N * C);
+    a.ln2.ensure(N * C); a.ln2_mean.ensure(N); a.ln2_rstd.ensure(N);
+    be_.layernorm_forward(a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.res1.data(), params_.param(b.ln2_w),
                       params_.param(b.ln2_b), (int)N, C);
   };
   auto lnf_backward = [&] {
-    zero(dresid_, N * C);  // d x_out = d (res1 + ffn_out) of the last block
-    layernorm_backward(dresid_.data(), params_.grad(lnf_w_), params_.grad(lnf_b_), dscratch_.data(), h.x_out.data(),
+    dresid_.zero(N * C);  // d x_out = d (res1 + ffn_out) of the last block
+    be_.layernorm_backward(dresid_.data(), params_.grad(lnf_w_), params_.grad(lnf_b_), dscratch_.data(), h.x_out.data(),
                        params_.param(lnf_w_), h.lnf_mean.data(), h.lnf_rstd.data(), (int)N, C);
   };
   auto ln1_backward = [&] {
-    layernorm_backward(dresid_.data(), params_.grad(b.ln1_w), params_.grad(b.ln1_b), dscratch_.data(), a.x.data(),
+    be_.layernorm_backward(dresid_.data(), params_.grad(b.ln1_w), params_.grad(b.ln1_b), dscratch_.data(), a.x.data(),
                        params_.param(b.ln1_w), a.ln1_mean.data(), a.ln1_rstd.data(), (int)N, C);
   };
   auto stage_sum = [&] {  // the last block's residual sum
     collect_moe(blocks_.size() - 1, slot);
-    ensure(h.x_out, N * C);
-    residual_forward(h.x_out.data(), last.res1.data(), last.ffn_out.data(), N * C);
+    h.x_out.ensure(N * C);
+    be_.residual_forward(h.x_out.data(), last.res1.data(), last.ffn_out.data(), N * C);
   };
   float* x0 = blocks_.front()->acts[(size_t)slot].x.data();  // the first block's input
   switch (op) {
     // Forward of MoESys Fig. 9 (model.embedding_partition): ids all-gather, lookup of this rank's
     // columns for every rank's tokens, all-to-all of the [N, Cp] slices, assembly with the positions.
     case StageOp::embed_ids:
-      h.all_inputs.resize((size_t)P * N);
+      h.all_inputs.ensure((size_t)P * N);
       return embed_comm_->all_gather(h.inputs.data(), h.all_inputs.data(), (size_t)N, DType::i32);
     case StageOp::embed_forward:
       if (embed_split())
-        return embedding_partition_lookup(ensure_data(embed_send_, P * embed_block), h.all_inputs.data(),
+        return be_.embedding_partition_lookup(embed_send_.ensure_data(P * embed_block), h.all_inputs.data(),
                                           params_.param(wte_), P * N, Cp);
       if (vocab_split())  // this rank's vocabulary rows, summed over TP
-        return vocab_slice_embed(x0, h.inputs.data(), params_.param(wte_), N, C, vocab_first(), vocab_rows());
-      return encoder_forward(x0, h.inputs.data(), params_.param(wte_), params_.param(wpe_), B, T, C);
+        return be_.vocab_slice_embed(x0, h.inputs.data(), params_.param(wte_), N, C, vocab_first(), vocab_rows());
+      return be_.encoder_forward(x0, h.inputs.data(), params_.param(wte_), params_.param(wpe_), B, T, C);
     case StageOp::embed_a2a: return embed_all_to_all(embed_block);
     case StageOp::embed_reduce: return tp_allreduce(x0, N * C);
-    case StageOp::embed_positions: {
-      if (embed_split()) return embedding_partition_assemble(x0, embed_recv_.data(), params_.param(wpe_), N, T, P, Cp);
-      const float* wpe = params_.param(wpe_);
-#pragma omp parallel for schedule(static)
-      for (long n = 0; n < N; ++n)
-        for (int c = 0; c < C; ++c) x0[n * C + c] += wpe[(n % T) * C + c];
-      return;
-    }
+    case StageOp::embed_positions:
+      if (embed_split())
+        return be_.embedding_partition_assemble(x0, embed_recv_.data(), params_.param(wpe_), N, T, P, Cp);
+      return be_.position_embedding_forward(x0, params_.param(wpe_), N, T, C);
     case StageOp::attn_forward:
       if (i > 0) {
         collect_moe(i - 1, slot);
         const Acts& prev = blocks_[i - 1]->acts[(size_t)slot];
-        residual_forward(a.x.data(), prev.res1.data(), prev.ffn_out.data(), N * C);
+        be_.residual_forward(a.x.data(), prev.res1.data(), prev.ffn_out.data(), N * C);
       } else if (!pipe_.first()) {
-        std::copy_n(h.x_in, N * C, a.x.data());
+        be_.copy(a.x.data(), h.x_in, N * C * sizeof(float));
       }
-      ensure(a.ln1, N * C); ensure(a.ln1_mean, N); ensure(a.ln1_rstd, N);
-      layernorm_forward(a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), a.x.data(), params_.param(b.ln1_w),
+      a.ln1.ensure(N * C); a.ln1_mean.ensure(N); a.ln1_rstd.ensure(N);
+      be_.layernorm_forward(a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), a.x.data(), params_.param(b.ln1_w),
                         params_.param(b.ln1_b), (int)N, C);
-      ensure(a.qkv, N * 3 * Ct);
-      matmul_forward(a.qkv.data(), a.ln1.data(), params_.param(b.qkv_w), params_.param(b.qkv_b), (int)N, C, 3 * Ct);
-      ensure(a.preatt, (size_t)B * NHt * T * T); ensure(a.att, (size_t)B * NHt * T * T); ensure(a.atty, N * Ct);
-      attention_forward(a.atty.data(), a.preatt.data(), a.att.data(), a.qkv.data(), B, T, Ct, NHt);
-      ensure(a.res1, N * C);
-      matmul_forward(a.res1.data(), a.atty.data(), params_.param(b.proj_w), bias_here ? params_.param(b.proj_b) : nullptr,
+      a.qkv.ensure(N * 3 * Ct);
+      be_.matmul_forward(a.qkv.data(), a.ln1.data(), params_.param(b.qkv_w), params_.param(b.qkv_b), (int)N, C, 3 * Ct);
+      a.preatt.ensure((size_t)B * NHt * T * T); a.att.ensure((size_t)B * NHt * T * T); a.atty.ensure(N * Ct);
+      be_.attention_forward(a.atty.data(), a.preatt.data(), a.att.data(), a.qkv.data(), B, T, Ct, NHt);
+      a.res1.ensure(N * C);
+      be_.matmul_forward(a.res1.data(), a.atty.data(), params_.param(b.proj_w), bias_here ? params_.param(b.proj_b) : nullptr,
                      (int)N, Ct, C);
       if (t == 1) residual_ln2();
       return;
     case StageOp::attn_reduce: return tp_allreduce(a.res1.data(), N * C);
     case StageOp::attn_residual: return residual_ln2();
     case StageOp::ffn_forward:
-      ensure(a.fch, N * Ft); ensure(a.fch_gelu, N * Ft);
-      matmul_forward(a.fch.data(), a.ln2.data(), params_.param(b.fc_w), params_.param(b.fc_b), (int)N, C, Ft);
-      gelu_forward(a.fch_gelu.data(), a.fch.data(), N * Ft);
-      return matmul_forward(a.ffn_out.data(), a.fch_gelu.data(), params_.param(b.fcproj_w),
+      a.fch.ensure(N * Ft); a.fch_gelu.ensure(N * Ft);
+      be_.matmul_forward(a.fch.data(), a.ln2.data(), params_.param(b.fc_w), params_.param(b.fc_b), (int)N, C, Ft);
+      be_.gelu_forward(a.fch_gelu.data(), a.fch.data(), N * Ft);
+      return be_.matmul_forward(a.ffn_out.data(), a.fch_gelu.data(), params_.param(b.fcproj_w),
                             bias_here ? params_.param(b.fcproj_b) : nullptr, (int)N, Ft, C);
     case StageOp::ffn_reduce: return tp_allreduce(a.ffn_out.data(), N * C);
     case StageOp::stage_output:
@@ -147,67 +132,67 @@ void MoeGpt::run_op(StageOp op, int layer, int slot) {
       return pass_losses_.push_back({0.0f, h.aux, 0.0f});
     case StageOp::head_forward:
       stage_sum();
-      ensure(h.lnf, N * C); ensure(h.lnf_mean, N); ensure(h.lnf_rstd, N);
-      layernorm_forward(h.lnf.data(), h.lnf_mean.data(), h.lnf_rstd.data(), h.x_out.data(), params_.param(lnf_w_),
+      h.lnf.ensure(N * C); h.lnf_mean.ensure(N); h.lnf_rstd.ensure(N);
+      be_.layernorm_forward(h.lnf.data(), h.lnf_mean.data(), h.lnf_rstd.data(), h.x_out.data(), params_.param(lnf_w_),
                         params_.param(lnf_b_), (int)N, C);
-      ensure(logits_, N * Vt); ensure(h.probs, N * Vt); ensure(h.losses, N);
-      matmul_forward(logits_.data(), h.lnf.data(), params_.param(head_), nullptr, (int)N, C, Vt);
-      if (vocab_split()) return vocab_ce_row_max(ensure_data(rowmax_, N), logits_.data(), (int)N, Vt);
-      crossentropy_softmax_forward(h.losses.data(), h.probs.data(), logits_.data(), h.targets.data(), (int)N, V);
+      logits_.ensure(N * Vt); h.probs.ensure(N * Vt); h.losses.ensure(N);
+      be_.matmul_forward(logits_.data(), h.lnf.data(), params_.param(head_), nullptr, (int)N, C, Vt);
+      if (vocab_split()) return be_.vocab_ce_row_max(rowmax_.ensure_data(N), logits_.data(), (int)N, Vt);
+      be_.crossentropy_softmax_forward(h.losses.data(), h.probs.data(), logits_.data(), h.targets.data(), (int)N, V);
       return finish_loss(h);
     case StageOp::head_max_reduce: return tp_allreduce(rowmax_.data(), N, ReduceOp::max);
     case StageOp::head_softmax:
-      return vocab_ce_exp(h.probs.data(), ensure_data(ce_stats_, 2 * N), logits_.data(), rowmax_.data(),
+      return be_.vocab_ce_exp(h.probs.data(), ce_stats_.ensure_data(2 * N), logits_.data(), rowmax_.data(),
                           h.targets.data(), (int)N, Vt, vocab_first());
     case StageOp::head_sum_reduce: return tp_allreduce(ce_stats_.data(), 2 * N);
     case StageOp::head_loss:
-      vocab_ce_finish(h.losses.data(), h.probs.data(), ce_stats_.data(), rowmax_.data(), (int)N, Vt);
+      be_.vocab_ce_finish(h.losses.data(), h.probs.data(), ce_stats_.data(), rowmax_.data(), (int)N, Vt);
       return finish_loss(h);
 
-    case StageOp::stage_output_grad: return (void)std::copy_n(h.dout, N * C, dresid_.data());
+    case StageOp::stage_output_grad: return be_.copy(dresid_.data(), h.dout, N * C * sizeof(float));
     case StageOp::stage_input_grad:
-      ensure(h.din, N * C);
-      return (void)std::copy_n(dresid_.data(), N * C, h.din.data());
+      h.din.ensure(N * C);
+      return be_.copy(h.din.data(), dresid_.data(), N * C * sizeof(float));
     case StageOp::head_backward:
-      zero(dlogits_, N * Vt);
+      dlogits_.zero(N * Vt);
       if (vocab_split())
-        vocab_ce_backward(dlogits_.data(), h.probs.data(), h.targets.data(), h.loss_scale / (float)N, (int)N, Vt,
+        be_.vocab_ce_backward(dlogits_.data(), h.probs.data(), h.targets.data(), h.loss_scale / (float)N, (int)N, Vt,
                           vocab_first());
       else
-        crossentropy_softmax_backward(dlogits_.data(), h.probs.data(), h.targets.data(), h.loss_scale / (float)N,
+        be_.crossentropy_softmax_backward(dlogits_.data(), h.probs.data(), h.targets.data(), h.loss_scale / (float)N,
                                       (int)N, V);
-      zero(dscratch_, N * C);  // d lnf (partial over the vocabulary slices when split)
-      matmul_backward(dscratch_.data(), params_.grad(head_), nullptr, dlogits_.data(), h.lnf.data(),
+      dscratch_.zero(N * C);  // d lnf (partial over the vocabulary slices when split)
+      be_.matmul_backward(dscratch_.data(), params_.grad(head_), nullptr, dlogits_.data(), h.lnf.data(),
                       params_.param(head_), (int)N, C, Vt);
       if (!vocab_split()) lnf_backward();
       return;
     case StageOp::head_grad_reduce: return tp_allreduce(dscratch_.data(), N * C);
     case StageOp::head_lnf_backward: return lnf_backward();
     case StageOp::ffn_backward: {  // dresid_ holds d x_{l+1} = d res1 (residual) = d ffn_out
-      zero(dscratch_, N * C);       // d ln2
-      zero(dscratch2_, N * Ft);     // d fch_gelu
-      matmul_backward(dscratch2_.data(), params_.grad(b.fcproj_w), params_.grad(b.fcproj_b), dresid_.data(),
+      dscratch_.zero(N * C);       // d ln2
+      dscratch2_.zero(N * Ft);     // d fch_gelu
+      be_.matmul_backward(dscratch2_.data(), params_.grad(b.fcproj_w), params_.grad(b.fcproj_b), dresid_.data(),
                       a.fch_gelu.data(), params_.param(b.fcproj_w), (int)N, Ft, C);
-      std::vector<float>& dfch = a.fch_gelu;  // reuse: fch_gelu no longer needed this micro-batch
-      std::fill(dfch.begin(), dfch.begin() + N * Ft, 0.0f);
-      gelu_backward(dfch.data(), a.fch.data(), dscratch2_.data(), N * Ft);
-      return matmul_backward(dscratch_.data(), params_.grad(b.fc_w), params_.grad(b.fc_b), dfch.data(), a.ln2.data(),
+      DeviceArray<float>& dfch = a.fch_gelu;  // reuse: fch_gelu no longer needed this micro-batch
+      dfch.zero(N * Ft);
+      be_.gelu_backward(dfch.data(), a.fch.data(), dscratch2_.data(), N * Ft);
+      return be_.matmul_backward(dscratch_.data(), params_.grad(b.fc_w), params_.grad(b.fc_b), dfch.data(), a.ln2.data(),
                              params_.param(b.fc_w), (int)N, C, Ft);
     }
     case StageOp::ffn_grad_reduce: return tp_allreduce(dscratch_.data(), N * C);  // d ln2: partial over TP columns
     case StageOp::attn_backward:
-      layernorm_backward(dresid_.data(), params_.grad(b.ln2_w), params_.grad(b.ln2_b), dscratch_.data(), a.res1.data(),
+      be_.layernorm_backward(dresid_.data(), params_.grad(b.ln2_w), params_.grad(b.ln2_b), dscratch_.data(), a.res1.data(),
                          params_.param(b.ln2_w), a.ln2_mean.data(), a.ln2_rstd.data(), (int)N, C);
       // dresid_ now holds d res1 = d x_l (residual) = d attn proj output
-      zero(dscratch_, N * Ct);  // d atty
-      matmul_backward(dscratch_.data(), params_.grad(b.proj_w), params_.grad(b.proj_b), dresid_.data(), a.atty.data(),
+      dscratch_.zero(N * Ct);  // d atty
+      be_.matmul_backward(dscratch_.data(), params_.grad(b.proj_w), params_.grad(b.proj_b), dresid_.data(), a.atty.data(),
                       params_.param(b.proj_w), (int)N, Ct, C);
-      zero(dscratch2_, N * 3 * Ct);  // d qkv
-      ensure(dpreatt_, (size_t)B * NHt * T * T); ensure(datt_, (size_t)B * NHt * T * T);
-      attention_backward(dscratch2_.data(), dpreatt_.data(), datt_.data(), dscratch_.data(), a.qkv.data(), a.att.data(),
+      dscratch2_.zero(N * 3 * Ct);  // d qkv
+      dpreatt_.ensure((size_t)B * NHt * T * T); datt_.ensure((size_t)B * NHt * T * T);
+      be_.attention_backward(dscratch2_.data(), dpreatt_.data(), datt_.data(), dscratch_.data(), a.qkv.data(), a.att.data(),
                          B, T, Ct, NHt);
-      zero(dscratch_, N * C);  // d ln1
-      matmul_backward(dscratch_.data(), params_.grad(b.qkv_w), params_.grad(b.qkv_b), dscratch2_.data(), a.ln1.data(),
+      dscratch_.zero(N * C);  // d ln1
+      be_.matmul_backward(dscratch_.data(), params_.grad(b.qkv_w), params_.grad(b.qkv_b), dscratch2_.data(), a.ln1.data(),
                       params_.param(b.qkv_w), (int)N, C, 3 * Ct);
       if (t == 1) ln1_backward();
       return;
@@ -217,17 +202,17 @@ void MoeGpt::run_op(StageOp op, int layer, int slot) {
     // columns accumulate every rank's tokens' gradients (rank order, token order: the single-rank
     // summation order when each rank holds consecutive batch rows).
     case StageOp::embed_grad_slices:
-      return embedding_partition_split(ensure_data(embed_send_, P * embed_block), dresid_.data(), N, P, Cp);
+      return be_.embedding_partition_split(embed_send_.ensure_data(P * embed_block), dresid_.data(), N, P, Cp);
     case StageOp::embed_grad_a2a: return embed_all_to_all(embed_block);
     case StageOp::embed_backward:
       if (embed_split()) {
-        embedding_partition_backward(params_.grad(wte_), embed_recv_.data(), h.all_inputs.data(), P * N, Cp);
-        return position_embedding_backward(params_.grad(wpe_), dresid_.data(), N, T, C);
+        be_.embedding_partition_backward(params_.grad(wte_), embed_recv_.data(), h.all_inputs.data(), P * N, Cp);
+        return be_.position_embedding_backward(params_.grad(wpe_), dresid_.data(), N, T, C);
       }
       if (!vocab_split())
-        return encoder_backward(params_.grad(wte_), params_.grad(wpe_), dresid_.data(), h.inputs.data(), B, T, C);
-      vocab_slice_embed_backward(params_.grad(wte_), dresid_.data(), h.inputs.data(), N, C, vocab_first(), vocab_rows());
-      return position_embedding_backward(params_.grad(wpe_), dresid_.data(), N, T, C);
+        return be_.encoder_backward(params_.grad(wte_), params_.grad(wpe_), dresid_.data(), h.inputs.data(), B, T, C);
+      be_.vocab_slice_embed_backward(params_.grad(wte_), dresid_.data(), h.inputs.data(), N, C, vocab_first(), vocab_rows());
+      return be_.position_embedding_backward(params_.grad(wpe_), dresid_.data(), N, T, C);
   }
 }
 

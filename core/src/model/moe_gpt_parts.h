@@ -1,22 +1,28 @@
 #pragma once
 // MoeGpt's private state, shared by its files: moe_gpt.cpp (parameters, distribution, the
 // stage's tasks) and moe_gpt_layers.cpp (the layer functions the tasks run).
-#include <algorithm>
 #include <memory>
 #include <vector>
 
 #include "moebench/model/moe_gpt.h"
 #include "moebench/moe/moe_layer.h"
+#include "moebench/tensor/device_array.h"
 
 namespace moebench {
 
 // One micro-batch's activations of a block ([N,C] unless noted; tensor-parallel shares where
-// the matmuls are split), and its MoE layer (each slot routes its own micro-batch).
+// the matmuls are split) in the model's backend memory, and its MoE layer (each slot routes its
+// own micro-batch).
 struct MoeGpt::Acts {
-  std::vector<float> x, ln1, ln1_mean, ln1_rstd, qkv /*[N,3C/t]*/, preatt, att /*[B,NH/t,T,T]*/, atty,
-      res1, ln2, ln2_mean, ln2_rstd, fch, fch_gelu /*[N,F/t]*/, ffn_out;
-  std::vector<int> forced;  // [N,K] synthetic expert choices (routing other than learned)
+  Acts(Backend& be, int block);
+  DeviceArray<float> x, ln1, ln1_mean, ln1_rstd, qkv /*[N,3C/t]*/, preatt, att /*[B,NH/t,T,T]*/, atty, res1, ln2,
+      ln2_mean, ln2_rstd, fch, fch_gelu /*[N,F/t]*/, ffn_out;
+  std::vector<int> forced;  // [N,K] synthetic expert choices (routing other than learned), host
   std::unique_ptr<MoeLayer> moe;
+  std::unique_ptr<LocalMoe> local;  // a device backend's local block (the CPU runs `moe`)
+  float local_aux = 0.0f;           // its last forward's aux loss
+  float aux() const { return local ? local_aux : moe->routing().aux; }
+  const std::vector<int>& counts() const { return local ? local->counts() : moe->routing().counts; }
 };
 
 struct MoeGpt::Block {
@@ -36,30 +42,20 @@ struct MoeGpt::Block {
 // activations (the input from the previous stage, the output gradient, the loss scale), the
 // stage output (the last block's residual sum) and, on the last stage, ln_f, the probabilities
 // and the per-token losses; the losses the tasks summed (ce on the last stage, the blocks' aux).
+// Arrays in the model's backend memory.
 struct MoeGpt::HeadActs {
+  explicit HeadActs(Backend& be);
   int B = 0, T = 0;
   long step = 0, first_token = 0;
-  std::vector<int> inputs, targets;
-  std::vector<int> all_inputs;  // [P, N] every DP rank's token ids (partitioned embedding)
+  DeviceArray<int> inputs, targets;
+  DeviceArray<int> all_inputs;  // [P, N] every DP rank's token ids (partitioned embedding)
   const float* x_in = nullptr;  // stages after the first: the received activation
   const float* dout = nullptr;  // stages before the last: the received output gradient
   float loss_scale = 1.0f;
   float ce = 0.0f, aux = 0.0f;
-  std::vector<float> x_out, lnf, lnf_mean, lnf_rstd, probs, losses;
-  std::vector<float> din;  // stages after the first: the input gradient, kept for its send
+  DeviceArray<float> x_out, lnf, lnf_mean, lnf_rstd, probs, losses;
+  DeviceArray<float> din;  // stages after the first: the input gradient, kept for its send
   long N() const { return (long)B * T; }
 };
-
-inline void ensure(std::vector<float>& v, size_t n) {
-  if (v.size() < n) v.resize(n);
-}
-inline float* ensure_data(std::vector<float>& v, size_t n) {
-  ensure(v, n);
-  return v.data();
-}
-inline void zero(std::vector<float>& v, size_t n) {
-  ensure(v, n);
-  std::fill(v.begin(), v.begin() + (long)n, 0.0f);
-}
 
 }  // namespace moebench

@@ -40,9 +40,11 @@ size_t ParamArena::add(const std::string& name, std::vector<int64_t> shape, bool
   return views_.size() - 1;
 }
 
-void ParamArena::finalize() {
-  data_.assign(total_, 0.0f);
-  grads_.assign(total_, 0.0f);
+void ParamArena::finalize(Backend& backend) {
+  data_ = DeviceArray<float>(backend, "the parameters");
+  grads_ = DeviceArray<float>(backend, "the gradients");
+  data_.ensure(total_);  // zeroed
+  grads_.ensure(total_);
   finalized_ = true;
 }
 
@@ -52,6 +54,6 @@ const ParamView* ParamArena::find(const std::string& name) const {
   return it == views_.end() ? nullptr : &*it;
 }
 
-void ParamArena::zero_grad() { std::fill(grads_.begin(), grads_.end(), 0.0f); }
+void ParamArena::zero_grad() { grads_.zero(total_); }
 
 }  // namespace moebench

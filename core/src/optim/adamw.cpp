@@ -61,7 +61,8 @@ void AdamW::load_moments(size_t view, const float* w, const float* m, const floa
 
 double grad_norm(const ParamArena& params) {
   double sum = 0.0;
-  for (float g : params.grads()) sum += (double)g * g;
+  const float* g = params.grads();
+  for (size_t i = 0; i < params.size(); ++i) sum += (double)g[i] * g[i];
   return std::sqrt(sum);
 }
 
@@ -69,7 +70,8 @@ double clip_grad_norm(ParamArena& params, float max_norm) {
   const double norm = grad_norm(params);
   if (max_norm > 0 && norm > max_norm) {
     const float scale = (float)(max_norm / (norm + 1e-6));
-    for (float& g : params.grads()) g *= scale;
+    float* g = params.grads();
+    for (size_t i = 0; i < params.size(); ++i) g[i] *= scale;
   }
   return norm;
 }

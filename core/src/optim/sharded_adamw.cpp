@@ -27,8 +27,8 @@ ShardedAdamW::ShardedAdamW(const ParamArena& params, const std::vector<std::pair
 }
 
 void ShardedAdamW::step(ParamArena& params, float lr, long t) {
-  float* data = params.data().data();
-  const float* grads = params.grads().data();
+  float* data = params.data();
+  const float* grads = params.grads();
   for (const Piece& piece : pieces_)
     adamw_update(data + piece.offset, grads + piece.offset, m_.data() + piece.state, v_.data() + piece.state,
                  (long)piece.count, h_, lr, t, piece.decay ? h_.weight_decay : 0.0f);

@@ -80,7 +80,7 @@ void DenseShards::all_gather_part(const Part& p, float* data, Communicator& comm
 
 void DenseShards::gather(size_t i) {
   const Part& p = parts_[i];
-  all_gather_part(p, model_.params().data().data() + p.range.offset, *gather_comm_);
+  all_gather_part(p, model_.params().data() + p.range.offset, *gather_comm_);
 }
 
 namespace {
@@ -146,7 +146,7 @@ GraphTask DenseShards::reduce_scatter_task(ArenaRange r, float scale) {
   t.action = [this, i, scale] {
     const Part& q = parts_[i];
     const size_t n = q.range.count, s = q.shard, P = (size_t)P_;
-    float* g = model_.params().grads().data() + q.range.offset;
+    float* g = model_.params().grads() + q.range.offset;
     std::vector<float> mine(s);
     if (s * P == n) {
       grad_comm_->reduce_scatter(g, mine.data(), s, DType::f32);

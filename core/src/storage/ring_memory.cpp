@@ -14,7 +14,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 RingMemory::RingMemory(MoeGpt& model, int slots, bool prefetch) : model_(model), prefetch_(prefetch) {
-  const float* base = model.params().data().data();
+  const float* base = model.params().data();
   size_t expert_floats = 0, largest = 0;
   for (const BlockExperts& b : model.expert_ranges()) {
     BlockSource s;

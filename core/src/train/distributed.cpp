@@ -107,7 +107,7 @@ void Distributed::attach(MoeGpt& model, const Config& cfg) {
   p.cluster = cluster_.get();
   p.executor = &executor_;
   model.distribute(p);
-  float* grads = model.params().grads().data();
+  float* grads = model.params().grads();
   std::set<int> dp_nodes;
   for (int p = 0; p < grad_comm_->size(); ++p) dp_nodes.insert(topology_.node_of(grad_comm_->world_rank(p)));
   const StreamRole role = dp_nodes.size() > 1 ? StreamRole::comm_inter : StreamRole::comm_intra;
@@ -155,7 +155,7 @@ struct Distributed::Norm {
 };
 
 std::function<void()> Distributed::tail_action(StepOp op, int layer, MoeGpt& model, float max_norm) {
-  float* grads = model.params().grads().data();
+  float* grads = model.params().grads();
   switch (op) {
     // Partial over the TP group (ppmoe's routers: each rank's experts' share; sliced experts'
     // b2): the gate sync, h x E floats per MoE block.
@@ -203,7 +203,7 @@ std::function<void()> Distributed::tail_action(StepOp op, int layer, MoeGpt& mod
             for (size_t i = b.range.offset; i < b.range.offset + b.range.count; ++i) grads[i] *= dp_scale_;
         norm_ = std::make_unique<Norm>();
         Norm& n = *norm_;
-        const std::vector<float>& g = model.params().grads();
+        const float* g = model.params().grads();
         auto add = [&](double& sum, size_t offset, size_t count) {
           for (size_t i = offset; i < offset + count; ++i) sum += (double)g[i] * g[i];
         };
@@ -227,7 +227,8 @@ std::function<void()> Distributed::tail_action(StepOp op, int layer, MoeGpt& mod
         n.norm = std::sqrt(n.total);
         if (max_norm > 0 && n.norm > max_norm) {
           const float scale = (float)(max_norm / (n.norm + 1e-6));
-          for (float& x : model.params().grads()) x *= scale;
+          float* g = model.params().grads();
+          for (size_t i = 0; i < model.params().size(); ++i) g[i] *= scale;
         }
       };
     default: return {};

@@ -22,6 +22,8 @@ void embedding_partition_split(float* slices, const float* dx, long N, int P, in
 // Accumulates (+=): dwte_part[ids[i], :] += dslices[i, :] for i < rows, every element in i order
 // (deterministic: threads split the columns).
 void embedding_partition_backward(float* dwte_part, const float* dslices, const int* ids, long rows, int Cp);
+// x[n, :] += wpe[n % T, :]: the positions added to embedded tokens (vocabulary-parallel embedding).
+void position_embedding_forward(float* x, const float* wpe, long N, int T, int C);
 // Accumulates (+=): dwpe[n % T, :] += dx[n, :], every element in n order (as encoder_backward).
 void position_embedding_backward(float* dwpe, const float* dx, long N, int T, int C);
 

@@ -20,11 +20,13 @@
 
 #include "moebench/config/config.h"
 #include "moebench/dist/communicator.h"
+#include "moebench/model/cpu_backend.h"
 #include "moebench/model/param_arena.h"
 #include "moebench/moe/moe_layer.h"
 #include "moebench/moe/parallel_context.h"
 #include "moebench/moe/synthetic_routing.h"
 #include "moebench/runtime/task_graph.h"
+#include "moebench/tensor/device_array.h"
 
 namespace moebench {
 
@@ -117,8 +119,13 @@ class MoeGpt {
   // Throws std::invalid_argument when tp.size does not divide the heads, E the EP ranks, or
   // the stage's block range is empty, or embed.size the hidden size (or embed.size > 1 with
   // tp, pipeline stages or a tied head).
+  // backend: where the parameters, gradients and activations live and what runs the layer
+  // functions (tensor/backend.h); it must outlive the model. On a backend with device memory
+  // (cuda) every pointer the model takes or returns (x_in, dout, stage_output, input_grad,
+  // logits) is device memory. There the model runs on one rank (distribute() throws
+  // std::invalid_argument), its MoE blocks with learned routing through the backend's LocalMoe.
   MoeGpt(const ModelConfig& model, const MoeConfig& moe, ExpertShard shard = {}, TpShard tp = {},
-         PipeStage pipe = {}, EmbedShard embed = {});
+         PipeStage pipe = {}, EmbedShard embed = {}, Backend& backend = cpu_backend());
   ~MoeGpt();
   MoeGpt(const MoeGpt&) = delete;
   MoeGpt& operator=(const MoeGpt&) = delete;
@@ -189,7 +196,8 @@ class MoeGpt {
   // block without experts here).
   const std::vector<ExpertParams>& expert_params(int block) const;
   // Forward reads the experts from `source` instead of the arena (nullptr: the arena again).
-  void set_expert_source(ExpertSource* source) { expert_source_ = source; }
+  // CPU backend only (std::invalid_argument on a device backend).
+  void set_expert_source(ExpertSource* source);
   // Gradients that are partial sums over the TP group after backward (the routers of blocks
   // whose strategy combines each rank's own experts, ppmoe, or expert slices, moe.expert_tp,
   // and those slices' b2), to be all-reduced once per step.
@@ -208,6 +216,7 @@ class MoeGpt {
   ArenaRange partitioned_embedding() const;
   const EmbedShard& embed_shard() const { return embed_; }
 
+  Backend& backend() const { return be_; }
   ParamArena& params() { return params_; }
   const ParamArena& params() const { return params_; }
   const ModelConfig& model_config() const { return model_; }
@@ -257,6 +266,7 @@ class MoeGpt {
   int vocab_rows() const { return model_.vocab_size / (vocab_split() ? tp_.size : 1); }  // Vt
   int vocab_first() const { return vocab_split() ? tp_.rank * vocab_rows() : 0; }
 
+  Backend& be_;
   ModelConfig model_;
   MoeConfig moe_;
   ExpertShard shard_;
@@ -284,9 +294,9 @@ class MoeGpt {
 
   std::vector<HeadActs> head_acts_;  // per slot: the micro-batch, stage output, ln_f, head
   int last_slot_ = 0;
-  std::vector<float> rowmax_, ce_stats_;  // vocabulary-parallel softmax statistics
-  std::vector<float> embed_send_, embed_recv_;  // [P, N, C/P] slices (partitioned embedding)
-  std::vector<float> logits_, dresid_, dscratch_, dscratch2_, dlogits_, dpreatt_, datt_;
+  DeviceArray<float> rowmax_, ce_stats_;  // vocabulary-parallel softmax statistics
+  DeviceArray<float> embed_send_, embed_recv_;  // [P, N, C/P] slices (partitioned embedding)
+  DeviceArray<float> logits_, dresid_, dscratch_, dscratch2_, dlogits_, dpreatt_, datt_;
 };
 
 }  // namespace moebench

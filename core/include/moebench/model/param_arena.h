@@ -1,12 +1,16 @@
 #pragma once
 // All parameters of a model in one contiguous float buffer with named views; the gradients
 // mirror the same layout in a second buffer. Names are the checkpoint tensor names
-// (e.g. "blocks.3.moe.experts.5.w1").
+// (e.g. "blocks.3.moe.experts.5.w1"). Both buffers live in a Backend's memory (tensor/backend.h):
+// host memory on the CPU, the GPU's on CUDA, where host code reads them through host_data() /
+// host_grads() copies.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "moebench/tensor/device_array.h"
 
 namespace moebench {
 
@@ -39,8 +43,8 @@ class ParamArena {
  public:
   // Registers a tensor before finalize(); returns its index. Names must be unique.
   size_t add(const std::string& name, std::vector<int64_t> shape, bool decay, TensorSlice slice = {});
-  // Allocates the parameter and gradient buffers (zeroed).
-  void finalize();
+  // Allocates the parameter and gradient buffers (zeroed) in `backend`'s memory.
+  void finalize(Backend& backend);
 
   float* param(size_t idx) { return data_.data() + views_[idx].offset; }
   const float* param(size_t idx) const { return data_.data() + views_[idx].offset; }
@@ -49,16 +53,21 @@ class ParamArena {
 
   const std::vector<ParamView>& views() const { return views_; }
   const ParamView* find(const std::string& name) const;  // nullptr when absent
-  std::vector<float>& data() { return data_; }
-  const std::vector<float>& data() const { return data_; }
-  std::vector<float>& grads() { return grads_; }
-  const std::vector<float>& grads() const { return grads_; }
+  // The size() parameters and gradients, in the backend's memory.
+  float* data() { return data_.data(); }
+  const float* data() const { return data_.data(); }
+  float* grads() { return grads_.data(); }
+  const float* grads() const { return grads_.data(); }
+  // Copies of them on the host (what tests and checkpoints compare).
+  std::vector<float> host_data() const { return data_.download(total_); }
+  std::vector<float> host_grads() const { return grads_.download(total_); }
   size_t size() const { return total_; }
+  Backend& backend() const { return data_.backend(); }
   void zero_grad();
 
  private:
   std::vector<ParamView> views_;
-  std::vector<float> data_, grads_;
+  DeviceArray<float> data_, grads_;
   size_t total_ = 0;
   bool finalized_ = false;
 };

@@ -5,10 +5,12 @@
 // cuBLAS call (cublasGemmGroupedBatchedEx, built by grouped_gemm_args.h; experts with no rows
 // are left out); bias add, bias gradients and GeLU (gelu.h) are kernels.
 //
-// Weights: one contiguous block per tensor over the E local experts (as an optimizer or a
-// checkpoint holds them), expert e's part at offset e * (size of one expert's tensor):
+// Weights: one contiguous block per tensor over the E local experts, expert e's part at offset
+// e * (size of one expert's tensor):
 //   w1 [E, F, C], b1 [E, F], w2 [E, C, F], b2 [E, C]
-// Gradients have the same layout and type. T = float (fp32 GEMMs, CUBLAS_COMPUTE_32F, no
+// or, with ExpertWeights::stride, expert e's part of every tensor at e * stride: the parameter
+// arena's layout (model/param_arena.h: w1, b1, w2, b2 of expert 0, then of expert 1, ...;
+// stride 2FC + F + C). Gradients have the same layout and type. T = float (fp32 GEMMs, CUBLAS_COMPUTE_32F, no
 // TF32) or bf16 (bf16 storage, CUBLAS_COMPUTE_32F accumulation; bias sums in fp32).
 //
 // offsets is a HOST array [E+1] with offsets[0] = 0 (the rows per expert are needed on the
@@ -33,6 +35,8 @@ struct ExpertWeights {
   T* b1 = nullptr;  // [E, F]
   T* w2 = nullptr;  // [E, C, F]
   T* b2 = nullptr;  // [E, C]
+  long stride = 0;  // elements from expert e's part of a tensor to e+1's; 0: the tensor's own size
+  long step(long own) const { return stride ? stride : own; }
 };
 
 // y[S,C] (overwritten) = expert rows of x[S,C], S = offsets[E]; h[S,F] (pre-GeLU) and

@@ -6,7 +6,9 @@
 // The three builders are the per-expert versions of core's matmul_forward / matmul_backward
 // (tensor/matmul.h, llm.c argument order: outputs, inputs, sizes) on row-major matrices:
 // rows [offsets[e], offsets[e+1]) of the activations belong to expert e, and expert e's
-// weight is block e of one contiguous [E, OC, C] array (element size `elem` bytes). Experts
+// weight is block e of one contiguous [E, OC, C] array (element size `elem` bytes), or starts
+// e * stride elements after the first expert's when `stride` is given (the parameter arena's
+// per-expert layout, experts.h). Experts
 // with no rows are left out of the group (a GEMM with no rows changes nothing, even with
 // beta = 1). In cuBLAS' column-major terms a row-major [R, W] matrix is a W x R matrix with
 // leading dimension W, so for problem i: C_i = alpha op(A_i) op(B_i) + beta C_i with
@@ -55,7 +57,7 @@ inline void* at(void* base, size_t elements, size_t elem) {
 // where weight_e's storage is the C x OC matrix weight_e^T: A = weight_e (op T, lda C),
 // B = inp rows (op N, ldb C), m = OC, n = rows_e, k = C, C = out rows (ldc OC).
 inline GroupedGemmArgs grouped_linear_forward_args(const int* offsets, int E, size_t elem, void* out,
-                                                   const void* inp, const void* weight, int C, int OC) {
+                                                   const void* inp, const void* weight, int C, int OC, size_t stride = 0) {
   grouped_detail::check(offsets, E, elem, C, OC, "grouped_linear_forward_args");
   GroupedGemmArgs g;
   g.transa = GemmOp::T;
@@ -70,7 +72,7 @@ inline GroupedGemmArgs grouped_linear_forward_args(const int* offsets, int E, si
     g.lda.push_back(C);
     g.ldb.push_back(C);
     g.ldc.push_back(OC);
-    g.A.push_back(grouped_detail::at(weight, (size_t)e * OC * C, elem));
+    g.A.push_back(grouped_detail::at(weight, (size_t)e * (stride ? stride : (size_t)OC * C), elem));
     g.B.push_back(grouped_detail::at(inp, r0 * C, elem));
     g.C.push_back(grouped_detail::at(out, r0 * OC, elem));
     g.expert.push_back(e);
@@ -82,7 +84,7 @@ inline GroupedGemmArgs grouped_linear_forward_args(const int* offsets, int E, si
 // Column-major: dinp^T = weight_e^T dout^T: A = weight_e (op N, lda C), B = dout rows (op N,
 // ldb OC), m = C, n = rows_e, k = OC, C = dinp rows (ldc C).
 inline GroupedGemmArgs grouped_linear_dinp_args(const int* offsets, int E, size_t elem, void* dinp,
-                                                const void* dout, const void* weight, int C, int OC) {
+                                                const void* dout, const void* weight, int C, int OC, size_t stride = 0) {
   grouped_detail::check(offsets, E, elem, C, OC, "grouped_linear_dinp_args");
   GroupedGemmArgs g;
   g.transa = GemmOp::N;
@@ -97,7 +99,7 @@ inline GroupedGemmArgs grouped_linear_dinp_args(const int* offsets, int E, size_
     g.lda.push_back(C);
     g.ldb.push_back(OC);
     g.ldc.push_back(C);
-    g.A.push_back(grouped_detail::at(weight, (size_t)e * OC * C, elem));
+    g.A.push_back(grouped_detail::at(weight, (size_t)e * (stride ? stride : (size_t)OC * C), elem));
     g.B.push_back(grouped_detail::at(dout, r0 * OC, elem));
     g.C.push_back(grouped_detail::at(dinp, r0 * C, elem));
     g.expert.push_back(e);
@@ -109,7 +111,7 @@ inline GroupedGemmArgs grouped_linear_dinp_args(const int* offsets, int E, size_
 // matmul_backward). Column-major: dweight_e^T = inp^T dout: A = inp rows (op N, lda C),
 // B = dout rows (op T, ldb OC), m = C, n = OC, k = rows_e, C = dweight_e (ldc C).
 inline GroupedGemmArgs grouped_linear_dweight_args(const int* offsets, int E, size_t elem, void* dweight,
-                                                   const void* dout, const void* inp, int C, int OC) {
+                                                   const void* dout, const void* inp, int C, int OC, size_t stride = 0) {
   grouped_detail::check(offsets, E, elem, C, OC, "grouped_linear_dweight_args");
   GroupedGemmArgs g;
   g.transa = GemmOp::N;
@@ -126,7 +128,7 @@ inline GroupedGemmArgs grouped_linear_dweight_args(const int* offsets, int E, si
     g.ldc.push_back(C);
     g.A.push_back(grouped_detail::at(inp, r0 * C, elem));
     g.B.push_back(grouped_detail::at(dout, r0 * OC, elem));
-    g.C.push_back(grouped_detail::at(dweight, (size_t)e * OC * C, elem));
+    g.C.push_back(grouped_detail::at(dweight, (size_t)e * (stride ? stride : (size_t)OC * C), elem));
     g.expert.push_back(e);
   }
   return g;

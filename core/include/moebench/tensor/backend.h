@@ -1,0 +1,114 @@
+#pragma once
+// Backend: where a model's arrays live and what runs its layer functions. The model's code
+// (model/moe_gpt_layers.cpp) is written once against this interface:
+//   cpu   (model/cpu_backend.h)  host memory; the functions are core's llm.c-style CPU
+//         functions (tensor/, model/), run on the calling thread.
+//   cuda  (model/cuda_backend.h, CUDA build only)  cudaMalloc'd memory on one GPU; the
+//         functions enqueue kernels/'s launchers (the CPU functions' names and arguments) on
+//         the stream of the running task (runtime/device_queue.h's current stream) and return
+//         before the GPU ran them.
+// Every pointer argument is memory of this backend (allocate()), except the host pointers of
+// to_device / to_host. Functions document their semantics where the CPU function is declared;
+// each backend computes the same values (fp32: the CUDA kernels agree with the CPU functions
+// within rounding, tests/tst_kernels_*). A function a backend cannot run throws
+// std::runtime_error naming it and the backend.
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace moebench {
+
+// One MoE block with all E experts on this rank, in a device backend's memory: what MoeLayer
+// (moe/moe_layer.h) computes without a strategy — router, top-k gates, GShard capacity, aux loss,
+// experts, gate-weighted combine, and the backward — with the same accumulation rules (out
+// overwritten; dx, drouter_w and the expert gradients +=). experts / dexperts: the E experts'
+// parameters in the arena's layout (model/param_arena.h): per expert w1 [F,C], b1 [F], w2 [C,F],
+// b2 [C], one expert after the other. capacity: assignments each expert admits (0: dropless).
+// One instance per block and activation set: it keeps its forward's routing for the backward.
+class LocalMoe {
+ public:
+  virtual ~LocalMoe() = default;
+  // Returns the unweighted aux loss (on the host: the forward waits for the routing).
+  virtual float forward(float* out, const float* x, const float* router_w, const float* experts, int N, int C, int F,
+                        int E, int K, int capacity, bool gate_normalize) = 0;
+  // Kept assignments per expert of the last forward [E], on the host.
+  virtual const std::vector<int>& counts() const = 0;
+  virtual void backward(float* dx, float* drouter_w, float* dexperts, const float* dout, float aux_weight,
+                        const float* x, const float* router_w, const float* experts) = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  // "cpu" or "cuda:<device>": in error messages and run records.
+  virtual std::string name() const = 0;
+  // Whether arrays are device memory, which host code cannot read (to_host copies them out).
+  virtual bool device_memory() const = 0;
+
+  // Memory. allocate names what the array holds (`what`) in its out-of-memory error, with the
+  // size and the device. Copies and zeroing are ordered with the layer functions (the CPU runs
+  // them at once; the GPU on the current stream); to_host returns once the bytes are on the host.
+  virtual void* allocate(size_t bytes, const char* what) = 0;
+  virtual void release(void* p) noexcept = 0;
+  virtual void zero(void* p, size_t bytes) = 0;
+  virtual void copy(void* dst, const void* src, size_t bytes) = 0;
+  virtual void to_device(void* dst, const void* host, size_t bytes) = 0;
+  virtual void to_host(void* host, const void* src, size_t bytes) = 0;
+  // sum of x[0..n) in double, returned to the host (the per-token losses' mean).
+  virtual double sum(const float* x, long n) = 0;
+  // A local MoE block on this backend. Device backends only: on the CPU, MoeLayer runs MoE
+  // blocks (with or without a distributed strategy) and this throws std::logic_error.
+  virtual std::unique_ptr<LocalMoe> make_local_moe() = 0;
+
+  // model/encoder.h
+  virtual void encoder_forward(float* out, const int* inp, const float* wte, const float* wpe, int B, int T, int C) = 0;
+  virtual void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* inp, int B, int T, int C) = 0;
+  // model/embedding_partition.h (position_embedding_*: the positions alone)
+  virtual void position_embedding_forward(float* x, const float* wpe, long N, int T, int C) = 0;
+  virtual void position_embedding_backward(float* dwpe, const float* dx, long N, int T, int C) = 0;
+  virtual void embedding_partition_lookup(float* out, const int* ids, const float* wte_part, long rows, int Cp) = 0;
+  virtual void embedding_partition_assemble(float* x, const float* slices, const float* wpe, long N, int T, int P,
+                                            int Cp) = 0;
+  virtual void embedding_partition_split(float* slices, const float* dx, long N, int P, int Cp) = 0;
+  virtual void embedding_partition_backward(float* dwte_part, const float* dslices, const int* ids, long rows,
+                                            int Cp) = 0;
+  // model/layernorm.h
+  virtual void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                                 const float* bias, int N, int C) = 0;
+  virtual void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                                  const float* weight, const float* mean, const float* rstd, int N, int C) = 0;
+  // tensor/matmul.h
+  virtual void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int C,
+                              int OC) = 0;
+  virtual void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                               const float* weight, int N, int C, int OC) = 0;
+  // model/attention.h
+  virtual void attention_forward(float* out, float* preatt, float* att, const float* qkv, int B, int T, int C,
+                                 int NH) = 0;
+  virtual void attention_backward(float* dqkv, float* dpreatt, float* datt, const float* dout, const float* qkv,
+                                  const float* att, int B, int T, int C, int NH) = 0;
+  // tensor/gelu.h, model/residual.h
+  virtual void gelu_forward(float* out, const float* inp, long N) = 0;
+  virtual void gelu_backward(float* dinp, const float* inp, const float* dout, long N) = 0;
+  virtual void residual_forward(float* out, const float* inp1, const float* inp2, long N) = 0;
+  // model/crossentropy.h
+  virtual void crossentropy_softmax_forward(float* losses, float* probs, const float* logits, const int* targets,
+                                            int N, int V) = 0;
+  virtual void crossentropy_softmax_backward(float* dlogits, const float* probs, const int* targets, float dloss,
+                                             int N, int V) = 0;
+  // model/vocab_parallel.h
+  virtual void vocab_slice_embed(float* out, const int* tok, const float* wte_slice, long N, int C, int lo,
+                                 int Vt) = 0;
+  virtual void vocab_slice_embed_backward(float* dwte_slice, const float* dout, const int* tok, long N, int C, int lo,
+                                          int Vt) = 0;
+  virtual void vocab_ce_row_max(float* rowmax, const float* logits, int N, int Vt) = 0;
+  virtual void vocab_ce_exp(float* probs, float* stats, const float* logits, const float* rowmax, const int* targets,
+                            int N, int Vt, int lo) = 0;
+  virtual void vocab_ce_finish(float* losses, float* probs, const float* stats, const float* rowmax, int N,
+                               int Vt) = 0;
+  virtual void vocab_ce_backward(float* dlogits, const float* probs, const int* targets, float dloss, int N, int Vt,
+                                 int lo) = 0;
+};
+
+}  // namespace moebench

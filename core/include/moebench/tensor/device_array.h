@@ -1,0 +1,90 @@
+#pragma once
+// DeviceArray<T>: an owning array in a Backend's memory (tensor/backend.h): host memory on the
+// CPU, GPU memory on CUDA. Movable, not copyable. data() is the backend's pointer, which host
+// code reads only on a host backend (to_host copies otherwise).
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "moebench/tensor/backend.h"
+
+namespace moebench {
+
+template <typename T>
+class DeviceArray {
+ public:
+  DeviceArray() = default;
+  // `what` names the array in an allocation error (e.g. "blocks.3 qkv activations").
+  DeviceArray(Backend& be, std::string what) : be_(&be), what_(std::move(what)) {}
+  ~DeviceArray() { reset(); }
+  DeviceArray(DeviceArray&& o) noexcept
+      : be_(o.be_), what_(std::move(o.what_)), p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
+  DeviceArray& operator=(DeviceArray&& o) noexcept {
+    if (this != &o) {
+      reset();
+      be_ = o.be_;
+      what_ = std::move(o.what_);
+      p_ = std::exchange(o.p_, nullptr);
+      n_ = std::exchange(o.n_, 0);
+    }
+    return *this;
+  }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+
+  // Makes room for n elements (at least): a larger array keeps the old contents and starts the
+  // new ones at 0 (as std::vector::resize); never shrinks.
+  void ensure(size_t n) {
+    if (n <= n_) return;
+    T* p = static_cast<T*>(backend().allocate(n * sizeof(T), what_.c_str()));
+    if (n_) be_->copy(p, p_, n_ * sizeof(T));
+    be_->zero(p + n_, (n - n_) * sizeof(T));
+    be_->release(p_);
+    p_ = p;
+    n_ = n;
+  }
+  T* ensure_data(size_t n) {
+    ensure(n);
+    return p_;
+  }
+  // The first n elements set to 0 (room made first).
+  void zero(size_t n) {
+    ensure(n);
+    if (n) be_->zero(p_, n * sizeof(T));
+  }
+  // The first n elements from host memory (room made first).
+  void assign(const T* host, size_t n) {
+    ensure(n);
+    if (n) be_->to_device(p_, host, n * sizeof(T));
+  }
+  // The first n elements, copied to the host.
+  std::vector<T> download(size_t n) const {
+    std::vector<T> host(n);
+    if (n) be_->to_host(host.data(), p_, n * sizeof(T));
+    return host;
+  }
+  std::vector<T> download() const { return download(n_); }
+
+  T* data() { return p_; }
+  const T* data() const { return p_; }
+  size_t size() const { return n_; }
+  Backend& backend() const {
+    if (!be_) throw std::logic_error("DeviceArray without a backend");
+    return *be_;
+  }
+
+ private:
+  void reset() noexcept {
+    if (p_) be_->release(p_);
+    p_ = nullptr;
+    n_ = 0;
+  }
+  Backend* be_ = nullptr;
+  std::string what_ = "array";
+  T* p_ = nullptr;
+  size_t n_ = 0;
+};
+
+}  // namespace moebench

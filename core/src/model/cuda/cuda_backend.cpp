@@ -1,0 +1,221 @@
+// Built only with the CUDA build (core/CMakeLists.txt: src/model/cuda/).
+#include "moebench/model/cuda_backend.h"
+
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "moebench/kernels/attention.h"
+#include "moebench/kernels/crossentropy.h"
+#include "moebench/kernels/encoder.h"
+#include "moebench/kernels/gelu.h"
+#include "moebench/kernels/layernorm.h"
+#include "moebench/kernels/matmul.h"
+#include "moebench/kernels/moe_block.h"
+#include "moebench/kernels/residual.h"
+#include "moebench/runtime/cuda_device_queue.h"
+
+namespace moebench {
+namespace {
+
+std::string gib(size_t bytes) {
+  char s[32];
+  std::snprintf(s, sizeof s, "%.1f GiB", (double)bytes / (double)(1ull << 30));
+  return s;
+}
+
+// kernels/'s MoeBlock over the arena's per-expert layout (ExpertWeights::stride).
+class CudaLocalMoe final : public LocalMoe {
+ public:
+  explicit CudaLocalMoe(std::function<cudaStream_t()> stream) : stream_(std::move(stream)) {}
+  float forward(float* out, const float* x, const float* router_w, const float* experts, int N, int C, int F, int E,
+                int K, int capacity, bool gate_normalize) override {
+    C_ = C;
+    F_ = F;
+    const float aux = block_.forward(out, x, router_w, weights(experts), N, C, F, E, K, capacity, gate_normalize,
+                                     stream_());
+    const std::vector<int>& off = block_.expert_offsets();
+    counts_.assign((size_t)E, 0);
+    for (int e = 0; e < E; ++e) counts_[(size_t)e] = off[(size_t)e + 1] - off[(size_t)e];
+    return aux;
+  }
+  const std::vector<int>& counts() const override { return counts_; }
+  void backward(float* dx, float* drouter_w, float* dexperts, const float* dout, float aux_weight, const float* x,
+                const float* router_w, const float* experts) override {
+    block_.backward(dx, drouter_w, weights(dexperts), dout, aux_weight, x, router_w, weights(experts), stream_());
+  }
+
+ private:
+  cuda::ExpertWeights<float> weights(const float* base) const {
+    float* p = const_cast<float*>(base);  // ExpertWeights holds mutable pointers; forward only reads them
+    const long FC = (long)F_ * C_;
+    return {p, p + FC, p + FC + F_, p + 2 * FC + F_, 2 * FC + F_ + C_};
+  }
+  std::function<cudaStream_t()> stream_;
+  cuda::MoeBlock<float> block_;
+  std::vector<int> counts_;
+  int C_ = 0, F_ = 0;
+};
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(CudaDeviceQueue& queue) : q_(queue) {
+    bind();
+    own_ = q_.create_stream(false);
+  }
+  std::string name() const override { return "cuda:" + std::to_string(q_.device()); }
+  bool device_memory() const override { return true; }
+
+  void* allocate(size_t bytes, const char* what) override {
+    bind();
+    void* p = nullptr;
+    const cudaError_t e = cudaMalloc(&p, bytes ? bytes : 1);
+    if (e != cudaSuccess) {
+      cudaGetLastError();  // an allocation error is not sticky: clear it so no later check reports it
+      throw std::runtime_error("cudaMalloc of " + gib(bytes) + " for " + what + " on GPU " +
+                               std::to_string(q_.device()) + " failed: " + cudaGetErrorString(e));
+    }
+    return p;
+  }
+  void release(void* p) noexcept override {
+    if (!p) return;
+    cudaSetDevice(q_.device());
+    cudaFree(p);
+  }
+  void zero(void* p, size_t bytes) override { check(cudaMemsetAsync(p, 0, bytes, stream()), "cudaMemsetAsync"); }
+  void copy(void* dst, const void* src, size_t bytes) override {
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream()), "cudaMemcpyAsync (device to device)");
+  }
+  void to_device(void* dst, const void* host, size_t bytes) override {
+    // Pageable host memory: the call returns once the bytes are staged, so `host` may change after.
+    check(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, stream()), "cudaMemcpyAsync (host to device)");
+  }
+  void to_host(void* host, const void* src, size_t bytes) override {
+    cudaStream_t s = stream();
+    check(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync (device to host)");
+    check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  }
+  double sum(const float* x, long n) override {  // on the host, in the CPU's order
+    std::vector<float> h((size_t)n);
+    to_host(h.data(), x, (size_t)n * sizeof(float));
+    double s = 0.0;
+    for (float v : h) s += v;
+    return s;
+  }
+
+  std::unique_ptr<LocalMoe> make_local_moe() override {
+    return std::make_unique<CudaLocalMoe>([this] { return stream(); });
+  }
+
+  void encoder_forward(float* out, const int* inp, const float* wte, const float* wpe, int B, int T, int C) override {
+    cuda::encoder_forward(out, inp, wte, wpe, B, T, C, stream());
+  }
+  void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* inp, int B, int T, int C) override {
+    cuda::encoder_backward(dwte, dwpe, dout, inp, B, T, C, stream());
+  }
+  void position_embedding_forward(float*, const float*, long, int, int) override {
+    missing("position_embedding_forward");
+  }
+  void position_embedding_backward(float*, const float*, long, int, int) override {
+    missing("position_embedding_backward");
+  }
+  void embedding_partition_lookup(float*, const int*, const float*, long, int) override {
+    missing("embedding_partition_lookup");
+  }
+  void embedding_partition_assemble(float*, const float*, const float*, long, int, int, int) override {
+    missing("embedding_partition_assemble");
+  }
+  void embedding_partition_split(float*, const float*, long, int, int) override { missing("embedding_partition_split"); }
+  void embedding_partition_backward(float*, const float*, const int*, long, int) override {
+    missing("embedding_partition_backward");
+  }
+  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                         const float* bias, int N, int C) override {
+    cuda::layernorm_forward(out, mean, rstd, inp, weight, bias, N, C, stream());
+  }
+  void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                          const float* weight, const float* mean, const float* rstd, int N, int C) override {
+    cuda::layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, stream());
+  }
+  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int C,
+                      int OC) override {
+    cuda::matmul_forward(out, inp, weight, bias, N, C, OC, stream());
+  }
+  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                       const float* weight, int N, int C, int OC) override {
+    cuda::matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC, stream());
+  }
+  void attention_forward(float* out, float* preatt, float* att, const float* qkv, int B, int T, int C,
+                         int NH) override {
+    cuda::attention_forward(out, preatt, att, qkv, B, T, C, NH, stream());
+  }
+  void attention_backward(float* dqkv, float* dpreatt, float* datt, const float* dout, const float* qkv,
+                          const float* att, int B, int T, int C, int NH) override {
+    cuda::attention_backward(dqkv, dpreatt, datt, dout, qkv, att, B, T, C, NH, stream());
+  }
+  void gelu_forward(float* out, const float* inp, long N) override { cuda::gelu_forward(out, inp, N, stream()); }
+  void gelu_backward(float* dinp, const float* inp, const float* dout, long N) override {
+    cuda::gelu_backward(dinp, inp, dout, N, stream());
+  }
+  void residual_forward(float* out, const float* inp1, const float* inp2, long N) override {
+    cuda::residual_forward(out, inp1, inp2, N, stream());
+  }
+  void crossentropy_softmax_forward(float* losses, float* probs, const float* logits, const int* targets, int N,
+                                    int V) override {
+    cuda::crossentropy_softmax_forward(losses, probs, logits, targets, N, V, stream());
+  }
+  void crossentropy_softmax_backward(float* dlogits, const float* probs, const int* targets, float dloss, int N,
+                                     int V) override {
+    cuda::crossentropy_softmax_backward(dlogits, probs, targets, dloss, N, V, stream());
+  }
+  void vocab_slice_embed(float*, const int*, const float*, long, int, int, int) override {
+    missing("vocab_slice_embed");
+  }
+  void vocab_slice_embed_backward(float*, const float*, const int*, long, int, int, int) override {
+    missing("vocab_slice_embed_backward");
+  }
+  void vocab_ce_row_max(float*, const float*, int, int) override { missing("vocab_ce_row_max"); }
+  void vocab_ce_exp(float*, float*, const float*, const float*, const int*, int, int, int) override {
+    missing("vocab_ce_exp");
+  }
+  void vocab_ce_finish(float*, float*, const float*, const float*, int, int) override { missing("vocab_ce_finish"); }
+  void vocab_ce_backward(float*, const float*, const int*, float, int, int, int) override {
+    missing("vocab_ce_backward");
+  }
+
+ private:
+  // The queue's device made current on this thread (cuBLAS handles are per thread and device).
+  void bind() const {
+    thread_local int current = -1;
+    if (current == q_.device()) return;
+    check(cudaSetDevice(q_.device()), "cudaSetDevice");
+    current = q_.device();
+  }
+  cudaStream_t stream() const {
+    bind();
+    const DeviceQueue::Stream s = q_.current_stream();
+    return static_cast<cudaStream_t>(q_.cuda_stream(s >= 0 ? s : own_));
+  }
+  void check(cudaError_t e, const char* call) const {
+    if (e != cudaSuccess)
+      throw std::runtime_error(std::string(call) + " failed on GPU " + std::to_string(q_.device()) + ": " +
+                               cudaGetErrorString(e));
+  }
+  [[noreturn]] void missing(const char* fn) const {
+    throw std::runtime_error(std::string(fn) + " has no CUDA kernel yet: it runs on the cpu backend only (" + name() +
+                             ")");
+  }
+
+  CudaDeviceQueue& q_;
+  DeviceQueue::Stream own_ = -1;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend(CudaDeviceQueue& queue) { return std::make_unique<CudaBackend>(queue); }
+
+}  // namespace moebench
