@@ -275,7 +275,7 @@ int run_rank(const RunOptions& o) {
     if (me == 0 && !(held && canonical(out_dir_of(o, cfg)) == held)) lock = claim_out_dir(o, cfg);
     if (me == 0 && cfg.store.enabled) check_store_writable(cfg.store.db, o.db.empty() ? "store.db" : "--db");
     check_resume(o, cfg);
-    check_run_device(cfg.run.device);
+    check_run_device(cfg);
   } catch (const ConfigError& e) {
     code = 2;
     message = std::string("config error:\n") + e.what();
@@ -320,7 +320,7 @@ int run_training(const RunOptions& o) {
   const Config cfg = load_config(o.config, overrides(o, 0));
   const std::string ranks_given_as = moebench::cli::ranks_given_as(cfg.run.ranks, o.ranks > 0);
   check_local_launch(cfg, ranks_given_as);
-  check_run_device(cfg.run.device);
+  check_run_device(cfg);
   // A store that cannot be written, or a damaged or foreign one, is said once, here, and left
   // untouched (a new one is created by rank 0 as usual).
   if (cfg.store.enabled) {

@@ -2,7 +2,10 @@
 // AdamW against hand-computed steps, global grad-norm clipping, and the LR schedule.
 #include <QtTest>
 
+#include <algorithm>
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "moebench/model/cpu_backend.h"
 #include "moebench/optim/adamw.h"
@@ -41,6 +44,42 @@ class TestOptim : public QObject {
     QVERIFY2(std::abs(a.param(0)[0] - expect) < 1e-6, qPrintable(QString::number(a.param(0)[0], 'g', 9)));
     QVERIFY(std::abs(opt.m()[0] - 0.02f) < 1e-7f);
     QVERIFY(std::abs(opt.v()[0] - 0.015f) < 1e-7f);
+  }
+
+  // AdamW updates runs of neighbouring views with one decay flag at once: the same bits as one
+  // update per view, whatever the mix of decay flags and offloaded (not kept) views.
+  void runs_of_views_update_as_the_views_do() {
+    ParamArena a;
+    const bool decay[] = {true, true, false, true, false, false, true};
+    for (int i = 0; i < 7; ++i) {
+      std::string name = "p";
+      name += std::to_string(i);
+      a.add(name, {3 + i}, decay[i]);
+    }
+    a.finalize(cpu_backend());
+    for (size_t j = 0; j < a.size(); ++j) {
+      a.data()[j] = std::sin(0.7 * j);
+      a.grads()[j] = std::cos(1.3 * j);
+    }
+    const AdamWHyper h{0.9f, 0.95f, 1e-8f, 0.1f};
+    auto kept = [](const ParamView& v) { return v.name != "p4"; };  // p4's moments are held elsewhere
+    AdamW opt(a, h, kept);
+    std::vector<float> p(a.data(), a.data() + a.size()), m(opt.kept_params(), 0.0f), v = m;
+    for (long t = 1; t <= 3; ++t) {
+      opt.step(a, 0.01f, t);
+      size_t at = 0;
+      for (const ParamView& view : a.views()) {
+        if (!kept(view)) continue;
+        adamw_update(p.data() + view.offset, a.grads() + view.offset, m.data() + at, v.data() + at, (long)view.numel, h,
+                     0.01f, t, view.decay ? h.weight_decay : 0.0f);
+        at += view.numel;
+      }
+    }
+    QVERIFY(std::equal(p.begin(), p.end(), a.data()));
+    QVERIFY(std::equal(m.begin(), m.end(), opt.m()));
+    QVERIFY(std::equal(v.begin(), v.end(), opt.v()));
+    const ParamView& skipped = *a.find("p4");
+    for (size_t j = skipped.offset; j < skipped.offset + skipped.numel; ++j) QCOMPARE(a.data()[j], (float)std::sin(0.7 * j));
   }
 
   void clip_scales_to_max_norm() {

@@ -38,6 +38,18 @@ class CpuBackend final : public Backend {
     for (long i = 0; i < n; ++i) s += x[i];
     return s;
   }
+  double sum_of_squares(const float* x, long n) override {
+    double s = 0.0;
+    for (long i = 0; i < n; ++i) s += (double)x[i] * x[i];
+    return s;
+  }
+  void scale(float* x, long n, float s) override {
+    for (long i = 0; i < n; ++i) x[i] *= s;
+  }
+  void adamw_update(float* p, const float* g, float* m, float* v, long n, const AdamWHyper& h, float lr, long t,
+                    float wd) override {
+    moebench::adamw_update(p, g, m, v, n, h, lr, t, wd);
+  }
   std::unique_ptr<LocalMoe> make_local_moe() override {
     throw std::logic_error("the cpu backend runs MoE blocks through MoeLayer (moe/moe_layer.h)");
   }

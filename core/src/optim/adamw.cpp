@@ -7,38 +7,37 @@
 
 namespace moebench {
 
-void adamw_update(float* p, const float* g, float* m, float* v, long n, const AdamWHyper& h, float lr, long t,
-                  float wd) {
-  const float bc1 = 1.0f - std::pow(h.beta1, (float)t);
-  const float bc2 = 1.0f - std::pow(h.beta2, (float)t);
-#pragma omp parallel for schedule(static) if (n > 65536)
-  for (long j = 0; j < n; ++j) {
-    m[j] = h.beta1 * m[j] + (1.0f - h.beta1) * g[j];
-    v[j] = h.beta2 * v[j] + (1.0f - h.beta2) * g[j] * g[j];
-    const float mhat = m[j] / bc1;
-    const float vhat = v[j] / bc2;
-    p[j] -= lr * (mhat / (std::sqrt(vhat) + h.eps) + wd * p[j]);
-  }
-}
-
-AdamW::AdamW(const ParamArena& params, AdamWHyper h, const std::function<bool(const ParamView&)>& keep) : h_(h) {
-  size_t n = 0;
+AdamW::AdamW(const ParamArena& params, AdamWHyper h, const std::function<bool(const ParamView&)>& keep)
+    : h_(h), m_(params.backend(), "the AdamW first moments"), v_(params.backend(), "the AdamW second moments") {
   for (const ParamView& view : params.views()) {
     const bool kept = !keep || keep(view);
-    at_.push_back(kept ? n : kOffloaded);
+    at_.push_back(kept ? kept_ : kOffloaded);
     numel_.push_back(view.numel);
-    if (kept) n += view.numel;
+    if (kept) kept_ += view.numel;
   }
-  m_.assign(n, 0.0f);
-  v_.assign(n, 0.0f);
+  m_.ensure(kept_);  // zeroed
+  v_.ensure(kept_);
 }
 
+// One update per run of kept views that follow each other in the arena and the moments with one
+// decay flag (the update is elementwise, so runs give the same bits as views; on the GPU they
+// are fewer launches).
 void AdamW::step(ParamArena& params, float lr, long t) {
-  for (size_t i = 0; i < params.views().size(); ++i) {
-    if (!keeps(i)) continue;
-    const ParamView& view = params.views()[i];
-    adamw_update(params.param(i), params.grad(i), m_.data() + at_[i], v_.data() + at_[i], (long)view.numel, h_, lr,
-                 t, view.decay ? h_.weight_decay : 0.0f);
+  Backend& be = params.backend();
+  const std::vector<ParamView>& views = params.views();
+  for (size_t i = 0; i < views.size();) {
+    if (!keeps(i)) {
+      ++i;
+      continue;
+    }
+    size_t end = i + 1;
+    while (end < views.size() && keeps(end) && views[end].decay == views[i].decay &&
+           views[end].offset == views[end - 1].offset + views[end - 1].numel && at_[end] == at_[end - 1] + numel_[end - 1])
+      ++end;
+    const long n = (long)(views[end - 1].offset + views[end - 1].numel - views[i].offset);
+    be.adamw_update(params.param(i), params.grad(i), m_.data() + at_[i], v_.data() + at_[i], n, h_, lr, t,
+                    views[i].decay ? h_.weight_decay : 0.0f);
+    i = end;
   }
 }
 
@@ -49,29 +48,25 @@ OffloadedMoments& AdamW::holder(size_t view) const {
 
 void AdamW::read_moments(size_t view, float* m, float* v) const {
   if (!keeps(view)) return holder(view).read_moments(view, m, v);
-  std::copy_n(m_.data() + at_[view], numel_[view], m);
-  std::copy_n(v_.data() + at_[view], numel_[view], v);
+  m_.backend().to_host(m, m_.data() + at_[view], numel_[view] * sizeof(float));
+  v_.backend().to_host(v, v_.data() + at_[view], numel_[view] * sizeof(float));
 }
 
 void AdamW::load_moments(size_t view, const float* w, const float* m, const float* v) {
   if (!keeps(view)) return holder(view).load_moments(view, w, m, v);
-  std::copy_n(m, numel_[view], m_.data() + at_[view]);
-  std::copy_n(v, numel_[view], v_.data() + at_[view]);
+  m_.backend().to_device(m_.data() + at_[view], m, numel_[view] * sizeof(float));
+  v_.backend().to_device(v_.data() + at_[view], v, numel_[view] * sizeof(float));
 }
 
 double grad_norm(const ParamArena& params) {
-  double sum = 0.0;
-  const float* g = params.grads();
-  for (size_t i = 0; i < params.size(); ++i) sum += (double)g[i] * g[i];
-  return std::sqrt(sum);
+  return std::sqrt(params.backend().sum_of_squares(params.grads(), (long)params.size()));
 }
 
 double clip_grad_norm(ParamArena& params, float max_norm) {
   const double norm = grad_norm(params);
   if (max_norm > 0 && norm > max_norm) {
     const float scale = (float)(max_norm / (norm + 1e-6));
-    float* g = params.grads();
-    for (size_t i = 0; i < params.size(); ++i) g[i] *= scale;
+    params.backend().scale(params.grads(), (long)params.size(), scale);
   }
   return norm;
 }

@@ -8,7 +8,7 @@ namespace moebench {
 
 ShardedAdamW::ShardedAdamW(const ParamArena& params, const std::vector<std::pair<size_t, size_t>>& runs,
                            AdamWHyper h)
-    : h_(h), arena_size_(params.size()) {
+    : h_(h) {
   size_t end = 0, state = 0;
   for (const auto& [offset, count] : runs) {
     if (offset < end || offset + count > params.size())
@@ -34,22 +34,17 @@ void ShardedAdamW::step(ParamArena& params, float lr, long t) {
                  (long)piece.count, h_, lr, t, piece.decay ? h_.weight_decay : 0.0f);
 }
 
-void ShardedAdamW::export_to(std::vector<float>& m, std::vector<float>& v) const {
-  m.resize(arena_size_);
-  v.resize(arena_size_);
+void ShardedAdamW::export_to(float* m, float* v) const {
   for (const Piece& p : pieces_) {
-    std::copy_n(m_.begin() + (long)p.state, p.count, m.begin() + (long)p.offset);
-    std::copy_n(v_.begin() + (long)p.state, p.count, v.begin() + (long)p.offset);
+    std::copy_n(m_.begin() + (long)p.state, p.count, m + p.offset);
+    std::copy_n(v_.begin() + (long)p.state, p.count, v + p.offset);
   }
 }
 
-void ShardedAdamW::import_from(const std::vector<float>& m, const std::vector<float>& v) {
-  if (m.size() != arena_size_ || v.size() != arena_size_)
-    throw std::invalid_argument("ShardedAdamW: moments of " + std::to_string(m.size()) + " floats for an arena of " +
-                                std::to_string(arena_size_));
+void ShardedAdamW::import_from(const float* m, const float* v) {
   for (const Piece& p : pieces_) {
-    std::copy_n(m.begin() + (long)p.offset, p.count, m_.begin() + (long)p.state);
-    std::copy_n(v.begin() + (long)p.offset, p.count, v_.begin() + (long)p.state);
+    std::copy_n(m + p.offset, p.count, m_.begin() + (long)p.state);
+    std::copy_n(v + p.offset, p.count, v_.begin() + (long)p.state);
   }
 }
 

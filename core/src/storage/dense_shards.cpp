@@ -178,8 +178,8 @@ AdamW DenseShards::whole_state() {
   AdamW whole(model_.params(), hyper_);
   opt_->export_to(whole.m(), whole.v());
   for (const Part& p : parts_) {
-    all_gather_part(p, whole.m().data() + p.range.offset, *gather_comm_);
-    all_gather_part(p, whole.v().data() + p.range.offset, *gather_comm_);
+    all_gather_part(p, whole.m() + p.range.offset, *gather_comm_);
+    all_gather_part(p, whole.v() + p.range.offset, *gather_comm_);
   }
   return whole;
 }

@@ -47,6 +47,18 @@ long metadata_step(SafetensorsFile& file, const std::string& path) {
   throw CheckpointError(path + ": metadata 'step' is not a step count");
 }
 
+// Where a view's weights are read into: the arena itself on the CPU, `staging` for a device
+// arena (then upload_view copies them there).
+float* view_buffer(ParamArena& params, size_t i, std::vector<float>& staging) {
+  if (!params.backend().device_memory()) return params.param(i);
+  staging.resize(params.views()[i].numel);
+  return staging.data();
+}
+void upload_view(ParamArena& params, size_t i, const std::vector<float>& staging) {
+  if (params.backend().device_memory())
+    params.backend().to_device(params.param(i), staging.data(), params.views()[i].numel * sizeof(float));
+}
+
 SafetensorsFile read_checked(const std::string& path) {
   SafetensorsFile file = read_safetensors(path);
   auto fmt = file.metadata.find("format");
@@ -56,14 +68,21 @@ SafetensorsFile read_checked(const std::string& path) {
 }
 }  // namespace
 
+// A device arena's tensors (and AdamW's moments, on the same backend) are copied to the host
+// when the writer reaches them, one view at a time, as the SSD tier's moments are.
 void save_checkpoint(const std::string& dir, const ParamArena& params, const AdamW& opt, const CheckpointState& state) {
+  const bool device = params.backend().device_memory();
   std::vector<TensorRef> weights, moments;
   for (size_t i = 0; i < params.views().size(); ++i) {
     const ParamView& v = params.views()[i];
     if (!v.slice.whole()) throw std::logic_error("save_checkpoint: " + v.name + " is a tensor-parallel slice");
-    weights.push_back({v.name, v.shape, params.param(i)});
-    TensorRef m{"m." + v.name, v.shape, opt.m_of(i)}, vv{"v." + v.name, v.shape, opt.v_of(i)};
-    if (!opt.keeps(i)) {  // moments held elsewhere (the SSD tier): read when written, one view at a time
+    TensorRef w{v.name, v.shape, device ? nullptr : params.param(i)};
+    if (device)
+      w.fill = [&params, i, n = v.numel](float* out) { params.backend().to_host(out, params.param(i), n * sizeof(float)); };
+    weights.push_back(std::move(w));
+    TensorRef m{"m." + v.name, v.shape, device ? nullptr : opt.m_of(i)},
+        vv{"v." + v.name, v.shape, device ? nullptr : opt.v_of(i)};
+    if (!m.data) {  // moments on the device or held elsewhere (the SSD tier): read when written
       m.fill = [&opt, i, n = v.numel](float* out) {
         std::vector<float> other(n);
         opt.read_moments(i, out, other.data());
@@ -128,10 +147,11 @@ CheckpointState load_checkpoint(const std::string& dir, ParamArena& params, Adam
   if (model.metadata["step"] != moments.metadata["step"])
     throw CheckpointError(dir + ": model and optimizer files come from different steps (" +
                           model.metadata["step"] + " vs " + moments.metadata["step"] + ")");
-  std::vector<float> mv;  // one view's m and v
+  std::vector<float> mv, w;  // one view's m and v; its weights on the host (a device arena)
   for (size_t i = 0; i < params.views().size(); ++i) {
     const ParamView& v = params.views()[i];
-    copy_into(model, model_path, v.name, v, params.param(i));
+    copy_into(model, model_path, v.name, v, view_buffer(params, i, w));
+    upload_view(params, i, w);
     mv.resize(2 * v.numel);
     copy_into(moments, opt_path, "m." + v.name, v, mv.data());
     copy_into(moments, opt_path, "v." + v.name, v, mv.data() + v.numel);
@@ -150,7 +170,11 @@ CheckpointState load_checkpoint(const std::string& dir, ParamArena& params, Adam
 CheckpointState load_weights(const std::string& dir, ParamArena& params) {
   const std::string model_path = dir + "/model.safetensors";
   SafetensorsFile model = read_checked(model_path);
-  for (size_t i = 0; i < params.views().size(); ++i) copy_into(model, model_path, params.views()[i].name, params.views()[i], params.param(i));
+  std::vector<float> w;
+  for (size_t i = 0; i < params.views().size(); ++i) {
+    copy_into(model, model_path, params.views()[i].name, params.views()[i], view_buffer(params, i, w));
+    upload_view(params, i, w);
+  }
   for (const auto& [name, tensor] : model.tensors)
     if (!params.find(name)) throw CheckpointError(model_path + ": tensor '" + name + "' is not part of this model");
   CheckpointState state;

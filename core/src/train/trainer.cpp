@@ -46,7 +46,7 @@ std::string nonfinite_loss_text(const StepStats& st, const Config& cfg) {
 
 Trainer::Trainer(const Config& cfg, std::string out_dir, Communicator* world)
     : cfg_(cfg), out_dir_(std::move(out_dir)) {
-  check_run_device(cfg_.run.device);
+  check_run_device(cfg_);
   ExpertShard shard;
   TpShard tp;
   const PipeSchedule schedule = cfg_.parallel.schedule;
@@ -88,7 +88,8 @@ Trainer::Trainer(const Config& cfg, std::string out_dir, Communicator* world)
   corpus_ = load_corpus(cfg_.data, cfg_.model.vocab_size, cfg_.model.seq_len, cfg_.run.seed);
   EmbedShard embed;  // MoESys §IV-C: embed.wte's columns over the DP group
   if (cfg_.model.embedding_partition && dist_) embed = {dist_->dp_rank(), dist_->dp_size()};
-  model_ = std::make_unique<MoeGpt>(cfg_.model, cfg_.moe, shard, tp, pipe, embed);
+  device_ = std::make_unique<DeviceRuntime>(cfg_, 0);  // one rank on the GPU for now (check_run_device)
+  model_ = std::make_unique<MoeGpt>(cfg_.model, cfg_.moe, shard, tp, pipe, embed, device_->backend());
   model_->init(cfg_.run.seed);
   if (dist_) dist_->attach(*model_, cfg_);
   model_->set_routing(cfg_.moe.routing, cfg_.run.seed);

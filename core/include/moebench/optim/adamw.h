@@ -5,22 +5,13 @@
 #include <vector>
 
 #include "moebench/model/param_arena.h"
+#include "moebench/tensor/adamw_update.h"
 
 namespace moebench {
-
-struct AdamWHyper {
-  float beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f, weight_decay = 0.0f;
-};
 
 // FLOPs of one AdamW update of n parameters (moments, bias correction, decay, update: about
 // 10 per parameter); the optimizer task's cost.
 inline double adamw_flops(size_t n) { return 10.0 * (double)n; }
-
-// One AdamW update of n elements: the arithmetic every holder of optimizer states runs (AdamW
-// below, the SSD tier's expert records: storage/expert_state_tier.h), so both give the same bits.
-// t is the 1-based step; wd the view's weight decay (0 for views with decay = false).
-void adamw_update(float* p, const float* g, float* m, float* v, long n, const AdamWHyper& h, float lr, long t,
-                  float wd);
 
 // Optimizer states AdamW does not keep (MoESys's hierarchical storage keeps the experts' on the
 // SSD tier, storage/expert_state_tier.h): checkpoints read and load them through this.
@@ -36,7 +27,8 @@ class OffloadedMoments {
 class AdamW {
  public:
   // Moments (zeroed) for the views `keep` selects (all without it), laid out as the arena's when
-  // all are kept. The others are updated by their holder (set_offloaded).
+  // all are kept, in the arena's backend memory (tensor/backend.h: the GPU's on CUDA). The others
+  // are updated by their holder (set_offloaded).
   AdamW(const ParamArena& params, AdamWHyper h, const std::function<bool(const ParamView&)>& keep = {});
   // One update of the kept views with learning rate lr; t is the 1-based step count used for
   // bias correction. Weight decay applies only to views with decay = true.
@@ -44,27 +36,30 @@ class AdamW {
 
   const AdamWHyper& hyper() const { return h_; }
   bool keeps(size_t view) const { return at_[view] != kOffloaded; }
-  size_t kept_params() const { return m_.size(); }  // elements with moments here
+  size_t kept_params() const { return kept_; }  // elements with moments here
   void set_offloaded(OffloadedMoments* holder) { offloaded_ = holder; }
-  // The moments of view `view` into m / v (numel each), wherever they are kept.
+  // The moments of view `view` into host memory m / v (numel each), wherever they are kept.
   void read_moments(size_t view, float* m, float* v) const;
-  // The kept moments of `view` in place (nullptr when offloaded).
+  // The kept moments of `view` in place, in the backend's memory (nullptr when offloaded).
   const float* m_of(size_t view) const { return keeps(view) ? m_.data() + at_[view] : nullptr; }
   const float* v_of(size_t view) const { return keeps(view) ? v_.data() + at_[view] : nullptr; }
-  // Sets them from a checkpoint (w: the view's loaded weights, for an offloaded holder).
+  // Sets them from a checkpoint, from host memory (w: the view's loaded weights, for an
+  // offloaded holder).
   void load_moments(size_t view, const float* w, const float* m, const float* v);
 
-  std::vector<float>& m() { return m_; }
-  std::vector<float>& v() { return v_; }
-  const std::vector<float>& m() const { return m_; }
-  const std::vector<float>& v() const { return v_; }
+  // All kept moments (kept_params() each), in the backend's memory.
+  float* m() { return m_.data(); }
+  float* v() { return v_.data(); }
+  const float* m() const { return m_.data(); }
+  const float* v() const { return v_.data(); }
 
  private:
   static constexpr size_t kOffloaded = (size_t)-1;
   AdamWHyper h_;
   std::vector<size_t> at_;  // per view: offset into m_ / v_, or kOffloaded
   std::vector<size_t> numel_;  // per view
-  std::vector<float> m_, v_;
+  size_t kept_ = 0;
+  DeviceArray<float> m_, v_;
   OffloadedMoments* offloaded_ = nullptr;
   OffloadedMoments& holder(size_t view) const;
 };

@@ -29,9 +29,10 @@ class ShardedAdamW {
   size_t state_size() const { return m_.size(); }  // floats in m (and in v) = elements updated
   const std::vector<float>& m() const { return m_; }
   const std::vector<float>& v() const { return v_; }
-  // The owned elements' moments into (out of) arena-layout m, v (size = the arena's).
-  void export_to(std::vector<float>& m, std::vector<float>& v) const;
-  void import_from(const std::vector<float>& m, const std::vector<float>& v);
+  // The owned elements' moments into (out of) arena-layout m, v (the arena's size each: a whole
+  // AdamW's m() / v() on the CPU backend).
+  void export_to(float* m, float* v) const;
+  void import_from(const float* m, const float* v);
 
  private:
   struct Piece {  // an owned run cut at view boundaries (one decay flag)
@@ -39,7 +40,6 @@ class ShardedAdamW {
     bool decay = true;
   };
   AdamWHyper h_;
-  size_t arena_size_ = 0;
   std::vector<Piece> pieces_;
   std::vector<float> m_, v_;
 };

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "moebench/tensor/adamw_update.h"
+
 namespace moebench {
 
 // One MoE block with all E experts on this rank, in a device backend's memory: what MoeLayer
@@ -57,6 +59,12 @@ class Backend {
   virtual void to_host(void* host, const void* src, size_t bytes) = 0;
   // sum of x[0..n) in double, returned to the host (the per-token losses' mean).
   virtual double sum(const float* x, long n) = 0;
+  // The optimizer's arithmetic: sum of x[i]^2 in double, returned to the host (the gradient
+  // norm); x *= s; tensor/adamw_update.h's update (kernels/adamw.h on the GPU).
+  virtual double sum_of_squares(const float* x, long n) = 0;
+  virtual void scale(float* x, long n, float s) = 0;
+  virtual void adamw_update(float* p, const float* g, float* m, float* v, long n, const AdamWHyper& h, float lr,
+                            long t, float wd) = 0;
   // A local MoE block on this backend. Device backends only: on the CPU, MoeLayer runs MoE
   // blocks (with or without a distributed strategy) and this throws std::logic_error.
   virtual std::unique_ptr<LocalMoe> make_local_moe() = 0;

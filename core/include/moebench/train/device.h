@@ -2,9 +2,12 @@
 // Compute devices: run.device = "cpu" (BLAS, threads) or "cuda" (kernels/, one GPU per rank,
 // local rank -> device). What this build and this machine can do is asked here, so every
 // command reports a missing CUDA build or a missing GPU with the same message (exit 2).
+#include <memory>
 #include <string>
 
-#include "moebench/config/config_choices.h"
+#include "moebench/config/config.h"
+#include "moebench/runtime/device_queue.h"
+#include "moebench/tensor/backend.h"
 
 namespace moebench {
 
@@ -21,11 +24,32 @@ CudaAvailability cuda_availability();
 // device is visible (<runtime message>)". Returns the number of devices otherwise.
 int require_cuda(const std::string& what);
 
-// The device a run asks for (run.device) can train here: "cpu" always; "cuda" throws
-// UsageError (exit 2) through require_cuda when the build or the GPU is missing, and
-// otherwise because the GPU training path (device buffers, CUDA-stream executor, NCCL
-// strategies) is not built yet: kernels/ holds the kernels, tested on their own.
-void check_run_device(Device device);
+// The device a run asks for (run.device) can train this config here: "cpu" always; "cuda"
+// throws UsageError (exit 2) through require_cuda when the build or the GPU is missing, and
+// for what the GPU path does not run yet, naming the key: more than one rank (run.ranks: the
+// NCCL strategies), run.precision = "bf16", storage.sparse = "ssd", synthetic moe.routing.
+// Called before anything is created (the CLI, and the Trainer again).
+void check_run_device(const Config& cfg);
+
+// Where a rank's model lives: the CPU backend, or (run.device = "cuda") the local rank's GPU —
+// its DeviceQueue and CUDA backend (model/cuda_backend.h). backend() outlives nothing it holds:
+// keep the DeviceRuntime alive as long as the model.
+class DeviceRuntime {
+ public:
+  // Throws as check_run_device does (it calls it).
+  DeviceRuntime(const Config& cfg, int local_rank);
+  ~DeviceRuntime();
+  DeviceRuntime(const DeviceRuntime&) = delete;
+  DeviceRuntime& operator=(const DeviceRuntime&) = delete;
+  Backend& backend() const { return *backend_; }
+  int gpu() const { return gpu_; }  // the CUDA device (-1 on the CPU)
+
+ private:
+  std::unique_ptr<DeviceQueue> queue_;
+  std::unique_ptr<Backend> owned_;
+  Backend* backend_ = nullptr;
+  int gpu_ = -1;
+};
 
 // The device local rank `local_rank` uses: local_rank mod devices (ranks share GPUs when
 // there are more ranks than GPUs on a node).

@@ -78,6 +78,7 @@ class DenseShards;
 class Communicator;
 class ExpertStateTier;
 class RankStep;
+class DeviceRuntime;
 
 // Fault injection for testing failure handling: MOEBENCH_FAULT="RANK:STEP" makes world rank
 // RANK throw at step STEP (1-based, as printed and stored) as a real failure would.
@@ -146,6 +147,7 @@ class Trainer {
   uint64_t first_row(int m) const;  // this rank's first row of micro-batch m in the global batch
   MicroBatch micro_batch(int m, long step) const;
   TokenCorpus corpus_;
+  std::unique_ptr<DeviceRuntime> device_;  // where the model lives (before it: destroyed after it)
   std::unique_ptr<MoeGpt> model_;
   std::unique_ptr<AdamW> opt_;
   std::unique_ptr<ExpertStateTier> tier_;  // storage.sparse = "ssd": the experts' states (AdamW keeps the dense ones)

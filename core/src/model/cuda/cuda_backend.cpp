@@ -3,13 +3,17 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "moebench/kernels/adamw.h"
 #include "moebench/kernels/attention.h"
+#include "moebench/kernels/blas_handle.h"
+#include "moebench/kernels/cuda_check.h"
 #include "moebench/kernels/crossentropy.h"
 #include "moebench/kernels/encoder.h"
 #include "moebench/kernels/gelu.h"
@@ -67,6 +71,7 @@ class CudaBackend final : public Backend {
     bind();
     own_ = q_.create_stream(false);
   }
+  ~CudaBackend() override { release(norm_scratch_); }
   std::string name() const override { return "cuda:" + std::to_string(q_.device()); }
   bool device_memory() const override { return true; }
 
@@ -107,6 +112,32 @@ class CudaBackend final : public Backend {
     return s;
   }
 
+  double sum_of_squares(const float* x, long n) override {
+    cudaStream_t s = stream();
+    if (!norm_scratch_) {  // the kernels' partial sums (4 KiB whatever n) and the result
+      norm_scratch_bytes_ = cuda::grad_norm_workspace_bytes(1) + sizeof(double);
+      norm_scratch_ = static_cast<char*>(allocate(norm_scratch_bytes_, "the gradient norm's scratch"));
+    }
+    double* result = reinterpret_cast<double*>(norm_scratch_ + norm_scratch_bytes_ - sizeof(double));
+    cuda::grad_sumsq(result, x, n, false, norm_scratch_, s);
+    double host = 0.0;
+    to_host(&host, result, sizeof host);
+    return host;
+  }
+  void scale(float* x, long n, float s) override {
+    cublasHandle_t h = cuda::cublas_handle();
+    MOEBENCH_CUBLAS_CHECK(cublasSetStream(h, stream()));
+    MOEBENCH_CUBLAS_CHECK(cublasSetPointerMode(h, CUBLAS_POINTER_MODE_HOST));
+    for (long done = 0; done < n;) {  // cublasSscal counts in int
+      const int part = (int)std::min<long>(n - done, 1L << 30);
+      MOEBENCH_CUBLAS_CHECK(cublasSscal(h, part, &s, x + done, 1));
+      done += part;
+    }
+  }
+  void adamw_update(float* p, const float* g, float* m, float* v, long n, const AdamWHyper& hp, float lr, long t,
+                    float wd) override {
+    cuda::adamw_update<float>(p, m, v, nullptr, g, n, lr, hp.beta1, hp.beta2, hp.eps, wd, t, stream());
+  }
   std::unique_ptr<LocalMoe> make_local_moe() override {
     return std::make_unique<CudaLocalMoe>([this] { return stream(); });
   }
@@ -212,6 +243,8 @@ class CudaBackend final : public Backend {
 
   CudaDeviceQueue& q_;
   DeviceQueue::Stream own_ = -1;
+  char* norm_scratch_ = nullptr;  // sum_of_squares' device scratch (allocated on first use)
+  size_t norm_scratch_bytes_ = 0;
 };
 
 }  // namespace

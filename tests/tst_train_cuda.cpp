@@ -1,0 +1,116 @@
+// ctest-labels: gpu
+// The trainer on one GPU (run.device = "cuda", fp32) against the same run on the CPU: every
+// step's loss, the gradient norm and, after the steps, every parameter within 1e-4 (relative);
+// a resumed GPU run is bit-identical to the uninterrupted one, as on the CPU; what the GPU path
+// does not train yet is refused with exit-2 errors that name the setting. Without a CUDA build or
+// a GPU every test is skipped.
+#include <QtTest>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "moebench/config/config_loader.h"
+#include "moebench/config/usage_error.h"
+#include "moebench/train/device.h"
+#include "moebench/train/trainer.h"
+#include "test_support.h"
+
+using namespace moebench;
+
+namespace {
+
+Config gpu_config(Device device) {
+  Config cfg = load_config(test::tiny_config_path());
+  cfg.run.device = device;
+  cfg.train.steps = 6;
+  cfg.train.eval_every = 3;
+  cfg.train.grad_clip = 0.5f;  // clipping applies in some steps
+  return cfg;
+}
+
+std::vector<StepStats> steps_of(Trainer& t, long stop_at) {
+  std::vector<StepStats> out;
+  TrainCallbacks cb;
+  cb.on_step = [&](const StepStats& s) { out.push_back(s); };
+  t.run(stop_at, cb);
+  return out;
+}
+
+}  // namespace
+
+class TestTrainCuda : public QObject {
+  Q_OBJECT
+ private slots:
+  void initTestCase() {
+    const CudaAvailability cuda = cuda_availability();
+    if (!cuda.built) QSKIP("built without CUDA");
+    if (cuda.devices == 0) QSKIP("no GPU visible");
+  }
+
+  void gpu_steps_match_the_cpu() {
+    QTemporaryDir cpu_dir, gpu_dir;
+    Trainer cpu(gpu_config(Device::cpu), cpu_dir.path().toStdString());
+    Trainer gpu(gpu_config(Device::cuda), gpu_dir.path().toStdString());
+    QVERIFY(gpu.model().backend().device_memory());
+    const std::vector<StepStats> c = steps_of(cpu, 3), g = steps_of(gpu, 3);
+    QCOMPARE(g.size(), c.size());
+    for (size_t i = 0; i < c.size(); ++i) {
+      QVERIFY2(std::abs(g[i].loss.total - c[i].loss.total) <= 1e-4 * std::abs(c[i].loss.total),
+               qPrintable(QString("step %1: loss %2 on the GPU, %3 on the CPU").arg(i + 1).arg(g[i].loss.total, 0, 'g', 9)
+                              .arg(c[i].loss.total, 0, 'g', 9)));
+      QVERIFY2(std::abs(g[i].grad_norm - c[i].grad_norm) <= 1e-4 * c[i].grad_norm,
+               qPrintable(QString("step %1: grad norm %2 vs %3").arg(i + 1).arg(g[i].grad_norm).arg(c[i].grad_norm)));
+    }
+    const std::vector<float> cp = cpu.model().params().host_data(), gp = gpu.model().params().host_data();
+    for (const ParamView& v : cpu.model().params().views()) {
+      double scale = 0.0, worst = 0.0;
+      for (size_t j = v.offset; j < v.offset + v.numel; ++j) scale = std::max(scale, (double)std::abs(cp[j]));
+      for (size_t j = v.offset; j < v.offset + v.numel; ++j)
+        worst = std::max(worst, std::abs((double)gp[j] - cp[j]) / std::max(1e-3 * scale, (double)std::abs(cp[j])));
+      QVERIFY2(worst <= 1e-4, qPrintable(QString("%1 after 3 steps: differs by %2 (relative)").arg(v.name.c_str()).arg(worst)));
+    }
+  }
+
+  void gpu_resume_is_bit_identical() {
+    QTemporaryDir full_dir, part_dir;
+    const Config cfg = gpu_config(Device::cuda);
+    Trainer full(cfg, full_dir.path().toStdString());
+    const std::vector<StepStats> expected = steps_of(full, -1);
+    {
+      Trainer first(cfg, part_dir.path().toStdString());
+      steps_of(first, 4);  // ends with a checkpoint of step 4
+    }
+    Trainer second(cfg, part_dir.path().toStdString());
+    QCOMPARE(second.resume(part_dir.path().toStdString()), 4L);
+    const std::vector<StepStats> tail = steps_of(second, -1);
+    QCOMPARE(tail.size(), expected.size() - 4);
+    for (size_t i = 0; i < tail.size(); ++i)
+      QVERIFY2(std::memcmp(&tail[i].loss.total, &expected[4 + i].loss.total, sizeof(float)) == 0,
+               qPrintable(QString("step %1 after the resume differs").arg(5 + i)));
+    QVERIFY(second.model().params().host_data() == full.model().params().host_data());
+  }
+
+  void what_the_gpu_does_not_train_yet_is_refused_data() {
+    QTest::addColumn<QString>("set");
+    QTest::addColumn<QString>("named");
+    QTest::newRow("two ranks") << "run.ranks=2" << "run.ranks = 2";
+    QTest::newRow("bf16") << "run.precision=bf16" << "run.precision = \"bf16\"";
+    QTest::newRow("synthetic routing") << "moe.routing=uniform" << "moe.routing = \"uniform\"";
+  }
+  void what_the_gpu_does_not_train_yet_is_refused() {
+    QFETCH(QString, set);
+    QFETCH(QString, named);
+    const Config cfg = load_config(test::tiny_config_path(), {"run.device=cuda", set.toStdString()});
+    try {
+      check_run_device(cfg);
+      QFAIL("accepted");
+    } catch (const UsageError& e) {
+      QVERIFY2(QString(e.what()).contains(named), e.what());
+    }
+  }
+};
+
+QTEST_GUILESS_MAIN(TestTrainCuda)
+#include "tst_train_cuda.moc"
