@@ -41,7 +41,7 @@
 #include "moebench/dist/topology.h"
 #include "moebench/moe/moe_layer.h"
 #include "moebench/moe/synthetic_routing.h"
-#include "moebench/runtime/executor.h"
+#include "moebench/runtime/thread_executor.h"
 #include "moebench/strategies/registry.h"
 #include "moebench/tensor/rng.h"
 #include "moebench/train/emulation.h"
@@ -104,7 +104,7 @@ Times run_case(const Case& c, const Config& cfg, Communicator& world, Groups& gr
   if (spec.kind == RoutingSpec::Kind::learned) spec.kind = RoutingSpec::Kind::uniform;
   std::vector<int> forced((size_t)N * K);
   synthetic_expert_choice(forced.data(), spec, N, K, E, cfg.run.seed, 1, block, (long)d * N);
-  Executor ex(world.rank());
+  ThreadExecutor ex(world.rank());
   MoeContext ctx;
   ctx.ep = &ep;
   ctx.tp = groups.tp;

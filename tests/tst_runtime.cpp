@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "moebench/runtime/executor.h"
+#include "moebench/runtime/thread_executor.h"
 #include "moebench/runtime/graph_dump.h"
 
 using namespace moebench;
@@ -135,14 +135,14 @@ class TestRuntime : public QObject {
     g.add_dep(a, b);  // a <-> b
     QCOMPARE(message_of([&] { g.topological_order(); }),
              QString("task graph: the dependencies form a cycle through 'a', 'b'"));
-    Executor ex(0);
+    ThreadExecutor ex(0);
     QCOMPARE(message_of([&] { ex.submit(g); }), QString("task graph: the dependencies form a cycle through 'a', 'b'"));
   }
 
   // A host task (a blocking collective of the rank's chain) runs on the compute worker, after
   // the compute task before it, and its span keeps the host role.
   void host_tasks_run_in_the_compute_chain() {
-    Executor ex(0);
+    ThreadExecutor ex(0);
     TaskGraph g;
     std::thread::id compute_thread, host_thread;
     std::vector<std::string> order;
@@ -184,7 +184,7 @@ class TestRuntime : public QObject {
   }
 
   void fifo_order_per_role() {
-    Executor ex(0);
+    ThreadExecutor ex(0);
     TaskGraph g;
     std::vector<int> order;  // touched only by the compute worker until synchronize
     const int n = 200;
@@ -202,7 +202,7 @@ class TestRuntime : public QObject {
 
   void dependencies_across_roles_and_incremental_submit() {
     for (int rep = 0; rep < 20; ++rep) {
-      Executor ex(0);
+      ThreadExecutor ex(0);
       TaskGraph g;
       std::atomic<int> counter{0}, seen{-1};
       std::atomic<bool> gate_ok{false};
@@ -228,12 +228,12 @@ class TestRuntime : public QObject {
       const Span* c = find_span(spans, "consume");
       QVERIFY(p && c);
       QVERIFY2(p->end <= c->start, "consumer started before its dependency finished");
-      QCOMPARE(message_of([&] { ex.wait(g, b); }), QString("Executor::wait: the graph's tasks were already synchronized"));
+      QCOMPARE(message_of([&] { ex.wait(g, b); }), QString("ThreadExecutor::wait: the graph's tasks were already synchronized"));
     }
   }
 
   void two_comm_roles_and_compute_run_concurrently() {
-    Executor ex(0);
+    ThreadExecutor ex(0);
     Rendezvous all(3);
     std::atomic<int> ok{0};
     const auto bound = std::chrono::seconds(5);
@@ -256,7 +256,7 @@ class TestRuntime : public QObject {
   // same role (a DP bucket, say) still blocks the role's worker, which plain FIFO would not allow.
   // Within the lane the order stays FIFO.
   void priority_lane_does_not_queue_behind_its_role() {
-    Executor ex(0);
+    ThreadExecutor ex(0);
     Gate gate;
     std::atomic<bool> gate_ok{false}, bucket_done{false}, a2a_saw_bucket{true};
     std::vector<int> lane_order;  // touched only by the priority lane's thread until synchronize
@@ -291,7 +291,7 @@ class TestRuntime : public QObject {
   }
 
   void span_fields_are_recorded() {
-    Executor ex(3);
+    ThreadExecutor ex(3);
     ex.set_step(7);
     TaskGraph g;
     GraphTask d = task("dispatch", StreamRole::comm_inter, {}, TaskCategory::comm);
@@ -339,7 +339,7 @@ class TestRuntime : public QObject {
   }
 
   void errors_propagate_and_the_executor_recovers() {
-    Executor ex(0);
+    ThreadExecutor ex(0);
     TaskGraph g;
     std::atomic<bool> dependant_ran{false}, grandchild_ran{false}, independent_ran{false};
     const TaskId bad = g.add(task("bad", StreamRole::compute, [] { throw std::runtime_error("boom"); }));
@@ -374,7 +374,7 @@ class TestRuntime : public QObject {
   }
 
   void run_inline_records_spans() {
-    Executor ex(1);
+    ThreadExecutor ex(1);
     ex.set_step(4);
     int value = 0;
     ex.run_inline("optimizer", StreamRole::host, TaskCategory::compute, [&] { value = 42; }, 3, 1e3);
@@ -397,7 +397,7 @@ class TestRuntime : public QObject {
     std::atomic<int> ran{0};
     const int per_role = 300;
     {
-      Executor ex(0);
+      ThreadExecutor ex(0);
       Gate gate;
       TaskGraph g;
       TaskId last = g.add(task("blocker", StreamRole::comm_intra, [&] { gate.wait(); ++ran; }));
@@ -414,7 +414,7 @@ class TestRuntime : public QObject {
   }
 
   void many_tasks_across_three_roles() {
-    Executor ex(0);
+    ThreadExecutor ex(0);
     const StreamRole roles[3] = {StreamRole::compute, StreamRole::comm_inter, StreamRole::copy};
     const int n = 10000;
     TaskGraph g;

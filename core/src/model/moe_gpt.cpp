@@ -13,7 +13,7 @@
 #include "moebench/model/dense_costs.h"
 #include "moebench/moe/block_graph.h"
 #include "moebench/model/stage_graph.h"
-#include "moebench/runtime/executor.h"
+#include "moebench/runtime/thread_executor.h"
 #include "moebench/tensor/rng.h"
 
 namespace moebench {
@@ -384,8 +384,13 @@ StageShape MoeGpt::stage_shape(int B, int T) const {
 
 Executor& MoeGpt::executor() {
   if (executor_) return *executor_;
-  if (!own_executor_) own_executor_ = std::make_unique<Executor>(0);
+  if (!own_executor_) own_executor_ = std::make_unique<ThreadExecutor>(0);
   return *own_executor_;
+}
+
+void MoeGpt::use_executor(Executor& ex) {
+  reset_graph();  // tasks already submitted ran on the previous executor
+  executor_ = &ex;
 }
 
 void MoeGpt::run_until(TaskId end) {

@@ -9,7 +9,7 @@
 #include "moebench/dist/communicator.h"
 #include "moebench/moe/block_graph.h"
 #include "moebench/moe/dispatch_layout.h"
-#include "moebench/runtime/executor.h"
+#include "moebench/runtime/thread_executor.h"
 
 namespace moebench {
 namespace {
@@ -40,7 +40,7 @@ void MoeLayer::set_strategy(std::unique_ptr<MoeStrategy> strategy, MoeContext ct
 
 Executor& MoeLayer::executor() {
   if (ctx_.executor) return *ctx_.executor;
-  if (!own_executor_) own_executor_ = std::make_unique<Executor>(ctx_.ep_rank);
+  if (!own_executor_) own_executor_ = std::make_unique<ThreadExecutor>(ctx_.ep_rank);
   return *own_executor_;
 }
 

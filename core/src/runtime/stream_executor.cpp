@@ -13,7 +13,10 @@ StreamExecutor::StreamExecutor(DeviceQueue& queue, int rank, std::function<doubl
     const auto t0 = std::chrono::steady_clock::now();
     now_ = [t0] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   }
+  q_.set_current_stream(stream_of(StreamRole::compute, false));
 }
+
+StreamExecutor::~StreamExecutor() { q_.set_current_stream(-1); }
 
 DeviceQueue::Stream StreamExecutor::stream_of(StreamRole role, bool priority) {
   if (role == StreamRole::host) role = StreamRole::compute;  // the rank's chain: in order with compute
@@ -59,14 +62,15 @@ void StreamExecutor::submit(TaskGraph& g) {
     }
     d.start = q_.record(d.stream);
     if (t.action) {
+      const DeviceQueue::Stream outside = q_.current_stream();
       q_.set_current_stream(d.stream);
       try {
         t.action();
       } catch (const std::exception& e) {
-        q_.set_current_stream(-1);
+        q_.set_current_stream(outside);
         throw std::runtime_error("task " + t.name + ": " + e.what());
       }
-      q_.set_current_stream(-1);
+      q_.set_current_stream(outside);
     }
     d.end = q_.record(d.stream);
     d.span = Span{rank_, t.role, t.name, t.category, 0.0, 0.0, t.cost.flops, t.cost.bytes_sent(), t.peer,
@@ -80,24 +84,49 @@ void StreamExecutor::wait(const TaskGraph& g, TaskId id) {
   q_.synchronize(done(g, id.index).end);
 }
 
-void StreamExecutor::synchronize() {
+void StreamExecutor::complete(const std::vector<Done>& tasks) {
   std::map<DeviceQueue::Stream, DeviceQueue::Event> last;  // per stream: its last task's end
-  for (const auto& [serial, tasks] : graphs_)
-    for (const Done& d : tasks)
-      if (d.end >= 0) last[d.stream] = std::max(last[d.stream], d.end);
+  for (const Done& d : tasks)
+    if (d.end >= 0) last[d.stream] = std::max(last[d.stream], d.end);
   for (const auto& [stream, event] : last) q_.synchronize(event);
-  for (const auto& [serial, tasks] : graphs_)
-    for (const Done& d : tasks) {
-      if (d.end < 0 || d.span.name.empty()) continue;  // not submitted; a join point
-      Span s = d.span;
-      s.start = anchor_ + q_.seconds_between(epoch_, d.start);
-      s.end = anchor_ + q_.seconds_between(epoch_, d.end);
-      spans_.push_back(std::move(s));
-    }
+  for (const Done& d : tasks) {
+    if (d.end < 0 || d.span.name.empty()) continue;  // not submitted; a join point
+    Span s = d.span;
+    s.start = anchor_ + q_.seconds_between(epoch_, d.start);
+    s.end = anchor_ + q_.seconds_between(epoch_, d.end);
+    spans_.push_back(std::move(s));
+  }
+}
+
+void StreamExecutor::release(const TaskGraph& g) {
+  auto it = graphs_.find(g.serial());
+  if (it == graphs_.end()) return;
+  complete(it->second);
+  graphs_.erase(it);  // its events stay valid until synchronize() retires them
+}
+
+void StreamExecutor::synchronize() {
+  for (const auto& [serial, tasks] : graphs_) complete(tasks);
+  // Work enqueued outside the tasks (on the compute stream) is complete too.
+  q_.synchronize(q_.record(stream_of(StreamRole::compute, false)));
   graphs_.clear();
   waited_.clear();  // every event has completed: no stream waits for an older one
   epoch_ = -1;
   q_.retire_events();
+}
+
+void StreamExecutor::run_inline(const std::string& name, StreamRole role, TaskCategory category,
+                                const std::function<void()>& fn, int layer, double flops, uint64_t bytes) {
+  Span s{rank_, role, name, category, now_(), 0.0, flops, bytes, -1, layer, -1, -1, step_};
+  fn();
+  s.end = now_();
+  spans_.push_back(std::move(s));
+}
+
+void StreamExecutor::add_span(Span span) {
+  span.rank = rank_;
+  span.step = step_;
+  spans_.push_back(std::move(span));
 }
 
 std::vector<Span> StreamExecutor::take_spans() { return std::exchange(spans_, {}); }

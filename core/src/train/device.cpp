@@ -5,6 +5,7 @@
 #include "moebench/config/usage_error.h"
 #include "moebench/model/cpu_backend.h"
 #include "moebench/moe/synthetic_routing.h"
+#include "moebench/runtime/stream_executor.h"
 
 #ifdef MOEBENCH_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -69,6 +70,7 @@ DeviceRuntime::DeviceRuntime(const Config& cfg, int local_rank) {
   gpu_ = device_for_local_rank(local_rank, cuda_availability().devices);
   auto queue = std::make_unique<CudaDeviceQueue>(gpu_);
   owned_ = make_cuda_backend(*queue);
+  executor_ = std::make_unique<StreamExecutor>(*queue, 0);
   queue_ = std::move(queue);
   backend_ = owned_.get();
 #else

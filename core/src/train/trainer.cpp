@@ -90,6 +90,7 @@ Trainer::Trainer(const Config& cfg, std::string out_dir, Communicator* world)
   if (cfg_.model.embedding_partition && dist_) embed = {dist_->dp_rank(), dist_->dp_size()};
   device_ = std::make_unique<DeviceRuntime>(cfg_, 0);  // one rank on the GPU for now (check_run_device)
   model_ = std::make_unique<MoeGpt>(cfg_.model, cfg_.moe, shard, tp, pipe, embed, device_->backend());
+  if (Executor* ex = device_->executor()) model_->use_executor(*ex);  // the GPU's streams
   model_->init(cfg_.run.seed);
   if (dist_) dist_->attach(*model_, cfg_);
   model_->set_routing(cfg_.moe.routing, cfg_.run.seed);

@@ -234,6 +234,9 @@ class MoeGpt {
   void begin_step();
   // The executor the passes' tasks run on (the rank's, or the model's own when not distributed).
   Executor& executor();
+  // Runs the passes' tasks on `ex` from now on (one rank on a device: its StreamExecutor,
+  // train/device.h); distribute() sets the rank's. `ex` must outlive the model's use of it.
+  void use_executor(Executor& ex);
   // A new graph for the passes that follow (its earlier tasks waited for): evaluation.
   void reset_graph();
 

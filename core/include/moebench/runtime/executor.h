@@ -1,32 +1,17 @@
 #pragma once
-// Executor: runs task graphs on one rank, one worker per stream role.
-//   worker  a CPU thread per role (created on first use) running its tasks in submission
-//           order (on the GPU path a cudaStream). Tasks of different roles run concurrently:
-//           overlap is real. A comm task uses the communicator of its role (the builder binds
-//           it), so concurrent collectives never share matching. A task of role host (a blocking
-//           collective in the rank's chain of compute tasks: a TP all-reduce) runs on the
-//           compute worker, in submission order with the compute tasks. A task with `priority` runs on
-//           its role's priority lane, a second thread of the role: it never queues behind
-//           the role's other tasks (MoNTA: the EP AllToAll before DP gradient buckets).
-//   submit  the rank's main thread submits a graph's new tasks (those added since the last
-//           submit) in a topological order, then waits for a task or for everything. A graph
-//           may grow while it runs (a block's tasks once its routing is known).
-// A task waits for its dependencies' completion. An exception thrown by a task is captured;
-// tasks depending on it are skipped (no action, no span) and fail with the same error, which
-// wait() / synchronize() rethrow on the main thread: a failing rank reports it, never hangs.
-// Every executed task records a Span (runtime/span.h), except a task with an empty name (a
-// join point with no work of its own).
-#include <atomic>
-#include <chrono>
-#include <condition_variable>
-#include <deque>
-#include <exception>
+// Executor: runs task graphs (runtime/task_graph.h) on one rank. Two implementations run the
+// same graphs:
+//   ThreadExecutor  (runtime/thread_executor.h) the CPU: a worker thread per stream role;
+//   StreamExecutor  (runtime/stream_executor.h) a device: a stream per stream role, event
+//                   waits between them, the host enqueuing ahead.
+// The rank's main thread builds a graph, submits its new tasks (a graph may grow while it runs:
+// a block's tasks once its routing is known), waits for one task (the MoE routing point) or for
+// everything at the step's end. Errors of tasks reach the main thread through wait() /
+// synchronize() (or submit(), for a device action that fails while enqueuing). Every executed
+// task with a name records a Span (runtime/span.h).
+#include <cstdint>
 #include <functional>
-#include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include "moebench/runtime/span.h"
@@ -36,57 +21,34 @@ namespace moebench {
 
 class Executor {
  public:
-  explicit Executor(int rank);
-  ~Executor();  // drains and joins the workers
-  Executor(const Executor&) = delete;
-  Executor& operator=(const Executor&) = delete;
+  virtual ~Executor() = default;
 
-  // Queues tasks [g.submitted(), g.size()) on their roles' workers. The graph must stay
-  // alive until they have run (wait / synchronize) and must not be submitted to another
-  // executor. Throws std::logic_error for a cycle.
-  void submit(TaskGraph& g);
-  // Waits for one submitted task; rethrows its error (or its failed dependency's).
-  void wait(const TaskGraph& g, TaskId id);
-  // Waits for every submitted task of g, then forgets them (their states); rethrows the
-  // first error among them. For graphs that end before the step does (an MoE block's pass).
-  void release(const TaskGraph& g);
+  // Runs (enqueues) tasks [g.submitted(), g.size()) in a topological order. The graph must stay
+  // alive until they completed and must not be submitted to another executor. Throws
+  // std::logic_error for a cycle.
+  virtual void submit(TaskGraph& g) = 0;
+  // The host waits for one submitted task; rethrows its error (or its failed dependency's).
+  virtual void wait(const TaskGraph& g, TaskId id) = 0;
+  // Waits for every submitted task of g, then forgets them; rethrows the first error among
+  // them. For graphs that end before the step does (an MoE block's pass).
+  virtual void release(const TaskGraph& g) = 0;
   // Waits for every submitted task of every graph; rethrows the earliest error. Forgets the
-  // graphs' completion state (call at step boundaries; their tasks cannot be waited on after).
-  void synchronize();
-
-  // Serial mode (`bench overlap`'s baseline): every task submitted from now on runs on the
-  // compute worker, in the submission (topological) order, its span keeping its own role.
-  void set_serial(bool serial) { serial_ = serial; }
+  // graphs (call at step boundaries; their tasks cannot be waited on after).
+  virtual void synchronize() = 0;
 
   // Runs fn on the calling thread, recording a span of `role`: the main thread's work outside a
   // step's graph (an evaluation's loss reductions, a checkpoint's gathers).
-  void run_inline(const std::string& name, StreamRole role, TaskCategory category, const std::function<void()>& fn,
-                  int layer = -1, double flops = 0.0, uint64_t bytes = 0);
+  virtual void run_inline(const std::string& name, StreamRole role, TaskCategory category,
+                          const std::function<void()>& fn, int layer = -1, double flops = 0.0,
+                          uint64_t bytes = 0) = 0;
 
-  // Spans recorded since the last take_spans(), in completion order.
-  std::vector<Span> take_spans();
+  // Spans recorded since the last take_spans().
+  virtual std::vector<Span> take_spans() = 0;
   // Records a span measured by the caller (start/end from now()); rank and step are filled in.
-  void add_span(Span span);
-  void set_step(long step) { step_ = step; }
-  double now() const;  // seconds since the executor's epoch
-  int rank() const { return rank_; }
-
- private:
-  struct State;   // completion of one task
-  struct Item;    // one queued task
-  class Worker;
-  Worker& worker(StreamRole role, bool priority);
-  void record(Span span);
-
-  int rank_;
-  std::atomic<long> step_{-1};
-  bool serial_ = false;
-  std::chrono::steady_clock::time_point epoch_;
-  std::mutex m_;
-  std::unique_ptr<Worker> workers_[2 * kStreamRoles];  // per role, then per role's priority lane
-  // Completion state per submitted graph (by serial), index = task index.
-  std::unordered_map<uint64_t, std::vector<std::shared_ptr<State>>> states_;
-  std::vector<Span> spans_;
+  virtual void add_span(Span span) = 0;
+  virtual void set_step(long step) = 0;
+  virtual double now() const = 0;  // seconds since the executor's epoch (the spans' clock)
+  virtual int rank() const = 0;
 };
 
 }  // namespace moebench

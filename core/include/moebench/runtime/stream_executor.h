@@ -1,6 +1,6 @@
 #pragma once
-// StreamExecutor: runs task graphs on a device (runtime/device_queue.h) — the GPU path's
-// counterpart of Executor (runtime/executor.h), for the same graphs.
+// StreamExecutor: the Executor (runtime/executor.h) of a device (runtime/device_queue.h) — the
+// GPU path's counterpart of ThreadExecutor, for the same graphs.
 //   streams  one per stream role and lane (a task with `priority` gets its role's second,
 //            high-priority stream); a task of role host runs on the compute stream, in
 //            submission order with the compute tasks (as Executor runs it on the compute worker).
@@ -9,7 +9,11 @@
 //            dependency's end event (one per producer stream: the latest needed), a start
 //            event, the action (it enqueues on current_stream()), an end event. No host wait.
 //   wait     the host waits for one task's end event (the MoE routing point: the counts), or
-//            synchronize() for everything submitted.
+//            synchronize() for everything submitted, or release() for one graph's tasks.
+//   outside  device work enqueued outside a task (between steps: zeroing the gradients, a
+//            checkpoint's copies; run_inline's fn) goes on the compute stream, which is the
+//            queue's current stream whenever no task's action runs: in order with the step's
+//            compute tasks, and complete once synchronize() returned.
 // Spans come from the events: the first task after a synchronize() records an epoch event and
 // reads the host clock; a span's start and end are that clock reading plus the seconds from the
 // epoch event to the task's events (read by synchronize(), which then retires the events). An action that throws while enqueuing
@@ -20,27 +24,36 @@
 #include <vector>
 
 #include "moebench/runtime/device_queue.h"
-#include "moebench/runtime/span.h"
-#include "moebench/runtime/task_graph.h"
+#include "moebench/runtime/executor.h"
 
 namespace moebench {
 
-class StreamExecutor {
+class StreamExecutor final : public Executor {
  public:
-  // now: the host clock spans are placed on (seconds; default: since construction).
+  // now: the host clock spans are placed on (seconds; default: since construction). Makes the
+  // compute stream the queue's current stream (see "outside" above).
   StreamExecutor(DeviceQueue& queue, int rank, std::function<double()> now = {});
+  ~StreamExecutor() override;
   StreamExecutor(const StreamExecutor&) = delete;
   StreamExecutor& operator=(const StreamExecutor&) = delete;
 
   // Enqueues tasks [g.submitted(), g.size()); g must stay alive until they completed.
-  void submit(TaskGraph& g);
+  void submit(TaskGraph& g) override;
   // The host waits until task `id` of g has completed on the device.
-  void wait(const TaskGraph& g, TaskId id);
+  void wait(const TaskGraph& g, TaskId id) override;
+  // The host waits for g's tasks; their spans become available to take_spans().
+  void release(const TaskGraph& g) override;
   // The host waits for every submitted task; their spans become available to take_spans().
-  void synchronize();
-  // Spans of the tasks completed by the last synchronize(), in submission order.
-  std::vector<Span> take_spans();
-  void set_step(long step) { step_ = step; }
+  void synchronize() override;
+  void run_inline(const std::string& name, StreamRole role, TaskCategory category, const std::function<void()>& fn,
+                  int layer = -1, double flops = 0.0, uint64_t bytes = 0) override;
+  // Spans of the tasks completed by release() / synchronize() (in submission order per graph),
+  // and those added.
+  std::vector<Span> take_spans() override;
+  void add_span(Span span) override;
+  void set_step(long step) override { step_ = step; }
+  double now() const override { return now_(); }
+  int rank() const override { return rank_; }
 
   // The stream a task of (role, priority) is enqueued on (created on first use).
   DeviceQueue::Stream stream_of(StreamRole role, bool priority);
@@ -52,6 +65,8 @@ class StreamExecutor {
     Span span;
   };
   Done& done(const TaskGraph& g, int index);
+  // Waits for the last task of each stream among `tasks`, then adds their spans.
+  void complete(const std::vector<Done>& tasks);
 
   DeviceQueue& q_;
   int rank_;

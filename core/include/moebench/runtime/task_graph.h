@@ -98,7 +98,7 @@ class TaskGraph {
   int submitted() const { return submitted_; }
 
  private:
-  friend class Executor;
+  friend class ThreadExecutor;
   friend class StreamExecutor;
   void check_own(TaskId id, const char* what) const;
   uint64_t serial_;

@@ -7,6 +7,7 @@
 
 #include "moebench/config/config.h"
 #include "moebench/runtime/device_queue.h"
+#include "moebench/runtime/executor.h"
 #include "moebench/tensor/backend.h"
 
 namespace moebench {
@@ -31,9 +32,9 @@ int require_cuda(const std::string& what);
 // Called before anything is created (the CLI, and the Trainer again).
 void check_run_device(const Config& cfg);
 
-// Where a rank's model lives: the CPU backend, or (run.device = "cuda") the local rank's GPU —
-// its DeviceQueue and CUDA backend (model/cuda_backend.h). backend() outlives nothing it holds:
-// keep the DeviceRuntime alive as long as the model.
+// Where a rank's model lives and runs: the CPU backend, or (run.device = "cuda") the local
+// rank's GPU — its DeviceQueue, CUDA backend (model/cuda_backend.h) and the StreamExecutor its
+// tasks run on. Keep the DeviceRuntime alive as long as the model.
 class DeviceRuntime {
  public:
   // Throws as check_run_device does (it calls it).
@@ -42,11 +43,14 @@ class DeviceRuntime {
   DeviceRuntime(const DeviceRuntime&) = delete;
   DeviceRuntime& operator=(const DeviceRuntime&) = delete;
   Backend& backend() const { return *backend_; }
+  // The device's executor (nullptr on the CPU: the model's or the rank's ThreadExecutor).
+  Executor* executor() const { return executor_.get(); }
   int gpu() const { return gpu_; }  // the CUDA device (-1 on the CPU)
 
  private:
   std::unique_ptr<DeviceQueue> queue_;
   std::unique_ptr<Backend> owned_;
+  std::unique_ptr<Executor> executor_;
   Backend* backend_ = nullptr;
   int gpu_ = -1;
 };

@@ -32,7 +32,7 @@
 #include "moebench/model/moe_gpt.h"
 #include "moebench/moe/parallel_context.h"
 #include "moebench/optim/adamw.h"
-#include "moebench/runtime/executor.h"
+#include "moebench/runtime/thread_executor.h"
 #include "moebench/storage/sparse_step_stats.h"
 #include "moebench/storage/dense_shards.h"
 #include "moebench/train/step_builder.h"
@@ -121,7 +121,7 @@ class Distributed {
   std::unique_ptr<Communicator> grad_comm_;  // dup of DP, used only by the comm stream
   std::unique_ptr<ClusterModel> cluster_;
   ParallelContext parallel_;
-  Executor executor_;
+  ThreadExecutor executor_;
   std::unique_ptr<DenseShards> dense_;  // declared after executor_: destroyed first
   std::unique_ptr<Norm> norm_;  // this step's gradient norm
   bool has_columns_ = false;     // the model partitions its embedding over DP

@@ -1,6 +1,6 @@
-// Executor: one worker thread per stream role (FIFO), completion states with error
+// ThreadExecutor: one worker thread per stream role (FIFO), completion states with error
 // propagation, span recording.
-#include "moebench/runtime/executor.h"
+#include "moebench/runtime/thread_executor.h"
 
 #include <omp.h>
 
@@ -9,7 +9,7 @@
 
 namespace moebench {
 
-struct Executor::State {
+struct ThreadExecutor::State {
   std::mutex m;
   std::condition_variable cv;
   bool done = false;
@@ -31,20 +31,20 @@ struct Executor::State {
   }
 };
 
-struct Executor::Item {
+struct ThreadExecutor::Item {
   Span span;  // everything but the times
   std::function<void()> action;
   std::vector<std::shared_ptr<State>> deps;
   std::shared_ptr<State> state;
 };
 
-class Executor::Worker {
+class ThreadExecutor::Worker {
  public:
   // The worker's OpenMP regions use the thread count of the thread that made it (the rank's
   // main thread, which set its share of the cores: tensor/matmul.h set_num_threads). A new
   // thread would otherwise start from the process default (every core) and a machine running
   // several ranks would run cores x ranks OpenMP threads.
-  explicit Worker(Executor& owner) : owner_(owner), threads_(omp_get_max_threads()), thread_([this] { run(); }) {}
+  explicit Worker(ThreadExecutor& owner) : owner_(owner), threads_(omp_get_max_threads()), thread_([this] { run(); }) {}
   ~Worker() {
     {
       std::lock_guard<std::mutex> lock(m_);
@@ -93,7 +93,7 @@ class Executor::Worker {
     }
   }
 
-  Executor& owner_;
+  ThreadExecutor& owner_;
   std::mutex m_;
   std::condition_variable cv_;
   std::deque<Item> queue_;
@@ -102,20 +102,20 @@ class Executor::Worker {
   std::thread thread_;
 };
 
-Executor::Executor(int rank) : rank_(rank), epoch_(std::chrono::steady_clock::now()) {}
+ThreadExecutor::ThreadExecutor(int rank) : rank_(rank), epoch_(std::chrono::steady_clock::now()) {}
 
-Executor::~Executor() {
+ThreadExecutor::~ThreadExecutor() {
   for (auto& w : workers_) w.reset();  // drain and join while spans and states are alive
 }
 
-Executor::Worker& Executor::worker(StreamRole role, bool priority) {
+ThreadExecutor::Worker& ThreadExecutor::worker(StreamRole role, bool priority) {
   std::lock_guard<std::mutex> lock(m_);
   auto& w = workers_[(int)role + (priority ? kStreamRoles : 0)];
   if (!w) w = std::make_unique<Worker>(*this);
   return *w;
 }
 
-void Executor::submit(TaskGraph& g) {
+void ThreadExecutor::submit(TaskGraph& g) {
   if (g.executor_ && g.executor_ != this)
     throw std::logic_error("Executor::submit: the graph was submitted to another executor");
   const std::vector<int> order = g.topological_order(g.submitted_);
@@ -157,20 +157,20 @@ void Executor::submit(TaskGraph& g) {
   g.executor_ = this;
 }
 
-void Executor::wait(const TaskGraph& g, TaskId id) {
+void ThreadExecutor::wait(const TaskGraph& g, TaskId id) {
   if (id.graph != g.serial_ || id.index < 0 || id.index >= g.submitted_)
-    throw std::logic_error("Executor::wait: not a submitted task of this graph");
+    throw std::logic_error("ThreadExecutor::wait: not a submitted task of this graph");
   std::shared_ptr<State> state;
   {
     std::lock_guard<std::mutex> lock(m_);
     auto it = states_.find(g.serial_);
-    if (it == states_.end()) throw std::logic_error("Executor::wait: the graph's tasks were already synchronized");
+    if (it == states_.end()) throw std::logic_error("ThreadExecutor::wait: the graph's tasks were already synchronized");
     state = it->second[(size_t)id.index];
   }
   if (std::exception_ptr e = state->wait()) std::rethrow_exception(e);
 }
 
-void Executor::release(const TaskGraph& g) {
+void ThreadExecutor::release(const TaskGraph& g) {
   std::vector<std::shared_ptr<State>> states;
   {
     std::lock_guard<std::mutex> lock(m_);
@@ -186,7 +186,7 @@ void Executor::release(const TaskGraph& g) {
   if (first) std::rethrow_exception(first);
 }
 
-void Executor::synchronize() {
+void ThreadExecutor::synchronize() {
   std::unordered_map<uint64_t, std::vector<std::shared_ptr<State>>> states;
   {
     std::lock_guard<std::mutex> lock(m_);
@@ -204,7 +204,7 @@ void Executor::synchronize() {
   if (first) std::rethrow_exception(first);
 }
 
-void Executor::run_inline(const std::string& name, StreamRole role, TaskCategory category,
+void ThreadExecutor::run_inline(const std::string& name, StreamRole role, TaskCategory category,
                           const std::function<void()>& fn, int layer, double flops, uint64_t bytes) {
   Span span;
   span.rank = rank_;
@@ -227,24 +227,24 @@ void Executor::run_inline(const std::string& name, StreamRole role, TaskCategory
   if (error) std::rethrow_exception(error);
 }
 
-std::vector<Span> Executor::take_spans() {
+std::vector<Span> ThreadExecutor::take_spans() {
   std::lock_guard<std::mutex> lock(m_);
   std::vector<Span> out;
   out.swap(spans_);
   return out;
 }
 
-void Executor::add_span(Span span) {
+void ThreadExecutor::add_span(Span span) {
   span.rank = rank_;
   span.step = step_.load();
   record(std::move(span));
 }
 
-double Executor::now() const {
+double ThreadExecutor::now() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_).count();
 }
 
-void Executor::record(Span span) {
+void ThreadExecutor::record(Span span) {
   std::lock_guard<std::mutex> lock(m_);
   spans_.push_back(std::move(span));
 }
