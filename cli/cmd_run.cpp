@@ -145,6 +145,8 @@ int train(const RunOptions& o, const Config& cfg, Communicator* world, const Emu
                 cfg.run.name.c_str(), m.layers, m.hidden, m.heads, m.vocab_size, m.seq_len,
                 cfg.moe.moe_layers.size(), cfg.moe.top_k, routing_text(cfg.moe.routing).c_str(), trainer.model().params().size(),
                 choice_name(cfg.data.source).c_str(), trainer.corpus().train.size(), trainer.corpus().val.size());
+    if (const Backend& be = trainer.model().backend(); be.device_memory())
+      std::printf("device: %s | run.precision %s\n", be.name().c_str(), choice_name(cfg.run.precision).c_str());
     if (trainer.distributed())
       std::printf("distributed: %s | strategy %s | global batch %d\n", trainer.distributed()->describe().c_str(),
                   cfg.strategy.name.c_str(), cfg.train.batch_size);

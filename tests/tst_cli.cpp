@@ -10,7 +10,9 @@
 #include <QProcess>
 #include <QThread>
 
+#include "moebench/config/config_loader.h"
 #include "moebench/train/device.h"
+#include "moebench/train/run_recorder.h"
 #include "moebench/store/gemm_rate_record.h"
 #include "moebench/store/run_store.h"
 #include "cli_support.h"
@@ -479,6 +481,32 @@ class TestCli : public QObject {
     QVERIFY2(source.find("bench gemm " + bench[0].uuid.substr(0, 8)) == 0 &&
                  source.find(", 1 thread; scaled to 2 threads per rank") != std::string::npos,
              source.c_str());
+  }
+
+  // A GPU run (run.device = "cuda") records no peak_gflops: the host's recorded rate is the CPU's
+  // sgemm, not its GPU's.
+  void a_gpu_run_carries_no_cpu_gemm_rate() {
+    QTemporaryDir dir;
+    const std::string db = dir.filePath(u"runs.db"_s).toStdString();
+    {
+      moebench::RunStore store(db);
+      moebench::record_gemm_rate(store, 123.0, 1, {{"64x64x64", 123.0}});
+    }
+    for (const char* device : {"cpu", "cuda"}) {
+      const moebench::Config cfg =
+          moebench::load_config(kTiny.toStdString(), {std::string("run.device=") + device, "store.db=" + db,
+                                                      std::string("run.name=") + device});
+      moebench::RunRecorder recorder(cfg, 1);
+      recorder.on_setup("1 rank", nullptr);
+      recorder.finish(moebench::RunStatus::finished);
+    }
+    moebench::RunStore store(db, moebench::RunStore::Mode::read_only);
+    for (const auto& run : store.list_runs(u"default"_s.toStdString())) {
+      bool peak = false;
+      for (const auto& [key, value] : store.params(run.id)) peak = peak || key == "peak_gflops";
+      QVERIFY2(peak == (run.name == "cpu"), run.name.c_str());
+    }
+    QCOMPARE(store.list_runs(u"default"_s.toStdString()).size(), size_t(2));
   }
 
   void failures_exit_1_with_the_reason() {

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "moebench/model/moe_gpt.h"
+#include "moebench/tensor/device_array.h"
 #include "test_support.h"
 
 using namespace moebench;
@@ -57,6 +58,27 @@ class TestModel : public QObject {
       total += v.numel;
     }
     QCOMPARE(total, p.size());
+  }
+
+  // The arrays the model, its arena and AdamW live in (tensor/device_array.h, here on the CPU
+  // backend): growing keeps the contents and zeroes the new elements (as std::vector::resize);
+  // a smaller request keeps the array; zero() and assign() touch only the first n elements.
+  void device_arrays_grow_as_vectors_do() {
+    DeviceArray<float> a(cpu_backend(), "a test array");
+    QCOMPARE(a.size(), size_t(0));
+    a.assign(std::vector<float>{1, 2, 3}.data(), 3);
+    a.ensure(6);
+    QCOMPARE(a.download(), (std::vector<float>{1, 2, 3, 0, 0, 0}));
+    const float* p = a.data();
+    a.ensure(2);
+    QCOMPARE(a.size(), size_t(6));
+    QCOMPARE(a.data(), p);
+    a.assign(std::vector<float>{7, 7, 7, 7, 7, 7}.data(), 6);
+    a.zero(4);
+    QCOMPARE(a.download(), (std::vector<float>{0, 0, 0, 0, 7, 7}));
+    DeviceArray<float> b = std::move(a);
+    QCOMPARE(b.download(5), (std::vector<float>{0, 0, 0, 0, 7}));
+    QCOMPARE(a.size(), size_t(0));
   }
 
   void init_is_deterministic_and_seeded() {

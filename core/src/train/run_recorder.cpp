@@ -32,7 +32,7 @@ std::vector<std::pair<std::string, std::string>> config_params(const Config& cfg
   return out;
 }
 
-RunRecorder::RunRecorder(const Config& cfg, int ranks, const std::string& uuid) {
+RunRecorder::RunRecorder(const Config& cfg, int ranks, const std::string& uuid) : on_cpu_(cfg.run.device == Device::cpu) {
   store_ = std::make_unique<RunStore>(cfg.store.db);
   RunInfo info;
   info.uuid = uuid;
@@ -113,8 +113,9 @@ void RunRecorder::on_setup(const std::string& topology_text, const Topology* top
   run_.topology = topology_text;
   // The peak compute rate the run's DDL-roofline is drawn against, when this host measured one.
   // P_w is one worker's rate: the benchmark's rate scaled to the BLAS threads this rank runs
-  // with (ranks on one host share its cores), assuming linear scaling in threads.
-  if (const auto peak = latest_gemm_rate(*store_, run_.host)) {
+  // with (ranks on one host share its cores), assuming linear scaling in threads. A GPU run
+  // carries none: the recorded rate is the CPU's sgemm.
+  if (const auto peak = on_cpu_ ? latest_gemm_rate(*store_, run_.host) : std::nullopt) {
     const int threads = num_threads();
     double gflops = peak->gflops;
     std::string source = peak->source;

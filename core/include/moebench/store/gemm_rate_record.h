@@ -4,8 +4,8 @@
 //
 // `moebench bench gemm --db FILE` stores its result as a FINISHED run of experiment "bench"
 // named "gemm" (tag bench=gemm, metric "sgemm_gflops" at step 1, params threads and the
-// per-shape rates). When `moebench run` creates a run, it copies the newest such record of the
-// same host into the run's params: peak_gflops (GFLOP/s of one rank: scaled linearly to the
+// per-shape rates). When `moebench run` creates a CPU run (run.device = "cpu"), it copies the
+// newest such record of the same host into the run's params: peak_gflops (GFLOP/s of one rank: scaled linearly to the
 // rank's BLAS threads when those differ from the benchmark's) and peak_gflops_source
 // ("bench gemm <uuid prefix> at <time>, <threads> threads[; scaled to T threads per rank]").
 #include <optional>

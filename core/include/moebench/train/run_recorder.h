@@ -48,6 +48,7 @@ class RunRecorder {
   RunInfo run_;
   const Topology* topology_ = nullptr;
   bool finished_ = false;
+  bool on_cpu_ = true;  // run.device = "cpu": the host's recorded sgemm rate is the run's peak
 };
 
 }  // namespace moebench
