@@ -97,12 +97,22 @@ void check_local_launch(const Config& cfg, const std::string& given_as) {
   check_rank_count(ranks, cfg.run.oversubscribe_ok, given_as, kRunOversubscribeHint);
   if (cfg.run.oversubscribe_ok) return;
   const std::string what = local_ranks_text(ranks);
-  // Every stage's ranks (dp x tp of them), and rank 0's checkpoint buffers once.
+  // Every stage's ranks (dp x tp of them), and rank 0's checkpoint buffers once. On a GPU
+  // (run.device = "cuda") the weights, gradients, Adam moments and activations live in the GPU's
+  // memory: the host keeps each rank's corpus and the checkpoint's buffers.
+  const bool gpu = cfg.run.device == Device::cuda;
   const MemoryModel model = memory_model(cfg);
   double need = model.stages.front().fp32.checkpoint;
-  for (const StageMemory& s : model.stages) need += (double)model.d * model.t * (kRankBaseBytes + s.fp32.steady());
+  for (const StageMemory& s : model.stages)
+    need += (double)model.d * model.t * (kRankBaseBytes + (gpu ? s.fp32.data : s.fp32.steady()));
   const TrainerMemory& worst = model.worst_fp32().fp32;
   const uint64_t avail = available_memory_bytes();
+  if (gpu && avail > 0 && need > (double)avail)
+    throw UsageError("refusing to start " + what + ": they need about " + bytes_text(need) + " of host memory (" +
+                     bytes_text(worst.data) + " per rank for the corpus" +
+                     (worst.checkpoint > 0 ? ", " + bytes_text(worst.checkpoint) + " to write a checkpoint" : "") +
+                     "; the model lives on the GPU) and " + bytes_text((double)avail) + " is available; " +
+                     kRunOversubscribeHint);
   if (avail > 0 && need > (double)avail)
     throw UsageError("refusing to start " + what + ": they need about " + bytes_text(need) + " of memory (up to " +
                      bytes_text(kRankBaseBytes + worst.peak()) + " for one rank: " +

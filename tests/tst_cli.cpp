@@ -509,6 +509,28 @@ class TestCli : public QObject {
     QCOMPARE(store.list_runs(u"default"_s.toStdString()).size(), size_t(2));
   }
 
+  // The local launcher's memory check counts what a rank keeps in host memory: everything on
+  // the CPU; on a GPU (run.device = "cuda") only the corpus and the checkpoint's buffers. A tiny
+  // model with 3 TiB of activations is refused on the CPU and passes the check on cuda (which
+  // then says what is missing here: the CUDA build or a GPU).
+  void a_gpu_run_is_checked_for_the_host_memory_it_uses() {
+    const moebench::CudaAvailability cuda = moebench::cuda_availability();
+    if (cuda.built && cuda.devices > 0) QSKIP("a GPU is visible: the cuda run would start");
+    QTemporaryDir dir;
+    const QStringList huge = {u"run"_s, kTiny, u"--set"_s, u"model.seq_len=4096"_s, u"--set"_s,
+                              u"train.batch_size=4096"_s, u"--set"_s, u"store.enabled=false"_s, u"--out"_s,
+                              dir.filePath(u"out"_s)};
+    Result r = run_cli(huge);
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains(u"refusing to start 1 rank: they need about"_s) &&
+                 r.err.contains(u"TiB of activations and workspace"_s),
+             qPrintable(r.err));
+    r = run_cli(huge + QStringList{u"--set"_s, u"run.device=cuda"_s});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(!r.err.contains(u"refusing to start"_s) && r.err.contains(u"run.device = \"cuda\": "_s), qPrintable(r.err));
+    QVERIFY(!QFile::exists(dir.filePath(u"out"_s)));
+  }
+
   void failures_exit_1_with_the_reason() {
     QTemporaryDir dir;
     const QString cfg = kTiny;
