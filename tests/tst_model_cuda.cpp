@@ -15,13 +15,12 @@
 #include <stdexcept>
 #include <vector>
 
+#include "gpu_support.h"
 #include "moebench/model/moe_gpt.h"
 #include "moebench/moe/synthetic_routing.h"
 #include "moebench/tensor/rng.h"
 
 #ifdef MOEBENCH_HAVE_CUDA
-#include <cuda_runtime_api.h>
-
 #include "moebench/model/cuda_backend.h"
 #include "moebench/runtime/cuda_device_queue.h"
 #endif
@@ -59,14 +58,7 @@ double worst_relative(const std::vector<float>& a, const std::vector<float>& b, 
 class TestModelCuda : public QObject {
   Q_OBJECT
  private slots:
-  void initTestCase() {
-#ifndef MOEBENCH_HAVE_CUDA
-    QSKIP("built without CUDA");
-#else
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) QSKIP("no GPU visible");
-#endif
-  }
+  void initTestCase() { MOEBENCH_REQUIRE_GPU(); }
 
 #ifdef MOEBENCH_HAVE_CUDA
   void forward_backward_matches_the_cpu_data() {

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <vector>
 
+#include "gpu_support.h"
 #include "moebench/runtime/stream_executor.h"
 
 #ifdef MOEBENCH_HAVE_CUDA
@@ -23,14 +24,7 @@ using namespace moebench;
 class TestStreamExecutorCuda : public QObject {
   Q_OBJECT
  private slots:
-  void initTestCase() {
-#ifndef MOEBENCH_HAVE_CUDA
-    QSKIP("built without CUDA");
-#else
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) QSKIP("no GPU visible");
-#endif
-  }
+  void initTestCase() { MOEBENCH_REQUIRE_GPU(); }
 
 #ifdef MOEBENCH_HAVE_CUDA
   void copies_across_streams_see_each_others_data() {

@@ -15,6 +15,7 @@
 #include "moebench/config/usage_error.h"
 #include "moebench/train/device.h"
 #include "moebench/train/trainer.h"
+#include "gpu_support.h"
 #include "test_support.h"
 
 using namespace moebench;
@@ -43,11 +44,7 @@ std::vector<StepStats> steps_of(Trainer& t, long stop_at) {
 class TestTrainCuda : public QObject {
   Q_OBJECT
  private slots:
-  void initTestCase() {
-    const CudaAvailability cuda = cuda_availability();
-    if (!cuda.built) QSKIP("built without CUDA");
-    if (cuda.devices == 0) QSKIP("no GPU visible");
-  }
+  void initTestCase() { MOEBENCH_REQUIRE_GPU(); }
 
   void gpu_steps_match_the_cpu() {
     QTemporaryDir cpu_dir, gpu_dir;

@@ -2,7 +2,7 @@
 // ThreadExecutor: the CPU's Executor (runtime/executor.h): runs task graphs on one rank, one
 // worker thread per stream role.
 //   worker  a CPU thread per role (created on first use) running its tasks in submission
-//           order (on the GPU path a cudaStream). Tasks of different roles run concurrently:
+//           order (a device's counterpart: StreamExecutor's streams). Tasks of different roles run concurrently:
 //           overlap is real. A comm task uses the communicator of its role (the builder binds
 //           it), so concurrent collectives never share matching. A task of role host (a blocking
 //           collective in the rank's chain of compute tasks: a TP all-reduce) runs on the
