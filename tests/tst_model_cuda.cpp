@@ -42,17 +42,6 @@ ModelConfig small_model(bool tied) {
   return m;
 }
 
-// Largest |a - b| / max(1e-3 max|b|, |b|) over the elements: relative to each element, with a floor
-// at a thousandth of the tensor's largest value so near-zero entries compare absolutely.
-double worst_relative(const std::vector<float>& a, const std::vector<float>& b, size_t first, size_t n) {
-  double scale = 0.0;
-  for (size_t i = first; i < first + n; ++i) scale = std::max(scale, (double)std::abs(b[i]));
-  double worst = 0.0;
-  for (size_t i = first; i < first + n; ++i)
-    worst = std::max(worst, std::abs((double)a[i] - b[i]) / std::max(1e-3 * scale, (double)std::abs(b[i])));
-  return worst;
-}
-
 }  // namespace
 
 class TestModelCuda : public QObject {
@@ -108,7 +97,7 @@ class TestModelCuda : public QObject {
     }
     const std::vector<float> cg = cpu_model.params().host_grads(), gg = gpu_model.params().host_grads();
     for (const ParamView& v : cpu_model.params().views()) {
-      const double worst = worst_relative(gg, cg, v.offset, v.numel);
+      const double worst = test::worst_relative(gg, cg, v.offset, v.numel);
       QVERIFY2(worst <= 1e-4, qPrintable(QString("%1: gradient differs by %2 (relative)").arg(v.name.c_str()).arg(worst)));
     }
     gpu_model.params().zero_grad();

@@ -62,10 +62,7 @@ class TestTrainCuda : public QObject {
     }
     const std::vector<float> cp = cpu.model().params().host_data(), gp = gpu.model().params().host_data();
     for (const ParamView& v : cpu.model().params().views()) {
-      double scale = 0.0, worst = 0.0;
-      for (size_t j = v.offset; j < v.offset + v.numel; ++j) scale = std::max(scale, (double)std::abs(cp[j]));
-      for (size_t j = v.offset; j < v.offset + v.numel; ++j)
-        worst = std::max(worst, std::abs((double)gp[j] - cp[j]) / std::max(1e-3 * scale, (double)std::abs(cp[j])));
+      const double worst = test::worst_relative(gp, cp, v.offset, v.numel);
       QVERIFY2(worst <= 1e-4, qPrintable(QString("%1 after 3 steps: differs by %2 (relative)").arg(v.name.c_str()).arg(worst)));
     }
   }
