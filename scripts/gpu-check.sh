@@ -10,10 +10,12 @@
 #            nvidia-smi; tst_kernel_launch, tst_kernels_dense, tst_kernels_moe, tst_kernels_moe_block,
 #            tst_stream_executor_cuda, tst_model_cuda, tst_train_cuda;
 #            mpirun -np 2 tst_comm_nccl (2 ranks share the GPU: dist/device_sharing.h);
+#            mpirun -np 2 and -np 4 tst_dist_train_cuda (data parallelism over NCCL vs one GPU);
 #            mpirun -np 4 tst_comm_mpi as Open MPI chooses and with --mca osc sm,ucx;
 #            moebench run (2 ranks: expert_centric; data_centric as Open MPI picks its one-sided
 #            component and with osc sm,ucx); bench comm --ranks 2; bench moe-layer --device cuda;
-#            the quickstart on one rank on the CPU and on cuda (validation losses within 0.03);
+#            the quickstart on one rank on the CPU and on cuda, and on 2 ranks on cuda with
+#            parallel.ep = 1 (validation losses within 0.03 of the CPU's);
 #            10 steps of the 1B model on cuda in fp32
 # With the device tool: carry .gpu, command `bash scripts/gpu-check.sh run`. Prints a summary
 # table last; exit 0 only when every step passed.
@@ -31,7 +33,8 @@ pack() {
   grep -qx '/.gpu/' "$exclude" 2>/dev/null || echo '/.gpu/' >>"$exclude"
   local s
   s=$(mktemp -d)
-  ../shared/tools/gpu-bundle build/release "$s/base.tar.xz" tests/tst_comm_mpi tests/tst_stream_executor_cuda tests/tst_model_cuda tests/tst_train_cuda >/dev/null
+  ../shared/tools/gpu-bundle build/release "$s/base.tar.xz" tests/tst_comm_mpi tests/tst_stream_executor_cuda tests/tst_model_cuda tests/tst_train_cuda \
+    tests/tst_dist_train_cuda >/dev/null
   mkdir -p "$s/b" && tar -C "$s/b" -xJf "$s/base.tar.xz"
   # Open MPI's launcher and what it loads at run time (Debian 12 paths; ompi_info --path all).
   cp -L /usr/bin/orterun "$s/b/bin/"
@@ -83,6 +86,8 @@ run() {
     step "$t" 300 "$D/bin/$t"
   done
   step tst_comm_nccl 240 orterun --bind-to none -np 2 "$D/bin/tst_comm_nccl"
+  step tst_dist_train_cuda_np2 240 orterun --bind-to none -np 2 "$D/bin/tst_dist_train_cuda"
+  step tst_dist_train_cuda_np4 240 orterun --bind-to none -np 4 "$D/bin/tst_dist_train_cuda"
   # One-sided windows on this machine's transport, as Open MPI picks it and with osc/ucx
   # (what moebench's message recommends when osc/rdma cannot serve them; docs/limits.md).
   step tst_comm_mpi 240 orterun --bind-to none -np 4 "$D/bin/tst_comm_mpi"
@@ -104,11 +109,15 @@ run() {
             --set store.enabled=false)
   step quickstart_cpu 300 moebench "${qs[@]}" --out "$D/runs/qs_cpu"
   step quickstart_cuda 300 moebench "${qs[@]}" --set run.device=cuda --out "$D/runs/qs_cuda"
-  step quickstart_val_loss 10 python3 - "$O/quickstart_cpu.log" "$O/quickstart_cuda.log" <<'PY'
+  step quickstart_cuda_2ranks 300 moebench run sample_configs/quickstart.toml --ranks 2 --set cluster.nodes=1 \
+    --set cluster.devices_per_node=0 --set store.enabled=false --set run.device=cuda --set parallel.ep=1 \
+    --out "$D/runs/qs_cuda2"
+  step quickstart_val_loss 10 python3 - "$O/quickstart_cpu.log" "$O/quickstart_cuda.log" "$O/quickstart_cuda_2ranks.log" <<'PY'
 import re, sys
 loss = [float(re.findall(r"done: .* val loss ([0-9.]+)", open(f).read())[-1]) for f in sys.argv[1:]]
-print(f"val loss cpu {loss[0]:.4f} cuda {loss[1]:.4f}: {'PASS' if abs(loss[0] - loss[1]) <= 0.03 else 'FAIL'}")
-sys.exit(0 if abs(loss[0] - loss[1]) <= 0.03 else 1)
+ok = all(abs(l - loss[0]) <= 0.03 for l in loss[1:])
+print(f"val loss cpu {loss[0]:.4f} cuda {loss[1]:.4f} cuda 2 ranks {loss[2]:.4f}: {'PASS' if ok else 'FAIL'}")
+sys.exit(0 if ok else 1)
 PY
   # The 1B model of sample_configs/models on the GPU, in fp32 (bf16 is not built yet), 10 steps:
   # its "done:" line (tokens/s) is the figure.

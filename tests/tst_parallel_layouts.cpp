@@ -11,6 +11,7 @@
 #include "moebench/config/config_loader.h"
 #include "moebench/dist/mpi_communicator.h"
 #include "moebench/train/checkpoint.h"
+#include "moebench/train/device.h"
 #include "moebench/train/distributed.h"
 #include "moebench/train/step_builder.h"
 #include "moebench/train/trainer.h"
@@ -213,7 +214,8 @@ class TestParallelLayouts : public QObject {
     Distributed dist(*world, cfg);
     MoeGpt model(cfg.model, cfg.moe, dist.shard(), dist.tp_shard());
     model.init(cfg.run.seed);
-    dist.attach(model, cfg);
+    DeviceRuntime cpu(cfg, 0);
+    dist.attach(model, cfg, cpu);
     const int T = cfg.model.seq_len, B = 2, V = cfg.model.vocab_size;
     std::vector<int> in((size_t)B * T), tg((size_t)B * T);
     for (size_t i = 0; i < in.size(); ++i) in[i] = (int)(i * 7 % V), tg[i] = (int)(i * 5 % V);

@@ -89,14 +89,17 @@ class TestTrainCuda : public QObject {
   void what_the_gpu_does_not_train_yet_is_refused_data() {
     QTest::addColumn<QString>("set");
     QTest::addColumn<QString>("named");
-    QTest::newRow("two ranks") << "run.ranks=2" << "run.ranks = 2";
+    QTest::newRow("experts over two ranks") << "run.ranks=2" << "parallel.ep = 0";
+    QTest::newRow("tensor parallelism") << "run.ranks=2,parallel.tp=2,parallel.ep=1" << "parallel.tp = 2";
     QTest::newRow("bf16") << "run.precision=bf16" << "run.precision = \"bf16\"";
     QTest::newRow("synthetic routing") << "moe.routing=uniform" << "moe.routing = \"uniform\"";
   }
   void what_the_gpu_does_not_train_yet_is_refused() {
     QFETCH(QString, set);
     QFETCH(QString, named);
-    const Config cfg = load_config(test::tiny_config_path(), {"run.device=cuda", set.toStdString()});
+    std::vector<std::string> sets = {"run.device=cuda"};
+    for (const QString& one : set.split(u',')) sets.push_back(one.toStdString());
+    const Config cfg = load_config(test::tiny_config_path(), sets);
     try {
       check_run_device(cfg);
       QFAIL("accepted");

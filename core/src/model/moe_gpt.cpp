@@ -188,10 +188,9 @@ void MoeGpt::init(uint64_t seed) {
 }
 
 void MoeGpt::distribute(const ParallelContext& par) {
-  if (be_.device_memory())
-    throw std::invalid_argument("a distributed model on the " + be_.name() + " backend is not built yet: one rank only");
   reset_graph();  // tasks of the undistributed model ran on its own executor
   executor_ = par.executor;
+  if (be_.device_memory()) return distribute_replicated(par);
   tp_comm_ = par.tp;
   if (embed_split()) {
     if (!par.dp || par.dp->size() != embed_.size || par.dp->rank() != embed_.rank)
@@ -226,6 +225,20 @@ void MoeGpt::distribute(const ParallelContext& par) {
     }
   }
   check_comm_priority(block_strategy);
+}
+
+// A device backend's model over data-parallel ranks that each hold every expert: the MoE blocks
+// stay local (LocalMoe, no strategy) and sum their routing statistics over the DP group, so the
+// aux loss is the global batch's as MoeLayer's (moe.aux_stats).
+void MoeGpt::distribute_replicated(const ParallelContext& par) {
+  if (shard_.size > 1 || tp_.size > 1 || embed_split() || pipe_.stages > 1)
+    throw std::invalid_argument("a model on the " + be_.name() +
+                                " backend runs only data parallelism with every expert on each rank for now");
+  if (!par.dp) throw std::invalid_argument("MoeGpt: data parallelism needs its group");
+  stats_comm_ = par.dp->dup();  // its own message space: the blocks' forward tasks only
+  for (auto& b : blocks_)
+    for (Acts& a : b->acts)
+      if (a.local) a.local->set_stats_communicator(stats_comm_.get());
 }
 
 void MoeGpt::set_expert_source(ExpertSource* source) {

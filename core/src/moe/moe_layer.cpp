@@ -282,24 +282,39 @@ TaskId MoeLayer::backward_tasks(TaskGraph& g, TaskId after, float* dx, float* dr
 }
 
 void globalize_aux(Routing& r, Communicator& group) {
-  const int E = r.E, K = r.K;
-  std::vector<double> stats(E + 1 + E, 0.0);  // selections, tokens, probability sums
-  for (int e = 0; e < E; ++e) stats[e] = r.selected[e];
-  stats[E] = r.N;
+  const int E = r.E;
+  std::vector<double> selected(E), prob_sums(E, 0.0);
   for (int e = 0; e < E; ++e) {
-    double psum = 0.0;
-    for (int n = 0; n < r.N; ++n) psum += r.probs[(long)n * E + e];
-    stats[E + 1 + e] = psum;
+    selected[e] = r.selected[e];
+    for (int n = 0; n < r.N; ++n) prob_sums[e] += r.probs[(long)n * E + e];
   }
+  AuxStats g = global_aux_stats(selected, r.N, prob_sums, r.K, group);
+  r.f = std::move(g.f);
+  r.P = std::move(g.P);
+  r.aux = g.aux;
+}
+
+AuxStats global_aux_stats(const std::vector<double>& selected, double N, const std::vector<double>& prob_sums, int K,
+                          Communicator& group) {
+  const int E = (int)selected.size();
+  if (prob_sums.size() != selected.size()) throw std::invalid_argument("global_aux_stats: selections and sums differ in E");
+  std::vector<double> stats(E + 1 + E);  // selections, tokens, probability sums
+  std::copy(selected.begin(), selected.end(), stats.begin());
+  stats[E] = N;
+  std::copy(prob_sums.begin(), prob_sums.end(), stats.begin() + E + 1);
   group.all_reduce(stats.data(), stats.size(), DType::f64);
   const double n_total = stats[E];
+  AuxStats out;
+  out.f.resize(E);
+  out.P.resize(E);
   double aux = 0.0;
   for (int e = 0; e < E; ++e) {
-    r.f[e] = n_total > 0 ? (float)(stats[e] / (n_total * K)) : 0.0f;
-    r.P[e] = n_total > 0 ? (float)(stats[E + 1 + e] / n_total) : 0.0f;
-    aux += n_total > 0 ? (double)r.f[e] * (stats[E + 1 + e] / n_total) : 0.0;
+    out.f[e] = n_total > 0 ? (float)(stats[e] / (n_total * K)) : 0.0f;
+    out.P[e] = n_total > 0 ? (float)(stats[E + 1 + e] / n_total) : 0.0f;
+    aux += n_total > 0 ? (double)out.f[e] * (stats[E + 1 + e] / n_total) : 0.0;
   }
-  r.aux = (float)(E * aux);
+  out.aux = (float)(E * aux);
+  return out;
 }
 
 }  // namespace moebench

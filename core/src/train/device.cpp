@@ -13,6 +13,9 @@
 #include "moebench/model/cuda_backend.h"
 #include "moebench/runtime/cuda_device_queue.h"
 #endif
+#ifdef MOEBENCH_HAVE_NCCL
+#include "moebench/dist/nccl_communicator.h"
+#endif
 
 namespace moebench {
 
@@ -48,16 +51,25 @@ int require_cuda(const std::string& what) {
 void check_run_device(const Config& cfg) {
   if (cfg.run.device != Device::cuda) return;
   const std::string what = "run.device = \"cuda\"";
-  require_cuda(what);
   auto not_yet = [&](const std::string& setting) {
-    throw UsageError(what + " with " + setting + " is not built yet: the GPU path trains one rank in fp32 for now "
-                            "(docs/gpu.md); change that setting or use run.device = \"cpu\"");
+    throw UsageError(what + " with " + setting + " is not built yet: the GPU path trains in fp32 with data "
+                            "parallelism only for now (docs/gpu.md); change that setting or use run.device = \"cpu\"");
   };
-  if (cfg.run.ranks > 1) not_yet("run.ranks = " + std::to_string(cfg.run.ranks) + " (NCCL strategies)");
+  if (cfg.run.ranks > 1) {  // data parallelism, every expert on each rank, gradients over NCCL
+    const ParallelConfig& p = cfg.parallel;
+    if (p.tp != 1) not_yet("parallel.tp = " + std::to_string(p.tp));
+    if (p.pp != 1) not_yet("parallel.pp = " + std::to_string(p.pp));
+    if (p.ep != 1 && !cfg.moe.moe_layers.empty())
+      not_yet("parallel.ep = " + std::to_string(p.ep) + (p.ep == 0 ? " (the whole data-parallel group)" : "") +
+              " (expert parallelism: set parallel.ep = 1 to hold every expert on each rank)");
+    if (cfg.storage.dense == DenseStorage::zero3) not_yet("storage.dense = \"zero3\"");
+    if (cfg.model.embedding_partition) not_yet("model.embedding_partition = true");
+  }
   if (cfg.run.precision == Precision::bf16) not_yet("run.precision = \"bf16\"");
   if (cfg.storage.sparse == SparseStorage::ssd) not_yet("storage.sparse = \"ssd\"");
   if (cfg.moe.routing.kind != RoutingSpec::Kind::learned && !cfg.moe.moe_layers.empty())
     not_yet("moe.routing = \"" + routing_text(cfg.moe.routing) + "\"");
+  require_cuda(what);  // after the settings: a config's own problems show on any machine
 }
 
 DeviceRuntime::DeviceRuntime(const Config& cfg, int local_rank) {
@@ -70,7 +82,8 @@ DeviceRuntime::DeviceRuntime(const Config& cfg, int local_rank) {
   gpu_ = device_for_local_rank(local_rank, cuda_availability().devices);
   auto queue = std::make_unique<CudaDeviceQueue>(gpu_);
   owned_ = make_cuda_backend(*queue);
-  executor_ = std::make_unique<StreamExecutor>(*queue, 0);
+  owned_executor_ = std::make_unique<StreamExecutor>(*queue, 0);
+  executor_ = owned_executor_.get();
   queue_ = std::move(queue);
   backend_ = owned_.get();
 #else
@@ -78,7 +91,29 @@ DeviceRuntime::DeviceRuntime(const Config& cfg, int local_rank) {
 #endif
 }
 
+DeviceRuntime::DeviceRuntime(Backend& backend, Executor* executor, DataCommunicator data_comm)
+    : backend_(&backend), executor_(executor), data_comm_(std::move(data_comm)) {}
+
 DeviceRuntime::~DeviceRuntime() = default;
+
+std::unique_ptr<Communicator> DeviceRuntime::data_communicator(Communicator& group) const {
+  if (data_comm_) return data_comm_(group);
+  if (!backend_->device_memory()) return group.dup();
+#ifdef MOEBENCH_HAVE_NCCL
+  auto nccl = std::make_unique<NcclCommunicator>(group, gpu_);
+  nccl->set_traffic_meter(group.traffic_meter());
+  const auto* q = static_cast<const CudaDeviceQueue*>(queue_.get());
+  nccl->follow_streams([q] {
+    const DeviceQueue::Stream s = q->current_stream();
+    return static_cast<CUstream_st*>(q->cuda_stream(s >= 0 ? s : 0));
+  });
+  return nccl;
+#else
+  (void)group;
+  throw UsageError("run.device = \"cuda\" on several ranks: this moebench was built without NCCL (install NCCL "
+                   "and rebuild)");
+#endif
+}
 
 int device_for_local_rank(int local_rank, int devices) {
   if (devices <= 0) throw std::invalid_argument("device_for_local_rank: no devices");

@@ -14,6 +14,7 @@
 #include "moebench/strategies/registry.h"
 #include "moebench/train/checkpoint.h"
 #include "moebench/train/step_builder.h"
+#include "moebench/train/device.h"
 #include "moebench/train/emulation.h"
 
 #include <unistd.h>
@@ -34,7 +35,8 @@ std::vector<std::string> gather_hostnames(Communicator& world) {
 
 }  // namespace
 
-Distributed::Distributed(Communicator& world, const Config& cfg) : world_(world), executor_(world.rank()) {
+Distributed::Distributed(Communicator& world, const Config& cfg)
+    : world_(world), own_executor_(std::make_unique<ThreadExecutor>(world.rank())), executor_(own_executor_.get()) {
   // The config's layout rules (batch, experts and nodes against the ranks) were checked for
   // run.ranks when it was loaded; `moebench run` under mpirun loads it with the launched size.
   if (cfg.run.ranks != world.size())
@@ -44,17 +46,17 @@ Distributed::Distributed(Communicator& world, const Config& cfg) : world_(world)
   const int per_node = cfg.cluster.devices_per_node > 0 ? cfg.cluster.devices_per_node : world.size() / nodes;
   const std::vector<std::string> hosts = gather_hostnames(world);
   ranks_on_host_ = (int)std::count(hosts.begin(), hosts.end(), hosts[world.rank()]);
+  local_rank_ = (int)std::count(hosts.begin(), hosts.begin() + world.rank(), hosts[world.rank()]);
   topology_ = resolve_topology(nodes, per_node, hosts);
   meter_ = std::make_unique<TrafficMeter>(world.rank(), topology_);
   world_.set_traffic_meter(meter_.get());
   groups_ = std::make_unique<ProcessGroups>(world_, layout_of(cfg));
-  grad_comm_ = groups_->dp().dup();
   dp_scale_ = 1.0f / (float)groups_->dp_size();
 }
 
 Distributed::~Distributed() {
   try {
-    executor_.synchronize();
+    executor_->synchronize();
   } catch (...) {
   }
   dense_.reset();  // before the executor and the groups it uses
@@ -80,7 +82,12 @@ void Distributed::enable_windows_if_pulled(const std::map<int, std::string>& nam
   }
 }
 
-void Distributed::attach(MoeGpt& model, const Config& cfg) {
+void Distributed::attach(MoeGpt& model, const Config& cfg, DeviceRuntime& device) {
+  if (device.executor()) executor_ = device.executor();  // the GPU's streams
+  // The gradients' communicators, for the memory they live in (MPI dups on the CPU, NCCL on the
+  // GPU); collective over each group.
+  grad_comm_ = device.data_communicator(groups_->dp());
+  expert_comm_ = device.backend().device_memory() ? device.data_communicator(groups_->expert_dp()) : nullptr;
   const std::map<int, std::string> names = block_strategies(cfg, topology_.nodes(), topology_.devices_per_node());
   // The cluster the strategies' cost models choose on (monta "auto", fastermoe's shadowing and
   // topology-aware gate): the config's, or under [emulate] the cluster the run behaves like
@@ -105,7 +112,7 @@ void Distributed::attach(MoeGpt& model, const Config& cfg) {
   p.experts_sliced = cfg.moe.expert_tp && groups_->tp_size() > 1;
   p.topology = &topology_;
   p.cluster = cluster_.get();
-  p.executor = &executor_;
+  p.executor = executor_;
   model.distribute(p);
   float* grads = model.params().grads();
   std::set<int> dp_nodes;
@@ -113,13 +120,14 @@ void Distributed::attach(MoeGpt& model, const Config& cfg) {
   const StreamRole role = dp_nodes.size() > 1 ? StreamRole::comm_inter : StreamRole::comm_intra;
   if (cfg.storage.dense == DenseStorage::zero3) {  // storage/dense_shards.h
     const AdamWHyper h{cfg.train.beta1, cfg.train.beta2, cfg.train.eps, cfg.train.weight_decay};
-    dense_ = std::make_unique<DenseShards>(model, groups_->dp(), executor_, role, cfg.storage.dense_prefetch, h);
+    dense_ = std::make_unique<DenseShards>(model, groups_->dp(), *executor_, role, cfg.storage.dense_prefetch, h);
     model.set_dense_use_hook([this](TaskGraph& g, int part, TaskId after) { return dense_->use(g, part, after); });
   }
   // Each dense bucket's reduction in the model's graph, after the task that completes it: on the
   // DP group's comm role while backward continues.
   has_columns_ = model.partitioned_embedding().count > 0;
-  model.set_grad_ready_hook([this, grads, role](TaskGraph& g, ArenaRange r, int layer, TaskId after) {
+  Backend& be = model.params().backend();
+  model.set_grad_ready_hook([this, grads, role, &be](TaskGraph& g, ArenaRange r, int layer, TaskId after) {
     if (dense_) {  // reduce-scatter instead of all-reduce
       g.add(dense_->reduce_scatter_task(r, dp_scale_), {after});
       return;
@@ -133,10 +141,10 @@ void Distributed::attach(MoeGpt& model, const Config& cfg) {
     const int P = grad_comm_->size(), right = grad_comm_->world_rank((grad_comm_->rank() + 1) % P);
     if (P > 1) t.cost.bytes_to_peer.push_back({right, 2 * bytes * (P - 1) / P});  // ring all-reduce
     t.cost.messages = 2 * (P - 1);
-    t.action = [this, grads, r] {
+    t.action = [this, grads, r, &be] {
       float* g = grads + r.offset;
       grad_comm_->all_reduce(g, r.count, DType::f32);
-      for (size_t i = 0; i < r.count; ++i) g[i] *= dp_scale_;
+      be.scale(g, (long)r.count, dp_scale_);
     };
     g.add(std::move(t), {after});
   });
@@ -184,29 +192,27 @@ std::function<void()> Distributed::tail_action(StepOp op, int layer, MoeGpt& mod
     // replicas (other EP groups) and scale like the dense gradients, block by block.
     case StepOp::expert_allreduce:
       return [this, &model, grads, layer] {
+        Communicator& replicas = expert_comm_ ? *expert_comm_ : groups_->expert_dp();
         for (const BlockExperts& b : model.expert_ranges())
           if (b.block == layer) {
             float* g = grads + b.range.offset;
-            groups_->expert_dp().all_reduce(g, b.range.count, DType::f32);
-            for (size_t i = 0; i < b.range.count; ++i) g[i] *= dp_scale_;
+            replicas.all_reduce(g, b.range.count, DType::f32);
+            model.params().backend().scale(g, (long)b.range.count, dp_scale_);
           }
       };
     case StepOp::grad_norm:
       return [this, &model, grads] {
+        Backend& be = model.params().backend();
         // The DP mean's scale where no reduction applied it: the partitioned embedding's columns
         // (MoESys §IV-C: each rank's columns already hold every DP rank's contributions, the
         // backward all-to-all) and experts without replicas.
         if (const ArenaRange part = model.partitioned_embedding(); part.count > 0)
-          for (size_t i = part.offset; i < part.offset + part.count; ++i) grads[i] *= dp_scale_;
+          be.scale(grads + part.offset, (long)part.count, dp_scale_);
         if (groups_->expert_dp().size() == 1)
-          for (const BlockExperts& b : model.expert_ranges())
-            for (size_t i = b.range.offset; i < b.range.offset + b.range.count; ++i) grads[i] *= dp_scale_;
+          for (const BlockExperts& b : model.expert_ranges()) be.scale(grads + b.range.offset, (long)b.range.count, dp_scale_);
         norm_ = std::make_unique<Norm>();
         Norm& n = *norm_;
-        const float* g = model.params().grads();
-        auto add = [&](double& sum, size_t offset, size_t count) {
-          for (size_t i = offset; i < offset + count; ++i) sum += (double)g[i] * g[i];
-        };
+        auto add = [&](double& sum, size_t offset, size_t count) { sum += be.sum_of_squares(grads + offset, (long)count); };
         const ArenaRange copy = model.tied_embedding_copy();  // counted on the first stage
         const ArenaRange part = model.partitioned_embedding();
         for (const ParamView& v : model.params().views()) {
@@ -225,11 +231,9 @@ std::function<void()> Distributed::tail_action(StepOp op, int layer, MoeGpt& mod
         advance_norm(4);
         Norm& n = *norm_;
         n.norm = std::sqrt(n.total);
-        if (max_norm > 0 && n.norm > max_norm) {
-          const float scale = (float)(max_norm / (n.norm + 1e-6));
-          float* g = model.params().grads();
-          for (size_t i = 0; i < model.params().size(); ++i) g[i] *= scale;
-        }
+        if (max_norm > 0 && n.norm > max_norm)
+          model.params().backend().scale(model.params().grads(), (long)model.params().size(),
+                                         (float)(max_norm / (n.norm + 1e-6)));
       };
     default: return {};
   }
@@ -272,7 +276,7 @@ void Distributed::host_all_reduce(const char* name, Communicator& group, void* d
   const uint64_t P = (uint64_t)group.size();
   if (P < 2) return;
   const uint64_t bytes = 2 * (P - 1) * count * dtype_size(type) / P;  // ring: to the next rank
-  executor_.run_inline(name, StreamRole::host, TaskCategory::comm, [&] { group.all_reduce(data, count, type); }, layer,
+  executor_->run_inline(name, StreamRole::host, TaskCategory::comm, [&] { group.all_reduce(data, count, type); }, layer,
                        0.0, bytes);
 }
 
@@ -298,7 +302,7 @@ bool Distributed::any(bool flag) {
 void Distributed::world_sum(SparseStepStats& s) {
   double counts[5] = {(double)s.hits, (double)s.misses, (double)s.bytes_read, (double)s.bytes_written, (double)s.evictions};
   double times[2] = {s.stall_s, s.update_s};
-  executor_.run_inline("sparse.stats", StreamRole::host, TaskCategory::comm, [&] {
+  executor_->run_inline("sparse.stats", StreamRole::host, TaskCategory::comm, [&] {
     world_.all_reduce(counts, 5, DType::f64);
     world_.all_reduce(times, 2, DType::f64, ReduceOp::max);
   });
@@ -360,6 +364,9 @@ struct WholeTensor {
 void Distributed::save(const std::string& dir, MoeGpt& model, const AdamW& opt, long step,
                        const std::string& config_json) {
   const ParamArena& params = model.params();
+  // The weights on the host: the arena itself on the CPU, a copy of a device's.
+  const std::vector<float> host = params.backend().device_memory() ? params.host_data() : std::vector<float>{};
+  const float* weights_at = host.empty() ? params.data() : host.data();
   const bool tp_first = groups_->tp().rank() == 0;
   const ArenaRange copy = model.tied_embedding_copy();  // the first stage's embed.wte is saved
   const ArenaRange part = model.partitioned_embedding();  // every DP rank saves its columns
@@ -386,7 +393,7 @@ void Distributed::save(const std::string& dir, MoeGpt& model, const AdamW& opt, 
       put_value<uint64_t>(mine, offset);
       put_value<uint64_t>(mine, count);
     }
-    put(mine, params.param(i), v.numel * sizeof(float));
+    put(mine, weights_at + v.offset, v.numel * sizeof(float));
     mv.resize(2 * v.numel);  // the moments, wherever the optimizer keeps them
     opt.read_moments(i, mv.data(), mv.data() + v.numel);
     put(mine, mv.data(), 2 * v.numel * sizeof(float));

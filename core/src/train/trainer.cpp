@@ -45,7 +45,10 @@ std::string nonfinite_loss_text(const StepStats& st, const Config& cfg) {
 }  // namespace
 
 Trainer::Trainer(const Config& cfg, std::string out_dir, Communicator* world)
-    : cfg_(cfg), out_dir_(std::move(out_dir)) {
+    : Trainer(cfg, std::move(out_dir), world, nullptr) {}
+
+Trainer::Trainer(const Config& cfg, std::string out_dir, Communicator* world, std::unique_ptr<DeviceRuntime> device)
+    : cfg_(cfg), out_dir_(std::move(out_dir)), device_(std::move(device)) {
   check_run_device(cfg_);
   ExpertShard shard;
   TpShard tp;
@@ -88,11 +91,11 @@ Trainer::Trainer(const Config& cfg, std::string out_dir, Communicator* world)
   corpus_ = load_corpus(cfg_.data, cfg_.model.vocab_size, cfg_.model.seq_len, cfg_.run.seed);
   EmbedShard embed;  // MoESys §IV-C: embed.wte's columns over the DP group
   if (cfg_.model.embedding_partition && dist_) embed = {dist_->dp_rank(), dist_->dp_size()};
-  device_ = std::make_unique<DeviceRuntime>(cfg_, 0);  // one rank on the GPU for now (check_run_device)
+  if (!device_) device_ = std::make_unique<DeviceRuntime>(cfg_, dist_ ? dist_->local_rank() : 0);
   model_ = std::make_unique<MoeGpt>(cfg_.model, cfg_.moe, shard, tp, pipe, embed, device_->backend());
   if (Executor* ex = device_->executor()) model_->use_executor(*ex);  // the GPU's streams
   model_->init(cfg_.run.seed);
-  if (dist_) dist_->attach(*model_, cfg_);
+  if (dist_) dist_->attach(*model_, cfg_, *device_);
   model_->set_routing(cfg_.moe.routing, cfg_.run.seed);
   step_runner_ = std::make_unique<RankStep>(*model_, cfg_, dist_.get(), rank_share_);
   AdamWHyper h{cfg_.train.beta1, cfg_.train.beta2, cfg_.train.eps, cfg_.train.weight_decay};

@@ -21,6 +21,10 @@
 //    It does NOT wait for other streams: producers of the data must be complete (or the
 //    caller orders them against stream()) before a call.
 //  * Blocking calls return once their work on the stream is complete (stream/event sync).
+//  * follow_streams(current): from then on every operation is enqueued on the stream
+//    current() returns at the call — the running task's stream (runtime/device_queue.h) —
+//    and blocking calls return once enqueued (barrier() excepted): the executor's events order
+//    what comes after. How a step graph's comm tasks use NCCL on the GPU.
 //    Non-blocking calls return a Request backed by a cudaEvent recorded after the operation:
 //    test() = cudaEventQuery, wait() = cudaEventSynchronize.
 //  * Point to point: NCCL has no tags, `tag` is ignored; messages between a pair match in
@@ -53,6 +57,7 @@
 //
 // LIMITATION: one-sided windows are not provided by this backend. create_window() and
 // create_shared_window() throw std::runtime_error; Janus pulls use the MPI communicator.
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -77,6 +82,8 @@ class NcclCommunicator final : public Communicator {
   int device() const;
   CUstream_st* stream() const;  // the cudaStream_t every operation is enqueued on
   void synchronize();           // issues queued point-to-point work, then syncs the stream
+  // Enqueue on the caller's streams from now on (see above).
+  void follow_streams(std::function<CUstream_st*()> current);
 
   int rank() const override;
   int size() const override;

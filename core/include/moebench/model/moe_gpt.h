@@ -138,6 +138,8 @@ class MoeGpt {
   // Runs the MoE blocks through their distributed strategies (moe/parallel_context.h), the
   // tensor-parallel all-reduces over par.tp (required when tp.size > 1) and the partitioned
   // embedding's exchanges over a duplicate of par.dp (required when embed.size > 1).
+  // On a device backend: data parallelism only, every expert on each rank (std::invalid_argument
+  // otherwise); the MoE blocks stay local and sum their aux statistics over a dup of par.dp.
   void distribute(const ParallelContext& par);
   // Synthetic expert choice ([moe] routing), keyed by MicroBatch::step and first_token so the
   // choices do not depend on the rank count.
@@ -247,6 +249,7 @@ class MoeGpt {
   class Binding;
   friend class Binding;
   void build_params();
+  void distribute_replicated(const ParallelContext& par);  // distribute() on a device backend
   Block* local_block(int block) const;  // nullptr when not on this stage
   // The stage's shape for a micro-batch of B x T tokens (model/stage_graph.h).
   StageShape stage_shape(int B, int T) const;
@@ -278,6 +281,7 @@ class MoeGpt {
   EmbedShard embed_;
   Communicator* tp_comm_ = nullptr;
   std::unique_ptr<Communicator> embed_comm_;  // dup of the DP group (partitioned embedding)
+  std::unique_ptr<Communicator> stats_comm_;  // dup of the DP group (a device's MoE blocks' statistics)
   ParamArena params_;
   Executor* executor_ = nullptr;  // the rank's (distributed runs); else own_executor_
   std::unique_ptr<Executor> own_executor_;

@@ -141,4 +141,14 @@ class MoeLayer {
 // gradient, once averaged over the group, is that of the global-batch aux loss.
 void globalize_aux(Routing& r, Communicator& group);
 
+// The same from the statistics alone (a device block's, model/cuda_backend.h): this rank's
+// selections per expert [E], tokens N and probability sums per expert [E] in, the group's f, P
+// [E] and aux out (the all-reduce of 2E + 1 doubles over `group`).
+struct AuxStats {
+  std::vector<float> f, P;
+  float aux = 0.0f;
+};
+AuxStats global_aux_stats(const std::vector<double>& selected, double N, const std::vector<double>& prob_sums, int K,
+                          Communicator& group);
+
 }  // namespace moebench

@@ -21,6 +21,8 @@
 
 namespace moebench {
 
+class Communicator;
+
 // One MoE block with all E experts on this rank, in a device backend's memory: what MoeLayer
 // (moe/moe_layer.h) computes without a strategy — router, top-k gates, GShard capacity, aux loss,
 // experts, gate-weighted combine, and the backward — with the same accumulation rules (out
@@ -36,6 +38,10 @@ class LocalMoe {
                         int E, int K, int capacity, bool gate_normalize) = 0;
   // Kept assignments per expert of the last forward [E], on the host.
   virtual const std::vector<int>& counts() const = 0;
+  // Every later forward sums its routing statistics over `group` (the data-parallel group whose
+  // ranks hold all experts): aux, f and P become the global batch's (moe/moe_layer.h
+  // global_aux_stats, as MoeLayer::set_stats_communicator); nullptr: this rank's tokens alone.
+  virtual void set_stats_communicator(Communicator* group) = 0;
   virtual void backward(float* dx, float* drouter_w, float* dexperts, const float* dout, float aux_weight,
                         const float* x, const float* router_w, const float* experts) = 0;
 };

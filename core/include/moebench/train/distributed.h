@@ -35,6 +35,7 @@
 #include "moebench/runtime/thread_executor.h"
 #include "moebench/storage/sparse_step_stats.h"
 #include "moebench/storage/dense_shards.h"
+#include "moebench/train/device.h"
 #include "moebench/train/step_builder.h"
 
 namespace moebench {
@@ -60,9 +61,11 @@ class Distributed {
   // host span `name` (train/step_graph.h lists the step's host collectives).
   void pp_sum(double* v, size_t n, const char* name = "loss.pp");
   int ranks_on_host() const { return ranks_on_host_; }  // ranks sharing this rank's machine
+  int local_rank() const { return local_rank_; }        // this rank's index among them
   const Topology& topology() const { return topology_; }
   TrafficMeter& meter() { return *meter_; }
-  Executor& executor() { return executor_; }
+  // The rank's executor: its worker threads, or after attach() the device's (DeviceRuntime).
+  Executor& executor() { return *executor_; }
   ProcessGroups& groups() { return *groups_; }
   const ParallelLayout& layout() const { return groups_->layout(); }
   const ParallelContext& parallel() const { return parallel_; }  // filled by attach()
@@ -74,8 +77,10 @@ class Distributed {
   // Wires the model: this rank's ParallelContext (groups, EP streams, topology, cluster model,
   // executor and the strategy of every MoE block with its [strategy.<name>] options;
   // strategies/janus.h: janus picks per block), and the gradient hook that adds each dense bucket's
-  // all-reduce to the model's graph on the comm stream.
-  void attach(MoeGpt& model, const Config& cfg);
+  // all-reduce to the model's graph on the comm stream. `device` is where the model lives: its
+  // executor (when it has one) runs the step, and the gradients are reduced with its data
+  // communicators (train/device.h: NCCL on a GPU).
+  void attach(MoeGpt& model, const Config& cfg, DeviceRuntime& device);
   // The action of a task of the step's tail (train/step_builder.h) on the model's gradients, once
   // every bucket is reduced: tp.partial_allreduce (the TP group's partial gradients),
   // pp.tied_grad (the tied embedding's two copies summed), expert.allreduce of block `layer`
@@ -118,15 +123,17 @@ class Distributed {
   Topology topology_;
   std::unique_ptr<TrafficMeter> meter_;
   std::unique_ptr<ProcessGroups> groups_;
-  std::unique_ptr<Communicator> grad_comm_;  // dup of DP, used only by the comm stream
+  std::unique_ptr<Communicator> grad_comm_;    // DP for the dense gradients, used only by the comm stream
+  std::unique_ptr<Communicator> expert_comm_;  // the expert replicas' group on a device (else groups_->expert_dp())
   std::unique_ptr<ClusterModel> cluster_;
   ParallelContext parallel_;
-  ThreadExecutor executor_;
+  std::unique_ptr<ThreadExecutor> own_executor_;
+  Executor* executor_;  // own_executor_, or the device's
   std::unique_ptr<DenseShards> dense_;  // declared after executor_: destroyed first
   std::unique_ptr<Norm> norm_;  // this step's gradient norm
   bool has_columns_ = false;     // the model partitions its embedding over DP
   float dp_scale_ = 1.0f;
-  int ranks_on_host_ = 1;
+  int ranks_on_host_ = 1, local_rank_ = 0;
 };
 
 }  // namespace moebench

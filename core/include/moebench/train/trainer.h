@@ -91,6 +91,9 @@ class Trainer {
   // (train/rank_step.h: the step builder's graph of the stage's schedule) and over the data-parallel ranks;
   // with data.tasks split by task over the ranks of data.rank_tasks (dist/task_assignment.h).
   Trainer(const Config& cfg, std::string out_dir, Communicator* world = nullptr);
+  // The same on a given device (train/device.h), instead of the one run.device names: how the
+  // tests run the GPU path's wiring on a device without a GPU.
+  Trainer(const Config& cfg, std::string out_dir, Communicator* world, std::unique_ptr<DeviceRuntime> device);
   ~Trainer();
 
   // Continues from a checkpoint (see resolve_checkpoint_dir); returns the step it resumes at.
@@ -128,6 +131,9 @@ class Trainer {
  private:
   Config cfg_;
   std::string out_dir_;
+  // Where the model lives; declared before dist_ and the model, destroyed after them (their
+  // executor and communicators may be the device's).
+  std::unique_ptr<DeviceRuntime> device_;
   std::unique_ptr<Distributed> dist_;
   int micro_ = 1;           // micro-batches per step
   int micro_batch_ = 0;     // sequences of a micro-batch on this DP rank
@@ -147,7 +153,6 @@ class Trainer {
   uint64_t first_row(int m) const;  // this rank's first row of micro-batch m in the global batch
   MicroBatch micro_batch(int m, long step) const;
   TokenCorpus corpus_;
-  std::unique_ptr<DeviceRuntime> device_;  // where the model lives (before it: destroyed after it)
   std::unique_ptr<MoeGpt> model_;
   std::unique_ptr<AdamW> opt_;
   std::unique_ptr<ExpertStateTier> tier_;  // storage.sparse = "ssd": the experts' states (AdamW keeps the dense ones)

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -114,7 +115,8 @@ struct Slot {
 
 struct NcclCommunicator::Impl {
   ncclComm_t comm = nullptr;
-  cudaStream_t stream = nullptr;
+  cudaStream_t stream = nullptr;  // owned
+  std::function<CUstream_st*()> follow;  // follow_streams(): the stream each operation goes on
   int device = 0;
   int rank = 0;
   int size = 1;
@@ -143,17 +145,23 @@ struct NcclCommunicator::Impl {
       for (const P2P& op : ops) {
         if (op.count == 0) continue;
         if (op.is_send)
-          check_nccl(ncclSend(op.buf, op.count, to_nccl(op.type), op.peer, comm, stream), "ncclSend");
+          check_nccl(ncclSend(op.buf, op.count, to_nccl(op.type), op.peer, comm, op_stream()), "ncclSend");
         else
-          check_nccl(ncclRecv(op.buf, op.count, to_nccl(op.type), op.peer, comm, stream), "ncclRecv");
+          check_nccl(ncclRecv(op.buf, op.count, to_nccl(op.type), op.peer, comm, op_stream()), "ncclRecv");
       }
       group.end();
     }
-    auto ev = std::make_shared<DeviceEvent>(stream);
+    auto ev = std::make_shared<DeviceEvent>(op_stream());
     for (P2P& op : ops) op.slot->event = ev;
   }
 
+  // The stream the next operation is enqueued on: the owned one, or the caller's.
+  cudaStream_t op_stream() const { return follow ? follow() : stream; }
+
+  // The end of a blocking call: the owned stream synchronised; nothing when following the
+  // caller's streams (their order completes the call).
   void sync_stream() {
+    if (follow) return;
     DeviceGuard g(device);
     check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
   }
@@ -308,13 +316,19 @@ int NcclCommunicator::world_rank(int group_rank) const {
 
 void NcclCommunicator::synchronize() {
   impl_->flush_p2p();
-  impl_->sync_stream();
+  DeviceGuard g(impl_->device);
+  check_cuda(cudaStreamSynchronize(impl_->op_stream()), "cudaStreamSynchronize");
+}
+
+void NcclCommunicator::follow_streams(std::function<CUstream_st*()> current) {
+  impl_->flush_p2p();
+  impl_->follow = std::move(current);
 }
 
 RequestPtr NcclCommunicator::record_request() {
   DeviceGuard g(impl_->device);
   auto slot = std::make_shared<Slot>();
-  slot->event = std::make_shared<DeviceEvent>(impl_->stream);
+  slot->event = std::make_shared<DeviceEvent>(impl_->op_stream());
   return std::make_unique<NcclRequest>(impl_.get(), std::move(slot));
 }
 
@@ -354,7 +368,7 @@ void NcclCommunicator::enqueue_all_reduce(void* data, size_t count, DType type, 
   impl_->flush_p2p();
   if (count == 0) return;
   DeviceGuard g(impl_->device);
-  check_nccl(ncclAllReduce(data, data, count, to_nccl(type), to_nccl(op), impl_->comm, impl_->stream),
+  check_nccl(ncclAllReduce(data, data, count, to_nccl(type), to_nccl(op), impl_->comm, impl_->op_stream()),
              "ncclAllReduce");
   const int P = impl_->size;
   if (P > 1) {
@@ -367,7 +381,7 @@ void NcclCommunicator::enqueue_all_gather(const void* send, void* recv, size_t c
   impl_->flush_p2p();
   if (count == 0) return;
   DeviceGuard g(impl_->device);
-  check_nccl(ncclAllGather(send, recv, count, to_nccl(type), impl_->comm, impl_->stream),
+  check_nccl(ncclAllGather(send, recv, count, to_nccl(type), impl_->comm, impl_->op_stream()),
              "ncclAllGather");
   const int P = impl_->size;
   if (P > 1) count_send((impl_->rank + 1) % P, static_cast<uint64_t>(P - 1) * count * dtype_size(type));
@@ -391,7 +405,7 @@ void NcclCommunicator::enqueue_all_to_all_v(const void* send, const size_t* send
   DeviceGuard g(impl_->device);
   if (send_counts[me] > 0)
     check_cuda(cudaMemcpyAsync(rbase + recv_displs[me] * es, sbase + send_displs[me] * es,
-                               send_counts[me] * es, cudaMemcpyDeviceToDevice, impl_->stream),
+                               send_counts[me] * es, cudaMemcpyDeviceToDevice, impl_->op_stream()),
                "cudaMemcpyAsync");
   {
     NcclGroup group;
@@ -399,11 +413,11 @@ void NcclCommunicator::enqueue_all_to_all_v(const void* send, const size_t* send
       if (p == me) continue;
       if (send_counts[p] > 0)
         check_nccl(ncclSend(sbase + send_displs[p] * es, send_counts[p], nt, p, impl_->comm,
-                            impl_->stream),
+                            impl_->op_stream()),
                    "ncclSend");
       if (recv_counts[p] > 0)
         check_nccl(ncclRecv(rbase + recv_displs[p] * es, recv_counts[p], nt, p, impl_->comm,
-                            impl_->stream),
+                            impl_->op_stream()),
                    "ncclRecv");
     }
     group.end();
@@ -420,7 +434,7 @@ void NcclCommunicator::enqueue_broadcast(void* data, size_t count, DType type, i
   impl_->flush_p2p();
   if (count == 0) return;
   DeviceGuard g(impl_->device);
-  check_nccl(ncclBroadcast(data, data, count, to_nccl(type), root, impl_->comm, impl_->stream),
+  check_nccl(ncclBroadcast(data, data, count, to_nccl(type), root, impl_->comm, impl_->op_stream()),
              "ncclBroadcast");
   const int next = (impl_->rank + 1) % P;
   if (P > 1 && next != root) count_send(next, static_cast<uint64_t>(count) * dtype_size(type));
@@ -445,7 +459,7 @@ void NcclCommunicator::reduce_scatter(const void* send, void* recv, size_t count
   if (count > 0) {
     DeviceGuard g(impl_->device);
     check_nccl(ncclReduceScatter(send, recv, count, to_nccl(type), to_nccl(op), impl_->comm,
-                                 impl_->stream),
+                                 impl_->op_stream()),
                "ncclReduceScatter");
     const int P = impl_->size;
     if (P > 1)
@@ -475,7 +489,7 @@ void NcclCommunicator::reduce(void* data, size_t count, DType type, int root, Re
   if (count == 0) return;
   {
     DeviceGuard g(impl_->device);
-    check_nccl(ncclReduce(data, data, count, to_nccl(type), to_nccl(op), root, impl_->comm, impl_->stream),
+    check_nccl(ncclReduce(data, data, count, to_nccl(type), to_nccl(op), root, impl_->comm, impl_->op_stream()),
                "ncclReduce");
   }
   if (P > 1 && impl_->rank != root) count_send((impl_->rank + 1) % P, static_cast<uint64_t>(count) * dtype_size(type));
@@ -488,13 +502,13 @@ void NcclCommunicator::barrier() {
     DeviceGuard g(impl_->device);
     if (!impl_->scratch)
       check_cuda(cudaMalloc(reinterpret_cast<void**>(&impl_->scratch), sizeof(int32_t)), "cudaMalloc");
-    check_cuda(cudaMemsetAsync(impl_->scratch, 0, sizeof(int32_t), impl_->stream), "cudaMemsetAsync");
+    check_cuda(cudaMemsetAsync(impl_->scratch, 0, sizeof(int32_t), impl_->op_stream()), "cudaMemsetAsync");
     // Control traffic: not counted (as in the MPI backend).
     check_nccl(ncclAllReduce(impl_->scratch, impl_->scratch, 1, ncclInt32, ncclSum, impl_->comm,
-                             impl_->stream),
+                             impl_->op_stream()),
                "ncclAllReduce");
   }
-  impl_->sync_stream();
+  check_cuda(cudaStreamSynchronize(impl_->op_stream()), "cudaStreamSynchronize");  // a host barrier, following or not
 }
 
 RequestPtr NcclCommunicator::iall_reduce(void* data, size_t count, DType type, ReduceOp op) {

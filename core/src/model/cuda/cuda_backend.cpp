@@ -21,6 +21,7 @@
 #include "moebench/kernels/matmul.h"
 #include "moebench/kernels/moe_block.h"
 #include "moebench/kernels/residual.h"
+#include "moebench/moe/moe_layer.h"
 #include "moebench/runtime/cuda_device_queue.h"
 
 namespace moebench {
@@ -40,14 +41,15 @@ class CudaLocalMoe final : public LocalMoe {
                 int K, int capacity, bool gate_normalize) override {
     C_ = C;
     F_ = F;
-    const float aux = block_.forward(out, x, router_w, weights(experts), N, C, F, E, K, capacity, gate_normalize,
-                                     stream_());
+    cudaStream_t s = stream_();
+    const float aux = block_.forward(out, x, router_w, weights(experts), N, C, F, E, K, capacity, gate_normalize, s);
     const std::vector<int>& off = block_.expert_offsets();
     counts_.assign((size_t)E, 0);
     for (int e = 0; e < E; ++e) counts_[(size_t)e] = off[(size_t)e + 1] - off[(size_t)e];
-    return aux;
+    return stats_ ? globalize(N, E, K, s) : aux;
   }
   const std::vector<int>& counts() const override { return counts_; }
+  void set_stats_communicator(Communicator* group) override { stats_ = group; }
   void backward(float* dx, float* drouter_w, float* dexperts, const float* dout, float aux_weight, const float* x,
                 const float* router_w, const float* experts) override {
     block_.backward(dx, drouter_w, weights(dexperts), dout, aux_weight, x, router_w, weights(experts), stream_());
@@ -59,8 +61,26 @@ class CudaLocalMoe final : public LocalMoe {
     const long FC = (long)F_ * C_;
     return {p, p + FC, p + FC + F_, p + 2 * FC + F_, 2 * FC + F_ + C_};
   }
+  // The global batch's f, P (uploaded over the block's own: the backward's aux gradient reads
+  // them) and aux, from this rank's selections and mean probabilities.
+  float globalize(int N, int E, int K, cudaStream_t s) {
+    const cuda::DeviceRouting& r = block_.routing();
+    std::vector<int> selected((size_t)E);
+    std::vector<float> mean((size_t)E);
+    MOEBENCH_CUDA_CHECK(cudaMemcpyAsync(selected.data(), r.selected, sizeof(int) * E, cudaMemcpyDeviceToHost, s));
+    MOEBENCH_CUDA_CHECK(cudaMemcpyAsync(mean.data(), r.P, sizeof(float) * E, cudaMemcpyDeviceToHost, s));
+    MOEBENCH_CUDA_CHECK(cudaStreamSynchronize(s));
+    std::vector<double> sel(selected.begin(), selected.end()), sums((size_t)E);
+    for (int e = 0; e < E; ++e) sums[(size_t)e] = (double)mean[(size_t)e] * N;
+    global_ = global_aux_stats(sel, N, sums, K, *stats_);
+    MOEBENCH_CUDA_CHECK(cudaMemcpyAsync(r.f, global_.f.data(), sizeof(float) * E, cudaMemcpyHostToDevice, s));
+    MOEBENCH_CUDA_CHECK(cudaMemcpyAsync(r.P, global_.P.data(), sizeof(float) * E, cudaMemcpyHostToDevice, s));
+    return global_.aux;
+  }
   std::function<cudaStream_t()> stream_;
   cuda::MoeBlock<float> block_;
+  Communicator* stats_ = nullptr;
+  AuxStats global_;  // host source of the last upload (pageable: kept until the next forward)
   std::vector<int> counts_;
   int C_ = 0, F_ = 0;
 };

@@ -1,0 +1,219 @@
+#pragma once
+// A device without a GPU, for the tests of the GPU path's multi-rank wiring (train/device.h's
+// parts constructor): HostDevice is the CPU backend's arithmetic behind a Backend that says
+// its arrays are device memory — so the model, the trainer and Distributed take the device
+// branches (LocalMoe blocks, host copies for checkpoints and losses, gradients reduced over the
+// device's data communicators) — with MoE blocks run by MoeLayer without a strategy (the CPU's
+// local block, moe/moe_layer.h). RecordingCommunicator wraps a data communicator and records
+// each collective a rank issues on it, as the NCCL communicator would receive them.
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "moebench/dist/communicator.h"
+#include "moebench/model/cpu_backend.h"
+#include "moebench/moe/moe_layer.h"
+#include "moebench/moe/router.h"
+
+namespace moebench::test {
+
+// LocalMoe over MoeLayer: the arena's expert layout (w1, b1, w2, b2 per expert) as ExpertParams.
+class HostLocalMoe final : public LocalMoe {
+ public:
+  explicit HostLocalMoe(float capacity_factor) : capacity_factor_(capacity_factor) {}
+  float forward(float* out, const float* x, const float* router_w, const float* experts, int N, int C, int F, int E,
+                int K, int capacity, bool gate_normalize) override {
+    if (expert_capacity(capacity_factor_, N, K, E) != capacity)
+      throw std::logic_error("HostLocalMoe: the capacity is not the factor's");
+    shape_ = {N, C, F, E, K, capacity_factor_, gate_normalize};
+    const float aux = layer_.forward(out, x, router_w, params(experts), shape_);
+    counts_ = layer_.routing().counts;
+    return aux;
+  }
+  const std::vector<int>& counts() const override { return counts_; }
+  void set_stats_communicator(Communicator* group) override { layer_.set_stats_communicator(group); }
+  void backward(float* dx, float* drouter_w, float* dexperts, const float* dout, float aux_weight, const float* x,
+                const float* router_w, const float* experts) override {
+    layer_.backward(dx, drouter_w, params(dexperts), dout, aux_weight, x, router_w, params(experts));
+  }
+
+ private:
+  std::vector<ExpertParams> params(const float* base) const {
+    float* p = const_cast<float*>(base);
+    const long C = shape_.C, F = shape_.F, stride = 2 * F * C + F + C;
+    std::vector<ExpertParams> out;
+    for (int e = 0; e < shape_.E; ++e, p += stride) out.push_back({p, p + F * C, p + F * C + F, p + 2 * F * C + F});
+    return out;
+  }
+  float capacity_factor_;
+  MoeLayerShape shape_{};
+  MoeLayer layer_;
+  std::vector<int> counts_;
+};
+
+class HostDevice final : public Backend {
+ public:
+  explicit HostDevice(float capacity_factor) : capacity_factor_(capacity_factor) {}
+  std::string name() const override { return "host-device"; }
+  bool device_memory() const override { return true; }
+  std::unique_ptr<LocalMoe> make_local_moe() override { return std::make_unique<HostLocalMoe>(capacity_factor_); }
+
+  void* allocate(size_t bytes, const char* what) override { return cpu().allocate(bytes, what); }
+  void release(void* p) noexcept override { cpu().release(p); }
+  void zero(void* p, size_t bytes) override { cpu().zero(p, bytes); }
+  void copy(void* d, const void* s, size_t bytes) override { cpu().copy(d, s, bytes); }
+  void to_device(void* d, const void* h, size_t bytes) override { cpu().to_device(d, h, bytes); }
+  void to_host(void* h, const void* s, size_t bytes) override { cpu().to_host(h, s, bytes); }
+  double sum(const float* x, long n) override { return cpu().sum(x, n); }
+  double sum_of_squares(const float* x, long n) override { return cpu().sum_of_squares(x, n); }
+  void scale(float* x, long n, float s) override { cpu().scale(x, n, s); }
+  void adamw_update(float* p, const float* g, float* m, float* v, long n, const AdamWHyper& h, float lr, long t,
+                    float wd) override {
+    cpu().adamw_update(p, g, m, v, n, h, lr, t, wd);
+  }
+  void encoder_forward(float* o, const int* i, const float* wte, const float* wpe, int B, int T, int C) override {
+    cpu().encoder_forward(o, i, wte, wpe, B, T, C);
+  }
+  void encoder_backward(float* dwte, float* dwpe, const float* d, const int* i, int B, int T, int C) override {
+    cpu().encoder_backward(dwte, dwpe, d, i, B, T, C);
+  }
+  void position_embedding_forward(float* x, const float* wpe, long N, int T, int C) override {
+    cpu().position_embedding_forward(x, wpe, N, T, C);
+  }
+  void position_embedding_backward(float* dwpe, const float* dx, long N, int T, int C) override {
+    cpu().position_embedding_backward(dwpe, dx, N, T, C);
+  }
+  void embedding_partition_lookup(float* o, const int* ids, const float* w, long rows, int Cp) override {
+    cpu().embedding_partition_lookup(o, ids, w, rows, Cp);
+  }
+  void embedding_partition_assemble(float* x, const float* s, const float* wpe, long N, int T, int P, int Cp) override {
+    cpu().embedding_partition_assemble(x, s, wpe, N, T, P, Cp);
+  }
+  void embedding_partition_split(float* s, const float* dx, long N, int P, int Cp) override {
+    cpu().embedding_partition_split(s, dx, N, P, Cp);
+  }
+  void embedding_partition_backward(float* dw, const float* ds, const int* ids, long rows, int Cp) override {
+    cpu().embedding_partition_backward(dw, ds, ids, rows, Cp);
+  }
+  void layernorm_forward(float* o, float* mean, float* rstd, const float* in, const float* w, const float* b, int N,
+                         int C) override {
+    cpu().layernorm_forward(o, mean, rstd, in, w, b, N, C);
+  }
+  void layernorm_backward(float* di, float* dw, float* db, const float* d, const float* in, const float* w,
+                          const float* mean, const float* rstd, int N, int C) override {
+    cpu().layernorm_backward(di, dw, db, d, in, w, mean, rstd, N, C);
+  }
+  void matmul_forward(float* o, const float* in, const float* w, const float* b, int N, int C, int OC) override {
+    cpu().matmul_forward(o, in, w, b, N, C, OC);
+  }
+  void matmul_backward(float* di, float* dw, float* db, const float* d, const float* in, const float* w, int N, int C,
+                       int OC) override {
+    cpu().matmul_backward(di, dw, db, d, in, w, N, C, OC);
+  }
+  void attention_forward(float* o, float* pre, float* att, const float* qkv, int B, int T, int C, int NH) override {
+    cpu().attention_forward(o, pre, att, qkv, B, T, C, NH);
+  }
+  void attention_backward(float* dqkv, float* dpre, float* datt, const float* d, const float* qkv, const float* att,
+                          int B, int T, int C, int NH) override {
+    cpu().attention_backward(dqkv, dpre, datt, d, qkv, att, B, T, C, NH);
+  }
+  void gelu_forward(float* o, const float* in, long N) override { cpu().gelu_forward(o, in, N); }
+  void gelu_backward(float* di, const float* in, const float* d, long N) override { cpu().gelu_backward(di, in, d, N); }
+  void residual_forward(float* o, const float* a, const float* b, long N) override { cpu().residual_forward(o, a, b, N); }
+  void crossentropy_softmax_forward(float* l, float* p, const float* lg, const int* t, int N, int V) override {
+    cpu().crossentropy_softmax_forward(l, p, lg, t, N, V);
+  }
+  void crossentropy_softmax_backward(float* dl, const float* p, const int* t, float d, int N, int V) override {
+    cpu().crossentropy_softmax_backward(dl, p, t, d, N, V);
+  }
+  void vocab_slice_embed(float* o, const int* t, const float* w, long N, int C, int lo, int Vt) override {
+    cpu().vocab_slice_embed(o, t, w, N, C, lo, Vt);
+  }
+  void vocab_slice_embed_backward(float* dw, const float* d, const int* t, long N, int C, int lo, int Vt) override {
+    cpu().vocab_slice_embed_backward(dw, d, t, N, C, lo, Vt);
+  }
+  void vocab_ce_row_max(float* m, const float* lg, int N, int Vt) override { cpu().vocab_ce_row_max(m, lg, N, Vt); }
+  void vocab_ce_exp(float* p, float* st, const float* lg, const float* m, const int* t, int N, int Vt, int lo) override {
+    cpu().vocab_ce_exp(p, st, lg, m, t, N, Vt, lo);
+  }
+  void vocab_ce_finish(float* l, float* p, const float* st, const float* m, int N, int Vt) override {
+    cpu().vocab_ce_finish(l, p, st, m, N, Vt);
+  }
+  void vocab_ce_backward(float* dl, const float* p, const int* t, float d, int N, int Vt, int lo) override {
+    cpu().vocab_ce_backward(dl, p, t, d, N, Vt, lo);
+  }
+
+ private:
+  static Backend& cpu() { return cpu_backend(); }
+  float capacity_factor_;
+};
+
+// One collective a rank issued on a data communicator.
+struct RecordedCall {
+  std::string op;  // "all_reduce", ...
+  size_t count = 0;
+};
+
+// Forwards every call to `inner`, recording the collectives and point-to-point messages.
+class RecordingCommunicator final : public Communicator {
+ public:
+  RecordingCommunicator(std::unique_ptr<Communicator> inner, std::shared_ptr<std::vector<RecordedCall>> log)
+      : inner_(std::move(inner)), log_(std::move(log)) {}
+  int rank() const override { return inner_->rank(); }
+  int size() const override { return inner_->size(); }
+  int world_rank(int r) const override { return inner_->world_rank(r); }
+  std::string backend() const override { return inner_->backend(); }
+  void send(const void* b, size_t n, DType t, int peer, int tag) override { note("send", n), inner_->send(b, n, t, peer, tag); }
+  void recv(void* b, size_t n, DType t, int peer, int tag) override { note("recv", n), inner_->recv(b, n, t, peer, tag); }
+  RequestPtr isend(const void* b, size_t n, DType t, int peer, int tag) override {
+    note("isend", n);
+    return inner_->isend(b, n, t, peer, tag);
+  }
+  RequestPtr irecv(void* b, size_t n, DType t, int peer, int tag) override {
+    note("irecv", n);
+    return inner_->irecv(b, n, t, peer, tag);
+  }
+  void all_reduce(void* d, size_t n, DType t, ReduceOp op) override { note("all_reduce", n), inner_->all_reduce(d, n, t, op); }
+  void all_gather(const void* s, void* r, size_t n, DType t) override { note("all_gather", n), inner_->all_gather(s, r, n, t); }
+  void reduce_scatter(const void* s, void* r, size_t n, DType t, ReduceOp op) override {
+    note("reduce_scatter", n), inner_->reduce_scatter(s, r, n, t, op);
+  }
+  void all_to_all_v(const void* s, const size_t* sc, const size_t* sd, void* r, const size_t* rc, const size_t* rd,
+                    DType t) override {
+    note("all_to_all_v", 0), inner_->all_to_all_v(s, sc, sd, r, rc, rd, t);
+  }
+  void broadcast(void* d, size_t n, DType t, int root) override { note("broadcast", n), inner_->broadcast(d, n, t, root); }
+  void reduce(void* d, size_t n, DType t, int root, ReduceOp op) override {
+    note("reduce", n), inner_->reduce(d, n, t, root, op);
+  }
+  void barrier() override { note("barrier", 0), inner_->barrier(); }
+  RequestPtr iall_reduce(void* d, size_t n, DType t, ReduceOp op) override {
+    note("iall_reduce", n);
+    return inner_->iall_reduce(d, n, t, op);
+  }
+  RequestPtr iall_gather(const void* s, void* r, size_t n, DType t) override {
+    note("iall_gather", n);
+    return inner_->iall_gather(s, r, n, t);
+  }
+  RequestPtr iall_to_all_v(const void* s, const size_t* sc, const size_t* sd, void* r, const size_t* rc,
+                           const size_t* rd, DType t) override {
+    note("iall_to_all_v", 0);
+    return inner_->iall_to_all_v(s, sc, sd, r, rc, rd, t);
+  }
+  RequestPtr ibroadcast(void* d, size_t n, DType t, int root) override {
+    note("ibroadcast", n);
+    return inner_->ibroadcast(d, n, t, root);
+  }
+  std::unique_ptr<Communicator> split(int color, int key) override { return inner_->split(color, key); }
+  std::unique_ptr<Communicator> dup() override { return inner_->dup(); }
+  std::unique_ptr<Window> create_window(void* b, size_t n, DType t) override { return inner_->create_window(b, n, t); }
+  std::unique_ptr<SharedWindow> create_shared_window(size_t bytes) override { return inner_->create_shared_window(bytes); }
+
+ private:
+  void note(const char* op, size_t n) { log_->push_back({op, n}); }
+  std::unique_ptr<Communicator> inner_;
+  std::shared_ptr<std::vector<RecordedCall>> log_;
+};
+
+}  // namespace moebench::test
