@@ -24,6 +24,7 @@
 #include "launch_limits.h"
 #include "local_launch.h"
 #include "measured_comm_curves.h"
+#include "run_mfu.h"
 #include "store_writable.h"
 #include "stop_signals.h"
 #include "stop_supervisor.h"
@@ -42,6 +43,7 @@
 #include "moebench/storage/expert_state_tier.h"
 #include "moebench/train/output_dir.h"
 #include "moebench/train/run_recorder.h"
+#include "moebench/model/model_flops.h"
 #include "moebench/train/trainer.h"
 
 namespace moebench::cli {
@@ -147,6 +149,9 @@ int train(const RunOptions& o, const Config& cfg, Communicator* world, const Emu
                 choice_name(cfg.data.source).c_str(), trainer.corpus().train.size(), trainer.corpus().val.size());
     if (const Backend& be = trainer.model().backend(); be.device_memory())
       std::printf("device: %s | run.precision %s\n", be.name().c_str(), choice_name(cfg.run.precision).c_str());
+    const ModelFlops flops = model_flops(cfg);
+    std::printf("model FLOPs per token: %.4g GFLOP (6 x %.4g M active parameters + %.4g M attention; PaLM App. B)\n",
+                flops.per_token() * 1e-9, flops.active_params * 1e-6, flops.attention * 1e-6);
     if (trainer.distributed())
       std::printf("distributed: %s | strategy %s | global batch %d\n", trainer.distributed()->describe().c_str(),
                   cfg.strategy.name.c_str(), cfg.train.batch_size);
@@ -212,11 +217,17 @@ int train(const RunOptions& o, const Config& cfg, Communicator* world, const Emu
                 s.last_checkpoint.c_str());
     return 130;
   }
-  if (main)
-    std::printf("done: %ld steps in %.1f s | %.0f tok/s | final train loss %.4f | val loss %.4f | "
+  if (main) {
+    const int ranks = world ? world->size() : 1;
+    const std::string mfu =
+        mfu_text(s.tokens_per_s * model_flops(cfg).per_token(),
+                 mfu_references(cfg, ranks, distributed ? trainer.distributed()->ranks_on_host() : 1,
+                                recorder ? recorder->peak_gflops() : std::nullopt));
+    std::printf("done: %ld steps in %.1f s | %.0f tok/s%s | final train loss %.4f | val loss %.4f | "
                 "checkpoint %s\n",
-                s.steps_done, s.seconds, s.tokens_per_s, shown(s.final_train_loss), shown(s.final_eval_loss),
-                s.last_checkpoint.c_str());
+                s.steps_done, s.seconds, s.tokens_per_s, mfu.c_str(), shown(s.final_train_loss),
+                shown(s.final_eval_loss), s.last_checkpoint.c_str());
+  }
   return s.interrupted ? 130 : 0;
 }
 

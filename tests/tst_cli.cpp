@@ -452,7 +452,8 @@ class TestCli : public QObject {
 
   // `bench gemm --db` stores the measured rate; a run started afterwards on this host records
   // it, scaled to its threads per rank, as its peak rate (the DDL-roofline's P_w) with where it
-  // came from.
+  // came from, and its summary line gives the model FLOPs utilisation against it: tokens/s x the
+  // model FLOPs per token it printed, over that rate.
   void bench_gemm_rate_is_recorded_by_later_runs() {
     QTemporaryDir dir;
     const QString db = dir.filePath(u"runs.db"_s);
@@ -482,6 +483,14 @@ class TestCli : public QObject {
     QVERIFY2(source.find("bench gemm " + bench[0].uuid.substr(0, 8)) == 0 &&
                  source.find(", 1 thread; scaled to 2 threads per rank") != std::string::npos,
              source.c_str());
+    const QString done = r.out.section(u"done: "_s, 1).section(u'\n', 0, 0);
+    const double tok_s = done.section(u" tok/s"_s, 0, 0).section(u' ', -1).toDouble();
+    const double gflop = r.out.section(u"model FLOPs per token: "_s, 1).section(u' ', 0, 0).toDouble();
+    const double mfu = done.section(u"| MFU "_s, 1).section(u'%', 0, 0).toDouble();
+    QVERIFY2(tok_s > 0 && gflop > 0 && done.contains(u"% of this host's recorded sgemm rate ("_s), qPrintable(r.out));
+    const double expected = 100.0 * tok_s * gflop / std::stod(peak);  // GFLOP/s over GFLOP/s
+    QVERIFY2(std::abs(mfu - expected) <= 0.05 + 1e-3 * expected, qPrintable(QString("MFU %1%, expected %2% from: %3")
+                                                                              .arg(mfu).arg(expected).arg(r.out)));
   }
 
   // A GPU run (run.device = "cuda") records no peak_gflops: the host's recorded rate is the CPU's

@@ -123,6 +123,7 @@ void RunRecorder::on_setup(const std::string& topology_text, const Topology* top
       gflops *= double(threads) / peak->threads;
       source += "; scaled to " + std::to_string(threads) + " thread" + (threads == 1 ? "" : "s") + " per rank";
     }
+    peak_gflops_ = gflops;
     char rate[32];
     std::snprintf(rate, sizeof rate, "%.6g", gflops);
     store_->log_params(run_.id, {{"peak_gflops", rate}, {"peak_gflops_source", source}});

@@ -6,6 +6,7 @@
 // (MoeStrategy::decisions: monta's level and chunks) become metrics "<key>/block<b>", e.g.
 // "monta.level/block1" = 2 for O2.
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -42,6 +43,8 @@ class RunRecorder {
   void finish(RunStatus status, const std::string& reason = "");
   const RunInfo& run() const { return run_; }
   RunStore& store() { return *store_; }
+  // The peak on_setup recorded (GFLOP/s of one rank), if this host has a measured rate.
+  std::optional<double> peak_gflops() const { return peak_gflops_; }
 
  private:
   std::unique_ptr<RunStore> store_;
@@ -49,6 +52,7 @@ class RunRecorder {
   const Topology* topology_ = nullptr;
   bool finished_ = false;
   bool on_cpu_ = true;  // run.device = "cpu": the host's recorded sgemm rate is the run's peak
+  std::optional<double> peak_gflops_;
 };
 
 }  // namespace moebench
