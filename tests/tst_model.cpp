@@ -81,6 +81,21 @@ class TestModel : public QObject {
     QCOMPARE(a.size(), size_t(0));
   }
 
+  // An allocation that fails names the array and its size, then what to change (the model's
+  // activations: the batch settings), and leaves the array as it was.
+  void a_failed_allocation_says_what_to_change() {
+    DeviceArray<float> a(cpu_backend(), "blocks.0 activations (qkv)", "lower train.batch_size");
+    a.ensure(4);
+    try {
+      a.ensure(size_t(1) << 58);  // 1 EiB
+      QFAIL("allocated an exbibyte");
+    } catch (const std::runtime_error& e) {
+      QCOMPARE(QString(e.what()), QString("out of host memory allocating 1152921504606846976 bytes for blocks.0 "
+                                          "activations (qkv); lower train.batch_size"));
+    }
+    QCOMPARE(a.size(), size_t(4));
+  }
+
   void init_is_deterministic_and_seeded() {
     Tiny t = tiny({1}, {3}, 2, true);
     MoeGpt a(t.model, t.moe), b(t.model, t.moe), c(t.model, t.moe);

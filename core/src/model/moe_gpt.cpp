@@ -17,15 +17,29 @@
 #include "moebench/tensor/rng.h"
 
 namespace moebench {
+namespace {
+
+// An array that grows with the micro-batch's tokens (activations, gradient scratch): its
+// out-of-memory error says what to change.
+DeviceArray<float> batch_array(Backend& be, const std::string& what) {
+  return DeviceArray<float>(be, what,
+                            "lower train.batch_size or model.seq_len, or raise parallel.microbatches (the activations "
+                            "grow with the micro-batch's tokens)");
+}
+
+}  // namespace
 
 MoeGpt::MoeGpt(const ModelConfig& model, const MoeConfig& moe, ExpertShard shard, TpShard tp, PipeStage pipe,
                EmbedShard embed, Backend& backend)
     : be_(backend), model_(model), moe_(moe), shard_(shard), tp_(tp), pipe_(pipe), embed_(embed),
-      rowmax_(backend, "the vocabulary-parallel row maxima"), ce_stats_(backend, "the vocabulary-parallel sums"),
-      embed_send_(backend, "the embedding partition's slices"), embed_recv_(backend, "the embedding partition's slices"),
-      logits_(backend, "the logits"), dresid_(backend, "the residual gradient"), dscratch_(backend, "gradient scratch"),
-      dscratch2_(backend, "gradient scratch"), dlogits_(backend, "the logits' gradient"),
-      dpreatt_(backend, "the attention scores' gradient"), datt_(backend, "the attention weights' gradient") {
+      rowmax_(batch_array(backend, "the vocabulary-parallel row maxima")),
+      ce_stats_(batch_array(backend, "the vocabulary-parallel sums")),
+      embed_send_(batch_array(backend, "the embedding partition's slices")),
+      embed_recv_(batch_array(backend, "the embedding partition's slices")), logits_(batch_array(backend, "the logits")),
+      dresid_(batch_array(backend, "the residual gradient")), dscratch_(batch_array(backend, "gradient scratch")),
+      dscratch2_(batch_array(backend, "gradient scratch")), dlogits_(batch_array(backend, "the logits' gradient")),
+      dpreatt_(batch_array(backend, "the attention scores' gradient")),
+      datt_(batch_array(backend, "the attention weights' gradient")) {
   if (model_.hidden % model_.heads != 0)
     throw std::invalid_argument("model.heads must divide model.hidden");
   if (shard_.size < 1 || shard_.rank < 0 || shard_.rank >= shard_.size)
@@ -62,14 +76,15 @@ MoeGpt::Acts::Acts(Backend& be, int block) {
                              {&atty, "attention output"}, {&res1, "residual"}, {&ln2, "ln2"}, {&ln2_mean, "ln2 mean"},
                              {&ln2_rstd, "ln2 rstd"}, {&fch, "ffn hidden"}, {&fch_gelu, "ffn gelu"},
                              {&ffn_out, "ffn output"}})
-    *array = DeviceArray<float>(be, p + name + ")");
+    *array = batch_array(be, p + name + ")");
 }
 
 MoeGpt::HeadActs::HeadActs(Backend& be)
     : inputs(be, "the token ids"), targets(be, "the targets"), all_inputs(be, "every rank's token ids"),
-      x_out(be, "the stage output"), lnf(be, "ln_f activations"), lnf_mean(be, "ln_f mean"),
-      lnf_rstd(be, "ln_f rstd"), probs(be, "the probabilities"), losses(be, "the per-token losses"),
-      din(be, "the stage input gradient") {}
+      x_out(batch_array(be, "the stage output")), lnf(batch_array(be, "ln_f activations")),
+      lnf_mean(batch_array(be, "ln_f mean")), lnf_rstd(batch_array(be, "ln_f rstd")),
+      probs(batch_array(be, "the probabilities")), losses(batch_array(be, "the per-token losses")),
+      din(batch_array(be, "the stage input gradient")) {}
 
 MoeGpt::~MoeGpt() = default;
 

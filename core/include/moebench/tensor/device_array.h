@@ -16,16 +16,20 @@ template <typename T>
 class DeviceArray {
  public:
   DeviceArray() = default;
-  // `what` names the array in an allocation error (e.g. "blocks.3 qkv activations").
-  DeviceArray(Backend& be, std::string what) : be_(&be), what_(std::move(what)) {}
+  // `what` names the array in an allocation error (e.g. "blocks.3 qkv activations"); `hint`, when
+  // given, follows the error (what to change: "lower train.batch_size").
+  DeviceArray(Backend& be, std::string what, std::string hint = {})
+      : be_(&be), what_(std::move(what)), hint_(std::move(hint)) {}
   ~DeviceArray() { reset(); }
   DeviceArray(DeviceArray&& o) noexcept
-      : be_(o.be_), what_(std::move(o.what_)), p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
+      : be_(o.be_), what_(std::move(o.what_)), hint_(std::move(o.hint_)), p_(std::exchange(o.p_, nullptr)),
+        n_(std::exchange(o.n_, 0)) {}
   DeviceArray& operator=(DeviceArray&& o) noexcept {
     if (this != &o) {
       reset();
       be_ = o.be_;
       what_ = std::move(o.what_);
+      hint_ = std::move(o.hint_);
       p_ = std::exchange(o.p_, nullptr);
       n_ = std::exchange(o.n_, 0);
     }
@@ -38,7 +42,13 @@ class DeviceArray {
   // new ones at 0 (as std::vector::resize); never shrinks.
   void ensure(size_t n) {
     if (n <= n_) return;
-    T* p = static_cast<T*>(backend().allocate(n * sizeof(T), what_.c_str()));
+    T* p = nullptr;
+    try {
+      p = static_cast<T*>(backend().allocate(n * sizeof(T), what_.c_str()));
+    } catch (const std::runtime_error& e) {
+      if (hint_.empty()) throw;
+      throw std::runtime_error(std::string(e.what()) + "; " + hint_);
+    }
     if (n_) be_->copy(p, p_, n_ * sizeof(T));
     be_->zero(p + n_, (n - n_) * sizeof(T));
     be_->release(p_);
@@ -83,6 +93,7 @@ class DeviceArray {
   }
   Backend* be_ = nullptr;
   std::string what_ = "array";
+  std::string hint_;
   T* p_ = nullptr;
   size_t n_ = 0;
 };

@@ -42,7 +42,12 @@ class CudaLocalMoe final : public LocalMoe {
     C_ = C;
     F_ = F;
     cudaStream_t s = stream_();
-    const float aux = block_.forward(out, x, router_w, weights(experts), N, C, F, E, K, capacity, gate_normalize, s);
+    float aux = 0.0f;
+    try {
+      aux = block_.forward(out, x, router_w, weights(experts), N, C, F, E, K, capacity, gate_normalize, s);
+    } catch (const std::runtime_error& e) {
+      throw_with_hint(e);
+    }
     const std::vector<int>& off = block_.expert_offsets();
     counts_.assign((size_t)E, 0);
     for (int e = 0; e < E; ++e) counts_[(size_t)e] = off[(size_t)e + 1] - off[(size_t)e];
@@ -52,10 +57,22 @@ class CudaLocalMoe final : public LocalMoe {
   void set_stats_communicator(Communicator* group) override { stats_ = group; }
   void backward(float* dx, float* drouter_w, float* dexperts, const float* dout, float aux_weight, const float* x,
                 const float* router_w, const float* experts) override {
-    block_.backward(dx, drouter_w, weights(dexperts), dout, aux_weight, x, router_w, weights(experts), stream_());
+    try {
+      block_.backward(dx, drouter_w, weights(dexperts), dout, aux_weight, x, router_w, weights(experts), stream_());
+    } catch (const std::runtime_error& e) {
+      throw_with_hint(e);
+    }
   }
 
  private:
+  // The block's buffers (routed rows, expert activations) grow with the micro-batch's tokens:
+  // an out-of-memory error says so.
+  [[noreturn]] static void throw_with_hint(const std::runtime_error& e) {
+    const std::string what = e.what();
+    if (what.find("out of memory") == std::string::npos) throw;  // called from the handler: rethrows it
+    throw std::runtime_error(what + " (an MoE block's routed rows and expert activations); lower "
+                                    "train.batch_size or model.seq_len, or raise parallel.microbatches");
+  }
   cuda::ExpertWeights<float> weights(const float* base) const {
     float* p = const_cast<float*>(base);  // ExpertWeights holds mutable pointers; forward only reads them
     const long FC = (long)F_ * C_;
