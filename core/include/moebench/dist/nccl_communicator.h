@@ -40,6 +40,12 @@
 //  * Requests must not outlive the communicator that issued them.
 //  * Every CUDA / NCCL failure throws std::runtime_error naming the call and carrying
 //    cudaGetErrorString / ncclGetErrorString.
+//  * Asynchronous errors (a peer gone, a failed link: NCCL's kernels would spin forever) are
+//    polled by a watchdog thread (src/dist/nccl/nccl_watchdog.h), which aborts the communicator
+//    — its kernels end, host waits return — and the communicator's next operation (or a
+//    blocking call's wait) throws "NCCL error on rank R (GPU d) in an NCCL group of P ranks:
+//    <error> (<detail>); the communicator was aborted". A rank that makes no further call within
+//    30 s is ended with that message and exit 1.
 //
 // Traffic accounting (count_send): explicit algorithms count exact bytes per peer —
 // send/isend (the message), all_to_all_v (each non-self block to its peer). NCCL's

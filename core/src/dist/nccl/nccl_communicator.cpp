@@ -2,6 +2,7 @@
 // Built only when CUDA and NCCL are found (core/CMakeLists.txt, MOEBENCH_HAVE_NCCL).
 #include "moebench/dist/device_sharing.h"
 #include "moebench/dist/nccl_communicator.h"
+#include "nccl_watchdog.h"
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -155,8 +156,20 @@ struct NcclCommunicator::Impl {
     for (P2P& op : ops) op.slot->event = ev;
   }
 
-  // The stream the next operation is enqueued on: the owned one, or the caller's.
-  cudaStream_t op_stream() const { return follow ? follow() : stream; }
+  // The stream the next operation is enqueued on: the owned one, or the caller's. Every
+  // operation asks, so an aborted communicator (nccl_watchdog.h) throws its error here.
+  cudaStream_t op_stream() const {
+    alive();
+    return follow ? follow() : stream;
+  }
+  std::string describe() const {
+    return "rank " + std::to_string(world.empty() ? rank : world[rank]) + " (GPU " + std::to_string(device) +
+           ") in an NCCL group of " + std::to_string(size) + " ranks";
+  }
+  void alive() const {
+    if (!comm) return;
+    if (std::string f = nccl_watch::failure(comm); !f.empty()) throw std::runtime_error(f);
+  }
 
   // The end of a blocking call: the owned stream synchronised; nothing when following the
   // caller's streams (their order completes the call).
@@ -164,6 +177,7 @@ struct NcclCommunicator::Impl {
     if (follow) return;
     DeviceGuard g(device);
     check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    alive();  // the wait may have ended because the watchdog aborted the communicator
   }
 
   ~Impl() {
@@ -175,9 +189,11 @@ struct NcclCommunicator::Impl {
       flush_p2p();
     } catch (...) {
     }
-    if (stream) (void)cudaStreamSynchronize(stream);
+    const bool aborted = comm && !nccl_watch::failure(comm).empty();
+    if (comm) nccl_watch::remove(comm);
+    if (stream && !aborted) (void)cudaStreamSynchronize(stream);
     if (scratch) (void)cudaFree(scratch);
-    if (comm) (void)ncclCommDestroy(comm);
+    if (comm && !aborted) (void)ncclCommDestroy(comm);
     if (stream) (void)cudaStreamDestroy(stream);
     if (have_prev && prev != device) (void)cudaSetDevice(prev);
   }
@@ -199,6 +215,7 @@ class NcclRequest final : public Request {
     if (done_) return;
     issue();
     check_cuda(cudaEventSynchronize(slot_->event->ev), "cudaEventSynchronize");
+    impl_->alive();  // the wait may have ended because the watchdog aborted the communicator
     done_ = true;
   }
   bool test() override {
@@ -296,6 +313,7 @@ NcclCommunicator::NcclCommunicator(Communicator& bootstrap, int device)
   check_cuda(cudaSetDevice(device), "cudaSetDevice");
   check_cuda(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
   check_nccl(ncclCommInitRank(&s.comm, s.size, id, s.rank), "ncclCommInitRank");
+  nccl_watch::add(s.comm, s.describe());
 }
 
 NcclCommunicator::NcclCommunicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -551,6 +569,7 @@ std::unique_ptr<Communicator> NcclCommunicator::split_impl(int color, int key) {
   s->device = impl_->device;
   check_nccl(ncclCommUserRank(child, &s->rank), "ncclCommUserRank");
   check_nccl(ncclCommCount(child, &s->size), "ncclCommCount");
+
   check_cuda(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
 
   // World ranks of the new group: one all-gather of this rank's world rank (setup metadata,
@@ -569,6 +588,7 @@ std::unique_ptr<Communicator> NcclCommunicator::split_impl(int color, int key) {
                "cudaMemcpyAsync");
     check_cuda(cudaStreamSynchronize(s->stream), "cudaStreamSynchronize");
     for (int i = 0; i < s->size; ++i) s->world[i] = host[i];
+    nccl_watch::add(child, s->describe());
   } catch (...) {
     (void)cudaFree(dev);
     throw;
