@@ -66,7 +66,7 @@ class HostDevice final : public Backend {
   void to_device(void* d, const void* h, size_t bytes) override { cpu().to_device(d, h, bytes); }
   void to_host(void* h, const void* s, size_t bytes) override { cpu().to_host(h, s, bytes); }
   double sum(const float* x, long n) override { return cpu().sum(x, n); }
-  double sum_of_squares(const float* x, long n) override { return cpu().sum_of_squares(x, n); }
+  std::vector<double> sums_of_squares(const float* x, const Ranges& r) override { return cpu().sums_of_squares(x, r); }
   void scale(float* x, long n, float s) override { cpu().scale(x, n, s); }
   void adamw_update(float* p, const float* g, float* m, float* v, long n, const AdamWHyper& h, float lr, long t,
                     float wd) override {

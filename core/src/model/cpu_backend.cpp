@@ -38,10 +38,14 @@ class CpuBackend final : public Backend {
     for (long i = 0; i < n; ++i) s += x[i];
     return s;
   }
-  double sum_of_squares(const float* x, long n) override {
-    double s = 0.0;
-    for (long i = 0; i < n; ++i) s += (double)x[i] * x[i];
-    return s;
+  std::vector<double> sums_of_squares(const float* x, const Ranges& ranges) override {
+    std::vector<double> out;
+    for (const auto& [offset, count] : ranges) {
+      double s = 0.0;
+      for (size_t i = offset; i < offset + count; ++i) s += (double)x[i] * x[i];
+      out.push_back(s);
+    }
+    return out;
   }
   void scale(float* x, long n, float s) override {
     for (long i = 0; i < n; ++i) x[i] *= s;

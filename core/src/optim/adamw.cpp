@@ -59,7 +59,7 @@ void AdamW::load_moments(size_t view, const float* w, const float* m, const floa
 }
 
 double grad_norm(const ParamArena& params) {
-  return std::sqrt(params.backend().sum_of_squares(params.grads(), (long)params.size()));
+  return std::sqrt(params.backend().sums_of_squares(params.grads(), {{0, params.size()}}).at(0));
 }
 
 double clip_grad_norm(ParamArena& params, float max_norm) {

@@ -212,14 +212,22 @@ std::function<void()> Distributed::tail_action(StepOp op, int layer, MoeGpt& mod
           for (const BlockExperts& b : model.expert_ranges()) be.scale(grads + b.range.offset, (long)b.range.count, dp_scale_);
         norm_ = std::make_unique<Norm>();
         Norm& n = *norm_;
-        auto add = [&](double& sum, size_t offset, size_t count) { sum += be.sum_of_squares(grads + offset, (long)count); };
+        // Each view's sum of squares (one wait on a device), added to its part in view order.
+        Backend::Ranges ranges;
+        std::vector<double*> into;
+        auto add = [&](double& sum, const ParamView& v) {
+          ranges.emplace_back(v.offset, v.numel);
+          into.push_back(&sum);
+        };
         const ArenaRange copy = model.tied_embedding_copy();  // counted on the first stage
         const ArenaRange part = model.partitioned_embedding();
         for (const ParamView& v : model.params().views()) {
-          if (part.count > 0 && v.offset == part.offset) add(n.columns, v.offset, v.numel);
-          else if (v.name.find(".moe.experts.") != std::string::npos) add(v.slice.whole() ? n.sums[2] : n.expert_slices, v.offset, v.numel);
-          else if (!(copy.count > 0 && v.offset == copy.offset)) add(n.sums[v.slice.whole() ? 0 : 1], v.offset, v.numel);
+          if (part.count > 0 && v.offset == part.offset) add(n.columns, v);
+          else if (v.name.find(".moe.experts.") != std::string::npos) add(v.slice.whole() ? n.sums[2] : n.expert_slices, v);
+          else if (!(copy.count > 0 && v.offset == copy.offset)) add(n.sums[v.slice.whole() ? 0 : 1], v);
         }
+        const std::vector<double> sums = be.sums_of_squares(grads, ranges);
+        for (size_t i = 0; i < sums.size(); ++i) *into[i] += sums[i];
       };
     case StepOp::norm_tp: return [this] { advance_norm(1); };
     case StepOp::norm_ep: return [this] { advance_norm(2); };

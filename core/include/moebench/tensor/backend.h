@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "moebench/tensor/adamw_update.h"
@@ -65,9 +66,11 @@ class Backend {
   virtual void to_host(void* host, const void* src, size_t bytes) = 0;
   // sum of x[0..n) in double, returned to the host (the per-token losses' mean).
   virtual double sum(const float* x, long n) = 0;
-  // The optimizer's arithmetic: sum of x[i]^2 in double, returned to the host (the gradient
-  // norm); x *= s; tensor/adamw_update.h's update (kernels/adamw.h on the GPU).
-  virtual double sum_of_squares(const float* x, long n) = 0;
+  // The optimizer's arithmetic: for each range (offset, count) of x the sum of x[i]^2 in double,
+  // all returned to the host together (one wait on a device: the gradient norm's parts); x *= s;
+  // tensor/adamw_update.h's update (kernels/adamw.h on the GPU).
+  using Ranges = std::vector<std::pair<size_t, size_t>>;
+  virtual std::vector<double> sums_of_squares(const float* x, const Ranges& ranges) = 0;
   virtual void scale(float* x, long n, float s) = 0;
   virtual void adamw_update(float* p, const float* g, float* m, float* v, long n, const AdamWHyper& h, float lr,
                             long t, float wd) = 0;

@@ -149,16 +149,22 @@ class CudaBackend final : public Backend {
     return s;
   }
 
-  double sum_of_squares(const float* x, long n) override {
+  std::vector<double> sums_of_squares(const float* x, const Ranges& ranges) override {
     cudaStream_t s = stream();
-    if (!norm_scratch_) {  // the kernels' partial sums (4 KiB whatever n) and the result
-      norm_scratch_bytes_ = cuda::grad_norm_workspace_bytes(1) + sizeof(double);
-      norm_scratch_ = static_cast<char*>(allocate(norm_scratch_bytes_, "the gradient norm's scratch"));
+    // The kernels' partial sums (4 KiB whatever the size; reused range after range, in stream
+    // order) and one result per range.
+    const size_t work = cuda::grad_norm_workspace_bytes(1), need = work + ranges.size() * sizeof(double);
+    if (need > norm_scratch_bytes_) {
+      release(norm_scratch_);
+      norm_scratch_ = nullptr;
+      norm_scratch_ = static_cast<char*>(allocate(need, "the gradient norm's scratch"));
+      norm_scratch_bytes_ = need;
     }
-    double* result = reinterpret_cast<double*>(norm_scratch_ + norm_scratch_bytes_ - sizeof(double));
-    cuda::grad_sumsq(result, x, n, false, norm_scratch_, s);
-    double host = 0.0;
-    to_host(&host, result, sizeof host);
+    double* results = reinterpret_cast<double*>(norm_scratch_ + work);
+    for (size_t i = 0; i < ranges.size(); ++i)
+      cuda::grad_sumsq(results + i, x + ranges[i].first, (long)ranges[i].second, false, norm_scratch_, s);
+    std::vector<double> host(ranges.size());
+    if (!host.empty()) to_host(host.data(), results, host.size() * sizeof(double));
     return host;
   }
   void scale(float* x, long n, float s) override {
@@ -280,7 +286,7 @@ class CudaBackend final : public Backend {
 
   CudaDeviceQueue& q_;
   DeviceQueue::Stream own_ = -1;
-  char* norm_scratch_ = nullptr;  // sum_of_squares' device scratch (allocated on first use)
+  char* norm_scratch_ = nullptr;  // sums_of_squares' device scratch (grown on use)
   size_t norm_scratch_bytes_ = 0;
 };
 
