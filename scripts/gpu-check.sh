@@ -92,14 +92,14 @@ run() {
   # (what moebench's message recommends when osc/rdma cannot serve them; docs/limits.md).
   step tst_comm_mpi 240 orterun --bind-to none -np 4 "$D/bin/tst_comm_mpi"
   step tst_comm_mpi_ucx 240 orterun --bind-to none --mca osc sm,ucx -np 4 "$D/bin/tst_comm_mpi"
-  step tst_comm_mpi_ucx_sysv 240 orterun --bind-to none --mca osc sm,ucx -x UCX_TLS=self,sysv,tcp -np 4 "$D/bin/tst_comm_mpi"
+  step tst_comm_mpi_ucx_tcp 240 orterun --bind-to none --mca osc sm,ucx -x UCX_TLS=self,tcp -np 4 "$D/bin/tst_comm_mpi"
   # Whole runs on this machine's MPI: a strategy that needs no window, and one that pulls (as
   # Open MPI picks its one-sided component, then with the setting moebench's message names).
   local tiny=(run tests/data/tiny.toml --ranks 2 --set cluster.nodes=1 --set cluster.devices_per_node=0
               --set train.steps=4 --set train.eval_every=0 --set store.enabled=false)
   step run_expert_centric 120 moebench "${tiny[@]}" --out "$D/runs/ec"
   step run_data_centric 120 moebench "${tiny[@]}" --set strategy.name=data_centric --out "$D/runs/dc"
-  step run_data_centric_ucx 120 env OMPI_MCA_osc=sm,ucx UCX_TLS=self,sysv,tcp \
+  step run_data_centric_ucx 120 env OMPI_MCA_osc=sm,ucx UCX_TLS=self,tcp \
     moebench "${tiny[@]}" --set strategy.name=data_centric --out "$D/runs/dcu"
   step bench_comm 120 moebench bench comm --ranks 2 --op alltoall -b 1K -e 16M -f 4 -n 5 -w 2
   step bench_moe_layer 240 moebench bench moe-layer --device cuda

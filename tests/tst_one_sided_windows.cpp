@@ -76,8 +76,8 @@ class TestOneSidedWindows : public QObject {
     const QString what = u"MoE block 1 runs data_centric, which needs one-sided windows: MPI one-sided windows are "
                          u"not available (MPI_Win_create_dynamic failed: MPI_ERR_WIN"_s;
     QVERIFY2(r.err.count(what) == 1, qPrintable(r.err));
-    QVERIFY2(r.err.contains(u"export OMPI_MCA_osc=sm,ucx (mpirun --mca osc sm,ucx), and where UCX's POSIX shared memory "
-                            u"fails too, UCX_TLS=self,sysv,tcp"_s),
+    QVERIFY2(r.err.contains(u"export OMPI_MCA_osc=sm,ucx (mpirun --mca osc sm,ucx), and where UCX's shared memory fails "
+                            u"too, UCX_TLS=self,tcp"_s),
              qPrintable(r.err));
     QVERIFY2(!r.out.contains(u"step 1"_s), qPrintable(r.out));  // stopped before training
   }
@@ -86,7 +86,7 @@ class TestOneSidedWindows : public QObject {
   void the_setting_it_names_trains_it() {
     QTemporaryDir dir;
     const Result r = run_with(tiny_run(dir, u"data_centric"_s),
-                              {kNoSingleCopy, u"OMPI_MCA_osc=sm,ucx"_s, u"UCX_TLS=self,sysv,tcp"_s});
+                              {kNoSingleCopy, u"OMPI_MCA_osc=sm,ucx"_s, u"UCX_TLS=self,tcp"_s});
     QVERIFY2(r.code == 0, qPrintable(r.out + r.err));
     QTemporaryDir dir2;
     const Result reference = run_with(tiny_run(dir2, u"data_centric"_s), {});

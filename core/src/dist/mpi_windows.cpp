@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <iterator>
 #include <map>
 #include <mutex>
@@ -42,8 +43,9 @@ RmaWindow& rma() {
 // which containers and VMs often forbid, and a singleton (no mpirun) has none at all. osc/ucx
 // serves the same windows over UCX, and osc/sm the node-shared ones (checked on Debian 12's Open
 // MPI 4.1.4: `mpirun --mca btl_vader_single_copy_mechanism none` reproduces the failure, and
-// `--mca osc sm,ucx` with UCX_TLS=self,sysv,tcp trains data_centric to the same losses; UCX's
-// POSIX shared memory crashed in that sandbox: tst_one_sided_windows).
+// `--mca osc sm,ucx` with UCX_TLS=self,tcp trains data_centric to the same losses; UCX 1.13's
+// shared-memory transports failed there: POSIX crashed, SysV lost a remote key about one run in
+// 30, `shmat ... Invalid argument`: tst_one_sided_windows).
 std::string one_sided_unavailable(int rc) {
   char text[MPI_MAX_ERROR_STRING] = {0};
   int len = 0;
@@ -51,8 +53,8 @@ std::string one_sided_unavailable(int rc) {
   return std::string("MPI one-sided windows are not available (MPI_Win_create_dynamic failed: ") + text +
          "). Open MPI's osc/rdma component cannot serve them on this transport (no single-copy "
          "mechanism between local processes, or a process started without mpirun). Try Open MPI's UCX "
-         "component: export OMPI_MCA_osc=sm,ucx (mpirun --mca osc sm,ucx), and where UCX's POSIX shared memory "
-         "fails too, UCX_TLS=self,sysv,tcp; see docs/limits.md";
+         "component: export OMPI_MCA_osc=sm,ucx (mpirun --mca osc sm,ucx), and where UCX's shared memory fails "
+         "too, UCX_TLS=self,tcp; see docs/limits.md";
 }
 }  // namespace
 
@@ -134,6 +136,19 @@ MPI_Win rma_window() {
 }
 }  // namespace detail
 
+namespace {
+// A window's destructor frees collectively (a barrier, MPI_Win_free). While an exception unwinds
+// the rank's stack the other ranks are elsewhere (in a step's all-reduce), so that collective
+// would hang the job before the error is reported and the job aborted (cli/cmd_run.cpp): then
+// the window is left to the abort.
+bool unwinding_or_finalized() {
+  if (std::uncaught_exceptions() > 0) return true;
+  int fin = 0;
+  MPI_Finalized(&fin);
+  return fin != 0;
+}
+}  // namespace
+
 class MpiCommunicator::MpiWin final : public Window {
  public:
   MpiWin(MpiCommunicator* owner, void* base, size_t count, DType type)
@@ -166,9 +181,7 @@ class MpiCommunicator::MpiWin final : public Window {
   }
 
   ~MpiWin() override {
-    int fin = 0;
-    MPI_Finalized(&fin);
-    if (fin) return;
+    if (unwinding_or_finalized()) return;
     MPI_Win_flush_all(win_);
     MPI_Barrier(comm_);  // nobody still reads or writes this rank's memory
     if (attached_) detail::rma_detach(attached_);
@@ -286,9 +299,7 @@ class MpiCommunicator::MpiSharedWin final : public SharedWindow {
   }
 
   ~MpiSharedWin() override {
-    int fin = 0;
-    MPI_Finalized(&fin);
-    if (fin) return;
+    if (unwinding_or_finalized()) return;
     MPI_Win_unlock_all(win_);
     MPI_Win_free(&win_);
     MPI_Comm_free(&node_);
