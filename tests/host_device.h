@@ -2,9 +2,8 @@
 // A device without a GPU, for the tests of the GPU path's multi-rank wiring (train/device.h's
 // parts constructor): HostDevice is the CPU backend's arithmetic behind a Backend that says
 // its arrays are device memory — so the model, the trainer and Distributed take the device
-// branches (LocalMoe blocks, host copies for checkpoints and losses, gradients reduced over the
-// device's data communicators) — with MoE blocks run by MoeLayer without a strategy (the CPU's
-// local block, moe/moe_layer.h). RecordingCommunicator wraps a data communicator and records
+// branches (host copies for checkpoints and losses, gradients reduced over the device's data
+// communicators) — with MoE blocks on the host's rows (moe/moe_rows.h). RecordingCommunicator wraps a data communicator and records
 // each collective a rank issues on it, as the NCCL communicator would receive them.
 #include <memory>
 #include <stdexcept>
@@ -13,51 +12,15 @@
 
 #include "moebench/dist/communicator.h"
 #include "moebench/model/cpu_backend.h"
-#include "moebench/moe/moe_layer.h"
-#include "moebench/moe/router.h"
+#include "moebench/moe/moe_rows.h"
 
 namespace moebench::test {
 
-// LocalMoe over MoeLayer: the arena's expert layout (w1, b1, w2, b2 per expert) as ExpertParams.
-class HostLocalMoe final : public LocalMoe {
- public:
-  explicit HostLocalMoe(float capacity_factor) : capacity_factor_(capacity_factor) {}
-  float forward(float* out, const float* x, const float* router_w, const float* experts, int N, int C, int F, int E,
-                int K, int capacity, bool gate_normalize) override {
-    if (expert_capacity(capacity_factor_, N, K, E) != capacity)
-      throw std::logic_error("HostLocalMoe: the capacity is not the factor's");
-    shape_ = {N, C, F, E, K, capacity_factor_, gate_normalize};
-    const float aux = layer_.forward(out, x, router_w, params(experts), shape_);
-    counts_ = layer_.routing().counts;
-    return aux;
-  }
-  const std::vector<int>& counts() const override { return counts_; }
-  void set_stats_communicator(Communicator* group) override { layer_.set_stats_communicator(group); }
-  void backward(float* dx, float* drouter_w, float* dexperts, const float* dout, float aux_weight, const float* x,
-                const float* router_w, const float* experts) override {
-    layer_.backward(dx, drouter_w, params(dexperts), dout, aux_weight, x, router_w, params(experts));
-  }
-
- private:
-  std::vector<ExpertParams> params(const float* base) const {
-    float* p = const_cast<float*>(base);
-    const long C = shape_.C, F = shape_.F, stride = 2 * F * C + F + C;
-    std::vector<ExpertParams> out;
-    for (int e = 0; e < shape_.E; ++e, p += stride) out.push_back({p, p + F * C, p + F * C + F, p + 2 * F * C + F});
-    return out;
-  }
-  float capacity_factor_;
-  MoeLayerShape shape_{};
-  MoeLayer layer_;
-  std::vector<int> counts_;
-};
-
 class HostDevice final : public Backend {
  public:
-  explicit HostDevice(float capacity_factor) : capacity_factor_(capacity_factor) {}
   std::string name() const override { return "host-device"; }
   bool device_memory() const override { return true; }
-  std::unique_ptr<LocalMoe> make_local_moe() override { return std::make_unique<HostLocalMoe>(capacity_factor_); }
+  std::unique_ptr<MoeRows> make_moe_rows() override { return make_host_moe_rows(); }
 
   void* allocate(size_t bytes, const char* what) override { return cpu().allocate(bytes, what); }
   void release(void* p) noexcept override { cpu().release(p); }
@@ -146,7 +109,6 @@ class HostDevice final : public Backend {
 
  private:
   static Backend& cpu() { return cpu_backend(); }
-  float capacity_factor_;
 };
 
 // One collective a rank issued on a data communicator.

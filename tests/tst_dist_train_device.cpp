@@ -50,7 +50,7 @@ class TestDistTrainDevice : public QObject {
     Trainer cpu(cfg, out + "/cpu", world.get());
     const std::vector<float> cpu_losses = test::train_losses(cpu);
 
-    test::HostDevice backend(cfg.moe.capacity_factor);
+    test::HostDevice backend;
     test::FakeDeviceQueue queue;
     StreamExecutor executor(queue, world->rank());
     auto log = std::make_shared<std::vector<test::RecordedCall>>();

@@ -65,19 +65,37 @@ MoeBlock<T>& MoeBlock<T>::operator=(MoeBlock&&) noexcept = default;
 template <typename T>
 float MoeBlock<T>::forward(T* out, const T* x, const T* router_w, const ExpertWeights<T>& w, int N, int C, int F,
                            int E, int K, int capacity, bool gate_normalize, cudaStream_t stream) {
-  have_forward_ = false;  // until this forward completes
   check_shape(N, C, F, E, K, capacity);
-  N_ = N, C_ = C, F_ = F, E_ = E, K_ = K;
+  const float aux = route(x, router_w, N, C, E, K, capacity, gate_normalize, nullptr, stream);
+  experts_forward(w, F, stream);
+  combine(out, stream);
+  return aux;
+}
 
-  // Router: logits GEMM, then softmax / top-k / gates / admission / aux.
+template <typename T>
+void MoeBlock<T>::backward(T* dx, T* drouter_w, const ExpertWeights<T>& dw, const T* dout, float aux_weight,
+                           const T* x, const T* router_w, const ExpertWeights<T>& w, cudaStream_t stream) {
+  combine_backward(dout, stream);
+  experts_backward(dw, w, stream);
+  scatter_router_backward(dx, drouter_w, aux_weight, x, router_w, stream);
+}
+
+template <typename T>
+float MoeBlock<T>::route(const T* x, const T* router_w, int N, int C, int E, int K, int capacity,
+                         bool gate_normalize, const int* forced_experts, cudaStream_t stream) {
+  have_forward_ = have_experts_ = false;  // until this forward completes
+  check_shape(N, C, 1, E, K, capacity);
+  N_ = N, C_ = C, E_ = E, K_ = K;
+
+  // Router: logits = x Wr^T, then softmax / top-k / gates / capacity / aux on the device.
   grow(logits_, (size_t)N * E);
   matmul_forward(logits_.data(), x, router_w, static_cast<const T*>(nullptr), N, C, E, stream);
   grow(rb_, N, E, K);
   routing_ = rb_.view();
   const RouterParams params{K, capacity, gate_normalize};
-  route_from_logits(routing_, logits_.data(), N, E, params, nullptr, stream);
+  route_from_logits(routing_, logits_.data(), N, E, params, forced_experts, stream);
 
-  // Dispatch layout; its offsets (and aux) come to the host: the grouped GEMMs need them.
+  // Dispatch layout; the offsets (and aux) go to the host once: the expert GEMMs size on them.
   grow(d_offsets_, (size_t)E + 1);
   grow(slot_of_, (size_t)N * K);
   grow(token_of_, (size_t)N * K);
@@ -101,44 +119,68 @@ float MoeBlock<T>::forward(T* out, const T* x, const T* router_w, const ExpertWe
   MOEBENCH_CUDA_CHECK(cudaMemcpyAsync(host_aux_.get(), routing_.aux, sizeof(float), cudaMemcpyDeviceToHost, stream));
   MOEBENCH_CUDA_CHECK(cudaStreamSynchronize(stream));
   offsets_.assign(host_offsets_.get(), host_offsets_.get() + E + 1);
-  const float aux = *host_aux_;
   const int S = offsets_[E];
 
-  // Permute -> experts -> combine.
   grow(xg_, (size_t)S * C);
   grow(y_, (size_t)S * C);
-  grow(h_, (size_t)S * F);
-  grow(a_, (size_t)S * F);
   moe_permute_forward(xg_.data(), x, token_of_.data(), S, C, stream);
-  experts_forward(y_.data(), h_.data(), a_.data(), xg_.data(), offsets_.data(), w, E, C, F, stream);
-  moe_unpermute_forward(out, y_.data(), routing_.gate, slot_of_.data(), N, K, C, stream);
   have_forward_ = true;
-  return aux;
+  return *host_aux_;
 }
 
 template <typename T>
-void MoeBlock<T>::backward(T* dx, T* drouter_w, const ExpertWeights<T>& dw, const T* dout, float aux_weight,
-                           const T* x, const T* router_w, const ExpertWeights<T>& w, cudaStream_t stream) {
+void MoeBlock<T>::experts_forward(const ExpertWeights<T>& w, int F, cudaStream_t stream) {
+  if (!have_forward_) throw std::logic_error("cuda::MoeBlock::experts_forward without route");
+  check_shape(N_, C_, F, E_, K_, 0);
+  F_ = F;
+  const int S = offsets_[E_];
+  grow(h_, (size_t)S * F);
+  grow(a_, (size_t)S * F);
+  moebench::cuda::experts_forward(y_.data(), h_.data(), a_.data(), xg_.data(), offsets_.data(), w, E_, C_, F, stream);
+  have_experts_ = true;
+}
+
+template <typename T>
+void MoeBlock<T>::combine(T* out, cudaStream_t stream) {
+  if (!have_forward_) throw std::logic_error("cuda::MoeBlock::combine without route");
+  moe_unpermute_forward(out, y_.data(), routing_.gate, slot_of_.data(), N_, K_, C_, stream);
+}
+
+template <typename T>
+void MoeBlock<T>::prepare_backward() {
   if (!have_forward_) throw std::logic_error("cuda::MoeBlock::backward without forward");
-  const int N = N_, C = C_, F = F_, E = E_, K = K_;
-  const int S = offsets_[E];
-  grow(dgate_, (size_t)N * K);
-  grow(dy_, (size_t)S * C);
-  grow(dxg_, (size_t)S * C);
-  grow(da_, (size_t)S * F);
-  grow(dh_, (size_t)S * F);
-  grow(dlogits_, (size_t)N * E);
+  const int S = offsets_[E_];
+  grow(dgate_, (size_t)N_ * K_);
+  grow(dy_, (size_t)S * C_);
+  grow(dxg_, (size_t)S * C_);
+}
 
-  // Combine backward: dgate (fp32) and dy; then the experts; then the scatter-add into dx.
-  moe_unpermute_backward(dgate_.data(), dy_.data(), dout, y_.data(), routing_.gate, slot_of_.data(), N, K, C,
+template <typename T>
+void MoeBlock<T>::combine_backward(const T* dout, cudaStream_t stream) {
+  prepare_backward();
+  moe_unpermute_backward(dgate_.data(), dy_.data(), dout, y_.data(), routing_.gate, slot_of_.data(), N_, K_, C_,
                          stream);
-  experts_backward(dxg_.data(), dw, da_.data(), dh_.data(), dy_.data(), xg_.data(), h_.data(), a_.data(),
-                   offsets_.data(), w, E, C, F, stream);
-  moe_permute_backward(dx, dxg_.data(), slot_of_.data(), N, K, C, stream);
+}
 
-  // Router: gates (+ aux) -> dlogits -> dx += dlogits Wr, dWr += dlogits^T x.
+template <typename T>
+void MoeBlock<T>::experts_backward(const ExpertWeights<T>& dw, const ExpertWeights<T>& w, cudaStream_t stream) {
+  if (!have_experts_) throw std::logic_error("cuda::MoeBlock::experts_backward without experts_forward");
+  const int S = offsets_[E_];
+  grow(da_, (size_t)S * F_);
+  grow(dh_, (size_t)S * F_);
+  moebench::cuda::experts_backward(dxg_.data(), dw, da_.data(), dh_.data(), dy_.data(), xg_.data(), h_.data(),
+                                   a_.data(), offsets_.data(), w, E_, C_, F_, stream);
+}
+
+template <typename T>
+void MoeBlock<T>::scatter_router_backward(T* dx, T* drouter_w, float aux_weight, const T* x, const T* router_w,
+                                          cudaStream_t stream) {
+  if (!have_forward_) throw std::logic_error("cuda::MoeBlock::backward without forward");
+  grow(dlogits_, (size_t)N_ * E_);
+  moe_permute_backward(dx, dxg_.data(), slot_of_.data(), N_, K_, C_, stream);
+  // Router: dgate (+ aux) -> dlogits -> dx += dlogits Wr, dWr += dlogits^T x.
   router_logits_backward(dlogits_.data(), dgate_.data(), aux_weight, routing_, stream);
-  matmul_backward(dx, drouter_w, static_cast<T*>(nullptr), dlogits_.data(), x, router_w, N, C, E, stream);
+  matmul_backward(dx, drouter_w, static_cast<T*>(nullptr), dlogits_.data(), x, router_w, N_, C_, E_, stream);
 }
 
 template class MoeBlock<float>;

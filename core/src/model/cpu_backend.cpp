@@ -12,6 +12,7 @@
 #include "moebench/model/layernorm.h"
 #include "moebench/model/residual.h"
 #include "moebench/model/vocab_parallel.h"
+#include "moebench/moe/moe_rows.h"
 #include "moebench/tensor/gelu.h"
 #include "moebench/tensor/matmul.h"
 
@@ -54,9 +55,7 @@ class CpuBackend final : public Backend {
                     float wd) override {
     moebench::adamw_update(p, g, m, v, n, h, lr, t, wd);
   }
-  std::unique_ptr<LocalMoe> make_local_moe() override {
-    throw std::logic_error("the cpu backend runs MoE blocks through MoeLayer (moe/moe_layer.h)");
-  }
+  std::unique_ptr<MoeRows> make_moe_rows() override { return make_host_moe_rows(); }
 
   void encoder_forward(float* out, const int* inp, const float* wte, const float* wpe, int B, int T, int C) override {
     moebench::encoder_forward(out, inp, wte, wpe, B, T, C);

@@ -143,10 +143,7 @@ void MoeGpt::build_params() {
           params_.add(q + "b2", {C}, false);
         }
       }
-      for (Acts& a : b->acts) {
-        a.moe = std::make_unique<MoeLayer>();
-        if (be_.device_memory()) a.local = be_.make_local_moe();
-      }
+      for (Acts& a : b->acts) a.moe = std::make_unique<MoeLayer>(be_.make_moe_rows());
     }
     blocks_.push_back(std::move(b));
   }
@@ -243,8 +240,8 @@ void MoeGpt::distribute(const ParallelContext& par) {
 }
 
 // A device backend's model over data-parallel ranks that each hold every expert: the MoE blocks
-// stay local (LocalMoe, no strategy) and sum their routing statistics over the DP group, so the
-// aux loss is the global batch's as MoeLayer's (moe.aux_stats).
+// stay local (no strategy) and sum their routing statistics over the DP group, so the aux loss
+// is the global batch's (MoeLayer::set_stats_communicator).
 void MoeGpt::distribute_replicated(const ParallelContext& par) {
   if (shard_.size > 1 || tp_.size > 1 || embed_split() || pipe_.stages > 1)
     throw std::invalid_argument("a model on the " + be_.name() +
@@ -253,7 +250,7 @@ void MoeGpt::distribute_replicated(const ParallelContext& par) {
   stats_comm_ = par.dp->dup();  // its own message space: the blocks' forward tasks only
   for (auto& b : blocks_)
     for (Acts& a : b->acts)
-      if (a.local) a.local->set_stats_communicator(stats_comm_.get());
+      if (a.moe) a.moe->set_stats_communicator(stats_comm_.get());
 }
 
 void MoeGpt::set_expert_source(ExpertSource* source) {
@@ -444,10 +441,6 @@ TaskId MoeGpt::moe_pass(TaskGraph& g, int block, int slot, MoePass pass, TaskId 
     t.layer = l;
     t.action = [this, &b, &a, N, aux_weight] {
       dscratch_.zero((size_t)N * model_.hidden);
-      if (a.local)
-        return a.local->backward(dscratch_.data(), params_.grad(b.router_w), params_.grad(b.expert_first.front()),
-                                 dresid_.data(), aux_weight, a.ln2.data(), params_.param(b.router_w),
-                                 params_.param(b.expert_first.front()));
       a.moe->backward(dscratch_.data(), params_.grad(b.router_w), b.expert_grads, dresid_.data(), aux_weight,
                       a.ln2.data(), params_.param(b.router_w), b.expert_params);
     };
@@ -467,15 +460,6 @@ TaskId MoeGpt::moe_pass(TaskGraph& g, int block, int slot, MoePass pass, TaskId 
   GraphTask t;
   t.name = "moe.forward";
   t.layer = l;
-  if (a.local) {  // a device backend's block (no expert source there: set_expert_source is CPU only)
-    const int capacity = expert_capacity(s.capacity_factor, s.N, s.K, s.E);
-    t.action = [this, &b, &a, s, capacity] {
-      a.local_aux = a.local->forward(a.ffn_out.data(), a.ln2.data(), params_.param(b.router_w),
-                                     params_.param(b.expert_first.front()), s.N, s.C, s.F, s.E, s.K, capacity,
-                                     s.gate_normalize);
-    };
-    return g.add(std::move(t), {after});
-  }
   t.action = [this, &b, &a, s, forced, l] {
     const std::vector<ExpertParams>& experts = expert_source_ ? expert_source_->acquire(l) : b.expert_params;
     a.moe->forward(a.ffn_out.data(), a.ln2.data(), params_.param(b.router_w), experts, s, forced);

@@ -33,8 +33,8 @@ void MoeGpt::collect_moe(size_t i, int slot) {
   const Block& b = *blocks_[i];
   if (b.experts == 0) return;
   const Acts& a = b.acts[(size_t)slot];
-  head_acts_[(size_t)slot].aux += a.aux();
-  const std::vector<int>& counts = a.counts();
+  head_acts_[(size_t)slot].aux += a.moe->aux();
+  const std::vector<int>& counts = a.moe->kept_counts();
   Block& mb = *blocks_[i];
   mb.step_counts.resize((size_t)b.experts, 0);
   for (int e = 0; e < b.experts; ++e) mb.step_counts[(size_t)e] += counts[(size_t)e];

@@ -18,11 +18,7 @@ struct MoeGpt::Acts {
   DeviceArray<float> x, ln1, ln1_mean, ln1_rstd, qkv /*[N,3C/t]*/, preatt, att /*[B,NH/t,T,T]*/, atty, res1, ln2,
       ln2_mean, ln2_rstd, fch, fch_gelu /*[N,F/t]*/, ffn_out;
   std::vector<int> forced;  // [N,K] synthetic expert choices (routing other than learned), host
-  std::unique_ptr<MoeLayer> moe;
-  std::unique_ptr<LocalMoe> local;  // a device backend's local block (the CPU runs `moe`)
-  float local_aux = 0.0f;           // its last forward's aux loss
-  float aux() const { return local ? local_aux : moe->routing().aux; }
-  const std::vector<int>& counts() const { return local ? local->counts() : moe->routing().counts; }
+  std::unique_ptr<MoeLayer> moe;  // on the backend's rows
 };
 
 struct MoeGpt::Block {

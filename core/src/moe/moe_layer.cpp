@@ -8,7 +8,6 @@
 
 #include "moebench/dist/communicator.h"
 #include "moebench/moe/block_graph.h"
-#include "moebench/moe/dispatch_layout.h"
 #include "moebench/runtime/thread_executor.h"
 
 namespace moebench {
@@ -27,7 +26,10 @@ void check_shape(const MoeLayerShape& s, size_t experts, bool distributed) {
 
 }  // namespace
 
-MoeLayer::MoeLayer() = default;
+MoeLayer::MoeLayer() : rows_(make_host_moe_rows()) {}
+MoeLayer::MoeLayer(std::unique_ptr<MoeRows> rows) : rows_(std::move(rows)) {
+  if (!rows_) throw std::invalid_argument("MoeLayer: no rows");
+}
 MoeLayer::~MoeLayer() = default;
 
 void MoeLayer::set_strategy(std::unique_ptr<MoeStrategy> strategy, MoeContext ctx) {
@@ -44,45 +46,13 @@ Executor& MoeLayer::executor() {
   return *own_executor_;
 }
 
-// Router, then the dispatch layout (moe/dispatch_layout.h: kept assignments grouped by expert,
-// in (token, k) order within an expert) and the gathered slot rows xg_.
+// Router, dispatch layout and the gathered rows (the rows'); the kept counts on the host.
 void MoeLayer::route(const float* x, const float* router_w, const int* forced_experts) {
-  const int N = s_.N, C = s_.C, E = s_.E, K = s_.K;
-  RouterOptions opt;
-  opt.top_k = K;
-  opt.capacity_factor = s_.capacity_factor;
-  opt.gate_normalize = s_.gate_normalize;
-  router_forward(routing_, x, router_w, N, C, E, opt, forced_experts, policy_);
-  if (stats_ && !strategy_) globalize_aux(routing_, *stats_);  // with a strategy: moe.aux_stats
-  const Routing& r = routing_;
-  offsets_.resize(E + 1);
-  slot_of_.resize((size_t)N * K);
-  token_of_.resize((size_t)N * K);  // S <= N*K; sized before the layout is known
-  dispatch_layout(offsets_.data(), slot_of_.data(), token_of_.data(), r.expert.data(), r.kept.data(), N, K, E);
-  const int S = offsets_[E];
-  token_of_.resize(S);
-  xg_.resize((size_t)S * C);
-#pragma omp parallel for schedule(static)
-  for (int slot = 0; slot < S; ++slot)
-    std::memcpy(xg_.data() + (long)slot * C, x + (long)token_of_[slot] * C, sizeof(float) * C);
-  y_.resize((size_t)S * C);
-}
-
-// Weighted combine, partitioned by destination token; k in order.
-void MoeLayer::combine(float* out) const {
-  const int N = s_.N, C = s_.C, K = s_.K;
-#pragma omp parallel for schedule(static)
-  for (int n = 0; n < N; ++n) {
-    float* o = out + (long)n * C;
-    std::fill(o, o + C, 0.0f);
-    for (int k = 0; k < K; ++k) {
-      const int slot = slot_of_[n * K + k];
-      if (slot < 0) continue;
-      const float g = routing_.gate[n * K + k];
-      const float* y = y_.data() + (long)slot * C;
-      for (int c = 0; c < C; ++c) o[c] += g * y[c];
-    }
-  }
+  rows_->route(x, router_w, s_, forced_experts, policy_);
+  if (stats_ && !strategy_) rows_->globalize_aux(*stats_);  // with a strategy: moe.aux_stats
+  const std::vector<int>& off = rows_->offsets();
+  kept_.resize(s_.E);
+  for (int e = 0; e < s_.E; ++e) kept_[e] = off[e + 1] - off[e];
 }
 
 float MoeLayer::forward(float* out, const float* x, const float* router_w,
@@ -98,13 +68,13 @@ float MoeLayer::forward(float* out, const float* x, const float* router_w,
     ex.wait(fwd_graph_, forward_tasks(fwd_graph_, ex, {}, out, x, router_w, forced_experts));
     ex.release(fwd_graph_);
     have_forward_ = true;
-    return routing_.aux;
+    return rows_->aux();
   }
   route(x, router_w, forced_experts);
-  bank_.forward(y_.data(), xg_.data(), offsets_, experts, s.C, s.F);
-  combine(out);
+  rows_->experts_forward(experts, s.F);
+  rows_->combine(out);
   have_forward_ = true;
-  return routing_.aux;
+  return rows_->aux();
 }
 
 TaskId MoeLayer::forward_tasks(TaskGraph& g, Executor& ex, TaskId after, float* out, const float* x,
@@ -117,7 +87,7 @@ TaskId MoeLayer::forward_tasks(TaskGraph& g, Executor& ex, TaskId after, float* 
   const int first = (int)g.size();
   const TaskId routed = add_router_task(g, ctx_, d, {after}, [this, x, router_w, forced_experts] {
     route(x, router_w, forced_experts);
-    for (int e = 0; e < s_.E; ++e) my_counts_[e] = offsets_[e + 1] - offsets_[e];
+    for (int e = 0; e < s_.E; ++e) my_counts_[e] = kept_[e];
   });
   const bool exchange = strategy_->exchanges_counts();
   const TaskId counted = exchange ? add_counts_task(g, ctx_, d, routed, my_counts_.data(), counts_.data()) : routed;
@@ -125,7 +95,7 @@ TaskId MoeLayer::forward_tasks(TaskGraph& g, Executor& ex, TaskId after, float* 
   if (stats_ && stats_->size() > 1) {
     if (ctx_.stats_size != stats_->size())
       throw std::logic_error("MoeLayer: the block context's DP group does not match its statistics communicator");
-    aux = add_aux_stats_task(g, ctx_, d, routed, [this](Communicator& dp) { globalize_aux(routing_, dp); });
+    aux = add_aux_stats_task(g, ctx_, d, routed, [this](Communicator& dp) { rows_->globalize_aux(dp); });
   }
   prioritise_comm(g, first, *strategy_);
   ex.submit(g);
@@ -137,11 +107,11 @@ TaskId MoeLayer::forward_tasks(TaskGraph& g, Executor& ex, TaskId after, float* 
   counts.rows = counts_;
   handle_ = strategy_->layout(counts, ctx_);
   MoeBuffers buf;
-  buf.xg = xg_.data();
-  buf.y = y_.data();
+  buf.xg = rows_->xg();
+  buf.y = rows_->y();
   const int built = (int)g.size();
   const std::vector<TaskId> done = strategy_->build(g, *handle_, MoePass::forward, {counted}, &buf, ctx_);
-  TaskId combined = add_combine_task(g, ctx_, d, MoePass::forward, done, [this, out] { combine(out); });
+  TaskId combined = add_combine_task(g, ctx_, d, MoePass::forward, done, [this, out] { rows_->combine(out); });
   if (partial_group(*strategy_, ctx_).size > 1)
     combined = add_partial_reduce_task(g, *strategy_, ctx_, d, MoePass::forward, {combined}, out);
   combined = add_forward_end(g, combined, aux);
@@ -171,56 +141,6 @@ TaskId MoeLayer::add_backward(TaskGraph& g, TaskId after, float* dx, float* drou
   return backward_tasks(g, after, dx, drouter_w, dout, aux_weight, x, router_w, true);
 }
 
-// dgate[n,k] = dout[n] . y[slot]; dy[slot] = gate[n,k] * dout[n]. Partitioned by token (each
-// slot belongs to exactly one (n,k)).
-void MoeLayer::combine_backward(const float* dout) {
-  const int N = s_.N, C = s_.C, E = s_.E, K = s_.K;
-  const int S = offsets_[E];
-  const Routing& r = routing_;
-  dgate_.resize((size_t)N * K);
-  dy_.resize((size_t)S * C);
-  dxg_.resize((size_t)S * C);
-#pragma omp parallel for schedule(static)
-  for (int n = 0; n < N; ++n) {
-    const float* d = dout + (long)n * C;
-    for (int k = 0; k < K; ++k) {
-      const int i = n * K + k, slot = slot_of_[i];
-      if (slot < 0) {
-        dgate_[i] = 0.0f;
-        continue;
-      }
-      const float* y = y_.data() + (long)slot * C;
-      float* dy = dy_.data() + (long)slot * C;
-      const float g = r.gate[i];
-      float dot = 0.0f;
-      for (int c = 0; c < C; ++c) {
-        dot += d[c] * y[c];
-        dy[c] = g * d[c];
-      }
-      dgate_[i] = dot;
-    }
-  }
-}
-
-// Scatter-add of dxg into dx (partitioned by destination token; k in order), then the router:
-// gates (through the optional normalisation) + aux -> dlogits -> dx, dWr.
-void MoeLayer::scatter_router_backward(float* dx, float* drouter_w, float aux_weight, const float* x,
-                                       const float* router_w) {
-  const int N = s_.N, C = s_.C, E = s_.E, K = s_.K;
-#pragma omp parallel for schedule(static)
-  for (int n = 0; n < N; ++n) {
-    float* o = dx + (long)n * C;
-    for (int k = 0; k < K; ++k) {
-      const int slot = slot_of_[n * K + k];
-      if (slot < 0) continue;
-      const float* g = dxg_.data() + (long)slot * C;
-      for (int c = 0; c < C; ++c) o[c] += g[c];
-    }
-  }
-  dlogits_.resize((size_t)N * E);
-  router_backward(dx, drouter_w, dlogits_.data(), dgate_.data(), aux_weight, routing_, x, router_w, C);
-}
-
 void MoeLayer::backward(float* dx, float* drouter_w, const std::vector<ExpertParams>& dexperts,
                         const float* dout, float aux_weight, const float* x,
                         const float* router_w, const std::vector<ExpertParams>& experts) {
@@ -237,45 +157,41 @@ void MoeLayer::backward(float* dx, float* drouter_w, const std::vector<ExpertPar
   }
   if (dexperts.size() != experts.size())
     throw std::invalid_argument("MoeLayer::backward: dexperts and experts differ in size");
-  combine_backward(dout);
-  bank_.backward(dxg_.data(), dy_.data(), dexperts, experts);
-  scatter_router_backward(dx, drouter_w, aux_weight, x, router_w);
+  rows_->combine_backward(dout);
+  rows_->experts_backward(dexperts, experts);
+  rows_->scatter_router_backward(dx, drouter_w, aux_weight, x, router_w);
 }
 
 TaskId MoeLayer::backward_tasks(TaskGraph& g, TaskId after, float* dx, float* drouter_w, const float* dout,
                                 float aux_weight, const float* x, const float* router_w, bool overwrite_dx) {
   const BlockDims d{s_.N, s_.C, s_.E, s_.K};
+  const long NC = (long)s_.N * s_.C;
   // Sized before the graph is built: the strategy binds its actions to these buffers.
-  dy_.resize((size_t)offsets_[s_.E] * s_.C);
-  dxg_.resize(dy_.size());
+  rows_->prepare_backward();
   const int first = (int)g.size();
-  const TaskId start = add_combine_task(g, ctx_, d, MoePass::backward, {after}, [this, dout, dx, overwrite_dx] {
-    if (overwrite_dx) std::fill(dx, dx + (long)s_.N * s_.C, 0.0f);
-    combine_backward(dout);
+  const TaskId start = add_combine_task(g, ctx_, d, MoePass::backward, {after}, [this, dout, dx, overwrite_dx, NC] {
+    if (overwrite_dx) rows_->zero(dx, NC);
+    rows_->combine_backward(dout);
   });
   MoeBuffers buf;
-  buf.dy = dy_.data();
-  buf.dxg = dxg_.data();
+  buf.dy = rows_->dy();
+  buf.dxg = rows_->dxg();
   const std::vector<TaskId> done = strategy_->build(g, *handle_, MoePass::backward, {start}, &buf, ctx_);
   TaskId end;
   const PartialGroup partial = partial_group(*strategy_, ctx_);
   if (partial.size == 1) {
     end = add_router_backward_task(g, ctx_, d, done, [this, dx, drouter_w, aux_weight, x, router_w] {
-      scatter_router_backward(dx, drouter_w, aux_weight, x, router_w);
+      rows_->scatter_router_backward(dx, drouter_w, aux_weight, x, router_w);
     });
   } else {  // this rank's share of dx (its experts or slices; the aux term on rank 0 only), summed over the group
     const float aux_here = partial.rank == 0 ? aux_weight : 0.0f;
-    const TaskId routed = add_router_backward_task(g, ctx_, d, done, [this, drouter_w, aux_here, x, router_w] {
-      std::fill(dx_part_.begin(), dx_part_.end(), 0.0f);
-      scatter_router_backward(dx_part_.data(), drouter_w, aux_here, x, router_w);
+    float* part = rows_->scratch(NC);  // the all-reduce binds its address now
+    const TaskId routed = add_router_backward_task(g, ctx_, d, done, [this, part, drouter_w, aux_here, x, router_w, NC] {
+      rows_->zero(part, NC);
+      rows_->scatter_router_backward(part, drouter_w, aux_here, x, router_w);
     });
-    dx_part_.resize((size_t)s_.N * s_.C);  // the all-reduce binds its address now
-    const TaskId reduced = add_partial_reduce_task(g, *strategy_, ctx_, d, MoePass::backward, {routed}, dx_part_.data());
-    end = add_grad_accumulate_task(g, ctx_, d, {reduced}, [this, dx] {
-      const long n = (long)s_.N * s_.C;
-#pragma omp parallel for schedule(static)
-      for (long i = 0; i < n; ++i) dx[i] += dx_part_[i];
-    });
+    const TaskId reduced = add_partial_reduce_task(g, *strategy_, ctx_, d, MoePass::backward, {routed}, part);
+    end = add_grad_accumulate_task(g, ctx_, d, {reduced}, [this, dx, part, NC] { rows_->add(dx, part, NC); });
   }
   prioritise_comm(g, first, *strategy_);
   return end;

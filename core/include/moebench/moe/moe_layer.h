@@ -1,7 +1,9 @@
 #pragma once
 // MoeLayer: one MoE block on one rank: router -> dispatch (gather the kept assignments'
-// tokens grouped by expert) -> experts -> gate-weighted combine; and its backward. The
-// experts run locally (ExpertBank, all E experts on this rank, on the calling thread) or,
+// tokens grouped by expert) -> experts -> gate-weighted combine; and its backward. The row
+// work runs on the layer's MoeRows (moe/moe_rows.h: the host's by default, a GPU's for a model
+// in device memory). The experts run locally (all E experts on this rank, on the calling
+// thread) or,
 // once set_strategy() is called, through a distributed MoeStrategy: then each pass is a task
 // graph (moe/block_graph.h) run by ctx.executor (or the layer's own): the calling thread
 // submits the router and the counts exchange, waits for the counts, lets the strategy lay
@@ -11,14 +13,11 @@
 // topology-aware gate, or set_gate_policy's) rewrites the router's choice before gates,
 // capacity and aux (forced choices too).
 //
-// Determinism: every OpenMP loop is schedule(static) and partitioned by destination row
-// (combine and scatter-add by token, gathers by slot), sums run in a fixed order, so results
-// are bit-identical run to run.
+// Determinism: as the rows' (both implementations are bit-identical run to run).
 #include <memory>
 #include <vector>
 
-#include "moebench/moe/expert_bank.h"
-#include "moebench/moe/router.h"
+#include "moebench/moe/moe_rows.h"
 #include "moebench/moe/moe_strategy.h"
 
 namespace moebench {
@@ -26,19 +25,10 @@ namespace moebench {
 class Communicator;
 class Executor;
 
-struct MoeLayerShape {
-  int N;                  // tokens on this rank
-  int C;                  // hidden size
-  int F;                  // expert FFN width
-  int E;                  // experts (over the whole EP group)
-  int K;                  // top-k
-  float capacity_factor;  // 0 = dropless (capacity is per rank, as in GShard)
-  bool gate_normalize;    // renormalise the top-k gates to sum to 1
-};
-
 class MoeLayer {
  public:
-  MoeLayer();
+  MoeLayer();  // the host's rows
+  explicit MoeLayer(std::unique_ptr<MoeRows> rows);
   ~MoeLayer();
   // Distributed experts: from now on `experts` arguments are ignored and ctx.local (the
   // experts this rank owns) is used through the strategy; the gate policy becomes the
@@ -82,7 +72,12 @@ class MoeLayer {
   TaskId add_backward(TaskGraph& g, TaskId after, float* dx, float* drouter_w, const float* dout, float aux_weight,
                       const float* x, const float* router_w);
 
-  const Routing& routing() const { return routing_; }
+  // The last forward's routing on the host (a device's rows throw std::logic_error), its
+  // unweighted aux loss (the group's with a statistics communicator) and kept assignments per
+  // expert [E].
+  const Routing& routing() const { return rows_->host_routing(); }
+  float aux() const { return rows_->aux(); }
+  const std::vector<int>& kept_counts() const { return kept_; }
   const MoeLayerShape& shape() const { return s_; }
   const MoeStrategy* strategy() const { return strategy_.get(); }
   // The strategy's choices for the last forward (MoeStrategy::decisions); none without one.
@@ -91,8 +86,8 @@ class MoeLayer {
   }
   // Dispatch layout of the last forward: expert e owns slots [offsets[e], offsets[e+1]) of
   // the gathered buffers; slot_of[n*K+k] is the slot of an assignment (-1 when dropped).
-  const std::vector<int>& expert_offsets() const { return offsets_; }
-  const std::vector<int>& slot_of() const { return slot_of_; }
+  const std::vector<int>& expert_offsets() const { return rows_->offsets(); }
+  const std::vector<int>& slot_of() const { return rows_->host_slot_of(); }
   // With a strategy: the graphs the last forward and backward ran (their schedules; the
   // actions went to the executor).
   const TaskGraph& last_forward_graph() const { return fwd_graph_; }
@@ -103,17 +98,13 @@ class MoeLayer {
   bool have_forward_ = false;
   bool start_pending_ = false;  // begin_iteration(): forward()'s graph starts with the iteration start
   void route(const float* x, const float* router_w, const int* forced_experts);
-  void combine(float* out) const;
   TaskId forward_tasks(TaskGraph& g, Executor& ex, TaskId after, float* out, const float* x, const float* router_w,
                        const int* forced_experts);
   TaskId backward_tasks(TaskGraph& g, TaskId after, float* dx, float* drouter_w, const float* dout, float aux_weight,
                         const float* x, const float* router_w, bool overwrite_dx);
-  void combine_backward(const float* dout);
-  void scatter_router_backward(float* dx, float* drouter_w, float aux_weight, const float* x,
-                               const float* router_w);
   Executor& executor();
 
-  Routing routing_;
+  std::unique_ptr<MoeRows> rows_;
   std::unique_ptr<MoeStrategy> strategy_;
   MoeContext ctx_;
   std::unique_ptr<Executor> own_executor_;  // when ctx_.executor is null
@@ -122,17 +113,7 @@ class MoeLayer {
   std::vector<long> my_counts_, counts_;    // [E], [P*E] rows per expert (this rank, the group)
   GatePolicy policy_;                       // applied to the router's choice (empty: none)
   Communicator* stats_ = nullptr;
-  ExpertBank bank_;
-  std::vector<int> offsets_;   // [E+1]
-  std::vector<int> slot_of_;   // [N*K]
-  std::vector<int> token_of_;  // [S] token of each slot
-  std::vector<float> xg_;      // [S,C] gathered inputs
-  std::vector<float> y_;       // [S,C] expert outputs (unweighted)
-  std::vector<float> dgate_;   // [N,K]
-  std::vector<float> dlogits_; // [N,E]
-  std::vector<float> dy_;      // [S,C]
-  std::vector<float> dxg_;     // [S,C]
-  std::vector<float> dx_part_; // [N,C] this rank's share of dx (partial_outputs strategies)
+  std::vector<int> kept_;      // [E] kept assignments per expert of the last forward
 };
 
 // Replaces the aux-loss statistics of r (computed from this rank's tokens) by those of the

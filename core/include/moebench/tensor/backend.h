@@ -22,30 +22,7 @@
 
 namespace moebench {
 
-class Communicator;
-
-// One MoE block with all E experts on this rank, in a device backend's memory: what MoeLayer
-// (moe/moe_layer.h) computes without a strategy — router, top-k gates, GShard capacity, aux loss,
-// experts, gate-weighted combine, and the backward — with the same accumulation rules (out
-// overwritten; dx, drouter_w and the expert gradients +=). experts / dexperts: the E experts'
-// parameters in the arena's layout (model/param_arena.h): per expert w1 [F,C], b1 [F], w2 [C,F],
-// b2 [C], one expert after the other. capacity: assignments each expert admits (0: dropless).
-// One instance per block and activation set: it keeps its forward's routing for the backward.
-class LocalMoe {
- public:
-  virtual ~LocalMoe() = default;
-  // Returns the unweighted aux loss (on the host: the forward waits for the routing).
-  virtual float forward(float* out, const float* x, const float* router_w, const float* experts, int N, int C, int F,
-                        int E, int K, int capacity, bool gate_normalize) = 0;
-  // Kept assignments per expert of the last forward [E], on the host.
-  virtual const std::vector<int>& counts() const = 0;
-  // Every later forward sums its routing statistics over `group` (the data-parallel group whose
-  // ranks hold all experts): aux, f and P become the global batch's (moe/moe_layer.h
-  // global_aux_stats, as MoeLayer::set_stats_communicator); nullptr: this rank's tokens alone.
-  virtual void set_stats_communicator(Communicator* group) = 0;
-  virtual void backward(float* dx, float* drouter_w, float* dexperts, const float* dout, float aux_weight,
-                        const float* x, const float* router_w, const float* experts) = 0;
-};
+class MoeRows;  // moe/moe_rows.h
 
 class Backend {
  public:
@@ -74,9 +51,9 @@ class Backend {
   virtual void scale(float* x, long n, float s) = 0;
   virtual void adamw_update(float* p, const float* g, float* m, float* v, long n, const AdamWHyper& h, float lr,
                             long t, float wd) = 0;
-  // A local MoE block on this backend. Device backends only: on the CPU, MoeLayer runs MoE
-  // blocks (with or without a distributed strategy) and this throws std::logic_error.
-  virtual std::unique_ptr<LocalMoe> make_local_moe() = 0;
+  // The row work of one MoE block in this backend's memory (moe/moe_rows.h), for its MoeLayer:
+  // the host's rows on the CPU, kernels/'s MoeBlock phases on a GPU.
+  virtual std::unique_ptr<MoeRows> make_moe_rows() = 0;
 
   // model/encoder.h
   virtual void encoder_forward(float* out, const int* inp, const float* wte, const float* wpe, int B, int T, int C) = 0;

@@ -69,6 +69,34 @@ class MoeBlock {
   void backward(T* dx, T* drouter_w, const ExpertWeights<T>& dw, const T* dout, float aux_weight, const T* x,
                 const T* router_w, const ExpertWeights<T>& w, cudaStream_t stream = nullptr);
 
+  // The same work in phases, for a caller that moves the routed rows itself between them (a
+  // distributed strategy: core's moe/moe_rows.h). forward = route, experts_forward, combine;
+  // backward = combine_backward, experts_backward, scatter_router_backward.
+  //   route             logits, routing, layout, the offsets (and aux) on the host, xg; sizes
+  //                     y. forced_experts: optional DEVICE [N,K] choice replacing top-k.
+  //                     Returns the unweighted aux loss.
+  //   experts_forward   y = the E experts of w applied to xg (every expert on this device).
+  //   combine           out[N,C] (overwritten) = gate-weighted sum of y.
+  //   combine_backward  dgate and dy from dout; sizes dxg (prepare_backward: the sizes alone,
+  //                     for a caller that binds dy and dxg before).
+  //   experts_backward  dxg (overwritten) and dw (+=) from dy.
+  //   scatter_router_backward  dx += dxg's rows by token, then the router: dx, drouter_w +=.
+  // xg, y, dy, dxg: [S,C] device arrays of the last route (a caller fills y and dxg itself when
+  // the experts run elsewhere).
+  float route(const T* x, const T* router_w, int N, int C, int E, int K, int capacity, bool gate_normalize,
+              const int* forced_experts = nullptr, cudaStream_t stream = nullptr);
+  void experts_forward(const ExpertWeights<T>& w, int F, cudaStream_t stream = nullptr);
+  void combine(T* out, cudaStream_t stream = nullptr);
+  void prepare_backward();  // sizes dy and dxg (combine_backward does it too)
+  void combine_backward(const T* dout, cudaStream_t stream = nullptr);
+  void experts_backward(const ExpertWeights<T>& dw, const ExpertWeights<T>& w, cudaStream_t stream = nullptr);
+  void scatter_router_backward(T* dx, T* drouter_w, float aux_weight, const T* x, const T* router_w,
+                               cudaStream_t stream = nullptr);
+  T* xg() { return xg_.data(); }
+  T* y() { return y_.data(); }
+  T* dy() { return dy_.data(); }
+  T* dxg() { return dxg_.data(); }
+
   // Of the last forward: the routing (device arrays; shape fields set), the dispatch layout
   // (offsets on the host [E+1]; slot_of [N*K] on the device, -1 when dropped) and the kept
   // assignments S = offsets[E].
@@ -83,7 +111,8 @@ class MoeBlock {
   };
 
   int N_ = 0, C_ = 0, F_ = 0, E_ = 0, K_ = 0;
-  bool have_forward_ = false;
+  bool have_forward_ = false;  // routed (the backward phases need it)
+  bool have_experts_ = false;  // experts_forward ran (experts_backward needs its activations)
   DeviceRoutingBuffers rb_;
   DeviceRouting routing_;
   std::unique_ptr<int, PinnedFree> host_offsets_;  // pinned [E+1], the D2H target
