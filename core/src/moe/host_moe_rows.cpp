@@ -135,6 +135,7 @@ class HostMoeRows final : public MoeRows {
     scratch_.resize((size_t)n);
     return scratch_.data();
   }
+  RowOps& row_ops() override { return host_row_ops(); }
 
  private:
   MoeLayerShape s_{};

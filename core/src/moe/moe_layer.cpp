@@ -35,6 +35,7 @@ MoeLayer::~MoeLayer() = default;
 void MoeLayer::set_strategy(std::unique_ptr<MoeStrategy> strategy, MoeContext ctx) {
   strategy_ = std::move(strategy);
   ctx_ = std::move(ctx);
+  ctx_.ops = &rows_->row_ops();
   ctx_.sync_group();
   policy_ = strategy_->choice_policy(ctx_);
   handle_.reset();

@@ -10,28 +10,21 @@
 namespace moebench {
 namespace {
 
-void gather_rows(float* dst, const float* src, const std::vector<std::pair<long, long>>& ranges, int C) {
+void gather_rows(RowOps& ops, float* dst, const float* src, const std::vector<std::pair<long, long>>& ranges,
+                 int C) {
   long at = 0;
   for (const auto& [first, n] : ranges) {
-    if (n) std::memcpy(dst + at * C, src + first * C, sizeof(float) * (size_t)n * C);
+    if (n) ops.copy(dst + at * C, src + first * C, n * C);
     at += n;
   }
 }
 
-void scatter_rows(float* dst, const float* src, const std::vector<std::pair<long, long>>& ranges, int C) {
+void scatter_rows(RowOps& ops, float* dst, const float* src, const std::vector<std::pair<long, long>>& ranges,
+                  int C) {
   long at = 0;
   for (const auto& [first, n] : ranges) {
-    if (n) std::memcpy(dst + first * C, src + at * C, sizeof(float) * (size_t)n * C);
+    if (n) ops.copy(dst + first * C, src + at * C, n * C);
     at += n;
-  }
-}
-
-void permute(float* dst, const float* src, const std::vector<long>& index, int C, bool to_experts) {
-  const long R = (long)index.size();
-#pragma omp parallel for schedule(static)
-  for (long i = 0; i < R; ++i) {
-    if (to_experts) std::memcpy(dst + i * C, src + index[i] * C, sizeof(float) * C);
-    else std::memcpy(dst + index[i] * C, src + i * C, sizeof(float) * C);
   }
 }
 
@@ -192,6 +185,7 @@ std::vector<TaskId> TokenExchange::build_pass(TaskGraph& g, ExchangeHandle& h, M
     throw std::logic_error("TokenExchange: backward needs its forward and dxg");
   const int C = h.C, F = h.F, D = h.D;
   const uint64_t row_bytes = (uint64_t)C * sizeof(float);
+  RowOps& ops = ctx.row_ops();
   auto label = [&](GraphTask t, int i) {
     t.layer = ctx.layer;
     t.chunk = D > 1 ? i : -1;
@@ -210,10 +204,9 @@ std::vector<TaskId> TokenExchange::build_pass(TaskGraph& g, ExchangeHandle& h, M
       t.role = StreamRole::copy;
       t.cost.copy_bytes = (uint64_t)c.S * row_bytes;
       if (act) {
-        std::vector<float>& dst = fwd ? c.send : c.d_send;
-        dst.resize((size_t)c.S * C);
+        float* dst = (fwd ? c.send : c.d_send).resize(ops, (long)c.S * C);
         const float* src = fwd ? buffers->xg : buffers->dy;
-        t.action = [&c, &dst, src, C] { gather_rows(dst.data(), src, c.pack, C); };
+        t.action = [&c, &ops, dst, src, C] { gather_rows(ops, dst, src, c.pack, C); };
       }
       entry[i] = {g.add(label(std::move(t), i), after)};
     }
@@ -224,12 +217,12 @@ std::vector<TaskId> TokenExchange::build_pass(TaskGraph& g, ExchangeHandle& h, M
     TransferSpec t = spec(fwd ? "moe.combine" : "moe.combine_grad", h, c, i, false);
     t.layer = ctx.layer;
     float* final_dst = fwd ? (act ? buffers->y : nullptr) : (act ? buffers->dxg : nullptr);
-    std::vector<float>& staging = fwd ? c.y_recv : c.dx_recv;
+    RowArray& staging = fwd ? c.y_recv : c.dx_recv;
     t.act = act;
     t.partial = ctx.experts_sliced;
     if (act) {
       t.send = fwd ? c.y_back.data() : c.dx_back.data();
-      if (packed) staging.resize((size_t)c.S * C);
+      if (packed) staging.resize(ops, (long)c.S * C);
       t.recv = packed ? staging.data() : final_dst;
     }
     TaskId done = add_transfer(g, t, {experts[i]}, ctx);
@@ -239,7 +232,7 @@ std::vector<TaskId> TokenExchange::build_pass(TaskGraph& g, ExchangeHandle& h, M
       u.category = TaskCategory::copy;
       u.role = StreamRole::copy;
       u.cost.copy_bytes = (uint64_t)c.S * row_bytes;
-      if (act) u.action = [&c, &staging, final_dst, C] { scatter_rows(final_dst, staging.data(), c.pack, C); };
+      if (act) u.action = [&c, &ops, &staging, final_dst, C] { scatter_rows(ops, final_dst, staging.data(), c.pack, C); };
       done = g.add(label(std::move(u), i), {done});
     }
     exits.push_back(done);
@@ -249,12 +242,11 @@ std::vector<TaskId> TokenExchange::build_pass(TaskGraph& g, ExchangeHandle& h, M
     ExchangeChunk& c = h.chunks[i];
     TransferSpec t = spec(fwd ? "moe.dispatch" : "moe.dispatch_grad", h, c, i, true);
     t.layer = ctx.layer;
-    std::vector<float>& in = fwd ? c.x_recv : c.d_recv;
+    RowArray& in = fwd ? c.x_recv : c.d_recv;
     t.act = act;
     if (act) {
       t.send = packed ? (fwd ? c.send.data() : c.d_send.data()) : (fwd ? buffers->xg : buffers->dy);
-      in.resize((size_t)c.R * C);
-      t.recv = in.data();
+      t.recv = in.resize(ops, (long)c.R * C);
     }
     const TaskId got = add_transfer(g, t, entry[i], ctx);
 
@@ -264,23 +256,25 @@ std::vector<TaskId> TokenExchange::build_pass(TaskGraph& g, ExchangeHandle& h, M
     x.role = StreamRole::compute;
     x.cost.flops = (fwd ? 4.0 : 8.0) * (double)c.R * C * F;
     if (act) {
+      const long RC = (long)c.R * C;
       if (fwd) {
-        c.x_exp.resize((size_t)c.R * C);
-        c.y_exp.resize((size_t)c.R * C);
-        c.y_back.resize((size_t)c.R * C);
-        x.action = [&c, &ctx, C, F] {
-          permute(c.x_exp.data(), c.x_recv.data(), c.recv_index, C, true);
-          c.bank.forward(c.y_exp.data(), c.x_exp.data(), c.local_offsets, ctx.local, C, F);
-          permute(c.y_back.data(), c.y_exp.data(), c.recv_index, C, false);
+        if (!c.bank) c.bank = ops.make_experts();
+        c.x_exp.resize(ops, RC);
+        c.y_exp.resize(ops, RC);
+        c.y_back.resize(ops, RC);
+        x.action = [&c, &ctx, &ops, C, F] {
+          ops.permute(c.x_exp.data(), c.x_recv.data(), c.recv_index, C, true);
+          c.bank->forward(c.y_exp.data(), c.x_exp.data(), c.local_offsets, ctx.local, C, F);
+          ops.permute(c.y_back.data(), c.y_exp.data(), c.recv_index, C, false);
         };
       } else {
-        c.d_exp.resize((size_t)c.R * C);
-        c.dx_exp.resize((size_t)c.R * C);
-        c.dx_back.resize((size_t)c.R * C);
-        x.action = [&c, &ctx, C] {
-          permute(c.d_exp.data(), c.d_recv.data(), c.recv_index, C, true);
-          c.bank.backward(c.dx_exp.data(), c.d_exp.data(), ctx.local_grads, ctx.local);
-          permute(c.dx_back.data(), c.dx_exp.data(), c.recv_index, C, false);
+        c.d_exp.resize(ops, RC);
+        c.dx_exp.resize(ops, RC);
+        c.dx_back.resize(ops, RC);
+        x.action = [&c, &ctx, &ops, C] {
+          ops.permute(c.d_exp.data(), c.d_recv.data(), c.recv_index, C, true);
+          c.bank->backward(c.dx_exp.data(), c.d_exp.data(), ctx.local_grads, ctx.local);
+          ops.permute(c.dx_back.data(), c.dx_exp.data(), c.recv_index, C, false);
         };
       }
     }

@@ -18,6 +18,7 @@
 
 #include "moebench/moe/expert_bank.h"
 #include "moebench/moe/router.h"
+#include "moebench/moe/row_ops.h"
 
 namespace moebench {
 
@@ -79,6 +80,8 @@ class MoeRows {
   virtual void add(float* dst, const float* src, long n) = 0;
   // A buffer of n floats in this memory, for a caller that keeps rows of its own (dx share).
   virtual float* scratch(long n) = 0;
+  // A strategy's row work in this memory (MoeLayer hands it to the strategy: MoeContext::ops).
+  virtual RowOps& row_ops() = 0;
 };
 
 // The host rows (CPU memory): MoeLayer's default.

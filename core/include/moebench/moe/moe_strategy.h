@@ -21,6 +21,7 @@
 
 #include "moebench/moe/expert_bank.h"
 #include "moebench/moe/router.h"
+#include "moebench/moe/row_ops.h"
 #include "moebench/runtime/task_graph.h"
 
 namespace moebench {
@@ -54,6 +55,10 @@ struct MoeContext {
   // experts accumulate into local_grads.
   int first_local = 0;
   std::vector<ExpertParams> local, local_grads;
+  // Where the rows live and how they are moved (the block's MoeRows', set by MoeLayer; null: the
+  // host's). A strategy's buffers and row work go through row_ops().
+  RowOps* ops = nullptr;
+  RowOps& row_ops() const { return ops ? *ops : host_row_ops(); }
   // Strategy options are not here: each strategy holds its own option struct
   // ([strategy.<name>], config/config.h), given when it is made (strategies/registry.h), and
   // reads what else it needs from the cluster (data_centric's PCIe switch pairs).

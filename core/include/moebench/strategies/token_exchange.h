@@ -8,14 +8,15 @@
 // overlap_degree chunks ([strategy.expert_centric] / [strategy.hier_a2a] overlap_degree) (Tutel's overlap degree): chunk i of the n rows a source sends
 // to an expert is rows [n*i/D, n*(i+1)/D). Per chunk the graph is
 //   pack (copy; D > 1) -> dispatch (comm) -> experts (compute: regroup the received rows,
-//   source-major, by local expert; ExpertBank; back) -> combine (comm) -> unpack (copy; D > 1)
+//   source-major, by local expert; the experts; back) -> combine (comm) -> unpack (copy; D > 1)
 // and the comm tasks are queued dispatch 0, dispatch 1, combine 0, dispatch 2, combine 1, ...
 // so the exchange of chunk i+1 overlaps the experts of chunk i. Backward moves dy and dx the
-// same way; each chunk keeps its own ExpertBank activations, and the owned experts'
+// same way; each chunk keeps its own experts' activations, and the owned experts'
 // gradients accumulate chunk after chunk on the compute stream (deterministic). D = 1 sends
 // straight from xg and receives straight into y (no copies).
 // A subclass that keeps state of its own per pass derives from TokenExchangeOf<State> (below),
-// which hands it that state typed.
+// which hands it that state typed. The rows live where the block's do (MoeContext::row_ops: host
+// memory on the CPU, the GPU's on a device) and every copy, permutation and expert runs there.
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -42,9 +43,9 @@ struct ExchangeChunk {
   std::vector<int> local_offsets;           // [L+1] received rows per local expert, expert-major
   std::vector<long> recv_index;             // expert-major row -> received (source-major) row
   long S = 0, R = 0;                        // rows sent, rows received
-  std::vector<float> send, x_recv, x_exp, y_exp, y_back, y_recv;  // forward
-  std::vector<float> d_send, d_recv, d_exp, dx_exp, dx_back, dx_recv;  // backward
-  ExpertBank bank;
+  RowArray send, x_recv, x_exp, y_exp, y_back, y_recv;      // forward
+  RowArray d_send, d_recv, d_exp, dx_exp, dx_back, dx_recv;  // backward
+  std::unique_ptr<ExpertCompute> bank;
 };
 
 // The handle of a TokenExchange pass: its chunks and the subclass's state.

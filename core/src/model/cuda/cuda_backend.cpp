@@ -1,5 +1,6 @@
 // Built only with the CUDA build (core/CMakeLists.txt: src/model/cuda/).
 #include "moebench/model/cuda_backend.h"
+#include "cuda_moe_rows.h"
 
 #include <cuda_runtime.h>
 
@@ -19,9 +20,7 @@
 #include "moebench/kernels/gelu.h"
 #include "moebench/kernels/layernorm.h"
 #include "moebench/kernels/matmul.h"
-#include "moebench/kernels/moe_block.h"
 #include "moebench/kernels/residual.h"
-#include "moebench/moe/moe_layer.h"
 #include "moebench/moe/moe_rows.h"
 #include "moebench/runtime/cuda_device_queue.h"
 
@@ -33,123 +32,6 @@ std::string gib(size_t bytes) {
   std::snprintf(s, sizeof s, "%.1f GiB", (double)bytes / (double)(1ull << 30));
   return s;
 }
-
-// MoeRows on the GPU: kernels/'s MoeBlock phases on the running task's stream, the experts in
-// the arena's per-expert layout (ExpertWeights::stride).
-class CudaMoeRows final : public MoeRows {
- public:
-  explicit CudaMoeRows(std::function<cudaStream_t()> stream) : stream_(std::move(stream)) {}
-  void route(const float* x, const float* router_w, const MoeLayerShape& s, const int* forced_experts,
-             const GatePolicy& policy) override {
-    if (policy)
-      throw std::invalid_argument("a gate policy (fastermoe's topology-aware gate) is not built on the GPU yet");
-    s_ = s;
-    cudaStream_t st = stream_();
-    const int* forced = nullptr;
-    if (forced_experts) {
-      if (forced_.size() < (size_t)s.N * s.K) forced_.resize((size_t)s.N * s.K);
-      MOEBENCH_CUDA_CHECK(cudaMemcpyAsync(forced_.data(), forced_experts, sizeof(int) * s.N * s.K,
-                                          cudaMemcpyHostToDevice, st));
-      forced = forced_.data();
-    }
-    guarded([&] {
-      aux_ = block_.route(x, router_w, s.N, s.C, s.E, s.K, expert_capacity(s.capacity_factor, s.N, s.K, s.E),
-                          s.gate_normalize, forced, st);
-    });
-  }
-  const std::vector<int>& offsets() const override { return block_.expert_offsets(); }
-  float aux() const override { return aux_; }
-  // The global batch's f, P (uploaded over the block's own: the backward's aux gradient reads
-  // them) and aux, from this rank's selections and mean probabilities.
-  void globalize_aux(Communicator& group) override {
-    const cuda::DeviceRouting& r = block_.routing();
-    const int N = s_.N, E = s_.E;
-    cudaStream_t st = stream_();
-    std::vector<int> selected((size_t)E);
-    std::vector<float> mean((size_t)E);
-    MOEBENCH_CUDA_CHECK(cudaMemcpyAsync(selected.data(), r.selected, sizeof(int) * E, cudaMemcpyDeviceToHost, st));
-    MOEBENCH_CUDA_CHECK(cudaMemcpyAsync(mean.data(), r.P, sizeof(float) * E, cudaMemcpyDeviceToHost, st));
-    MOEBENCH_CUDA_CHECK(cudaStreamSynchronize(st));
-    std::vector<double> sel(selected.begin(), selected.end()), sums((size_t)E);
-    for (int e = 0; e < E; ++e) sums[(size_t)e] = (double)mean[(size_t)e] * N;
-    global_ = global_aux_stats(sel, N, sums, s_.K, group);
-    MOEBENCH_CUDA_CHECK(cudaMemcpyAsync(r.f, global_.f.data(), sizeof(float) * E, cudaMemcpyHostToDevice, st));
-    MOEBENCH_CUDA_CHECK(cudaMemcpyAsync(r.P, global_.P.data(), sizeof(float) * E, cudaMemcpyHostToDevice, st));
-    aux_ = global_.aux;
-  }
-  const Routing& host_routing() const override {
-    throw std::logic_error("an MoE block's routing is in GPU memory (the host holds only its layout)");
-  }
-  const std::vector<int>& host_slot_of() const override {
-    throw std::logic_error("an MoE block's dispatch slots are in GPU memory (the host holds only its layout)");
-  }
-  float* xg() override { return block_.xg(); }
-  float* y() override { return block_.y(); }
-  float* dy() override { return block_.dy(); }
-  float* dxg() override { return block_.dxg(); }
-
-  void experts_forward(const std::vector<ExpertParams>& experts, int F) override {
-    guarded([&] { block_.experts_forward(weights(experts, F), F, stream_()); });
-  }
-  void combine(float* out) override { block_.combine(out, stream_()); }
-  void prepare_backward() override { guarded([&] { block_.prepare_backward(); }); }
-  void combine_backward(const float* dout) override { guarded([&] { block_.combine_backward(dout, stream_()); }); }
-  void experts_backward(const std::vector<ExpertParams>& dexperts, const std::vector<ExpertParams>& experts) override {
-    guarded([&] { block_.experts_backward(weights(dexperts, F_), weights(experts, F_), stream_()); });
-  }
-  void scatter_router_backward(float* dx, float* drouter_w, float aux_weight, const float* x,
-                               const float* router_w) override {
-    guarded([&] { block_.scatter_router_backward(dx, drouter_w, aux_weight, x, router_w, stream_()); });
-  }
-  void zero(float* x, long n) override {
-    MOEBENCH_CUDA_CHECK(cudaMemsetAsync(x, 0, sizeof(float) * (size_t)n, stream_()));
-  }
-  void add(float* dst, const float* src, long n) override {
-    cuda::residual_forward(dst, dst, src, n, stream_());
-  }
-  float* scratch(long n) override {
-    guarded([&] {
-      if ((long)scratch_.size() < n) scratch_.resize((size_t)n);
-    });
-    return scratch_.data();
-  }
-
- private:
-  // The block's buffers (routed rows, expert activations) grow with the micro-batch's tokens:
-  // an out-of-memory error says so.
-  template <typename Fn>
-  static void guarded(Fn&& fn) {
-    try {
-      fn();
-    } catch (const std::runtime_error& e) {
-      const std::string what = e.what();
-      if (what.find("out of memory") == std::string::npos) throw;
-      throw std::runtime_error(what + " (an MoE block's routed rows and expert activations); lower "
-                                      "train.batch_size or model.seq_len, or raise parallel.microbatches");
-    }
-  }
-  // The experts' parameters in the arena's layout: w1, b1, w2, b2 of one expert after the other.
-  cuda::ExpertWeights<float> weights(const std::vector<ExpertParams>& experts, int F) {
-    if (experts.empty()) throw std::invalid_argument("CudaMoeRows: no experts");
-    F_ = F;
-    const long FC = (long)F * s_.C, stride = 2 * FC + F + s_.C;
-    const ExpertParams& e0 = experts.front();
-    for (size_t e = 0; e < experts.size(); ++e) {
-      const ExpertParams& p = experts[e];
-      if (p.w1 != e0.w1 + (long)e * stride || p.b1 != p.w1 + FC || p.w2 != p.b1 + F || p.b2 != p.w2 + FC)
-        throw std::invalid_argument("CudaMoeRows: the experts are not in the parameter arena's layout");
-    }
-    return {e0.w1, e0.b1, e0.w2, e0.b2, stride};
-  }
-  std::function<cudaStream_t()> stream_;
-  cuda::MoeBlock<float> block_;
-  MoeLayerShape s_{};
-  int F_ = 0;
-  float aux_ = 0.0f;
-  AuxStats global_;  // host source of the last upload (pageable: kept until the next forward)
-  cuda::DeviceBuffer<int> forced_;
-  cuda::DeviceBuffer<float> scratch_;
-};
 
 class CudaBackend final : public Backend {
  public:
@@ -231,7 +113,7 @@ class CudaBackend final : public Backend {
     cuda::adamw_update<float>(p, m, v, nullptr, g, n, lr, hp.beta1, hp.beta2, hp.eps, wd, t, stream());
   }
   std::unique_ptr<MoeRows> make_moe_rows() override {
-    return std::make_unique<CudaMoeRows>([this] { return stream(); });
+    return make_cuda_moe_rows(*this, [this] { return stream(); });
   }
 
   void encoder_forward(float* out, const int* inp, const float* wte, const float* wpe, int B, int T, int C) override {

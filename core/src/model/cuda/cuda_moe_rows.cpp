@@ -1,0 +1,231 @@
+// Built only with the CUDA build (core/CMakeLists.txt: src/model/cuda/).
+#include "cuda_moe_rows.h"
+
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "moebench/kernels/cuda_check.h"
+#include "moebench/kernels/device_buffer.h"
+#include "moebench/kernels/experts.h"
+#include "moebench/kernels/moe_block.h"
+#include "moebench/kernels/moe_permute.h"
+#include "moebench/kernels/residual.h"
+#include "moebench/moe/moe_layer.h"
+#include "moebench/moe/moe_rows.h"
+#include "moebench/tensor/backend.h"
+
+namespace moebench {
+namespace {
+
+// The routed rows and expert activations grow with the micro-batch's tokens: an out-of-memory
+// error says so.
+template <typename Fn>
+void guarded(Fn&& fn) {
+  try {
+    fn();
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    if (what.find("out of memory") == std::string::npos) throw;
+    throw std::runtime_error(what + " (an MoE block's routed rows and expert activations); lower "
+                                    "train.batch_size or model.seq_len, or raise parallel.microbatches");
+  }
+}
+
+// Experts' parameters in the arena's layout (w1, b1, w2, b2 of one expert after the other) as
+// kernels/'s strided ExpertWeights.
+cuda::ExpertWeights<float> arena_weights(const std::vector<ExpertParams>& experts, int C, int F) {
+  if (experts.empty()) throw std::invalid_argument("MoE rows on the GPU: no experts");
+  const long FC = (long)F * C, stride = 2 * FC + F + C;
+  const ExpertParams& e0 = experts.front();
+  for (size_t e = 0; e < experts.size(); ++e) {
+    const ExpertParams& p = experts[e];
+    if (p.w1 != e0.w1 + (long)e * stride || p.b1 != p.w1 + FC || p.w2 != p.b1 + F || p.b2 != p.w2 + FC)
+      throw std::invalid_argument("MoE rows on the GPU: the experts are not in the parameter arena's layout");
+  }
+  return {e0.w1, e0.b1, e0.w2, e0.b2, stride};
+}
+
+// ExpertBank's contract on the GPU: grouped GEMMs, the activations kept for backward.
+class CudaExperts final : public ExpertCompute {
+ public:
+  explicit CudaExperts(std::function<cudaStream_t()> stream) : stream_(std::move(stream)) {}
+  void forward(float* y, const float* x, const std::vector<int>& offsets, const std::vector<ExpertParams>& experts,
+               int C, int F) override {
+    offsets_ = offsets;
+    x_ = x;
+    C_ = C, F_ = F;
+    const int L = (int)offsets.size() - 1;
+    const size_t SF = (size_t)offsets.back() * F;
+    guarded([&] {
+      grow(h_, SF);
+      grow(a_, SF);
+      cuda::experts_forward(y, h_.data(), a_.data(), x, offsets_.data(), arena_weights(experts, C, F), L, C, F,
+                            stream_());
+    });
+  }
+  void backward(float* dx, const float* dy, const std::vector<ExpertParams>& dexperts,
+                const std::vector<ExpertParams>& experts) override {
+    if (offsets_.empty()) throw std::logic_error("MoE experts on the GPU: backward without forward");
+    const int L = (int)offsets_.size() - 1;
+    const size_t SF = (size_t)offsets_.back() * F_;
+    guarded([&] {
+      grow(da_, SF);
+      grow(dh_, SF);
+      cuda::experts_backward(dx, arena_weights(dexperts, C_, F_), da_.data(), dh_.data(), dy, x_, h_.data(),
+                             a_.data(), offsets_.data(), arena_weights(experts, C_, F_), L, C_, F_, stream_());
+    });
+  }
+
+ private:
+  static void grow(cuda::DeviceBuffer<float>& b, size_t n) {
+    if (b.size() < (n ? n : 1)) b.resize(n ? n : 1);
+  }
+  std::function<cudaStream_t()> stream_;
+  std::vector<int> offsets_;
+  const float* x_ = nullptr;
+  int C_ = 0, F_ = 0;
+  cuda::DeviceBuffer<float> h_, a_, da_, dh_;
+};
+
+// A strategy's row work on the GPU. Arrays are the backend's (cudaMalloc: synchronous, so a
+// handle's arrays freed at the next pass never race its kernels); the permutation's index goes
+// up per call into a stream-ordered allocation.
+class CudaRowOps final : public RowOps {
+ public:
+  CudaRowOps(Backend& be, std::function<cudaStream_t()> stream) : be_(be), stream_(std::move(stream)) {}
+  float* allocate(long n) override {
+    return static_cast<float*>(be_.allocate(sizeof(float) * (size_t)(n > 0 ? n : 1), "an MoE block's exchanged rows"));
+  }
+  void release(float* p) noexcept override { be_.release(p); }
+  void copy(float* dst, const float* src, long n) override {
+    if (n > 0)
+      MOEBENCH_CUDA_CHECK(
+          cudaMemcpyAsync(dst, src, sizeof(float) * (size_t)n, cudaMemcpyDeviceToDevice, stream_()));
+  }
+  void permute(float* dst, const float* src, const std::vector<long>& index, int C, bool to_experts) override {
+    const int R = (int)index.size();
+    if (R == 0) return;
+    std::vector<int> gather((size_t)R);  // dst[i] = src[gather[i]]
+    for (int i = 0; i < R; ++i) {
+      if (to_experts) gather[(size_t)i] = (int)index[(size_t)i];
+      else gather[(size_t)index[(size_t)i]] = i;
+    }
+    cudaStream_t s = stream_();
+    int* d = nullptr;
+    MOEBENCH_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&d), sizeof(int) * (size_t)R, s));
+    MOEBENCH_CUDA_CHECK(cudaMemcpyAsync(d, gather.data(), sizeof(int) * (size_t)R, cudaMemcpyHostToDevice, s));
+    cuda::moe_permute_forward(dst, src, d, R, C, s);
+    MOEBENCH_CUDA_CHECK(cudaFreeAsync(d, s));
+  }
+  std::unique_ptr<ExpertCompute> make_experts() override { return std::make_unique<CudaExperts>(stream_); }
+
+ private:
+  Backend& be_;
+  std::function<cudaStream_t()> stream_;
+};
+
+// MoeRows on the GPU: kernels/'s MoeBlock phases on the running task's stream, the experts in
+// the arena's per-expert layout (ExpertWeights::stride).
+class CudaMoeRows final : public MoeRows {
+ public:
+  CudaMoeRows(Backend& be, std::function<cudaStream_t()> stream) : stream_(stream), ops_(be, std::move(stream)) {}
+  void route(const float* x, const float* router_w, const MoeLayerShape& s, const int* forced_experts,
+             const GatePolicy& policy) override {
+    if (policy)
+      throw std::invalid_argument("a gate policy (fastermoe's topology-aware gate) is not built on the GPU yet");
+    s_ = s;
+    cudaStream_t st = stream_();
+    const int* forced = nullptr;
+    if (forced_experts) {
+      if (forced_.size() < (size_t)s.N * s.K) forced_.resize((size_t)s.N * s.K);
+      MOEBENCH_CUDA_CHECK(cudaMemcpyAsync(forced_.data(), forced_experts, sizeof(int) * s.N * s.K,
+                                          cudaMemcpyHostToDevice, st));
+      forced = forced_.data();
+    }
+    guarded([&] {
+      aux_ = block_.route(x, router_w, s.N, s.C, s.E, s.K, expert_capacity(s.capacity_factor, s.N, s.K, s.E),
+                          s.gate_normalize, forced, st);
+    });
+  }
+  const std::vector<int>& offsets() const override { return block_.expert_offsets(); }
+  float aux() const override { return aux_; }
+  // The global batch's f, P (uploaded over the block's own: the backward's aux gradient reads
+  // them) and aux, from this rank's selections and mean probabilities.
+  void globalize_aux(Communicator& group) override {
+    const cuda::DeviceRouting& r = block_.routing();
+    const int N = s_.N, E = s_.E;
+    cudaStream_t st = stream_();
+    std::vector<int> selected((size_t)E);
+    std::vector<float> mean((size_t)E);
+    MOEBENCH_CUDA_CHECK(cudaMemcpyAsync(selected.data(), r.selected, sizeof(int) * E, cudaMemcpyDeviceToHost, st));
+    MOEBENCH_CUDA_CHECK(cudaMemcpyAsync(mean.data(), r.P, sizeof(float) * E, cudaMemcpyDeviceToHost, st));
+    MOEBENCH_CUDA_CHECK(cudaStreamSynchronize(st));
+    std::vector<double> sel(selected.begin(), selected.end()), sums((size_t)E);
+    for (int e = 0; e < E; ++e) sums[(size_t)e] = (double)mean[(size_t)e] * N;
+    global_ = global_aux_stats(sel, N, sums, s_.K, group);
+    MOEBENCH_CUDA_CHECK(cudaMemcpyAsync(r.f, global_.f.data(), sizeof(float) * E, cudaMemcpyHostToDevice, st));
+    MOEBENCH_CUDA_CHECK(cudaMemcpyAsync(r.P, global_.P.data(), sizeof(float) * E, cudaMemcpyHostToDevice, st));
+    aux_ = global_.aux;
+  }
+  const Routing& host_routing() const override {
+    throw std::logic_error("an MoE block's routing is in GPU memory (the host holds only its layout)");
+  }
+  const std::vector<int>& host_slot_of() const override {
+    throw std::logic_error("an MoE block's dispatch slots are in GPU memory (the host holds only its layout)");
+  }
+  float* xg() override { return block_.xg(); }
+  float* y() override { return block_.y(); }
+  float* dy() override { return block_.dy(); }
+  float* dxg() override { return block_.dxg(); }
+
+  void experts_forward(const std::vector<ExpertParams>& experts, int F) override {
+    F_ = F;
+    guarded([&] { block_.experts_forward(arena_weights(experts, s_.C, F), F, stream_()); });
+  }
+  void combine(float* out) override { block_.combine(out, stream_()); }
+  void prepare_backward() override { guarded([&] { block_.prepare_backward(); }); }
+  void combine_backward(const float* dout) override { guarded([&] { block_.combine_backward(dout, stream_()); }); }
+  void experts_backward(const std::vector<ExpertParams>& dexperts, const std::vector<ExpertParams>& experts) override {
+    guarded([&] {
+      block_.experts_backward(arena_weights(dexperts, s_.C, F_), arena_weights(experts, s_.C, F_), stream_());
+    });
+  }
+  void scatter_router_backward(float* dx, float* drouter_w, float aux_weight, const float* x,
+                               const float* router_w) override {
+    guarded([&] { block_.scatter_router_backward(dx, drouter_w, aux_weight, x, router_w, stream_()); });
+  }
+  void zero(float* x, long n) override {
+    MOEBENCH_CUDA_CHECK(cudaMemsetAsync(x, 0, sizeof(float) * (size_t)n, stream_()));
+  }
+  void add(float* dst, const float* src, long n) override {
+    cuda::residual_forward(dst, dst, src, n, stream_());
+  }
+  float* scratch(long n) override {
+    guarded([&] {
+      if ((long)scratch_.size() < n) scratch_.resize((size_t)n);
+    });
+    return scratch_.data();
+  }
+  RowOps& row_ops() override { return ops_; }
+
+ private:
+  std::function<cudaStream_t()> stream_;
+  cuda::MoeBlock<float> block_;
+  MoeLayerShape s_{};
+  int F_ = 0;
+  float aux_ = 0.0f;
+  AuxStats global_;  // host source of the last upload (pageable: kept until the next forward)
+  cuda::DeviceBuffer<int> forced_;
+  cuda::DeviceBuffer<float> scratch_;
+  CudaRowOps ops_;
+};
+
+}  // namespace
+
+std::unique_ptr<MoeRows> make_cuda_moe_rows(Backend& be, std::function<cudaStream_t()> stream) {
+  return std::make_unique<CudaMoeRows>(be, std::move(stream));
+}
+
+}  // namespace moebench
