@@ -50,6 +50,7 @@ inline QString compare_losses(const std::vector<float>& got, const std::vector<f
 inline QString compare_params(const ParamArena& mine, const ParamArena& reference, int rank, double abs_tol = 1e-4) {
   double worst = 0;
   std::string worst_name;
+  const std::vector<float> m = mine.host_data(), ref = reference.host_data();  // device arenas too
   for (const ParamView& pv : mine.views()) {
     const ParamView* rv = reference.find(pv.name);
     if (!rv) return QString("rank %1: %2 missing in the reference").arg(rank).arg(QString::fromStdString(pv.name));
@@ -59,7 +60,7 @@ inline QString compare_params(const ParamArena& mine, const ParamArena& referenc
     size_t i = 0;
     for (const auto& [offset, count] : pv.slice.whole() ? whole : pv.slice.runs)
       for (size_t j = 0; j < count; ++j, ++i) {
-        const double d = std::abs(mine.data()[pv.offset + i] - reference.data()[rv->offset + offset + j]);
+        const double d = std::abs(m[pv.offset + i] - ref[rv->offset + offset + j]);
         if (d > worst) worst = d, worst_name = pv.name;
       }
   }

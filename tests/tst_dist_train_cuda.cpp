@@ -1,6 +1,6 @@
 // ctest-labels: gpu np=2 np=4
 // Data parallelism on GPUs (run.device = "cuda", fp32, parallel.ep = 1: every expert on each
-// rank): the launched ranks, sharing the machine's GPUs (local rank mod devices; NCCL between
+// rank) and expert parallelism (parallel.ep = 0, expert_centric over NCCL): the launched ranks, sharing the machine's GPUs (local rank mod devices; NCCL between
 // ranks of one GPU through dist/device_sharing.h), train the tiny model and every rank compares
 // its per-step losses and its parameters after the steps with the one-rank GPU run within 1e-4
 // (relative). Without a CUDA build or a GPU every test is skipped; on one rank too.
@@ -26,12 +26,19 @@ class TestDistTrainCuda : public QObject {
  private slots:
   void initTestCase() { MOEBENCH_REQUIRE_GPU(); }
 
+  void data_parallel_matches_one_gpu_data() {
+    QTest::addColumn<int>("ep");
+    QTest::newRow("data parallel (every expert on each rank)") << 1;
+    QTest::newRow("expert parallel (expert_centric)") << 0;
+  }
   void data_parallel_matches_one_gpu() {
+    QFETCH(int, ep);
     auto world = MpiCommunicator::world();
     const int P = world->size();
     if (P == 1) QSKIP("needs more than one rank (run under mpirun)");
     const Config cfg = load_config(test::tiny_config_path(),
-                                   {"run.device=cuda", "run.ranks=" + std::to_string(P), "parallel.ep=1",
+                                   {"run.device=cuda", "run.ranks=" + std::to_string(P), "parallel.ep=" + std::to_string(ep),
+                                    "strategy.name=expert_centric",
                                     "train.batch_size=" + std::to_string(2 * P), "train.steps=4", "train.eval_every=0",
                                     "train.grad_clip=0.5", "moe.capacity_factor=0"});
     QTemporaryDir dir;
@@ -44,6 +51,11 @@ class TestDistTrainCuda : public QObject {
     const QString losses = test::compare_losses(got, expected, world->rank(), 1e-4f);
     QVERIFY2(losses.isEmpty(), qPrintable(losses));
 
+    if (ep != 1) {  // each rank holds its experts: compared by name
+      const QString params = test::compare_params(dist.model().params(), one.model().params(), world->rank(), 1e-4);
+      QVERIFY2(params.isEmpty(), qPrintable(params));
+      return;
+    }
     const std::vector<float> a = dist.model().params().host_data(), b = one.model().params().host_data();
     QCOMPARE(a.size(), b.size());  // every expert on each rank: the same arena
     for (const ParamView& v : one.model().params().views()) {

@@ -1,12 +1,15 @@
 // ctest-labels: mpi np=2
-// Data parallelism on a device, without a GPU: the GPU trainer's multi-rank wiring (a device
-// backend's model whose MoE blocks stay local and sum their aux statistics over the DP group,
+// Data and expert parallelism on a device, without a GPU: the GPU trainer's multi-rank wiring (a
+// device backend's model whose MoE blocks stay local and sum their aux statistics over the DP
+// group, or exchange their rows with expert_centric over the EP group's device communicators;
 // Distributed reducing the gradients over the device's data communicators from the tasks of the
-// device's StreamExecutor, checkpoints through host copies) on tests/host_device.h's device —
+// device's StreamExecutor; checkpoints through host copies) on tests/host_device.h's device —
 // the CPU's arithmetic behind device-memory arrays, the executor over fake_device_queue.h.
-// Against the same layout on the CPU (MoE blocks through their strategy with every expert on
-// each rank) and, dropless, the one-rank reference: the same per-step losses and parameters. And what
-// the data communicators carried: all-reduces only, each gradient element once per step.
+// Against the same layout on the CPU and, dropless, the one-rank reference: the same per-step
+// losses and parameters. And what the data communicators carried: the gradients' all-reduces,
+// each gradient element once per step, and with expert parallelism the rows' all-to-alls (per MoE
+// block, 4 a step: dispatch and combine, forward and backward; 2 an evaluation batch) — the
+// counts never (they go over MPI).
 #include <QtTest>
 
 #include <numeric>
@@ -30,11 +33,15 @@ class TestDistTrainDevice : public QObject {
  private slots:
   void data_parallel_on_a_device_matches_the_cpu_data() {
     QTest::addColumn<QString>("capacity");
-    QTest::newRow("dropless") << "0";  // then also the one-rank run's
-    QTest::newRow("capacity 1.5 (per rank, GShard)") << "1.5";
+    QTest::addColumn<int>("ep");
+    QTest::newRow("dropless") << "0" << 1;  // then also the one-rank run's
+    QTest::newRow("capacity 1.5 (per rank, GShard)") << "1.5" << 1;
+    QTest::newRow("expert parallel, dropless") << "0" << 0;  // ep = 0: the whole DP group
+    QTest::newRow("expert parallel, capacity 1.5") << "1.5" << 0;
   }
   void data_parallel_on_a_device_matches_the_cpu() {
     QFETCH(QString, capacity);
+    QFETCH(int, ep);
     auto world = MpiCommunicator::world();
     const int P = world->size();
     if (P == 1) QSKIP("needs more than one rank (run under mpirun)");
@@ -42,7 +49,8 @@ class TestDistTrainDevice : public QObject {
     const Config cfg = load_config(test::tiny_config_path(),
                                    {"train.steps=" + std::to_string(steps), "train.batch_size=" + std::to_string(2 * P),
                                     "train.eval_every=0", "run.ranks=" + std::to_string(P), "run.threads=1",
-                                    "parallel.ep=1", "moe.capacity_factor=" + capacity.toStdString()});
+                                    "parallel.ep=" + std::to_string(ep), "strategy.name=expert_centric",
+                                    "moe.capacity_factor=" + capacity.toStdString()});
     QTemporaryDir dir;
     const std::string out = dir.path().toStdString() + "/r" + std::to_string(world->rank());
 
@@ -73,14 +81,26 @@ class TestDistTrainDevice : public QObject {
       QVERIFY2(params_single.isEmpty(), qPrintable(params_single));
     }
 
-    // The data communicators carried the gradients' all-reduces and nothing else: every
-    // element of the arena once per step (dense buckets on DP, experts over their replicas).
-    size_t elements = 0;
+    // The data communicators carried the gradients' all-reduces (once per step every dense
+    // element over DP, and every expert element over its replicas where it has some: ep = 1)
+    // and the rows' exchanges.
+    size_t elements = 0, exchanges = 0;
     for (size_t i = built; i < log->size(); ++i) {
-      QCOMPARE(QString::fromStdString((*log)[i].op), QStringLiteral("all_reduce"));
+      const std::string& op = (*log)[i].op;
+      if (op == "all_to_all_v") {
+        ++exchanges;
+        continue;
+      }
+      QCOMPARE(QString::fromStdString(op), QStringLiteral("all_reduce"));
       elements += (*log)[i].count;
     }
-    QCOMPARE(elements, (size_t)steps * device.model().params().size());
+    size_t expert_elements = 0;
+    for (const BlockExperts& b : device.model().expert_ranges()) expert_elements += b.range.count;
+    const size_t reduced = device.model().params().size() - (ep == 1 ? 0 : expert_elements);
+    QCOMPARE(elements, (size_t)steps * reduced);
+    // 4 per MoE block and step, 2 per block and batch of the final evaluation (forward only)
+    const size_t passes = (size_t)steps * 4 + (size_t)cfg.train.eval_batches * 2;
+    QCOMPARE(exchanges, ep == 1 ? size_t(0) : passes * cfg.moe.moe_layers.size());
   }
 };
 

@@ -202,7 +202,12 @@ void MoeGpt::init(uint64_t seed) {
 void MoeGpt::distribute(const ParallelContext& par) {
   reset_graph();  // tasks of the undistributed model ran on its own executor
   executor_ = par.executor;
-  if (be_.device_memory()) return distribute_replicated(par);
+  if (be_.device_memory()) {
+    if (tp_.size > 1 || embed_split() || pipe_.stages > 1)
+      throw std::invalid_argument("a model on the " + be_.name() +
+                                  " backend runs only data and expert parallelism for now");
+    if (shard_.size == 1) return distribute_replicated(par);
+  }
   tp_comm_ = par.tp;
   if (embed_split()) {
     if (!par.dp || par.dp->size() != embed_.size || par.dp->rank() != embed_.rank)
@@ -243,9 +248,6 @@ void MoeGpt::distribute(const ParallelContext& par) {
 // stay local (no strategy) and sum their routing statistics over the DP group, so the aux loss
 // is the global batch's (MoeLayer::set_stats_communicator).
 void MoeGpt::distribute_replicated(const ParallelContext& par) {
-  if (shard_.size > 1 || tp_.size > 1 || embed_split() || pipe_.stages > 1)
-    throw std::invalid_argument("a model on the " + be_.name() +
-                                " backend runs only data parallelism with every expert on each rank for now");
   if (!par.dp) throw std::invalid_argument("MoeGpt: data parallelism needs its group");
   stats_comm_ = par.dp->dup();  // its own message space: the blocks' forward tasks only
   for (auto& b : blocks_)

@@ -42,10 +42,18 @@ Communicator& MoeContext::role_comm(StreamRole role) {
   throw std::logic_error(std::string("MoeContext::role_comm: ") + stream_role_name(role) + " is not a comm role");
 }
 
+Communicator& MoeContext::rows_comm(StreamRole role) {
+  if (!rows_streams) return role_comm(role);
+  if (role == StreamRole::comm_intra) return *rows_streams->intra;
+  if (role == StreamRole::comm_inter) return *rows_streams->inter;
+  throw std::logic_error(std::string("MoeContext::rows_comm: ") + stream_role_name(role) + " is not a comm role");
+}
+
 MoeContext ParallelContext::block_context(int layer) const {
   MoeContext ctx;
   ctx.ep = ep;
   ctx.streams = ep_streams;
+  ctx.rows_streams = ep_rows;
   ctx.topology = topology;
   ctx.cluster = cluster;
   ctx.executor = executor;

@@ -76,7 +76,7 @@ TaskId TokenExchange::add_all_to_all_v(TaskGraph& g, const TransferSpec& t, cons
       so += sc[p];
       ro += rc[p];
     }
-    Communicator* comm = &ctx.role_comm(task.role);
+    Communicator* comm = &ctx.rows_comm(task.role);
     const float* send = t.send;
     float* recv = t.recv;
     task.action = [comm, send, recv, sc, sd, rc, rd] {

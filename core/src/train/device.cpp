@@ -53,15 +53,17 @@ void check_run_device(const Config& cfg) {
   const std::string what = "run.device = \"cuda\"";
   auto not_yet = [&](const std::string& setting) {
     throw UsageError(what + " with " + setting + " is not built yet: the GPU path trains in fp32 with data "
-                            "parallelism only for now (docs/gpu.md); change that setting or use run.device = \"cpu\"");
+                            "and expert parallelism only for now (docs/gpu.md); change that setting or use run.device = \"cpu\"");
   };
   if (cfg.run.ranks > 1) {  // data parallelism, every expert on each rank, gradients over NCCL
     const ParallelConfig& p = cfg.parallel;
     if (p.tp != 1) not_yet("parallel.tp = " + std::to_string(p.tp));
     if (p.pp != 1) not_yet("parallel.pp = " + std::to_string(p.pp));
-    if (p.ep != 1 && !cfg.moe.moe_layers.empty())
+    if (p.ep != 1 && !cfg.moe.moe_layers.empty() && cfg.strategy.name != "expert_centric")
       not_yet("parallel.ep = " + std::to_string(p.ep) + (p.ep == 0 ? " (the whole data-parallel group)" : "") +
-              " (expert parallelism: set parallel.ep = 1 to hold every expert on each rank)");
+              " and strategy.name = \"" + cfg.strategy.name +
+              "\" (expert parallelism runs expert_centric on the GPU so far; or set parallel.ep = 1 to hold every "
+              "expert on each rank)");
     if (cfg.storage.dense == DenseStorage::zero3) not_yet("storage.dense = \"zero3\"");
     if (cfg.model.embedding_partition) not_yet("model.embedding_partition = true");
   }

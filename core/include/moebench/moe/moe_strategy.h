@@ -56,9 +56,13 @@ struct MoeContext {
   int first_local = 0;
   std::vector<ExpertParams> local, local_grads;
   // Where the rows live and how they are moved (the block's MoeRows', set by MoeLayer; null: the
-  // host's). A strategy's buffers and row work go through row_ops().
+  // host's). A strategy's buffers and row work go through row_ops(), and rows cross the EP group
+  // over rows_comm(role): rows_streams, the EP group's communicators for the rows' memory (NCCL
+  // for a model on a GPU), or role_comm's MPI dups when null (host memory). Host values (the
+  // counts) always go over role_comm.
   RowOps* ops = nullptr;
   RowOps& row_ops() const { return ops ? *ops : host_row_ops(); }
+  std::shared_ptr<EpStreams> rows_streams;
   // Strategy options are not here: each strategy holds its own option struct
   // ([strategy.<name>], config/config.h), given when it is made (strategies/registry.h), and
   // reads what else it needs from the cluster (data_centric's PCIe switch pairs).
@@ -88,6 +92,7 @@ struct MoeContext {
   StreamRole ep_role() const { return role_over(ep_world); }
   // The EP communicator for a comm role (creates `streams` on first use: collective over ep).
   Communicator& role_comm(StreamRole role);
+  Communicator& rows_comm(StreamRole role);
 };
 
 // The EP group's routing counts of one pass: rows[src * E + e] slot rows EP rank src sends to

@@ -21,6 +21,7 @@ struct ParallelContext {
   Communicator* dp = nullptr;         // data-parallel group (global-batch router statistics)
   Communicator* tp = nullptr;         // tensor-parallel group (Megatron's f / g all-reduces)
   std::shared_ptr<EpStreams> ep_streams;  // the EP group's comm.intra / comm.inter dups (all blocks)
+  std::shared_ptr<EpStreams> ep_rows;     // the same for rows in device memory (NCCL; null: ep_streams)
   std::shared_ptr<EpStreams> dp_streams;  // the DP group's, for the router statistics' all-reduce
   std::shared_ptr<Communicator> tp_dup;   // tp > 1: a dup of tp for the MoE blocks' comm workers
   bool experts_sliced = false;            // moe.expert_tp (DeepSpeed-TED)
