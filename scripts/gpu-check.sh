@@ -10,12 +10,14 @@
 #            nvidia-smi; tst_kernel_launch, tst_kernels_dense, tst_kernels_moe, tst_kernels_moe_block,
 #            tst_stream_executor_cuda, tst_model_cuda, tst_train_cuda;
 #            mpirun -np 2 tst_comm_nccl (2 ranks share the GPU: dist/device_sharing.h);
-#            mpirun -np 2 and -np 4 tst_dist_train_cuda (data parallelism over NCCL vs one GPU);
+#            mpirun -np 2 and -np 4 tst_dist_train_cuda (data parallelism, and expert parallelism
+#            with expert_centric, over NCCL vs one GPU);
 #            mpirun -np 4 tst_comm_mpi as Open MPI chooses and with --mca osc sm,ucx;
 #            moebench run (2 ranks: expert_centric; data_centric as Open MPI picks its one-sided
 #            component and with osc sm,ucx); bench comm --ranks 2; bench moe-layer --device cuda;
 #            the quickstart on one rank on the CPU and on cuda, and on 2 ranks on cuda with
-#            parallel.ep = 1 (validation losses within 0.03 of the CPU's);
+#            parallel.ep = 1 and with parallel.ep = 0 + expert_centric (validation losses within
+#            0.03 of the CPU's);
 #            10 steps of the 1B model on cuda in fp32
 # With the device tool: carry .gpu, command `bash scripts/gpu-check.sh run`. Prints a summary
 # table last; exit 0 only when every step passed.
@@ -112,11 +114,16 @@ run() {
   step quickstart_cuda_2ranks 300 moebench run sample_configs/quickstart.toml --ranks 2 --set cluster.nodes=1 \
     --set cluster.devices_per_node=0 --set store.enabled=false --set run.device=cuda --set parallel.ep=1 \
     --out "$D/runs/qs_cuda2"
-  step quickstart_val_loss 10 python3 - "$O/quickstart_cpu.log" "$O/quickstart_cuda.log" "$O/quickstart_cuda_2ranks.log" <<'PY'
+  step quickstart_cuda_2ranks_ep 300 moebench run sample_configs/quickstart.toml --ranks 2 --set cluster.nodes=1 \
+    --set cluster.devices_per_node=0 --set store.enabled=false --set run.device=cuda --set parallel.ep=0 \
+    --set strategy.name=expert_centric --out "$D/runs/qs_cuda2_ep"
+  step quickstart_val_loss 10 python3 - "$O/quickstart_cpu.log" "$O/quickstart_cuda.log" "$O/quickstart_cuda_2ranks.log" \
+    "$O/quickstart_cuda_2ranks_ep.log" <<'PY'
 import re, sys
 loss = [float(re.findall(r"done: .* val loss ([0-9.]+)", open(f).read())[-1]) for f in sys.argv[1:]]
 ok = all(abs(l - loss[0]) <= 0.03 for l in loss[1:])
-print(f"val loss cpu {loss[0]:.4f} cuda {loss[1]:.4f} cuda 2 ranks {loss[2]:.4f}: {'PASS' if ok else 'FAIL'}")
+print(f"val loss cpu {loss[0]:.4f} cuda {loss[1]:.4f} cuda 2 ranks {loss[2]:.4f} cuda 2 ranks expert-parallel "
+      f"{loss[3]:.4f}: {'PASS' if ok else 'FAIL'}")
 sys.exit(0 if ok else 1)
 PY
   # The 1B model of sample_configs/models on the GPU, in fp32 (bf16 is not built yet), 10 steps:

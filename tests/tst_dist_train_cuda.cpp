@@ -1,6 +1,6 @@
 // ctest-labels: gpu np=2 np=4
 // Data parallelism on GPUs (run.device = "cuda", fp32, parallel.ep = 1: every expert on each
-// rank) and expert parallelism (parallel.ep = 0, expert_centric over NCCL): the launched ranks, sharing the machine's GPUs (local rank mod devices; NCCL between
+// rank) and expert parallelism (parallel.ep = 0, expert_centric and hier_a2a over NCCL): the launched ranks, sharing the machine's GPUs (local rank mod devices; NCCL between
 // ranks of one GPU through dist/device_sharing.h), train the tiny model and every rank compares
 // its per-step losses and its parameters after the steps with the one-rank GPU run within 1e-4
 // (relative). Without a CUDA build or a GPU every test is skipped; on one rank too.
@@ -28,19 +28,24 @@ class TestDistTrainCuda : public QObject {
 
   void data_parallel_matches_one_gpu_data() {
     QTest::addColumn<int>("ep");
-    QTest::newRow("data parallel (every expert on each rank)") << 1;
-    QTest::newRow("expert parallel (expert_centric)") << 0;
+    QTest::addColumn<QString>("strategy");
+    QTest::newRow("data parallel (every expert on each rank)") << 1 << "expert_centric";
+    QTest::newRow("expert parallel (expert_centric)") << 0 << "expert_centric";
+    QTest::newRow("expert parallel (hier_a2a, two virtual nodes)") << 0 << "hier_a2a";
   }
   void data_parallel_matches_one_gpu() {
     QFETCH(int, ep);
+    QFETCH(QString, strategy);
     auto world = MpiCommunicator::world();
     const int P = world->size();
     if (P == 1) QSKIP("needs more than one rank (run under mpirun)");
-    const Config cfg = load_config(test::tiny_config_path(),
-                                   {"run.device=cuda", "run.ranks=" + std::to_string(P), "parallel.ep=" + std::to_string(ep),
-                                    "strategy.name=expert_centric",
-                                    "train.batch_size=" + std::to_string(2 * P), "train.steps=4", "train.eval_every=0",
-                                    "train.grad_clip=0.5", "moe.capacity_factor=0"});
+    std::vector<std::string> settings = {"run.device=cuda", "run.ranks=" + std::to_string(P),
+                                         "parallel.ep=" + std::to_string(ep), "strategy.name=" + strategy.toStdString(),
+                                         "train.batch_size=" + std::to_string(2 * P), "train.steps=4",
+                                         "train.eval_every=0", "train.grad_clip=0.5", "moe.capacity_factor=0"};
+    if (strategy == "hier_a2a")  // two virtual nodes over the machine's GPUs
+      settings.insert(settings.end(), {"cluster.nodes=2", "cluster.devices_per_node=" + std::to_string(P / 2)});
+    const Config cfg = load_config(test::tiny_config_path(), settings);
     QTemporaryDir dir;
     const std::string out = dir.path().toStdString() + "/r" + std::to_string(world->rank());
     Trainer one(cfg, out + "/one");

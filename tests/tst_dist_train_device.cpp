@@ -34,23 +34,30 @@ class TestDistTrainDevice : public QObject {
   void data_parallel_on_a_device_matches_the_cpu_data() {
     QTest::addColumn<QString>("capacity");
     QTest::addColumn<int>("ep");
-    QTest::newRow("dropless") << "0" << 1;  // then also the one-rank run's
-    QTest::newRow("capacity 1.5 (per rank, GShard)") << "1.5" << 1;
-    QTest::newRow("expert parallel, dropless") << "0" << 0;  // ep = 0: the whole DP group
-    QTest::newRow("expert parallel, capacity 1.5") << "1.5" << 0;
+    QTest::addColumn<QString>("strategy");
+    QTest::newRow("dropless") << "0" << 1 << "expert_centric";  // then also the one-rank run's
+    QTest::newRow("capacity 1.5 (per rank, GShard)") << "1.5" << 1 << "expert_centric";
+    QTest::newRow("expert parallel, dropless") << "0" << 0 << "expert_centric";  // ep = 0: the whole DP group
+    QTest::newRow("expert parallel, capacity 1.5") << "1.5" << 0 << "expert_centric";
+    // one rank on each of two nodes: the node phase within each rank, the rows across nodes
+    QTest::newRow("hier_a2a over two nodes, dropless") << "0" << 0 << "hier_a2a";
   }
   void data_parallel_on_a_device_matches_the_cpu() {
     QFETCH(QString, capacity);
     QFETCH(int, ep);
+    QFETCH(QString, strategy);
     auto world = MpiCommunicator::world();
     const int P = world->size();
     if (P == 1) QSKIP("needs more than one rank (run under mpirun)");
     const long steps = 4;
-    const Config cfg = load_config(test::tiny_config_path(),
-                                   {"train.steps=" + std::to_string(steps), "train.batch_size=" + std::to_string(2 * P),
-                                    "train.eval_every=0", "run.ranks=" + std::to_string(P), "run.threads=1",
-                                    "parallel.ep=" + std::to_string(ep), "strategy.name=expert_centric",
-                                    "moe.capacity_factor=" + capacity.toStdString()});
+    std::vector<std::string> settings = {"train.steps=" + std::to_string(steps),
+                                         "train.batch_size=" + std::to_string(2 * P), "train.eval_every=0",
+                                         "run.ranks=" + std::to_string(P), "run.threads=1",
+                                         "parallel.ep=" + std::to_string(ep), "strategy.name=" + strategy.toStdString(),
+                                         "moe.capacity_factor=" + capacity.toStdString()};
+    if (strategy == "hier_a2a")
+      settings.insert(settings.end(), {"cluster.nodes=" + std::to_string(P), "cluster.devices_per_node=1"});
+    const Config cfg = load_config(test::tiny_config_path(), settings);
     QTemporaryDir dir;
     const std::string out = dir.path().toStdString() + "/r" + std::to_string(world->rank());
 
@@ -98,9 +105,11 @@ class TestDistTrainDevice : public QObject {
     for (const BlockExperts& b : device.model().expert_ranges()) expert_elements += b.range.count;
     const size_t reduced = device.model().params().size() - (ep == 1 ? 0 : expert_elements);
     QCOMPARE(elements, (size_t)steps * reduced);
-    // 4 per MoE block and step, 2 per block and batch of the final evaluation (forward only)
+    // 4 per MoE block and step, 2 per block and batch of the final evaluation (forward only);
+    // hier_a2a: each in two phases, the node's and the nodes'
     const size_t passes = (size_t)steps * 4 + (size_t)cfg.train.eval_batches * 2;
-    QCOMPARE(exchanges, ep == 1 ? size_t(0) : passes * cfg.moe.moe_layers.size());
+    const size_t phases = strategy == "hier_a2a" ? 2 : 1;
+    QCOMPARE(exchanges, ep == 1 ? size_t(0) : passes * phases * cfg.moe.moe_layers.size());
   }
 };
 

@@ -49,11 +49,16 @@ Communicator& MoeContext::rows_comm(StreamRole role) {
   throw std::logic_error(std::string("MoeContext::rows_comm: ") + stream_role_name(role) + " is not a comm role");
 }
 
+std::unique_ptr<Communicator> MoeContext::rows_communicator(Communicator& group) const {
+  return rows_group ? rows_group(group) : group.dup();
+}
+
 MoeContext ParallelContext::block_context(int layer) const {
   MoeContext ctx;
   ctx.ep = ep;
   ctx.streams = ep_streams;
   ctx.rows_streams = ep_rows;
+  ctx.rows_group = rows_group;
   ctx.topology = topology;
   ctx.cluster = cluster;
   ctx.executor = executor;

@@ -4,7 +4,6 @@
 // across nodes, one aggregated message per node pair instead of one per rank pair
 // (p x fewer, p x larger inter-node messages for p ranks per node).
 #include <algorithm>
-#include <cstring>
 #include <functional>
 #include <map>
 #include <stdexcept>
@@ -54,10 +53,10 @@ Grid make_grid(const std::vector<int>& ep_world, const std::function<int(int)>& 
   return g;
 }
 
-// Scratch of one transfer, shared by its two phases (each transfer has its own: chunks and
-// blocks run their phases concurrently on the two comm roles).
+// Scratch of one transfer in the rows' memory, shared by its two phases (each transfer has its
+// own: chunks and blocks run their phases concurrently on the two comm roles).
 struct Staging {
-  std::vector<float> stage1, mid, stage2, mid2;
+  RowArray stage1, mid, stage2, mid2;
 };
 
 class HierA2a : public TokenExchange {
@@ -97,8 +96,10 @@ class HierA2a : public TokenExchange {
     if (!ctx.topology) throw std::invalid_argument("hier_a2a needs the topology");
     const Grid grid = make_grid(ctx.ep_world, [&ctx](int r) { return ctx.topology->node_of(r); });
     const int me = ctx.ep_rank;
-    intra_ = ctx.ep->split(grid.node[me], grid.local[me]);
-    inter_ = ctx.ep->split(grid.nodes + grid.local[me], grid.node[me]);
+    intra_group_ = ctx.ep->split(grid.node[me], grid.local[me]);
+    inter_group_ = ctx.ep->split(grid.nodes + grid.local[me], grid.node[me]);
+    intra_ = ctx.rows_communicator(*intra_group_);  // the rows' memory: NCCL on a GPU
+    inter_ = ctx.rows_communicator(*inter_group_);
     ep_id_ = ctx.ep;
   }
 
@@ -157,20 +158,24 @@ class HierA2a : public TokenExchange {
       if (n != my_node && sc2[n]) two.cost.bytes_to_peer.push_back({ctx.ep_world[grid.at[n][my_local]], sc2[n] * sizeof(float)});
     if (t.act) {
       auto st = std::make_shared<Staging>();
+      RowOps* ops = &ctx.row_ops();
       Communicator* intra = intra_.get();
       Communicator* inter = inter_.get();
       std::vector<long> send_off(P + 1, 0);
       for (int d = 0; d < P; ++d) send_off[d + 1] = send_off[d] + t.send_rows[d];
       const float* send = t.send;
       one.action = [=] {
-        st->stage1.clear();
+        float* stage1 = st->stage1.resize(*ops, (long)(sd[p - 1] + sc[p - 1]));
+        long at = 0;
         for (int l = 0; l < p; ++l)
           for (int n = 0; n < m; ++n) {
             const int d = grid.at[n][l];
-            st->stage1.insert(st->stage1.end(), send + send_off[d] * C, send + send_off[d + 1] * C);
+            const long len = (send_off[d + 1] - send_off[d]) * C;
+            if (len) ops->copy(stage1 + at, send + send_off[d] * C, len);
+            at += len;
           }
-        st->mid.resize(rd[p - 1] + rc[p - 1]);
-        intra->all_to_all_v(st->stage1.data(), sc.data(), sd.data(), st->mid.data(), rc.data(), rd.data(), DType::f32);
+        float* mid = st->mid.resize(*ops, (long)(rd[p - 1] + rc[p - 1]));
+        intra->all_to_all_v(stage1, sc.data(), sd.data(), mid, rc.data(), rd.data(), DType::f32);
       };
       std::vector<long> recv_off(P + 1, 0);
       for (int s = 0; s < P; ++s) recv_off[s + 1] = recv_off[s] + R(s, me);
@@ -178,24 +183,26 @@ class HierA2a : public TokenExchange {
       float* recv = t.recv;
       two.action = [=] {
         auto Rs = [&rows, P](int s, int d) { return rows[(size_t)s * P + d]; };
-        st->stage2.clear();
+        float* stage2 = st->stage2.resize(*ops, (long)(sd2[m - 1] + sc2[m - 1]));
+        const float* mid = st->mid.data();
+        long at = 0;
         for (int n = 0; n < m; ++n)
           for (int q = 0; q < p; ++q) {
             const int s = grid.at[my_node][q];
             size_t off = rd[q];  // rows of source q in mid, grouped by dest node
             for (int nn = 0; nn < n; ++nn) off += (size_t)Rs(s, grid.at[nn][my_local]) * C;
-            const size_t len = (size_t)Rs(s, grid.at[n][my_local]) * C;
-            st->stage2.insert(st->stage2.end(), st->mid.begin() + (long)off, st->mid.begin() + (long)(off + len));
+            const long len = Rs(s, grid.at[n][my_local]) * C;
+            if (len) ops->copy(stage2 + at, mid + off, len);
+            at += len;
           }
-        st->mid2.resize(rd2[m - 1] + rc2[m - 1]);
-        inter->all_to_all_v(st->stage2.data(), sc2.data(), sd2.data(), st->mid2.data(), rc2.data(), rd2.data(),
-                            DType::f32);
+        float* mid2 = st->mid2.resize(*ops, (long)(rd2[m - 1] + rc2[m - 1]));
+        inter->all_to_all_v(stage2, sc2.data(), sd2.data(), mid2, rc2.data(), rd2.data(), DType::f32);
         for (int n = 0; n < m; ++n) {
           size_t off = rd2[n];
           for (int q = 0; q < p; ++q) {
             const int s = grid.at[n][q];
-            const size_t len = (size_t)Rs(s, me) * C;
-            if (len) std::memcpy(recv + recv_off[s] * C, st->mid2.data() + off, len * sizeof(float));
+            const long len = Rs(s, me) * C;
+            if (len) ops->copy(recv + recv_off[s] * C, mid2 + off, len);
             off += len;
           }
         }
@@ -207,7 +214,8 @@ class HierA2a : public TokenExchange {
 
  private:
   const Communicator* ep_id_ = nullptr;
-  std::unique_ptr<Communicator> intra_, inter_;
+  std::unique_ptr<Communicator> intra_group_, inter_group_;  // the node splits of ep (MPI)
+  std::unique_ptr<Communicator> intra_, inter_;              // the rows' communicators over them
 };
 
 // The config rule: hier_a2a exchanges inside each node, then between nodes: every node must hold as many ranks

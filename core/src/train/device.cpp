@@ -59,10 +59,11 @@ void check_run_device(const Config& cfg) {
     const ParallelConfig& p = cfg.parallel;
     if (p.tp != 1) not_yet("parallel.tp = " + std::to_string(p.tp));
     if (p.pp != 1) not_yet("parallel.pp = " + std::to_string(p.pp));
-    if (p.ep != 1 && !cfg.moe.moe_layers.empty() && cfg.strategy.name != "expert_centric")
+    const bool on_rows = cfg.strategy.name == "expert_centric" || cfg.strategy.name == "hier_a2a";
+    if (p.ep != 1 && !cfg.moe.moe_layers.empty() && !on_rows)
       not_yet("parallel.ep = " + std::to_string(p.ep) + (p.ep == 0 ? " (the whole data-parallel group)" : "") +
               " and strategy.name = \"" + cfg.strategy.name +
-              "\" (expert parallelism runs expert_centric on the GPU so far; or set parallel.ep = 1 to hold every "
+              "\" (expert parallelism runs expert_centric and hier_a2a on the GPU so far; or set parallel.ep = 1 to hold every "
               "expert on each rank)");
     if (cfg.storage.dense == DenseStorage::zero3) not_yet("storage.dense = \"zero3\"");
     if (cfg.model.embedding_partition) not_yet("model.embedding_partition = true");

@@ -109,6 +109,7 @@ void Distributed::attach(MoeGpt& model, const Config& cfg, DeviceRuntime& device
     p.ep_rows = std::make_shared<EpStreams>();
     p.ep_rows->intra = device.data_communicator(groups_->ep());
     p.ep_rows->inter = device.data_communicator(groups_->ep());
+    p.rows_group = [&device](Communicator& group) { return device.data_communicator(group); };
   }
   p.dp_streams = std::make_shared<EpStreams>();
   p.dp_streams->intra = groups_->dp().dup();

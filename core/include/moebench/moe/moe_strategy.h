@@ -15,6 +15,7 @@
 //                           the simulator use (no communicator needed).
 // The implementations live in strategies/, one file per strategy holding it, its analytical
 // cost model (predict) and its factory; strategies/registry.h makes them by name.
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -63,6 +64,10 @@ struct MoeContext {
   RowOps* ops = nullptr;
   RowOps& row_ops() const { return ops ? *ops : host_row_ops(); }
   std::shared_ptr<EpStreams> rows_streams;
+  // The same for a group a strategy splits from ep (hier_a2a's node groups): makes the
+  // communicator rows cross `group` over (collective over it). Null: a dup of the group.
+  std::function<std::unique_ptr<Communicator>(Communicator& group)> rows_group;
+  std::unique_ptr<Communicator> rows_communicator(Communicator& group) const;
   // Strategy options are not here: each strategy holds its own option struct
   // ([strategy.<name>], config/config.h), given when it is made (strategies/registry.h), and
   // reads what else it needs from the cluster (data_centric's PCIe switch pairs).
