@@ -1,7 +1,11 @@
 // Built only with the CUDA build (core/CMakeLists.txt: src/model/cuda/).
 #include "cuda_moe_rows.h"
 
+#include <iterator>
+#include <map>
+#include <mutex>
 #include <stdexcept>
+#include <unordered_map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -89,16 +93,43 @@ class CudaExperts final : public ExpertCompute {
   cuda::DeviceBuffer<float> h_, a_, da_, dh_;
 };
 
-// A strategy's row work on the GPU. Arrays are the backend's (cudaMalloc: synchronous, so a
-// handle's arrays freed at the next pass never race its kernels); the permutation's index goes
-// up per call into a stream-ordered allocation.
+// A strategy's row work on the GPU; the permutation's index goes up per call into a
+// stream-ordered allocation. Arrays come from the backend and are kept for reuse when released
+// (cudaFree would synchronise the whole device at every pass, stalling the streams the host
+// enqueues ahead on). One instance serves one block and activation slot, whose passes the step
+// graph orders like the slot's activations, so a released array's last kernels precede its next
+// user's. Actions of several comm roles may allocate at once (hier_a2a's staging): a mutex.
 class CudaRowOps final : public RowOps {
  public:
   CudaRowOps(Backend& be, std::function<cudaStream_t()> stream) : be_(be), stream_(std::move(stream)) {}
-  float* allocate(long n) override {
-    return static_cast<float*>(be_.allocate(sizeof(float) * (size_t)(n > 0 ? n : 1), "an MoE block's exchanged rows"));
+  ~CudaRowOps() override {
+    for (const auto& [n, p] : free_) be_.release(p);
   }
-  void release(float* p) noexcept override { be_.release(p); }
+  float* allocate(long n) override {
+    n = n > 0 ? n : 1;
+    std::lock_guard lock(mu_);
+    auto it = free_.lower_bound(n);
+    if (it != free_.end() && it->first <= 2 * n) {  // reuse one not much larger
+      float* p = it->second;
+      free_.erase(it);
+      return p;
+    }
+    float* p = static_cast<float*>(be_.allocate(sizeof(float) * (size_t)n, "an MoE block's exchanged rows"));
+    size_[p] = n;
+    return p;
+  }
+  void release(float* p) noexcept override {
+    std::lock_guard lock(mu_);
+    const auto it = size_.find(p);
+    if (it == size_.end()) return;
+    if (free_.size() >= kKept) {  // a bounded pool: the largest kept goes back
+      const auto largest = std::prev(free_.end());
+      size_.erase(largest->second);
+      be_.release(largest->second);
+      free_.erase(largest);
+    }
+    free_.emplace(it->second, p);
+  }
   void copy(float* dst, const float* src, long n) override {
     if (n > 0)
       MOEBENCH_CUDA_CHECK(
@@ -122,8 +153,12 @@ class CudaRowOps final : public RowOps {
   std::unique_ptr<ExpertCompute> make_experts() override { return std::make_unique<CudaExperts>(stream_); }
 
  private:
+  static constexpr size_t kKept = 64;
   Backend& be_;
   std::function<cudaStream_t()> stream_;
+  std::mutex mu_;
+  std::multimap<long, float*> free_;          // released arrays by size (floats)
+  std::unordered_map<float*, long> size_;     // every array this made and still holds
 };
 
 // MoeRows on the GPU: kernels/'s MoeBlock phases on the running task's stream, the experts in
