@@ -4,7 +4,6 @@
 // order, so results are bit-identical run to run.
 #include <algorithm>
 #include <cstring>
-#include <stdexcept>
 
 #include "moebench/moe/dispatch_layout.h"
 #include "moebench/moe/moe_layer.h"

@@ -1,7 +1,6 @@
 #include "moebench/moe/moe_layer.h"
 
 #include <algorithm>
-#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <utility>

@@ -122,8 +122,9 @@ class MoeGpt {
   // backend: where the parameters, gradients and activations live and what runs the layer
   // functions (tensor/backend.h); it must outlive the model. On a backend with device memory
   // (cuda) every pointer the model takes or returns (x_in, dout, stage_output, input_grad,
-  // logits) is device memory. There the model runs on one rank (distribute() throws
-  // std::invalid_argument), its MoE blocks with learned routing through the backend's LocalMoe.
+  // logits) is device memory. There distribute() takes data and expert parallelism only (it
+  // throws std::invalid_argument on tensor or pipeline parallelism and the embedding partition),
+  // and the MoE blocks (learned routing) run on the backend's MoeRows (moe/moe_rows.h).
   MoeGpt(const ModelConfig& model, const MoeConfig& moe, ExpertShard shard = {}, TpShard tp = {},
          PipeStage pipe = {}, EmbedShard embed = {}, Backend& backend = cpu_backend());
   ~MoeGpt();
@@ -249,7 +250,7 @@ class MoeGpt {
   class Binding;
   friend class Binding;
   void build_params();
-  void distribute_replicated(const ParallelContext& par);  // distribute() on a device backend
+  void distribute_replicated(const ParallelContext& par);  // distribute() on a device backend holding every expert
   Block* local_block(int block) const;  // nullptr when not on this stage
   // The stage's shape for a micro-batch of B x T tokens (model/stage_graph.h).
   StageShape stage_shape(int B, int T) const;
