@@ -1,7 +1,9 @@
 #include "moebench/train/device.h"
 
 #include <stdexcept>
+#include <string>
 
+#include "moebench/config/strategy_spec.h"
 #include "moebench/config/usage_error.h"
 #include "moebench/model/cpu_backend.h"
 #include "moebench/moe/synthetic_routing.h"
@@ -48,6 +50,16 @@ int require_cuda(const std::string& what) {
   return a.devices;
 }
 
+namespace {
+// The strategies whose rows live in the block's memory (StrategySpec::device_rows): "a, b".
+std::string device_row_strategies() {
+  std::string out;
+  for (const StrategySpec* s : strategy_specs())
+    if (s->device_rows) out += (out.empty() ? "" : ", ") + s->name;
+  return out;
+}
+}  // namespace
+
 void check_run_device(const Config& cfg) {
   if (cfg.run.device != Device::cuda) return;
   const std::string what = "run.device = \"cuda\"";
@@ -55,15 +67,16 @@ void check_run_device(const Config& cfg) {
     throw UsageError(what + " with " + setting + " is not built yet: the GPU path trains in fp32 with data "
                             "and expert parallelism only for now (docs/gpu.md); change that setting or use run.device = \"cpu\"");
   };
-  if (cfg.run.ranks > 1) {  // data parallelism, every expert on each rank, gradients over NCCL
+  if (cfg.run.ranks > 1) {  // data and expert parallelism, rows and gradients over NCCL
     const ParallelConfig& p = cfg.parallel;
     if (p.tp != 1) not_yet("parallel.tp = " + std::to_string(p.tp));
     if (p.pp != 1) not_yet("parallel.pp = " + std::to_string(p.pp));
-    const bool on_rows = cfg.strategy.name == "expert_centric" || cfg.strategy.name == "hier_a2a";
-    if (p.ep != 1 && !cfg.moe.moe_layers.empty() && !on_rows)
+    const StrategySpec* spec = find_strategy_spec(cfg.strategy.name);
+    if (p.ep != 1 && !cfg.moe.moe_layers.empty() && !(spec && spec->device_rows))
       not_yet("parallel.ep = " + std::to_string(p.ep) + (p.ep == 0 ? " (the whole data-parallel group)" : "") +
               " and strategy.name = \"" + cfg.strategy.name +
-              "\" (expert parallelism runs expert_centric and hier_a2a on the GPU so far; or set parallel.ep = 1 to hold every "
+              "\" (expert parallelism runs only the strategies whose rows live on the device so far: " +
+              device_row_strategies() + "; or set parallel.ep = 1 to hold every "
               "expert on each rank)");
     if (cfg.storage.dense == DenseStorage::zero3) not_yet("storage.dense = \"zero3\"");
     if (cfg.model.embedding_partition) not_yet("model.embedding_partition = true");
