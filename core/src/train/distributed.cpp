@@ -105,7 +105,7 @@ void Distributed::attach(MoeGpt& model, const Config& cfg, DeviceRuntime& device
   p.ep_streams = std::make_shared<EpStreams>();
   p.ep_streams->intra = groups_->ep().dup();
   p.ep_streams->inter = groups_->ep().dup();
-  if (device.backend().device_memory()) {  // the rows the MoE blocks exchange live on the device
+  if (device.backend().device_memory() && groups_->ep().size() > 1) {  // the MoE blocks' rows live on the device
     p.ep_rows = std::make_shared<EpStreams>();
     p.ep_rows->intra = device.data_communicator(groups_->ep());
     p.ep_rows->inter = device.data_communicator(groups_->ep());
