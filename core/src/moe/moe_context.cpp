@@ -7,6 +7,14 @@
 #include "moebench/moe/parallel_context.h"
 
 namespace moebench {
+namespace {
+// The communicator of a comm role among a group's per-role dups.
+Communicator& of_role(EpStreams& streams, StreamRole role, const char* who) {
+  if (role == StreamRole::comm_intra) return *streams.intra;
+  if (role == StreamRole::comm_inter) return *streams.inter;
+  throw std::logic_error(std::string(who) + ": " + stream_role_name(role) + " is not a comm role");
+}
+}  // namespace
 
 void MoeContext::sync_group() {
   if (tp) {
@@ -37,16 +45,11 @@ Communicator& MoeContext::role_comm(StreamRole role) {
     streams->intra = ep->dup();
     streams->inter = ep->dup();
   }
-  if (role == StreamRole::comm_intra) return *streams->intra;
-  if (role == StreamRole::comm_inter) return *streams->inter;
-  throw std::logic_error(std::string("MoeContext::role_comm: ") + stream_role_name(role) + " is not a comm role");
+  return of_role(*streams, role, "MoeContext::role_comm");
 }
 
 Communicator& MoeContext::rows_comm(StreamRole role) {
-  if (!rows_streams) return role_comm(role);
-  if (role == StreamRole::comm_intra) return *rows_streams->intra;
-  if (role == StreamRole::comm_inter) return *rows_streams->inter;
-  throw std::logic_error(std::string("MoeContext::rows_comm: ") + stream_role_name(role) + " is not a comm role");
+  return rows_streams ? of_role(*rows_streams, role, "MoeContext::rows_comm") : role_comm(role);
 }
 
 std::unique_ptr<Communicator> MoeContext::rows_communicator(Communicator& group) const {
