@@ -1,6 +1,7 @@
 // ctest-labels: gpu np=2 np=4
 // Data parallelism on GPUs (run.device = "cuda", fp32, parallel.ep = 1: every expert on each
-// rank) and expert parallelism (parallel.ep = 0, expert_centric and hier_a2a over NCCL): the
+// rank) and expert parallelism (parallel.ep = 0, expert_centric, hier_a2a and fastermoe with its
+// shadows, smart schedule and topology-aware gate over NCCL; synthetic routing too): the
 // launched ranks, sharing the machine's GPUs (local rank mod devices; NCCL between ranks of one
 // GPU through dist/device_sharing.h), train the tiny model and every rank compares its per-step
 // losses and its parameters after the steps with the one-rank GPU run within 1e-4 (relative for
@@ -21,6 +22,7 @@
 #include "test_support.h"
 
 using namespace moebench;
+using namespace Qt::StringLiterals;
 
 class TestDistTrainCuda : public QObject {
   Q_OBJECT
@@ -30,22 +32,33 @@ class TestDistTrainCuda : public QObject {
 
   void data_parallel_matches_one_gpu_data() {
     QTest::addColumn<int>("ep");
-    QTest::addColumn<QString>("strategy");
-    QTest::newRow("data parallel (every expert on each rank)") << 1 << "expert_centric";
-    QTest::newRow("expert parallel (expert_centric)") << 0 << "expert_centric";
-    QTest::newRow("expert parallel (hier_a2a, two virtual nodes)") << 0 << "hier_a2a";
+    QTest::addColumn<QString>("strategy");  // fastermoe: "+shadow", "+smart", "+groupN", "+topo_gate"
+    QTest::addColumn<QString>("routing");
+    QTest::newRow("data parallel (every expert on each rank)") << 1 << "expert_centric" << "learned";
+    QTest::newRow("expert parallel (expert_centric)") << 0 << "expert_centric" << "learned";
+    QTest::newRow("expert parallel (expert_centric, zipf routing)") << 0 << "expert_centric" << "zipf:1.2";
+    QTest::newRow("expert parallel (hier_a2a, two virtual nodes)") << 0 << "hier_a2a" << "learned";
+    QTest::newRow("fastermoe shadow + smart, hot expert") << 0 << "fastermoe+shadow+smart+group1" << "hot:0,1";
+    QTest::newRow("fastermoe topo_gate") << 0 << "fastermoe+topo_gate" << "learned";
   }
   void data_parallel_matches_one_gpu() {
     QFETCH(int, ep);
     QFETCH(QString, strategy);
+    QFETCH(QString, routing);
     auto world = MpiCommunicator::world();
     const int P = world->size();
     if (P == 1) QSKIP("needs more than one rank (run under mpirun)");
+    const QStringList parts = strategy.split(u'+');
     std::vector<std::string> settings = {"run.device=cuda", "run.ranks=" + std::to_string(P),
-                                         "parallel.ep=" + std::to_string(ep), "strategy.name=" + strategy.toStdString(),
+                                         "parallel.ep=" + std::to_string(ep), "strategy.name=" + parts[0].toStdString(),
                                          "train.batch_size=" + std::to_string(2 * P), "train.steps=4",
-                                         "train.eval_every=0", "train.grad_clip=0.5", "moe.capacity_factor=0"};
-    if (strategy == "hier_a2a")  // two virtual nodes over the machine's GPUs
+                                         "train.eval_every=0", "train.grad_clip=0.5", "moe.capacity_factor=0",
+                                         "moe.routing=" + routing.toStdString()};
+    for (const QString& o : parts.mid(1))
+      settings.push_back(o.startsWith(u"group"_s) ? "strategy.fastermoe.group_size=" + o.mid(5).toStdString()
+                                                  : "strategy.fastermoe." + o.toStdString() + "=true");
+    if (routing.startsWith(u"hot:"_s)) settings.push_back("moe.top_k=1");  // the hot expert's rows only
+    if (parts[0] != "expert_centric")  // two virtual nodes over the machine's GPUs
       settings.insert(settings.end(), {"cluster.nodes=2", "cluster.devices_per_node=" + std::to_string(P / 2)});
     const Config cfg = load_config(test::tiny_config_path(), settings);
     QTemporaryDir dir;

@@ -8,7 +8,8 @@
 // Against the same layout on the CPU and, dropless, the one-rank reference: the same per-step
 // losses and parameters. And what the data communicators carried: the gradients' all-reduces,
 // each gradient element once per step, and with expert parallelism the rows' all-to-alls (per MoE
-// block, 4 a step: dispatch and combine, forward and backward; 2 an evaluation batch) — the
+// block, 4 a step: dispatch and combine, forward and backward; 2 an evaluation batch; fastermoe
+// also its shadows' broadcasts and gradient reduces) — the
 // counts never (they go over MPI).
 #include <QtTest>
 
@@ -26,6 +27,7 @@
 #include "test_support.h"
 
 using namespace moebench;
+using namespace Qt::StringLiterals;
 
 class TestDistTrainDevice : public QObject {
   Q_OBJECT
@@ -34,28 +36,45 @@ class TestDistTrainDevice : public QObject {
   void data_parallel_on_a_device_matches_the_cpu_data() {
     QTest::addColumn<QString>("capacity");
     QTest::addColumn<int>("ep");
-    QTest::addColumn<QString>("strategy");
-    QTest::newRow("dropless") << "0" << 1 << "expert_centric";  // then also the one-rank run's
-    QTest::newRow("capacity 1.5 (per rank, GShard)") << "1.5" << 1 << "expert_centric";
-    QTest::newRow("expert parallel, dropless") << "0" << 0 << "expert_centric";  // ep = 0: the whole DP group
-    QTest::newRow("expert parallel, capacity 1.5") << "1.5" << 0 << "expert_centric";
+    QTest::addColumn<QString>("strategy");  // fastermoe: "+shadow", "+smart", "+groupN", "+topo_gate" set its options
+    QTest::addColumn<QString>("routing");
+    QTest::newRow("dropless") << "0" << 1 << "expert_centric" << "learned";  // then also the one-rank run's
+    QTest::newRow("capacity 1.5 (per rank, GShard)") << "1.5" << 1 << "expert_centric" << "learned";
+    QTest::newRow("expert parallel, dropless") << "0" << 0 << "expert_centric" << "learned";  // ep = 0: the whole DP group
+    QTest::newRow("expert parallel, capacity 1.5") << "1.5" << 0 << "expert_centric" << "learned";
+    QTest::newRow("expert parallel, zipf routing") << "0" << 0 << "expert_centric" << "zipf:1.2";
     // one rank on each of two nodes: the node phase within each rank, the rows across nodes
-    QTest::newRow("hier_a2a over two nodes, dropless") << "0" << 0 << "hier_a2a";
+    QTest::newRow("hier_a2a over two nodes, dropless") << "0" << 0 << "hier_a2a" << "learned";
+    // fastermoe over two nodes of one rank: a hot expert is shadowed (broadcast, computed where
+    // its tokens are, its gradient reduced to the owner); smart exchanges in one chunk per group
+    QTest::newRow("fastermoe shadow, every token to expert 1") << "0" << 0 << "fastermoe+shadow" << "hot:1,1";
+    QTest::newRow("fastermoe smart, groups of 1") << "0" << 0 << "fastermoe+smart+group1" << "learned";
+    QTest::newRow("fastermoe smart + shadow, capacity 1.5") << "1.5" << 0 << "fastermoe+shadow+smart+group1"
+                                                            << "hot:0,1";
+    QTest::newRow("fastermoe topo_gate") << "0" << 0 << "fastermoe+topo_gate" << "learned";
   }
   void data_parallel_on_a_device_matches_the_cpu() {
     QFETCH(QString, capacity);
     QFETCH(int, ep);
     QFETCH(QString, strategy);
+    QFETCH(QString, routing);
     auto world = MpiCommunicator::world();
     const int P = world->size();
     if (P == 1) QSKIP("needs more than one rank (run under mpirun)");
     const long steps = 4;
+    const QStringList parts = strategy.split(u'+');
+    const QString name = parts[0];
     std::vector<std::string> settings = {"train.steps=" + std::to_string(steps),
                                          "train.batch_size=" + std::to_string(2 * P), "train.eval_every=0",
                                          "run.ranks=" + std::to_string(P), "run.threads=1",
-                                         "parallel.ep=" + std::to_string(ep), "strategy.name=" + strategy.toStdString(),
-                                         "moe.capacity_factor=" + capacity.toStdString()};
-    if (strategy == "hier_a2a")
+                                         "parallel.ep=" + std::to_string(ep), "strategy.name=" + name.toStdString(),
+                                         "moe.capacity_factor=" + capacity.toStdString(),
+                                         "moe.routing=" + routing.toStdString()};
+    if (routing.startsWith(u"hot:"_s)) settings.push_back("moe.top_k=1");  // the hot expert's rows only
+    for (const QString& o : parts.mid(1))
+      settings.push_back(o.startsWith(u"group"_s) ? "strategy.fastermoe.group_size=" + o.mid(5).toStdString()
+                                                  : "strategy.fastermoe." + o.toStdString() + "=true");
+    if (name != "expert_centric")
       settings.insert(settings.end(), {"cluster.nodes=" + std::to_string(P), "cluster.devices_per_node=1"});
     const Config cfg = load_config(test::tiny_config_path(), settings);
     QTemporaryDir dir;
@@ -91,24 +110,35 @@ class TestDistTrainDevice : public QObject {
     // The data communicators carried the gradients' all-reduces (once per step every dense
     // element over DP, and every expert element over its replicas where it has some: ep = 1)
     // and the rows' exchanges.
-    size_t elements = 0, exchanges = 0;
+    size_t elements = 0, exchanges = 0, broadcasts = 0, reduces = 0;
     for (size_t i = built; i < log->size(); ++i) {
       const std::string& op = (*log)[i].op;
-      if (op == "all_to_all_v") {
-        ++exchanges;
-        continue;
+      if (op == "all_to_all_v") ++exchanges;
+      else if (op == "broadcast") ++broadcasts;  // fastermoe's shadowed experts, forward
+      else if (op == "reduce") ++reduces;        // ... and their gradients to the owner
+      else {
+        QCOMPARE(QString::fromStdString(op), QStringLiteral("all_reduce"));
+        elements += (*log)[i].count;
       }
-      QCOMPARE(QString::fromStdString(op), QStringLiteral("all_reduce"));
-      elements += (*log)[i].count;
+    }
+    if (parts.contains(u"shadow"_s)) {
+      QVERIFY2(broadcasts > 0 && reduces > 0, "no expert was shadowed on the device's communicators");
+      double shadowed = 0;
+      for (const StrategyDecision& d : device.model().strategy_decisions(1))
+        if (d.key == "fastermoe.shadowed") shadowed = d.value;
+      QVERIFY2(shadowed >= 1, "Algorithm 1 shadowed no expert of the hot routing");
+    } else {
+      QCOMPARE(broadcasts + reduces, size_t(0));
     }
     size_t expert_elements = 0;
     for (const BlockExperts& b : device.model().expert_ranges()) expert_elements += b.range.count;
     const size_t reduced = device.model().params().size() - (ep == 1 ? 0 : expert_elements);
     QCOMPARE(elements, (size_t)steps * reduced);
     // 4 per MoE block and step, 2 per block and batch of the final evaluation (forward only);
-    // hier_a2a: each in two phases, the node's and the nodes'
     const size_t passes = (size_t)steps * 4 + (size_t)cfg.train.eval_batches * 2;
-    const size_t phases = strategy == "hier_a2a" ? 2 : 1;
+    // hier_a2a: each in two phases, the node's and the nodes'; fastermoe's smart schedule: one
+    // chunk per group of ranks
+    const size_t phases = name == "hier_a2a" ? 2 : parts.contains(u"smart"_s) ? (size_t)P : 1;
     QCOMPARE(exchanges, ep == 1 ? size_t(0) : passes * phases * cfg.moe.moe_layers.size());
   }
 };

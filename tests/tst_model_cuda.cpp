@@ -4,7 +4,7 @@
 // batches give the same losses and gradients within 1e-4 (fp32: cuBLAS and the kernels sum in
 // another order than BLAS and the CPU loops). Dense and MoE blocks (kernels/'s MoeBlock on the
 // arena's expert layout), capacity drops, tied and untied heads, a batch shorter than
-// model.seq_len; the second micro-batch accumulates. An allocation the GPU cannot hold names its
+// model.seq_len, synthetic routing; the second micro-batch accumulates. An allocation the GPU cannot hold names its
 // size, what it was for and the GPU; what the GPU path does not run yet is refused by name.
 // Without a CUDA build or a GPU every test is skipped.
 #include <QtTest>
@@ -56,11 +56,16 @@ class TestModelCuda : public QObject {
     QTest::addColumn<std::vector<int>>("moe_layers");
     QTest::addColumn<std::vector<int>>("experts");
     QTest::addColumn<float>("capacity");
-    QTest::newRow("dense, untied head, full sequence") << false << 24 << std::vector<int>{} << std::vector<int>{} << 0.0f;
-    QTest::newRow("dense, tied head, shorter sequence") << true << 17 << std::vector<int>{} << std::vector<int>{} << 0.0f;
-    QTest::newRow("moe block 1, 4 experts") << false << 24 << std::vector<int>{1} << std::vector<int>{4} << 0.0f;
-    QTest::newRow("moe capacity 1.0 drops") << true << 24 << std::vector<int>{1} << std::vector<int>{4} << 1.0f;
-    QTest::newRow("PR-MoE 2 and 8 experts") << false << 20 << std::vector<int>{0, 2} << std::vector<int>{2, 8} << 0.0f;
+    QTest::addColumn<QString>("routing");
+    using V = std::vector<int>;
+    QTest::newRow("dense, untied head, full sequence") << false << 24 << V{} << V{} << 0.0f << "learned";
+    QTest::newRow("dense, tied head, shorter sequence") << true << 17 << V{} << V{} << 0.0f << "learned";
+    QTest::newRow("moe block 1, 4 experts") << false << 24 << V{1} << V{4} << 0.0f << "learned";
+    QTest::newRow("moe capacity 1.0 drops") << true << 24 << V{1} << V{4} << 1.0f << "learned";
+    QTest::newRow("PR-MoE 2 and 8 experts") << false << 20 << V{0, 2} << V{2, 8} << 0.0f << "learned";
+    // synthetic routing: the forced choice, gated by the router's probabilities
+    QTest::newRow("zipf routing, capacity 1.0") << false << 24 << V{1} << V{4} << 1.0f << "zipf:1.5";
+    QTest::newRow("hot expert routing") << true << 24 << V{0, 2} << V{2, 8} << 0.0f << "hot:3,0.7";
   }
   void forward_backward_matches_the_cpu() {
     QFETCH(bool, tied);
@@ -68,6 +73,7 @@ class TestModelCuda : public QObject {
     QFETCH(std::vector<int>, moe_layers);
     QFETCH(std::vector<int>, experts);
     QFETCH(float, capacity);
+    QFETCH(QString, routing);
     const ModelConfig model = small_model(tied);
     MoeConfig moe;
     moe.moe_layers = moe_layers;
@@ -80,6 +86,8 @@ class TestModelCuda : public QObject {
     MoeGpt cpu_model(model, moe), gpu_model(model, moe, {}, {}, {}, {}, *gpu);
     cpu_model.init(7);
     gpu_model.init(7);
+    cpu_model.set_routing(parse_routing(routing.toStdString()), 11);
+    gpu_model.set_routing(parse_routing(routing.toStdString()), 11);
     QVERIFY(gpu_model.params().host_data() == cpu_model.params().host_data());  // init writes the same bits
 
     const int B = 3;
@@ -128,7 +136,12 @@ class TestModelCuda : public QObject {
     moe.experts = {4};
     moe.top_k = 2;
     MoeGpt m(small_model(false), moe, {}, {}, {}, {}, *gpu);
-    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, m.set_routing(parse_routing("uniform"), 1));
+    struct NoExperts : ExpertSource {
+      std::vector<ExpertParams> none;
+      const std::vector<ExpertParams>& acquire(int) override { return none; }
+      void release(int) override {}
+    } source;
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, m.set_expert_source(&source));  // offloading: host experts
   }
 #endif
 };

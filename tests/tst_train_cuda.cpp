@@ -92,7 +92,7 @@ class TestTrainCuda : public QObject {
     QTest::newRow("experts over two ranks") << "run.ranks=2" << "parallel.ep = 0";
     QTest::newRow("tensor parallelism") << "run.ranks=2,parallel.tp=2,parallel.ep=1" << "parallel.tp = 2";
     QTest::newRow("bf16") << "run.precision=bf16" << "run.precision = \"bf16\"";
-    QTest::newRow("synthetic routing") << "moe.routing=uniform" << "moe.routing = \"uniform\"";
+    QTest::newRow("the SSD tier") << "storage.sparse=ssd,storage.ssd_dir=/tmp" << "storage.sparse = \"ssd\"";
   }
   void what_the_gpu_does_not_train_yet_is_refused() {
     QFETCH(QString, set);

@@ -262,9 +262,6 @@ void MoeGpt::set_expert_source(ExpertSource* source) {
 }
 
 void MoeGpt::set_routing(const RoutingSpec& spec, uint64_t seed) {
-  if (be_.device_memory() && spec.kind != RoutingSpec::Kind::learned && !moe_.moe_layers.empty())
-    throw std::invalid_argument("moe.routing = \"" + routing_text(spec) + "\" on the " + be_.name() +
-                                " backend is not built yet: only learned routing runs there");
   routing_ = spec;
   routing_seed_ = seed;
 }

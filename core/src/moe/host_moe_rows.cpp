@@ -125,11 +125,6 @@ class HostMoeRows final : public MoeRows {
     router_backward(dx, drouter_w, dlogits_.data(), dgate_.data(), aux_weight, routing_, x, router_w, C);
   }
 
-  void zero(float* x, long n) override { std::fill(x, x + n, 0.0f); }
-  void add(float* dst, const float* src, long n) override {
-#pragma omp parallel for schedule(static)
-    for (long i = 0; i < n; ++i) dst[i] += src[i];
-  }
   float* scratch(long n) override {
     scratch_.resize((size_t)n);
     return scratch_.data();

@@ -29,6 +29,13 @@ class HostRowOps final : public RowOps {
   void copy(float* dst, const float* src, long n) override {
     if (n > 0) std::memcpy(dst, src, sizeof(float) * (size_t)n);
   }
+  void zero(float* x, long n) override {
+    if (n > 0) std::memset(x, 0, sizeof(float) * (size_t)n);
+  }
+  void add(float* dst, const float* src, long n) override {
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < n; ++i) dst[i] += src[i];
+  }
   void permute(float* dst, const float* src, const std::vector<long>& index, int C, bool to_experts) override {
     const long R = (long)index.size();
 #pragma omp parallel for schedule(static)

@@ -170,7 +170,7 @@ TaskId MoeLayer::backward_tasks(TaskGraph& g, TaskId after, float* dx, float* dr
   rows_->prepare_backward();
   const int first = (int)g.size();
   const TaskId start = add_combine_task(g, ctx_, d, MoePass::backward, {after}, [this, dout, dx, overwrite_dx, NC] {
-    if (overwrite_dx) rows_->zero(dx, NC);
+    if (overwrite_dx) rows_->row_ops().zero(dx, NC);
     rows_->combine_backward(dout);
   });
   MoeBuffers buf;
@@ -187,11 +187,11 @@ TaskId MoeLayer::backward_tasks(TaskGraph& g, TaskId after, float* dx, float* dr
     const float aux_here = partial.rank == 0 ? aux_weight : 0.0f;
     float* part = rows_->scratch(NC);  // the all-reduce binds its address now
     const TaskId routed = add_router_backward_task(g, ctx_, d, done, [this, part, drouter_w, aux_here, x, router_w, NC] {
-      rows_->zero(part, NC);
+      rows_->row_ops().zero(part, NC);
       rows_->scatter_router_backward(part, drouter_w, aux_here, x, router_w);
     });
     const TaskId reduced = add_partial_reduce_task(g, *strategy_, ctx_, d, MoePass::backward, {routed}, part);
-    end = add_grad_accumulate_task(g, ctx_, d, {reduced}, [this, dx, part, NC] { rows_->add(dx, part, NC); });
+    end = add_grad_accumulate_task(g, ctx_, d, {reduced}, [this, dx, part, NC] { rows_->row_ops().add(dx, part, NC); });
   }
   prioritise_comm(g, first, *strategy_);
   return end;

@@ -1,6 +1,5 @@
 #include "fastermoe_shadow.h"
 
-#include <cstring>
 #include <stdexcept>
 
 #include "moebench/dist/communicator.h"
@@ -39,17 +38,6 @@ int binomial_parent(int rank, int root, int P) {
   return ((vr & (vr - 1)) + root) % P;
 }
 
-void move_rows(float* dst, const float* src, const std::vector<std::pair<long, long>>& ranges, int C, bool gather) {
-  long at = 0;
-  for (const auto& [first, n] : ranges) {
-    if (n) {
-      if (gather) std::memcpy(dst + at * C, src + first * C, sizeof(float) * (size_t)n * C);
-      else std::memcpy(dst + first * C, src + at * C, sizeof(float) * (size_t)n * C);
-    }
-    at += n;
-  }
-}
-
 GraphTask task(const char* name, TaskCategory category, StreamRole role, int layer, int expert = -1) {
   GraphTask t;
   t.name = name;
@@ -60,9 +48,10 @@ GraphTask task(const char* name, TaskCategory category, StreamRole role, int lay
   return t;
 }
 
-std::vector<ExpertParams> copies(std::vector<std::vector<float>>& blocks, int C, int F) {
+// The views of the k shadowed experts' blocks, one after another from p.
+std::vector<ExpertParams> copies(float* p, size_t k, int C, int F) {
   std::vector<ExpertParams> out;
-  for (auto& b : blocks) out.push_back(views(b.data(), C, F));
+  for (size_t i = 0; i < k; ++i) out.push_back(views(p + i * param_count(C, F), C, F));
   return out;
 }
 
@@ -86,9 +75,11 @@ TaskId add_shadow_forward(TaskGraph& g, ShadowState& st, const std::vector<TaskI
   const size_t n = param_count(C, F);
   const StreamRole role = ctx.ep_role();
   const bool act = buffers != nullptr;
+  RowOps& ops = ctx.row_ops();
   if (act) {
-    st.params.assign(st.experts.size(), std::vector<float>(n));
-    st.grads.assign(st.experts.size(), std::vector<float>(n));
+    st.params.resize(ops, (long)(st.experts.size() * n));
+    st.grads.resize(ops, (long)(st.experts.size() * n));
+    if (!st.bank) st.bank = ops.make_experts();
   }
   std::vector<TaskId> sent;
   for (size_t k = 0; k < st.experts.size(); ++k) {
@@ -97,16 +88,16 @@ TaskId add_shadow_forward(TaskGraph& g, ShadowState& st, const std::vector<TaskI
     for (int child : binomial_children(ctx.ep_rank, owner, P))
       t.cost.bytes_to_peer.push_back({ctx.ep_world[(size_t)child], (uint64_t)(n * sizeof(float))});
     if (act) {
-      Communicator* comm = &ctx.role_comm(role);
-      float* dst = st.params[k].data();
+      Communicator* comm = &ctx.rows_comm(role);
+      float* dst = st.params.data() + k * n;
       const ExpertParams src = owner == ctx.ep_rank ? ctx.local[(size_t)(e - ctx.first_local)] : ExpertParams{};
-      t.action = [comm, dst, src, n, owner, C, F] {
+      t.action = [comm, &ops, dst, src, n, owner, C, F] {
         if (src.w1) {
           const ExpertParams v = views(dst, C, F);
-          std::memcpy(v.w1, src.w1, sizeof(float) * (size_t)F * C);
-          std::memcpy(v.b1, src.b1, sizeof(float) * (size_t)F);
-          std::memcpy(v.w2, src.w2, sizeof(float) * (size_t)C * F);
-          std::memcpy(v.b2, src.b2, sizeof(float) * (size_t)C);
+          ops.copy(v.w1, src.w1, (long)F * C);
+          ops.copy(v.b1, src.b1, F);
+          ops.copy(v.w2, src.w2, (long)C * F);
+          ops.copy(v.b2, src.b2, C);
         }
         comm->broadcast(dst, n, DType::f32, owner);
       };
@@ -118,13 +109,14 @@ TaskId add_shadow_forward(TaskGraph& g, ShadowState& st, const std::vector<TaskI
   if (act) {
     if (!buffers->y || (!buffers->xg && st.offsets.back() > 0))
       throw std::invalid_argument("fastermoe: the shadowed experts' forward needs xg and y");
-    x.action = [&st, buffers = *buffers] {
-      const size_t rows = (size_t)st.offsets.back();
-      st.x.resize(rows * st.C);
-      st.y.resize(rows * st.C);
-      move_rows(st.x.data(), buffers.xg, st.rows, st.C, true);
-      st.bank.forward(st.y.data(), st.x.data(), st.offsets, copies(st.params, st.C, st.F), st.C, st.F);
-      move_rows(buffers.y, st.y.data(), st.rows, st.C, false);
+    const long rows = st.offsets.back();
+    st.x.resize(ops, rows * C);
+    st.y.resize(ops, rows * C);
+    x.action = [&st, &ops, buffers = *buffers] {
+      gather_row_ranges(ops, st.x.data(), buffers.xg, st.rows, st.C);
+      st.bank->forward(st.y.data(), st.x.data(), st.offsets, copies(st.params.data(), st.experts.size(), st.C, st.F),
+                       st.C, st.F);
+      scatter_row_ranges(ops, buffers.y, st.y.data(), st.rows, st.C);
     };
   }
   return g.add(std::move(x), sent);
@@ -135,16 +127,19 @@ TaskId add_shadow_backward(TaskGraph& g, ShadowState& st, const std::vector<Task
   GraphTask x = task("moe.shadow.experts_backward", TaskCategory::compute, StreamRole::compute, ctx.layer);
   x.cost.flops = 8.0 * st.offsets.back() * st.C * st.F;
   if (buffers) {
-    if (!buffers->dxg || st.params.size() != st.experts.size())
+    if (!buffers->dxg || !st.bank)
       throw std::logic_error("fastermoe: the shadowed experts' backward needs their forward and dxg");
-    x.action = [&st, buffers = *buffers] {
-      const size_t rows = (size_t)st.offsets.back();
-      st.dy.resize(rows * st.C);
-      st.dx.resize(rows * st.C);
-      for (auto& gr : st.grads) std::fill(gr.begin(), gr.end(), 0.0f);
-      move_rows(st.dy.data(), buffers.dy, st.rows, st.C, true);
-      st.bank.backward(st.dx.data(), st.dy.data(), copies(st.grads, st.C, st.F), copies(st.params, st.C, st.F));
-      move_rows(buffers.dxg, st.dx.data(), st.rows, st.C, false);
+    RowOps& ops = ctx.row_ops();
+    const long rows = st.offsets.back();
+    st.dy.resize(ops, rows * st.C);
+    st.dx.resize(ops, rows * st.C);
+    x.action = [&st, &ops, buffers = *buffers] {
+      const size_t k = st.experts.size();
+      ops.zero(st.grads.data(), (long)(k * param_count(st.C, st.F)));
+      gather_row_ranges(ops, st.dy.data(), buffers.dy, st.rows, st.C);
+      st.bank->backward(st.dx.data(), st.dy.data(), copies(st.grads.data(), k, st.C, st.F),
+                        copies(st.params.data(), k, st.C, st.F));
+      scatter_row_ranges(ops, buffers.dxg, st.dx.data(), st.rows, st.C);
     };
   }
   return g.add(std::move(x), after);
@@ -162,8 +157,8 @@ std::vector<TaskId> add_shadow_reduce(TaskGraph& g, ShadowState& st, TaskId comp
     if (ctx.ep_rank != owner)  // the binomial tree reversed: once to the parent
       r.cost.bytes_to_peer.push_back({ctx.ep_world[(size_t)binomial_parent(ctx.ep_rank, owner, P)], n * sizeof(float)});
     if (act) {
-      Communicator* comm = &ctx.role_comm(role);
-      float* grad = st.grads[k].data();
+      Communicator* comm = &ctx.rows_comm(role);
+      float* grad = st.grads.data() + k * n;
       r.action = [comm, grad, n, owner] { comm->reduce(grad, n, DType::f32, owner, ReduceOp::sum); };
     }
     const TaskId reduced = g.add(std::move(r), {computed});
@@ -175,16 +170,14 @@ std::vector<TaskId> add_shadow_reduce(TaskGraph& g, ShadowState& st, TaskId comp
     a.cost.flops = (double)n;
     if (act) {
       const ExpertParams dst = ctx.local_grads[(size_t)(e - ctx.first_local)];
-      const float* grad = st.grads[k].data();
-      a.action = [dst, grad, C, F] {
-        const ExpertParams src = views(const_cast<float*>(grad), C, F);
-        auto add = [](float* d, const float* s, size_t count) {
-          for (size_t i = 0; i < count; ++i) d[i] += s[i];
-        };
-        add(dst.w1, src.w1, (size_t)F * C);
-        add(dst.b1, src.b1, (size_t)F);
-        add(dst.w2, src.w2, (size_t)C * F);
-        add(dst.b2, src.b2, (size_t)C);
+      float* grad = st.grads.data() + k * n;
+      RowOps* ops = &ctx.row_ops();
+      a.action = [ops, dst, grad, C, F] {
+        const ExpertParams src = views(grad, C, F);
+        ops->add(dst.w1, src.w1, (long)F * C);
+        ops->add(dst.b1, src.b1, F);
+        ops->add(dst.w2, src.w2, (long)C * F);
+        ops->add(dst.b2, src.b2, C);
       };
     }
     out.push_back(g.add(std::move(a), {reduced}));

@@ -4,10 +4,11 @@
 // gradients) and the tasks that move and compute them beside the exchange
 // (strategies/fastermoe.cpp).
 #include <cstdint>
+#include <memory>
 #include <utility>
 #include <vector>
 
-#include "moebench/moe/expert_bank.h"
+#include "moebench/moe/row_ops.h"
 #include "moebench/strategies/token_exchange.h"
 
 namespace moebench {
@@ -25,10 +26,12 @@ struct ShadowState : TransferState {
   std::vector<int> offsets;  // [experts.size() + 1]
   int C = 0, F = 0, per_rank = 1;  // per_rank: experts an EP rank owns
 
-  // Graphs with buffers: each shadowed expert's broadcast copy w1|b1|w2|b2 and its gradient.
-  std::vector<std::vector<float>> params, grads;
-  std::vector<float> x, y, dy, dx;  // this rank's shadowed rows, gathered
-  ExpertBank bank;
+  // Graphs with buffers, in the block's memory (MoeContext::row_ops): the shadowed experts'
+  // broadcast copies, w1|b1|w2|b2 each, one after another, and their gradients; this rank's
+  // shadowed rows, gathered; the experts' compute.
+  RowArray params, grads;
+  RowArray x, y, dy, dx;
+  std::unique_ptr<ExpertCompute> bank;
 
   void place_rows(const ExchangeCounts& counts, const MoeContext& ctx);
   int owner(int expert) const { return expert / per_rank; }

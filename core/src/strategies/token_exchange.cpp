@@ -10,24 +10,6 @@
 namespace moebench {
 namespace {
 
-void gather_rows(RowOps& ops, float* dst, const float* src, const std::vector<std::pair<long, long>>& ranges,
-                 int C) {
-  long at = 0;
-  for (const auto& [first, n] : ranges) {
-    if (n) ops.copy(dst + at * C, src + first * C, n * C);
-    at += n;
-  }
-}
-
-void scatter_rows(RowOps& ops, float* dst, const float* src, const std::vector<std::pair<long, long>>& ranges,
-                  int C) {
-  long at = 0;
-  for (const auto& [first, n] : ranges) {
-    if (n) ops.copy(dst + first * C, src + at * C, n * C);
-    at += n;
-  }
-}
-
 TransferSpec spec(const char* name, const ExchangeHandle& h, const ExchangeChunk& c, int chunk, bool outbound) {
   TransferSpec t;
   t.name = name;
@@ -206,7 +188,7 @@ std::vector<TaskId> TokenExchange::build_pass(TaskGraph& g, ExchangeHandle& h, M
       if (act) {
         float* dst = (fwd ? c.send : c.d_send).resize(ops, (long)c.S * C);
         const float* src = fwd ? buffers->xg : buffers->dy;
-        t.action = [&c, &ops, dst, src, C] { gather_rows(ops, dst, src, c.pack, C); };
+        t.action = [&c, &ops, dst, src, C] { gather_row_ranges(ops, dst, src, c.pack, C); };
       }
       entry[i] = {g.add(label(std::move(t), i), after)};
     }
@@ -232,7 +214,7 @@ std::vector<TaskId> TokenExchange::build_pass(TaskGraph& g, ExchangeHandle& h, M
       u.category = TaskCategory::copy;
       u.role = StreamRole::copy;
       u.cost.copy_bytes = (uint64_t)c.S * row_bytes;
-      if (act) u.action = [&c, &ops, &staging, final_dst, C] { scatter_rows(ops, final_dst, staging.data(), c.pack, C); };
+      if (act) u.action = [&c, &ops, &staging, final_dst, C] { scatter_row_ranges(ops, final_dst, staging.data(), c.pack, C); };
       done = g.add(label(std::move(u), i), {done});
     }
     exits.push_back(done);

@@ -6,7 +6,6 @@
 #include "moebench/config/strategy_spec.h"
 #include "moebench/config/usage_error.h"
 #include "moebench/model/cpu_backend.h"
-#include "moebench/moe/synthetic_routing.h"
 #include "moebench/runtime/stream_executor.h"
 
 #ifdef MOEBENCH_HAVE_CUDA
@@ -83,8 +82,6 @@ void check_run_device(const Config& cfg) {
   }
   if (cfg.run.precision == Precision::bf16) not_yet("run.precision = \"bf16\"");
   if (cfg.storage.sparse == SparseStorage::ssd) not_yet("storage.sparse = \"ssd\"");
-  if (cfg.moe.routing.kind != RoutingSpec::Kind::learned && !cfg.moe.moe_layers.empty())
-    not_yet("moe.routing = \"" + routing_text(cfg.moe.routing) + "\"");
   require_cuda(what);  // after the settings: a config's own problems show on any machine
 }
 

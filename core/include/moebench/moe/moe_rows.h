@@ -75,9 +75,6 @@ class MoeRows {
   // aux_weight * aux).
   virtual void scatter_router_backward(float* dx, float* drouter_w, float aux_weight, const float* x,
                                        const float* router_w) = 0;
-  // x[0..n) = 0; dst[0..n) += src[0..n) (the partial-output strategies' dx share).
-  virtual void zero(float* x, long n) = 0;
-  virtual void add(float* dst, const float* src, long n) = 0;
   // A buffer of n floats in this memory, for a caller that keeps rows of its own (dx share).
   virtual float* scratch(long n) = 0;
   // A strategy's row work in this memory (MoeLayer hands it to the strategy: MoeContext::ops).

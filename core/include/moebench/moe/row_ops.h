@@ -32,6 +32,9 @@ class RowOps {
   virtual float* allocate(long n) = 0;  // n floats (n >= 0; contents undefined)
   virtual void release(float* p) noexcept = 0;
   virtual void copy(float* dst, const float* src, long n) = 0;
+  // x[0..n) = 0; dst[0..n) += src[0..n).
+  virtual void zero(float* x, long n) = 0;
+  virtual void add(float* dst, const float* src, long n) = 0;
   // Rows of C floats: to_experts: dst[i] = src[index[i]]; else dst[index[i]] = src[i]; index
   // (on the host) is a permutation of [0, index.size()).
   virtual void permute(float* dst, const float* src, const std::vector<long>& index, int C, bool to_experts) = 0;
@@ -40,6 +43,13 @@ class RowOps {
 
 // The host's RowOps (one for the process; stateless).
 RowOps& host_row_ops();
+
+// Rows of C floats in ranges (first row, rows) of src, packed one after another into dst
+// (gather), or the packed rows of src back to their ranges of dst (scatter): copies in ops' memory.
+void gather_row_ranges(RowOps& ops, float* dst, const float* src, const std::vector<std::pair<long, long>>& ranges,
+                       int C);
+void scatter_row_ranges(RowOps& ops, float* dst, const float* src, const std::vector<std::pair<long, long>>& ranges,
+                        int C);
 
 // An array of floats in a RowOps' memory, grown on demand (contents not kept). Move-only.
 class RowArray {

@@ -135,6 +135,12 @@ class CudaRowOps final : public RowOps {
       MOEBENCH_CUDA_CHECK(
           cudaMemcpyAsync(dst, src, sizeof(float) * (size_t)n, cudaMemcpyDeviceToDevice, stream_()));
   }
+  void zero(float* x, long n) override {
+    if (n > 0) MOEBENCH_CUDA_CHECK(cudaMemsetAsync(x, 0, sizeof(float) * (size_t)n, stream_()));
+  }
+  void add(float* dst, const float* src, long n) override {
+    if (n > 0) cuda::residual_forward(dst, dst, src, n, stream_());
+  }
   void permute(float* dst, const float* src, const std::vector<long>& index, int C, bool to_experts) override {
     const int R = (int)index.size();
     if (R == 0) return;
@@ -166,23 +172,34 @@ class CudaRowOps final : public RowOps {
 class CudaMoeRows final : public MoeRows {
  public:
   CudaMoeRows(Backend& be, std::function<cudaStream_t()> stream) : stream_(stream), ops_(be, std::move(stream)) {}
+  // A gate policy (fastermoe's topology-aware gate) runs on the host: the block routes once,
+  // the policy rewrites the choice from the downloaded probabilities, and the block routes again
+  // with that choice forced (the router's GEMM twice; the gates, capacity and aux then follow
+  // the final choice as on the CPU, moe/router.h).
   void route(const float* x, const float* router_w, const MoeLayerShape& s, const int* forced_experts,
              const GatePolicy& policy) override {
-    if (policy)
-      throw std::invalid_argument("a gate policy (fastermoe's topology-aware gate) is not built on the GPU yet");
     s_ = s;
     cudaStream_t st = stream_();
-    const int* forced = nullptr;
-    if (forced_experts) {
-      if (forced_.size() < (size_t)s.N * s.K) forced_.resize((size_t)s.N * s.K);
-      MOEBENCH_CUDA_CHECK(cudaMemcpyAsync(forced_.data(), forced_experts, sizeof(int) * s.N * s.K,
-                                          cudaMemcpyHostToDevice, st));
-      forced = forced_.data();
-    }
-    guarded([&] {
-      aux_ = block_.route(x, router_w, s.N, s.C, s.E, s.K, expert_capacity(s.capacity_factor, s.N, s.K, s.E),
-                          s.gate_normalize, forced, st);
-    });
+    const int capacity = expert_capacity(s.capacity_factor, s.N, s.K, s.E);
+    const int* forced = forced_experts ? upload_choice(forced_experts) : nullptr;
+    guarded([&] { aux_ = block_.route(x, router_w, s.N, s.C, s.E, s.K, capacity, s.gate_normalize, forced, st); });
+    if (!policy) return;
+    Routing r;
+    r.N = s.N, r.E = s.E, r.K = s.K;
+    r.gate_normalize = s.gate_normalize;
+    r.probs.resize((size_t)s.N * s.E);
+    r.expert.resize((size_t)s.N * s.K);
+    const cuda::DeviceRouting& d = block_.routing();
+    MOEBENCH_CUDA_CHECK(cudaMemcpyAsync(r.probs.data(), d.probs, sizeof(float) * r.probs.size(), cudaMemcpyDeviceToHost, st));
+    MOEBENCH_CUDA_CHECK(cudaMemcpyAsync(r.expert.data(), d.expert, sizeof(int) * r.expert.size(), cudaMemcpyDeviceToHost, st));
+    MOEBENCH_CUDA_CHECK(cudaStreamSynchronize(st));
+    policy(r);
+    for (const int e : r.expert)
+      if (e < 0 || e >= s.E)
+        throw std::logic_error("the gate policy chose expert " + std::to_string(e) + " out of range [0, " +
+                               std::to_string(s.E) + ")");
+    forced = upload_choice(r.expert.data());
+    guarded([&] { aux_ = block_.route(x, router_w, s.N, s.C, s.E, s.K, capacity, s.gate_normalize, forced, st); });
   }
   const std::vector<int>& offsets() const override { return block_.expert_offsets(); }
   float aux() const override { return aux_; }
@@ -231,12 +248,6 @@ class CudaMoeRows final : public MoeRows {
                                const float* router_w) override {
     guarded([&] { block_.scatter_router_backward(dx, drouter_w, aux_weight, x, router_w, stream_()); });
   }
-  void zero(float* x, long n) override {
-    MOEBENCH_CUDA_CHECK(cudaMemsetAsync(x, 0, sizeof(float) * (size_t)n, stream_()));
-  }
-  void add(float* dst, const float* src, long n) override {
-    cuda::residual_forward(dst, dst, src, n, stream_());
-  }
   float* scratch(long n) override {
     guarded([&] {
       if ((long)scratch_.size() < n) scratch_.resize((size_t)n);
@@ -246,6 +257,15 @@ class CudaMoeRows final : public MoeRows {
   RowOps& row_ops() override { return ops_; }
 
  private:
+  // The [N,K] host choice in forced_ (on the stream: a pageable copy, the source free on return).
+  const int* upload_choice(const int* host) {
+    const size_t n = (size_t)s_.N * s_.K;
+    guarded([&] {
+      if (forced_.size() < n) forced_.resize(n);
+    });
+    MOEBENCH_CUDA_CHECK(cudaMemcpyAsync(forced_.data(), host, sizeof(int) * n, cudaMemcpyHostToDevice, stream_()));
+    return forced_.data();
+  }
   std::function<cudaStream_t()> stream_;
   cuda::MoeBlock<float> block_;
   MoeLayerShape s_{};
