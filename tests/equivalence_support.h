@@ -46,7 +46,7 @@ inline QString compare_losses(const std::vector<float>& got, const std::vector<f
 }
 
 // Every tensor of `mine` (dense replicas, tensor-parallel slices and this rank's experts) within
-// abs_tol of the same elements of the reference's (whole) tensor of the same name.
+// abs_tol of the same elements of the reference's tensor of the same name (whole, or the same slice).
 inline QString compare_params(const ParamArena& mine, const ParamArena& reference, int rank, double abs_tol = 1e-4) {
   double worst = 0;
   std::string worst_name;
@@ -57,8 +57,12 @@ inline QString compare_params(const ParamArena& mine, const ParamArena& referenc
     if (rv->full_shape() != pv.full_shape())
       return QString("rank %1: %2 has another whole shape than the reference").arg(rank).arg(QString::fromStdString(pv.name));
     const std::vector<std::pair<size_t, size_t>> whole = {{0, pv.numel}};
+    // A sliced reference (the same layout on another device) holds the same slice.
+    const bool same_slice = !rv->slice.whole();
+    if (same_slice && rv->numel != pv.numel)
+      return QString("rank %1: %2 is another slice than the reference's").arg(rank).arg(QString::fromStdString(pv.name));
     size_t i = 0;
-    for (const auto& [offset, count] : pv.slice.whole() ? whole : pv.slice.runs)
+    for (const auto& [offset, count] : pv.slice.whole() || same_slice ? whole : pv.slice.runs)
       for (size_t j = 0; j < count; ++j, ++i) {
         const double d = std::abs(m[pv.offset + i] - ref[rv->offset + offset + j]);
         if (d > worst) worst = d, worst_name = pv.name;

@@ -115,6 +115,7 @@ class HostDevice final : public Backend {
 struct RecordedCall {
   std::string op;  // "all_reduce", ...
   size_t count = 0;
+  int group_size = 0;  // ranks of the communicator it went over
 };
 
 // Forwards every call to `inner`, recording the collectives and point-to-point messages.
@@ -173,7 +174,7 @@ class RecordingCommunicator final : public Communicator {
   std::unique_ptr<SharedWindow> create_shared_window(size_t bytes) override { return inner_->create_shared_window(bytes); }
 
  private:
-  void note(const char* op, size_t n) { log_->push_back({op, n}); }
+  void note(const char* op, size_t n) { log_->push_back({op, n, inner_->size()}); }
   std::unique_ptr<Communicator> inner_;
   std::shared_ptr<std::vector<RecordedCall>> log_;
 };

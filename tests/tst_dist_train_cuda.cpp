@@ -1,7 +1,8 @@
 // ctest-labels: gpu np=2 np=4
 // Data parallelism on GPUs (run.device = "cuda", fp32, parallel.ep = 1: every expert on each
 // rank) and expert parallelism (parallel.ep = 0, expert_centric, hier_a2a and fastermoe with its
-// shadows, smart schedule and topology-aware gate over NCCL; synthetic routing too): the
+// shadows, smart schedule and topology-aware gate over NCCL; synthetic routing too) and tensor
+// parallelism (tp = 2, the activations' all-reduces over NCCL; ppmoe's experts over the TP group): the
 // launched ranks, sharing the machine's GPUs (local rank mod devices; NCCL between ranks of one
 // GPU through dist/device_sharing.h), train the tiny model and every rank compares its per-step
 // losses and its parameters after the steps with the one-rank GPU run within 1e-4 (relative for
@@ -34,17 +35,22 @@ class TestDistTrainCuda : public QObject {
     QTest::addColumn<int>("ep");
     QTest::addColumn<QString>("strategy");  // fastermoe: "+shadow", "+smart", "+groupN", "+topo_gate"
     QTest::addColumn<QString>("routing");
-    QTest::newRow("data parallel (every expert on each rank)") << 1 << "expert_centric" << "learned";
-    QTest::newRow("expert parallel (expert_centric)") << 0 << "expert_centric" << "learned";
-    QTest::newRow("expert parallel (expert_centric, zipf routing)") << 0 << "expert_centric" << "zipf:1.2";
-    QTest::newRow("expert parallel (hier_a2a, two virtual nodes)") << 0 << "hier_a2a" << "learned";
-    QTest::newRow("fastermoe shadow + smart, hot expert") << 0 << "fastermoe+shadow+smart+group1" << "hot:0,1";
-    QTest::newRow("fastermoe topo_gate") << 0 << "fastermoe+topo_gate" << "learned";
+    QTest::addColumn<int>("tp");
+    QTest::newRow("data parallel (every expert on each rank)") << 1 << "expert_centric" << "learned" << 1;
+    QTest::newRow("expert parallel (expert_centric)") << 0 << "expert_centric" << "learned" << 1;
+    QTest::newRow("expert parallel (expert_centric, zipf routing)") << 0 << "expert_centric" << "zipf:1.2" << 1;
+    QTest::newRow("expert parallel (hier_a2a, two virtual nodes)") << 0 << "hier_a2a" << "learned" << 1;
+    QTest::newRow("fastermoe shadow + smart, hot expert") << 0 << "fastermoe+shadow+smart+group1" << "hot:0,1" << 1;
+    QTest::newRow("fastermoe topo_gate") << 0 << "fastermoe+topo_gate" << "learned" << 1;
+    // tp = 2: heads and FFN columns over pairs of ranks; on 4 ranks expert_centric over the 2 DP ranks
+    QTest::newRow("tensor parallel (tp = 2)") << 0 << "expert_centric" << "learned" << 2;
+    QTest::newRow("ppmoe (experts over the TP group)") << 0 << "ppmoe" << "learned" << 2;
   }
   void data_parallel_matches_one_gpu() {
     QFETCH(int, ep);
     QFETCH(QString, strategy);
     QFETCH(QString, routing);
+    QFETCH(int, tp);
     auto world = MpiCommunicator::world();
     const int P = world->size();
     if (P == 1) QSKIP("needs more than one rank (run under mpirun)");
@@ -53,7 +59,7 @@ class TestDistTrainCuda : public QObject {
                                          "parallel.ep=" + std::to_string(ep), "strategy.name=" + parts[0].toStdString(),
                                          "train.batch_size=" + std::to_string(2 * P), "train.steps=4",
                                          "train.eval_every=0", "train.grad_clip=0.5", "moe.capacity_factor=0",
-                                         "moe.routing=" + routing.toStdString()};
+                                         "moe.routing=" + routing.toStdString(), "parallel.tp=" + std::to_string(tp)};
     for (const QString& o : parts.mid(1))
       settings.push_back(o.startsWith(u"group"_s) ? "strategy.fastermoe.group_size=" + o.mid(5).toStdString()
                                                   : "strategy.fastermoe." + o.toStdString() + "=true");
@@ -71,7 +77,7 @@ class TestDistTrainCuda : public QObject {
     const QString losses = test::compare_losses(got, expected, world->rank(), 1e-4f);
     QVERIFY2(losses.isEmpty(), qPrintable(losses));
 
-    if (ep != 1) {  // each rank holds its experts: compared by name
+    if (ep != 1 || tp != 1) {  // each rank holds its experts or slices: compared by name
       const QString params = test::compare_params(dist.model().params(), one.model().params(), world->rank(), 1e-4);
       QVERIFY2(params.isEmpty(), qPrintable(params));
       return;

@@ -38,26 +38,34 @@ class TestDistTrainDevice : public QObject {
     QTest::addColumn<int>("ep");
     QTest::addColumn<QString>("strategy");  // fastermoe: "+shadow", "+smart", "+groupN", "+topo_gate" set its options
     QTest::addColumn<QString>("routing");
-    QTest::newRow("dropless") << "0" << 1 << "expert_centric" << "learned";  // then also the one-rank run's
-    QTest::newRow("capacity 1.5 (per rank, GShard)") << "1.5" << 1 << "expert_centric" << "learned";
-    QTest::newRow("expert parallel, dropless") << "0" << 0 << "expert_centric" << "learned";  // ep = 0: the whole DP group
-    QTest::newRow("expert parallel, capacity 1.5") << "1.5" << 0 << "expert_centric" << "learned";
-    QTest::newRow("expert parallel, zipf routing") << "0" << 0 << "expert_centric" << "zipf:1.2";
+    QTest::addColumn<int>("tp");
+    QTest::newRow("dropless") << "0" << 1 << "expert_centric" << "learned" << 1;  // then also the one-rank run's
+    QTest::newRow("capacity 1.5 (per rank, GShard)") << "1.5" << 1 << "expert_centric" << "learned" << 1;
+    // the heads and FFN columns split over the ranks (Megatron): activations all-reduced over TP
+    QTest::newRow("tensor parallel") << "0" << 1 << "expert_centric" << "learned" << 2;
+    // Pipeline MoE: the experts spread over the TP group, which holds the tokens (no exchange;
+    // the outputs' and dx's shares all-reduced over TP)
+    QTest::newRow("ppmoe over the TP group") << "0" << 0 << "ppmoe" << "learned" << 2;
+    QTest::newRow("ppmoe, capacity 1.5") << "1.5" << 0 << "ppmoe" << "learned" << 2;
+    QTest::newRow("expert parallel, dropless") << "0" << 0 << "expert_centric" << "learned" << 1;  // ep = 0: the whole DP group
+    QTest::newRow("expert parallel, capacity 1.5") << "1.5" << 0 << "expert_centric" << "learned" << 1;
+    QTest::newRow("expert parallel, zipf routing") << "0" << 0 << "expert_centric" << "zipf:1.2" << 1;
     // one rank on each of two nodes: the node phase within each rank, the rows across nodes
-    QTest::newRow("hier_a2a over two nodes, dropless") << "0" << 0 << "hier_a2a" << "learned";
+    QTest::newRow("hier_a2a over two nodes, dropless") << "0" << 0 << "hier_a2a" << "learned" << 1;
     // fastermoe over two nodes of one rank: a hot expert is shadowed (broadcast, computed where
     // its tokens are, its gradient reduced to the owner); smart exchanges in one chunk per group
-    QTest::newRow("fastermoe shadow, every token to expert 1") << "0" << 0 << "fastermoe+shadow" << "hot:1,1";
-    QTest::newRow("fastermoe smart, groups of 1") << "0" << 0 << "fastermoe+smart+group1" << "learned";
+    QTest::newRow("fastermoe shadow, every token to expert 1") << "0" << 0 << "fastermoe+shadow" << "hot:1,1" << 1;
+    QTest::newRow("fastermoe smart, groups of 1") << "0" << 0 << "fastermoe+smart+group1" << "learned" << 1;
     QTest::newRow("fastermoe smart + shadow, capacity 1.5") << "1.5" << 0 << "fastermoe+shadow+smart+group1"
-                                                            << "hot:0,1";
-    QTest::newRow("fastermoe topo_gate") << "0" << 0 << "fastermoe+topo_gate" << "learned";
+                                                            << "hot:0,1" << 1;
+    QTest::newRow("fastermoe topo_gate") << "0" << 0 << "fastermoe+topo_gate" << "learned" << 1;
   }
   void data_parallel_on_a_device_matches_the_cpu() {
     QFETCH(QString, capacity);
     QFETCH(int, ep);
     QFETCH(QString, strategy);
     QFETCH(QString, routing);
+    QFETCH(int, tp);
     auto world = MpiCommunicator::world();
     const int P = world->size();
     if (P == 1) QSKIP("needs more than one rank (run under mpirun)");
@@ -69,7 +77,7 @@ class TestDistTrainDevice : public QObject {
                                          "run.ranks=" + std::to_string(P), "run.threads=1",
                                          "parallel.ep=" + std::to_string(ep), "strategy.name=" + name.toStdString(),
                                          "moe.capacity_factor=" + capacity.toStdString(),
-                                         "moe.routing=" + routing.toStdString()};
+                                         "moe.routing=" + routing.toStdString(), "parallel.tp=" + std::to_string(tp)};
     if (routing.startsWith(u"hot:"_s)) settings.push_back("moe.top_k=1");  // the hot expert's rows only
     for (const QString& o : parts.mid(1))
       settings.push_back(o.startsWith(u"group"_s) ? "strategy.fastermoe.group_size=" + o.mid(5).toStdString()
@@ -110,10 +118,14 @@ class TestDistTrainDevice : public QObject {
     // The data communicators carried the gradients' all-reduces (once per step every dense
     // element over DP, and every expert element over its replicas where it has some: ep = 1)
     // and the rows' exchanges.
-    size_t elements = 0, exchanges = 0, broadcasts = 0, reduces = 0;
+    size_t elements = 0, exchanges = 0, broadcasts = 0, reduces = 0, tp_reduces = 0;
+    const int dp = P / tp;
     for (size_t i = built; i < log->size(); ++i) {
       const std::string& op = (*log)[i].op;
-      if (op == "all_to_all_v") ++exchanges;
+      if (tp > 1 && (*log)[i].group_size == tp && dp != tp) {  // the TP group's: activations and partial gradients
+        QCOMPARE(QString::fromStdString(op), QStringLiteral("all_reduce"));
+        ++tp_reduces;
+      } else if (op == "all_to_all_v") ++exchanges;
       else if (op == "broadcast") ++broadcasts;  // fastermoe's shadowed experts, forward
       else if (op == "reduce") ++reduces;        // ... and their gradients to the owner
       else {
@@ -130,15 +142,17 @@ class TestDistTrainDevice : public QObject {
     } else {
       QCOMPARE(broadcasts + reduces, size_t(0));
     }
+    if (tp > 1) QVERIFY2(tp_reduces > 0, "the TP group's activations never crossed a device communicator");
     size_t expert_elements = 0;
     for (const BlockExperts& b : device.model().expert_ranges()) expert_elements += b.range.count;
-    const size_t reduced = device.model().params().size() - (ep == 1 ? 0 : expert_elements);
+    // the experts only over their replicas: ep = 1 and several DP ranks
+    const size_t reduced = device.model().params().size() - (ep == 1 && dp > 1 ? 0 : expert_elements);
     QCOMPARE(elements, (size_t)steps * reduced);
     // 4 per MoE block and step, 2 per block and batch of the final evaluation (forward only);
     const size_t passes = (size_t)steps * 4 + (size_t)cfg.train.eval_batches * 2;
     // hier_a2a: each in two phases, the node's and the nodes'; fastermoe's smart schedule: one
     // chunk per group of ranks
-    const size_t phases = name == "hier_a2a" ? 2 : parts.contains(u"smart"_s) ? (size_t)P : 1;
+    const size_t phases = name == "ppmoe" ? 0 : name == "hier_a2a" ? 2 : parts.contains(u"smart"_s) ? (size_t)P : 1;
     QCOMPARE(exchanges, ep == 1 ? size_t(0) : passes * phases * cfg.moe.moe_layers.size());
   }
 };

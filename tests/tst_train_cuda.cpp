@@ -89,8 +89,10 @@ class TestTrainCuda : public QObject {
   void what_the_gpu_does_not_train_yet_is_refused_data() {
     QTest::addColumn<QString>("set");
     QTest::addColumn<QString>("named");
-    QTest::newRow("experts over two ranks") << "run.ranks=2" << "parallel.ep = 0";
-    QTest::newRow("tensor parallelism") << "run.ranks=2,parallel.tp=2,parallel.ep=1" << "parallel.tp = 2";
+    QTest::newRow("data_centric over two ranks") << "run.ranks=2,strategy.name=data_centric" << "parallel.ep = 0";
+    QTest::newRow("pipeline parallelism") << "run.ranks=2,parallel.pp=2,parallel.ep=1" << "parallel.pp = 2";
+    QTest::newRow("vocabulary-parallel head") << "run.ranks=2,parallel.tp=2,parallel.ep=1,parallel.vocab_parallel=true"
+                                              << "parallel.vocab_parallel = true";
     QTest::newRow("bf16") << "run.precision=bf16" << "run.precision = \"bf16\"";
     QTest::newRow("the SSD tier") << "storage.sparse=ssd,storage.ssd_dir=/tmp" << "storage.sparse = \"ssd\"";
   }

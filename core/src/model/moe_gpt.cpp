@@ -202,12 +202,10 @@ void MoeGpt::init(uint64_t seed) {
 void MoeGpt::distribute(const ParallelContext& par) {
   reset_graph();  // tasks of the undistributed model ran on its own executor
   executor_ = par.executor;
-  if (be_.device_memory()) {
-    if (tp_.size > 1 || embed_split() || pipe_.stages > 1)
-      throw std::invalid_argument("a model on the " + be_.name() +
-                                  " backend runs only data and expert parallelism for now");
-    if (shard_.size == 1) return distribute_replicated(par);
-  }
+  if (be_.device_memory() && (embed_split() || pipe_.stages > 1 || vocab_split() || sliced_experts()))
+    throw std::invalid_argument("a model on the " + be_.name() +
+                                " backend runs only data, tensor and expert parallelism for now (whole vocabulary "
+                                "rows and whole experts on each tensor-parallel rank)");
   tp_comm_ = par.tp;
   if (embed_split()) {
     if (!par.dp || par.dp->size() != embed_.size || par.dp->rank() != embed_.rank)
@@ -220,6 +218,7 @@ void MoeGpt::distribute(const ParallelContext& par) {
                                 " ranks needs a tensor-parallel group of that size");
   if (sliced_experts() && (!par.tp_dup || par.tp_dup->size() != tp_.size || !par.experts_sliced))
     throw std::invalid_argument("MoeGpt: moe.expert_tp needs the tensor-parallel group's expert-slice communicator");
+  if (be_.device_memory() && shard_.size == 1) return distribute_replicated(par);
   tp_partial_ = tp_partial_b2_;
   std::map<int, const MoeStrategy*> block_strategy;
   for (auto& bp : blocks_) {

@@ -9,14 +9,13 @@
 //
 // Dispatch order: MoeLayer's gathered rows are already grouped by expert (moe/dispatch_layout.h),
 // so this rank's experts own one contiguous range of slots; the index-select is that range.
-#include <algorithm>
-#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "cost_support.h"
 #include "moebench/config/config.h"
+#include "moebench/moe/row_ops.h"
 #include "moebench/moe/typed_strategy.h"
 #include "moebench/strategies/strategy_descriptor.h"
 
@@ -26,7 +25,7 @@ namespace {
 struct PpmoeHandle : MoeHandle {
   long first = 0, last = 0, total = 0;  // this rank's slot rows [first, last) of `total`
   std::vector<int> offsets;             // [L+1] rows of each local expert, from `first`
-  ExpertBank bank;
+  std::unique_ptr<ExpertCompute> bank;  // in the block's memory (MoeContext::row_ops)
 };
 
 class Ppmoe : public StrategyOf<PpmoeHandle> {
@@ -70,22 +69,25 @@ class Ppmoe : public StrategyOf<PpmoeHandle> {
     if (buffers) {
       // Rows outside [first, last) belong to the other ranks' experts: zero here, so the
       // combine (and the scatter of dx) sums this rank's share only.
-      const size_t lo = (size_t)h.first * C, hi = (size_t)h.last * C, all = (size_t)h.total * C;
+      const long lo = h.first * C, hi = h.last * C, all = h.total * C;
+      RowOps& ops = ctx.row_ops();
       if (fwd) {
+        if (!h.bank) h.bank = ops.make_experts();
         float* y = buffers->y;
         const float* x = buffers->xg;
-        t.action = [&h, &ctx, y, x, lo, hi, all, C, F] {
-          std::fill(y, y + lo, 0.0f);
-          std::fill(y + hi, y + all, 0.0f);
-          h.bank.forward(y + lo, x + lo, h.offsets, ctx.local, C, F);
+        t.action = [&h, &ctx, &ops, y, x, lo, hi, all, C, F] {
+          ops.zero(y, lo);
+          ops.zero(y + hi, all - hi);
+          h.bank->forward(y + lo, x + lo, h.offsets, ctx.local, C, F);
         };
       } else {
+        if (!h.bank) throw std::logic_error("ppmoe: backward needs its forward");
         float* dx = buffers->dxg;
         const float* dy = buffers->dy;
-        t.action = [&h, &ctx, dx, dy, lo, hi, all] {
-          std::fill(dx, dx + lo, 0.0f);
-          std::fill(dx + hi, dx + all, 0.0f);
-          h.bank.backward(dx + lo, dy + lo, ctx.local_grads, ctx.local);
+        t.action = [&h, &ctx, &ops, dx, dy, lo, hi, all] {
+          ops.zero(dx, lo);
+          ops.zero(dx + hi, all - hi);
+          h.bank->backward(dx + lo, dy + lo, ctx.local_grads, ctx.local);
         };
       }
     }
@@ -118,6 +120,7 @@ StrategyDescriptor ppmoe_descriptor() {
   d.spec.name = "ppmoe";
   d.spec.summary = "Pipeline MoE: a block's experts spread over the tensor-parallel group, which holds its tokens";
   d.spec.expert_groups = ExpertGroups::tensor_parallel;
+  d.spec.device_rows = true;
   d.spec.expert_tp_refusal = "does not apply to strategy.name = \"{name}\" (it places whole experts inside the "
                              "tensor-parallel group); use expert_centric or hier_a2a";
   d.make = [](const StrategyConfig&) -> std::unique_ptr<MoeStrategy> { return std::make_unique<Ppmoe>(); };

@@ -101,7 +101,11 @@ void Distributed::attach(MoeGpt& model, const Config& cfg, DeviceRuntime& device
   p.strategy_for = [names, options = cfg.strategy](int block) { return make_strategy(names.at(block), options); };
   p.ep = &groups_->ep();
   p.dp = &groups_->dp();
-  p.tp = &groups_->tp();
+  if (device.backend().device_memory() && groups_->tp_size() > 1) {
+    tp_comm_ = device.data_communicator(groups_->tp());
+    tp_grad_comm_ = device.data_communicator(groups_->tp());
+  }
+  p.tp = tp_comm_ ? tp_comm_.get() : &groups_->tp();  // activations' all-reduces (Megatron's f / g)
   p.ep_streams = std::make_shared<EpStreams>();
   p.ep_streams->intra = groups_->ep().dup();
   p.ep_streams->inter = groups_->ep().dup();
@@ -175,7 +179,8 @@ std::function<void()> Distributed::tail_action(StepOp op, int layer, MoeGpt& mod
     // b2): the gate sync, h x E floats per MoE block.
     case StepOp::tp_partial:
       return [this, &model, grads] {
-        for (const ArenaRange& r : model.tp_partial_ranges()) groups_->tp().all_reduce(grads + r.offset, r.count, DType::f32);
+        Communicator& tp = tp_grad_comm_ ? *tp_grad_comm_ : groups_->tp();
+        for (const ArenaRange& r : model.tp_partial_ranges()) tp.all_reduce(grads + r.offset, r.count, DType::f32);
       };
     // The tied embedding on the first and last stage: each copy holds its DP-averaged part (the
     // embedding's, the head's); both become the sum. Ranks of one stage position meet their

@@ -125,6 +125,9 @@ class Distributed {
   std::unique_ptr<ProcessGroups> groups_;
   std::unique_ptr<Communicator> grad_comm_;    // DP for the dense gradients, used only by the comm stream
   std::unique_ptr<Communicator> expert_comm_;  // the expert replicas' group on a device (else groups_->expert_dp())
+  // The TP group on a device, tp > 1 (else groups_->tp()): one for the activations (the model's
+  // tasks), one for the partial gradients (the step's tail), each on its own streams.
+  std::unique_ptr<Communicator> tp_comm_, tp_grad_comm_;
   std::unique_ptr<ClusterModel> cluster_;
   ParallelContext parallel_;
   std::unique_ptr<ThreadExecutor> own_executor_;
