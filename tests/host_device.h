@@ -115,14 +115,16 @@ class HostDevice final : public Backend {
 struct RecordedCall {
   std::string op;  // "all_reduce", ...
   size_t count = 0;
-  int group_size = 0;  // ranks of the communicator it went over
+  std::vector<int> group;  // world ranks of the communicator it went over
 };
 
 // Forwards every call to `inner`, recording the collectives and point-to-point messages.
 class RecordingCommunicator final : public Communicator {
  public:
   RecordingCommunicator(std::unique_ptr<Communicator> inner, std::shared_ptr<std::vector<RecordedCall>> log)
-      : inner_(std::move(inner)), log_(std::move(log)) {}
+      : inner_(std::move(inner)), log_(std::move(log)) {
+    for (int r = 0; r < inner_->size(); ++r) group_.push_back(inner_->world_rank(r));
+  }
   int rank() const override { return inner_->rank(); }
   int size() const override { return inner_->size(); }
   int world_rank(int r) const override { return inner_->world_rank(r); }
@@ -174,9 +176,10 @@ class RecordingCommunicator final : public Communicator {
   std::unique_ptr<SharedWindow> create_shared_window(size_t bytes) override { return inner_->create_shared_window(bytes); }
 
  private:
-  void note(const char* op, size_t n) { log_->push_back({op, n, inner_->size()}); }
+  void note(const char* op, size_t n) { log_->push_back({op, n, group_}); }
   std::unique_ptr<Communicator> inner_;
   std::shared_ptr<std::vector<RecordedCall>> log_;
+  std::vector<int> group_;
 };
 
 }  // namespace moebench::test

@@ -2,7 +2,8 @@
 // Data parallelism on GPUs (run.device = "cuda", fp32, parallel.ep = 1: every expert on each
 // rank) and expert parallelism (parallel.ep = 0, expert_centric, hier_a2a and fastermoe with its
 // shadows, smart schedule and topology-aware gate over NCCL; synthetic routing too) and tensor
-// parallelism (tp = 2, the activations' all-reduces over NCCL; ppmoe's experts over the TP group): the
+// parallelism (tp = 2, the activations' all-reduces over NCCL; ppmoe's experts over the TP group;
+// monta's pieces all-gathered over it): the
 // launched ranks, sharing the machine's GPUs (local rank mod devices; NCCL between ranks of one
 // GPU through dist/device_sharing.h), train the tiny model and every rank compares its per-step
 // losses and its parameters after the steps with the one-rank GPU run within 1e-4 (relative for
@@ -45,6 +46,8 @@ class TestDistTrainCuda : public QObject {
     // tp = 2: heads and FFN columns over pairs of ranks; on 4 ranks expert_centric over the 2 DP ranks
     QTest::newRow("tensor parallel (tp = 2)") << 0 << "expert_centric" << "learned" << 2;
     QTest::newRow("ppmoe (experts over the TP group)") << 0 << "ppmoe" << "learned" << 2;
+    // monta (4 ranks: tp 2 x dp 2): "+LEVEL:CHUNKS" sets [strategy.monta]
+    QTest::newRow("monta O3, 2 chunks (tp = 2)") << 0 << "monta+O3:2" << "learned" << 2;
   }
   void data_parallel_matches_one_gpu() {
     QFETCH(int, ep);
@@ -60,9 +63,14 @@ class TestDistTrainCuda : public QObject {
                                          "train.batch_size=" + std::to_string(2 * P), "train.steps=4",
                                          "train.eval_every=0", "train.grad_clip=0.5", "moe.capacity_factor=0",
                                          "moe.routing=" + routing.toStdString(), "parallel.tp=" + std::to_string(tp)};
+    if (parts[0] == "monta" && P / tp < 2) QSKIP("monta's exchange needs two DP ranks per TP rank (np=4)");
     for (const QString& o : parts.mid(1))
-      settings.push_back(o.startsWith(u"group"_s) ? "strategy.fastermoe.group_size=" + o.mid(5).toStdString()
-                                                  : "strategy.fastermoe." + o.toStdString() + "=true");
+      if (parts[0] == "monta")
+        settings.insert(settings.end(), {"strategy.monta.level=" + o.section(u':', 0, 0).toStdString(),
+                                         "strategy.monta.chunks=" + o.section(u':', 1, 1).toStdString()});
+      else
+        settings.push_back(o.startsWith(u"group"_s) ? "strategy.fastermoe.group_size=" + o.mid(5).toStdString()
+                                                    : "strategy.fastermoe." + o.toStdString() + "=true");
     if (routing.startsWith(u"hot:"_s)) settings.push_back("moe.top_k=1");  // the hot expert's rows only
     if (parts[0] != "expert_centric")  // two virtual nodes over the machine's GPUs
       settings.insert(settings.end(), {"cluster.nodes=2", "cluster.devices_per_node=" + std::to_string(P / 2)});

@@ -1,4 +1,4 @@
-// ctest-labels: mpi np=2
+// ctest-labels: mpi np=2 np=4
 // Data and expert parallelism on a device, without a GPU: the GPU trainer's multi-rank wiring (a
 // device backend's model whose MoE blocks stay local and sum their aux statistics over the DP
 // group, or exchange their rows with expert_centric over the EP group's device communicators;
@@ -47,6 +47,10 @@ class TestDistTrainDevice : public QObject {
     // the outputs' and dx's shares all-reduced over TP)
     QTest::newRow("ppmoe over the TP group") << "0" << 0 << "ppmoe" << "learned" << 2;
     QTest::newRow("ppmoe, capacity 1.5") << "1.5" << 0 << "ppmoe" << "learned" << 2;
+    // MoNTA: each TP rank sends its part of the rows over EP, the TP group all-gathers them;
+    // "+LEVEL:CHUNKS" sets [strategy.monta]
+    QTest::newRow("monta O2, 2 chunks") << "0" << 0 << "monta+O2:2" << "learned" << 2;
+    QTest::newRow("monta O3, 3 chunks, zipf") << "0" << 0 << "monta+O3:3" << "zipf:1.2" << 2;
     QTest::newRow("expert parallel, dropless") << "0" << 0 << "expert_centric" << "learned" << 1;  // ep = 0: the whole DP group
     QTest::newRow("expert parallel, capacity 1.5") << "1.5" << 0 << "expert_centric" << "learned" << 1;
     QTest::newRow("expert parallel, zipf routing") << "0" << 0 << "expert_centric" << "zipf:1.2" << 1;
@@ -72,6 +76,7 @@ class TestDistTrainDevice : public QObject {
     const long steps = 4;
     const QStringList parts = strategy.split(u'+');
     const QString name = parts[0];
+    if (name == "monta" && P / tp < 2) QSKIP("monta's exchange needs two DP ranks per TP rank (np=4)");
     std::vector<std::string> settings = {"train.steps=" + std::to_string(steps),
                                          "train.batch_size=" + std::to_string(2 * P), "train.eval_every=0",
                                          "run.ranks=" + std::to_string(P), "run.threads=1",
@@ -80,8 +85,12 @@ class TestDistTrainDevice : public QObject {
                                          "moe.routing=" + routing.toStdString(), "parallel.tp=" + std::to_string(tp)};
     if (routing.startsWith(u"hot:"_s)) settings.push_back("moe.top_k=1");  // the hot expert's rows only
     for (const QString& o : parts.mid(1))
-      settings.push_back(o.startsWith(u"group"_s) ? "strategy.fastermoe.group_size=" + o.mid(5).toStdString()
-                                                  : "strategy.fastermoe." + o.toStdString() + "=true");
+      if (name == "monta")
+        settings.insert(settings.end(), {"strategy.monta.level=" + o.section(u':', 0, 0).toStdString(),
+                                         "strategy.monta.chunks=" + o.section(u':', 1, 1).toStdString()});
+      else
+        settings.push_back(o.startsWith(u"group"_s) ? "strategy.fastermoe.group_size=" + o.mid(5).toStdString()
+                                                    : "strategy.fastermoe." + o.toStdString() + "=true");
     if (name != "expert_centric")
       settings.insert(settings.end(), {"cluster.nodes=" + std::to_string(P), "cluster.devices_per_node=1"});
     const Config cfg = load_config(test::tiny_config_path(), settings);
@@ -118,11 +127,17 @@ class TestDistTrainDevice : public QObject {
     // The data communicators carried the gradients' all-reduces (once per step every dense
     // element over DP, and every expert element over its replicas where it has some: ep = 1)
     // and the rows' exchanges.
-    size_t elements = 0, exchanges = 0, broadcasts = 0, reduces = 0, tp_reduces = 0;
-    const int dp = P / tp;
+    size_t elements = 0, exchanges = 0, broadcasts = 0, reduces = 0, tp_reduces = 0, tp_gathers = 0;
+    const int dp = P / tp, me = world->rank();
+    std::vector<int> tp_group;  // Megatron's order: TP ranks adjacent
+    for (int r = me - me % tp; r < me - me % tp + tp; ++r) tp_group.push_back(r);
     for (size_t i = built; i < log->size(); ++i) {
       const std::string& op = (*log)[i].op;
-      if (tp > 1 && (*log)[i].group_size == tp && dp != tp) {  // the TP group's: activations and partial gradients
+      if (tp > 1 && (*log)[i].group == tp_group) {  // the TP group's: activations, partial gradients, monta's rows
+        if (op == "all_gather") {
+          ++tp_gathers;
+          continue;
+        }
         QCOMPARE(QString::fromStdString(op), QStringLiteral("all_reduce"));
         ++tp_reduces;
       } else if (op == "all_to_all_v") ++exchanges;
@@ -143,16 +158,23 @@ class TestDistTrainDevice : public QObject {
       QCOMPARE(broadcasts + reduces, size_t(0));
     }
     if (tp > 1) QVERIFY2(tp_reduces > 0, "the TP group's activations never crossed a device communicator");
+    // monta: each chunk's AllToAll is followed by the TP group's AllGather of the pieces
+    QCOMPARE(tp_gathers, name == "monta" ? exchanges : size_t(0));
     size_t expert_elements = 0;
     for (const BlockExperts& b : device.model().expert_ranges()) expert_elements += b.range.count;
-    // the experts only over their replicas: ep = 1 and several DP ranks
-    const size_t reduced = device.model().params().size() - (ep == 1 && dp > 1 ? 0 : expert_elements);
+    // the experts only over their replicas: several DP ranks and ep = 1, or ppmoe (EP = TP)
+    const bool replicas = dp > 1 && (ep == 1 || name == "ppmoe");
+    const size_t reduced = device.model().params().size() - (replicas ? 0 : expert_elements);
     QCOMPARE(elements, (size_t)steps * reduced);
     // 4 per MoE block and step, 2 per block and batch of the final evaluation (forward only);
     const size_t passes = (size_t)steps * 4 + (size_t)cfg.train.eval_batches * 2;
     // hier_a2a: each in two phases, the node's and the nodes'; fastermoe's smart schedule: one
     // chunk per group of ranks
-    const size_t phases = name == "ppmoe" ? 0 : name == "hier_a2a" ? 2 : parts.contains(u"smart"_s) ? (size_t)P : 1;
+    const size_t phases = name == "ppmoe"                ? 0
+                          : name == "hier_a2a"           ? 2
+                          : parts.contains(u"smart"_s)   ? (size_t)P
+                          : name == "monta"              ? (size_t)parts[1].section(u':', 1, 1).toInt()
+                                                         : 1;
     QCOMPARE(exchanges, ep == 1 ? size_t(0) : passes * phases * cfg.moe.moe_layers.size());
   }
 };

@@ -112,9 +112,9 @@ TaskId add_partial_reduce_task(TaskGraph& g, const MoeStrategy& strategy, MoeCon
     t.cost.bytes_to_peer.push_back({(*group.world)[(size_t)(group.rank + 1) % P], 2 * (P - 1) * count * sizeof(float) / P});
   t.cost.messages = (int)(2 * (P - 1));  // ring: reduce-scatter then all-gather
   if (data) {
-    // the TP group's dup is used by one comm worker at a time: the block's reduces run in order;
-    // the EP group's: the rows' communicator (the block output and dx share are rows' memory)
-    Communicator* comm = sliced ? ctx.tp.get() : &ctx.rows_comm(t.role);
+    // the TP group's or the EP group's rows communicator (the block output and dx share are
+    // rows' memory); the block's reduces run in order on its role
+    Communicator* comm = sliced ? &ctx.tp_rows_comm(t.role) : &ctx.rows_comm(t.role);
     t.action = [comm, data, count] { comm->all_reduce(data, count, DType::f32); };
   }
   return g.add(std::move(t), after);

@@ -52,6 +52,12 @@ Communicator& MoeContext::rows_comm(StreamRole role) {
   return rows_streams ? of_role(*rows_streams, role, "MoeContext::rows_comm") : role_comm(role);
 }
 
+Communicator& MoeContext::tp_rows_comm(StreamRole role) {
+  if (tp_rows) return of_role(*tp_rows, role, "MoeContext::tp_rows_comm");
+  if (!tp) throw std::logic_error("MoeContext::tp_rows_comm: no TP communicator (a graph without buffers)");
+  return *tp;
+}
+
 std::unique_ptr<Communicator> MoeContext::rows_communicator(Communicator& group) const {
   return rows_group ? rows_group(group) : group.dup();
 }
@@ -67,6 +73,7 @@ MoeContext ParallelContext::block_context(int layer) const {
   ctx.executor = executor;
   ctx.layer = layer;
   ctx.tp = tp_dup;
+  ctx.tp_rows = tp_rows;
   ctx.experts_sliced = experts_sliced;
   ctx.stats = dp_streams;
   if (dp) {

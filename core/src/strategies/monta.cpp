@@ -25,7 +25,6 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -47,9 +46,10 @@ namespace {
 long piece_lo(long n, long q, long parts) { return n * q / parts; }
 long piece_rows(long n, long q, long parts) { return piece_lo(n, q + 1, parts) - piece_lo(n, q, parts); }
 
-// Buffers of one chunk of one transfer (the graph's actions point into them).
+// Buffers of one chunk of one transfer, in the block's memory (MoeContext::row_ops; the graph's
+// actions point into them).
 struct ChunkBuffers {
-  std::vector<float> pack, reduced, stage, gathered;
+  RowArray pack, reduced, stage, gathered;
 };
 
 // A handle's plan and buffers.
@@ -143,6 +143,7 @@ class Monta : public TokenExchangeOf<MontaState> {
       return x;
     };
     const std::string base = t.name;
+    RowOps& ops = ctx.row_ops();
     TaskId prev_aa, prev_ag, prev_copy, prev_rs;
     for (int j = 0; j < N; ++j) {
       ChunkBuffers* buf = nullptr;
@@ -175,19 +176,20 @@ class Monta : public TokenExchangeOf<MontaState> {
         rs.cost.bytes_to_peer.push_back({next_tp, (uint64_t)(T - 1) * block * row_bytes});
         rs.cost.messages = T - 1;  // a ring: t - 1 blocks forwarded and added
         if (t.act) {
-          buf->pack.assign((size_t)T * block * C, 0.0f);
-          buf->reduced.resize((size_t)block * C);
-          pack.action = [buf, send, rows = t.send_rows, sdisp, j, T, P, parts, block, C] {
+          buf->pack.resize(ops, (long)(T * block * C));
+          buf->reduced.resize(ops, (long)(block * C));
+          pack.action = [buf, &ops, send, rows = t.send_rows, sdisp, j, T, P, parts, block, C] {
+            ops.zero(buf->pack.data(), (long)(T * block * C));  // padding rows: zero
             for (int v = 0; v < T; ++v) {
               float* dst = buf->pack.data() + (size_t)v * block * C;
               for (int d = 0; d < P; ++d) {
                 const long q = (long)j * T + v, n = piece_rows(rows[d], q, parts);
-                if (n) std::memcpy(dst, send + (size_t)(sdisp[d] + piece_lo(rows[d], q, parts)) * C, sizeof(float) * n * C);
+                if (n) ops.copy(dst, send + (size_t)(sdisp[d] + piece_lo(rows[d], q, parts)) * C, n * (long)C);
                 dst += (size_t)n * C;
               }
             }
           };
-          Communicator* tp = ctx.tp.get();
+          Communicator* tp = &ctx.tp_rows_comm(tp_role);
           rs.action = [buf, tp, block, C] {
             if (block) tp->reduce_scatter(buf->pack.data(), buf->reduced.data(), (size_t)block * C, DType::f32);
           };
@@ -221,9 +223,10 @@ class Monta : public TokenExchangeOf<MontaState> {
           rd[s] = at;
           at += rc[s];
         }
-        buf->stage.assign((size_t)stage_rows * C, 0.0f);  // padding rows stay zero
-        Communicator* ep = &ctx.role_comm(ep_role);
-        aa.action = [buf, ep, send, sc, sd, rc, rd] {
+        buf->stage.resize(ops, (long)(stage_rows * C));
+        Communicator* ep = &ctx.rows_comm(ep_role);
+        aa.action = [buf, &ops, ep, send, sc, sd, rc, rd, stage_rows, C] {
+          ops.zero(buf->stage.data(), (long)(stage_rows * C));  // padding rows: zero
           ep->all_to_all_v(send, sc.data(), sd.data(), buf->stage.data(), rc.data(), rd.data(), DType::f32);
         };
       }
@@ -234,8 +237,8 @@ class Monta : public TokenExchangeOf<MontaState> {
       ag.cost.bytes_to_peer.push_back({next_tp, (uint64_t)(T - 1) * stage_rows * row_bytes});
       ag.cost.messages = T - 1;  // a ring: t - 1 blocks forwarded
       if (t.act) {
-        buf->gathered.resize((size_t)T * stage_rows * C);
-        Communicator* tp = ctx.tp.get();
+        buf->gathered.resize(ops, (long)(T * stage_rows * C));
+        Communicator* tp = &ctx.tp_rows_comm(tp_role);
         ag.action = [buf, tp, stage_rows, C] {
           if (stage_rows) tp->all_gather(buf->stage.data(), buf->gathered.data(), (size_t)stage_rows * C, DType::f32);
         };
@@ -252,12 +255,12 @@ class Monta : public TokenExchangeOf<MontaState> {
       cp.cost.copy_bytes = (uint64_t)chunk_rows * row_bytes;
       if (t.act) {
         float* recv = t.recv;
-        cp.action = [buf, recv, rows = t.recv_rows, rdisp, j, T, P, parts, stage_rows, C] {
+        cp.action = [buf, &ops, recv, rows = t.recv_rows, rdisp, j, T, P, parts, stage_rows, C] {
           for (int v = 0; v < T; ++v) {
             const float* src = buf->gathered.data() + (size_t)v * stage_rows * C;
             for (int s = 0; s < P; ++s) {
               const long q = (long)j * T + v, n = piece_rows(rows[s], q, parts);
-              if (n) std::memcpy(recv + (size_t)(rdisp[s] + piece_lo(rows[s], q, parts)) * C, src, sizeof(float) * n * C);
+              if (n) ops.copy(recv + (size_t)(rdisp[s] + piece_lo(rows[s], q, parts)) * C, src, n * (long)C);
               src += (size_t)n * C;
             }
           }
@@ -442,6 +445,7 @@ StrategyDescriptor monta_descriptor() {
                   "buckets or PP sends")};
   d.spec.per_block_member = true;
   d.spec.sums_slices = true;
+  d.spec.device_rows = true;
   d.spec.check = check_monta;
   d.make = [](const StrategyConfig& s) -> std::unique_ptr<MoeStrategy> {
     return std::make_unique<Monta>(MontaOptions::of(s));

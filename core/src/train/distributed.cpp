@@ -104,6 +104,9 @@ void Distributed::attach(MoeGpt& model, const Config& cfg, DeviceRuntime& device
   if (device.backend().device_memory() && groups_->tp_size() > 1) {
     tp_comm_ = device.data_communicator(groups_->tp());
     tp_grad_comm_ = device.data_communicator(groups_->tp());
+    p.tp_rows = std::make_shared<EpStreams>();  // the MoE blocks' rows over TP (monta's AllGathers)
+    p.tp_rows->intra = device.data_communicator(groups_->tp());
+    p.tp_rows->inter = device.data_communicator(groups_->tp());
   }
   p.tp = tp_comm_ ? tp_comm_.get() : &groups_->tp();  // activations' all-reduces (Megatron's f / g)
   p.ep_streams = std::make_shared<EpStreams>();

@@ -78,6 +78,10 @@ struct MoeContext {
   // FFN columns (local / local_grads are those slices, F their width), so expert outputs and
   // input gradients are partial sums over the TP group.
   std::shared_ptr<Communicator> tp;
+  // Rows cross the TP group over tp_rows_comm(role): tp_rows, the TP group's per-role
+  // communicators for the rows' memory (NCCL for a model on a GPU), or tp when null.
+  std::shared_ptr<EpStreams> tp_rows;
+  Communicator& tp_rows_comm(StreamRole role);
   int tp_rank = 0, tp_size = 1;
   std::vector<int> tp_world;
   bool experts_sliced = false;

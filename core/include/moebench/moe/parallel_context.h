@@ -26,6 +26,7 @@ struct ParallelContext {
   std::function<std::unique_ptr<Communicator>(Communicator& group)> rows_group;
   std::shared_ptr<EpStreams> dp_streams;  // the DP group's, for the router statistics' all-reduce
   std::shared_ptr<Communicator> tp_dup;   // tp > 1: a dup of tp for the MoE blocks' comm workers
+  std::shared_ptr<EpStreams> tp_rows;     // tp > 1, rows in device memory: the TP group's per role (NCCL)
   bool experts_sliced = false;            // moe.expert_tp (DeepSpeed-TED)
   const Topology* topology = nullptr;
   const ClusterModel* cluster = nullptr;  // what predictions of this run assume
