@@ -3,7 +3,7 @@
 // rank) and expert parallelism (parallel.ep = 0, expert_centric, hier_a2a and fastermoe with its
 // shadows, smart schedule and topology-aware gate over NCCL; synthetic routing too) and tensor
 // parallelism (tp = 2, the activations' all-reduces over NCCL; ppmoe's experts over the TP group;
-// monta's pieces all-gathered over it): the
+// monta's pieces all-gathered over it) and ZeRO-3's dense shards: the
 // launched ranks, sharing the machine's GPUs (local rank mod devices; NCCL between ranks of one
 // GPU through dist/device_sharing.h), train the tiny model and every rank compares its per-step
 // losses and its parameters after the steps with the one-rank GPU run within 1e-4 (relative for
@@ -46,6 +46,8 @@ class TestDistTrainCuda : public QObject {
     // tp = 2: heads and FFN columns over pairs of ranks; on 4 ranks expert_centric over the 2 DP ranks
     QTest::newRow("tensor parallel (tp = 2)") << 0 << "expert_centric" << "learned" << 2;
     QTest::newRow("ppmoe (experts over the TP group)") << 0 << "ppmoe" << "learned" << 2;
+    // ZeRO-3: the dense parts sharded over DP, reduce-scattered and gathered over NCCL
+    QTest::newRow("zero3 (expert parallel, dense prefetch)") << 0 << "expert_centric+zero3" << "learned" << 1;
     // monta (4 ranks: tp 2 x dp 2): "+LEVEL:CHUNKS" sets [strategy.monta]
     QTest::newRow("monta O3, 2 chunks (tp = 2)") << 0 << "monta+O3:2" << "learned" << 2;
   }
@@ -65,7 +67,9 @@ class TestDistTrainCuda : public QObject {
                                          "moe.routing=" + routing.toStdString(), "parallel.tp=" + std::to_string(tp)};
     if (parts[0] == "monta" && P / tp < 2) QSKIP("monta's exchange needs two DP ranks per TP rank (np=4)");
     for (const QString& o : parts.mid(1))
-      if (parts[0] == "monta")
+      if (o == "zero3")
+        settings.push_back("storage.dense=zero3");
+      else if (parts[0] == "monta")
         settings.insert(settings.end(), {"strategy.monta.level=" + o.section(u':', 0, 0).toStdString(),
                                          "strategy.monta.chunks=" + o.section(u':', 1, 1).toStdString()});
       else

@@ -21,6 +21,7 @@
 #include "moebench/config/config_loader.h"
 #include "moebench/dist/mpi_communicator.h"
 #include "moebench/runtime/stream_executor.h"
+#include "moebench/storage/dense_shards.h"
 #include "moebench/train/device.h"
 #include "moebench/train/trainer.h"
 #include "mpi_test_main.h"
@@ -63,6 +64,9 @@ class TestDistTrainDevice : public QObject {
     QTest::newRow("fastermoe smart + shadow, capacity 1.5") << "1.5" << 0 << "fastermoe+shadow+smart+group1"
                                                             << "hot:0,1" << 1;
     QTest::newRow("fastermoe topo_gate") << "0" << 0 << "fastermoe+topo_gate" << "learned" << 1;
+    // ZeRO-3: the dense parts reduce-scattered and gathered over DP (prefetched, or on demand)
+    QTest::newRow("zero3, dense prefetch") << "0" << 0 << "expert_centric+zero3" << "learned" << 1;
+    QTest::newRow("zero3 on demand, experts replicated") << "0" << 1 << "expert_centric+zero3+on_demand" << "learned" << 1;
   }
   void data_parallel_on_a_device_matches_the_cpu() {
     QFETCH(QString, capacity);
@@ -84,8 +88,13 @@ class TestDistTrainDevice : public QObject {
                                          "moe.capacity_factor=" + capacity.toStdString(),
                                          "moe.routing=" + routing.toStdString(), "parallel.tp=" + std::to_string(tp)};
     if (routing.startsWith(u"hot:"_s)) settings.push_back("moe.top_k=1");  // the hot expert's rows only
+    const bool zero3 = parts.contains(u"zero3"_s);
+    if (zero3)
+      settings.insert(settings.end(), {"storage.dense=zero3", "storage.dense_prefetch=" +
+                                                                  std::string(parts.contains(u"on_demand"_s) ? "false" : "true")});
     for (const QString& o : parts.mid(1))
-      if (name == "monta")
+      if (o == "zero3" || o == "on_demand") continue;
+      else if (name == "monta")
         settings.insert(settings.end(), {"strategy.monta.level=" + o.section(u':', 0, 0).toStdString(),
                                          "strategy.monta.chunks=" + o.section(u':', 1, 1).toStdString()});
       else
@@ -128,6 +137,7 @@ class TestDistTrainDevice : public QObject {
     // element over DP, and every expert element over its replicas where it has some: ep = 1)
     // and the rows' exchanges.
     size_t elements = 0, exchanges = 0, broadcasts = 0, reduces = 0, tp_reduces = 0, tp_gathers = 0;
+    size_t scattered = 0, gathered = 0;  // zero3: the dense gradients' reduce-scatters, the weights' gathers
     const int dp = P / tp, me = world->rank();
     std::vector<int> tp_group;  // Megatron's order: TP ranks adjacent
     for (int r = me - me % tp; r < me - me % tp + tp; ++r) tp_group.push_back(r);
@@ -141,6 +151,8 @@ class TestDistTrainDevice : public QObject {
         QCOMPARE(QString::fromStdString(op), QStringLiteral("all_reduce"));
         ++tp_reduces;
       } else if (op == "all_to_all_v") ++exchanges;
+      else if (op == "reduce_scatter") scattered += (*log)[i].count * P;  // count: each rank's shard
+      else if (op == "all_gather") gathered += (*log)[i].count * P;
       else if (op == "broadcast") ++broadcasts;  // fastermoe's shadowed experts, forward
       else if (op == "reduce") ++reduces;        // ... and their gradients to the owner
       else {
@@ -165,7 +177,16 @@ class TestDistTrainDevice : public QObject {
     // the experts only over their replicas: several DP ranks and ep = 1, or ppmoe (EP = TP)
     const bool replicas = dp > 1 && (ep == 1 || name == "ppmoe");
     const size_t reduced = device.model().params().size() - (replicas ? 0 : expert_elements);
-    QCOMPARE(elements, (size_t)steps * reduced);
+    if (zero3) {  // the dense parts reduce-scattered instead (P shards of s each), all-gathered for forward
+      size_t dense = 0;
+      for (const DenseShards::Part& p : device.dense_shards()->parts()) dense += p.shard * P;
+      QCOMPARE(scattered, (size_t)steps * dense);
+      QVERIFY2(gathered >= (size_t)(steps - 1) * dense, "the dense parts were not gathered after each update");
+      QCOMPARE(elements, (size_t)steps * (replicas ? expert_elements : 0));
+    } else {
+      QCOMPARE(scattered + gathered, size_t(0));
+      QCOMPARE(elements, (size_t)steps * reduced);
+    }
     // 4 per MoE block and step, 2 per block and batch of the final evaluation (forward only);
     const size_t passes = (size_t)steps * 4 + (size_t)cfg.train.eval_batches * 2;
     // hier_a2a: each in two phases, the node's and the nodes'; fastermoe's smart schedule: one

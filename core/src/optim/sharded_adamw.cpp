@@ -8,7 +8,10 @@ namespace moebench {
 
 ShardedAdamW::ShardedAdamW(const ParamArena& params, const std::vector<std::pair<size_t, size_t>>& runs,
                            AdamWHyper h)
-    : h_(h) {
+    : h_(h),
+      be_(params.backend()),
+      m_(params.backend(), "the sharded AdamW first moments"),
+      v_(params.backend(), "the sharded AdamW second moments") {
   size_t end = 0, state = 0;
   for (const auto& [offset, count] : runs) {
     if (offset < end || offset + count > params.size())
@@ -22,29 +25,30 @@ ShardedAdamW::ShardedAdamW(const ParamArena& params, const std::vector<std::pair
       state += hi - lo;
     }
   }
-  m_.assign(state, 0.0f);
-  v_.assign(state, 0.0f);
+  state_ = state;
+  m_.ensure(state);  // zeroed
+  v_.ensure(state);
 }
 
 void ShardedAdamW::step(ParamArena& params, float lr, long t) {
   float* data = params.data();
   const float* grads = params.grads();
   for (const Piece& piece : pieces_)
-    adamw_update(data + piece.offset, grads + piece.offset, m_.data() + piece.state, v_.data() + piece.state,
-                 (long)piece.count, h_, lr, t, piece.decay ? h_.weight_decay : 0.0f);
+    be_.adamw_update(data + piece.offset, grads + piece.offset, m_.data() + piece.state, v_.data() + piece.state,
+                     (long)piece.count, h_, lr, t, piece.decay ? h_.weight_decay : 0.0f);
 }
 
 void ShardedAdamW::export_to(float* m, float* v) const {
   for (const Piece& p : pieces_) {
-    std::copy_n(m_.begin() + (long)p.state, p.count, m + p.offset);
-    std::copy_n(v_.begin() + (long)p.state, p.count, v + p.offset);
+    be_.copy(m + p.offset, m_.data() + p.state, p.count * sizeof(float));
+    be_.copy(v + p.offset, v_.data() + p.state, p.count * sizeof(float));
   }
 }
 
 void ShardedAdamW::import_from(const float* m, const float* v) {
   for (const Piece& p : pieces_) {
-    std::copy_n(m + p.offset, p.count, m_.begin() + (long)p.state);
-    std::copy_n(v + p.offset, p.count, v_.begin() + (long)p.state);
+    be_.copy(m_.data() + p.state, m + p.offset, p.count * sizeof(float));
+    be_.copy(v_.data() + p.state, v + p.offset, p.count * sizeof(float));
   }
 }
 

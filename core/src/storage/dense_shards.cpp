@@ -19,9 +19,17 @@ int part_of(const std::string& name, int layers) {
 
 }  // namespace
 
-DenseShards::DenseShards(MoeGpt& model, Communicator& dp, Executor& executor, StreamRole role, bool prefetch,
-                         AdamWHyper h)
-    : model_(model), executor_(executor), role_(role), prefetch_(prefetch), hyper_(h), P_(dp.size()), me_(dp.rank()) {
+DenseShards::DenseShards(MoeGpt& model, std::unique_ptr<Communicator> gather, std::unique_ptr<Communicator> grads,
+                         Executor& executor, StreamRole role, bool prefetch, AdamWHyper h)
+    : model_(model),
+      executor_(executor),
+      role_(role),
+      prefetch_(prefetch),
+      hyper_(h),
+      P_(gather->size()),
+      me_(gather->rank()),
+      gather_comm_(std::move(gather)),
+      grad_comm_(std::move(grads)) {
   if (model.pipe().stages > 1 || model.tp().size > 1 || model.embed_shard().size > 1)
     throw std::invalid_argument("storage.dense = \"zero3\" needs parallel.tp = 1, parallel.pp = 1 and no "
                                 "model.embedding_partition");
@@ -47,8 +55,12 @@ DenseShards::DenseShards(MoeGpt& model, Communicator& dp, Executor& executor, St
     p.owned = {p.range.offset + lo, hi - lo};
   }
   fresh_.assign(parts_.size(), true);  // init() gave every rank the same weights
-  gather_comm_ = dp.dup();
-  grad_comm_ = dp.dup();
+  Backend& be = params.backend();
+  for (size_t i = 0; i < parts_.size(); ++i) {
+    const std::string what = "zero3's padded buffers of dense part " + std::to_string(parts_[i].part);
+    buffers_.push_back({DeviceArray<float>(be, what), DeviceArray<float>(be, what), DeviceArray<float>(be, what),
+                        DeviceArray<float>(be, "zero3's reduced gradient shards")});
+  }
   // The optimizer's elements: this rank's shards plus everything outside the dense parts (experts).
   std::vector<std::pair<size_t, size_t>> runs;
   size_t at = 0;
@@ -69,18 +81,19 @@ size_t DenseShards::index_of(int part) const {
   throw std::logic_error("DenseShards: no dense part " + std::to_string(part));
 }
 
-void DenseShards::all_gather_part(const Part& p, float* data, Communicator& comm) {
+void DenseShards::all_gather_part(const Part& p, float* data, Communicator& comm, DeviceArray<float>& pad) {
   const size_t n = p.range.count, s = p.shard, P = (size_t)P_, lo = (size_t)me_ * s;
   if (s * P == n) return comm.all_gather(data + lo, data, s, DType::f32);  // in place
-  std::vector<float> buf(P * s, 0.0f);
-  std::copy_n(data + std::min(lo, n), p.owned.count, buf.begin() + (long)lo);
-  comm.all_gather(buf.data() + lo, buf.data(), s, DType::f32);
-  std::copy_n(buf.begin(), n, data);
+  Backend& be = pad.backend();
+  float* buf = pad.ensure_data(P * s);
+  be.copy(buf + lo, data + std::min(lo, n), p.owned.count * sizeof(float));
+  comm.all_gather(buf + lo, buf, s, DType::f32);
+  be.copy(data, buf, n * sizeof(float));
 }
 
 void DenseShards::gather(size_t i) {
   const Part& p = parts_[i];
-  all_gather_part(p, model_.params().data() + p.range.offset, *gather_comm_);
+  all_gather_part(p, model_.params().data() + p.range.offset, *gather_comm_, buffers_[i].gather);
 }
 
 namespace {
@@ -146,18 +159,21 @@ GraphTask DenseShards::reduce_scatter_task(ArenaRange r, float scale) {
   t.action = [this, i, scale] {
     const Part& q = parts_[i];
     const size_t n = q.range.count, s = q.shard, P = (size_t)P_;
+    Backend& be = model_.params().backend();
     float* g = model_.params().grads() + q.range.offset;
-    std::vector<float> mine(s);
+    float* mine = buffers_[i].mine.ensure_data(s);
     if (s * P == n) {
-      grad_comm_->reduce_scatter(g, mine.data(), s, DType::f32);
+      grad_comm_->reduce_scatter(g, mine, s, DType::f32);
     } else {
-      std::vector<float> buf(P * s, 0.0f);
-      std::copy_n(g, n, buf.begin());
-      grad_comm_->reduce_scatter(buf.data(), mine.data(), s, DType::f32);
+      float* buf = buffers_[i].grads.ensure_data(P * s);
+      be.copy(buf, g, n * sizeof(float));
+      be.zero(buf + n, (P * s - n) * sizeof(float));  // the padding
+      grad_comm_->reduce_scatter(buf, mine, s, DType::f32);
     }
-    std::fill(g, g + n, 0.0f);  // only this rank's shard is meaningful from here on
+    be.zero(g, n * sizeof(float));  // only this rank's shard is meaningful from here on
     float* own = g + (q.owned.offset - q.range.offset);
-    for (size_t k = 0; k < q.owned.count; ++k) own[k] = mine[k] * scale;
+    be.copy(own, mine, q.owned.count * sizeof(float));
+    be.scale(own, (long)q.owned.count, scale);
   };
   return t;
 }
@@ -177,9 +193,10 @@ AdamW DenseShards::whole_state() {
   gather_all();
   AdamW whole(model_.params(), hyper_);
   opt_->export_to(whole.m(), whole.v());
-  for (const Part& p : parts_) {
-    all_gather_part(p, whole.m() + p.range.offset, *gather_comm_);
-    all_gather_part(p, whole.v() + p.range.offset, *gather_comm_);
+  for (size_t i = 0; i < parts_.size(); ++i) {
+    const Part& p = parts_[i];
+    all_gather_part(p, whole.m() + p.range.offset, *gather_comm_, buffers_[i].moments);
+    all_gather_part(p, whole.v() + p.range.offset, *gather_comm_, buffers_[i].moments);
   }
   return whole;
 }

@@ -79,7 +79,6 @@ void check_run_device(const Config& cfg) {
               "\" (expert parallelism runs only the strategies whose rows live on the device so far: " +
               device_row_strategies() + "; or set parallel.ep = 1 to hold every "
               "expert on each rank)");
-    if (cfg.storage.dense == DenseStorage::zero3) not_yet("storage.dense = \"zero3\"");
     if (cfg.model.embedding_partition) not_yet("model.embedding_partition = true");
   }
   if (cfg.run.precision == Precision::bf16) not_yet("run.precision = \"bf16\"");

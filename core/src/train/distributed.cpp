@@ -133,7 +133,9 @@ void Distributed::attach(MoeGpt& model, const Config& cfg, DeviceRuntime& device
   const StreamRole role = dp_nodes.size() > 1 ? StreamRole::comm_inter : StreamRole::comm_intra;
   if (cfg.storage.dense == DenseStorage::zero3) {  // storage/dense_shards.h
     const AdamWHyper h{cfg.train.beta1, cfg.train.beta2, cfg.train.eps, cfg.train.weight_decay};
-    dense_ = std::make_unique<DenseShards>(model, groups_->dp(), *executor_, role, cfg.storage.dense_prefetch, h);
+    dense_ = std::make_unique<DenseShards>(model, device.data_communicator(groups_->dp()),
+                                           device.data_communicator(groups_->dp()), *executor_, role,
+                                           cfg.storage.dense_prefetch, h);
     model.set_dense_use_hook([this](TaskGraph& g, int part, TaskId after) { return dense_->use(g, part, after); });
   }
   // Each dense bucket's reduction in the model's graph, after the task that completes it: on the

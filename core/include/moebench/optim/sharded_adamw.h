@@ -8,13 +8,15 @@
 // Kept as its own class (not a mode of AdamW): its pieces are runs of the arena, not views; the
 // update is adamw_update, AdamW's (the zero3-vs-replicated loss test checks the result).
 // Checkpoints keep whole tensors: export_to / import_from copy the owned moments into and out
-// of arena-layout vectors (AdamW::m() / v()).
+// of arena-layout arrays (AdamW::m() / v()). The moments live in the arena's memory (its
+// backend's: the GPU's for a model there), and every copy and update runs there.
 #include <cstddef>
 #include <utility>
 #include <vector>
 
 #include "moebench/model/param_arena.h"
 #include "moebench/optim/adamw.h"
+#include "moebench/tensor/device_array.h"
 
 namespace moebench {
 
@@ -26,11 +28,9 @@ class ShardedAdamW {
   // One update of the owned elements from params' gradients at the same offsets.
   void step(ParamArena& params, float lr, long t);
 
-  size_t state_size() const { return m_.size(); }  // floats in m (and in v) = elements updated
-  const std::vector<float>& m() const { return m_; }
-  const std::vector<float>& v() const { return v_; }
-  // The owned elements' moments into (out of) arena-layout m, v (the arena's size each: a whole
-  // AdamW's m() / v() on the CPU backend).
+  size_t state_size() const { return state_; }  // floats in m (and in v) = elements updated
+  // The owned elements' moments into (out of) arena-layout m, v (the arena's size each, in its
+  // backend's memory: a whole AdamW's m() / v()).
   void export_to(float* m, float* v) const;
   void import_from(const float* m, const float* v);
 
@@ -40,8 +40,10 @@ class ShardedAdamW {
     bool decay = true;
   };
   AdamWHyper h_;
+  Backend& be_;
   std::vector<Piece> pieces_;
-  std::vector<float> m_, v_;
+  size_t state_ = 0;
+  DeviceArray<float> m_, v_;
 };
 
 }  // namespace moebench

@@ -37,9 +37,14 @@
 // (whole_state(): an arena-sized AdamW on every rank for the duration of the save), so a zero3
 // checkpoint resumes in a replicated run and vice versa.
 //
-// Threads: the gathers use their own DP communicator (a dup), the reduce-scatters another; each
+// Threads: the gathers use their own DP communicator, the reduce-scatters another; each
 // gather is added after the one before it (the chain or the prefetch's wait), so at most one is in
 // flight and every rank issues them in the same order.
+//
+// Devices: the communicators are the DP group's data communicators for the arena's memory
+// (train/device.h: MPI dups on the CPU, NCCL on a GPU), and every copy, zeroing and scaling runs
+// through the arena's backend on the running task's stream; the padded buffers of parts that P
+// does not divide are arrays in that memory, one per part and use, kept between steps.
 #include <cstddef>
 #include <map>
 #include <memory>
@@ -52,6 +57,7 @@
 #include "moebench/optim/sharded_adamw.h"
 #include "moebench/runtime/executor.h"
 #include "moebench/runtime/task_graph.h"
+#include "moebench/tensor/device_array.h"
 
 namespace moebench {
 
@@ -64,10 +70,12 @@ class DenseShards {
     ArenaRange owned;   // this rank's shard in the arena (count 0 when empty)
   };
 
-  // dp: the model's data-parallel group (duplicated twice here). role: the DP group's comm
-  // role. Throws std::invalid_argument when the model's dense parameters do not form the parts
-  // above (tensor-parallel slices, pipeline stages, a partitioned embedding).
-  DenseShards(MoeGpt& model, Communicator& dp, Executor& executor, StreamRole role, bool prefetch, AdamWHyper h);
+  // gather, grads: two communicators over the model's data-parallel group (the gathers', the
+  // reduce-scatters'). role: the DP group's comm role. Throws std::invalid_argument when the
+  // model's dense parameters do not form the parts above (tensor-parallel slices, pipeline
+  // stages, a partitioned embedding).
+  DenseShards(MoeGpt& model, std::unique_ptr<Communicator> gather, std::unique_ptr<Communicator> grads,
+              Executor& executor, StreamRole role, bool prefetch, AdamWHyper h);
   ~DenseShards();
 
   const std::vector<Part>& parts() const { return parts_; }
@@ -97,8 +105,13 @@ class DenseShards {
   void gather_now(size_t i);  // blocking, on the calling thread
   void gather(size_t i);      // the collective itself
   GraphTask gather_task(size_t i, StreamRole role);
-  // Collective over the DP group: the part's `data` whole from every rank's shard.
-  void all_gather_part(const Part& p, float* data, Communicator& comm);
+  // Collective over the DP group: the part's `data` whole from every rank's shard; pad: a
+  // buffer for the padded collective when P does not divide the part.
+  void all_gather_part(const Part& p, float* data, Communicator& comm, DeviceArray<float>& pad);
+  // The part's padded buffers (its gathers', its moments', its reduce-scatter's) and its shard of the reduced gradient.
+  struct Buffers {
+    DeviceArray<float> gather, moments, grads, mine;
+  };
 
   MoeGpt& model_;
   Executor& executor_;
@@ -110,6 +123,7 @@ class DenseShards {
   std::vector<Part> parts_;
   std::vector<bool> fresh_;           // per part: weights whole once the tasks added so far ran
   std::map<size_t, TaskId> prefetched_;  // part index -> its prefetch task (not waited for yet)
+  std::vector<Buffers> buffers_;         // per part
   std::unique_ptr<ShardedAdamW> opt_;
 };
 
