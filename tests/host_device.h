@@ -5,6 +5,7 @@
 // branches (host copies for checkpoints and losses, gradients reduced over the device's data
 // communicators) — with MoE blocks on the host's rows (moe/moe_rows.h). RecordingCommunicator wraps a data communicator and records
 // each collective a rank issues on it, as the NCCL communicator would receive them.
+#include <cstdint>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -119,17 +120,32 @@ struct RecordedCall {
 };
 
 // Forwards every call to `inner`, recording the collectives and point-to-point messages.
+// send() returns once the message is handed over, as a device's data communicator does (NCCL
+// enqueues it on the stream: dist/nccl_communicator.h follow_streams): the data is copied and
+// sent in the background (completed by later calls and the destructor), so a rank that sends to
+// its pipeline neighbour while the neighbour sends to it does not block the fake device's one
+// host thread, which runs every action inline.
 class RecordingCommunicator final : public Communicator {
  public:
   RecordingCommunicator(std::unique_ptr<Communicator> inner, std::shared_ptr<std::vector<RecordedCall>> log)
       : inner_(std::move(inner)), log_(std::move(log)) {
     for (int r = 0; r < inner_->size(); ++r) group_.push_back(inner_->world_rank(r));
   }
+  ~RecordingCommunicator() override {
+    for (Sent& s : sent_) s.request->wait();
+  }
   int rank() const override { return inner_->rank(); }
   int size() const override { return inner_->size(); }
   int world_rank(int r) const override { return inner_->world_rank(r); }
   std::string backend() const override { return inner_->backend(); }
-  void send(const void* b, size_t n, DType t, int peer, int tag) override { note("send", n), inner_->send(b, n, t, peer, tag); }
+  void send(const void* b, size_t n, DType t, int peer, int tag) override {
+    note("send", n);
+    std::erase_if(sent_, [](Sent& s) { return s.request->test(); });
+    Sent s;
+    s.data.assign(static_cast<const uint8_t*>(b), static_cast<const uint8_t*>(b) + n * dtype_size(t));
+    s.request = inner_->isend(s.data.data(), n, t, peer, tag);
+    sent_.push_back(std::move(s));
+  }
   void recv(void* b, size_t n, DType t, int peer, int tag) override { note("recv", n), inner_->recv(b, n, t, peer, tag); }
   RequestPtr isend(const void* b, size_t n, DType t, int peer, int tag) override {
     note("isend", n);
@@ -177,7 +193,12 @@ class RecordingCommunicator final : public Communicator {
 
  private:
   void note(const char* op, size_t n) { log_->push_back({op, n, group_}); }
+  struct Sent {  // a send in the background: its copy of the data and its request
+    std::vector<uint8_t> data;
+    RequestPtr request;
+  };
   std::unique_ptr<Communicator> inner_;
+  std::vector<Sent> sent_;
   std::shared_ptr<std::vector<RecordedCall>> log_;
   std::vector<int> group_;
 };

@@ -3,7 +3,7 @@
 // rank) and expert parallelism (parallel.ep = 0, expert_centric, hier_a2a and fastermoe with its
 // shadows, smart schedule and topology-aware gate over NCCL; synthetic routing too) and tensor
 // parallelism (tp = 2, the activations' all-reduces over NCCL; ppmoe's experts over the TP group;
-// monta's pieces all-gathered over it) and ZeRO-3's dense shards: the
+// monta's pieces all-gathered over it), ZeRO-3's dense shards and pipeline stages: the
 // launched ranks, sharing the machine's GPUs (local rank mod devices; NCCL between ranks of one
 // GPU through dist/device_sharing.h), train the tiny model and every rank compares its per-step
 // losses and its parameters after the steps with the one-rank GPU run within 1e-4 (relative for
@@ -48,6 +48,8 @@ class TestDistTrainCuda : public QObject {
     QTest::newRow("ppmoe (experts over the TP group)") << 0 << "ppmoe" << "learned" << 2;
     // ZeRO-3: the dense parts sharded over DP, reduce-scattered and gathered over NCCL
     QTest::newRow("zero3 (expert parallel, dense prefetch)") << 0 << "expert_centric+zero3" << "learned" << 1;
+    // two pipeline stages ("+ppN", "+microN"): NCCL send / receive over each pair of stages
+    QTest::newRow("pp 2, 1f1b, 2 micro-batches") << 0 << "expert_centric+pp2+micro2" << "learned" << 1;
     // monta (4 ranks: tp 2 x dp 2): "+LEVEL:CHUNKS" sets [strategy.monta]
     QTest::newRow("monta O3, 2 chunks (tp = 2)") << 0 << "monta+O3:2" << "learned" << 2;
   }
@@ -66,9 +68,14 @@ class TestDistTrainCuda : public QObject {
                                          "train.eval_every=0", "train.grad_clip=0.5", "moe.capacity_factor=0",
                                          "moe.routing=" + routing.toStdString(), "parallel.tp=" + std::to_string(tp)};
     if (parts[0] == "monta" && P / tp < 2) QSKIP("monta's exchange needs two DP ranks per TP rank (np=4)");
+    int pp = 1;
     for (const QString& o : parts.mid(1))
       if (o == "zero3")
         settings.push_back("storage.dense=zero3");
+      else if (o.startsWith(u"pp"_s))
+        settings.push_back("parallel.pp=" + std::to_string(pp = o.mid(2).toInt()));
+      else if (o.startsWith(u"micro"_s))
+        settings.push_back("parallel.microbatches=" + o.mid(5).toStdString());
       else if (parts[0] == "monta")
         settings.insert(settings.end(), {"strategy.monta.level=" + o.section(u':', 0, 0).toStdString(),
                                          "strategy.monta.chunks=" + o.section(u':', 1, 1).toStdString()});
@@ -81,7 +88,10 @@ class TestDistTrainCuda : public QObject {
     const Config cfg = load_config(test::tiny_config_path(), settings);
     QTemporaryDir dir;
     const std::string out = dir.path().toStdString() + "/r" + std::to_string(world->rank());
-    Trainer one(cfg, out + "/one");
+    std::vector<std::string> one_stage = {"run.ranks=1"};  // one GPU: the whole model, the same micro-batches
+    for (const std::string& set : settings)
+      if (!set.starts_with("parallel.pp=") && !set.starts_with("run.ranks=")) one_stage.push_back(set);
+    Trainer one(pp > 1 ? load_config(test::tiny_config_path(), one_stage) : cfg, out + "/one");
     const std::vector<float> expected = test::train_losses(one);
     Trainer dist(cfg, out + "/dist", world.get());
     QVERIFY(dist.distributed());

@@ -67,6 +67,10 @@ class TestDistTrainDevice : public QObject {
     // ZeRO-3: the dense parts reduce-scattered and gathered over DP (prefetched, or on demand)
     QTest::newRow("zero3, dense prefetch") << "0" << 0 << "expert_centric+zero3" << "learned" << 1;
     QTest::newRow("zero3 on demand, experts replicated") << "0" << 1 << "expert_centric+zero3+on_demand" << "learned" << 1;
+    // pipeline stages ("+ppN", "+gpipe", "+microN"): the activations and their gradients over
+    // each pair of neighbour stages' links, the tied embedding's gradient over the first and last
+    QTest::newRow("pp 2, 1f1b, 2 micro-batches") << "0" << 0 << "expert_centric+pp2+micro2" << "learned" << 1;
+    QTest::newRow("pp 2, gpipe, 4 micro-batches") << "0" << 0 << "expert_centric+pp2+gpipe+micro4" << "learned" << 1;
   }
   void data_parallel_on_a_device_matches_the_cpu() {
     QFETCH(QString, capacity);
@@ -92,8 +96,12 @@ class TestDistTrainDevice : public QObject {
     if (zero3)
       settings.insert(settings.end(), {"storage.dense=zero3", "storage.dense_prefetch=" +
                                                                   std::string(parts.contains(u"on_demand"_s) ? "false" : "true")});
+    int pp = 1;
     for (const QString& o : parts.mid(1))
       if (o == "zero3" || o == "on_demand") continue;
+      else if (o.startsWith(u"pp"_s)) settings.push_back("parallel.pp=" + std::to_string(pp = o.mid(2).toInt()));
+      else if (o == "gpipe") settings.push_back("parallel.schedule=gpipe");
+      else if (o.startsWith(u"micro"_s)) settings.push_back("parallel.microbatches=" + o.mid(5).toStdString());
       else if (name == "monta")
         settings.insert(settings.end(), {"strategy.monta.level=" + o.section(u':', 0, 0).toStdString(),
                                          "strategy.monta.chunks=" + o.section(u':', 1, 1).toStdString()});
@@ -106,7 +114,12 @@ class TestDistTrainDevice : public QObject {
     QTemporaryDir dir;
     const std::string out = dir.path().toStdString() + "/r" + std::to_string(world->rank());
 
-    Trainer single(cfg, out + "/single");
+    // the one-rank reference: the whole model on one rank, with the same micro-batches
+    std::vector<std::string> one_stage = {"run.ranks=1"};
+    for (const std::string& set : settings)
+      if (!set.starts_with("parallel.pp=") && !set.starts_with("parallel.schedule=") && !set.starts_with("run.ranks="))
+        one_stage.push_back(set);
+    Trainer single(pp > 1 ? load_config(test::tiny_config_path(), one_stage) : cfg, out + "/single");
     Trainer cpu(cfg, out + "/cpu", world.get());
     const std::vector<float> cpu_losses = test::train_losses(cpu);
 
@@ -138,7 +151,10 @@ class TestDistTrainDevice : public QObject {
     // and the rows' exchanges.
     size_t elements = 0, exchanges = 0, broadcasts = 0, reduces = 0, tp_reduces = 0, tp_gathers = 0;
     size_t scattered = 0, gathered = 0;  // zero3: the dense gradients' reduce-scatters, the weights' gathers
-    const int dp = P / tp, me = world->rank();
+    const int dp = P / tp / pp, me = world->rank(), stride = dp * tp;
+    // the tied embedding's pair: this rank's DP and TP position on the first and the last stage
+    const std::vector<int> tied_group = {me % stride, me % stride + (pp - 1) * stride};
+    size_t messages = 0, tied = 0;  // pipeline sends and receives; the tied embedding's elements
     std::vector<int> tp_group;  // Megatron's order: TP ranks adjacent
     for (int r = me - me % tp; r < me - me % tp + tp; ++r) tp_group.push_back(r);
     for (size_t i = built; i < log->size(); ++i) {
@@ -150,6 +166,10 @@ class TestDistTrainDevice : public QObject {
         }
         QCOMPARE(QString::fromStdString(op), QStringLiteral("all_reduce"));
         ++tp_reduces;
+      } else if (op == "send" || op == "recv") {
+        ++messages;
+      } else if (pp > 1 && op == "all_reduce" && (*log)[i].group == tied_group) {
+        tied += (*log)[i].count;
       } else if (op == "all_to_all_v") ++exchanges;
       else if (op == "reduce_scatter") scattered += (*log)[i].count * P;  // count: each rank's shard
       else if (op == "all_gather") gathered += (*log)[i].count * P;
@@ -177,6 +197,13 @@ class TestDistTrainDevice : public QObject {
     // the experts only over their replicas: several DP ranks and ep = 1, or ppmoe (EP = TP)
     const bool replicas = dp > 1 && (ep == 1 || name == "ppmoe");
     const size_t reduced = device.model().params().size() - (replicas ? 0 : expert_elements);
+    if (pp > 1) {  // each stage's link carried its micro-batches; the tied embedding's gradient once a step
+      QVERIFY2(messages > 0, "no activation crossed a pipeline link");
+      const ParamView* wte = device.model().params().find("embed.wte");
+      QCOMPARE(tied, wte ? (size_t)steps * wte->numel : size_t(0));
+    } else {
+      QCOMPARE(messages + tied, size_t(0));
+    }
     if (zero3) {  // the dense parts reduce-scattered instead (P shards of s each), all-gathered for forward
       size_t dense = 0;
       for (const DenseShards::Part& p : device.dense_shards()->parts()) dense += p.shard * P;
@@ -187,8 +214,9 @@ class TestDistTrainDevice : public QObject {
       QCOMPARE(scattered + gathered, size_t(0));
       QCOMPARE(elements, (size_t)steps * reduced);
     }
-    // 4 per MoE block and step, 2 per block and batch of the final evaluation (forward only);
-    const size_t passes = (size_t)steps * 4 + (size_t)cfg.train.eval_batches * 2;
+    // 4 per MoE block and step, 2 per block and batch of the final evaluation (forward only); each
+    // per micro-batch
+    const size_t passes = ((size_t)steps * 4 + (size_t)cfg.train.eval_batches * 2) * cfg.parallel.microbatches;
     // hier_a2a: each in two phases, the node's and the nodes'; fastermoe's smart schedule: one
     // chunk per group of ranks
     const size_t phases = name == "ppmoe"                ? 0
@@ -196,7 +224,9 @@ class TestDistTrainDevice : public QObject {
                           : parts.contains(u"smart"_s)   ? (size_t)P
                           : name == "monta"              ? (size_t)parts[1].section(u':', 1, 1).toInt()
                                                          : 1;
-    QCOMPARE(exchanges, ep == 1 ? size_t(0) : passes * phases * cfg.moe.moe_layers.size());
+    const int ep_size = name == "ppmoe" ? tp : ep == 0 ? dp : ep;  // ppmoe: the EP group is the TP group
+    const size_t blocks = device.model().expert_ranges().size();  // this stage's MoE blocks
+    QCOMPARE(exchanges, ep_size == 1 ? size_t(0) : passes * phases * blocks);
   }
 };
 

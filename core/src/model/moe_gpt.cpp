@@ -202,10 +202,10 @@ void MoeGpt::init(uint64_t seed) {
 void MoeGpt::distribute(const ParallelContext& par) {
   reset_graph();  // tasks of the undistributed model ran on its own executor
   executor_ = par.executor;
-  if (be_.device_memory() && (embed_split() || pipe_.stages > 1 || vocab_split() || sliced_experts()))
+  if (be_.device_memory() && (embed_split() || vocab_split() || sliced_experts()))
     throw std::invalid_argument("a model on the " + be_.name() +
-                                " backend runs only data, tensor and expert parallelism for now (whole vocabulary "
-                                "rows and whole experts on each tensor-parallel rank)");
+                                " backend runs only data, tensor, pipeline and expert parallelism for now (whole "
+                                "vocabulary rows and whole experts on each tensor-parallel rank)");
   tp_comm_ = par.tp;
   if (embed_split()) {
     if (!par.dp || par.dp->size() != embed_.size || par.dp->rank() != embed_.rank)

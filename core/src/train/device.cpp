@@ -64,14 +64,13 @@ void check_run_device(const Config& cfg) {
   const std::string what = "run.device = \"cuda\"";
   auto not_yet = [&](const std::string& setting) {
     throw UsageError(what + " with " + setting + " is not built yet: the GPU path trains in fp32 with data, "
-                            "tensor and expert parallelism only for now (docs/gpu.md); change that setting or use run.device = \"cpu\"");
+                            "tensor, pipeline and expert parallelism only for now (docs/gpu.md); change that setting or use run.device = \"cpu\"");
   };
-  if (cfg.run.ranks > 1) {  // data, tensor and expert parallelism: activations, rows and gradients over NCCL
+  if (cfg.run.ranks > 1) {  // data, tensor, pipeline and expert parallelism: activations, rows and gradients over NCCL
     const ParallelConfig& p = cfg.parallel;
     if (p.tp != 1 && p.vocab_parallel) not_yet("parallel.tp = " + std::to_string(p.tp) + " and parallel.vocab_parallel = true");
     if (p.tp != 1 && cfg.moe.expert_tp && !cfg.moe.moe_layers.empty())
       not_yet("parallel.tp = " + std::to_string(p.tp) + " and moe.expert_tp = true");
-    if (p.pp != 1) not_yet("parallel.pp = " + std::to_string(p.pp));
     const StrategySpec* spec = find_strategy_spec(cfg.strategy.name);
     if (p.ep != 1 && !cfg.moe.moe_layers.empty() && !(spec && spec->device_rows))
       not_yet("parallel.ep = " + std::to_string(p.ep) + (p.ep == 0 ? " (the whole data-parallel group)" : "") +

@@ -126,6 +126,7 @@ void Distributed::attach(MoeGpt& model, const Config& cfg, DeviceRuntime& device
   p.topology = &topology_;
   p.cluster = cluster_.get();
   p.executor = executor_;
+  make_stage_links(device);
   model.distribute(p);
   float* grads = model.params().grads();
   std::set<int> dp_nodes;
@@ -177,6 +178,37 @@ struct Distributed::Norm {
   int stage = 0;
 };
 
+// Per boundary b (stages b and b + 1) the PP group splits into the pair (key: the stage, so
+// stage b is rank 0), and the pair gets one data communicator per direction; the first and last
+// stages make their tied-embedding pair the same way (collective over the PP group).
+void Distributed::make_stage_links(DeviceRuntime& device) {
+  Communicator& pp = groups_->pp();
+  const int stages = pp.size(), s = pp.rank();
+  for (int b = 0; b + 1 < stages; ++b) {
+    const bool member = s == b || s == b + 1;
+    std::unique_ptr<Communicator> pair = pp.split(member ? 0 : -1, s);
+    if (!member) continue;
+    (s == b ? next_fwd_ : prev_fwd_) = device.data_communicator(*pair);
+    (s == b ? next_bwd_ : prev_bwd_) = device.data_communicator(*pair);
+  }
+  if (stages > 1) {
+    const bool end = s == 0 || s == stages - 1;
+    std::unique_ptr<Communicator> pair = pp.split(end ? 0 : -1, s);
+    if (end) tied_ = device.data_communicator(*pair);
+  }
+}
+
+Distributed::StageLink Distributed::stage_link(bool forward, bool outgoing) const {
+  // Forward goes to the next stage (this rank is the pair's rank 0) and comes from the previous
+  // one (rank 1); backward the other way.
+  const bool with_next = forward == outgoing;
+  const std::unique_ptr<Communicator>& c = with_next ? (forward ? next_fwd_ : next_bwd_) : (forward ? prev_fwd_ : prev_bwd_);
+  if (!c)
+    throw std::logic_error(std::string("Distributed: no pipeline link with the ") + (with_next ? "next" : "previous") +
+                           " stage (attach() makes them; the first and last stages have one neighbour)");
+  return {c.get(), with_next ? 1 : 0};
+}
+
 std::function<void()> Distributed::tail_action(StepOp op, int layer, MoeGpt& model, float max_norm) {
   float* grads = model.params().grads();
   switch (op) {
@@ -194,15 +226,8 @@ std::function<void()> Distributed::tail_action(StepOp op, int layer, MoeGpt& mod
       return [this, &model, grads] {
         const ParamView* wte = model.params().find("embed.wte");
         if (!wte) throw std::logic_error("tied head without embed.wte on a first or last stage");
-        const PipeStage& st = model.pipe();
-        std::vector<float> theirs(wte->numel);
-        const int partner = st.first() ? st.stages - 1 : 0;
-        float* g = grads + wte->offset;
-        Communicator& pp = groups_->pp();
-        RequestPtr out = pp.isend(g, wte->numel, DType::f32, partner, 41);
-        pp.recv(theirs.data(), wte->numel, DType::f32, partner, 41);
-        out->wait();
-        for (size_t i = 0; i < wte->numel; ++i) g[i] += theirs[i];
+        if (!tied_) throw std::logic_error("tied head without the first and last stages' link");
+        tied_->all_reduce(grads + wte->offset, wte->numel, DType::f32);  // a + b on both: the same bits
       };
     // Experts: each owner accumulated the contributions of every rank in its EP group; sum the
     // replicas (other EP groups) and scale like the dense gradients, block by block.

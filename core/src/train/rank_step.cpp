@@ -42,7 +42,10 @@ RankStep::RankStep(MoeGpt& model, const Config& cfg, Distributed* dist, double l
       ex_(dist ? dist->executor() : model.executor()),
       topology_(dist ? dist->topology() : Topology::virtual_blocks(1, 1)),
       loss_weight_(loss_weight),
-      micro_(cfg.parallel.microbatches) {
+      micro_(cfg.parallel.microbatches),
+      in_(model.params().backend(), "the pipeline's received activations"),
+      dout_(model.params().backend(), "the pipeline's received output gradients"),
+      slice_(model.params().backend(), "the pipeline's received tensor-parallel slices") {
   const PipeStage& st = model_.pipe();
   if (micro_ < 1) throw std::invalid_argument("parallel.microbatches must be at least 1");
   const int slots = pipeline_slots(cfg.parallel.schedule, st.stages, st.stage, micro_);
@@ -51,7 +54,7 @@ RankStep::RankStep(MoeGpt& model, const Config& cfg, Distributed* dist, double l
                                 " activation sets, the schedule needs " + std::to_string(slots));
   if (dist_) {
     pp_ = &dist_->groups().pp();
-    if (dist_->groups().tp_size() > 1) tp_ = &dist_->groups().tp();
+    if (dist_->groups().tp_size() > 1) tp_ = &dist_->tp_activations();
   }
 }
 
@@ -81,47 +84,52 @@ void RankStep::iteration_start(TaskGraph& g, int micro, TaskId after) {
 TaskId RankStep::forward(TaskGraph& g, int micro, TaskId after) {
   wait_for_pass(g);
   const MicroBatch mb = batch_(micro);
-  in_.resize((size_t)mb.B * mb.T * cfg_.model.hidden);
-  return pass_end_ = model_.add_forward(g, slot(micro), mb, model_.pipe().first() ? nullptr : in_.data(), after);
+  float* in = in_.ensure_data((size_t)mb.B * mb.T * cfg_.model.hidden);
+  return pass_end_ = model_.add_forward(g, slot(micro), mb, model_.pipe().first() ? nullptr : in, after);
 }
 
 TaskId RankStep::backward(TaskGraph& g, int micro, TaskId after, bool last_micro) {
   const MicroBatch mb = batch_(micro);
-  dout_.resize((size_t)mb.B * mb.T * cfg_.model.hidden);
+  float* dout = dout_.ensure_data((size_t)mb.B * mb.T * cfg_.model.hidden);
   const int dp = dist_ ? dist_->dp_size() : 1;
   const float grad_scale = (loss_weight_ > 0 ? (float)(loss_weight_ * dp) : 1.0f) / (float)micro_;
-  return pass_end_ = model_.add_backward(g, slot(micro), model_.pipe().last() ? nullptr : dout_.data(), grad_scale,
+  return pass_end_ = model_.add_backward(g, slot(micro), model_.pipe().last() ? nullptr : dout, grad_scale,
                                          last_micro, mb.chunk, after);
 }
 
-// This TP rank's slice from its peer stage (the whole activation without TP).
+// The micro-batch's activation (or its gradient): B x T x C floats.
+size_t RankStep::message_floats(int micro) const {
+  const MicroBatch mb = batch_(micro);
+  return (size_t)mb.B * mb.T * cfg_.model.hidden;
+}
+
+// This TP rank's slice from its peer stage (the whole activation without TP), over the link of
+// its direction.
 void RankStep::recv(float* buf, int micro, bool forward) {
-  const PipeStage& st = model_.pipe();
-  const size_t n = forward ? in_.size() : dout_.size(), part = n / (tp_ ? (size_t)tp_->size() : 1);
-  const int peer = forward ? st.stage - 1 : st.stage + 1;
+  const size_t n = message_floats(micro), part = n / (tp_ ? (size_t)tp_->size() : 1);
+  const Distributed::StageLink link = dist_->stage_link(forward, false);
   const int t = tag(evaluating_ ? kEvalTag : forward ? kForwardTag : kBackwardTag, micro);
-  if (!tp_) return pp_->recv(buf, n, DType::f32, peer, t);
-  slice_.resize(part);
-  pp_->recv(slice_.data(), part, DType::f32, peer, t);
+  if (!tp_) return link.comm->recv(buf, n, DType::f32, link.peer, t);
+  link.comm->recv(slice_.ensure_data(part), part, DType::f32, link.peer, t);
 }
 
 void RankStep::send(int micro, bool forward) {
-  const PipeStage& st = model_.pipe();
-  const MicroBatch mb = batch_(micro);
-  const size_t n = (size_t)mb.B * mb.T * cfg_.model.hidden;
+  const size_t n = message_floats(micro);
   const size_t t = tp_ ? (size_t)tp_->size() : 1, part = n / t, first = tp_ ? part * (size_t)tp_->rank() : 0;
   const float* data = forward ? model_.stage_output(slot(micro)) : model_.input_grad(slot(micro));
-  const int peer = forward ? st.stage + 1 : st.stage - 1;
-  pp_->send(data + first, part, DType::f32, peer,
-            tag(evaluating_ ? kEvalTag : forward ? kForwardTag : kBackwardTag, micro));
+  const Distributed::StageLink link = dist_->stage_link(forward, true);
+  link.comm->send(data + first, part, DType::f32, link.peer,
+                  tag(evaluating_ ? kEvalTag : forward ? kForwardTag : kBackwardTag, micro));
 }
 
 std::function<void()> RankStep::action(StepOp op, int micro, int layer) {
   switch (op) {
-    case StepOp::recv_forward: return [this, micro] { recv(in_.data(), micro, true); };
-    case StepOp::recv_backward: return [this, micro] { recv(dout_.data(), micro, false); };
-    case StepOp::gather_forward: return [this] { tp_->all_gather(slice_.data(), in_.data(), slice_.size(), DType::f32); };
-    case StepOp::gather_backward: return [this] { tp_->all_gather(slice_.data(), dout_.data(), slice_.size(), DType::f32); };
+    case StepOp::recv_forward: return [this, micro] { recv(in_.ensure_data(message_floats(micro)), micro, true); };
+    case StepOp::recv_backward: return [this, micro] { recv(dout_.ensure_data(message_floats(micro)), micro, false); };
+    case StepOp::gather_forward:
+      return [this, micro] { tp_->all_gather(slice_.data(), in_.data(), message_floats(micro) / tp_->size(), DType::f32); };
+    case StepOp::gather_backward:
+      return [this, micro] { tp_->all_gather(slice_.data(), dout_.data(), message_floats(micro) / tp_->size(), DType::f32); };
     case StepOp::send_forward: return [this, micro] { send(micro, true); };
     case StepOp::send_backward: return [this, micro] { send(micro, false); };
     case StepOp::loss_pp: return [this] { advance_loss(1); };

@@ -11,7 +11,10 @@
 //   * the partitioned embedding (model.embedding_partition): no all-reduce, only the DP scale
 //     (each rank owns its columns of embed.wte; MoeGpt exchanges their gradients itself);
 //   * with pipeline stages, the tied embedding: the first stage's embed.wte and the last
-//     stage's copy (its LM head) exchange and sum their gradients;
+//     stage's copy (its LM head) sum their gradients (an all-reduce over the pair);
+//   * the pipeline's links: per pair of neighbour stages and direction a communicator of the
+//     two ranks (stage_link), in the activations' memory (NCCL on a GPU), so each carries one
+//     stream of messages in one order on both sides;
 //   * storage.dense = "zero3" (storage/dense_shards.h): the dense buckets reduce-scattered
 //     instead, their shards' sums of squares all-reduced over DP for the norm; the weights
 //     all-gathered per layer during forward;
@@ -69,6 +72,16 @@ class Distributed {
   ProcessGroups& groups() { return *groups_; }
   const ParallelLayout& layout() const { return groups_->layout(); }
   const ParallelContext& parallel() const { return parallel_; }  // filled by attach()
+  // The link a pipeline message crosses (attach() makes them; pp > 1): forward activations to
+  // the next stage (forward, outgoing) or from the previous one, input gradients to the previous
+  // stage or from the next one; `peer` is the other stage's rank in `comm`.
+  struct StageLink {
+    Communicator* comm = nullptr;
+    int peer = 0;
+  };
+  StageLink stage_link(bool forward, bool outgoing) const;
+  // The TP group's communicator for activations (the device's after attach(), tp > 1).
+  Communicator& tp_activations() { return tp_comm_ ? *tp_comm_ : groups_->tp(); }
   // storage.dense = "zero3": the sharded dense parameters and their optimizer (attach()
   // creates it); nullptr when replicated.
   DenseShards* dense_shards() { return dense_.get(); }
@@ -128,6 +141,10 @@ class Distributed {
   // The TP group on a device, tp > 1 (else groups_->tp()): one for the activations (the model's
   // tasks), one for the partial gradients (the step's tail), each on its own streams.
   std::unique_ptr<Communicator> tp_comm_, tp_grad_comm_;
+  // Pipeline links (stage_link): with the previous and the next stage, forward and backward;
+  // the tied embedding's pair (first and last stage).
+  std::unique_ptr<Communicator> prev_fwd_, prev_bwd_, next_fwd_, next_bwd_, tied_;
+  void make_stage_links(DeviceRuntime& device);
   std::unique_ptr<ClusterModel> cluster_;
   ParallelContext parallel_;
   std::unique_ptr<ThreadExecutor> own_executor_;

@@ -23,6 +23,7 @@
 #include "moebench/config/config.h"
 #include "moebench/model/moe_gpt.h"
 #include "moebench/runtime/executor.h"
+#include "moebench/tensor/device_array.h"
 #include "moebench/train/step_builder.h"
 
 namespace moebench {
@@ -61,6 +62,7 @@ class RankStep : public StepActions {
 
  private:
   int slot(int micro) const;
+  size_t message_floats(int micro) const;
   void recv(float* buf, int micro, bool forward);
   void send(int micro, bool forward);
   void run(TaskId end);
@@ -81,13 +83,14 @@ class RankStep : public StepActions {
   std::function<void()> optimizer_;
   SparseUpdate sparse_update_;
   float max_norm_ = 0.0f;
-  Communicator* pp_ = nullptr;
-  Communicator* tp_ = nullptr;  // null when the stage is not tensor-parallel
+  Communicator* pp_ = nullptr;  // the stages' host values (the loss)
+  Communicator* tp_ = nullptr;  // the TP group's activations; null when the stage is not tensor-parallel
   TaskGraph graph_;
   TaskId pass_end_;               // the last pass's last task
   void wait_for_pass(TaskGraph& g);  // submits g and waits for pass_end_ (if any)
-  std::vector<float> in_, dout_;  // received activation / output gradient (whole)
-  std::vector<float> slice_;      // this TP rank's received slice (the all-gather's input)
+  // In the model's memory: the received activation / output gradient (whole), and this TP
+  // rank's received slice (the all-gather's input).
+  DeviceArray<float> in_, dout_, slice_;
   double loss_[2] = {0.0, 0.0};   // ce, aux
   int loss_stage_ = -1;
   double norm_ = 0.0;  // one rank: the gradient norm (else Distributed's)
