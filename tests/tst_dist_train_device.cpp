@@ -44,6 +44,9 @@ class TestDistTrainDevice : public QObject {
     QTest::newRow("capacity 1.5 (per rank, GShard)") << "1.5" << 1 << "expert_centric" << "learned" << 1;
     // the heads and FFN columns split over the ranks (Megatron): activations all-reduced over TP
     QTest::newRow("tensor parallel") << "0" << 1 << "expert_centric" << "learned" << 2;
+    QTest::newRow("tensor parallel, vocabulary-parallel head") << "0" << 1 << "expert_centric+vocab" << "learned" << 2;
+    // MoESys' embedding partition: embed.wte's columns over DP, ids all-gathered, slices exchanged
+    QTest::newRow("embedding partition") << "0" << 1 << "expert_centric+embed_partition" << "learned" << 1;
     // Pipeline MoE: the experts spread over the TP group, which holds the tokens (no exchange;
     // the outputs' and dx's shares all-reduced over TP)
     QTest::newRow("ppmoe over the TP group") << "0" << 0 << "ppmoe" << "learned" << 2;
@@ -99,6 +102,8 @@ class TestDistTrainDevice : public QObject {
     int pp = 1;
     for (const QString& o : parts.mid(1))
       if (o == "zero3" || o == "on_demand") continue;
+      else if (o == "vocab") settings.push_back("parallel.vocab_parallel=true");
+      else if (o == "embed_partition") settings.insert(settings.end(), {"model.embedding_partition=true", "model.tied_head=false"});
       else if (o.startsWith(u"pp"_s)) settings.push_back("parallel.pp=" + std::to_string(pp = o.mid(2).toInt()));
       else if (o == "gpipe") settings.push_back("parallel.schedule=gpipe");
       else if (o.startsWith(u"micro"_s)) settings.push_back("parallel.microbatches=" + o.mid(5).toStdString());
@@ -151,6 +156,8 @@ class TestDistTrainDevice : public QObject {
     // and the rows' exchanges.
     size_t elements = 0, exchanges = 0, broadcasts = 0, reduces = 0, tp_reduces = 0, tp_gathers = 0;
     size_t scattered = 0, gathered = 0;  // zero3: the dense gradients' reduce-scatters, the weights' gathers
+    size_t gather_calls = 0;             // the embedding partition's: the token ids
+    const bool embed = parts.contains(u"embed_partition"_s);
     const int dp = P / tp / pp, me = world->rank(), stride = dp * tp;
     // the tied embedding's pair: this rank's DP and TP position on the first and the last stage
     const std::vector<int> tied_group = {me % stride, me % stride + (pp - 1) * stride};
@@ -172,7 +179,10 @@ class TestDistTrainDevice : public QObject {
         tied += (*log)[i].count;
       } else if (op == "all_to_all_v") ++exchanges;
       else if (op == "reduce_scatter") scattered += (*log)[i].count * P;  // count: each rank's shard
-      else if (op == "all_gather") gathered += (*log)[i].count * P;
+      else if (op == "all_gather") {
+        gathered += (*log)[i].count * P;
+        ++gather_calls;
+      }
       else if (op == "broadcast") ++broadcasts;  // fastermoe's shadowed experts, forward
       else if (op == "reduce") ++reduces;        // ... and their gradients to the owner
       else {
@@ -210,6 +220,13 @@ class TestDistTrainDevice : public QObject {
       QCOMPARE(scattered, (size_t)steps * dense);
       QVERIFY2(gathered >= (size_t)(steps - 1) * dense, "the dense parts were not gathered after each update");
       QCOMPARE(elements, (size_t)steps * (replicas ? expert_elements : 0));
+    } else if (embed) {  // each rank owns its columns of embed.wte: no all-reduce of the table
+      QCOMPARE(scattered, size_t(0));
+      QCOMPARE(elements, (size_t)steps * (reduced - device.model().params().find("embed.wte")->numel));
+      // the ids all-gathered and the column slices exchanged, forward and backward
+      QCOMPARE(gather_calls, (size_t)(steps + cfg.train.eval_batches));
+      QCOMPARE(exchanges, (size_t)(2 * steps + cfg.train.eval_batches));
+      return;
     } else {
       QCOMPARE(scattered + gathered, size_t(0));
       QCOMPARE(elements, (size_t)steps * reduced);

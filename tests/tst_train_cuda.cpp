@@ -90,10 +90,8 @@ class TestTrainCuda : public QObject {
     QTest::addColumn<QString>("set");
     QTest::addColumn<QString>("named");
     QTest::newRow("data_centric over two ranks") << "run.ranks=2,strategy.name=data_centric" << "parallel.ep = 0";
-    QTest::newRow("partitioned embedding") << "run.ranks=2,parallel.ep=1,model.embedding_partition=true,model.tied_head=false"
-                                           << "model.embedding_partition = true";
-    QTest::newRow("vocabulary-parallel head") << "run.ranks=2,parallel.tp=2,parallel.ep=1,parallel.vocab_parallel=true"
-                                              << "parallel.vocab_parallel = true";
+    QTest::newRow("sliced experts") << "run.ranks=2,parallel.tp=2,parallel.ep=1,moe.expert_tp=true"
+                                    << "moe.expert_tp = true";
     QTest::newRow("bf16") << "run.precision=bf16" << "run.precision = \"bf16\"";
     QTest::newRow("the SSD tier") << "storage.sparse=ssd,storage.ssd_dir=/tmp" << "storage.sparse = \"ssd\"";
   }

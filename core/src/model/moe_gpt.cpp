@@ -202,16 +202,16 @@ void MoeGpt::init(uint64_t seed) {
 void MoeGpt::distribute(const ParallelContext& par) {
   reset_graph();  // tasks of the undistributed model ran on its own executor
   executor_ = par.executor;
-  if (be_.device_memory() && (embed_split() || vocab_split() || sliced_experts()))
-    throw std::invalid_argument("a model on the " + be_.name() +
-                                " backend runs only data, tensor, pipeline and expert parallelism for now (whole "
-                                "vocabulary rows and whole experts on each tensor-parallel rank)");
+  if (be_.device_memory() && sliced_experts())
+    throw std::invalid_argument("moe.expert_tp (experts sliced over the tensor-parallel group) on the " + be_.name() +
+                                " backend is not built yet");
   tp_comm_ = par.tp;
   if (embed_split()) {
     if (!par.dp || par.dp->size() != embed_.size || par.dp->rank() != embed_.rank)
       throw std::invalid_argument("MoeGpt: the embedding partition over " + std::to_string(embed_.size) +
                                   " ranks needs a data-parallel group of that size");
-    embed_comm_ = par.dp->dup();  // its own message space: the main thread's exchanges only
+    // its own message space (the main thread's exchanges only), in the arrays' memory
+    embed_comm_ = par.rows_group ? par.rows_group(*par.dp) : par.dp->dup();
   }
   if (tp_.size > 1 && (!tp_comm_ || tp_comm_->size() != tp_.size))
     throw std::invalid_argument("MoeGpt: tensor parallelism over " + std::to_string(tp_.size) +

@@ -68,7 +68,6 @@ void check_run_device(const Config& cfg) {
   };
   if (cfg.run.ranks > 1) {  // data, tensor, pipeline and expert parallelism: activations, rows and gradients over NCCL
     const ParallelConfig& p = cfg.parallel;
-    if (p.tp != 1 && p.vocab_parallel) not_yet("parallel.tp = " + std::to_string(p.tp) + " and parallel.vocab_parallel = true");
     if (p.tp != 1 && cfg.moe.expert_tp && !cfg.moe.moe_layers.empty())
       not_yet("parallel.tp = " + std::to_string(p.tp) + " and moe.expert_tp = true");
     const StrategySpec* spec = find_strategy_spec(cfg.strategy.name);
@@ -78,7 +77,6 @@ void check_run_device(const Config& cfg) {
               "\" (expert parallelism runs only the strategies whose rows live on the device so far: " +
               device_row_strategies() + "; or set parallel.ep = 1 to hold every "
               "expert on each rank)");
-    if (cfg.model.embedding_partition) not_yet("model.embedding_partition = true");
   }
   if (cfg.run.precision == Precision::bf16) not_yet("run.precision = \"bf16\"");
   if (cfg.storage.sparse == SparseStorage::ssd) not_yet("storage.sparse = \"ssd\"");

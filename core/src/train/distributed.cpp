@@ -116,8 +116,9 @@ void Distributed::attach(MoeGpt& model, const Config& cfg, DeviceRuntime& device
     p.ep_rows = std::make_shared<EpStreams>();
     p.ep_rows->intra = device.data_communicator(groups_->ep());
     p.ep_rows->inter = device.data_communicator(groups_->ep());
-    p.rows_group = [&device](Communicator& group) { return device.data_communicator(group); };
   }
+  if (device.backend().device_memory())
+    p.rows_group = [&device](Communicator& group) { return device.data_communicator(group); };
   p.dp_streams = std::make_shared<EpStreams>();
   p.dp_streams->intra = groups_->dp().dup();
   p.dp_streams->inter = groups_->dp().dup();

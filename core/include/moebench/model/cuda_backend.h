@@ -6,10 +6,6 @@
 // Every call first makes the queue's device current on the calling thread, so any host thread
 // may call it. to_host and sum() wait for the stream. Built with the CUDA build only
 // (MOEBENCH_HAVE_CUDA); this header has no CUDA types.
-//
-// Not on the GPU yet (they throw std::runtime_error naming the function): the vocabulary-
-// parallel embedding and loss (model/vocab_parallel.h) and the embedding partition
-// (model/embedding_partition.h), which have no kernels.
 #include <memory>
 
 #include "moebench/tensor/backend.h"

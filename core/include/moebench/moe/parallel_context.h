@@ -22,7 +22,8 @@ struct ParallelContext {
   Communicator* tp = nullptr;         // tensor-parallel group (Megatron's f / g all-reduces)
   std::shared_ptr<EpStreams> ep_streams;  // the EP group's comm.intra / comm.inter dups (all blocks)
   std::shared_ptr<EpStreams> ep_rows;     // the same for rows in device memory (NCCL; null: ep_streams)
-  // Rows in device memory over a strategy's own sub-group (MoeContext::rows_group; null: dups).
+  // A communicator for arrays in the model's device memory over a group (a strategy's own
+  // sub-group, MoeContext::rows_group; the partitioned embedding's DP group); null: dups.
   std::function<std::unique_ptr<Communicator>(Communicator& group)> rows_group;
   std::shared_ptr<EpStreams> dp_streams;  // the DP group's, for the router statistics' all-reduce
   std::shared_ptr<Communicator> tp_dup;   // tp > 1: a dup of tp for the MoE blocks' comm workers

@@ -16,11 +16,13 @@
 #include "moebench/kernels/blas_handle.h"
 #include "moebench/kernels/cuda_check.h"
 #include "moebench/kernels/crossentropy.h"
+#include "moebench/kernels/embedding_partition.h"
 #include "moebench/kernels/encoder.h"
 #include "moebench/kernels/gelu.h"
 #include "moebench/kernels/layernorm.h"
 #include "moebench/kernels/matmul.h"
 #include "moebench/kernels/residual.h"
+#include "moebench/kernels/vocab_parallel.h"
 #include "moebench/moe/moe_rows.h"
 #include "moebench/runtime/cuda_device_queue.h"
 
@@ -122,21 +124,25 @@ class CudaBackend final : public Backend {
   void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* inp, int B, int T, int C) override {
     cuda::encoder_backward(dwte, dwpe, dout, inp, B, T, C, stream());
   }
-  void position_embedding_forward(float*, const float*, long, int, int) override {
-    missing("position_embedding_forward");
+  void position_embedding_forward(float* x, const float* wpe, long N, int T, int C) override {
+    cuda::position_embedding_forward(x, wpe, N, T, C, stream());
   }
-  void position_embedding_backward(float*, const float*, long, int, int) override {
-    missing("position_embedding_backward");
+  void position_embedding_backward(float* dwpe, const float* dx, long N, int T, int C) override {
+    cuda::position_embedding_backward(dwpe, dx, N, T, C, stream());
   }
-  void embedding_partition_lookup(float*, const int*, const float*, long, int) override {
-    missing("embedding_partition_lookup");
+  void embedding_partition_lookup(float* out, const int* ids, const float* wte_part, long rows, int Cp) override {
+    cuda::embedding_partition_lookup(out, ids, wte_part, rows, Cp, stream());
   }
-  void embedding_partition_assemble(float*, const float*, const float*, long, int, int, int) override {
-    missing("embedding_partition_assemble");
+  void embedding_partition_assemble(float* x, const float* slices, const float* wpe, long N, int T, int P,
+                                    int Cp) override {
+    cuda::embedding_partition_assemble(x, slices, wpe, N, T, P, Cp, stream());
   }
-  void embedding_partition_split(float*, const float*, long, int, int) override { missing("embedding_partition_split"); }
-  void embedding_partition_backward(float*, const float*, const int*, long, int) override {
-    missing("embedding_partition_backward");
+  void embedding_partition_split(float* slices, const float* dx, long N, int P, int Cp) override {
+    cuda::embedding_partition_split(slices, dx, N, P, Cp, stream());
+  }
+  void embedding_partition_backward(float* dwte_part, const float* dslices, const int* ids, long rows,
+                                    int Cp) override {
+    cuda::embedding_partition_backward(dwte_part, dslices, ids, rows, Cp, stream());
   }
   void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
                          const float* bias, int N, int C) override {
@@ -177,19 +183,26 @@ class CudaBackend final : public Backend {
                                      int V) override {
     cuda::crossentropy_softmax_backward(dlogits, probs, targets, dloss, N, V, stream());
   }
-  void vocab_slice_embed(float*, const int*, const float*, long, int, int, int) override {
-    missing("vocab_slice_embed");
+  void vocab_slice_embed(float* out, const int* tok, const float* wte_slice, long N, int C, int lo, int Vt) override {
+    cuda::vocab_slice_embed(out, tok, wte_slice, N, C, lo, Vt, stream());
   }
-  void vocab_slice_embed_backward(float*, const float*, const int*, long, int, int, int) override {
-    missing("vocab_slice_embed_backward");
+  void vocab_slice_embed_backward(float* dwte_slice, const float* dout, const int* tok, long N, int C, int lo,
+                                  int Vt) override {
+    cuda::vocab_slice_embed_backward(dwte_slice, dout, tok, N, C, lo, Vt, stream());
   }
-  void vocab_ce_row_max(float*, const float*, int, int) override { missing("vocab_ce_row_max"); }
-  void vocab_ce_exp(float*, float*, const float*, const float*, const int*, int, int, int) override {
-    missing("vocab_ce_exp");
+  void vocab_ce_row_max(float* rowmax, const float* logits, int N, int Vt) override {
+    cuda::vocab_ce_row_max(rowmax, logits, N, Vt, stream());
   }
-  void vocab_ce_finish(float*, float*, const float*, const float*, int, int) override { missing("vocab_ce_finish"); }
-  void vocab_ce_backward(float*, const float*, const int*, float, int, int, int) override {
-    missing("vocab_ce_backward");
+  void vocab_ce_exp(float* probs, float* stats, const float* logits, const float* rowmax, const int* targets, int N,
+                    int Vt, int lo) override {
+    cuda::vocab_ce_exp(probs, stats, logits, rowmax, targets, N, Vt, lo, stream());
+  }
+  void vocab_ce_finish(float* losses, float* probs, const float* stats, const float* rowmax, int N, int Vt) override {
+    cuda::vocab_ce_finish(losses, probs, stats, rowmax, N, Vt, stream());
+  }
+  void vocab_ce_backward(float* dlogits, const float* probs, const int* targets, float dloss, int N, int Vt,
+                         int lo) override {
+    cuda::vocab_ce_backward(dlogits, probs, targets, dloss, N, Vt, lo, stream());
   }
 
  private:
@@ -210,11 +223,6 @@ class CudaBackend final : public Backend {
       throw std::runtime_error(std::string(call) + " failed on GPU " + std::to_string(q_.device()) + ": " +
                                cudaGetErrorString(e));
   }
-  [[noreturn]] void missing(const char* fn) const {
-    throw std::runtime_error(std::string(fn) + " has no CUDA kernel yet: it runs on the cpu backend only (" + name() +
-                             ")");
-  }
-
   CudaDeviceQueue& q_;
   DeviceQueue::Stream own_ = -1;
   char* norm_scratch_ = nullptr;  // sums_of_squares' device scratch (grown on use)
