@@ -8,10 +8,11 @@
 #                                      libraries and help files, relocated through OPAL_* variables
 #   there: scripts/gpu-check.sh run    unpacks it to /tmp/mb and runs, logging to $OUT (or /tmp/mb/out):
 #            nvidia-smi; tst_kernel_launch, tst_kernels_dense, tst_kernels_moe, tst_kernels_moe_block,
-#            tst_stream_executor_cuda, tst_model_cuda, tst_train_cuda;
+#            tst_kernels_embeddings, tst_stream_executor_cuda, tst_model_cuda, tst_train_cuda;
 #            mpirun -np 2 tst_comm_nccl (2 ranks share the GPU: dist/device_sharing.h);
-#            mpirun -np 2 and -np 4 tst_dist_train_cuda (data parallelism, and expert parallelism
-#            with expert_centric, over NCCL vs one GPU);
+#            mpirun -np 2 and -np 4 tst_dist_train_cuda (data, tensor and pipeline parallelism,
+#            ZeRO-3, the partitioned embedding, and expert parallelism with expert_centric,
+#            hier_a2a, fastermoe, ppmoe and monta, over NCCL vs one GPU);
 #            mpirun -np 4 tst_comm_mpi as Open MPI chooses and with --mca osc sm,ucx;
 #            moebench run (2 ranks: expert_centric; data_centric as Open MPI picks its one-sided
 #            component and with osc sm,ucx); bench comm --ranks 2; bench moe-layer --device cuda;
@@ -36,7 +37,7 @@ pack() {
   local s
   s=$(mktemp -d)
   ../shared/tools/gpu-bundle build/release "$s/base.tar.xz" tests/tst_comm_mpi tests/tst_stream_executor_cuda tests/tst_model_cuda tests/tst_train_cuda \
-    tests/tst_dist_train_cuda >/dev/null
+    tests/tst_dist_train_cuda tests/tst_kernels_embeddings >/dev/null
   mkdir -p "$s/b" && tar -C "$s/b" -xJf "$s/base.tar.xz"
   # Open MPI's launcher and what it loads at run time (Debian 12 paths; ompi_info --path all).
   cp -L /usr/bin/orterun "$s/b/bin/"
@@ -84,12 +85,13 @@ run() {
     [ "$rc" -eq 0 ] || rc_all=1
   }
   step nvidia-smi 30 nvidia-smi
-  for t in tst_kernel_launch tst_kernels_dense tst_kernels_moe tst_kernels_moe_block tst_stream_executor_cuda tst_model_cuda tst_train_cuda; do
+  for t in tst_kernel_launch tst_kernels_dense tst_kernels_moe tst_kernels_moe_block tst_kernels_embeddings \
+    tst_stream_executor_cuda tst_model_cuda tst_train_cuda; do
     step "$t" 300 "$D/bin/$t"
   done
   step tst_comm_nccl 240 orterun --bind-to none -np 2 "$D/bin/tst_comm_nccl"
-  step tst_dist_train_cuda_np2 240 orterun --bind-to none -np 2 "$D/bin/tst_dist_train_cuda"
-  step tst_dist_train_cuda_np4 240 orterun --bind-to none -np 4 "$D/bin/tst_dist_train_cuda"
+  step tst_dist_train_cuda_np2 360 orterun --bind-to none -np 2 "$D/bin/tst_dist_train_cuda"
+  step tst_dist_train_cuda_np4 360 orterun --bind-to none -np 4 "$D/bin/tst_dist_train_cuda"
   # One-sided windows on this machine's transport, as Open MPI picks it and with osc/ucx
   # (what moebench's message recommends when osc/rdma cannot serve them; docs/limits.md).
   step tst_comm_mpi 240 orterun --bind-to none -np 4 "$D/bin/tst_comm_mpi"
