@@ -3,7 +3,7 @@
 // rank) and expert parallelism (parallel.ep = 0, expert_centric, hier_a2a and fastermoe with its
 // shadows, smart schedule and topology-aware gate over NCCL; synthetic routing too) and tensor
 // parallelism (tp = 2, the activations' all-reduces over NCCL; ppmoe's experts over the TP group;
-// monta's pieces all-gathered over it; the vocabulary-parallel head), ZeRO-3's dense shards,
+// monta's pieces all-gathered over it; the vocabulary-parallel head; sliced experts), ZeRO-3's dense shards,
 // pipeline stages and the partitioned embedding: the
 // launched ranks, sharing the machine's GPUs (local rank mod devices; NCCL between ranks of one
 // GPU through dist/device_sharing.h), train the tiny model and every rank compares its per-step
@@ -48,6 +48,7 @@ class TestDistTrainCuda : public QObject {
     QTest::newRow("tensor parallel (tp = 2)") << 0 << "expert_centric" << "learned" << 2;
     QTest::newRow("ppmoe (experts over the TP group)") << 0 << "ppmoe" << "learned" << 2;
     QTest::newRow("tensor parallel, vocabulary-parallel head") << 1 << "expert_centric+vocab" << "learned" << 2;
+    QTest::newRow("tensor parallel, sliced experts (DeepSpeed-TED)") << 0 << "expert_centric+expert_tp" << "learned" << 2;
     QTest::newRow("embedding partition (MoESys)") << 1 << "expert_centric+embed_partition" << "learned" << 1;
     // ZeRO-3: the dense parts sharded over DP, reduce-scattered and gathered over NCCL
     QTest::newRow("zero3 (expert parallel, dense prefetch)") << 0 << "expert_centric+zero3" << "learned" << 1;
@@ -77,6 +78,8 @@ class TestDistTrainCuda : public QObject {
         settings.push_back("storage.dense=zero3");
       else if (o == "vocab")
         settings.push_back("parallel.vocab_parallel=true");
+      else if (o == "expert_tp")
+        settings.push_back("moe.expert_tp=true");
       else if (o == "embed_partition")
         settings.insert(settings.end(), {"model.embedding_partition=true", "model.tied_head=false"});
       else if (o.startsWith(u"pp"_s))

@@ -45,6 +45,8 @@ class TestDistTrainDevice : public QObject {
     // the heads and FFN columns split over the ranks (Megatron): activations all-reduced over TP
     QTest::newRow("tensor parallel") << "0" << 1 << "expert_centric" << "learned" << 2;
     QTest::newRow("tensor parallel, vocabulary-parallel head") << "0" << 1 << "expert_centric+vocab" << "learned" << 2;
+    // DeepSpeed-TED: each expert's FFN columns over the TP group, the partial outputs summed over it
+    QTest::newRow("tensor parallel, sliced experts") << "0" << 0 << "expert_centric+expert_tp" << "learned" << 2;
     // MoESys' embedding partition: embed.wte's columns over DP, ids all-gathered, slices exchanged
     QTest::newRow("embedding partition") << "0" << 1 << "expert_centric+embed_partition" << "learned" << 1;
     // Pipeline MoE: the experts spread over the TP group, which holds the tokens (no exchange;
@@ -55,6 +57,7 @@ class TestDistTrainDevice : public QObject {
     // "+LEVEL:CHUNKS" sets [strategy.monta]
     QTest::newRow("monta O2, 2 chunks") << "0" << 0 << "monta+O2:2" << "learned" << 2;
     QTest::newRow("monta O3, 3 chunks, zipf") << "0" << 0 << "monta+O3:3" << "zipf:1.2" << 2;
+    QTest::newRow("monta O3, 2 chunks, sliced experts") << "0" << 0 << "monta+O3:2+expert_tp" << "learned" << 2;
     QTest::newRow("expert parallel, dropless") << "0" << 0 << "expert_centric" << "learned" << 1;  // ep = 0: the whole DP group
     QTest::newRow("expert parallel, capacity 1.5") << "1.5" << 0 << "expert_centric" << "learned" << 1;
     QTest::newRow("expert parallel, zipf routing") << "0" << 0 << "expert_centric" << "zipf:1.2" << 1;
@@ -103,6 +106,7 @@ class TestDistTrainDevice : public QObject {
     for (const QString& o : parts.mid(1))
       if (o == "zero3" || o == "on_demand") continue;
       else if (o == "vocab") settings.push_back("parallel.vocab_parallel=true");
+      else if (o == "expert_tp") settings.push_back("moe.expert_tp=true");
       else if (o == "embed_partition") settings.insert(settings.end(), {"model.embedding_partition=true", "model.tied_head=false"});
       else if (o.startsWith(u"pp"_s)) settings.push_back("parallel.pp=" + std::to_string(pp = o.mid(2).toInt()));
       else if (o == "gpipe") settings.push_back("parallel.schedule=gpipe");
@@ -154,7 +158,7 @@ class TestDistTrainDevice : public QObject {
     // The data communicators carried the gradients' all-reduces (once per step every dense
     // element over DP, and every expert element over its replicas where it has some: ep = 1)
     // and the rows' exchanges.
-    size_t elements = 0, exchanges = 0, broadcasts = 0, reduces = 0, tp_reduces = 0, tp_gathers = 0;
+    size_t elements = 0, exchanges = 0, broadcasts = 0, reduces = 0, tp_reduces = 0, tp_gathers = 0, tp_scatters = 0;
     size_t scattered = 0, gathered = 0;  // zero3: the dense gradients' reduce-scatters, the weights' gathers
     size_t gather_calls = 0;             // the embedding partition's: the token ids
     const bool embed = parts.contains(u"embed_partition"_s);
@@ -169,6 +173,10 @@ class TestDistTrainDevice : public QObject {
       if (tp > 1 && (*log)[i].group == tp_group) {  // the TP group's: activations, partial gradients, monta's rows
         if (op == "all_gather") {
           ++tp_gathers;
+          continue;
+        }
+        if (op == "reduce_scatter") {  // monta with sliced experts: the partial rows summed before the return trip
+          ++tp_scatters;
           continue;
         }
         QCOMPARE(QString::fromStdString(op), QStringLiteral("all_reduce"));
@@ -202,6 +210,7 @@ class TestDistTrainDevice : public QObject {
     if (tp > 1) QVERIFY2(tp_reduces > 0, "the TP group's activations never crossed a device communicator");
     // monta: each chunk's AllToAll is followed by the TP group's AllGather of the pieces
     QCOMPARE(tp_gathers, name == "monta" ? exchanges : size_t(0));
+    QCOMPARE(tp_scatters > 0, name == "monta" && parts.contains(u"expert_tp"_s));
     size_t expert_elements = 0;
     for (const BlockExperts& b : device.model().expert_ranges()) expert_elements += b.range.count;
     // the experts only over their replicas: several DP ranks and ep = 1, or ppmoe (EP = TP)
@@ -243,7 +252,9 @@ class TestDistTrainDevice : public QObject {
                                                          : 1;
     const int ep_size = name == "ppmoe" ? tp : ep == 0 ? dp : ep;  // ppmoe: the EP group is the TP group
     const size_t blocks = device.model().expert_ranges().size();  // this stage's MoE blocks
-    QCOMPARE(exchanges, ep_size == 1 ? size_t(0) : passes * phases * blocks);
+    // sliced experts run their strategy on an EP group of one rank too (its exchange a local copy)
+    const bool sliced = parts.contains(u"expert_tp"_s);
+    QCOMPARE(exchanges, ep_size == 1 && !sliced ? size_t(0) : passes * phases * blocks);
   }
 };
 

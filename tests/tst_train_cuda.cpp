@@ -90,8 +90,6 @@ class TestTrainCuda : public QObject {
     QTest::addColumn<QString>("set");
     QTest::addColumn<QString>("named");
     QTest::newRow("data_centric over two ranks") << "run.ranks=2,strategy.name=data_centric" << "parallel.ep = 0";
-    QTest::newRow("sliced experts") << "run.ranks=2,parallel.tp=2,parallel.ep=1,moe.expert_tp=true"
-                                    << "moe.expert_tp = true";
     QTest::newRow("bf16") << "run.precision=bf16" << "run.precision = \"bf16\"";
     QTest::newRow("the SSD tier") << "storage.sparse=ssd,storage.ssd_dir=/tmp" << "storage.sparse = \"ssd\"";
   }

@@ -202,9 +202,6 @@ void MoeGpt::init(uint64_t seed) {
 void MoeGpt::distribute(const ParallelContext& par) {
   reset_graph();  // tasks of the undistributed model ran on its own executor
   executor_ = par.executor;
-  if (be_.device_memory() && sliced_experts())
-    throw std::invalid_argument("moe.expert_tp (experts sliced over the tensor-parallel group) on the " + be_.name() +
-                                " backend is not built yet");
   tp_comm_ = par.tp;
   if (embed_split()) {
     if (!par.dp || par.dp->size() != embed_.size || par.dp->rank() != embed_.rank)
@@ -218,7 +215,8 @@ void MoeGpt::distribute(const ParallelContext& par) {
                                 " ranks needs a tensor-parallel group of that size");
   if (sliced_experts() && (!par.tp_dup || par.tp_dup->size() != tp_.size || !par.experts_sliced))
     throw std::invalid_argument("MoeGpt: moe.expert_tp needs the tensor-parallel group's expert-slice communicator");
-  if (be_.device_memory() && shard_.size == 1) return distribute_replicated(par);
+  // whole experts on every rank: nothing to exchange or sum (sliced ones sum their partial outputs)
+  if (be_.device_memory() && shard_.size == 1 && !sliced_experts()) return distribute_replicated(par);
   tp_partial_ = tp_partial_b2_;
   std::map<int, const MoeStrategy*> block_strategy;
   for (auto& bp : blocks_) {

@@ -68,8 +68,6 @@ void check_run_device(const Config& cfg) {
   };
   if (cfg.run.ranks > 1) {  // data, tensor, pipeline and expert parallelism: activations, rows and gradients over NCCL
     const ParallelConfig& p = cfg.parallel;
-    if (p.tp != 1 && cfg.moe.expert_tp && !cfg.moe.moe_layers.empty())
-      not_yet("parallel.tp = " + std::to_string(p.tp) + " and moe.expert_tp = true");
     const StrategySpec* spec = find_strategy_spec(cfg.strategy.name);
     if (p.ep != 1 && !cfg.moe.moe_layers.empty() && !(spec && spec->device_rows))
       not_yet("parallel.ep = " + std::to_string(p.ep) + (p.ep == 0 ? " (the whole data-parallel group)" : "") +

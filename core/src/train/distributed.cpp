@@ -112,7 +112,8 @@ void Distributed::attach(MoeGpt& model, const Config& cfg, DeviceRuntime& device
   p.ep_streams = std::make_shared<EpStreams>();
   p.ep_streams->intra = groups_->ep().dup();
   p.ep_streams->inter = groups_->ep().dup();
-  if (device.backend().device_memory() && groups_->ep().size() > 1) {  // the MoE blocks' rows live on the device
+  const bool sliced = cfg.moe.expert_tp && groups_->tp_size() > 1;  // the blocks run their strategy on one EP rank too
+  if (device.backend().device_memory() && (groups_->ep().size() > 1 || sliced)) {  // the MoE blocks' rows live on the device
     p.ep_rows = std::make_shared<EpStreams>();
     p.ep_rows->intra = device.data_communicator(groups_->ep());
     p.ep_rows->inter = device.data_communicator(groups_->ep());
@@ -123,7 +124,7 @@ void Distributed::attach(MoeGpt& model, const Config& cfg, DeviceRuntime& device
   p.dp_streams->intra = groups_->dp().dup();
   p.dp_streams->inter = groups_->dp().dup();
   if (groups_->tp_size() > 1) p.tp_dup = groups_->tp().dup();
-  p.experts_sliced = cfg.moe.expert_tp && groups_->tp_size() > 1;
+  p.experts_sliced = sliced;
   p.topology = &topology_;
   p.cluster = cluster_.get();
   p.executor = executor_;
