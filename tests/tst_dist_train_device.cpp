@@ -1,16 +1,19 @@
 // ctest-labels: mpi np=2 np=4
-// Data and expert parallelism on a device, without a GPU: the GPU trainer's multi-rank wiring (a
-// device backend's model whose MoE blocks stay local and sum their aux statistics over the DP
-// group, or exchange their rows with expert_centric over the EP group's device communicators;
-// Distributed reducing the gradients over the device's data communicators from the tasks of the
-// device's StreamExecutor; checkpoints through host copies) on tests/host_device.h's device —
-// the CPU's arithmetic behind device-memory arrays, the executor over fake_device_queue.h.
-// Against the same layout on the CPU and, dropless, the one-rank reference: the same per-step
-// losses and parameters. And what the data communicators carried: the gradients' all-reduces,
-// each gradient element once per step, and with expert parallelism the rows' all-to-alls (per MoE
-// block, 4 a step: dispatch and combine, forward and backward; 2 an evaluation batch; fastermoe
-// also its shadows' broadcasts and gradient reduces) — the
-// counts never (they go over MPI).
+// Every multi-rank layout on a device, without a GPU: the GPU trainer's wiring (a device
+// backend's model whose MoE blocks stay local and sum their aux statistics over the DP group, or
+// run their strategy over the device's data communicators: expert_centric, hier_a2a, fastermoe,
+// ppmoe, monta; tensor parallelism with the vocabulary-parallel head and sliced experts; pipeline
+// stages; ZeRO-3; the partitioned embedding; Distributed reducing the gradients over the device's
+// data communicators from the tasks of the device's StreamExecutor; checkpoints through host
+// copies) on tests/host_device.h's device — the CPU's arithmetic behind device-memory arrays, the
+// executor over fake_device_queue.h. Against the same layout on the CPU and, dropless, the
+// one-rank reference (with the same micro-batches): the same per-step losses and parameters. And
+// what the data communicators carried, by group: the gradients' all-reduces (each gradient
+// element once per step; ZeRO-3's reduce-scatters instead), the rows' all-to-alls (per MoE block,
+// 4 a step: dispatch and combine, forward and backward; 2 an evaluation batch; per chunk or
+// phase), fastermoe's shadows' broadcasts and reduces, the TP group's all-reduces and monta's
+// all-gathers, the pipeline links' messages and the tied embedding's all-reduce — the counts
+// never (they go over MPI).
 #include <QtTest>
 
 #include <numeric>
