@@ -29,8 +29,8 @@ Config one_rank(Config cfg) {
   cfg.model.embedding_partition = false;
   return cfg;
 }
-// Tags on the pipeline group (below MPI's guaranteed 32767): activations, gradients and
-// evaluation activations; messages between two stages with one tag arrive in order anyway.
+// Tags on the pipeline links (below MPI's guaranteed 32767; NCCL has none and matches in order):
+// activations, gradients and evaluation activations; each link carries one direction, in order.
 constexpr int kForwardTag = 1000, kBackwardTag = 3000, kEvalTag = 5000, kTagSpan = 2000;
 int tag(int base, int micro) { return base + micro % kTagSpan; }
 }  // namespace
