@@ -79,8 +79,11 @@ struct StartedRun {
 };
 
 const QStringList kFourRanks = {u"--ranks"_s, u"4"_s, u"--set"_s, u"cluster.nodes=2"_s};
-// Two signals this far apart are one stop request (stop_signals.h: 0.5 s).
-constexpr int kTogetherMs = 100;
+// Signals sent back to back arrive together: one stop request (stop_signals.h: within 0.5 s).
+// (A sleep between them overran the 0.5 s on a loaded 2-core CI machine: kTogetherMs was 100.)
+constexpr int kTogetherMs = 0;
+// The most the two sends may drift apart on a loaded machine for "together" to still hold.
+constexpr qint64 kTogetherSlackMs = 300;
 
 RunStatus status_of_only_run(const QString& db) {
   RunStore store(db.toStdString(), RunStore::Mode::read_only);
@@ -388,6 +391,8 @@ class TestCliLaunches : public QObject {
     if (second_after_ms >= 0) {
       QThread::msleep(second_after_ms);
       ::kill(run.pid(), SIGTERM);
+      if (second_after_ms == kTogetherMs && timer.elapsed() > kTogetherSlackMs)
+        QSKIP(qPrintable(u"this machine delayed the second signal by %1 ms: not together"_s.arg(timer.elapsed())));
     }
     const QString err = run.finish(60000);
     QCOMPARE(run.p.exitStatus(), QProcess::NormalExit);
@@ -404,15 +409,19 @@ class TestCliLaunches : public QObject {
     }
   }
 
-  // Item 21: two SIGTERMs 0.1 s apart to the launcher of 4 ranks (as `timeout` sends one to
+  // Item 21: two SIGTERMs back to back to the launcher of 4 ranks (as `timeout` sends one to
   // the command and one to its group) are one stop request: the ranks finish their step and
   // checkpoint; no "second stop signal".
   void signals_that_arrive_together_are_one_request() {
     StartedRun run;
     QVERIFY2(run.start(kFourRanks), qPrintable(run.out));
+    QElapsedTimer timer;
+    timer.start();
     ::kill(run.pid(), SIGTERM);
     QThread::msleep(kTogetherMs);
     ::kill(run.pid(), SIGTERM);
+    if (timer.elapsed() > kTogetherSlackMs)
+      QSKIP(qPrintable(u"this machine delayed the second signal by %1 ms: not together"_s.arg(timer.elapsed())));
     const QString err = run.finish();
     QCOMPARE(run.p.exitCode(), 130);
     QCOMPARE(err, u"moebench: stopping the 4 ranks after their current step\n"_s);
