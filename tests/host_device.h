@@ -5,6 +5,7 @@
 // branches (host copies for checkpoints and losses, gradients reduced over the device's data
 // communicators) — with MoE blocks on the host's rows (moe/moe_rows.h). RecordingCommunicator wraps a data communicator and records
 // each collective a rank issues on it, as the NCCL communicator would receive them.
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
@@ -19,8 +20,23 @@ namespace moebench::test {
 
 class HostDevice final : public Backend {
  public:
+  // weight_copies: the bookkeeping of a GPU's mixed precision (tensor/backend.h
+  // keep_weight_copies) without its rounding: the dense GEMMs read the copies of the kept weights
+  // that weights_changed last wrote, exact fp32 copies, so only a stale copy changes the results.
+  explicit HostDevice(bool weight_copies = false) : weight_copies_(weight_copies) {}
   std::string name() const override { return "host-device"; }
   bool device_memory() const override { return true; }
+  bool mixed_precision() const override { return weight_copies_; }
+  void keep_weight_copies(const float* p, size_t n) override {
+    if (weight_copies_) kept_.push_back({p, std::vector<float>(n)});  // zeros until weights_changed
+  }
+  void weights_changed(const float* p, size_t n) override {
+    for (Kept& k : kept_) {
+      const float* lo = std::max(p, k.p);
+      const float* hi = std::min(p + n, k.p + k.copy.size());
+      if (lo < hi) std::copy(lo, hi, k.copy.begin() + (lo - k.p));
+    }
+  }
   std::unique_ptr<MoeRows> make_moe_rows() override { return make_host_moe_rows(); }
 
   void* allocate(size_t bytes, const char* what) override { return cpu().allocate(bytes, what); }
@@ -69,11 +85,11 @@ class HostDevice final : public Backend {
     cpu().layernorm_backward(di, dw, db, d, in, w, mean, rstd, N, C);
   }
   void matmul_forward(float* o, const float* in, const float* w, const float* b, int N, int C, int OC) override {
-    cpu().matmul_forward(o, in, w, b, N, C, OC);
+    cpu().matmul_forward(o, in, weights(w, (size_t)OC * C), b, N, C, OC);
   }
   void matmul_backward(float* di, float* dw, float* db, const float* d, const float* in, const float* w, int N, int C,
                        int OC) override {
-    cpu().matmul_backward(di, dw, db, d, in, w, N, C, OC);
+    cpu().matmul_backward(di, dw, db, d, in, weights(w, (size_t)OC * C), N, C, OC);
   }
   void attention_forward(float* o, float* pre, float* att, const float* qkv, int B, int T, int C, int NH) override {
     cpu().attention_forward(o, pre, att, qkv, B, T, C, NH);
@@ -110,6 +126,18 @@ class HostDevice final : public Backend {
 
  private:
   static Backend& cpu() { return cpu_backend(); }
+  // The kept copy of [w, w + n), or w itself outside the kept ranges.
+  const float* weights(const float* w, size_t n) const {
+    for (const Kept& k : kept_)
+      if (w >= k.p && w + n <= k.p + k.copy.size()) return k.copy.data() + (w - k.p);
+    return w;
+  }
+  struct Kept {
+    const float* p;
+    std::vector<float> copy;
+  };
+  bool weight_copies_;
+  std::vector<Kept> kept_;
 };
 
 // One collective a rank issued on a data communicator.

@@ -247,7 +247,7 @@ class TestCli : public QObject {
 
   // run.device = "cuda" says once what is missing on this build or machine (no CUDA build, no
   // GPU) or, on any machine, what the GPU path does not train yet (data_centric's expert parallelism
-  // over two ranks), exits 2 and writes nothing; so do bench gemm and bench moe-layer. bench moe-layer
+  // over two ranks) or cannot (bf16 experts of a width not a multiple of 8), exits 2 and writes nothing; so do bench gemm and bench moe-layer. bench moe-layer
   // --precision bf16 is a GPU option: refused on the CPU path.
   void cuda_device_requests_say_what_is_missing() {
     const moebench::CudaAvailability cuda = moebench::cuda_availability();
@@ -267,6 +267,16 @@ class TestCli : public QObject {
       QCOMPARE(r.err.count(said), 1);
       QVERIFY(!QFile::exists(out));
       QVERIFY(!QFile::exists(db));
+    }
+    {  // bf16's expert GEMMs want rows of a multiple of 8 elements: said on any machine
+      const Result r = run_cli({u"run"_s, kTiny, u"--out"_s, out, u"--db"_s, db, u"--set"_s, u"run.device=cuda"_s,
+                                u"--set"_s, u"run.precision=bf16"_s, u"--set"_s, u"model.hidden=36"_s});
+      QCOMPARE(r.code, 2);
+      const QString said = u"the experts' bf16 GEMMs need model.hidden (36) and each rank's expert FFN width (72 = "
+                           u"model.ffn_mult x model.hidden) to be multiples of 8"_s;
+      QVERIFY2(r.err.contains(said), qPrintable(r.err));
+      QCOMPARE(r.err.count(said), 1);
+      QVERIFY(!QFile::exists(out));
     }
     Result r = run_cli({u"bench"_s, u"moe-layer"_s, u"--precision"_s, u"bf16"_s, u"--iters"_s, u"1"_s});
     QCOMPARE(r.code, 2);

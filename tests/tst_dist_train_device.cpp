@@ -6,7 +6,9 @@
 // stages; ZeRO-3; the partitioned embedding; Distributed reducing the gradients over the device's
 // data communicators from the tasks of the device's StreamExecutor; checkpoints through host
 // copies) on tests/host_device.h's device — the CPU's arithmetic behind device-memory arrays, the
-// executor over fake_device_queue.h. Against the same layout on the CPU and, dropless, the
+// executor over fake_device_queue.h, and the weight copies of mixed precision (the dense GEMMs
+// read copies rewritten only where the model says the weights changed: before each step and
+// after ZeRO-3's gathers; a stale copy would change the losses). Against the same layout on the CPU and, dropless, the
 // one-rank reference (with the same micro-batches): the same per-step losses and parameters. And
 // what the data communicators carried, by group: the gradients' all-reduces (each gradient
 // element once per step; ZeRO-3's reduce-scatters instead), the rows' all-to-alls (per MoE block,
@@ -135,7 +137,7 @@ class TestDistTrainDevice : public QObject {
     Trainer cpu(cfg, out + "/cpu", world.get());
     const std::vector<float> cpu_losses = test::train_losses(cpu);
 
-    test::HostDevice backend;
+    test::HostDevice backend(true);
     test::FakeDeviceQueue queue;
     StreamExecutor executor(queue, world->rank());
     auto log = std::make_shared<std::vector<test::RecordedCall>>();
@@ -144,6 +146,7 @@ class TestDistTrainDevice : public QObject {
     };
     Trainer device(cfg, out + "/device", world.get(), std::make_unique<DeviceRuntime>(backend, &executor, recorded));
     QVERIFY(device.model().params().backend().device_memory());
+    QVERIFY(device.model().params().backend().mixed_precision());
     const size_t built = log->size();  // nothing is reduced before the first step
     const std::vector<float> device_losses = test::train_losses(device);
 

@@ -119,7 +119,7 @@ const std::vector<FieldDef>& fields() {
       MB_FIELD(run, out_dir, String, "checkpoints and outputs go to <out_dir>/<name>/"),
       MB_FIELD(run, threads, Int, "BLAS/OpenMP threads per rank; 0 = all cores / local ranks"),
       MB_CHOICE(run, device, "cpu | cuda: where each rank computes (cuda: one GPU per rank, local rank -> device)"),
-      MB_CHOICE(run, precision, "fp32 | bf16 (bf16 compute with fp32 accumulation and master weights; cuda only)"),
+      MB_CHOICE(run, precision, "fp32 | bf16 (mixed: the GEMMs read bf16 copies and accumulate in fp32; activations, master weights and AdamW state fp32; cuda only)"),
       MB_FIELD(run, ranks, Int, "ranks `moebench run` starts through mpirun when not launched by MPI"),
       MB_FIELD(run, oversubscribe_ok, Bool, "local launch: allow > 8 ranks per core or more memory than available"),
       MB_FIELD(run, stop_grace_s, Float, "local launch: seconds ranks get to stop cleanly after Ctrl-C before they are killed"),

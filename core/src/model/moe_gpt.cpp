@@ -331,6 +331,13 @@ void MoeGpt::reset_graph() {
   if (graph_.submitted() > 0) executor().synchronize();
   graph_ = TaskGraph();
   pass_losses_.clear();
+  if (be_.mixed_precision()) {
+    // The weights may have changed since the last graph (the optimizer, a load, a broadcast):
+    // their bf16 copies are rewritten, and complete before any task of the next graph runs on
+    // any stream (ZeRO-3's gathers then rewrite the parts they fill).
+    be_.weights_changed(params_.data(), params_.size());
+    executor().synchronize();
+  }
 }
 
 bool MoeGpt::held_elsewhere(const std::string& name) const {

@@ -45,6 +45,7 @@ void ParamArena::finalize(Backend& backend) {
   grads_ = DeviceArray<float>(backend, "the gradients");
   data_.ensure(total_);  // zeroed
   grads_.ensure(total_);
+  backend.keep_weight_copies(data_.data(), total_);  // mixed precision: their bf16 copies
   finalized_ = true;
 }
 

@@ -93,7 +93,9 @@ void DenseShards::all_gather_part(const Part& p, float* data, Communicator& comm
 
 void DenseShards::gather(size_t i) {
   const Part& p = parts_[i];
-  all_gather_part(p, model_.params().data() + p.range.offset, *gather_comm_, buffers_[i].gather);
+  float* weights = model_.params().data() + p.range.offset;
+  all_gather_part(p, weights, *gather_comm_, buffers_[i].gather);
+  model_.params().backend().weights_changed(weights, p.range.count);  // their bf16 copies (mixed precision)
 }
 
 namespace {

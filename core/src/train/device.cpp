@@ -63,8 +63,8 @@ void check_run_device(const Config& cfg) {
   if (cfg.run.device != Device::cuda) return;
   const std::string what = "run.device = \"cuda\"";
   auto not_yet = [&](const std::string& setting) {
-    throw UsageError(what + " with " + setting + " is not built yet: the GPU path trains in fp32 with data, "
-                            "tensor, pipeline and expert parallelism only for now (docs/gpu.md); change that setting or use run.device = \"cpu\"");
+    throw UsageError(what + " with " + setting + " is not built yet: the GPU path trains with data, tensor, "
+                            "pipeline and expert parallelism only for now (docs/gpu.md); change that setting or use run.device = \"cpu\"");
   };
   if (cfg.run.ranks > 1) {  // data, tensor, pipeline and expert parallelism: activations, rows and gradients over NCCL
     const ParallelConfig& p = cfg.parallel;
@@ -76,7 +76,15 @@ void check_run_device(const Config& cfg) {
               device_row_strategies() + "; or set parallel.ep = 1 to hold every "
               "expert on each rank)");
   }
-  if (cfg.run.precision == Precision::bf16) not_yet("run.precision = \"bf16\"");
+  if (cfg.run.precision == Precision::bf16 && !cfg.moe.moe_layers.empty()) {
+    // kernels/experts.h: cuBLAS's bf16 grouped GEMMs want 16-byte aligned rows
+    const int C = cfg.model.hidden, F = cfg.model.ffn_mult * C / (cfg.moe.expert_tp ? cfg.parallel.tp : 1);
+    if (C % 8 != 0 || F % 8 != 0)
+      throw UsageError(what + " with run.precision = \"bf16\": the experts' bf16 GEMMs need model.hidden (" +
+                       std::to_string(C) + ") and each rank's expert FFN width (" + std::to_string(F) +
+                       " = model.ffn_mult x model.hidden" + (cfg.moe.expert_tp ? " / parallel.tp" : "") +
+                       ") to be multiples of 8; change model.hidden or use run.precision = \"fp32\"");
+  }
   if (cfg.storage.sparse == SparseStorage::ssd) not_yet("storage.sparse = \"ssd\"");
   require_cuda(what);  // after the settings: a config's own problems show on any machine
 }
@@ -90,7 +98,7 @@ DeviceRuntime::DeviceRuntime(const Config& cfg, int local_rank) {
 #ifdef MOEBENCH_HAVE_CUDA
   gpu_ = device_for_local_rank(local_rank, cuda_availability().devices);
   auto queue = std::make_unique<CudaDeviceQueue>(gpu_);
-  owned_ = make_cuda_backend(*queue);
+  owned_ = make_cuda_backend(*queue, cfg.run.precision == Precision::bf16);
   owned_executor_ = std::make_unique<StreamExecutor>(*queue, 0);
   executor_ = owned_executor_.get();
   queue_ = std::move(queue);

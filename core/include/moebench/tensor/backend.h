@@ -51,6 +51,16 @@ class Backend {
   virtual void scale(float* x, long n, float s) = 0;
   virtual void adamw_update(float* p, const float* g, float* m, float* v, long n, const AdamWHyper& h, float lr,
                             long t, float wd) = 0;
+  // Mixed precision (run.precision = "bf16", a GPU's backend: model/cuda_backend.h): the GEMMs
+  // read bf16 copies of their fp32 operands. keep_weight_copies keeps a copy of [p, p + n) (the
+  // parameter arena, once); weights_changed rewrites the kept copy of [p, p + n) after its fp32
+  // values changed, ordered like the layer functions (MoeGpt::reset_graph for the whole arena
+  // before each graph of passes; ZeRO-3's all-gathers for the parts they fill). Weights outside
+  // a kept range (fastermoe's shadow experts) are cast as the GEMM goes. A backend that computes
+  // in fp32 keeps nothing: mixed_precision() is false and both are no-ops.
+  virtual bool mixed_precision() const { return false; }
+  virtual void keep_weight_copies(const float* p, size_t n) { (void)p, (void)n; }
+  virtual void weights_changed(const float* p, size_t n) { (void)p, (void)n; }
   // The row work of one MoE block in this backend's memory (moe/moe_rows.h), for its MoeLayer:
   // the host's rows on the CPU, kernels/'s MoeBlock phases on a GPU.
   virtual std::unique_ptr<MoeRows> make_moe_rows() = 0;

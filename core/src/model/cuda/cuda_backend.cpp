@@ -1,10 +1,12 @@
 // Built only with the CUDA build (core/CMakeLists.txt: src/model/cuda/).
 #include "moebench/model/cuda_backend.h"
+#include "bf16_operands.h"
 #include "cuda_moe_rows.h"
 
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <stdexcept>
@@ -21,6 +23,7 @@
 #include "moebench/kernels/gelu.h"
 #include "moebench/kernels/layernorm.h"
 #include "moebench/kernels/matmul.h"
+#include "moebench/kernels/mixed_precision.h"
 #include "moebench/kernels/residual.h"
 #include "moebench/kernels/vocab_parallel.h"
 #include "moebench/moe/moe_rows.h"
@@ -35,15 +38,53 @@ std::string gib(size_t bytes) {
   return s;
 }
 
+// The handle's math mode for the GEMMs of one scope (restored at its end): TF32 tensor cores for
+// the fp32 GEMMs that mixed precision leaves in fp32 (the attention's scores and outputs).
+class MathModeScope {
+ public:
+  explicit MathModeScope(bool tf32) : h_(tf32 ? cuda::cublas_handle() : nullptr) {
+    if (!h_) return;
+    MOEBENCH_CUBLAS_CHECK(cublasGetMathMode(h_, &old_));
+    MOEBENCH_CUBLAS_CHECK(cublasSetMathMode(h_, CUBLAS_TF32_TENSOR_OP_MATH));
+  }
+  ~MathModeScope() {
+    if (h_) cublasSetMathMode(h_, old_);
+  }
+  MathModeScope(const MathModeScope&) = delete;
+  MathModeScope& operator=(const MathModeScope&) = delete;
+
+ private:
+  cublasHandle_t h_;
+  cublasMath_t old_ = CUBLAS_DEFAULT_MATH;
+};
+
 class CudaBackend final : public Backend {
  public:
-  explicit CudaBackend(CudaDeviceQueue& queue) : q_(queue) {
+  CudaBackend(CudaDeviceQueue& queue, bool mixed) : q_(queue) {
     bind();
     own_ = q_.create_stream(false);
+    // Stream-ordered allocations (the permutations' indices, mixed precision's operand copies)
+    // come back to the device's pool and stay there for the next step instead of going back to
+    // the driver at each synchronisation.
+    cudaMemPool_t pool = nullptr;
+    check(cudaDeviceGetDefaultMemPool(&pool, q_.device()), "cudaDeviceGetDefaultMemPool");
+    uint64_t keep = UINT64_MAX;
+    check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep), "cudaMemPoolSetAttribute");
+    if (mixed) copies_ = std::make_unique<WeightCopies>(*this);
   }
-  ~CudaBackend() override { release(norm_scratch_); }
+  ~CudaBackend() override {
+    copies_.reset();
+    release(norm_scratch_);
+  }
   std::string name() const override { return "cuda:" + std::to_string(q_.device()); }
   bool device_memory() const override { return true; }
+  bool mixed_precision() const override { return copies_ != nullptr; }
+  void keep_weight_copies(const float* p, size_t n) override {
+    if (copies_) copies_->keep(p, n);
+  }
+  void weights_changed(const float* p, size_t n) override {
+    if (copies_) copies_->refresh(p, n, stream());
+  }
 
   void* allocate(size_t bytes, const char* what) override {
     bind();
@@ -115,7 +156,7 @@ class CudaBackend final : public Backend {
     cuda::adamw_update<float>(p, m, v, nullptr, g, n, lr, hp.beta1, hp.beta2, hp.eps, wd, t, stream());
   }
   std::unique_ptr<MoeRows> make_moe_rows() override {
-    return make_cuda_moe_rows(*this, [this] { return stream(); });
+    return make_cuda_moe_rows(*this, [this] { return stream(); }, copies_.get());
   }
 
   void encoder_forward(float* out, const int* inp, const float* wte, const float* wpe, int B, int T, int C) override {
@@ -152,21 +193,34 @@ class CudaBackend final : public Backend {
                           const float* weight, const float* mean, const float* rstd, int N, int C) override {
     cuda::layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, stream());
   }
+  // Mixed precision: bf16 copies of the operands (the weights' kept ones), fp32 results.
   void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int C,
                       int OC) override {
-    cuda::matmul_forward(out, inp, weight, bias, N, C, OC, stream());
+    cudaStream_t s = stream();
+    if (!copies_) return cuda::matmul_forward(out, inp, weight, bias, N, C, OC, s);
+    const Bf16Operand in(inp, (size_t)N * C, nullptr, s), w(weight, (size_t)OC * C, copies_.get(), s);
+    cuda::matmul_forward_mixed(out, in.get(), w.get(), bias, N, C, OC, s);
   }
   void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                        const float* weight, int N, int C, int OC) override {
-    cuda::matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC, stream());
+    cudaStream_t s = stream();
+    if (!copies_) return cuda::matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC, s);
+    const Bf16Operand d(dout, (size_t)N * OC, nullptr, s);
+    const Bf16Operand in(dweight ? inp : nullptr, dweight ? (size_t)N * C : 0, nullptr, s);
+    const Bf16Operand w(dinp ? weight : nullptr, dinp ? (size_t)OC * C : 0, copies_.get(), s);
+    cuda::matmul_backward_mixed(dinp, dweight, dbias, dout, d.get(), in.get(), w.get(), N, C, OC, s);
   }
   void attention_forward(float* out, float* preatt, float* att, const float* qkv, int B, int T, int C,
                          int NH) override {
-    cuda::attention_forward(out, preatt, att, qkv, B, T, C, NH, stream());
+    cudaStream_t s = stream();  // binds the device: the handle is the device's
+    const MathModeScope tf32(copies_ != nullptr);
+    cuda::attention_forward(out, preatt, att, qkv, B, T, C, NH, s);
   }
   void attention_backward(float* dqkv, float* dpreatt, float* datt, const float* dout, const float* qkv,
                           const float* att, int B, int T, int C, int NH) override {
-    cuda::attention_backward(dqkv, dpreatt, datt, dout, qkv, att, B, T, C, NH, stream());
+    cudaStream_t s = stream();
+    const MathModeScope tf32(copies_ != nullptr);
+    cuda::attention_backward(dqkv, dpreatt, datt, dout, qkv, att, B, T, C, NH, s);
   }
   void gelu_forward(float* out, const float* inp, long N) override { cuda::gelu_forward(out, inp, N, stream()); }
   void gelu_backward(float* dinp, const float* inp, const float* dout, long N) override {
@@ -225,12 +279,15 @@ class CudaBackend final : public Backend {
   }
   CudaDeviceQueue& q_;
   DeviceQueue::Stream own_ = -1;
+  std::unique_ptr<WeightCopies> copies_;  // mixed precision only
   char* norm_scratch_ = nullptr;  // sums_of_squares' device scratch (grown on use)
   size_t norm_scratch_bytes_ = 0;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cuda_backend(CudaDeviceQueue& queue) { return std::make_unique<CudaBackend>(queue); }
+std::unique_ptr<Backend> make_cuda_backend(CudaDeviceQueue& queue, bool mixed_precision) {
+  return std::make_unique<CudaBackend>(queue, mixed_precision);
+}
 
 }  // namespace moebench

@@ -1,5 +1,6 @@
 // Built only with the CUDA build (core/CMakeLists.txt: src/model/cuda/).
 #include "cuda_moe_rows.h"
+#include "bf16_operands.h"
 
 #include <iterator>
 #include <map>
@@ -13,6 +14,7 @@
 #include "moebench/kernels/cuda_check.h"
 #include "moebench/kernels/device_buffer.h"
 #include "moebench/kernels/experts.h"
+#include "moebench/kernels/mixed_precision.h"
 #include "moebench/kernels/moe_block.h"
 #include "moebench/kernels/moe_permute.h"
 #include "moebench/kernels/residual.h"
@@ -51,46 +53,91 @@ cuda::ExpertWeights<float> arena_weights(const std::vector<ExpertParams>& expert
   return {e0.w1, e0.b1, e0.w2, e0.b2, stride};
 }
 
-// ExpertBank's contract on the GPU: grouped GEMMs, the activations kept for backward.
+// The arena's expert layout (arena_weights) over a bf16 copy of the experts' block.
+cuda::ExpertWeights<cuda::bf16> bf16_weights(const cuda::bf16* base, int C, int F, long stride) {
+  auto* p = const_cast<cuda::bf16*>(base);
+  const long FC = (long)F * C;
+  return {p, p + FC, p + FC + F, p + 2 * FC + F, stride};
+}
+
+template <typename T>
+void grow(cuda::DeviceBuffer<T>& b, size_t n) {
+  if (b.size() < (n ? n : 1)) b.resize(n ? n : 1);
+}
+
+// ExpertBank's contract on the GPU: grouped GEMMs, the activations kept for backward. Mixed
+// precision (`copies`): the rows are cast to bf16 (kept for the weight gradients), the experts
+// run in bf16 on the weights' bf16 copy, y and dx are cast back to fp32, and the weight
+// gradients, computed into a zeroed bf16 block, are added into the fp32 ones.
 class CudaExperts final : public ExpertCompute {
  public:
-  explicit CudaExperts(std::function<cudaStream_t()> stream) : stream_(std::move(stream)) {}
+  CudaExperts(std::function<cudaStream_t()> stream, const WeightCopies* copies)
+      : stream_(std::move(stream)), copies_(copies) {}
   void forward(float* y, const float* x, const std::vector<int>& offsets, const std::vector<ExpertParams>& experts,
                int C, int F) override {
     offsets_ = offsets;
     x_ = x;
     C_ = C, F_ = F;
     const int L = (int)offsets.size() - 1;
-    const size_t SF = (size_t)offsets.back() * F;
+    const size_t S = (size_t)offsets.back(), SF = S * F;
+    const cuda::ExpertWeights<float> w = arena_weights(experts, C, F);
+    cudaStream_t st = stream_();
     guarded([&] {
-      grow(h_, SF);
-      grow(a_, SF);
-      cuda::experts_forward(y, h_.data(), a_.data(), x, offsets_.data(), arena_weights(experts, C, F), L, C, F,
-                            stream_());
+      if (!copies_) {
+        grow(h_, SF);
+        grow(a_, SF);
+        return cuda::experts_forward(y, h_.data(), a_.data(), x, offsets_.data(), w, L, C, F, st);
+      }
+      grow(x16_, S * C);
+      grow(y16_, S * C);
+      grow(h16_, SF);
+      grow(a16_, SF);
+      cuda::cast(x16_.data(), x, (long)(S * C), st);
+      const Bf16Operand w16(w.w1, (size_t)L * w.stride, copies_, st);
+      cuda::experts_forward(y16_.data(), h16_.data(), a16_.data(), x16_.data(), offsets_.data(),
+                            bf16_weights(w16.get(), C, F, w.stride), L, C, F, st);
+      cuda::cast(y, y16_.data(), (long)(S * C), st);
     });
   }
   void backward(float* dx, const float* dy, const std::vector<ExpertParams>& dexperts,
                 const std::vector<ExpertParams>& experts) override {
     if (offsets_.empty()) throw std::logic_error("MoE experts on the GPU: backward without forward");
     const int L = (int)offsets_.size() - 1;
-    const size_t SF = (size_t)offsets_.back() * F_;
+    const size_t S = (size_t)offsets_.back(), SF = S * F_;
+    const cuda::ExpertWeights<float> w = arena_weights(experts, C_, F_), dw = arena_weights(dexperts, C_, F_);
+    cudaStream_t st = stream_();
     guarded([&] {
-      grow(da_, SF);
-      grow(dh_, SF);
-      cuda::experts_backward(dx, arena_weights(dexperts, C_, F_), da_.data(), dh_.data(), dy, x_, h_.data(),
-                             a_.data(), offsets_.data(), arena_weights(experts, C_, F_), L, C_, F_, stream_());
+      if (!copies_) {
+        grow(da_, SF);
+        grow(dh_, SF);
+        return cuda::experts_backward(dx, dw, da_.data(), dh_.data(), dy, x_, h_.data(), a_.data(), offsets_.data(),
+                                      w, L, C_, F_, st);
+      }
+      const size_t n = (size_t)L * w.stride;
+      grow(dy16_, S * C_);
+      grow(dx16_, S * C_);
+      grow(da16_, SF);
+      grow(dh16_, SF);
+      grow(dw16_, n);
+      cuda::cast(dy16_.data(), dy, (long)(S * C_), st);
+      MOEBENCH_CUDA_CHECK(cudaMemsetAsync(dw16_.data(), 0, n * sizeof(cuda::bf16), st));
+      const Bf16Operand w16(w.w1, n, copies_, st);
+      cuda::experts_backward(dx16_.data(), bf16_weights(dw16_.data(), C_, F_, w.stride), da16_.data(), dh16_.data(),
+                             dy16_.data(), x16_.data(), h16_.data(), a16_.data(), offsets_.data(),
+                             bf16_weights(w16.get(), C_, F_, w.stride), L, C_, F_, st);
+      cuda::cast(dx, dx16_.data(), (long)(S * C_), st);
+      cuda::accumulate(dw.w1, dw16_.data(), (long)n, st);
     });
   }
 
  private:
-  static void grow(cuda::DeviceBuffer<float>& b, size_t n) {
-    if (b.size() < (n ? n : 1)) b.resize(n ? n : 1);
-  }
   std::function<cudaStream_t()> stream_;
+  const WeightCopies* copies_;
   std::vector<int> offsets_;
   const float* x_ = nullptr;
   int C_ = 0, F_ = 0;
-  cuda::DeviceBuffer<float> h_, a_, da_, dh_;
+  cuda::DeviceBuffer<float> h_, a_, da_, dh_;                               // fp32
+  cuda::DeviceBuffer<cuda::bf16> x16_, y16_, h16_, a16_, dy16_, dx16_, da16_, dh16_, dw16_;  // mixed precision
 };
 
 // A strategy's row work on the GPU; the permutation's index goes up per call into a
@@ -101,7 +148,8 @@ class CudaExperts final : public ExpertCompute {
 // user's. Actions of several comm roles may allocate at once (hier_a2a's staging): a mutex.
 class CudaRowOps final : public RowOps {
  public:
-  CudaRowOps(Backend& be, std::function<cudaStream_t()> stream) : be_(be), stream_(std::move(stream)) {}
+  CudaRowOps(Backend& be, std::function<cudaStream_t()> stream, const WeightCopies* copies)
+      : be_(be), stream_(std::move(stream)), copies_(copies) {}
   ~CudaRowOps() override {
     for (const auto& [n, p] : free_) be_.release(p);
   }
@@ -156,12 +204,13 @@ class CudaRowOps final : public RowOps {
     cuda::moe_permute_forward(dst, src, d, R, C, s);
     MOEBENCH_CUDA_CHECK(cudaFreeAsync(d, s));
   }
-  std::unique_ptr<ExpertCompute> make_experts() override { return std::make_unique<CudaExperts>(stream_); }
+  std::unique_ptr<ExpertCompute> make_experts() override { return std::make_unique<CudaExperts>(stream_, copies_); }
 
  private:
   static constexpr size_t kKept = 64;
   Backend& be_;
   std::function<cudaStream_t()> stream_;
+  const WeightCopies* copies_;
   std::mutex mu_;
   std::multimap<long, float*> free_;          // released arrays by size (floats)
   std::unordered_map<float*, long> size_;     // every array this made and still holds
@@ -171,7 +220,10 @@ class CudaRowOps final : public RowOps {
 // the arena's per-expert layout (ExpertWeights::stride).
 class CudaMoeRows final : public MoeRows {
  public:
-  CudaMoeRows(Backend& be, std::function<cudaStream_t()> stream) : stream_(stream), ops_(be, std::move(stream)) {}
+  CudaMoeRows(Backend& be, std::function<cudaStream_t()> stream, const WeightCopies* copies)
+      : stream_(stream), ops_(be, std::move(stream), copies) {
+    if (copies) mixed_experts_ = ops_.make_experts();
+  }
   // A gate policy (fastermoe's topology-aware gate) runs on the host: the block routes once,
   // the policy rewrites the choice from the downloaded probabilities, and the block routes again
   // with that choice forced (the router's GEMM twice; the gates, capacity and aux then follow
@@ -234,12 +286,14 @@ class CudaMoeRows final : public MoeRows {
 
   void experts_forward(const std::vector<ExpertParams>& experts, int F) override {
     F_ = F;
+    if (mixed_experts_) return mixed_experts_->forward(block_.y(), block_.xg(), offsets(), experts, s_.C, F);
     guarded([&] { block_.experts_forward(arena_weights(experts, s_.C, F), F, stream_()); });
   }
   void combine(float* out) override { block_.combine(out, stream_()); }
   void prepare_backward() override { guarded([&] { block_.prepare_backward(); }); }
   void combine_backward(const float* dout) override { guarded([&] { block_.combine_backward(dout, stream_()); }); }
   void experts_backward(const std::vector<ExpertParams>& dexperts, const std::vector<ExpertParams>& experts) override {
+    if (mixed_experts_) return mixed_experts_->backward(block_.dxg(), block_.dy(), dexperts, experts);
     guarded([&] {
       block_.experts_backward(arena_weights(dexperts, s_.C, F_), arena_weights(experts, s_.C, F_), stream_());
     });
@@ -275,12 +329,14 @@ class CudaMoeRows final : public MoeRows {
   cuda::DeviceBuffer<int> forced_;
   cuda::DeviceBuffer<float> scratch_;
   CudaRowOps ops_;
+  std::unique_ptr<ExpertCompute> mixed_experts_;  // mixed precision: the experts' bf16 GEMMs
 };
 
 }  // namespace
 
-std::unique_ptr<MoeRows> make_cuda_moe_rows(Backend& be, std::function<cudaStream_t()> stream) {
-  return std::make_unique<CudaMoeRows>(be, std::move(stream));
+std::unique_ptr<MoeRows> make_cuda_moe_rows(Backend& be, std::function<cudaStream_t()> stream,
+                                            const WeightCopies* copies) {
+  return std::make_unique<CudaMoeRows>(be, std::move(stream), copies);
 }
 
 }  // namespace moebench
