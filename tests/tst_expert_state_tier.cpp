@@ -2,7 +2,9 @@
 // MoESys hierarchical storage in training (storage.sparse = "ssd", storage/expert_state_tier.h):
 // the experts' fp32 master weights and Adam moments in files behind an LFU host cache 4x smaller
 // than the states. On the launched ranks (CTest: 4, and 1) against in-memory training of the same
-// layout: bit-identical losses and parameters, with and without prefetch; the cache's counters
+// layout: bit-identical losses and parameters, with and without prefetch, also with the trainer on
+// a device (tests/host_device.h: gradients down to the host and weights back up through the
+// backend's copies, the tasks on the StreamExecutor over a fake device); the cache's counters
 // against the schedule's arithmetic; checkpoints complete without a flush; a resume rebuilds the
 // records; a damaged record stops the step naming its file and expert.
 #include <QtTest>
@@ -12,11 +14,15 @@
 #include <filesystem>
 #include <fstream>
 
+#include "fake_device_queue.h"
+#include "host_device.h"
 #include "moebench/config/config_loader.h"
 #include "moebench/config/usage_error.h"
 #include "moebench/dist/mpi_communicator.h"
 #include "moebench/storage/expert_state_store.h"
+#include "moebench/runtime/stream_executor.h"
 #include "moebench/storage/expert_state_tier.h"
+#include "moebench/train/device.h"
 #include "moebench/train/trainer.h"
 #include "equivalence_support.h"
 #include "mpi_test_main.h"
@@ -96,14 +102,17 @@ class TestExpertStateTier : public QObject {
   void matches_memory_training_data() {
     QTest::addColumn<bool>("prefetch");
     QTest::addColumn<bool>("distributed");
-    QTest::newRow("prefetch, launched ranks") << true << true;
-    QTest::newRow("no prefetch, launched ranks") << false << true;
-    QTest::newRow("prefetch, one rank") << true << false;
-    QTest::newRow("no prefetch, one rank") << false << false;
+    QTest::addColumn<bool>("device");
+    QTest::newRow("prefetch, launched ranks") << true << true << false;
+    QTest::newRow("no prefetch, launched ranks") << false << true << false;
+    QTest::newRow("prefetch, one rank") << true << false << false;
+    QTest::newRow("no prefetch, one rank") << false << false << false;
+    QTest::newRow("prefetch, launched ranks on a device") << true << true << true;
   }
   void matches_memory_training() {
     QFETCH(bool, prefetch);
     QFETCH(bool, distributed);
+    QFETCH(bool, device);
     auto world = MpiCommunicator::world();
     const int P = distributed ? world->size() : 1;
     Communicator* comm = P > 1 ? world.get() : nullptr;
@@ -111,7 +120,14 @@ class TestExpertStateTier : public QObject {
     QTemporaryDir mem_dir, ssd_out, ssd;
     Trainer mem(tier_config(P, 0, prefetch, ""), rank_dir(mem_dir, comm), comm);
     const Trace expected = train(mem);
-    Trainer tier(tier_config(P, C, prefetch, ssd.path().toStdString()), rank_dir(ssd_out, comm), comm);
+    test::HostDevice backend;
+    test::FakeDeviceQueue queue;
+    StreamExecutor executor(queue, comm ? comm->rank() : 0);
+    const Config cfg = tier_config(P, C, prefetch, ssd.path().toStdString());
+    Trainer tier(cfg, rank_dir(ssd_out, comm), comm,
+                 device ? std::make_unique<DeviceRuntime>(backend, &executor, [](Communicator& g) { return g.dup(); })
+                        : nullptr);
+    QCOMPARE(tier.model().params().backend().device_memory(), device);
     const Trace got = train(tier);
     QCOMPARE(got.losses, expected.losses);
     const std::vector<float> a = tier.model().params().host_data();

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "moebench/config/usage_error.h"
+#include "moebench/tensor/backend.h"
 
 namespace moebench {
 namespace {
@@ -73,8 +74,10 @@ ExpertStateTier::ExpertStateTier(MoeGpt& model, const StorageConfig& storage, co
   o.decay_every = storage.decay_every;
   cache_ = std::make_unique<SparseStateCache>(*files_, floats_, o);
   std::vector<float> rec((size_t)floats_, 0.0f);
+  const std::vector<float> weights = params.host_data();  // a device's arena too
   for (const Expert& e : experts_) {
-    for (const Piece& p : e.pieces) std::copy_n(params.param(p.view), p.numel, rec.begin() + (long)p.at);
+    for (const Piece& p : e.pieces)
+      std::copy_n(weights.begin() + (long)params.views()[p.view].offset, p.numel, rec.begin() + (long)p.at);
     files_->write(e.block, e.expert, rec);  // moments zero, as AdamW starts
   }
   reported_ = cache_->stats();  // the first records are setup, not a step's traffic
@@ -84,14 +87,25 @@ ExpertStateTier::~ExpertStateTier() = default;
 
 bool ExpertStateTier::holds(size_t view) const { return view < place_.size() && place_[view].expert >= 0; }
 
+// On a device the expert's gradients come to the host and the new weights go back to the arena
+// (the copies on the update task's stream; docs/gpu.md).
 void ExpertStateTier::update_one(const Expert& e, std::span<float> rec, float lr, long t) {
   const ExpertStateView s = split_state_record(rec);
   ParamArena& params = model_.params();
+  Backend& be = params.backend();
+  const bool device = be.device_memory();
+  std::vector<float> grad;
   for (const Piece& p : e.pieces) {
     float* w = s.weights.data() + p.at;
-    adamw_update(w, params.grad(p.view), s.m.data() + p.at, s.v.data() + p.at, (long)p.numel, h_, lr, t,
-                 p.decay ? h_.weight_decay : 0.0f);
-    std::copy_n(w, p.numel, params.param(p.view));  // the master weights to the device copy
+    const float* g = params.grad(p.view);
+    if (device) {
+      grad.resize(p.numel);
+      be.to_host(grad.data(), g, p.numel * sizeof(float));
+      g = grad.data();
+    }
+    adamw_update(w, g, s.m.data() + p.at, s.v.data() + p.at, (long)p.numel, h_, lr, t, p.decay ? h_.weight_decay : 0.0f);
+    if (device) be.to_device(params.param(p.view), w, p.numel * sizeof(float));  // the master weights to the arena
+    else std::copy_n(w, p.numel, params.param(p.view));
   }
 }
 
@@ -304,14 +318,15 @@ std::unique_ptr<ExpertStateTier> open_expert_tier(MoeGpt& model, const StorageCo
                                                   const AdamWHyper& h) {
   const std::string dir = storage.ssd_dir + "/rank" + std::to_string(rank);
   FolderLock lock = claim_expert_state_dir(storage, rank);
-  // On the CPU the device tier is the arena: every local expert's weights and gradients.
+  // The device tier is the arena (host memory on the CPU, the GPU's on cuda): every local
+  // expert's weights and gradients.
   size_t expert_floats = 0;
   for (const BlockExperts& b : model.expert_ranges()) expert_floats += b.range.count;
   const int64_t device = 2 * (int64_t)(expert_floats * sizeof(float));
   if (storage.device_bytes > 0 && device > storage.device_bytes)
     throw std::invalid_argument("storage.device_bytes = " + std::to_string(storage.device_bytes) +
                                 " cannot hold this rank's experts' weights and gradients (" + std::to_string(device) +
-                                " bytes; the CPU trainer keeps every expert of the rank in its arena)");
+                                " bytes; the trainer keeps every expert of the rank in its arena)");
   auto tier = std::make_unique<ExpertStateTier>(model, storage, dir, h);
   tier->lock_ = std::move(lock);
   return tier;

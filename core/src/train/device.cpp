@@ -85,7 +85,6 @@ void check_run_device(const Config& cfg) {
                        " = model.ffn_mult x model.hidden" + (cfg.moe.expert_tp ? " / parallel.tp" : "") +
                        ") to be multiples of 8; change model.hidden or use run.precision = \"fp32\"");
   }
-  if (cfg.storage.sparse == SparseStorage::ssd) not_yet("storage.sparse = \"ssd\"");
   require_cuda(what);  // after the settings: a config's own problems show on any machine
 }
 

@@ -29,9 +29,11 @@
 //   So the set a step needs is every record, known in advance; the previous step's routing
 //   (Algorithm 2's prediction) would only reorder it. The host cache then saves the reads of the
 //   records it holds (hit rate = cached records / records when the cache is smaller).
-// - The arena keeps every local expert's weights and gradients (on the CPU the device tier is the
-//   arena: the model computes with arena pointers); what moves off the process is the 12 bytes per
-//   expert parameter of master weights + m + v (eq. 1's 12S), beyond the host cache.
+// - The arena keeps every local expert's weights and gradients (the device tier is the arena, in
+//   host memory on the CPU and in the GPU's on cuda: the model computes with arena pointers); what
+//   moves off the process is the 12 bytes per expert parameter of master weights + m + v (eq. 1's
+//   12S), beyond the host cache. On a GPU the update brings the expert's gradients to the host and
+//   puts its new weights back in the arena (the backend's copies, inside sparse.update).
 // - A checkpoint reads the moments through read_moments() (dirty cached records first), so it
 //   is complete without a flush; a resume rebuilds every record from the checkpoint
 //   (load_moments), so state files left by a kill -9 (old or new record, never a torn one: they
