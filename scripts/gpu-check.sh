@@ -12,10 +12,12 @@
 #            mpirun -np 2 tst_comm_nccl (2 ranks share the GPU: dist/device_sharing.h);
 #            mpirun -np 2 and -np 4 tst_dist_train_cuda (data, tensor and pipeline parallelism,
 #            ZeRO-3, the partitioned embedding, and expert parallelism with expert_centric,
-#            hier_a2a, fastermoe, ppmoe and monta, over NCCL vs one GPU);
+#            hier_a2a, fastermoe, ppmoe, monta, data_centric and janus over NCCL and CUDA IPC vs one
+#            GPU; bf16 with ZeRO-3 and with expert_centric);
 #            mpirun -np 4 tst_comm_mpi as Open MPI chooses and with --mca osc sm,ucx;
 #            moebench run (2 ranks: expert_centric; data_centric as Open MPI picks its one-sided
-#            component and with osc sm,ucx); bench comm --ranks 2; bench moe-layer --device cuda;
+#            component and with osc sm,ucx; data_centric on cuda); bench comm --ranks 2;
+#            bench moe-layer --device cuda;
 #            the quickstart on one rank on the CPU and on cuda (fp32 and bf16), and on 2 ranks on
 #            cuda with parallel.ep = 1 and with parallel.ep = 0 + expert_centric (validation losses
 #            within 0.03 of the CPU's);
@@ -105,6 +107,10 @@ run() {
   step run_data_centric 120 moebench "${tiny[@]}" --set strategy.name=data_centric --out "$D/runs/dc"
   step run_data_centric_ucx 120 env OMPI_MCA_osc=sm,ucx UCX_TLS=self,tcp \
     moebench "${tiny[@]}" --set strategy.name=data_centric --out "$D/runs/dcu"
+  # data_centric on two GPU ranks: the experts pulled through CUDA IPC windows (node cache on)
+  step run_data_centric_cuda 120 moebench "${tiny[@]}" --set run.device=cuda --set strategy.name=data_centric \
+    --set strategy.data_centric.hierarchical=true --set cluster.nodes=2 --set cluster.devices_per_node=1 \
+    --out "$D/runs/dc_cuda"
   step bench_comm 120 moebench bench comm --ranks 2 --op alltoall -b 1K -e 16M -f 4 -n 5 -w 2
   step bench_moe_layer 240 moebench bench moe-layer --device cuda
   # The quickstart on one rank, on the CPU and on the GPU (fp32, bf16): the GPU's validation

@@ -216,7 +216,10 @@ class RecordingCommunicator final : public Communicator {
   }
   std::unique_ptr<Communicator> split(int color, int key) override { return inner_->split(color, key); }
   std::unique_ptr<Communicator> dup() override { return inner_->dup(); }
-  std::unique_ptr<Window> create_window(void* b, size_t n, DType t) override { return inner_->create_window(b, n, t); }
+  std::unique_ptr<Window> create_window(void* b, size_t n, DType t) override {
+    note("create_window", n);
+    return inner_->create_window(b, n, t);
+  }
   std::unique_ptr<SharedWindow> create_shared_window(size_t bytes) override { return inner_->create_shared_window(bytes); }
 
  private:

@@ -2,7 +2,7 @@
 // NcclCommunicator (dist/nccl_communicator.h) on device buffers, bootstrapped over MPI:
 // all_reduce, all_gather, reduce_scatter, all_to_all_v (irregular counts, some zero),
 // broadcast, send/recv (blocking and the irecv/isend pattern), iall_reduce, dup/split,
-// the window limitation and the traffic counts. Host data is copied in and the results are
+// the CUDA IPC windows and the traffic counts. Host data is copied in and the results are
 // compared with host references. Every rank runs every collective before any comparison, so
 // a failed check on one rank cannot leave the other waiting in a collective.
 //
@@ -74,6 +74,11 @@ class DeviceArray {
 // Elements rank `src` sends to rank `dst` in the all_to_all_v test (zero for some pairs).
 size_t a2a_count(int src, int dst) { return static_cast<size_t>((src * 3 + dst * 5 + 1) % 7); }
 float a2a_value(int src, int dst, size_t k) { return float(src * 10000 + dst * 100 + (int)k); }
+bool shared_zeroed(const std::vector<float>& v) {
+  for (float x : v)
+    if (x != 0.0f) return false;
+  return true;
+}
 
 }  // namespace
 #endif
@@ -352,24 +357,58 @@ class TestCommNccl : public QObject {
 #endif
   }
 
-  void windows_are_not_provided() {
+  // One-sided windows over CUDA IPC: a window inside an allocation (at an offset), get and put
+  // against every other rank, accumulate of every rank into rank 0, the pulls on the puller's
+  // meter; a node-shared window's zeroed segments written by their owners and read by all.
+  void ipc_windows() {
     REQUIRE_NCCL();
 #ifdef MOEBENCH_HAVE_NCCL
-    bool threw = false;
-    try {
-      float* p = nullptr;
-      (void)nccl_->create_window(p, 0, DType::f32);
-    } catch (const std::runtime_error& e) {
-      threw = std::string(e.what()).find("not provided by the NCCL backend") != std::string::npos;
-    }
-    QVERIFY(threw);
-    threw = false;
-    try {
-      (void)nccl_->create_shared_window(64);
-    } catch (const std::runtime_error&) {
-      threw = true;
-    }
-    QVERIFY(threw);
+    const int P = nccl_->size(), r = nccl_->rank(), next = (r + 1) % P;
+    const size_t n = 64, lead = 16;  // the window starts 16 floats into its allocation
+    std::vector<float> mine(lead + n, -1.0f);
+    for (size_t i = 0; i < n; ++i) mine[lead + i] = float(r * 1000 + (int)i);
+    DeviceArray<float> mem(mine);
+    auto win = nccl_->create_window(mem.get() + lead, n, DType::f32);
+    const uint64_t before = meter_->total();  // the handles' exchange aside
+    QCOMPARE(win->local_count(), n);
+    win->barrier();
+    DeviceArray<float> got(8);
+    win->get(got.get(), 8, next, 4 * sizeof(float));  // next rank's elements 4..11
+    win->flush(next);
+    std::vector<float> expect(8);
+    for (size_t i = 0; i < 8; ++i) expect[i] = float(next * 1000 + 4 + (int)i);
+    const std::vector<float> pulled = got.download();
+    win->barrier();  // every get is done before anyone writes
+    DeviceArray<float> mark(std::vector<float>(2, float(-(r + 1))));
+    win->put(mark.get(), 2, next, 20 * sizeof(float));  // into the next rank's elements 20, 21
+    DeviceArray<float> ones(std::vector<float>(4, float(r + 1)));
+    win->accumulate(ones.get(), 4, 0, 40 * sizeof(float), ReduceOp::sum);  // everyone into rank 0's 40..43
+    win->barrier();
+    const std::vector<float> after = mem.download();
+    const uint64_t counted = meter_->total() - before;
+    std::unique_ptr<SharedWindow> shared = nccl_->create_shared_window(16 * sizeof(float));
+    std::vector<float> zeros(16, 1.0f), theirs(16, 0.0f);
+    cuda_ok(cudaMemcpy(zeros.data(), shared->segment(r), sizeof(float) * 16, cudaMemcpyDeviceToHost), "cudaMemcpy");
+    const std::vector<float> fill(16, float(r + 7));
+    cuda_ok(cudaMemcpy(shared->segment(r), fill.data(), sizeof(float) * 16, cudaMemcpyHostToDevice), "cudaMemcpy");
+    cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    shared->sync();
+    cuda_ok(cudaMemcpy(theirs.data(), shared->segment(next), sizeof(float) * 16, cudaMemcpyDeviceToHost), "cudaMemcpy");
+    shared->sync();
+    shared.reset();
+    win.reset();
+
+    QCOMPARE(pulled, expect);
+    QCOMPARE(after[0], -1.0f);  // before the window: untouched
+    const int prev = (r + P - 1) % P;
+    QCOMPARE(after[lead + 20], float(-(prev + 1)));
+    QCOMPARE(after[lead + 21], float(-(prev + 1)));
+    QCOMPARE(after[lead + 22], float(r * 1000 + 22));
+    const float added = r == 0 ? float(P * (P + 1) / 2) : 0.0f;
+    for (size_t i = 40; i < 44; ++i) QCOMPARE(after[lead + i], float(r * 1000 + (int)i) + added);
+    QCOMPARE(counted, uint64_t((8 + 2 + 4) * sizeof(float)) - (r == 0 ? 4 * sizeof(float) : 0));  // no self traffic
+    QCOMPARE(shared_zeroed(zeros), true);
+    QCOMPARE(theirs, std::vector<float>(16, float(next + 7)));
 #endif
   }
 };

@@ -4,7 +4,7 @@
 // shadows, smart schedule and topology-aware gate over NCCL; synthetic routing too) and tensor
 // parallelism (tp = 2, the activations' all-reduces over NCCL; ppmoe's experts over the TP group;
 // monta's pieces all-gathered over it; the vocabulary-parallel head; sliced experts), ZeRO-3's dense shards,
-// pipeline stages and the partitioned embedding, and mixed precision (run.precision = "bf16")
+// pipeline stages and the partitioned embedding, data_centric and janus (CUDA IPC windows), and mixed precision (run.precision = "bf16")
 // with ZeRO-3 (the gathered parts' bf16 copies) and with expert parallelism: the
 // launched ranks, sharing the machine's GPUs (local rank mod devices; NCCL between ranks of one
 // GPU through dist/device_sharing.h), train the tiny model and every rank compares its per-step
@@ -60,6 +60,13 @@ class TestDistTrainCuda : public QObject {
     QTest::newRow("pp 2, 1f1b, 2 micro-batches") << 0 << "expert_centric+pp2+micro2" << "learned" << 1;
     // monta (4 ranks: tp 2 x dp 2): "+LEVEL:CHUNKS" sets [strategy.monta]
     QTest::newRow("monta O3, 2 chunks (tp = 2)") << 0 << "monta+O3:2" << "learned" << 2;
+    // data_centric: the experts pulled from the owners' GPU memory and their gradients added back
+    // through CUDA IPC windows (ranks of one machine); "+hier" the node cache in a node-shared IPC
+    // window, "+prefetch" the pulls at the iteration start; janus with threshold 0: data_centric
+    // for every block
+    QTest::newRow("data_centric (CUDA IPC windows)") << 0 << "data_centric" << "learned" << 1;
+    QTest::newRow("data_centric, node cache, prefetch") << 0 << "data_centric+hier+prefetch" << "learned" << 1;
+    QTest::newRow("janus, data_centric everywhere") << 0 << "janus+threshold0" << "learned" << 1;
     // mixed precision: the weights' bf16 copies rewritten where ZeRO-3 gathers them; the experts'
     // bf16 GEMMs on exchanged rows
     QTest::newRow("bf16, zero3") << 1 << "expert_centric+zero3+bf16" << "learned" << 1;
@@ -85,6 +92,10 @@ class TestDistTrainCuda : public QObject {
     for (const QString& o : parts.mid(1))
       if (o == "bf16")
         settings.push_back("run.precision=bf16");
+      else if (parts[0] == "janus")
+        settings.push_back("strategy.janus.threshold=" + o.mid(9).toStdString());
+      else if (o == "hier" || o == "prefetch")
+        settings.push_back("strategy.data_centric." + std::string(o == "hier" ? "hierarchical" : "prefetch") + "=true");
       else if (o == "zero3")
         settings.push_back("storage.dense=zero3");
       else if (o == "vocab")

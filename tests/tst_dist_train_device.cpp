@@ -15,7 +15,8 @@
 // 4 a step: dispatch and combine, forward and backward; 2 an evaluation batch; per chunk or
 // phase), fastermoe's shadows' broadcasts and reduces, the TP group's all-reduces and monta's
 // all-gathers, the pipeline links' messages and the tied embedding's all-reduce — the counts
-// never (they go over MPI).
+// never (they go over MPI); data_centric's windows made over those communicators (its pulls and
+// pushes then go through the windows).
 #include <QtTest>
 
 #include <numeric>
@@ -75,6 +76,15 @@ class TestDistTrainDevice : public QObject {
     QTest::newRow("fastermoe smart + shadow, capacity 1.5") << "1.5" << 0 << "fastermoe+shadow+smart+group1"
                                                             << "hot:0,1" << 1;
     QTest::newRow("fastermoe topo_gate") << "0" << 0 << "fastermoe+topo_gate" << "learned" << 1;
+    // Janus' data_centric: the experts pulled and their gradients pushed through windows of the
+    // device's data communicators; "+prefetch", "+creditsN", "+hier" (the node cache, two ranks
+    // per node: np=4), "+pairing" set [strategy.data_centric]; janus with threshold 0 picks it
+    // for every block
+    QTest::newRow("data_centric over one-rank nodes") << "0" << 0 << "data_centric" << "learned" << 1;
+    QTest::newRow("data_centric, prefetch, 1 credit") << "0" << 0 << "data_centric+prefetch+credits1" << "zipf:1.2" << 1;
+    QTest::newRow("data_centric, node cache, prefetch, pairing") << "0" << 0 << "data_centric+hier+prefetch+pairing"
+                                                                  << "learned" << 1;
+    QTest::newRow("janus, data_centric everywhere") << "0" << 0 << "janus+threshold0" << "learned" << 1;
     // ZeRO-3: the dense parts reduce-scattered and gathered over DP (prefetched, or on demand)
     QTest::newRow("zero3, dense prefetch") << "0" << 0 << "expert_centric+zero3" << "learned" << 1;
     QTest::newRow("zero3 on demand, experts replicated") << "0" << 1 << "expert_centric+zero3+on_demand" << "learned" << 1;
@@ -107,9 +117,17 @@ class TestDistTrainDevice : public QObject {
     if (zero3)
       settings.insert(settings.end(), {"storage.dense=zero3", "storage.dense_prefetch=" +
                                                                   std::string(parts.contains(u"on_demand"_s) ? "false" : "true")});
+    const bool hier = parts.contains(u"hier"_s);
+    if (hier && P < 4) QSKIP("the node cache needs two nodes of two ranks (np=4)");
     int pp = 1;
     for (const QString& o : parts.mid(1))
       if (o == "zero3" || o == "on_demand") continue;
+      else if (name == "janus") settings.push_back("strategy.janus.threshold=" + o.mid(9).toStdString());
+      else if (o == "hier") settings.push_back("strategy.data_centric.hierarchical=true");
+      else if (o == "prefetch") settings.push_back("strategy.data_centric.prefetch=true");
+      else if (o.startsWith(u"credits"_s)) settings.push_back("strategy.data_centric.credits=" + o.mid(7).toStdString());
+      else if (o == "pairing")
+        settings.insert(settings.end(), {"strategy.data_centric.pcie_pairing=true", "cluster.pcie_switch_pairs=[0, 1]"});
       else if (o == "vocab") settings.push_back("parallel.vocab_parallel=true");
       else if (o == "expert_tp") settings.push_back("moe.expert_tp=true");
       else if (o == "embed_partition") settings.insert(settings.end(), {"model.embedding_partition=true", "model.tied_head=false"});
@@ -122,8 +140,9 @@ class TestDistTrainDevice : public QObject {
       else
         settings.push_back(o.startsWith(u"group"_s) ? "strategy.fastermoe.group_size=" + o.mid(5).toStdString()
                                                     : "strategy.fastermoe." + o.toStdString() + "=true");
-    if (name != "expert_centric")
-      settings.insert(settings.end(), {"cluster.nodes=" + std::to_string(P), "cluster.devices_per_node=1"});
+    if (name != "expert_centric")  // one rank per node; two with the node cache
+      settings.insert(settings.end(), {"cluster.nodes=" + std::to_string(hier ? P / 2 : P),
+                                       "cluster.devices_per_node=" + std::string(hier ? "2" : "1")});
     const Config cfg = load_config(test::tiny_config_path(), settings);
     QTemporaryDir dir;
     const std::string out = dir.path().toStdString() + "/r" + std::to_string(world->rank());
@@ -167,6 +186,7 @@ class TestDistTrainDevice : public QObject {
     size_t elements = 0, exchanges = 0, broadcasts = 0, reduces = 0, tp_reduces = 0, tp_gathers = 0, tp_scatters = 0;
     size_t scattered = 0, gathered = 0;  // zero3: the dense gradients' reduce-scatters, the weights' gathers
     size_t gather_calls = 0;             // the embedding partition's: the token ids
+    size_t windows = 0;                  // data_centric's: parameters and gradients per block
     const bool embed = parts.contains(u"embed_partition"_s);
     const int dp = P / tp / pp, me = world->rank(), stride = dp * tp;
     // the tied embedding's pair: this rank's DP and TP position on the first and the last stage
@@ -197,6 +217,7 @@ class TestDistTrainDevice : public QObject {
         gathered += (*log)[i].count * P;
         ++gather_calls;
       }
+      else if (op == "create_window") ++windows;  // data_centric's, over the experts' memory
       else if (op == "broadcast") ++broadcasts;  // fastermoe's shadowed experts, forward
       else if (op == "reduce") ++reduces;        // ... and their gradients to the owner
       else {
@@ -251,7 +272,10 @@ class TestDistTrainDevice : public QObject {
     const size_t passes = ((size_t)steps * 4 + (size_t)cfg.train.eval_batches * 2) * cfg.parallel.microbatches;
     // hier_a2a: each in two phases, the node's and the nodes'; fastermoe's smart schedule: one
     // chunk per group of ranks
-    const size_t phases = name == "ppmoe"                ? 0
+    // data_centric's windows: the parameters' and the gradients' of each MoE block, made once
+    const bool pulls = name == "data_centric" || name == "janus";
+    QCOMPARE(windows, pulls ? 2 * device.model().expert_ranges().size() : size_t(0));
+    const size_t phases = name == "ppmoe" || pulls       ? 0
                           : name == "hier_a2a"           ? 2
                           : parts.contains(u"smart"_s)   ? (size_t)P
                           : name == "monta"              ? (size_t)parts[1].section(u':', 1, 1).toInt()

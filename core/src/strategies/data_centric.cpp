@@ -37,8 +37,9 @@ void DataCentric::ensure_windows(MoeContext& ctx) {
     return;
   }
   const size_t count = (size_t)L_ * expert_floats_;
-  params_win_ = ctx.ep->create_window(ctx.local[0].w1, count, DType::f32);
-  grads_win_ = ctx.ep->create_window(ctx.local_grads[0].w1, count, DType::f32);
+  win_comm_ = ctx.rows_communicator(*ctx.ep);  // the experts' memory: MPI on the host, CUDA IPC on a GPU
+  params_win_ = win_comm_->create_window(ctx.local[0].w1, count, DType::f32);
+  grads_win_ = win_comm_->create_window(ctx.local_grads[0].w1, count, DType::f32);
   win_params_base_ = ctx.local[0].w1;
   win_grads_base_ = ctx.local_grads[0].w1;
 }
@@ -62,6 +63,7 @@ int DataCentric::configure(const MoeContext& ctx) {
     check_contiguous(ctx.local_grads, C, F, "gradients");
   }
   P_ = P, L_ = L, C_ = C, F_ = F, E_ = E, me_ = me;
+  ops_ = &ctx.row_ops();
   expert_floats_ = 2 * (size_t)F * C + F + C;
   stats_.credits = credits;
   return credits;
@@ -140,8 +142,8 @@ std::vector<TaskId> DataCentric::build_iteration_start(TaskGraph& g, const std::
       auto pf = std::make_unique<Prefetched>();
       pf->e = pp.e;
       pf->owner = owner;
-      pf->buf.resize(expert_floats_);  // moved into the pass's slot later: the data stays put
-      gets.push_back({pf->buf.data(), owner, off});
+      // moved into the pass's slot later: the data stays put
+      gets.push_back({pf->buf.resize(*ops_, (long)expert_floats_), owner, off});
       if (pp.credit) stats_.max_in_use = std::max(stats_.max_in_use, ++in_use);
       prefetch_.push_back(std::move(pf));
     }
@@ -267,14 +269,14 @@ void DataCentric::build_forward(Builder& b, Pass& p, const MoeBuffers* buffers, 
   Window* win = params_win_.get();
   if (act) {
     take_prefetch(p, b.ctx);
+    for (auto& s : p.slots) s->bank = ops_->make_experts();
     for (auto& s : p.slots)
       if (s->owned) {
         s->params = b.ctx.local[(size_t)(s->e - b.ctx.first_local)];
         s->grads = b.ctx.local_grads[(size_t)(s->e - b.ctx.first_local)];
       }
     for (Slot* s : p.remote) {
-      s->cache.resize(ef);  // sized here: the pull's action never reallocates
-      s->params = view(s->cache.data(), C, F);
+      s->params = view(s->cache.resize(*ops_, (long)ef), C, F);  // sized here: the pull's action never reallocates
     }
     pulled_order_.clear();
     forward_issued_.clear();
@@ -286,7 +288,7 @@ void DataCentric::build_forward(Builder& b, Pass& p, const MoeBuffers* buffers, 
   auto compute = [&](Slot& s, const std::vector<TaskId>& deps) {
     return b.compute("moe.experts", s.e, 4.0 * s.n * C * F, deps, [&s, y, xg, C, F] {
       const std::vector<int> off = {0, s.n};
-      s.bank.forward(y + (size_t)s.off * C, xg + (size_t)s.off * C, off, {s.params}, C, F);
+      s.bank->forward(y + (size_t)s.off * C, xg + (size_t)s.off * C, off, {s.params}, C, F);
     });
   };
 
@@ -366,13 +368,14 @@ void DataCentric::build_backward(Builder& b, Pass& p, const MoeBuffers* buffers,
       if (s.node_cached) {
         s.grads = view(ext_grad(local_rank_, s.ext), C, F);
       } else {
-        s.grad.assign(ef, 0.0f);
-        s.grads = view(s.grad.data(), C, F);
+        s.grads = view(s.grad.resize(*ops_, (long)ef), C, F);
       }
       ++stats_.cache_hits;
     }
-    const TaskId t = b.compute("moe.experts_backward", s.e, 8.0 * s.n * C * F, after, [&s, dxg, dy, C] {
-      s.bank.backward(dxg + (size_t)s.off * C, dy + (size_t)s.off * C, {s.grads}, {s.params});
+    RowOps* ops = ops_;
+    const TaskId t = b.compute("moe.experts_backward", s.e, 8.0 * s.n * C * F, after, [&s, ops, dxg, dy, C, ef] {
+      if (!s.owned && !s.node_cached) ops->zero(s.grad.data(), (long)ef);  // a pulled expert's: this pass's alone
+      s.bank->backward(dxg + (size_t)s.off * C, dy + (size_t)s.off * C, {s.grads}, {s.params});
     });
     (s.owned ? owned_done : s.node_cached ? cached_done : remote_done).push_back(t);
   }
@@ -403,7 +406,7 @@ void DataCentric::build_backward(Builder& b, Pass& p, const MoeBuffers* buffers,
   const bool hier = hier_;
   b.collective("janus.sync", pushes, [this, win, hier] {
     win->barrier();
-    if (hier) std::fill(ext_grad(local_rank_, 0), ext_grad(local_rank_, 0) + ext_.size() * expert_floats_, 0.0f);
+    if (hier) ops_->zero(ext_grad(local_rank_, 0), (long)(ext_.size() * expert_floats_));
   });
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "moebench/dist/topology.h"
+#include "moebench/moe/row_ops.h"
 #include "moebench/runtime/task_graph.h"
 #include "moebench/strategies/data_centric.h"
 
@@ -45,13 +46,13 @@ struct DataCentric::Slot {
   bool issued = false;       // with buffers: the iteration start issued its get
   int ext = -1;              // index in ext_ (external experts)
   ExpertParams params{}, grads{};
-  std::vector<float> cache, grad;  // pulled (or pair-copied) experts only
-  ExpertBank bank;
+  RowArray cache, grad;  // pulled (or pair-copied) experts only, in the block's memory
+  std::unique_ptr<ExpertCompute> bank;
 };
 
 struct DataCentric::Prefetched {
   int e = 0, owner = 0;
-  std::vector<float> buf;
+  RowArray buf;
 };
 
 // The handle of one forward (and its backward): the schedule, from the counts and topology.
@@ -73,7 +74,7 @@ struct DataCentricPass : MoeHandle {
   // The janus.prefetch task of the iteration start in the pass's graph (build_iteration_start),
   // whose gets the prefetched pulls complete (they then carry no bytes); invalid: none.
   TaskId prefetch_task;
-  std::vector<std::vector<float>> node_grad;  // per node_share entry: the node's summed gradient
+  std::vector<RowArray> node_grad;  // per node_share entry: the node's summed gradient
   // pcie_pairing: rounds on the node, this rank's and its peer's groups (ext_ indices, round
   // order), the peer's EP rank (-1: no peer).
   int rounds = 0;

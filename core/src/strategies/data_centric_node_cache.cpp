@@ -57,11 +57,13 @@ void DataCentric::setup_topology(const MoeContext& ctx) {
 void DataCentric::ensure_node_cache(MoeContext& ctx) {
   if (!hier_ || node_win_) return;
   staging_ = opts_.pcie_pairing;
-  node_comm_ = ctx.ep->split(my_node_, me_);
-  if (!node_comm_ || node_comm_->size() != m_ || node_comm_->rank() != local_rank_)
-    throw std::logic_error("data_centric: node communicator does not match the topology");
+  node_comm_ = ctx.ep->split(my_node_, me_);  // the counts (host)
+  node_data_comm_ = win_comm_->split(my_node_, me_);  // the cache (the experts' memory)
+  for (const auto* c : {node_comm_.get(), node_data_comm_.get()})
+    if (!c || c->size() != m_ || c->rank() != local_rank_)
+      throw std::logic_error("data_centric: node communicator does not match the topology");
   ext_slots_ = (ext_.size() + m_ - 1) / m_;
-  node_win_ = node_comm_->create_shared_window((ext_slots_ + ext_.size() * (staging_ ? 2 : 1)) * expert_floats_ *
+  node_win_ = node_data_comm_->create_shared_window((ext_slots_ + ext_.size() * (staging_ ? 2 : 1)) * expert_floats_ *
                                                sizeof(float));
   if (node_win_->local_size() != m_ || node_win_->local_rank() != local_rank_)
     throw std::runtime_error("data_centric: hierarchical mode needs each node's ranks to share memory (" +
@@ -165,8 +167,9 @@ std::vector<TaskId> DataCentric::build_node_ready(Builder& b, Pass& p, const std
       const int j = p.own[(size_t)t], e = ext_[(size_t)j];
       const float* src = b.act ? ext_cache(j) : nullptr;
       float* dst = b.act ? ext_stage(local, j) : nullptr;
+      RowOps* ops = ops_;
       copied = b.copy("janus.cache_copy", e, -1, expert_bytes, {b.last_collective},
-                      [src, dst, ef] { std::copy(src, src + ef, dst); });
+                      [ops, src, dst, ef] { ops->copy(dst, src, (long)ef); });
       ready[(size_t)j] = copied;
       if (b.act) {
         if (Slot* s = by_j[(size_t)j]) s->params = view(dst, C_, F_);
@@ -180,13 +183,13 @@ std::vector<TaskId> DataCentric::build_node_ready(Builder& b, Pass& p, const std
       Slot& s = *by_j[(size_t)j];
       const float* src = b.act ? ext_stage(peer, j) : nullptr;
       if (b.act) {
-        s.cache.resize(ef);
-        s.params = view(s.cache.data(), C_, F_);
+        s.params = view(s.cache.resize(*ops_, (long)ef), C_, F_);
         ++stats_.peer_copies;
         copy_order_.push_back({e, true});
       }
+      RowOps* ops = ops_;
       ready[(size_t)j] = b.copy("janus.peer_copy", e, b.ctx.ep_world[(size_t)p.peer_rank], expert_bytes, {round},
-                                [src, &s, ef] { std::copy(src, src + ef, s.cache.data()); });
+                                [ops, src, &s, ef] { ops->copy(s.cache.data(), src, (long)ef); });
     }
   }
   return ready;
@@ -206,16 +209,16 @@ void DataCentric::build_node_push(Builder& b, Pass& p, TaskId node_sync, TaskId 
   p.node_grad.resize(p.node_share.size());
   for (size_t i = 0; i < p.node_share.size(); ++i) {
     const int j = p.node_share[i], e = ext_[(size_t)j], owner = e / L_;
-    std::vector<float>& sum = p.node_grad[i];
+    RowArray& sum = p.node_grad[i];
     std::vector<const float*> slots;
     if (b.act) {
-      sum.resize(ef);
+      sum.resize(*ops_, (long)ef);
       for (int k = 0; k < m_; ++k) slots.push_back(ext_grad(k, j));
     }
-    const TaskId reduced = b.compute("janus.node_reduce", e, (double)(m_ - 1) * ef, {node_sync}, [&sum, slots, ef] {
-      std::copy(slots[0], slots[0] + ef, sum.data());
-      for (size_t k = 1; k < slots.size(); ++k)  // fixed order: local rank 0, 1, ..., m-1
-        for (size_t x = 0; x < ef; ++x) sum[x] += slots[k][x];
+    RowOps* ops = ops_;
+    const TaskId reduced = b.compute("janus.node_reduce", e, (double)(m_ - 1) * ef, {node_sync}, [ops, &sum, slots, ef] {
+      ops->copy(sum.data(), slots[0], (long)ef);
+      for (size_t k = 1; k < slots.size(); ++k) ops->add(sum.data(), slots[k], (long)ef);  // local rank 0, 1, ..., m-1
     });
     const size_t off = (size_t)(e - owner * L_) * expert_bytes;
     pushes.push_back(b.comm("janus.push_grad", Transfer::put, e, b.ctx.ep_world[(size_t)owner], expert_bytes, {barrier, reduced},

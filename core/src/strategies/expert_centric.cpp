@@ -55,7 +55,6 @@ StrategyDescriptor expert_centric_descriptor() {
   d.spec.options = {overlap_degree_option(
       "Tutel's overlap degree D: each expert's rows in D chunks, chunk i+1's exchange overlaps chunk i's experts")};
   d.spec.per_block_member = true;
-  d.spec.device_rows = true;
   d.spec.check = [](StrategyCheck& c) { check_overlap_degree(c, "expert_centric"); };
   d.spec.chunks = [](const StrategyConfig& s) { return s.option("expert_centric.overlap_degree").i; };
   d.make = [](const StrategyConfig& s) -> std::unique_ptr<MoeStrategy> {

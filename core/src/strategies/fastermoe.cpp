@@ -248,7 +248,6 @@ StrategyDescriptor fastermoe_descriptor() {
       bool_option("topo_gate", false,
                   "topology-aware gate: at most W_net / (M W_local) x B assignments per rank leave the node")};
   d.spec.per_block_member = true;
-  d.spec.device_rows = true;
   d.spec.expert_tp_refusal = "does not apply to fastermoe (strategy.name = \"{name}\"): shadowing broadcasts whole "
                              "experts; use expert_centric, hier_a2a or monta";
   d.spec.check_layout = check_fastermoe;

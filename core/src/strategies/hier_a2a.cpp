@@ -275,7 +275,6 @@ StrategyDescriptor hier_a2a_descriptor() {
   d.spec.summary = "MoESys's two-phase hierarchical all-to-all: inside each node, then between nodes";
   d.spec.options = {overlap_degree_option("overlap degree D of the two-level exchange (as expert_centric's)")};
   d.spec.per_block_member = true;
-  d.spec.device_rows = true;
   d.spec.check = [](StrategyCheck& c) { check_overlap_degree(c, "hier_a2a"); };
   d.spec.chunks = [](const StrategyConfig& s) { return s.option("hier_a2a.overlap_degree").i; };
   d.spec.check_layout = check_node_groups;

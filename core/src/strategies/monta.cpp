@@ -445,7 +445,6 @@ StrategyDescriptor monta_descriptor() {
                   "buckets or PP sends")};
   d.spec.per_block_member = true;
   d.spec.sums_slices = true;
-  d.spec.device_rows = true;
   d.spec.check = check_monta;
   d.make = [](const StrategyConfig& s) -> std::unique_ptr<MoeStrategy> {
     return std::make_unique<Monta>(MontaOptions::of(s));

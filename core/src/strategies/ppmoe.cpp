@@ -120,7 +120,6 @@ StrategyDescriptor ppmoe_descriptor() {
   d.spec.name = "ppmoe";
   d.spec.summary = "Pipeline MoE: a block's experts spread over the tensor-parallel group, which holds its tokens";
   d.spec.expert_groups = ExpertGroups::tensor_parallel;
-  d.spec.device_rows = true;
   d.spec.expert_tp_refusal = "does not apply to strategy.name = \"{name}\" (it places whole experts inside the "
                              "tensor-parallel group); use expert_centric or hier_a2a";
   d.make = [](const StrategyConfig&) -> std::unique_ptr<MoeStrategy> { return std::make_unique<Ppmoe>(); };

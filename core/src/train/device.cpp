@@ -3,7 +3,6 @@
 #include <stdexcept>
 #include <string>
 
-#include "moebench/config/strategy_spec.h"
 #include "moebench/config/usage_error.h"
 #include "moebench/model/cpu_backend.h"
 #include "moebench/runtime/stream_executor.h"
@@ -49,33 +48,9 @@ int require_cuda(const std::string& what) {
   return a.devices;
 }
 
-namespace {
-// The strategies whose rows live in the block's memory (StrategySpec::device_rows): "a, b".
-std::string device_row_strategies() {
-  std::string out;
-  for (const StrategySpec* s : strategy_specs())
-    if (s->device_rows) out += (out.empty() ? "" : ", ") + s->name;
-  return out;
-}
-}  // namespace
-
 void check_run_device(const Config& cfg) {
   if (cfg.run.device != Device::cuda) return;
   const std::string what = "run.device = \"cuda\"";
-  auto not_yet = [&](const std::string& setting) {
-    throw UsageError(what + " with " + setting + " is not built yet: the GPU path trains with data, tensor, "
-                            "pipeline and expert parallelism only for now (docs/gpu.md); change that setting or use run.device = \"cpu\"");
-  };
-  if (cfg.run.ranks > 1) {  // data, tensor, pipeline and expert parallelism: activations, rows and gradients over NCCL
-    const ParallelConfig& p = cfg.parallel;
-    const StrategySpec* spec = find_strategy_spec(cfg.strategy.name);
-    if (p.ep != 1 && !cfg.moe.moe_layers.empty() && !(spec && spec->device_rows))
-      not_yet("parallel.ep = " + std::to_string(p.ep) + (p.ep == 0 ? " (the whole data-parallel group)" : "") +
-              " and strategy.name = \"" + cfg.strategy.name +
-              "\" (expert parallelism runs only the strategies whose rows live on the device so far: " +
-              device_row_strategies() + "; or set parallel.ep = 1 to hold every "
-              "expert on each rank)");
-  }
   if (cfg.run.precision == Precision::bf16 && !cfg.moe.moe_layers.empty()) {
     // kernels/experts.h: cuBLAS's bf16 grouped GEMMs want 16-byte aligned rows
     const int C = cfg.model.hidden, F = cfg.model.ffn_mult * C / (cfg.moe.expert_tp ? cfg.parallel.tp : 1);

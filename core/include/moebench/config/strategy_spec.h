@@ -86,9 +86,6 @@ struct StrategySpec {
   // whether it sums sliced experts' partial outputs itself (no dx_part buffer).
   bool exchanges_tokens = true;
   bool sums_slices = false;
-  // Whether its rows live in the block's memory (moe/row_ops.h, MoeContext::rows_comm), so that
-  // expert parallelism on GPUs runs it (train/device.h check_run_device).
-  bool device_rows = false;
   // The chunks its exchange cuts a block's rows into under these options (the simulation's
   // size estimate, plan/simulation_estimate.cpp); none: 1.
   std::function<int(const StrategyConfig&)> chunks;

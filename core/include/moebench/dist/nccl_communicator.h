@@ -36,7 +36,8 @@
 //    device-to-device copy). barrier() is a 1-element all-reduce followed by a stream sync.
 //  * split() uses ncclCommSplit (NCCL >= 2.18; otherwise it throws). A negative color
 //    (e.g. MPI_UNDEFINED) joins no communicator and returns nullptr. dup() is a split with
-//    one color, ordered by rank. Both are collective over this communicator.
+//    one color, ordered by rank. Both are collective over this communicator; the new one
+//    follows the streams this one follows (follow_streams).
 //  * Requests must not outlive the communicator that issued them.
 //  * Every CUDA / NCCL failure throws std::runtime_error naming the call and carrying
 //    cudaGetErrorString / ncclGetErrorString.
@@ -61,8 +62,21 @@
 //                   Self-sends (and the all_to_all_v self block) are never counted.
 // The collective counts are a model, not measurements of what NCCL actually moved.
 //
-// LIMITATION: one-sided windows are not provided by this backend. create_window() and
-// create_shared_window() throw std::runtime_error; Janus pulls use the MPI communicator.
+// One-sided windows (data_centric's pulls and pushes on GPUs) over CUDA IPC, for groups whose
+// ranks share one machine (else create_window throws, naming the ranks): create_window and
+// create_shared_window (collective) publish each rank's cudaIpcMemHandle (of the allocation
+// holding the memory, with the offset) over this communicator and map the others'.
+//   get / put      cudaMemcpyAsync from / to the target's mapped memory on the current stream
+//                  (a peer GPU's over NVLink or PCIe, or the same GPU's when ranks share it);
+//   accumulate     float sums only: an atomicAdd kernel into the target's memory
+//                  (kernels/atomic_add.h), so concurrent contributions add in any order;
+//   flush          nothing to wait for: stream order (and the executor's events) complete an
+//                  operation for what follows it;
+//   barrier, sync  this communicator's barrier(): every rank's earlier operations on the
+//                  stream are complete when it returns.
+// A shared window's segments are zeroed device allocations of each rank. Counted traffic: a get
+// on the pulling rank's meter with peer = target, a put or accumulate on the origin's (as the MPI
+// backend counts them). Destroying a window waits at a barrier for the peers (not while unwinding).
 #include <functional>
 #include <memory>
 #include <string>
@@ -87,6 +101,8 @@ class NcclCommunicator final : public Communicator {
 
   int device() const;
   CUstream_st* stream() const;  // the cudaStream_t every operation is enqueued on
+  CUstream_st* current_stream() const;  // where the next operation goes: stream() or the followed one
+  void count_one_sided(int group_peer, size_t bytes) { count_send(group_peer, bytes); }  // the windows' traffic
   void synchronize();           // issues queued point-to-point work, then syncs the stream
   // Enqueue on the caller's streams from now on (see above).
   void follow_streams(std::function<CUstream_st*()> current);
@@ -122,7 +138,7 @@ class NcclCommunicator final : public Communicator {
   std::unique_ptr<Communicator> split(int color, int key) override;
   std::unique_ptr<Communicator> dup() override;
 
-  // Not provided by the NCCL backend: both throw std::runtime_error (see above).
+  // CUDA IPC windows (see above).
   std::unique_ptr<Window> create_window(void* base, size_t count, DType type) override;
   std::unique_ptr<SharedWindow> create_shared_window(size_t bytes) override;
 

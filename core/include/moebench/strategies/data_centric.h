@@ -34,6 +34,12 @@
 // rank whose task failed skips every later collective instead of waiting in one its peers
 // never reach; its main thread reports the error and the job ends (cmd_run's abort).
 // Pulled experts live in the pass's handle (freed with it, at the next forward).
+// Memory: the pulled experts, their gradients, the node cache and the experts' compute are in the
+// block's memory (MoeContext::row_ops: RowArrays and ExpertCompute), and the windows are made by
+// the EP group's data communicator (MoeContext::rows_communicator: an MPI dup over host memory
+// on the CPU; on a GPU, NCCL's CUDA IPC windows over the experts' device arena, within one
+// machine: dist/nccl_communicator.h). The counts stay on the host communicators (ctx.ep and the
+// node's split of it).
 //
 // Traffic (MPI backend): gets are counted on the PULLING rank's meter with peer = owner
 // (mpi_communicator.h), accumulates on the pushing rank's meter with peer = owner; so per
@@ -97,6 +103,7 @@ namespace moebench {
 class Window;
 class SharedWindow;
 class Communicator;
+class RowOps;
 
 struct DataCentricStats {
   int credits = 0;            // the C of the last forward
@@ -209,6 +216,8 @@ class DataCentric : public StrategyOf<DataCentricPass> {
   DataCentricOptions opts_;
   int P_ = 1, L_ = 0, C_ = 0, F_ = 0, E_ = 0, me_ = 0;
   size_t expert_floats_ = 0;
+  RowOps* ops_ = nullptr;  // the block's memory (ctx.row_ops) for the pulled experts and the node slots
+  std::unique_ptr<Communicator> win_comm_;  // the EP group's data communicator: the windows
   std::unique_ptr<Window> params_win_, grads_win_;
   const float* win_params_base_ = nullptr;
   const float* win_grads_base_ = nullptr;
@@ -219,9 +228,10 @@ class DataCentric : public StrategyOf<DataCentricPass> {
   int my_node_ = 0, local_rank_ = 0, m_ = 1;
   std::vector<int> ext_;      // external experts (other nodes), ascending
   std::vector<int> ext_idx_;  // expert -> index in ext_, -1 if internal
-  // Hierarchical: node communicator, shared cache (per local rank: ceil(n_ext/m) cached
-  // experts, then n_ext gradient slots, then n_ext staging slots with pcie_pairing).
-  std::unique_ptr<Communicator> node_comm_;
+  // Hierarchical: node communicators (the counts' on the host; the shared window's, a split of
+  // win_comm_), shared cache (per local rank: ceil(n_ext/m) cached experts, then n_ext gradient
+  // slots, then n_ext staging slots with pcie_pairing).
+  std::unique_ptr<Communicator> node_comm_, node_data_comm_;
   std::unique_ptr<SharedWindow> node_win_;
   size_t ext_slots_ = 0;
   bool hier_ = false;

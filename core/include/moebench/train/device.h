@@ -28,11 +28,8 @@ CudaAvailability cuda_availability();
 int require_cuda(const std::string& what);
 
 // The device a run asks for (run.device) can train this config here: "cpu" always; "cuda"
-// throws UsageError (exit 2) through require_cuda when the build or the GPU is missing, and
-// for what the GPU path does not run yet, naming the key: on several ranks anything but data
-// parallelism with every expert on each rank (parallel.tp, .pp, .ep other than 1,
-// storage.dense = "zero3", model.embedding_partition), run.precision = "bf16",
-// storage.sparse = "ssd", synthetic moe.routing.
+// throws UsageError (exit 2) for a bf16 config whose experts' rows are not a multiple of 8 wide
+// (naming model.hidden), then through require_cuda when the build or the GPU is missing.
 // Called before anything is created (the CLI, and the Trainer again).
 void check_run_device(const Config& cfg);
 

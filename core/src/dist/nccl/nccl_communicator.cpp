@@ -2,6 +2,7 @@
 // Built only when CUDA and NCCL are found (core/CMakeLists.txt, MOEBENCH_HAVE_NCCL).
 #include "moebench/dist/device_sharing.h"
 #include "moebench/dist/nccl_communicator.h"
+#include "ipc_windows.h"
 #include "nccl_watchdog.h"
 
 #include <cuda_runtime_api.h>
@@ -322,6 +323,7 @@ NcclCommunicator::~NcclCommunicator() = default;
 
 int NcclCommunicator::device() const { return impl_->device; }
 CUstream_st* NcclCommunicator::stream() const { return impl_->stream; }
+CUstream_st* NcclCommunicator::current_stream() const { return impl_->op_stream(); }
 int NcclCommunicator::rank() const { return impl_->rank; }
 int NcclCommunicator::size() const { return impl_->size; }
 
@@ -567,6 +569,7 @@ std::unique_ptr<Communicator> NcclCommunicator::split_impl(int color, int key) {
   auto s = std::make_unique<Impl>();
   s->comm = child;
   s->device = impl_->device;
+  s->follow = impl_->follow;  // a split of a following communicator follows the same streams
   check_nccl(ncclCommUserRank(child, &s->rank), "ncclCommUserRank");
   check_nccl(ncclCommCount(child, &s->size), "ncclCommCount");
 
@@ -611,16 +614,18 @@ std::unique_ptr<Communicator> NcclCommunicator::split(int color, int key) { retu
 std::unique_ptr<Communicator> NcclCommunicator::dup() { return split_impl(0, impl_->rank); }
 
 // ---------------------------------------------------------------------------------------------
-// One-sided windows: not provided
+// One-sided windows: CUDA IPC (ipc_windows.cpp)
 
-std::unique_ptr<Window> NcclCommunicator::create_window(void*, size_t, DType) {
-  throw std::runtime_error(
-      "one-sided windows are not provided by the NCCL backend; Janus pulls use the MPI communicator");
+std::unique_ptr<Window> NcclCommunicator::create_window(void* base, size_t count, DType type) {
+  DeviceGuard g(impl_->device);
+  impl_->flush_p2p();
+  return make_ipc_window(*this, base, count, type);
 }
 
-std::unique_ptr<SharedWindow> NcclCommunicator::create_shared_window(size_t) {
-  throw std::runtime_error(
-      "one-sided windows are not provided by the NCCL backend; Janus pulls use the MPI communicator");
+std::unique_ptr<SharedWindow> NcclCommunicator::create_shared_window(size_t bytes) {
+  DeviceGuard g(impl_->device);
+  impl_->flush_p2p();
+  return make_ipc_shared_window(*this, bytes);
 }
 
 }  // namespace moebench
