@@ -2,6 +2,7 @@
 #include "bf16_operands.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
@@ -31,7 +32,12 @@ void WeightCopies::refresh(const float* p, size_t n, cudaStream_t stream) {
 
 const cuda::bf16* WeightCopies::find(const float* p, size_t n) const {
   for (const Kept& k : kept_)
-    if (p >= k.p && p + n <= k.p + k.n) return k.copy + (p - k.p);
+    if (p >= k.p && p + n <= k.p + k.n) {
+      const cuda::bf16* copy = k.copy + (p - k.p);
+      // cuBLAS's bf16 kernels want 16-byte aligned matrices (kernels/experts.h): a copy at an odd
+      // place in the arena is cast afresh into an aligned allocation instead
+      return reinterpret_cast<uintptr_t>(copy) % 16 == 0 ? copy : nullptr;
+    }
   return nullptr;
 }
 

@@ -30,7 +30,8 @@ class WeightCopies {
   void keep(const float* p, size_t n);
   // Rewrites the copies of the kept elements within [p, p + n) from their fp32 values.
   void refresh(const float* p, size_t n, cudaStream_t stream);
-  // The copy of [p, p + n), or nullptr when that is not inside one kept range.
+  // The copy of [p, p + n), or nullptr when that is not inside one kept range or the copy is not
+  // 16-byte aligned.
   const cuda::bf16* find(const float* p, size_t n) const;
 
  private:
