@@ -25,6 +25,11 @@
 // "auto"), where O2 / O3 also overlap chunk j's AllGather (and copy) with chunk j+1's AllToAll:
 // communication with communication, so their overlap column is "-" (compare sched_ms with
 // serial_ms). [emulate] paces every message over the cluster's links, as in a run.
+// run.device = "cuda": each rank's block on its GPU as in a GPU run (train/device.h: the
+// arrays in GPU memory, the tasks on the StreamExecutor's streams — serial: all on the compute
+// stream — and the rows over NCCL data communicators, data_centric's windows over CUDA IPC);
+// the times then include a device synchronisation at the end of each pass. Not with [emulate]
+// (it paces the MPI messages).
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -41,9 +46,13 @@
 #include "moebench/dist/topology.h"
 #include "moebench/moe/moe_layer.h"
 #include "moebench/moe/synthetic_routing.h"
+#include "moebench/model/cpu_backend.h"
+#include "moebench/moe/moe_rows.h"
 #include "moebench/runtime/thread_executor.h"
 #include "moebench/strategies/registry.h"
+#include "moebench/tensor/device_array.h"
 #include "moebench/tensor/rng.h"
+#include "moebench/train/device.h"
 #include "moebench/train/emulation.h"
 
 namespace moebench::cli {
@@ -75,6 +84,20 @@ struct Times {
   double serial = 0, scheduled = 0, compute = 0, comm = 0;
 };
 
+// Where the block runs: the host (no runtime: a ThreadExecutor per case, host arrays), or the
+// rank's GPU (run.device = "cuda") with the EP (and TP) groups' data communicators per comm role.
+struct BlockDevice {
+  std::unique_ptr<DeviceRuntime> rt;
+  std::shared_ptr<EpStreams> ep_rows, tp_rows;
+};
+
+std::shared_ptr<EpStreams> data_streams(const DeviceRuntime& rt, Communicator& group) {
+  auto s = std::make_shared<EpStreams>();
+  s->intra = rt.data_communicator(group);
+  s->inter = rt.data_communicator(group);
+  return s;
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0.0 : v[v.size() / 2];
@@ -88,7 +111,7 @@ std::vector<float> random_values(size_t n, uint64_t key, float scale) {
 }
 
 Times run_case(const Case& c, const Config& cfg, Communicator& world, Groups& groups, const Topology& topo,
-               const OverlapOptions& o) {
+               const OverlapOptions& o, BlockDevice& dev) {
   Communicator& ep = *groups.ep;
   const int P = ep.size(), me = ep.rank(), d = groups.data_index;
   const int block = cfg.moe.moe_layers.front(), E = cfg.moe.experts.front();
@@ -97,14 +120,25 @@ Times run_case(const Case& c, const Config& cfg, Communicator& world, Groups& gr
   const size_t ef = 2 * (size_t)F * C + F + C;
   const int L = E / P;
   // The tokens (and their gradients) of a TP group are the same on its ranks.
-  std::vector<float> w = random_values((size_t)L * ef, 50 + world.rank(), 0.02f), g(w.size(), 0.0f);
-  std::vector<float> x = random_values((size_t)N * C, 100 + d, 1.0f), router = random_values((size_t)E * C, 7, 0.02f);
-  std::vector<float> dout = random_values((size_t)N * C, 300 + d, 1.0f);
+  Backend& be = dev.rt ? dev.rt->backend() : cpu_backend();
+  auto array = [&be](const std::vector<float>& host, const char* what) {
+    DeviceArray<float> a(be, what);
+    a.assign(host.data(), host.size());
+    return a;
+  };
+  DeviceArray<float> w = array(random_values((size_t)L * ef, 50 + world.rank(), 0.02f), "the experts"),
+                     g = array(std::vector<float>((size_t)L * ef, 0.0f), "the experts' gradients"),
+                     x = array(random_values((size_t)N * C, 100 + d, 1.0f), "the block's input"),
+                     router = array(random_values((size_t)E * C, 7, 0.02f), "the router"),
+                     dout = array(random_values((size_t)N * C, 300 + d, 1.0f), "the output's gradient"),
+                     out(be, "the block's output"), dx(be, "the input's gradient"), drouter(be, "the router's gradient");
   RoutingSpec spec = cfg.moe.routing;
   if (spec.kind == RoutingSpec::Kind::learned) spec.kind = RoutingSpec::Kind::uniform;
   std::vector<int> forced((size_t)N * K);
   synthetic_expert_choice(forced.data(), spec, N, K, E, cfg.run.seed, 1, block, (long)d * N);
-  ThreadExecutor ex(world.rank());
+  std::unique_ptr<ThreadExecutor> threads;
+  if (!dev.rt) threads = std::make_unique<ThreadExecutor>(world.rank());
+  Executor& ex = dev.rt ? *dev.rt->executor() : *threads;
   MoeContext ctx;
   ctx.ep = &ep;
   ctx.tp = groups.tp;
@@ -115,6 +149,11 @@ Times run_case(const Case& c, const Config& cfg, Communicator& world, Groups& gr
   ctx.C = C;
   ctx.F = F;
   ctx.first_local = me * L;
+  if (dev.rt) {
+    ctx.rows_streams = dev.ep_rows;
+    ctx.tp_rows = dev.tp_rows;
+    ctx.rows_group = [rt = dev.rt.get()](Communicator& group) { return rt->data_communicator(group); };
+  }
   for (int j = 0; j < L; ++j) {
     float* p = w.data() + j * ef;
     float* q = g.data() + j * ef;
@@ -122,20 +161,23 @@ Times run_case(const Case& c, const Config& cfg, Communicator& world, Groups& gr
     ctx.local_grads.push_back({q, q + (size_t)F * C, q + (size_t)F * C + F, q + 2 * (size_t)F * C + F});
   }
   ctx.sync_group();
-  MoeLayer layer;
+  MoeLayer layer(be.make_moe_rows());
   StrategyConfig options = cfg.strategy;
   c.variant.tweak(options);
   std::unique_ptr<MoeStrategy> strategy = make_strategy(c.strategy, options);
   if (strategy->uses_windows()) world.enable_windows();  // collective: every rank runs every case
   layer.set_strategy(std::move(strategy), ctx);
   const MoeLayerShape shape{N, C, F, E, K, 0.0f, true};
-  std::vector<float> out((size_t)N * C), dx((size_t)N * C), drouter((size_t)E * C);
+  out.ensure((size_t)N * C);
+  dx.ensure((size_t)N * C);
+  drouter.ensure((size_t)E * C);
   auto pass = [&] {
     world.barrier();
     const double t0 = ex.now();
     layer.begin_iteration();
     layer.forward(out.data(), x.data(), router.data(), {}, shape, forced.data());
     layer.backward(dx.data(), drouter.data(), {}, dout.data(), 0.0f, x.data(), router.data(), {});
+    ex.synchronize();  // a device's work is done (the host's already is)
     double t = ex.now() - t0;
     world.all_reduce(&t, 1, DType::f64, ReduceOp::max);
     return t;
@@ -160,7 +202,9 @@ Times run_case(const Case& c, const Config& cfg, Communicator& world, Groups& gr
 }
 
 int bench_overlap(const OverlapOptions& o) {
-  const int ranks = o.ranks > 0 ? o.ranks : load_config(o.config, o.sets).run.ranks;
+  const Config asked = load_config(o.config, o.sets);
+  check_run_device(asked);  // once, before any rank starts
+  const int ranks = o.ranks > 0 ? o.ranks : asked.run.ranks;
   if (const std::optional<int> rc = launch_bench_ranks("bench overlap", ranks, o.ranks > 0)) return *rc;
   MpiRuntime mpi;
   std::unique_ptr<MpiCommunicator> world = MpiCommunicator::world();
@@ -178,6 +222,11 @@ int bench_overlap(const OverlapOptions& o) {
     if (world->size() > 1) paced = emulated_world(*emu, *world);
   }
   Communicator& all = paced ? *paced : *world;
+  BlockDevice dev;
+  if (cfg.run.device == Device::cuda) {
+    if (emu) throw UsageError("bench overlap: [emulate] paces MPI messages; not with run.device = \"cuda\"");
+    dev.rt = std::make_unique<DeviceRuntime>(cfg, host_local_rank(gather_hostnames(*world), world->rank()));
+  }
   Groups groups;
   groups.ep = &all;
   groups.tp_size = std::max(1, cfg.parallel.tp);
@@ -193,6 +242,10 @@ int bench_overlap(const OverlapOptions& o) {
     groups.tp = std::shared_ptr<Communicator>(groups.tp_group->dup());
     groups.ep_owned = all.split(layout.ep_group(r).front(), at.ep);
     groups.ep = groups.ep_owned.get();
+  }
+  if (dev.rt) {  // the rows' data communicators, shared by the cases as by a run's blocks
+    dev.ep_rows = data_streams(*dev.rt, *groups.ep);
+    if (groups.tp_group) dev.tp_rows = data_streams(*dev.rt, *groups.tp_group);
   }
   // Every strategy's variants for this layout, in registration order.
   std::vector<Case> cases;
@@ -214,7 +267,7 @@ int bench_overlap(const OverlapOptions& o) {
                 "overlap", "of_bound");
   }
   for (const Case& c : cases) {
-    const Times t = run_case(c, cfg, all, groups, topo, o);
+    const Times t = run_case(c, cfg, all, groups, topo, o, dev);
     const double ideal = t.serial - std::max(t.compute, t.comm);
     if (main) {
       const std::string& name = c.variant.label;

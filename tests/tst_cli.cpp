@@ -247,7 +247,8 @@ class TestCli : public QObject {
 
   // run.device = "cuda" says once what is missing on this build or machine (no CUDA build, no
   // GPU; on one rank and on two, data_centric's pulls included) or, on any machine, what the GPU
-  // path cannot train (bf16 experts of a width not a multiple of 8), exits 2 and writes nothing; so do bench gemm and bench moe-layer. bench moe-layer
+  // path cannot train (bf16 experts of a width not a multiple of 8), exits 2 and writes nothing;
+  // so do bench gemm, bench moe-layer and bench overlap (before its ranks start). bench moe-layer
   // --precision bf16 is a GPU option: refused on the CPU path.
   void cuda_device_requests_say_what_is_missing() {
     const moebench::CudaAvailability cuda = moebench::cuda_availability();
@@ -296,6 +297,11 @@ class TestCli : public QObject {
     QCOMPARE(r.code, 2);
     QVERIFY2(r.err.contains(u"not with --device cuda"_s), qPrintable(r.err));
     QVERIFY(!QFile::exists(db));
+    // bench overlap on the GPU (run.device): said once, before any rank starts
+    r = run_cli({u"bench"_s, u"overlap"_s, kTiny, u"--ranks"_s, u"2"_s, u"--set"_s, u"run.device=cuda"_s});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains(u"run.device = \"cuda\": "_s + missing), qPrintable(r.err));
+    QCOMPARE(r.err.count(missing), 1);
   }
 
   // A word that is no sub-command is named as such, at every level.

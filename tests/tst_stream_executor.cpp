@@ -3,7 +3,8 @@
 // (fake_device_queue.h: streams run in random interleavings on a virtual clock): every task's
 // work runs after its dependencies' in every interleaving; waits are issued only across
 // streams, one per producer stream; host-role tasks share the compute stream and priority tasks
-// get a high-priority stream; submit never waits on the host; spans come from the events; an
+// get a high-priority stream; serial mode runs every task on the compute stream; submit never
+// waits on the host; spans come from the events; an
 // action's error names its task, a device error reaches the synchronizing host.
 #include <QtTest>
 
@@ -146,6 +147,43 @@ class TestStreamExecutor : public QObject {
     QCOMPARE(next.size(), size_t(1));
     QCOMPARE(next[0].start, 100.0);
     QCOMPARE(next[0].end, 104.0);
+  }
+
+  // Serial mode (bench overlap's baseline): the same graph on the compute stream alone, in
+  // submission order — b (3 s of comm) and c (1 s of compute) no longer overlap, no wait is
+  // issued, and b's span keeps its role; off again, b goes back to its own stream.
+  void serial_mode_puts_every_task_on_the_compute_stream() {
+    FakeDeviceQueue q;
+    StreamExecutor ex(q, 0);
+    auto work = [&q](double s) { return [&q, s] { q.launch([] {}, s); }; };
+    auto graph = [&](TaskGraph& g) {
+      GraphTask ta = task("a", StreamRole::compute), tb = task("b", StreamRole::comm_intra), tc = task("c", StreamRole::compute);
+      ta.action = work(2), tb.action = work(3), tc.action = work(1);
+      const TaskId a = g.add(std::move(ta));
+      g.add(std::move(tb), {a});
+      g.add(std::move(tc), {a});
+    };
+    ex.set_serial(true);
+    TaskGraph g;
+    graph(g);
+    ex.submit(g);
+    ex.synchronize();
+    QVERIFY(q.waits.empty());
+    std::vector<Span> spans = ex.take_spans();
+    QCOMPARE(spans.size(), size_t(3));
+    QCOMPARE(spans[1].role, StreamRole::comm_intra);
+    QCOMPARE(spans[1].end - spans[1].start, 3.0);
+    QCOMPARE(spans[2].start, spans[1].end);  // c after b: one stream
+    QCOMPARE(spans[2].end - spans[0].start, 6.0);
+    ex.set_serial(false);
+    TaskGraph g2;
+    graph(g2);
+    ex.submit(g2);
+    ex.synchronize();
+    QCOMPARE(q.waits.size(), size_t(1));  // b waits for a across streams
+    spans = ex.take_spans();
+    QCOMPARE(spans[1].end - spans[0].start, 5.0);  // b and c overlap again: c ends inside b
+    QVERIFY(spans[2].end < spans[1].end);
   }
 
   // The routing point: the host waits for one task (its stream up to it and what it waited for).

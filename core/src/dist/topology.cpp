@@ -2,6 +2,12 @@
 // the check of a launch against the [cluster] section of the config.
 #include "moebench/dist/topology.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "moebench/dist/communicator.h"
+
 #include <map>
 #include <sstream>
 #include <stdexcept>
@@ -138,6 +144,21 @@ Topology resolve_topology(int nodes, int devices_per_node, const std::vector<std
     throw std::runtime_error(config + ", the launch has " + plural((int)g.names.size(), "host", "hosts") + " with " +
                              rank_counts(g) + " ranks");
   return Topology::from_hostnames(hosts);
+}
+
+std::vector<std::string> gather_hostnames(Communicator& world) {
+  constexpr size_t kLen = 256;
+  char mine[kLen] = {};
+  gethostname(mine, kLen - 1);
+  std::vector<char> all(kLen * world.size());
+  world.all_gather(mine, all.data(), kLen, DType::u8);
+  std::vector<std::string> hosts;
+  for (int r = 0; r < world.size(); ++r) hosts.emplace_back(all.data() + r * kLen);
+  return hosts;
+}
+
+int host_local_rank(const std::vector<std::string>& hosts, int rank) {
+  return (int)std::count(hosts.begin(), hosts.begin() + rank, hosts.at((size_t)rank));
 }
 
 }  // namespace moebench

@@ -41,7 +41,7 @@ void StreamExecutor::submit(TaskGraph& g) {
   for (const int i : g.topological_order(g.submitted_)) {
     const GraphTask& t = g.task(i);
     Done& d = tasks[(size_t)i];
-    d.stream = stream_of(t.role, t.priority);
+    d.stream = serial_ ? stream_of(StreamRole::compute, false) : stream_of(t.role, t.priority);
     // One wait per producer stream: its latest event this task needs, unless already waited for.
     std::map<DeviceQueue::Stream, DeviceQueue::Event> needs;
     for (const int dep : t.deps) {

@@ -17,23 +17,7 @@
 #include "moebench/train/device.h"
 #include "moebench/train/emulation.h"
 
-#include <unistd.h>
-
 namespace moebench {
-namespace {
-
-std::vector<std::string> gather_hostnames(Communicator& world) {
-  constexpr size_t kLen = 256;
-  char mine[kLen] = {};
-  gethostname(mine, kLen - 1);
-  std::vector<char> all(kLen * world.size());
-  world.all_gather(mine, all.data(), kLen, DType::u8);
-  std::vector<std::string> hosts;
-  for (int r = 0; r < world.size(); ++r) hosts.emplace_back(all.data() + r * kLen);
-  return hosts;
-}
-
-}  // namespace
 
 Distributed::Distributed(Communicator& world, const Config& cfg)
     : world_(world), own_executor_(std::make_unique<ThreadExecutor>(world.rank())), executor_(own_executor_.get()) {
@@ -46,7 +30,7 @@ Distributed::Distributed(Communicator& world, const Config& cfg)
   const int per_node = cfg.cluster.devices_per_node > 0 ? cfg.cluster.devices_per_node : world.size() / nodes;
   const std::vector<std::string> hosts = gather_hostnames(world);
   ranks_on_host_ = (int)std::count(hosts.begin(), hosts.end(), hosts[world.rank()]);
-  local_rank_ = (int)std::count(hosts.begin(), hosts.begin() + world.rank(), hosts[world.rank()]);
+  local_rank_ = host_local_rank(hosts, world.rank());
   topology_ = resolve_topology(nodes, per_node, hosts);
   meter_ = std::make_unique<TrafficMeter>(world.rank(), topology_);
   world_.set_traffic_meter(meter_.get());

@@ -44,4 +44,10 @@ class Topology {
 // mismatch ("config says 2 nodes x 4 devices, the launch has 3 hosts with 4, 4, 2 ranks").
 Topology resolve_topology(int nodes, int devices_per_node, const std::vector<std::string>& hosts);
 
+class Communicator;
+// Every rank's host name (gethostname), gathered over `world` (collective).
+std::vector<std::string> gather_hostnames(Communicator& world);
+// A rank's index among the ranks of its host (its local rank: the GPU it takes, train/device.h).
+int host_local_rank(const std::vector<std::string>& hosts, int rank);
+
 }  // namespace moebench

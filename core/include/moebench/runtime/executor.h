@@ -42,6 +42,11 @@ class Executor {
                           const std::function<void()>& fn, int layer = -1, double flops = 0.0,
                           uint64_t bytes = 0) = 0;
 
+  // Serial mode (`bench overlap`'s baseline): every task submitted from now on runs where the
+  // compute tasks run (the compute worker, the compute stream), in the submission (topological)
+  // order, its span keeping its own role.
+  virtual void set_serial(bool serial) = 0;
+
   // Spans recorded since the last take_spans().
   virtual std::vector<Span> take_spans() = 0;
   // Records a span measured by the caller (start/end from now()); rank and step are filled in.

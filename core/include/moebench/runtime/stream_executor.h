@@ -3,7 +3,8 @@
 // GPU path's counterpart of ThreadExecutor, for the same graphs.
 //   streams  one per stream role and lane (a task with `priority` gets its role's second,
 //            high-priority stream); a task of role host runs on the compute stream, in
-//            submission order with the compute tasks (as Executor runs it on the compute worker).
+//            submission order with the compute tasks (as Executor runs it on the compute worker);
+//            in serial mode (set_serial) every task goes on the compute stream.
 //   submit   the host thread enqueues the graph's new tasks in a topological order, ahead of
 //            the device: per task, for each dependency on another stream a wait on that
 //            dependency's end event (one per producer stream: the latest needed), a start
@@ -45,6 +46,7 @@ class StreamExecutor final : public Executor {
   void release(const TaskGraph& g) override;
   // The host waits for every submitted task; their spans become available to take_spans().
   void synchronize() override;
+  void set_serial(bool serial) override { serial_ = serial; }  // every task on the compute stream
   void run_inline(const std::string& name, StreamRole role, TaskCategory category, const std::function<void()>& fn,
                   int layer = -1, double flops = 0.0, uint64_t bytes = 0) override;
   // Spans of the tasks completed by release() / synchronize() (in submission order per graph),
@@ -75,6 +77,7 @@ class StreamExecutor final : public Executor {
   DeviceQueue::Event epoch_ = -1;  // the cycle's first event: spans are timed from it ...
   double anchor_ = 0.0;            // ... and placed at this host time
   std::map<std::pair<int, bool>, DeviceQueue::Stream> streams_;  // (role, priority) -> stream
+  bool serial_ = false;
   // Per graph (its serial), per task index: what submit enqueued.
   std::map<uint64_t, std::vector<Done>> graphs_;
   // Per consumer stream, per producer stream: the latest producer event it already waits for.

@@ -46,9 +46,7 @@ class ThreadExecutor final : public Executor {
   void release(const TaskGraph& g) override;
   void synchronize() override;
 
-  // Serial mode (`bench overlap`'s baseline): every task submitted from now on runs on the
-  // compute worker, in the submission (topological) order, its span keeping its own role.
-  void set_serial(bool serial) { serial_ = serial; }
+  void set_serial(bool serial) override { serial_ = serial; }
 
   void run_inline(const std::string& name, StreamRole role, TaskCategory category, const std::function<void()>& fn,
                   int layer = -1, double flops = 0.0, uint64_t bytes = 0) override;
