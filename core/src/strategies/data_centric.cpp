@@ -269,7 +269,12 @@ void DataCentric::build_forward(Builder& b, Pass& p, const MoeBuffers* buffers, 
   Window* win = params_win_.get();
   if (act) {
     take_prefetch(p, b.ctx);
-    for (auto& s : p.slots) s->bank = ops_->make_experts();
+    banks_.resize((size_t)E_);
+    for (auto& s : p.slots) {
+      std::unique_ptr<ExpertCompute>& bank = banks_[(size_t)s->e];
+      if (!bank) bank = ops_->make_experts();
+      s->bank = bank.get();
+    }
     for (auto& s : p.slots)
       if (s->owned) {
         s->params = b.ctx.local[(size_t)(s->e - b.ctx.first_local)];

@@ -47,7 +47,7 @@ struct DataCentric::Slot {
   int ext = -1;              // index in ext_ (external experts)
   ExpertParams params{}, grads{};
   RowArray cache, grad;  // pulled (or pair-copied) experts only, in the block's memory
-  std::unique_ptr<ExpertCompute> bank;
+  ExpertCompute* bank = nullptr;  // the strategy's for expert e (DataCentric::banks_)
 };
 
 struct DataCentric::Prefetched {

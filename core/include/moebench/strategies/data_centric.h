@@ -104,6 +104,7 @@ class Window;
 class SharedWindow;
 class Communicator;
 class RowOps;
+class ExpertCompute;
 
 struct DataCentricStats {
   int credits = 0;            // the C of the last forward
@@ -217,6 +218,9 @@ class DataCentric : public StrategyOf<DataCentricPass> {
   int P_ = 1, L_ = 0, C_ = 0, F_ = 0, E_ = 0, me_ = 0;
   size_t expert_floats_ = 0;
   RowOps* ops_ = nullptr;  // the block's memory (ctx.row_ops) for the pulled experts and the node slots
+  // Per expert, its compute and kept activations, reused pass after pass (one pass of a block
+  // and activation set is in flight at a time; a GPU's allocations stay).
+  std::vector<std::unique_ptr<ExpertCompute>> banks_;
   std::unique_ptr<Communicator> win_comm_;  // the EP group's data communicator: the windows
   std::unique_ptr<Window> params_win_, grads_win_;
   const float* win_params_base_ = nullptr;
