@@ -331,6 +331,7 @@ void MoeGpt::reset_graph() {
   if (graph_.submitted() > 0) executor().synchronize();
   graph_ = TaskGraph();
   pass_losses_.clear();
+  pending_losses_.clear();
   if (be_.mixed_precision()) {
     // The weights may have changed since the last graph (the optimizer, a load, a broadcast):
     // their bf16 copies are rewritten, and complete before any task of the next graph runs on
@@ -509,7 +510,7 @@ TaskId MoeGpt::add_forward(TaskGraph& g, int slot, const MicroBatch& mb, const f
   h.step = mb.step;
   h.first_token = mb.first_token;
   h.x_in = x_in;
-  h.ce = h.aux = 0.0f;
+  h.aux = 0.0f;
   h.inputs.assign(mb.inputs, (size_t)N);
   if (pipe_.last()) h.targets.assign(mb.targets, (size_t)N);
   const size_t NC = (size_t)N * model_.hidden;
@@ -546,7 +547,7 @@ LossParts MoeGpt::forward_micro(int slot, const MicroBatch& mb, const float* x_i
   run_until(add_forward(graph_, slot, mb, x_in, {}));
   const HeadActs& h = head_acts_[(size_t)slot];
   LossParts parts;
-  parts.ce = pipe_.last() ? h.ce : 0.0f;
+  parts.ce = pipe_.last() ? pass_losses().back().ce : 0.0f;
   parts.aux = h.aux;
   parts.total = parts.ce + moe_.aux_loss_weight * parts.aux;
   return parts;

@@ -41,8 +41,21 @@ void MoeGpt::collect_moe(size_t i, int slot) {
 }
 
 void MoeGpt::finish_loss(HeadActs& h) {
-  h.ce = (float)(be_.sum(h.losses.data(), h.N()) / (double)h.N());
-  pass_losses_.push_back({h.ce, h.aux, 0.0f});
+  if (!be_.device_memory())  // the host's losses are there now
+    return pass_losses_.push_back({(float)(be_.sum(h.losses.data(), h.N()) / (double)h.N()), h.aux, 0.0f});
+  // A device's: copied aside (h.losses is the slot's, reused by a later pass), summed in pass_losses()
+  const size_t pass = pass_losses_.size();
+  while (pass_rows_.size() <= pass) pass_rows_.emplace_back(be_, "a pass's per-token losses");
+  be_.copy(pass_rows_[pass].ensure_data((size_t)h.N()), h.losses.data(), (size_t)h.N() * sizeof(float));
+  pending_losses_.push_back({pass, h.N()});
+  pass_losses_.push_back({0.0f, h.aux, 0.0f});
+}
+
+const std::vector<LossParts>& MoeGpt::pass_losses() {
+  for (const PendingLoss& p : pending_losses_)
+    pass_losses_[p.pass].ce = (float)(be_.sum(pass_rows_[p.pass].data(), p.n) / (double)p.n);
+  pending_losses_.clear();
+  return pass_losses_;
 }
 
 void MoeGpt::run_op(StageOp op, int layer, int slot) {

@@ -37,7 +37,7 @@ struct MoeGpt::Block {
 // A micro-batch's stage-level state: its tokens and what the tasks read besides the
 // activations (the input from the previous stage, the output gradient, the loss scale), the
 // stage output (the last block's residual sum) and, on the last stage, ln_f, the probabilities
-// and the per-token losses; the losses the tasks summed (ce on the last stage, the blocks' aux).
+// and the per-token losses; the blocks' aux the tasks summed (ce: MoeGpt::pass_losses).
 // Arrays in the model's backend memory.
 struct MoeGpt::HeadActs {
   explicit HeadActs(Backend& be);
@@ -48,7 +48,7 @@ struct MoeGpt::HeadActs {
   const float* x_in = nullptr;  // stages after the first: the received activation
   const float* dout = nullptr;  // stages before the last: the received output gradient
   float loss_scale = 1.0f;
-  float ce = 0.0f, aux = 0.0f;
+  float aux = 0.0f;
   DeviceArray<float> x_out, lnf, lnf_mean, lnf_rstd, probs, losses;
   DeviceArray<float> din;  // stages after the first: the input gradient, kept for its send
   long N() const { return (long)B * T; }

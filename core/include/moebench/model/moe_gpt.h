@@ -170,8 +170,10 @@ class MoeGpt {
   TaskId add_backward(TaskGraph& g, int slot, const float* dout, float loss_scale, bool last_micro, int chunk,
                       TaskId after);
   // Each forward pass's losses since begin_step() / reset_graph(), in the order the passes ran:
-  // ce (last stage; 0 elsewhere) and the unweighted aux of this stage's MoE blocks.
-  const std::vector<LossParts>& pass_losses() const { return pass_losses_; }
+  // ce (last stage; 0 elsewhere) and the unweighted aux of this stage's MoE blocks. On a device
+  // a pass's per-token losses are copied aside by its head task and summed here, at the first
+  // call after it (one wait for the device, not one per pass while the passes are enqueued).
+  const std::vector<LossParts>& pass_losses();
 
   // The whole model (one stage) on one batch: forward_micro / backward_micro of slot 0.
   // inputs/targets: [B,T] token ids, T <= seq_len.
@@ -288,6 +290,13 @@ class MoeGpt {
   std::unique_ptr<Executor> own_executor_;
   TaskGraph graph_;               // forward_micro / backward_micro's tasks so far
   std::vector<LossParts> pass_losses_;
+  // A device's passes: each one's per-token losses (pass_rows_[i], n tokens) until summed.
+  struct PendingLoss {
+    size_t pass;
+    long n;
+  };
+  std::vector<PendingLoss> pending_losses_;
+  std::vector<DeviceArray<float>> pass_rows_;  // kept between graphs (allocated once per pass index)
   GradReadyHook grad_ready_;
   DenseUseHook dense_use_;
   ExpertSource* expert_source_ = nullptr;
