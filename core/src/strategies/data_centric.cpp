@@ -21,7 +21,8 @@ using data_centric_detail::view;
 
 DataCentric::DataCentric(DataCentricOptions options) : opts_(options) {}
 DataCentric::~DataCentric() {
-  // Never free a buffer with a get in flight.
+  // Never free a buffer with a get in flight (MPI windows; a GPU's gets are stream-ordered and
+  // its row arrays go back to the block's pool, freed with cudaFree, which waits for them).
   if (params_win_ && !prefetch_.empty()) {
     try {
       params_win_->flush_all();

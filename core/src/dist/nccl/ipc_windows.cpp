@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "moebench/dist/device_sharing.h"
 #include "moebench/dist/nccl_communicator.h"
 #ifdef MOEBENCH_HAVE_CUDA
 #include "moebench/kernels/atomic_add.h"
@@ -35,8 +36,13 @@ char* allocation_base(void* p) {
   static Fn fn = [] {
     void* f = nullptr;
     cudaDriverEntryPointQueryResult found{};
+#if CUDART_VERSION >= 12050
     check(cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &f, 12000, cudaEnableDefault, &found),
           "cudaGetDriverEntryPointByVersion(cuMemGetAddressRange)");
+#else
+    check(cudaGetDriverEntryPoint("cuMemGetAddressRange", &f, cudaEnableDefault, &found),
+          "cudaGetDriverEntryPoint(cuMemGetAddressRange)");
+#endif
     if (found != cudaDriverEntryPointSuccess || !f)
       throw std::runtime_error("NCCL backend window: the driver has no cuMemGetAddressRange");
     return reinterpret_cast<Fn>(f);
@@ -53,7 +59,7 @@ struct Published {
   cudaIpcMemHandle_t handle;
   uint64_t offset;  // of the window's base in the allocation
   uint64_t bytes;
-  uint64_t host;    // gethostid(): ranks must share the machine
+  uint64_t host;    // host_identity(hostname): ranks must share the machine
   int64_t pid;
 };
 
@@ -119,24 +125,72 @@ void close_peer(const Published& p) noexcept {
   opened.erase(it);
 }
 
+// Whether every rank's `ok` is true (a 1-int min all-reduce over comm, blocking).
+bool all_agree(NcclCommunicator& comm, bool ok) {
+  int32_t* dev = nullptr;
+  check(cudaMalloc(reinterpret_cast<void**>(&dev), sizeof(int32_t)), "cudaMalloc");
+  int32_t v = ok ? 1 : 0;
+  try {
+    cudaStream_t s = comm.current_stream();
+    check(cudaMemcpyAsync(dev, &v, sizeof v, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync");
+    comm.all_reduce(dev, 1, DType::i32, ReduceOp::min);
+    s = comm.current_stream();
+    check(cudaMemcpyAsync(&v, dev, sizeof v, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
+    check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  } catch (...) {
+    cudaFree(dev);
+    throw;
+  }
+  check(cudaFree(dev), "cudaFree");
+  return v == 1;
+}
+
+// accumulate adds into a peer GPU's memory with atomicAdd: atomic across GPUs only where the pair
+// has native peer-to-peer atomics (NVLink); ranks sharing a GPU need nothing.
+void check_peer_atomics(int mine, const char* peer_ptr) {
+  cudaPointerAttributes a{};
+  check(cudaPointerGetAttributes(&a, peer_ptr), "cudaPointerGetAttributes");
+  if (a.device == mine) return;
+  int access = 0, atomics = 0;
+  check(cudaDeviceCanAccessPeer(&access, mine, a.device), "cudaDeviceCanAccessPeer");
+  check(cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, mine, a.device),
+        "cudaDeviceGetP2PAttribute");
+  if (!access || !atomics)
+    throw std::runtime_error("data_centric's gradient pushes on GPUs add into the owner's memory with atomics: GPU " +
+                             std::to_string(mine) + " and GPU " + std::to_string(a.device) +
+                             " have no native peer-to-peer atomics (NVLink); not built for this machine");
+}
+
 // The ranks' memory of one window, mapped into this process (this rank's own pointer as is).
+// Collective: every rank throws when any rank could not map or check a peer's memory.
 class Mapping {
  public:
-  Mapping(NcclCommunicator& comm, char* mine, size_t bytes) {
+  Mapping(NcclCommunicator& comm, char* mine, size_t bytes, bool atomics) {
     Published me{};
     char* base = allocation_base(mine);
     check(cudaIpcGetMemHandle(&me.handle, base), "cudaIpcGetMemHandle");
     me.offset = (uint64_t)(mine - base);
     me.bytes = bytes;
-    me.host = (uint64_t)gethostid();
+    char name[256] = {};
+    gethostname(name, sizeof name - 1);
+    me.host = host_identity(name);
     me.pid = (int64_t)getpid();
     all_ = publish(comm, me);
     ptr_.assign(all_.size(), nullptr);
+    std::string failure;
     try {
-      for (size_t r = 0; r < all_.size(); ++r) ptr_[r] = (int)r == comm.rank() ? mine : open_peer(all_[r]);
-    } catch (...) {
+      for (size_t r = 0; r < all_.size(); ++r) {
+        ptr_[r] = (int)r == comm.rank() ? mine : open_peer(all_[r]);
+        if (atomics && (int)r != comm.rank()) check_peer_atomics(comm.device(), ptr_[r]);
+      }
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+    if (!all_agree(comm, failure.empty())) {  // no rank goes on to wait for one that stopped here
       release(comm.rank());
-      throw;
+      throw std::runtime_error(failure.empty() ? "another rank could not map its peers' window memory (CUDA IPC); "
+                                                 "its message names why"
+                                               : failure);
     }
     me_ = comm.rank();
   }
@@ -165,29 +219,40 @@ class Mapping {
   int me_ = -1;
 };
 
+// Ends a mapping collectively: no peer uses this rank's memory any more (a barrier), this rank
+// closes its mappings of the peers', and every peer has closed its mapping of this rank's (a
+// second barrier) before the caller may free it (CUDA: freeing an exported allocation before
+// its importers closed it is undefined). While unwinding, only the local close.
+void close_mapping(NcclCommunicator& comm, std::unique_ptr<Mapping>& map) noexcept {
+  const bool collective = std::uncaught_exceptions() == 0;
+  try {
+    if (collective) comm.barrier();
+    map.reset();
+    if (collective) comm.barrier();
+  } catch (...) {
+    map.reset();
+  }
+}
+
 class IpcWindow final : public Window {
  public:
   IpcWindow(NcclCommunicator& comm, void* base, size_t count, DType type)
-      : comm_(comm), type_(type), count_(count), map_(comm, static_cast<char*>(base), count * dtype_size(type)) {}
-  ~IpcWindow() override {
-    if (std::uncaught_exceptions() == 0) {  // peers may still read this rank's memory: wait for them
-      try {
-        comm_.barrier();
-      } catch (...) {
-      }
-    }
-  }
+      : comm_(comm),
+        type_(type),
+        count_(count),
+        map_(std::make_unique<Mapping>(comm, static_cast<char*>(base), count * dtype_size(type), type == DType::f32)) {}
+  ~IpcWindow() override { close_mapping(comm_, map_); }
   void get(void* dst, size_t count, int target, size_t off) override {
     bind();
     const size_t bytes = count * dtype_size(type_);
-    check(cudaMemcpyAsync(dst, map_.at(target, off, bytes, "get"), bytes, cudaMemcpyDefault, comm_.current_stream()),
+    check(cudaMemcpyAsync(dst, map_->at(target, off, bytes, "get"), bytes, cudaMemcpyDefault, comm_.current_stream()),
           "cudaMemcpyAsync (window get)");
     comm_.count_one_sided(target, bytes);  // pull traffic: target -> us, on our meter
   }
   void put(const void* src, size_t count, int target, size_t off) override {
     bind();
     const size_t bytes = count * dtype_size(type_);
-    check(cudaMemcpyAsync(map_.at(target, off, bytes, "put"), src, bytes, cudaMemcpyDefault, comm_.current_stream()),
+    check(cudaMemcpyAsync(map_->at(target, off, bytes, "put"), src, bytes, cudaMemcpyDefault, comm_.current_stream()),
           "cudaMemcpyAsync (window put)");
     comm_.count_one_sided(target, bytes);
   }
@@ -196,7 +261,7 @@ class IpcWindow final : public Window {
       throw std::invalid_argument("window accumulate on GPUs: float sums only");
     bind();
     const size_t bytes = count * sizeof(float);
-    float* dst = reinterpret_cast<float*>(map_.at(target, off, bytes, "accumulate"));
+    float* dst = reinterpret_cast<float*>(map_->at(target, off, bytes, "accumulate"));
 #ifdef MOEBENCH_HAVE_CUDA
     cuda::atomic_add(dst, static_cast<const float*>(src), (long)count, comm_.current_stream());
 #else
@@ -219,7 +284,7 @@ class IpcWindow final : public Window {
   NcclCommunicator& comm_;
   DType type_;
   size_t count_;
-  Mapping map_;
+  std::unique_ptr<Mapping> map_;
 };
 
 // Each rank's segment is a zeroed cudaMalloc of its own, mapped into the other ranks.
@@ -228,21 +293,17 @@ class IpcSharedWindow final : public SharedWindow {
   IpcSharedWindow(NcclCommunicator& comm, size_t bytes) : comm_(comm) {
     check(cudaMalloc(reinterpret_cast<void**>(&mine_), bytes ? bytes : 1), "cudaMalloc (a node-shared segment)");
     try {
-      check(cudaMemset(mine_, 0, bytes ? bytes : 1), "cudaMemset");
-      map_ = std::make_unique<Mapping>(comm, mine_, bytes);
+      cudaStream_t s = comm.current_stream();  // zeroed before any peer can read it (publish syncs)
+      check(cudaMemsetAsync(mine_, 0, bytes ? bytes : 1, s), "cudaMemsetAsync");
+      check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+      map_ = std::make_unique<Mapping>(comm, mine_, bytes, false);
     } catch (...) {
       cudaFree(mine_);
       throw;
     }
   }
   ~IpcSharedWindow() override {
-    if (std::uncaught_exceptions() == 0) {
-      try {
-        comm_.barrier();  // no peer reads this segment any more
-      } catch (...) {
-      }
-    }
-    map_.reset();
+    close_mapping(comm_, map_);
     cudaFree(mine_);
   }
   void* segment(int local_rank) override { return map_->at(local_rank, 0, 0, "segment"); }

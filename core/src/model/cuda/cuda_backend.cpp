@@ -65,7 +65,7 @@ class CudaBackend final : public Backend {
     own_ = q_.create_stream(false);
     // Stream-ordered allocations (the permutations' indices, mixed precision's operand copies)
     // come back to the device's pool and stay there for the next step instead of going back to
-    // the driver at each synchronisation.
+    // the driver at each synchronisation (allocate() trims the pool when cudaMalloc runs out).
     cudaMemPool_t pool = nullptr;
     check(cudaDeviceGetDefaultMemPool(&pool, q_.device()), "cudaDeviceGetDefaultMemPool");
     uint64_t keep = UINT64_MAX;
@@ -89,7 +89,14 @@ class CudaBackend final : public Backend {
   void* allocate(size_t bytes, const char* what) override {
     bind();
     void* p = nullptr;
-    const cudaError_t e = cudaMalloc(&p, bytes ? bytes : 1);
+    cudaError_t e = cudaMalloc(&p, bytes ? bytes : 1);
+    if (e == cudaErrorMemoryAllocation) {  // the stream-ordered pool keeps what it freed: give it back, once
+      cudaGetLastError();
+      cudaMemPool_t pool = nullptr;
+      if (cudaDeviceGetDefaultMemPool(&pool, q_.device()) == cudaSuccess && cudaDeviceSynchronize() == cudaSuccess &&
+          cudaMemPoolTrimTo(pool, 0) == cudaSuccess)
+        e = cudaMalloc(&p, bytes ? bytes : 1);
+    }
     if (e != cudaSuccess) {
       cudaGetLastError();  // an allocation error is not sticky: clear it so no later check reports it
       throw std::runtime_error("cudaMalloc of " + gib(bytes) + " for " + what + " on GPU " +
