@@ -7,12 +7,14 @@
 // each collective a rank issues on it, as the NCCL communicator would receive them.
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "moebench/dist/communicator.h"
+#include "moebench/dist/served_window.h"
 #include "moebench/model/cpu_backend.h"
 #include "moebench/moe/moe_rows.h"
 
@@ -153,10 +155,14 @@ struct RecordedCall {
 // sent in the background (completed by later calls and the destructor), so a rank that sends to
 // its pipeline neighbour while the neighbour sends to it does not block the fake device's one
 // host thread, which runs every action inline.
+// With `machine` (world rank -> machine number), its windows reach only the ranks of this rank's
+// machine, as the NCCL backend's CUDA IPC windows do: window_reach says so, and an operation on
+// another machine's rank throws.
 class RecordingCommunicator final : public Communicator {
  public:
-  RecordingCommunicator(std::unique_ptr<Communicator> inner, std::shared_ptr<std::vector<RecordedCall>> log)
-      : inner_(std::move(inner)), log_(std::move(log)) {
+  RecordingCommunicator(std::unique_ptr<Communicator> inner, std::shared_ptr<std::vector<RecordedCall>> log,
+                        std::function<int(int)> machine = {})
+      : inner_(std::move(inner)), log_(std::move(log)), machine_(std::move(machine)) {
     for (int r = 0; r < inner_->size(); ++r) group_.push_back(inner_->world_rank(r));
   }
   ~RecordingCommunicator() override {
@@ -218,7 +224,18 @@ class RecordingCommunicator final : public Communicator {
   std::unique_ptr<Communicator> dup() override { return inner_->dup(); }
   std::unique_ptr<Window> create_window(void* b, size_t n, DType t) override {
     note("create_window", n);
-    return inner_->create_window(b, n, t);
+    auto w = inner_->create_window(b, n, t);
+    if (!machine_) return w;
+    std::vector<char> reached;
+    for (int g : window_reach()) reached.push_back(g == machine_(world_rank(rank())));
+    return std::make_unique<MachineWindow>(std::move(w), std::move(reached));
+  }
+  std::unique_ptr<WindowStaging> window_staging(Window& w, void* base) override { return inner_->window_staging(w, base); }
+  std::vector<int> window_reach() override {
+    if (!machine_) return inner_->window_reach();
+    std::vector<int> m;
+    for (int w : group_) m.push_back(machine_(w));
+    return m;
   }
   std::unique_ptr<SharedWindow> create_shared_window(size_t bytes) override { return inner_->create_shared_window(bytes); }
 
@@ -228,9 +245,35 @@ class RecordingCommunicator final : public Communicator {
     std::vector<uint8_t> data;
     RequestPtr request;
   };
+  // A window whose operations reach only the ranks of one machine.
+  class MachineWindow final : public Window {
+   public:
+    MachineWindow(std::unique_ptr<Window> inner, std::vector<char> reached)
+        : inner_(std::move(inner)), reached_(std::move(reached)) {}
+    void get(void* d, size_t n, int r, size_t o) override { inner_->get(d, n, reach(r, "get"), o); }
+    void put(const void* s, size_t n, int r, size_t o) override { inner_->put(s, n, reach(r, "put"), o); }
+    void accumulate(const void* s, size_t n, int r, size_t o, ReduceOp op) override {
+      inner_->accumulate(s, n, reach(r, "accumulate"), o, op);
+    }
+    void flush(int r) override { inner_->flush(reach(r, "flush")); }
+    void flush_all() override { inner_->flush_all(); }
+    void barrier() override { inner_->barrier(); }
+    DType dtype() const override { return inner_->dtype(); }
+    size_t local_count() const override { return inner_->local_count(); }
+
+   private:
+    int reach(int r, const char* op) const {
+      if (!reached_.at((size_t)r))
+        throw std::logic_error(std::string("window ") + op + " on rank " + std::to_string(r) + " of another machine");
+      return r;
+    }
+    std::unique_ptr<Window> inner_;
+    std::vector<char> reached_;
+  };
   std::unique_ptr<Communicator> inner_;
   std::vector<Sent> sent_;
   std::shared_ptr<std::vector<RecordedCall>> log_;
+  std::function<int(int)> machine_;
   std::vector<int> group_;
 };
 

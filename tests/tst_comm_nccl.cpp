@@ -2,9 +2,10 @@
 // NcclCommunicator (dist/nccl_communicator.h) on device buffers, bootstrapped over MPI:
 // all_reduce, all_gather, reduce_scatter, all_to_all_v (irregular counts, some zero),
 // broadcast, send/recv (blocking and the irecv/isend pattern), iall_reduce, dup/split,
-// the CUDA IPC windows and the traffic counts. Host data is copied in and the results are
-// compared with host references. Every rank runs every collective before any comparison, so
-// a failed check on one rank cannot leave the other waiting in a collective.
+// the CUDA IPC windows, served windows across machines and the traffic counts. Host data is
+// copied in and the results are compared with host references. Every rank runs every
+// collective before any comparison, so a failed check on one rank cannot leave the other
+// waiting in a collective.
 //
 // Without NCCL in the build, or without a GPU, every test is skipped. When ranks must share
 // a GPU (fewer devices than ranks; device = rank % device_count()), the communicator gives
@@ -25,7 +26,9 @@
 #ifdef MOEBENCH_HAVE_NCCL
 #include <cuda_runtime_api.h>
 
+#include "host_device.h"
 #include "moebench/dist/nccl_communicator.h"
+#include "moebench/dist/served_window.h"
 #include "moebench/dist/topology.h"
 #include "moebench/dist/traffic_meter.h"
 #endif
@@ -409,6 +412,49 @@ class TestCommNccl : public QObject {
     QCOMPARE(counted, uint64_t((8 + 2 + 4) * sizeof(float)) - (r == 0 ? 4 * sizeof(float) : 0));  // no self traffic
     QCOMPARE(shared_zeroed(zeros), true);
     QCOMPARE(theirs, std::vector<float>(16, float(next + 7)));
+#endif
+  }
+
+  // Served windows (dist/served_window.h) on GPUs: each rank taken for a machine of its own
+  // (tests/host_device.h's RecordingCommunicator over a dup says its windows reach no peer), so
+  // every get, put and accumulate is a request over MPI that the target's thread serves through
+  // the NCCL backend's staging (page-locked buffers, its own stream, atomicAdd from a device
+  // copy); the bytes on the requester's meter as CUDA IPC counts them.
+  void served_windows_across_machines() {
+    REQUIRE_NCCL();
+#ifdef MOEBENCH_HAVE_NCCL
+    const int P = nccl_->size(), r = nccl_->rank(), next = (r + 1) % P;
+    const size_t n = 64;
+    std::vector<float> mine(n);
+    for (size_t i = 0; i < n; ++i) mine[i] = float(r * 1000 + (int)i);
+    DeviceArray<float> mem(mine);
+    test::RecordingCommunicator data(nccl_->dup(), std::make_shared<std::vector<test::RecordedCall>>(),
+                                     [](int world_rank) { return world_rank; });
+    TrafficMeter meter(r, Topology::virtual_blocks(P, 1));
+    data.set_traffic_meter(&meter);
+    auto win = create_served_window(data, *world_, mem.get(), n, DType::f32);
+    DeviceArray<float> got(8);
+    win->get(got.get(), 8, next, 4 * sizeof(float));
+    win->flush(next);
+    const std::vector<float> pulled = got.download();
+    win->barrier();
+    DeviceArray<float> mark(std::vector<float>(2, float(-(r + 1))));
+    win->put(mark.get(), 2, next, 20 * sizeof(float));
+    DeviceArray<float> ones(std::vector<float>(4, float(r + 1)));
+    win->accumulate(ones.get(), 4, 0, 40 * sizeof(float), ReduceOp::sum);  // served, and rank 0's own through IPC
+    win->barrier();
+    const std::vector<float> after = mem.download();
+    win.reset();
+
+    std::vector<float> expect(8);
+    for (size_t i = 0; i < 8; ++i) expect[i] = float(next * 1000 + 4 + (int)i);
+    QCOMPARE(pulled, expect);
+    const int prev = (r + P - 1) % P;
+    QCOMPARE(after[20], float(-(prev + 1)));
+    QCOMPARE(after[22], float(r * 1000 + 22));
+    const float added = r == 0 ? float(P * (P + 1) / 2) : 0.0f;
+    for (size_t i = 40; i < 44; ++i) QCOMPARE(after[i], float(r * 1000 + (int)i) + added);
+    QCOMPARE(meter.total(), uint64_t((8 + 2 + 4) * sizeof(float)) - (r == 0 ? 4 * sizeof(float) : 0));
 #endif
   }
 };

@@ -85,6 +85,12 @@ class TestDistTrainDevice : public QObject {
     QTest::newRow("data_centric, node cache, prefetch, pairing") << "0" << 0 << "data_centric+hier+prefetch+pairing"
                                                                   << "learned" << 1;
     QTest::newRow("janus, data_centric everywhere") << "0" << 0 << "janus+threshold0" << "learned" << 1;
+    // "+served": each node a machine of its own, which the device's windows do not reach across
+    // (as CUDA IPC's): the pulls and pushes between machines are requests served over MPI
+    QTest::newRow("data_centric across machines") << "0" << 0 << "data_centric+served" << "zipf:1.2" << 1;
+    QTest::newRow("data_centric across machines, node cache, prefetch")
+        << "0" << 0 << "data_centric+hier+prefetch+served" << "learned" << 1;
+    QTest::newRow("janus across machines") << "0" << 0 << "janus+served+threshold0" << "learned" << 1;
     // ZeRO-3: the dense parts reduce-scattered and gathered over DP (prefetched, or on demand)
     QTest::newRow("zero3, dense prefetch") << "0" << 0 << "expert_centric+zero3" << "learned" << 1;
     QTest::newRow("zero3 on demand, experts replicated") << "0" << 1 << "expert_centric+zero3+on_demand" << "learned" << 1;
@@ -121,7 +127,7 @@ class TestDistTrainDevice : public QObject {
     if (hier && P < 4) QSKIP("the node cache needs two nodes of two ranks (np=4)");
     int pp = 1;
     for (const QString& o : parts.mid(1))
-      if (o == "zero3" || o == "on_demand") continue;
+      if (o == "zero3" || o == "on_demand" || o == "served") continue;
       else if (name == "janus") settings.push_back("strategy.janus.threshold=" + o.mid(9).toStdString());
       else if (o == "hier") settings.push_back("strategy.data_centric.hierarchical=true");
       else if (o == "prefetch") settings.push_back("strategy.data_centric.prefetch=true");
@@ -160,8 +166,10 @@ class TestDistTrainDevice : public QObject {
     test::FakeDeviceQueue queue;
     StreamExecutor executor(queue, world->rank());
     auto log = std::make_shared<std::vector<test::RecordedCall>>();
-    auto recorded = [log](Communicator& group) {
-      return std::make_unique<test::RecordingCommunicator>(group.dup(), log);
+    std::function<int(int)> machine;  // "+served": a node's ranks on one machine
+    if (parts.contains(u"served"_s)) machine = [hier](int world_rank) { return hier ? world_rank / 2 : world_rank; };
+    auto recorded = [log, machine](Communicator& group) {
+      return std::make_unique<test::RecordingCommunicator>(group.dup(), log, machine);
     };
     Trainer device(cfg, out + "/device", world.get(), std::make_unique<DeviceRuntime>(backend, &executor, recorded));
     QVERIFY(device.model().params().backend().device_memory());

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "moebench/dist/served_window.h"
 #include "moebench/dist/traffic_meter.h"
 #include "comm_detail.h"
 
@@ -31,6 +32,10 @@ const char* dtype_name(DType t) {
     case DType::u8: return "u8";
   }
   return "unknown";
+}
+
+std::unique_ptr<WindowStaging> Communicator::window_staging(Window& inner, void* base) {
+  return host_window_staging(inner, base, rank());
 }
 
 void Communicator::count_send(int group_peer, size_t bytes) {

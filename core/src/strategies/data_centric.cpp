@@ -12,6 +12,7 @@
 #include <string>
 
 #include "moebench/dist/communicator.h"
+#include "moebench/dist/served_window.h"
 #include "moebench/runtime/executor.h"
 
 namespace moebench {
@@ -38,9 +39,11 @@ void DataCentric::ensure_windows(MoeContext& ctx) {
     return;
   }
   const size_t count = (size_t)L_ * expert_floats_;
-  win_comm_ = ctx.rows_communicator(*ctx.ep);  // the experts' memory: MPI on the host, CUDA IPC on a GPU
-  params_win_ = win_comm_->create_window(ctx.local[0].w1, count, DType::f32);
-  grads_win_ = win_comm_->create_window(ctx.local_grads[0].w1, count, DType::f32);
+  // The experts' memory: MPI on the host; on GPUs CUDA IPC within a machine, requests served
+  // over the EP group's MPI communicator across machines (dist/served_window.h).
+  win_comm_ = ctx.rows_communicator(*ctx.ep);
+  params_win_ = create_served_window(*win_comm_, *ctx.ep, ctx.local[0].w1, count, DType::f32);
+  grads_win_ = create_served_window(*win_comm_, *ctx.ep, ctx.local_grads[0].w1, count, DType::f32);
   win_params_base_ = ctx.local[0].w1;
   win_grads_base_ = ctx.local_grads[0].w1;
 }

@@ -19,6 +19,7 @@
 namespace moebench {
 
 class TrafficMeter;
+class WindowStaging;  // dist/served_window.h
 
 enum class DType { f32, f64, i32, i64, u8 };
 size_t dtype_size(DType t);
@@ -116,6 +117,14 @@ class Communicator {
   virtual std::unique_ptr<Window> create_window(void* base, size_t count, DType type) = 0;
   // Node-shared memory: each rank contributes `bytes` (collective over the node's ranks).
   virtual std::unique_ptr<SharedWindow> create_shared_window(size_t bytes) = 0;
+  // Which ranks create_window's windows reach (collective): ranks with equal values reach each
+  // other's memory; an operation on a rank with another value throws. MPI and local: all ranks;
+  // NCCL: the ranks of one machine (CUDA IPC). create_served_window (dist/served_window.h) makes
+  // windows that reach the others too.
+  virtual std::vector<int> window_reach() { return std::vector<int>((size_t)size(), 0); }
+  // How a served window moves this backend's memory (`inner`: this communicator's window over
+  // `base`). Host memory by default.
+  virtual std::unique_ptr<WindowStaging> window_staging(Window& inner, void* base);
 
   // Traffic accounting: the meter (shared by the communicators of one rank) that counts
   // bytes this rank sends. May be null (no accounting).

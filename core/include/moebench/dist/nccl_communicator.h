@@ -62,8 +62,9 @@
 //                   Self-sends (and the all_to_all_v self block) are never counted.
 // The collective counts are a model, not measurements of what NCCL actually moved.
 //
-// One-sided windows (data_centric's pulls and pushes on GPUs) over CUDA IPC, for groups whose
-// ranks share one machine (else create_window throws, naming the ranks): create_window and
+// One-sided windows (data_centric's pulls and pushes on GPUs) over CUDA IPC, which reach the
+// ranks of one machine (window_reach; an operation on a rank of another machine throws: a served
+// window, dist/served_window.h, carries those over MPI through page-locked staging): create_window and
 // create_shared_window (collective) publish each rank's cudaIpcMemHandle (of the allocation
 // holding the memory, with the offset) over this communicator and map the others'.
 //   get / put      cudaMemcpyAsync from / to the target's mapped memory on the current stream
@@ -141,6 +142,8 @@ class NcclCommunicator final : public Communicator {
   // CUDA IPC windows (see above).
   std::unique_ptr<Window> create_window(void* base, size_t count, DType type) override;
   std::unique_ptr<SharedWindow> create_shared_window(size_t bytes) override;
+  std::vector<int> window_reach() override;  // the ranks of one machine (CUDA IPC)
+  std::unique_ptr<WindowStaging> window_staging(Window& inner, void* base) override;
 
   struct Impl;  // CUDA / NCCL state (defined in the .cpp)
 

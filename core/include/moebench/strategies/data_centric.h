@@ -37,9 +37,9 @@
 // Memory: the pulled experts, their gradients, the node cache and the experts' compute are in the
 // block's memory (MoeContext::row_ops: RowArrays and ExpertCompute), and the windows are made by
 // the EP group's data communicator (MoeContext::rows_communicator: an MPI dup over host memory
-// on the CPU; on a GPU, NCCL's CUDA IPC windows over the experts' device arena, within one
-// machine: dist/nccl_communicator.h). The counts stay on the host communicators (ctx.ep and the
-// node's split of it).
+// on the CPU; on a GPU, NCCL's CUDA IPC windows over the experts' device arena within a machine,
+// requests served over ctx.ep across machines: dist/served_window.h). The counts stay on the
+// host communicators (ctx.ep and the node's split of it).
 //
 // Traffic (MPI backend): gets are counted on the PULLING rank's meter with peer = owner
 // (mpi_communicator.h), accumulates on the pushing rank's meter with peer = owner; so per

@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -63,31 +64,32 @@ struct Published {
   int64_t pid;
 };
 
-// Every rank's record (blocking: the gather completes before the return).
-std::vector<Published> publish(NcclCommunicator& comm, const Published& mine) {
+// Every rank's `mine` (blocking: the gather completes before the return).
+template <class T>
+std::vector<T> gather(NcclCommunicator& comm, const T& mine) {
   const int P = comm.size();
   char* dev = nullptr;
-  check(cudaMalloc(reinterpret_cast<void**>(&dev), sizeof(Published) * (size_t)(P + 1)), "cudaMalloc");
-  std::vector<Published> all((size_t)P);
+  check(cudaMalloc(reinterpret_cast<void**>(&dev), sizeof(T) * (size_t)(P + 1)), "cudaMalloc");
+  std::vector<T> all((size_t)P);
   try {
     cudaStream_t s = comm.current_stream();
-    check(cudaMemcpyAsync(dev + sizeof(Published) * P, &mine, sizeof mine, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync");
-    comm.all_gather(dev + sizeof(Published) * P, dev, sizeof(Published), DType::u8);
+    check(cudaMemcpyAsync(dev + sizeof(T) * P, &mine, sizeof mine, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync");
+    comm.all_gather(dev + sizeof(T) * P, dev, sizeof(T), DType::u8);
     s = comm.current_stream();
-    check(cudaMemcpyAsync(all.data(), dev, sizeof(Published) * (size_t)P, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
+    check(cudaMemcpyAsync(all.data(), dev, sizeof(T) * (size_t)P, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
     check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
   } catch (...) {
     cudaFree(dev);
     throw;
   }
   check(cudaFree(dev), "cudaFree");
-  for (int r = 0; r < P; ++r)
-    if (all[(size_t)r].host != mine.host)
-      throw std::runtime_error("one-sided windows on GPUs (CUDA IPC) need every rank of the group on one machine; rank " +
-                               std::to_string(comm.world_rank(r)) + " is on another host than rank " +
-                               std::to_string(comm.world_rank(comm.rank())) +
-                               " (pulls across machines are not built yet: docs/gpu.md)");
   return all;
+}
+
+uint64_t this_host() {
+  char name[256] = {};
+  gethostname(name, sizeof name - 1);
+  return host_identity(name);
 }
 
 // Opened IPC allocations of this process, shared by the windows that map the same one (a handle
@@ -161,25 +163,31 @@ void check_peer_atomics(int mine, const char* peer_ptr) {
                              " have no native peer-to-peer atomics (NVLink); not built for this machine");
 }
 
-// The ranks' memory of one window, mapped into this process (this rank's own pointer as is).
+// The ranks' memory of one window, mapped into this process (this rank's own pointer as is):
+// the ranks on this machine (CUDA IPC), or every rank with `one_host` (else it fails).
 // Collective: every rank throws when any rank could not map or check a peer's memory.
 class Mapping {
  public:
-  Mapping(NcclCommunicator& comm, char* mine, size_t bytes, bool atomics) {
+  Mapping(NcclCommunicator& comm, char* mine, size_t bytes, bool atomics, bool one_host) {
     Published me{};
     char* base = allocation_base(mine);
     check(cudaIpcGetMemHandle(&me.handle, base), "cudaIpcGetMemHandle");
     me.offset = (uint64_t)(mine - base);
     me.bytes = bytes;
-    char name[256] = {};
-    gethostname(name, sizeof name - 1);
-    me.host = host_identity(name);
+    me.host = this_host();
     me.pid = (int64_t)getpid();
-    all_ = publish(comm, me);
+    all_ = gather(comm, me);
     ptr_.assign(all_.size(), nullptr);
     std::string failure;
     try {
       for (size_t r = 0; r < all_.size(); ++r) {
+        if (all_[r].host != me.host) {
+          if (one_host)
+            throw std::runtime_error("node-shared windows on GPUs (CUDA IPC) need every rank of the group on one "
+                                     "machine; rank " + std::to_string(comm.world_rank((int)r)) +
+                                     " is on another host than rank " + std::to_string(comm.world_rank(comm.rank())));
+          continue;  // out of reach: served windows (dist/served_window.h) carry its operations
+        }
         ptr_[r] = (int)r == comm.rank() ? mine : open_peer(all_[r]);
         if (atomics && (int)r != comm.rank()) check_peer_atomics(comm.device(), ptr_[r]);
       }
@@ -204,6 +212,9 @@ class Mapping {
       throw std::out_of_range(std::string("window ") + op + ": " + std::to_string(bytes) + " bytes at " +
                               std::to_string(offset) + " beyond rank " + std::to_string(rank) + "'s " +
                               std::to_string(all_[(size_t)rank].bytes));
+    if (!ptr_[(size_t)rank])
+      throw std::logic_error(std::string("window ") + op + ": rank " + std::to_string(rank) +
+                             " is on another machine, out of CUDA IPC's reach (create_served_window serves it)");
     return ptr_[(size_t)rank] + offset;
   }
   size_t bytes(int rank) const { return all_[(size_t)rank].bytes; }
@@ -240,7 +251,7 @@ class IpcWindow final : public Window {
       : comm_(comm),
         type_(type),
         count_(count),
-        map_(std::make_unique<Mapping>(comm, static_cast<char*>(base), count * dtype_size(type), type == DType::f32)) {}
+        map_(std::make_unique<Mapping>(comm, static_cast<char*>(base), count * dtype_size(type), type == DType::f32, false)) {}
   ~IpcWindow() override { close_mapping(comm_, map_); }
   void get(void* dst, size_t count, int target, size_t off) override {
     bind();
@@ -296,7 +307,7 @@ class IpcSharedWindow final : public SharedWindow {
       cudaStream_t s = comm.current_stream();  // zeroed before any peer can read it (publish syncs)
       check(cudaMemsetAsync(mine_, 0, bytes ? bytes : 1, s), "cudaMemsetAsync");
       check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
-      map_ = std::make_unique<Mapping>(comm, mine_, bytes, false);
+      map_ = std::make_unique<Mapping>(comm, mine_, bytes, false, true);
     } catch (...) {
       cudaFree(mine_);
       throw;
@@ -326,6 +337,14 @@ std::unique_ptr<Window> make_ipc_window(NcclCommunicator& comm, void* base, size
 
 std::unique_ptr<SharedWindow> make_ipc_shared_window(NcclCommunicator& comm, size_t bytes) {
   return std::make_unique<IpcSharedWindow>(comm, bytes);
+}
+
+std::vector<int> ipc_reach(NcclCommunicator& comm) {
+  const std::vector<uint64_t> hosts = gather(comm, this_host());
+  std::vector<int> reach(hosts.size());
+  for (size_t r = 0; r < hosts.size(); ++r)
+    reach[r] = (int)(std::find(hosts.begin(), hosts.end(), hosts[r]) - hosts.begin());
+  return reach;
 }
 
 }  // namespace moebench

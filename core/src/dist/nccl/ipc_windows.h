@@ -4,8 +4,10 @@
 // src/dist/nccl/.
 #include <cstddef>
 #include <memory>
+#include <vector>
 
 #include "moebench/dist/communicator.h"
+#include "moebench/dist/served_window.h"
 
 namespace moebench {
 
@@ -13,5 +15,9 @@ class NcclCommunicator;
 
 std::unique_ptr<Window> make_ipc_window(NcclCommunicator& comm, void* base, size_t count, DType type);
 std::unique_ptr<SharedWindow> make_ipc_shared_window(NcclCommunicator& comm, size_t bytes);
+// NcclCommunicator::window_reach: ranks of one machine share a value (collective).
+std::vector<int> ipc_reach(NcclCommunicator& comm);
+// NcclCommunicator::window_staging (device_staging.cpp): the served window's copies on the GPU.
+std::unique_ptr<WindowStaging> make_device_staging(NcclCommunicator& comm, void* base);
 
 }  // namespace moebench

@@ -628,4 +628,14 @@ std::unique_ptr<SharedWindow> NcclCommunicator::create_shared_window(size_t byte
   return make_ipc_shared_window(*this, bytes);
 }
 
+std::vector<int> NcclCommunicator::window_reach() {
+  DeviceGuard g(impl_->device);
+  impl_->flush_p2p();
+  return ipc_reach(*this);
+}
+
+std::unique_ptr<WindowStaging> NcclCommunicator::window_staging(Window&, void* base) {
+  return make_device_staging(*this, base);
+}
+
 }  // namespace moebench
