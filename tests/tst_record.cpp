@@ -109,8 +109,9 @@ class TestRecord : public QObject {
     std::set<std::string> streams;
     for (const SpanRow& s : store.spans(run.id)) span_ranks.insert(s.rank), streams.insert(s.stream);
     QCOMPARE(span_ranks, (std::set<int>{0, 1, 2, 3}));
-    // 2 nodes: the EP all-to-alls and the DP all-reduces cross nodes (comm.inter); nothing is node-local.
-    QCOMPARE(streams, (std::set<std::string>{"host", "compute", "comm.inter"}));
+    // 2 nodes: the EP all-to-alls and the DP all-reduces cross nodes (comm.inter); nothing is
+    // node-local. Each pass's tokens come in on the copy role.
+    QCOMPARE(streams, (std::set<std::string>{"host", "compute", "comm.inter", "copy"}));
     std::set<std::string> links;
     for (const TrafficRow& t : store.traffic(run.id)) links.insert(t.link);
     QCOMPARE(links, (std::set<std::string>{"inter_node", "intra_node"}));

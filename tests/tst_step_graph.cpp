@@ -82,6 +82,9 @@ class TestStepGraph : public QObject {
       want.add(std::move(t), {last});
     };
     for (int m = 0; m < 2; ++m) {
+      GraphTask in = task("batch.copy_in", TaskCategory::copy, StreamRole::copy, -1, m);  // the token ids
+      in.cost.copy_bytes = (uint64_t)N * 4;
+      main(std::move(in));
       main(task("embed.forward", TaskCategory::compute, StreamRole::compute, -1, m));
       main(task("attn.forward", TaskCategory::compute, StreamRole::compute, 0, m, attn_forward_flops(N, C, T)));
       main(task("ffn.forward", TaskCategory::compute, StreamRole::compute, 0, m, ffn_forward_flops(N, C, F)));

@@ -80,7 +80,7 @@ MoeGpt::Acts::Acts(Backend& be, int block) {
 }
 
 MoeGpt::HeadActs::HeadActs(Backend& be)
-    : inputs(be, "the token ids"), targets(be, "the targets"), all_inputs(be, "every rank's token ids"),
+    : inputs(be, "the token ids"), targets(be, "the targets"), batch(be), all_inputs(be, "every rank's token ids"),
       x_out(batch_array(be, "the stage output")), lnf(batch_array(be, "ln_f activations")),
       lnf_mean(batch_array(be, "ln_f mean")), lnf_rstd(batch_array(be, "ln_f rstd")),
       probs(batch_array(be, "the probabilities")), losses(batch_array(be, "the per-token losses")),
@@ -511,8 +511,17 @@ TaskId MoeGpt::add_forward(TaskGraph& g, int slot, const MicroBatch& mb, const f
   h.first_token = mb.first_token;
   h.x_in = x_in;
   h.aux = 0.0f;
-  h.inputs.assign(mb.inputs, (size_t)N);
-  if (pipe_.last()) h.targets.assign(mb.targets, (size_t)N);
+  // The tokens go to the model's memory in the pass's batch.copy_in task (copy role), from
+  // page-locked memory: the previous pass of this slot has ended, so its copy has run.
+  int* batch = h.batch.ensure_data(2 * (size_t)N);
+  if (pipe_.first()) {
+    std::copy(mb.inputs, mb.inputs + N, batch);
+    h.inputs.ensure((size_t)N);
+  }
+  if (pipe_.last()) {
+    std::copy(mb.targets, mb.targets + N, batch + N);
+    h.targets.ensure((size_t)N);
+  }
   const size_t NC = (size_t)N * model_.hidden;
   for (auto& b : blocks_) {  // the buffers the tasks are bound to
     Acts& a = b->acts[(size_t)slot];

@@ -93,6 +93,10 @@ void MoeGpt::run_op(StageOp op, int layer, int slot) {
   };
   float* x0 = blocks_.front()->acts[(size_t)slot].x.data();  // the first block's input
   switch (op) {
+    case StageOp::batch_in:  // the loader's page-locked copy of this pass's tokens (add_forward)
+      if (pipe_.first()) be_.to_device_async(h.inputs.data(), h.batch.data(), (size_t)N * sizeof(int));
+      if (pipe_.last()) be_.to_device_async(h.targets.data(), h.batch.data() + N, (size_t)N * sizeof(int));
+      return;
     // Forward of MoESys Fig. 9 (model.embedding_partition): ids all-gather, lookup of this rank's
     // columns for every rank's tokens, all-to-all of the [N, Cp] slices, assembly with the positions.
     case StageOp::embed_ids:

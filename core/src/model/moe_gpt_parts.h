@@ -43,7 +43,8 @@ struct MoeGpt::HeadActs {
   explicit HeadActs(Backend& be);
   int B = 0, T = 0;
   long step = 0, first_token = 0;
-  DeviceArray<int> inputs, targets;
+  DeviceArray<int> inputs, targets;  // the first stage's token ids, the last stage's targets
+  PinnedArray<int> batch;            // [inputs | targets] as the loader gave them, until batch.copy_in ran
   DeviceArray<int> all_inputs;  // [P, N] every DP rank's token ids (partitioned embedding)
   const float* x_in = nullptr;  // stages after the first: the received activation
   const float* dout = nullptr;  // stages before the last: the received output gradient

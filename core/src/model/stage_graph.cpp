@@ -12,6 +12,7 @@ struct Op {
 
 Op op_info(StageOp op) {
   switch (op) {
+    case StageOp::batch_in: return {"batch.copy_in", false};
     case StageOp::embed_ids: return {"embed.ids", true};
     case StageOp::embed_forward: return {"embed.forward", false};
     case StageOp::embed_a2a: return {"embed.a2a", true};
@@ -68,6 +69,18 @@ struct Chain {
     if (s.tp.size > 1)
       add(ring_allreduce_task(op_info(op).name, layer, floats, s.tp_world, s.tp.rank, StreamRole::host, chunk), op, layer);
   }
+  // The micro-batch's token ids (first stage) and targets (last stage) from the loader's
+  // page-locked buffer into the model's memory, on the copy role.
+  void copy_in(const StageShape& s) {
+    const int arrays = (s.pipe.first() ? 1 : 0) + (s.pipe.last() ? 1 : 0);
+    if (arrays == 0) return;
+    GraphTask t;
+    t.name = op_info(StageOp::batch_in).name;
+    t.category = TaskCategory::copy;
+    t.role = StreamRole::copy;
+    t.cost.copy_bytes = (uint64_t)arrays * s.N() * sizeof(int32_t);
+    add(std::move(t), StageOp::batch_in, -1);
+  }
   // The partitioned embedding's exchanges over DP: the ids' ring all-gather, or an all-to-all of
   // N x C/P floats to every other rank.
   void embed_exchange(const StageShape& s, StageOp op) {
@@ -110,6 +123,7 @@ TaskId add_stage_forward(TaskGraph& g, const StageShape& s, StageBinding& b, Tas
   Chain c{g, b, after, chunk};
   const double N = (double)s.N(), C = s.model.hidden, T = s.T, t = s.tp.size;
   const double F = (double)s.model.ffn_mult * C, Vt = (double)s.model.vocab_size / (s.vocab_split() ? t : 1.0);
+  c.copy_in(s);
   if (s.pipe.first()) {
     c.last = b.use_part(g, kEmbeddingsPart, c.last);
     if (s.embed_split()) c.embed_exchange(s, StageOp::embed_ids);

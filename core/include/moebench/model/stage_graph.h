@@ -39,7 +39,7 @@
 namespace moebench {
 
 enum class StageOp : uint8_t {
-  embed_ids, embed_forward, embed_a2a, embed_reduce, embed_positions,
+  batch_in, embed_ids, embed_forward, embed_a2a, embed_reduce, embed_positions,
   attn_forward, attn_reduce, attn_residual, ffn_forward, ffn_reduce,
   head_forward, head_max_reduce, head_softmax, head_sum_reduce, head_loss, stage_output,
   stage_output_grad, head_backward, head_grad_reduce, head_lnf_backward,

@@ -41,6 +41,12 @@ class Backend {
   virtual void copy(void* dst, const void* src, size_t bytes) = 0;
   virtual void to_device(void* dst, const void* host, size_t bytes) = 0;
   virtual void to_host(void* host, const void* src, size_t bytes) = 0;
+  // Page-locked host memory on GPUs (plain host memory on the CPU), and the copy from it that
+  // returns at once: the bytes are read when the current stream gets there, so the caller keeps
+  // `pinned` unchanged until that work is done (the micro-batch's token ids, on the copy role).
+  virtual void* allocate_pinned(size_t bytes) { return ::operator new(bytes ? bytes : 1); }
+  virtual void release_pinned(void* p) noexcept { ::operator delete(p); }
+  virtual void to_device_async(void* dst, const void* pinned, size_t bytes) { to_device(dst, pinned, bytes); }
   // sum of x[0..n) in double, returned to the host (the per-token losses' mean).
   virtual double sum(const float* x, long n) = 0;
   // The optimizer's arithmetic: for each range (offset, count) of x the sum of x[i]^2 in double,

@@ -98,4 +98,44 @@ class DeviceArray {
   size_t n_ = 0;
 };
 
+// PinnedArray<T>: an owning array of page-locked host memory from a Backend (plain host memory on
+// the CPU), the source of copies on a stream (Backend::to_device_async). Grows, never shrinks;
+// growing drops the contents.
+template <typename T>
+class PinnedArray {
+ public:
+  explicit PinnedArray(Backend& be) : be_(&be) {}
+  ~PinnedArray() {
+    if (p_) be_->release_pinned(p_);
+  }
+  PinnedArray(PinnedArray&& o) noexcept
+      : be_(o.be_), p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
+  PinnedArray& operator=(PinnedArray&& o) noexcept {
+    if (this != &o) {
+      if (p_) be_->release_pinned(p_);
+      be_ = o.be_;
+      p_ = std::exchange(o.p_, nullptr);
+      n_ = std::exchange(o.n_, 0);
+    }
+    return *this;
+  }
+  PinnedArray(const PinnedArray&) = delete;
+  PinnedArray& operator=(const PinnedArray&) = delete;
+  T* ensure_data(size_t n) {
+    if (n > n_) {
+      T* p = static_cast<T*>(be_->allocate_pinned(n * sizeof(T)));
+      if (p_) be_->release_pinned(p_);
+      p_ = p;
+      n_ = n;
+    }
+    return p_;
+  }
+  T* data() { return p_; }
+
+ private:
+  Backend* be_;
+  T* p_ = nullptr;
+  size_t n_ = 0;
+};
+
 }  // namespace moebench

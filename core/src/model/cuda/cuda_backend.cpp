@@ -117,6 +117,16 @@ class CudaBackend final : public Backend {
     // Pageable host memory: the call returns once the bytes are staged, so `host` may change after.
     check(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, stream()), "cudaMemcpyAsync (host to device)");
   }
+  void* allocate_pinned(size_t bytes) override {
+    bind();
+    void* p = nullptr;
+    check(cudaMallocHost(&p, bytes ? bytes : 1), "cudaMallocHost (page-locked host memory)");
+    return p;
+  }
+  void release_pinned(void* p) noexcept override { cudaFreeHost(p); }
+  void to_device_async(void* dst, const void* pinned, size_t bytes) override {
+    check(cudaMemcpyAsync(dst, pinned, bytes, cudaMemcpyHostToDevice, stream()), "cudaMemcpyAsync (pinned host to device)");
+  }
   void to_host(void* host, const void* src, size_t bytes) override {
     cudaStream_t s = stream();
     check(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync (device to host)");
