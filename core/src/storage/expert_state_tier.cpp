@@ -81,37 +81,31 @@ ExpertStateTier::ExpertStateTier(MoeGpt& model, const StorageConfig& storage, co
     files_->write(e.block, e.expert, rec);  // moments zero, as AdamW starts
   }
   reported_ = cache_->stats();  // the first records are setup, not a step's traffic
+  if (params.backend().device_memory())
+    for (size_t i = 0; i < kSparseStagingSlots; ++i)
+      staging_.emplace_back(params.backend()).ensure_data((size_t)(floats_ / 3));
 }
 
 ExpertStateTier::~ExpertStateTier() = default;
 
 bool ExpertStateTier::holds(size_t view) const { return view < place_.size() && place_[view].expert >= 0; }
 
-// On a device the expert's gradients come to the host and the new weights go back to the arena
-// (the copies on the update task's stream; docs/gpu.md).
-void ExpertStateTier::update_one(const Expert& e, std::span<float> rec, float lr, long t) {
+// On a device the gradients are in `staging` (sparse.grads_out) and the new weights go there
+// (sparse.weights_in takes them to the arena): docs/gpu.md.
+void ExpertStateTier::update_one(const Expert& e, std::span<float> rec, float lr, long t, float* staging) {
   const ExpertStateView s = split_state_record(rec);
   ParamArena& params = model_.params();
-  Backend& be = params.backend();
-  const bool device = be.device_memory();
-  std::vector<float> grad;
   for (const Piece& p : e.pieces) {
     float* w = s.weights.data() + p.at;
-    const float* g = params.grad(p.view);
-    if (device) {
-      grad.resize(p.numel);
-      be.to_host(grad.data(), g, p.numel * sizeof(float));
-      g = grad.data();
-    }
+    const float* g = staging ? staging + p.at : params.grad(p.view);
     adamw_update(w, g, s.m.data() + p.at, s.v.data() + p.at, (long)p.numel, h_, lr, t, p.decay ? h_.weight_decay : 0.0f);
-    if (device) be.to_device(params.param(p.view), w, p.numel * sizeof(float));  // the master weights to the arena
-    else std::copy_n(w, p.numel, params.param(p.view));
+    std::copy_n(w, p.numel, staging ? staging + p.at : params.param(p.view));
   }
 }
 
 void add_sparse_update_tasks(TaskGraph& g, const std::vector<TaskId>& after, const std::vector<SparseUpdateRecord>& order,
                              int cached, int free_slots, bool prefetch, uint64_t record_bytes, double update_flops,
-                             const SparseTaskBinder& bind) {
+                             uint64_t device_bytes, const SparseTaskBinder& bind) {
   const std::vector<int> waits = sparse_load_waits((int)order.size(), cached, free_slots, prefetch);
   auto task = [&](const char* name, TaskCategory category, StreamRole role, size_t k) {
     GraphTask t;
@@ -127,7 +121,7 @@ void add_sparse_update_tasks(TaskGraph& g, const std::vector<TaskId>& after, con
     if (deps.empty()) deps = after;  // the first tasks wait for what came before the phase
     return g.add(std::move(t), deps);
   };
-  std::vector<TaskId> updates;
+  std::vector<TaskId> updates, weights_in;
   TaskId last_write;  // the previous load's write-back (prefetch)
   for (size_t k = 0; k < order.size(); ++k) {
     std::vector<TaskId> deps;
@@ -148,10 +142,24 @@ void add_sparse_update_tasks(TaskGraph& g, const std::vector<TaskId>& after, con
         last_write = add(std::move(w), SparseTask::writeback, k, {load});
       }
     }
+    if (device_bytes > 0) {  // the gradients into the slot, once the record two back left it
+      GraphTask o = task("sparse.grads_out", TaskCategory::copy, StreamRole::copy, k);
+      o.cost.copy_bytes = device_bytes;
+      std::vector<TaskId> slot_free;
+      if (k >= kSparseStagingSlots) slot_free.push_back(weights_in[k - kSparseStagingSlots]);
+      deps.push_back(add(std::move(o), SparseTask::grads_out, k, slot_free));
+    }
     GraphTask u = task("sparse.update", TaskCategory::compute, StreamRole::compute, k);
     u.cost.flops = update_flops;
     if (k > 0) deps.push_back(updates[k - 1]);
     updates.push_back(add(std::move(u), SparseTask::update, k, deps));
+    if (device_bytes > 0) {
+      GraphTask i = task("sparse.weights_in", TaskCategory::copy, StreamRole::copy, k);
+      i.cost.copy_bytes = device_bytes;
+      std::vector<TaskId> in_deps = {updates.back()};
+      if (k > 0) in_deps.push_back(weights_in.back());  // in order: the last one ends the phase
+      weights_in.push_back(add(std::move(i), SparseTask::weights_in, k, in_deps));
+    }
   }
 }
 
@@ -180,12 +188,25 @@ TaskId ExpertStateTier::add_update(TaskGraph& g, TaskId after, float lr, long t)
   // task beside it with (reads and writes then run at once).
   std::vector<std::shared_ptr<std::vector<SparseStateCache::Evicted>>> victims(order.size());
   const size_t first = g.size();
+  Backend& be = model_.params().backend();
+  const uint64_t device_bytes = staging_.empty() ? 0 : (uint64_t)(floats_ / 3) * sizeof(float);
   add_sparse_update_tasks(
       g, {after}, keys, cached, (int)std::min<int64_t>(room, INT_MAX), prefetch_, (uint64_t)cache_->record_bytes(),
-      adamw_flops((size_t)floats_ / 3), [&](GraphTask& task, SparseTask kind, size_t k) {
+      adamw_flops((size_t)floats_ / 3), device_bytes, [&](GraphTask& task, SparseTask kind, size_t k) {
         const Expert& e = experts_[(size_t)order[k]];
+        float* slot = staging_.empty() ? nullptr : staging_[k % kSparseStagingSlots].data();
         std::function<void()> action;
-        if (kind == SparseTask::load) {
+        if (kind == SparseTask::grads_out) {
+          action = [this, &e, &be, slot] {
+            for (const Piece& p : e.pieces)
+              be.to_host_async(slot + p.at, model_.params().grad(p.view), p.numel * sizeof(float));
+          };
+        } else if (kind == SparseTask::weights_in) {
+          action = [this, &e, &be, slot] {
+            for (const Piece& p : e.pieces)
+              be.to_device_async(model_.params().param(p.view), slot + p.at, p.numel * sizeof(float));
+          };
+        } else if (kind == SparseTask::load) {
           auto out = victims[k] = std::make_shared<std::vector<SparseStateCache::Evicted>>();
           action = [this, &e, out] {
             {
@@ -204,14 +225,15 @@ TaskId ExpertStateTier::add_update(TaskGraph& g, TaskId after, float lr, long t)
           action = [this, out = victims[k]] { write_back(*out); };
         } else {
           const bool hit = (int)k < cached;
-          action = [this, &e, k, hit, lr, t, phase = phase_] {
+          action = [this, &e, &be, k, hit, lr, t, slot, phase = phase_] {
+            if (slot) be.synchronize();  // sparse.grads_out's copy, which this task's stream waits for
             std::span<float> rec;
             {
               std::lock_guard<std::mutex> lock(m_);
               rec = hit ? cache_->get(e.block, e.expert) : cache_->peek(e.block, e.expert);  // a load counted its miss
             }
             const auto u0 = Clock::now();
-            update_one(e, rec, lr, t);  // the record is pinned: no load evicts it meanwhile
+            update_one(e, rec, lr, t, slot);  // the record is pinned: no load evicts it meanwhile
             phase->busy[k] = seconds_since(u0);
             std::lock_guard<std::mutex> lock(m_);
             cache_->mark_dirty(e.block, e.expert);

@@ -362,8 +362,10 @@ TaskId add_step(TaskGraph& g, const Config& cfg, int rank, const Topology& topo,
   // The cached records first (those updated last in the step before: the last ones of the order).
   std::rotate(records.begin(), records.end() - cached, records.end());
   const size_t before = g.size();
+  // On a GPU the expert's gradients and weights cross PCIe through staging (device copies).
+  const uint64_t device_bytes = cfg.run.device == Device::cuda ? (uint64_t)expert_params * sizeof(float) : 0;
   add_sparse_update_tasks(g, {last}, records, cached, 0, cfg.storage.sparse_prefetch, (uint64_t)record,
-                          adamw_flops((size_t)expert_params));
+                          adamw_flops((size_t)expert_params), device_bytes);
   return g.size() > before ? g.id((int)g.size() - 1) : last;
 }
 

@@ -15,6 +15,12 @@
 //   sparse.update    (compute role) AdamW on the record (adamw_update: the bits of in-memory
 //                                   training), the new weights copied into the arena (the
 //                                   "device" copy the model computes with)
+// When the arena is a GPU's (device copies), the copies between it and the host go on the copy
+// role through page-locked staging (two slots, so one expert's copies overlap the next's update):
+//   sparse.grads_out (copy role)    the expert's gradients from the arena into a staging slot
+//   sparse.update                   waits for them on the host, AdamW into the record, the new
+//                                   weights into the slot
+//   sparse.weights_in (copy role)   the slot's weights into the arena
 // Records already cached are updated first (hits), then the others in (block, expert) order.
 // With storage.sparse_prefetch (Algorithm 2's prefetch) a load waits only for the update that
 // frees its cache slot, so reads, write-backs and updates overlap; without it each load waits
@@ -32,8 +38,8 @@
 // - The arena keeps every local expert's weights and gradients (the device tier is the arena, in
 //   host memory on the CPU and in the GPU's on cuda: the model computes with arena pointers); what
 //   moves off the process is the 12 bytes per expert parameter of master weights + m + v (eq. 1's
-//   12S), beyond the host cache. On a GPU the update brings the expert's gradients to the host and
-//   puts its new weights back in the arena (the backend's copies, inside sparse.update).
+//   12S), beyond the host cache. On a GPU the expert's gradients come to the host and its new
+//   weights go back to the arena through staging, on the copy role (above).
 // - A checkpoint reads the moments through read_moments() (dirty cached records first), so it
 //   is complete without a flush; a resume rebuilds every record from the checkpoint
 //   (load_moments), so state files left by a kill -9 (old or new record, never a torn one: they
@@ -59,6 +65,7 @@
 #include "moebench/storage/folder_lock.h"
 #include "moebench/storage/sparse_state_cache.h"
 #include "moebench/storage/sparse_step_stats.h"
+#include "moebench/tensor/device_array.h"
 
 namespace moebench {
 
@@ -75,16 +82,21 @@ std::vector<int> sparse_load_waits(int records, int cached, int free_slots, bool
 // `free_slots` more fitting beside them), a sparse.update (compute role, update_flops) each in
 // order, and for every other record a sparse.load (io role, record_bytes) before its update,
 // waiting as sparse_load_waits says and for the previous write-back, and with prefetch a
-// sparse.writeback (copy role, record_bytes) after it. Tasks with nothing to wait for in the
-// phase wait for `after`. `bind` (the runtime's actions) sees every task before it is added.
+// sparse.writeback (copy role, record_bytes) after it. With device_bytes > 0 (the arena is a
+// GPU's: the expert's weights are that many bytes) a sparse.grads_out before each update, after
+// the weights_in two records back (its staging slot), and a sparse.weights_in after it, after the
+// previous one (copy role, device_bytes each). Tasks with nothing to wait for in the phase wait
+// for `after`; the last task added ends the phase. `bind` (the runtime's actions) sees every
+// task before it is added.
 struct SparseUpdateRecord {
   int block = 0, expert = 0;  // the tasks' layer and expert
 };
-enum class SparseTask { load, writeback, update };
+enum class SparseTask { load, writeback, grads_out, update, weights_in };
+inline constexpr size_t kSparseStagingSlots = 2;  // device copies: staging slots, record k in k % 2
 using SparseTaskBinder = std::function<void(GraphTask&, SparseTask, size_t k)>;  // k: index into order
 void add_sparse_update_tasks(TaskGraph& g, const std::vector<TaskId>& after, const std::vector<SparseUpdateRecord>& order,
                              int cached, int free_slots, bool prefetch, uint64_t record_bytes, double update_flops,
-                             const SparseTaskBinder& bind = {});
+                             uint64_t device_bytes, const SparseTaskBinder& bind = {});
 
 // Whether an arena tensor is an expert's ("blocks.<B>.moe.experts.<E>.<piece>").
 bool is_expert_tensor(const std::string& name);
@@ -140,7 +152,9 @@ class ExpertStateTier : public OffloadedMoments {
     size_t piece = 0;
   };
   std::span<float> record_of(const Expert& e);  // cached (no request) or read from its file, locked
-  void update_one(const Expert& e, std::span<float> rec, float lr, long t);
+  // AdamW on the record from the expert's gradients (the arena's, or `staging`'s on a device,
+  // where the new weights go too), the new weights into the arena (on the CPU).
+  void update_one(const Expert& e, std::span<float> rec, float lr, long t, float* staging);
   // Writes the dirty evicted records to their files (bytes_written is atomic-free: one writer at
   // a time, the load task or the write task of a load).
   void write_back(std::vector<SparseStateCache::Evicted>& victims);
@@ -164,6 +178,7 @@ class ExpertStateTier : public OffloadedMoments {
     std::vector<double> busy;
   };
   std::shared_ptr<Phase> phase_;
+  std::vector<PinnedArray<float>> staging_;  // device copies: an expert's weights' worth per slot
 };
 
 }  // namespace moebench

@@ -47,6 +47,10 @@ class Backend {
   virtual void* allocate_pinned(size_t bytes) { return ::operator new(bytes ? bytes : 1); }
   virtual void release_pinned(void* p) noexcept { ::operator delete(p); }
   virtual void to_device_async(void* dst, const void* pinned, size_t bytes) { to_device(dst, pinned, bytes); }
+  virtual void to_host_async(void* pinned, const void* src, size_t bytes) { to_host(pinned, src, bytes); }
+  // The host waits for the current stream's work so far, and for what that stream waits for (a
+  // host read of what another task copied, ordered before this one by the executor's events).
+  virtual void synchronize() {}
   // sum of x[0..n) in double, returned to the host (the per-token losses' mean).
   virtual double sum(const float* x, long n) = 0;
   // The optimizer's arithmetic: for each range (offset, count) of x the sum of x[i]^2 in double,

@@ -127,6 +127,10 @@ class CudaBackend final : public Backend {
   void to_device_async(void* dst, const void* pinned, size_t bytes) override {
     check(cudaMemcpyAsync(dst, pinned, bytes, cudaMemcpyHostToDevice, stream()), "cudaMemcpyAsync (pinned host to device)");
   }
+  void to_host_async(void* pinned, const void* src, size_t bytes) override {
+    check(cudaMemcpyAsync(pinned, src, bytes, cudaMemcpyDeviceToHost, stream()), "cudaMemcpyAsync (device to pinned host)");
+  }
+  void synchronize() override { check(cudaStreamSynchronize(stream()), "cudaStreamSynchronize"); }
   void to_host(void* host, const void* src, size_t bytes) override {
     cudaStream_t s = stream();
     check(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync (device to host)");
