@@ -146,6 +146,8 @@ class TestDistTrainDevice : public QObject {
       else
         settings.push_back(o.startsWith(u"group"_s) ? "strategy.fastermoe.group_size=" + o.mid(5).toStdString()
                                                     : "strategy.fastermoe." + o.toStdString() + "=true");
+    // Two MoE blocks where strategies make communicators of their own (shared by the blocks).
+    if (name == "data_centric" || name == "janus" || name == "hier_a2a") settings.push_back("moe.moe_layers=[0, 1]");
     if (name != "expert_centric")  // one rank per node; two with the node cache
       settings.insert(settings.end(), {"cluster.nodes=" + std::to_string(hier ? P / 2 : P),
                                        "cluster.devices_per_node=" + std::string(hier ? "2" : "1")});
@@ -168,13 +170,16 @@ class TestDistTrainDevice : public QObject {
     auto log = std::make_shared<std::vector<test::RecordedCall>>();
     std::function<int(int)> machine;  // "+served": a node's ranks on one machine
     if (parts.contains(u"served"_s)) machine = [hier](int world_rank) { return hier ? world_rank / 2 : world_rank; };
-    auto recorded = [log, machine](Communicator& group) {
+    auto made = std::make_shared<size_t>(0);  // data communicators made
+    auto recorded = [log, machine, made](Communicator& group) {
+      ++*made;
       return std::make_unique<test::RecordingCommunicator>(group.dup(), log, machine);
     };
     Trainer device(cfg, out + "/device", world.get(), std::make_unique<DeviceRuntime>(backend, &executor, recorded));
     QVERIFY(device.model().params().backend().device_memory());
     QVERIFY(device.model().params().backend().mixed_precision());
     const size_t built = log->size();  // nothing is reduced before the first step
+    const size_t made_before = *made;
     const std::vector<float> device_losses = test::train_losses(device);
 
     const QString losses = test::compare_losses(device_losses, cpu_losses, world->rank());
@@ -283,6 +288,13 @@ class TestDistTrainDevice : public QObject {
     // data_centric's windows: the parameters' and the gradients' of each MoE block, made once
     const bool pulls = name == "data_centric" || name == "janus";
     QCOMPARE(windows, pulls ? 2 * device.model().expert_ranges().size() : size_t(0));
+    // The strategies' own groups get one data communicator each for the run, whatever the number
+    // of blocks (MoeContext::rows_communicator): data_centric's windows' (and its node cache's),
+    // hier_a2a's node and cross-node groups'.
+    if (pulls || name == "hier_a2a") {
+      QCOMPARE(device.model().expert_ranges().size(), size_t(2));
+      QCOMPARE(*made - made_before, size_t(name == "hier_a2a" || hier ? 2 : 1));
+    }
     const size_t phases = name == "ppmoe" || pulls       ? 0
                           : name == "hier_a2a"           ? 2
                           : parts.contains(u"smart"_s)   ? (size_t)P

@@ -58,8 +58,15 @@ Communicator& MoeContext::tp_rows_comm(StreamRole role) {
   return *tp;
 }
 
-std::unique_ptr<Communicator> MoeContext::rows_communicator(Communicator& group) const {
-  return rows_group ? rows_group(group) : group.dup();
+std::shared_ptr<Communicator> MoeContext::rows_communicator(Communicator& group, const std::string& purpose) const {
+  auto make = [&]() -> std::shared_ptr<Communicator> { return rows_group ? rows_group(group) : group.dup(); };
+  if (!rows_shared) return make();
+  std::vector<int> ranks;
+  for (int r = 0; r < group.size(); ++r) ranks.push_back(group.world_rank(r));
+  std::lock_guard lock(rows_shared->m);
+  std::shared_ptr<Communicator>& c = rows_shared->made[{purpose, ranks}];
+  if (!c) c = make();
+  return c;
 }
 
 MoeContext ParallelContext::block_context(int layer) const {
@@ -68,6 +75,7 @@ MoeContext ParallelContext::block_context(int layer) const {
   ctx.streams = ep_streams;
   ctx.rows_streams = ep_rows;
   ctx.rows_group = rows_group;
+  ctx.rows_shared = rows_shared;
   ctx.topology = topology;
   ctx.cluster = cluster;
   ctx.executor = executor;

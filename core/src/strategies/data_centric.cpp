@@ -41,7 +41,7 @@ void DataCentric::ensure_windows(MoeContext& ctx) {
   const size_t count = (size_t)L_ * expert_floats_;
   // The experts' memory: MPI on the host; on GPUs CUDA IPC within a machine, requests served
   // over the EP group's MPI communicator across machines (dist/served_window.h).
-  win_comm_ = ctx.rows_communicator(*ctx.ep);
+  win_comm_ = ctx.rows_communicator(*ctx.ep, "data_centric.windows");  // every block's: the ep role's calls
   params_win_ = create_served_window(*win_comm_, *ctx.ep, ctx.local[0].w1, count, DType::f32);
   grads_win_ = create_served_window(*win_comm_, *ctx.ep, ctx.local_grads[0].w1, count, DType::f32);
   win_params_base_ = ctx.local[0].w1;

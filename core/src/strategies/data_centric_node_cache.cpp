@@ -58,7 +58,7 @@ void DataCentric::ensure_node_cache(MoeContext& ctx) {
   if (!hier_ || node_win_) return;
   staging_ = opts_.pcie_pairing;
   node_comm_ = ctx.ep->split(my_node_, me_);  // the counts (host)
-  node_data_comm_ = win_comm_->split(my_node_, me_);  // the cache (the experts' memory)
+  node_data_comm_ = ctx.rows_communicator(*node_comm_, "data_centric.node");  // the cache (the experts' memory)
   for (const auto* c : {node_comm_.get(), node_data_comm_.get()})
     if (!c || c->size() != m_ || c->rank() != local_rank_)
       throw std::logic_error("data_centric: node communicator does not match the topology");

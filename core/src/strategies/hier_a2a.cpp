@@ -98,8 +98,10 @@ class HierA2a : public TokenExchange {
     const int me = ctx.ep_rank;
     intra_group_ = ctx.ep->split(grid.node[me], grid.local[me]);
     inter_group_ = ctx.ep->split(grid.nodes + grid.local[me], grid.node[me]);
-    intra_ = ctx.rows_communicator(*intra_group_);  // the rows' memory: NCCL on a GPU
-    inter_ = ctx.rows_communicator(*inter_group_);
+    // the rows' memory (NCCL on a GPU), one pair for every block: each phase's calls come from
+    // its own role in graph order
+    intra_ = ctx.rows_communicator(*intra_group_, "hier_a2a.intra");
+    inter_ = ctx.rows_communicator(*inter_group_, "hier_a2a.inter");
     ep_id_ = ctx.ep;
   }
 
@@ -215,7 +217,7 @@ class HierA2a : public TokenExchange {
  private:
   const Communicator* ep_id_ = nullptr;
   std::unique_ptr<Communicator> intra_group_, inter_group_;  // the node splits of ep (MPI)
-  std::unique_ptr<Communicator> intra_, inter_;              // the rows' communicators over them
+  std::shared_ptr<Communicator> intra_, inter_;              // the rows' communicators over them
 };
 
 // The config rule: hier_a2a exchanges inside each node, then between nodes: every node must hold as many ranks

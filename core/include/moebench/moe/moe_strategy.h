@@ -17,6 +17,9 @@
 // cost model (predict) and its factory; strategies/registry.h makes them by name.
 #include <functional>
 #include <memory>
+#include <utility>
+#include <mutex>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -36,6 +39,13 @@ class Executor;
 // collectives on different roles never share matching). Shared by the blocks of a rank.
 struct EpStreams {
   std::unique_ptr<Communicator> intra, inter;  // used only by the comm.intra / comm.inter workers
+};
+
+// The rows' communicators of a strategy's own groups, one per group (its world ranks) and
+// purpose for the whole run, shared by the blocks (MoeContext::rows_communicator).
+struct RowsCommunicators {
+  std::mutex m;
+  std::map<std::pair<std::string, std::vector<int>>, std::shared_ptr<Communicator>> made;
 };
 
 // What a strategy may use for one MoE block on one rank.
@@ -64,10 +74,15 @@ struct MoeContext {
   RowOps* ops = nullptr;
   RowOps& row_ops() const { return ops ? *ops : host_row_ops(); }
   std::shared_ptr<EpStreams> rows_streams;
-  // The same for a group a strategy splits from ep (hier_a2a's node groups): makes the
-  // communicator rows cross `group` over (collective over it). Null: a dup of the group.
+  // The same for a group a strategy makes (hier_a2a's node groups, data_centric's windows):
+  // rows_group makes the communicator rows cross `group` over (collective over it; null: a dup).
+  // rows_communicator returns the run's one for `group`'s ranks and `purpose` (made on the first
+  // call, collective then; a new one per call without rows_shared): the blocks share it, so
+  // every call on it must come from one stream role, in the graph's order on every rank (NCCL
+  // communicators hold buffers of their own; one per block would multiply them).
   std::function<std::unique_ptr<Communicator>(Communicator& group)> rows_group;
-  std::unique_ptr<Communicator> rows_communicator(Communicator& group) const;
+  std::shared_ptr<RowsCommunicators> rows_shared;
+  std::shared_ptr<Communicator> rows_communicator(Communicator& group, const std::string& purpose) const;
   // Strategy options are not here: each strategy holds its own option struct
   // ([strategy.<name>], config/config.h), given when it is made (strategies/registry.h), and
   // reads what else it needs from the cluster (data_centric's PCIe switch pairs).

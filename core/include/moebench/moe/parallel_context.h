@@ -25,6 +25,7 @@ struct ParallelContext {
   // A communicator for arrays in the model's device memory over a group (a strategy's own
   // sub-group, MoeContext::rows_group; the partitioned embedding's DP group); null: dups.
   std::function<std::unique_ptr<Communicator>(Communicator& group)> rows_group;
+  std::shared_ptr<RowsCommunicators> rows_shared = std::make_shared<RowsCommunicators>();  // the run's, by purpose
   std::shared_ptr<EpStreams> dp_streams;  // the DP group's, for the router statistics' all-reduce
   std::shared_ptr<Communicator> tp_dup;   // tp > 1: a dup of tp for the MoE blocks' comm workers
   std::shared_ptr<EpStreams> tp_rows;     // tp > 1, rows in device memory: the TP group's per role (NCCL)

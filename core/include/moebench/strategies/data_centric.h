@@ -221,7 +221,7 @@ class DataCentric : public StrategyOf<DataCentricPass> {
   // Per expert, its compute and kept activations, reused pass after pass (one pass of a block
   // and activation set is in flight at a time; a GPU's allocations stay).
   std::vector<std::unique_ptr<ExpertCompute>> banks_;
-  std::unique_ptr<Communicator> win_comm_;  // the EP group's data communicator: the windows
+  std::shared_ptr<Communicator> win_comm_;  // the EP group's data communicator: the windows
   std::unique_ptr<Window> params_win_, grads_win_;
   const float* win_params_base_ = nullptr;
   const float* win_grads_base_ = nullptr;
@@ -235,7 +235,8 @@ class DataCentric : public StrategyOf<DataCentricPass> {
   // Hierarchical: node communicators (the counts' on the host; the shared window's, a split of
   // win_comm_), shared cache (per local rank: ceil(n_ext/m) cached experts, then n_ext gradient
   // slots, then n_ext staging slots with pcie_pairing).
-  std::unique_ptr<Communicator> node_comm_, node_data_comm_;
+  std::unique_ptr<Communicator> node_comm_;
+  std::shared_ptr<Communicator> node_data_comm_;
   std::unique_ptr<SharedWindow> node_win_;
   size_t ext_slots_ = 0;
   bool hier_ = false;
