@@ -1,6 +1,7 @@
 // moebench bench moe-layer --tokens T --hidden H --ffn-mult A --experts E --top-k K
 //                          [--threads N] [--iters N] [--json]
 //                          [--device cpu|cuda] [--precision fp32|bf16]
+//                          [--expert-gemms auto|grouped|per_expert]
 // Times one MoE block (router + dispatch + experts + combine) forward and backward on CPU
 // (MoeLayer, fp32), or with --device cuda on one GPU (cuda::MoeBlock, fp32 or bf16; see
 // bench_moe_layer_cuda.cpp, which also reports the fraction of a measured GEMM rate).
@@ -137,6 +138,8 @@ int bench_moe_layer(const MoeBenchOptions& o) {
 int bench_moe_layer_on(const MoeBenchOptions& o) {
   if (o.device == "cpu" && o.precision != "fp32")
     throw UsageError("--precision " + o.precision + " needs --device cuda: the CPU MoE block runs in fp32");
+  if (o.device == "cpu" && o.expert_gemms != "auto")
+    throw UsageError("--expert-gemms " + o.expert_gemms + " needs --device cuda: the CPU experts run on BLAS");
   check_moe_bench(o);
   if (o.device == "cpu") return bench_moe_layer(o);
   if (o.precision == "bf16" && o.hidden % 8 != 0)
@@ -168,6 +171,10 @@ void add_bench_moe_layer(CLI::App& bench, Action& action) {
   cmd->add_option("--precision", o->precision, "fp32 or bf16 (bf16 activations and weights, fp32 accumulation; "
                                                "--device cuda only)")
       ->check(CLI::IsMember({"fp32", "bf16"}));
+  cmd->add_option("--expert-gemms", o->expert_gemms,
+                  "auto (measure both on the first call, keep the faster), grouped (one grouped cuBLAS GEMM per "
+                  "product) or per_expert (cuBLASLt per expert, fused epilogues); --device cuda only")
+      ->check(CLI::IsMember({"auto", "grouped", "per_expert"}));
   cmd->callback([&action, o] { action = [o] { return bench_moe_layer_on(*o); }; });
 }
 

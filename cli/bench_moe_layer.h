@@ -10,6 +10,7 @@ struct MoeBenchOptions {
   bool json = false;
   std::string device = "cpu";      // cpu | cuda
   std::string precision = "fp32";  // fp32 | bf16 (bf16 with --device cuda only)
+  std::string expert_gemms = "auto";  // auto | grouped | per_expert (--device cuda only)
 };
 
 #ifdef MOEBENCH_HAVE_CUDA

@@ -27,6 +27,7 @@
 
 #include "moebench/kernels/cuda_check.h"
 #include "moebench/kernels/device_buffer.h"
+#include "moebench/kernels/expert_gemm_tuner.h"
 #include "moebench/kernels/gemm_timing.h"
 #include "moebench/kernels/moe_block.h"
 #include "moebench/kernels/precision.h"
@@ -127,6 +128,7 @@ BlockTiming time_block(const MoeBenchOptions& o) {
   for (auto* b : {&g.w1, &g.b1, &g.w2, &g.b2}) b->zero();
 
   cuda::MoeBlock<T> block;
+  block.expert_gemms = *cuda::parse_expert_gemm_path(o.expert_gemms);
   BlockTiming t;
   auto forward = [&] {
     t.aux = block.forward(out.data(), x.data(), router.data(), w.view(), N, C, F, E, K, /*capacity: dropless*/ 0, true, nullptr);
@@ -154,6 +156,36 @@ BlockTiming time_block(const MoeBenchOptions& o) {
   t.backward = median(tb);
   t.kept = block.rows();
   return t;
+}
+
+// The experts' GEMM path of a shape class: forced, or what the tuner measured and chose.
+std::string expert_gemms_line(const MoeBenchOptions& o, bool bf16, int C, int F, long kept, bool backward,
+                              nlohmann::json& j) {
+  const cuda::ExpertGemmPath forced = *cuda::parse_expert_gemm_path(o.expert_gemms);
+  const char* pass = backward ? "backward" : "forward";
+  if (forced != cuda::ExpertGemmPath::automatic) {
+    j[pass] = {{"path", o.expert_gemms}, {"forced", true}};
+    return std::string(pass) + " " + o.expert_gemms + " (forced)";
+  }
+  cuda::ExpertGemmShape s{0, bf16 ? 2 : 4, o.experts, C, F, backward, cuda::rows_log2(kept)};
+  MOEBENCH_CUDA_CHECK(cudaGetDevice(&s.device));
+  cuda::ExpertGemmTuner& t = cuda::expert_gemm_tuner();
+  const auto chosen = t.decided(s);
+  std::string line = std::string(pass) + " " + (chosen ? cuda::expert_gemm_path_name(*chosen) : "?");
+  std::vector<double> g = t.seconds(s, cuda::ExpertGemmPath::grouped), p = t.seconds(s, cuda::ExpertGemmPath::per_expert);
+  for (auto* v : {&g, &p})
+    for (double& x : *v) x *= 1e3;  // ms
+  auto text = [](const std::vector<double>& v) {
+    std::string r;
+    char b[32];
+    for (double x : v) std::snprintf(b, sizeof b, "%s%.3f", r.empty() ? "" : ", ", x), r += b;
+    return r;
+  };
+  if (!g.empty() || !p.empty()) line += " (measured ms, warm-up first: grouped " + text(g) + "; per_expert " + text(p) + ")";
+  else line += " (not measured: no room for the tuning scratch)";
+  j[pass] = {{"path", chosen ? cuda::expert_gemm_path_name(*chosen) : "?"}, {"forced", false},
+             {"grouped_ms", g}, {"per_expert_ms", p}};
+  return line;
 }
 
 struct GemmRate {
@@ -194,6 +226,9 @@ int bench_moe_layer_cuda(const MoeBenchOptions& o) {
   const double tflops = total_flops / mt / 1e12;
   const double percent = 100.0 * tflops / peak;
   const char* tname = cuda::gemm_type_name(type);
+  nlohmann::json gemms;
+  const std::string fwd_line = expert_gemms_line(o, bf16, C, F, t.kept, false, gemms);
+  const std::string bwd_line = expert_gemms_line(o, bf16, C, F, t.kept, true, gemms);
   if (o.json) {
     nlohmann::json shapes = nlohmann::json::array();
     for (const GemmRate& r : rates) shapes.push_back({{"m", r.m}, {"n", r.n}, {"k", r.k}, {"tflops", r.tflops}});
@@ -203,7 +238,8 @@ int bench_moe_layer_cuda(const MoeBenchOptions& o) {
                         {"backward_ms", t.backward * 1e3}, {"total_ms", mt * 1e3}, {"tokens_per_s", N / mt},
                         {"gflops", tflops * 1e3}, {"tflops", tflops}, {"flops", total_flops},
                         {"flop_formula", "3 x (2*T*H*E + 4*T_kept*H*(A*H))"}, {"gemm_type", tname},
-                        {"gemm_shapes", shapes}, {"gemm_rate_tflops", peak}, {"gemm_rate_percent", percent}};
+                        {"gemm_shapes", shapes}, {"gemm_rate_tflops", peak}, {"gemm_rate_percent", percent},
+                        {"expert_gemms", gemms}};
     std::cout << j.dump(2) << "\n";
     return 0;
   }
@@ -215,6 +251,7 @@ int bench_moe_layer_cuda(const MoeBenchOptions& o) {
   std::printf("# %s GEMM (cublasGemmEx): [%d,%d]x[%d,%d] (expert FFN) %.1f TFLOP/s, 8192^3 %.1f TFLOP/s\n", tname,
               rates[0].m, rates[0].k, rates[0].k, rates[0].n, rates[0].tflops, rates[1].tflops);
   std::printf("%.1f %% of the measured %s GEMM rate (%.1f TFLOP/s)\n", percent, tname, peak);
+  std::printf("# expert GEMMs: %s; %s\n", fwd_line.c_str(), bwd_line.c_str());
   return 0;
 }
 

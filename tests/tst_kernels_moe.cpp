@@ -9,7 +9,8 @@
 //   permute     moe_permute_* / moe_unpermute_* vs MoeLayer's gather, combine, combine
 //               backward and scatter-add (both row-copy paths: C * sizeof(T) a multiple of 16
 //               bytes or not)
-//   experts     experts_forward / experts_backward (grouped cuBLAS) vs ExpertBank, with
+//   experts     experts_forward / experts_backward (grouped cuBLAS, per-expert cuBLASLt with fused
+//               epilogues, and the measured choice) vs ExpertBank, with
 //               experts that get no rows, gradients accumulated onto non-zero values
 //   pipeline    router -> layout -> permute -> experts -> unpermute and back vs MoeLayer
 //               (E = 64, K = 8, capacity dropping; fp32), run twice: bitwise identical.
@@ -336,7 +337,7 @@ void check_expert_tensor(const char* what, const std::vector<float>& got, const 
 }
 
 template <class T>
-void check_experts(const std::vector<int>& rows, int C, int F, uint64_t seed) {
+void check_experts(const std::vector<int>& rows, int C, int F, uint64_t seed, cuda::ExpertGemmPath path) {
   const int E = (int)rows.size();
   std::vector<int> offsets(E + 1, 0);
   for (int e = 0; e < E; ++e) offsets[e + 1] = offsets[e] + rows[e];
@@ -356,9 +357,10 @@ void check_experts(const std::vector<int>& rows, int C, int F, uint64_t seed) {
   DeviceBuffer<T> d_x = upload<T>(x), d_dy = upload<T>(dy);
   const size_t sc = std::max<size_t>(1, (size_t)S * C), sf = std::max<size_t>(1, (size_t)S * F);
   DeviceBuffer<T> d_y(sc), d_h(sf), d_a(sf), d_dx(sc), d_da(sf), d_dh(sf);
-  cuda::experts_forward(d_y.data(), d_h.data(), d_a.data(), d_x.data(), offsets.data(), d_w.view(), E, C, F);
+  cuda::experts_forward(d_y.data(), d_h.data(), d_a.data(), d_x.data(), offsets.data(), d_w.view(), E, C, F, nullptr,
+                        path);
   cuda::experts_backward(d_dx.data(), d_g.view(), d_da.data(), d_dh.data(), d_dy.data(), d_x.data(), d_h.data(),
-                         d_a.data(), offsets.data(), d_w.view(), E, C, F);
+                         d_a.data(), offsets.data(), d_w.view(), E, C, F, nullptr, path);
 
   if (S > 0) {
     std::vector<float> y = download(d_y), dx = download(d_dx);
@@ -396,14 +398,14 @@ std::vector<int> rows_e64(uint64_t seed) {
 }
 
 template <class T>
-void check_expert_cases() {
-  check_experts<T>({5, 0, 9, 3}, 32, 64, 300);
+void check_expert_cases(cuda::ExpertGemmPath path) {
+  check_experts<T>({5, 0, 9, 3}, 32, 64, 300, path);
   if (QTest::currentTestFailed()) return;
-  check_experts<T>({0, 1, 0, 17, 2, 0}, 16, 24, 310);
+  check_experts<T>({0, 1, 0, 17, 2, 0}, 16, 24, 310, path);
   if (QTest::currentTestFailed()) return;
-  check_experts<T>({0, 0, 0}, 8, 16, 320);  // no rows at all: a no-op
+  check_experts<T>({0, 0, 0}, 8, 16, 320, path);  // no rows at all: a no-op
   if (QTest::currentTestFailed()) return;
-  check_experts<T>(rows_e64(330), 64, 128, 340);
+  check_experts<T>(rows_e64(330), 64, 128, 340, path);
 }
 
 // ---- the whole block ------------------------------------------------------------------------
@@ -510,6 +512,12 @@ void check_block() {
 class TestKernelsMoe : public QObject {
   Q_OBJECT
 
+ private:
+  static void expert_paths() {
+    QTest::addColumn<QString>("path");
+    for (const char* p : {"grouped", "per_expert", "auto"}) QTest::newRow(p) << QString(p);
+  }
+
  private slots:
   void initTestCase() { GPU_BODY(set_num_threads(1);) }
 
@@ -588,13 +596,19 @@ class TestKernelsMoe : public QObject {
     })
   }
 
+  // Both GEMM paths (expert_gemm_tuner.h) and the measured choice, each against ExpertBank:
+  // grouped cuBLAS, per-expert cuBLASLt with the fused epilogues, and automatic.
+  void experts_fp32_data() { expert_paths(); }
   void experts_fp32() {
     REQUIRE_GPU();
-    GPU_BODY(check_expert_cases<float>();)
+    QFETCH(QString, path);
+    GPU_BODY(check_expert_cases<float>(*cuda::parse_expert_gemm_path(path.toStdString()));)
   }
+  void experts_bf16_data() { expert_paths(); }
   void experts_bf16() {
     REQUIRE_GPU();
-    GPU_BODY(check_expert_cases<bf16>();)
+    QFETCH(QString, path);
+    GPU_BODY(check_expert_cases<bf16>(*cuda::parse_expert_gemm_path(path.toStdString()));)
   }
 
   void block_matches_moe_layer() {

@@ -1,183 +1,29 @@
-// Grouped expert FFNs: one cublasGemmGroupedBatchedEx call per matrix product over all experts
-// with rows, bias and GeLU kernels between them.
+// The experts' launchers (experts.h): the grouped path (one cublasGemmGroupedBatchedEx call per
+// matrix product over all experts with rows, bias and GeLU kernels between them), and the choice
+// between it and the per-expert path (experts_per_expert.cu), measured on scratch outputs at a
+// shape class's first call (expert_gemm_tuner.h).
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "moebench/kernels/blas_handle.h"
-#include "moebench/kernels/cuda_check.h"
+#include "experts_detail.cuh"
 #include "moebench/kernels/experts.h"
+#include "moebench/kernels/expert_gemm_tuner.h"
 #include "moebench/kernels/gelu.h"
-#include "moebench/kernels/grouped_gemm_args.h"
-#include "moebench/kernels/launch.h"
-#include "moebench/kernels/precision.h"
 
 namespace moebench::cuda {
-namespace {
+using namespace experts_detail;
 
-constexpr int kBiasBlock = 128;
-
-template <typename T>
-cudaDataType_t cuda_type();
-template <>
-cudaDataType_t cuda_type<float>() { return CUDA_R_32F; }
-template <>
-cudaDataType_t cuda_type<bf16>() { return CUDA_R_16BF; }
-
-cublasOperation_t cublas_op(GemmOp op) { return op == GemmOp::T ? CUBLAS_OP_T : CUBLAS_OP_N; }
-
-// The expert owning `row`: the largest e < E with offsets[e] <= row (empty experts share
-// their offset with the next one, which then wins).
-__device__ inline int expert_of_row(const int* offsets, int E, long row) {
-  int lo = 0, hi = E - 1;
-  while (lo < hi) {
-    const int mid = (lo + hi + 1) / 2;
-    if (offsets[mid] <= row) lo = mid;
-    else hi = mid - 1;
-  }
-  return lo;
-}
-
-// out[row] += bias[expert of row], one block per row (grid-stride); expert e's bias at e * stride.
-template <typename T>
-__global__ void __launch_bounds__(kBiasBlock)
-    add_expert_bias_kernel(T* out, const T* bias, const int* offsets, int E, int S, int OC, long stride) {
-  for (long row = blockIdx.x; row < S; row += gridDim.x) {
-    const T* b = bias + (long)expert_of_row(offsets, E, row) * stride;
-    T* o = out + row * OC;
-    for (int c = threadIdx.x; c < OC; c += kBiasBlock) o[c] = from_float<T>(to_float(o[c]) + to_float(b[c]));
-  }
-}
-
-// dbias[e, j] += sum over e's rows of d[row, j]: one thread per (expert, column), rows in
-// order, fp32 sum; grid (column blocks, experts).
-template <typename T>
-__global__ void __launch_bounds__(kBiasBlock)
-    expert_bias_grad_kernel(T* dbias, const T* d, const int* offsets, int OC, long stride) {
-  const int e = blockIdx.y;
-  const int j = blockIdx.x * kBiasBlock + threadIdx.x;
-  if (j >= OC) return;
-  float s = 0.0f;
-  for (long row = offsets[e]; row < offsets[e + 1]; ++row) s += to_float(d[row * OC + j]);
-  T* db = dbias + (long)e * stride + j;
-  *db = from_float<T>(to_float(*db) + s);
-}
-
-// The device pointer arrays of some grouped GEMMs and a copy of the offsets, in one
-// stream-ordered allocation freed (stream-ordered, after the GEMMs) on destruction.
-class GroupedUpload {
- public:
-  struct Arrays {
-    const void* const* A;
-    const void* const* B;
-    void* const* C;
-  };
-
-  GroupedUpload(const std::vector<const GroupedGemmArgs*>& gemms, const int* offsets, int E,
-                cudaStream_t stream)
-      : stream_(stream) {
-    size_t words = 0;
-    for (const GroupedGemmArgs* g : gemms) words += 3 * (size_t)g->count();
-    const size_t offset_words = ((size_t)(E + 1) * sizeof(int) + sizeof(uintptr_t) - 1) / sizeof(uintptr_t);
-    std::vector<uintptr_t> host(words + offset_words, 0);
-    size_t at = 0;
-    for (const GroupedGemmArgs* g : gemms) {
-      for (const void* p : g->A) host[at++] = reinterpret_cast<uintptr_t>(p);
-      for (const void* p : g->B) host[at++] = reinterpret_cast<uintptr_t>(p);
-      for (void* p : g->C) host[at++] = reinterpret_cast<uintptr_t>(p);
-    }
-    std::memcpy(host.data() + words, offsets, (size_t)(E + 1) * sizeof(int));
-    const size_t bytes = host.size() * sizeof(uintptr_t);
-    MOEBENCH_CUDA_CHECK(cudaMallocAsync(&base_, bytes, stream));
-    // From pageable memory: returns once the host data is staged, so `host` may go.
-    MOEBENCH_CUDA_CHECK(cudaMemcpyAsync(base_, host.data(), bytes, cudaMemcpyHostToDevice, stream));
-    uintptr_t* dev = static_cast<uintptr_t*>(base_);
-    at = 0;
-    for (const GroupedGemmArgs* g : gemms) {
-      const size_t n = (size_t)g->count();
-      arrays_.push_back({reinterpret_cast<const void* const*>(dev + at),
-                         reinterpret_cast<const void* const*>(dev + at + n),
-                         reinterpret_cast<void* const*>(dev + at + 2 * n)});
-      at += 3 * n;
-    }
-    offsets_ = reinterpret_cast<const int*>(dev + words);
-  }
-  ~GroupedUpload() {
-    if (base_) (void)cudaFreeAsync(base_, stream_);  // no throw from a destructor
-  }
-  GroupedUpload(const GroupedUpload&) = delete;
-  GroupedUpload& operator=(const GroupedUpload&) = delete;
-
-  const Arrays& arrays(size_t i) const { return arrays_[i]; }
-  const int* offsets() const { return offsets_; }
-
- private:
-  cudaStream_t stream_;
-  void* base_ = nullptr;
-  std::vector<Arrays> arrays_;
-  const int* offsets_ = nullptr;
-};
-
-// One grouped GEMM call: C_i = alpha op(A_i) op(B_i) + beta C_i for every problem.
-template <typename T>
-void grouped_gemm(const GroupedGemmArgs& g, const GroupedUpload::Arrays& d, float alpha, float beta,
-                  cudaStream_t stream) {
-  const int count = g.count();
-  if (count == 0) return;
-  cublasHandle_t handle = cublas_handle();
-  MOEBENCH_CUBLAS_CHECK(cublasSetStream(handle, stream));
-  MOEBENCH_CUBLAS_CHECK(cublasSetPointerMode(handle, CUBLAS_POINTER_MODE_HOST));
-  const std::vector<cublasOperation_t> transa(count, cublas_op(g.transa)), transb(count, cublas_op(g.transb));
-  const std::vector<float> alphas(count, alpha), betas(count, beta);
-  const std::vector<int> group_size(count, 1);
-  const cudaDataType_t type = cuda_type<T>();
-  MOEBENCH_CUBLAS_CHECK(cublasGemmGroupedBatchedEx(
-      handle, transa.data(), transb.data(), g.m.data(), g.n.data(), g.k.data(), alphas.data(), d.A, type,
-      g.lda.data(), d.B, type, g.ldb.data(), betas.data(), d.C, type, g.ldc.data(), count,
-      group_size.data(), CUBLAS_COMPUTE_32F));
-}
-
-// Checks the host offsets and returns S = offsets[E]. bf16 rows must be 16-byte aligned for the
-// grouped GEMMs (C and F multiples of 8): a clean error instead of a misaligned-address fault.
-template <typename T>
-int check_experts(const int* offsets, int E, int C, int F, const char* what) {
-  if (E < 1 || C < 1 || F < 1)
-    throw std::invalid_argument(std::string(what) + ": need E, C, F >= 1");
-  if (sizeof(T) == 2 && (C % 8 != 0 || F % 8 != 0))
-    throw std::invalid_argument(std::string(what) + ": bf16 needs C and F to be multiples of 8, got C = " +
-                                std::to_string(C) + ", F = " + std::to_string(F));
-  if (offsets[0] != 0) throw std::invalid_argument(std::string(what) + ": offsets[0] must be 0");
-  for (int e = 0; e < E; ++e)
-    if (offsets[e + 1] < offsets[e])
-      throw std::invalid_argument(std::string(what) + ": offsets decrease at expert " + std::to_string(e));
-  return offsets[E];
-}
+namespace experts_detail {
 
 template <typename T>
-void add_expert_bias(T* out, const T* bias, const int* d_offsets, int E, int S, int OC, long stride,
-                     cudaStream_t stream) {
-  add_expert_bias_kernel<T><<<(int)std::min<long>(S, kMaxGridX), kBiasBlock, 0, stream>>>(out, bias, d_offsets,
-                                                                                     E, S, OC, stride);
-  MOEBENCH_CUDA_CHECK_LAUNCH();
-}
-
-template <typename T>
-void expert_bias_grad(T* dbias, const T* d, const int* d_offsets, int E, int OC, long stride, cudaStream_t stream) {
-  const dim3 grid((unsigned)ceil_div(OC, kBiasBlock), (unsigned)E);
-  expert_bias_grad_kernel<T><<<grid, kBiasBlock, 0, stream>>>(dbias, d, d_offsets, OC, stride);
-  MOEBENCH_CUDA_CHECK_LAUNCH();
-}
-
-}  // namespace
-
-template <typename T>
-void experts_forward(T* y, T* h, T* a, const T* x, const int* offsets, const ExpertWeights<T>& w,
-                     int E, int C, int F, cudaStream_t stream) {
-  const int S = check_experts<T>(offsets, E, C, F, "cuda::experts_forward");
-  if (S == 0) return;
+void grouped_forward(T* y, T* h, T* a, const T* x, const int* offsets, const ExpertWeights<T>& w, int E, int C,
+                     int F, cudaStream_t stream) {
+  const int S = offsets[E];
   const size_t el = sizeof(T);
   const size_t s1 = (size_t)w.step((long)F * C), s2 = (size_t)w.step((long)C * F);
   const GroupedGemmArgs g1 = grouped_linear_forward_args(offsets, E, el, h, x, w.w1, C, F, s1);
@@ -191,11 +37,10 @@ void experts_forward(T* y, T* h, T* a, const T* x, const int* offsets, const Exp
 }
 
 template <typename T>
-void experts_backward(T* dx, const ExpertWeights<T>& dw, T* da, T* dh, const T* dy, const T* x,
-                      const T* h, const T* a, const int* offsets, const ExpertWeights<T>& w, int E,
-                      int C, int F, cudaStream_t stream) {
-  const int S = check_experts<T>(offsets, E, C, F, "cuda::experts_backward");
-  if (S == 0) return;
+void grouped_backward(T* dx, const ExpertWeights<T>& dw, T* da, T* dh, const T* dy, const T* x, const T* h,
+                      const T* a, const int* offsets, const ExpertWeights<T>& w, int E, int C, int F,
+                      cudaStream_t stream) {
+  const int S = offsets[E];
   const size_t el = sizeof(T);
   const size_t own = (size_t)C * F;
   const GroupedGemmArgs g_dw2 = grouped_linear_dweight_args(offsets, E, el, dw.w2, dy, a, F, C, dw.step(own));
@@ -216,15 +61,153 @@ void experts_backward(T* dx, const ExpertWeights<T>& dw, T* da, T* dh, const T* 
   expert_bias_grad(dw.b1, dh, up.offsets(), E, F, dw.step(F), stream);
 }
 
+}  // namespace experts_detail
+
+namespace {
+
+// Stream-ordered scratch for a tuning run (freed, stream-ordered, with the object). ok() is
+// false when the device had no room: the class then takes the grouped path unmeasured.
+class Scratch {
+ public:
+  explicit Scratch(cudaStream_t stream) : stream_(stream) {}
+  ~Scratch() {
+    for (void* p : held_) (void)cudaFreeAsync(p, stream_);
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  template <typename T>
+  T* get(size_t n) {
+    void* p = nullptr;
+    if (!ok_ || cudaMallocAsync(&p, std::max<size_t>(n, 1) * sizeof(T), stream_) != cudaSuccess) {
+      (void)cudaGetLastError();  // not sticky: clear it
+      ok_ = false;
+      return nullptr;
+    }
+    held_.push_back(p);
+    return static_cast<T*>(p);
+  }
+  bool ok() const { return ok_; }
+
+ private:
+  cudaStream_t stream_;
+  std::vector<void*> held_;
+  bool ok_ = true;
+};
+
+// Gradients' scratch with the layout of `dw`: one region for the arena's layout (stride: the
+// four tensors of every expert inside [lowest, lowest + span)), else one array per tensor.
+template <typename T>
+ExpertWeights<T> scratch_like(Scratch& s, const ExpertWeights<T>& dw, int E, int C, int F) {
+  const long own[4] = {(long)F * C, F, (long)C * F, C};
+  T* const ptr[4] = {dw.w1, dw.b1, dw.w2, dw.b2};
+  T* out[4] = {};
+  if (dw.stride) {
+    const T* lowest = *std::min_element(ptr, ptr + 4);
+    long span = 0;
+    for (int t = 0; t < 4; ++t) span = std::max(span, (long)(ptr[t] - lowest) + (long)(E - 1) * dw.stride + own[t]);
+    T* region = s.get<T>((size_t)span);
+    for (int t = 0; t < 4 && region; ++t) out[t] = region + (ptr[t] - lowest);
+  } else {
+    for (int t = 0; t < 4; ++t) out[t] = s.get<T>((size_t)E * own[t]);
+  }
+  return {out[0], out[1], out[2], out[3], dw.stride};
+}
+
+// Runs the call on `requested`'s path, or on the tuner's (automatic): the first call of a shape
+// class first measures both paths on scratch outputs (kRounds each, alternating; one host wait),
+// so every real call of a class computes on the path the class keeps.
+template <class Run>
+void run_on_path(ExpertGemmShape shape, ExpertGemmPath requested, cudaStream_t stream, Run run,
+                 const std::function<bool(Scratch&, std::function<void(ExpertGemmPath)>&)>& scratch_run) {
+  ExpertGemmPath path = requested;
+  if (path == ExpertGemmPath::automatic) {
+    MOEBENCH_CUDA_CHECK(cudaGetDevice(&shape.device));
+    ExpertGemmTuner& tuner = expert_gemm_tuner();
+    bool measure = false;
+    path = tuner.next(shape, measure);
+    if (measure) {
+      Scratch scratch(stream);
+      std::function<void(ExpertGemmPath)> on_scratch;
+      std::vector<std::pair<ExpertGemmPath, std::pair<cudaEvent_t, cudaEvent_t>>> timed;
+      if (scratch_run(scratch, on_scratch)) {
+        for (; measure; path = tuner.next(shape, measure)) {
+          cudaEvent_t a = nullptr, b = nullptr;
+          MOEBENCH_CUDA_CHECK(cudaEventCreate(&a));
+          MOEBENCH_CUDA_CHECK(cudaEventCreate(&b));
+          MOEBENCH_CUDA_CHECK(cudaEventRecord(a, stream));
+          on_scratch(path);
+          MOEBENCH_CUDA_CHECK(cudaEventRecord(b, stream));
+          timed.push_back({path, {a, b}});
+        }
+        MOEBENCH_CUDA_CHECK(cudaStreamSynchronize(stream));
+      }
+      for (auto& [p, ev] : timed) {
+        float ms = 0.0f;
+        MOEBENCH_CUDA_CHECK(cudaEventElapsedTime(&ms, ev.first, ev.second));
+        tuner.report(shape, p, ms / 1e3);
+        cudaEventDestroy(ev.first);
+        cudaEventDestroy(ev.second);
+      }
+      if (timed.empty()) tuner.settle(shape, ExpertGemmPath::grouped);  // no room to measure
+      path = tuner.next(shape, measure);
+    }
+  }
+  run(path);
+}
+
+}  // namespace
+
+template <typename T>
+void experts_forward(T* y, T* h, T* a, const T* x, const int* offsets, const ExpertWeights<T>& w,
+                     int E, int C, int F, cudaStream_t stream, ExpertGemmPath path) {
+  const int S = check_experts<T>(offsets, E, C, F, "cuda::experts_forward");
+  if (S == 0) return;
+  const ExpertGemmShape shape{0, (int)sizeof(T), E, C, F, false, rows_log2(S)};
+  auto on = [&](ExpertGemmPath p, T* y_, T* h_, T* a_) {
+    if (p == ExpertGemmPath::per_expert) per_expert_forward<T>(y_, h_, a_, x, offsets, w, E, C, F, stream);
+    else grouped_forward<T>(y_, h_, a_, x, offsets, w, E, C, F, stream);
+  };
+  run_on_path(shape, path, stream, [&](ExpertGemmPath p) { on(p, y, h, a); },
+              [&](Scratch& s, std::function<void(ExpertGemmPath)>& f) {
+                T* ys = s.get<T>((size_t)S * C);
+                T* hs = s.get<T>((size_t)S * F);
+                T* as = s.get<T>((size_t)S * F);
+                f = [=](ExpertGemmPath p) { on(p, ys, hs, as); };
+                return s.ok();
+              });
+}
+
+template <typename T>
+void experts_backward(T* dx, const ExpertWeights<T>& dw, T* da, T* dh, const T* dy, const T* x,
+                      const T* h, const T* a, const int* offsets, const ExpertWeights<T>& w, int E,
+                      int C, int F, cudaStream_t stream, ExpertGemmPath path) {
+  const int S = check_experts<T>(offsets, E, C, F, "cuda::experts_backward");
+  if (S == 0) return;
+  const ExpertGemmShape shape{0, (int)sizeof(T), E, C, F, true, rows_log2(S)};
+  auto on = [&](ExpertGemmPath p, T* dx_, const ExpertWeights<T>& dw_, T* da_, T* dh_) {
+    if (p == ExpertGemmPath::per_expert) per_expert_backward<T>(dx_, dw_, da_, dh_, dy, x, h, a, offsets, w, E, C, F, stream);
+    else grouped_backward<T>(dx_, dw_, da_, dh_, dy, x, h, a, offsets, w, E, C, F, stream);
+  };
+  run_on_path(shape, path, stream, [&](ExpertGemmPath p) { on(p, dx, dw, da, dh); },
+              [&](Scratch& s, std::function<void(ExpertGemmPath)>& f) {
+                T* dxs = s.get<T>((size_t)S * C);
+                T* das = s.get<T>((size_t)S * F);
+                T* dhs = s.get<T>((size_t)S * F);
+                const ExpertWeights<T> dws = scratch_like(s, dw, E, C, F);
+                f = [=](ExpertGemmPath p) { on(p, dxs, dws, das, dhs); };
+                return s.ok();
+              });
+}
+
 template void experts_forward<float>(float*, float*, float*, const float*, const int*,
-                                     const ExpertWeights<float>&, int, int, int, cudaStream_t);
+                                     const ExpertWeights<float>&, int, int, int, cudaStream_t, ExpertGemmPath);
 template void experts_forward<bf16>(bf16*, bf16*, bf16*, const bf16*, const int*, const ExpertWeights<bf16>&,
-                                    int, int, int, cudaStream_t);
+                                    int, int, int, cudaStream_t, ExpertGemmPath);
 template void experts_backward<float>(float*, const ExpertWeights<float>&, float*, float*, const float*,
                                       const float*, const float*, const float*, const int*,
-                                      const ExpertWeights<float>&, int, int, int, cudaStream_t);
+                                      const ExpertWeights<float>&, int, int, int, cudaStream_t, ExpertGemmPath);
 template void experts_backward<bf16>(bf16*, const ExpertWeights<bf16>&, bf16*, bf16*, const bf16*, const bf16*,
                                      const bf16*, const bf16*, const int*, const ExpertWeights<bf16>&, int, int,
-                                     int, cudaStream_t);
+                                     int, cudaStream_t, ExpertGemmPath);
 
 }  // namespace moebench::cuda

@@ -136,7 +136,8 @@ void MoeBlock<T>::experts_forward(const ExpertWeights<T>& w, int F, cudaStream_t
   const int S = offsets_[E_];
   grow(h_, (size_t)S * F);
   grow(a_, (size_t)S * F);
-  moebench::cuda::experts_forward(y_.data(), h_.data(), a_.data(), xg_.data(), offsets_.data(), w, E_, C_, F, stream);
+  moebench::cuda::experts_forward(y_.data(), h_.data(), a_.data(), xg_.data(), offsets_.data(), w, E_, C_, F, stream,
+                                  expert_gemms);
   have_experts_ = true;
 }
 
@@ -169,7 +170,7 @@ void MoeBlock<T>::experts_backward(const ExpertWeights<T>& dw, const ExpertWeigh
   grow(da_, (size_t)S * F_);
   grow(dh_, (size_t)S * F_);
   moebench::cuda::experts_backward(dxg_.data(), dw, da_.data(), dh_.data(), dy_.data(), xg_.data(), h_.data(),
-                                   a_.data(), offsets_.data(), w, E_, C_, F_, stream);
+                                   a_.data(), offsets_.data(), w, E_, C_, F_, stream, expert_gemms);
 }
 
 template <typename T>

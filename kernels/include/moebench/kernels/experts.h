@@ -1,9 +1,18 @@
 #pragma once
 // The expert FFNs of an MoE block on the device: core's ExpertBank (moe/expert_bank.h) as
 // launchers. Rows [offsets[e], offsets[e+1]) of the permuted activations belong to expert e;
-// expert(x) = W2 gelu(W1 x + b1) + b2. Each matrix product over all experts is ONE grouped
-// cuBLAS call (cublasGemmGroupedBatchedEx, built by grouped_gemm_args.h; experts with no rows
-// are left out); bias add, bias gradients and GeLU (gelu.h) are kernels.
+// expert(x) = W2 gelu(W1 x + b1) + b2. Two paths compute it (expert_gemm_tuner.h; `path`, by
+// default the measured choice):
+//   grouped     each matrix product over all experts is ONE grouped cuBLAS call
+//               (cublasGemmGroupedBatchedEx, built by grouped_gemm_args.h; experts with no rows
+//               are left out); bias add, bias gradients and GeLU (gelu.h) are kernels;
+//   per_expert  one cuBLASLt matmul per expert and product (the same grouped_gemm_args.h
+//               problems), spread over 4 streams of the calling thread that fork from and join
+//               `stream` by events, with the epilogues fused: bias + GeLU into the first GEMM
+//               (GELU_AUX_BIAS, keeping h), bias into the second (BIAS), the GeLU derivative
+//               and b1's gradient into the input gradient's GEMM (DGELU_BGRAD). Where cuBLASLt
+//               has no algorithm for an epilogue (asked once per call), that step runs unfused
+//               with the grouped path's kernels. b2's gradient is the bias kernel on both paths.
 //
 // Weights: one contiguous block per tensor over the E local experts, expert e's part at offset
 // e * (size of one expert's tensor):
@@ -26,6 +35,8 @@
 // Determinism: cuBLAS GEMMs with a fixed configuration, bias sums row by row in order.
 #include <cuda_runtime.h>
 
+#include "moebench/kernels/expert_gemm_tuner.h"
+
 namespace moebench::cuda {
 
 // Per-expert FFN parameters (or their gradients): contiguous [E, ...] blocks, see above.
@@ -43,7 +54,8 @@ struct ExpertWeights {
 // a[S,F] (post-GeLU) are written and must be kept for experts_backward.
 template <typename T>
 void experts_forward(T* y, T* h, T* a, const T* x, const int* offsets, const ExpertWeights<T>& w,
-                     int E, int C, int F, cudaStream_t stream = nullptr);
+                     int E, int C, int F, cudaStream_t stream = nullptr,
+                     ExpertGemmPath path = ExpertGemmPath::automatic);
 
 // dx[S,C] (overwritten) and the gradients dw (accumulated, += as ExpertBank) from dy[S,C],
 // given the forward's x, h, a. da and dh are scratch [S,F] (overwritten). Experts with no
@@ -51,6 +63,7 @@ void experts_forward(T* y, T* h, T* a, const T* x, const int* offsets, const Exp
 template <typename T>
 void experts_backward(T* dx, const ExpertWeights<T>& dw, T* da, T* dh, const T* dy, const T* x,
                       const T* h, const T* a, const int* offsets, const ExpertWeights<T>& w, int E,
-                      int C, int F, cudaStream_t stream = nullptr);
+                      int C, int F, cudaStream_t stream = nullptr,
+                      ExpertGemmPath path = ExpertGemmPath::automatic);
 
 }  // namespace moebench::cuda

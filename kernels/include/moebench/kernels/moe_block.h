@@ -55,6 +55,9 @@ class MoeBlock {
   MoeBlock(const MoeBlock&) = delete;
   MoeBlock& operator=(const MoeBlock&) = delete;
 
+  // Which GEMMs the experts run on (experts.h, expert_gemm_tuner.h): measured by default.
+  ExpertGemmPath expert_gemms = ExpertGemmPath::automatic;
+
   // out[N,C] (overwritten) = sum over the kept (n,k) of gate[n,k] * expert_{e[n,k]}(x[n]);
   // router_w is [E,C], w the E experts' FFNs (experts.h layout). capacity: assignments each
   // expert admits, 0 = dropless (the caller resolves it with core's expert_capacity, as

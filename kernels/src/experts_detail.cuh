@@ -1,0 +1,196 @@
+#pragma once
+// What the expert GEMM paths share (kernels/src/experts.cu: the grouped path and the public
+// launchers; experts_per_expert.cu: the per-expert cuBLASLt path): the bias kernels, the upload
+// of the grouped GEMMs' pointer arrays and the offsets, the checks. Private to kernels/src/.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "moebench/kernels/blas_handle.h"
+#include "moebench/kernels/cuda_check.h"
+#include "moebench/kernels/experts.h"
+#include "moebench/kernels/grouped_gemm_args.h"
+#include "moebench/kernels/launch.h"
+#include "moebench/kernels/precision.h"
+
+namespace moebench::cuda::experts_detail {
+
+constexpr int kBiasBlock = 128;
+
+template <typename T>
+cudaDataType_t cuda_type();
+template <>
+inline cudaDataType_t cuda_type<float>() { return CUDA_R_32F; }
+template <>
+inline cudaDataType_t cuda_type<bf16>() { return CUDA_R_16BF; }
+
+inline cublasOperation_t cublas_op(GemmOp op) { return op == GemmOp::T ? CUBLAS_OP_T : CUBLAS_OP_N; }
+
+// The expert owning `row`: the largest e < E with offsets[e] <= row (empty experts share
+// their offset with the next one, which then wins).
+__device__ inline int expert_of_row(const int* offsets, int E, long row) {
+  int lo = 0, hi = E - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (offsets[mid] <= row) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+// out[row] += bias[expert of row], one block per row (grid-stride); expert e's bias at e * stride.
+template <typename T>
+__global__ void __launch_bounds__(kBiasBlock)
+    add_expert_bias_kernel(T* out, const T* bias, const int* offsets, int E, int S, int OC, long stride) {
+  for (long row = blockIdx.x; row < S; row += gridDim.x) {
+    const T* b = bias + (long)expert_of_row(offsets, E, row) * stride;
+    T* o = out + row * OC;
+    for (int c = threadIdx.x; c < OC; c += kBiasBlock) o[c] = from_float<T>(to_float(o[c]) + to_float(b[c]));
+  }
+}
+
+// dbias[e, j] += sum over e's rows of d[row, j]: one thread per (expert, column), rows in
+// order, fp32 sum; grid (column blocks, experts).
+template <typename T>
+__global__ void __launch_bounds__(kBiasBlock)
+    expert_bias_grad_kernel(T* dbias, const T* d, const int* offsets, int OC, long stride) {
+  const int e = blockIdx.y;
+  const int j = blockIdx.x * kBiasBlock + threadIdx.x;
+  if (j >= OC) return;
+  float s = 0.0f;
+  for (long row = offsets[e]; row < offsets[e + 1]; ++row) s += to_float(d[row * OC + j]);
+  T* db = dbias + (long)e * stride + j;
+  *db = from_float<T>(to_float(*db) + s);
+}
+
+// The device pointer arrays of some grouped GEMMs and a copy of the offsets, in one
+// stream-ordered allocation freed (stream-ordered, after the GEMMs) on destruction.
+class GroupedUpload {
+ public:
+  struct Arrays {
+    const void* const* A;
+    const void* const* B;
+    void* const* C;
+  };
+
+  // Offsets only: no GEMMs.
+  GroupedUpload(const int* offsets, int E, cudaStream_t stream) : GroupedUpload({}, offsets, E, stream) {}
+  GroupedUpload(const std::vector<const GroupedGemmArgs*>& gemms, const int* offsets, int E,
+                cudaStream_t stream)
+      : stream_(stream) {
+    size_t words = 0;
+    for (const GroupedGemmArgs* g : gemms) words += 3 * (size_t)g->count();
+    const size_t offset_words = ((size_t)(E + 1) * sizeof(int) + sizeof(uintptr_t) - 1) / sizeof(uintptr_t);
+    std::vector<uintptr_t> host(words + offset_words, 0);
+    size_t at = 0;
+    for (const GroupedGemmArgs* g : gemms) {
+      for (const void* p : g->A) host[at++] = reinterpret_cast<uintptr_t>(p);
+      for (const void* p : g->B) host[at++] = reinterpret_cast<uintptr_t>(p);
+      for (void* p : g->C) host[at++] = reinterpret_cast<uintptr_t>(p);
+    }
+    std::memcpy(host.data() + words, offsets, (size_t)(E + 1) * sizeof(int));
+    const size_t bytes = host.size() * sizeof(uintptr_t);
+    MOEBENCH_CUDA_CHECK(cudaMallocAsync(&base_, bytes, stream));
+    // From pageable memory: returns once the host data is staged, so `host` may go.
+    MOEBENCH_CUDA_CHECK(cudaMemcpyAsync(base_, host.data(), bytes, cudaMemcpyHostToDevice, stream));
+    uintptr_t* dev = static_cast<uintptr_t*>(base_);
+    at = 0;
+    for (const GroupedGemmArgs* g : gemms) {
+      const size_t n = (size_t)g->count();
+      arrays_.push_back({reinterpret_cast<const void* const*>(dev + at),
+                         reinterpret_cast<const void* const*>(dev + at + n),
+                         reinterpret_cast<void* const*>(dev + at + 2 * n)});
+      at += 3 * n;
+    }
+    offsets_ = reinterpret_cast<const int*>(dev + words);
+  }
+  ~GroupedUpload() {
+    if (base_) (void)cudaFreeAsync(base_, stream_);  // no throw from a destructor
+  }
+  GroupedUpload(const GroupedUpload&) = delete;
+  GroupedUpload& operator=(const GroupedUpload&) = delete;
+
+  const Arrays& arrays(size_t i) const { return arrays_[i]; }
+  const int* offsets() const { return offsets_; }
+
+ private:
+  cudaStream_t stream_;
+  void* base_ = nullptr;
+  std::vector<Arrays> arrays_;
+  const int* offsets_ = nullptr;
+};
+
+// One grouped GEMM call: C_i = alpha op(A_i) op(B_i) + beta C_i for every problem.
+template <typename T>
+void grouped_gemm(const GroupedGemmArgs& g, const GroupedUpload::Arrays& d, float alpha, float beta,
+                  cudaStream_t stream) {
+  const int count = g.count();
+  if (count == 0) return;
+  cublasHandle_t handle = cublas_handle();
+  MOEBENCH_CUBLAS_CHECK(cublasSetStream(handle, stream));
+  MOEBENCH_CUBLAS_CHECK(cublasSetPointerMode(handle, CUBLAS_POINTER_MODE_HOST));
+  const std::vector<cublasOperation_t> transa(count, cublas_op(g.transa)), transb(count, cublas_op(g.transb));
+  const std::vector<float> alphas(count, alpha), betas(count, beta);
+  const std::vector<int> group_size(count, 1);
+  const cudaDataType_t type = cuda_type<T>();
+  MOEBENCH_CUBLAS_CHECK(cublasGemmGroupedBatchedEx(
+      handle, transa.data(), transb.data(), g.m.data(), g.n.data(), g.k.data(), alphas.data(), d.A, type,
+      g.lda.data(), d.B, type, g.ldb.data(), betas.data(), d.C, type, g.ldc.data(), count,
+      group_size.data(), CUBLAS_COMPUTE_32F));
+}
+
+// Checks the host offsets and returns S = offsets[E]. bf16 rows must be 16-byte aligned for the
+// grouped GEMMs (C and F multiples of 8): a clean error instead of a misaligned-address fault.
+template <typename T>
+int check_experts(const int* offsets, int E, int C, int F, const char* what) {
+  if (E < 1 || C < 1 || F < 1)
+    throw std::invalid_argument(std::string(what) + ": need E, C, F >= 1");
+  if (sizeof(T) == 2 && (C % 8 != 0 || F % 8 != 0))
+    throw std::invalid_argument(std::string(what) + ": bf16 needs C and F to be multiples of 8, got C = " +
+                                std::to_string(C) + ", F = " + std::to_string(F));
+  if (offsets[0] != 0) throw std::invalid_argument(std::string(what) + ": offsets[0] must be 0");
+  for (int e = 0; e < E; ++e)
+    if (offsets[e + 1] < offsets[e])
+      throw std::invalid_argument(std::string(what) + ": offsets decrease at expert " + std::to_string(e));
+  return offsets[E];
+}
+
+template <typename T>
+void add_expert_bias(T* out, const T* bias, const int* d_offsets, int E, int S, int OC, long stride,
+                     cudaStream_t stream) {
+  add_expert_bias_kernel<T><<<(int)std::min<long>(S, kMaxGridX), kBiasBlock, 0, stream>>>(out, bias, d_offsets,
+                                                                                     E, S, OC, stride);
+  MOEBENCH_CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
+void expert_bias_grad(T* dbias, const T* d, const int* d_offsets, int E, int OC, long stride, cudaStream_t stream) {
+  const dim3 grid((unsigned)ceil_div(OC, kBiasBlock), (unsigned)E);
+  expert_bias_grad_kernel<T><<<grid, kBiasBlock, 0, stream>>>(dbias, d, d_offsets, OC, stride);
+  MOEBENCH_CUDA_CHECK_LAUNCH();
+}
+
+
+// The two paths (offsets checked, S > 0): experts.cu (grouped), experts_per_expert.cu.
+template <typename T>
+void grouped_forward(T* y, T* h, T* a, const T* x, const int* offsets, const ExpertWeights<T>& w, int E, int C,
+                     int F, cudaStream_t stream);
+template <typename T>
+void grouped_backward(T* dx, const ExpertWeights<T>& dw, T* da, T* dh, const T* dy, const T* x, const T* h,
+                      const T* a, const int* offsets, const ExpertWeights<T>& w, int E, int C, int F,
+                      cudaStream_t stream);
+template <typename T>
+void per_expert_forward(T* y, T* h, T* a, const T* x, const int* offsets, const ExpertWeights<T>& w, int E, int C,
+                        int F, cudaStream_t stream);
+template <typename T>
+void per_expert_backward(T* dx, const ExpertWeights<T>& dw, T* da, T* dh, const T* dy, const T* x, const T* h,
+                         const T* a, const int* offsets, const ExpertWeights<T>& w, int E, int C, int F,
+                         cudaStream_t stream);
+
+}  // namespace moebench::cuda::experts_detail

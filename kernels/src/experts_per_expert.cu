@@ -1,0 +1,302 @@
+// The experts' per-expert path (experts.h): one cuBLASLt matmul per expert and product, on side
+// streams of the calling thread, with the bias, GeLU, GeLU derivative and b1's gradient in the
+// GEMMs' epilogues where cuBLASLt has an algorithm for them.
+#include <cublasLt.h>
+
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "experts_detail.cuh"
+#include "moebench/kernels/gelu.h"
+
+namespace moebench::cuda::experts_detail {
+namespace {
+
+constexpr int kSideStreams = 4;
+constexpr size_t kWorkspaceBytes = size_t(32) << 20;  // per side stream (cuBLASLt's Hopper kernels want 32 MiB)
+
+// The calling thread's cuBLASLt handle, side streams, their workspaces and events on one device.
+struct LtSide {
+  cublasLtHandle_t lt = nullptr;
+  cudaStream_t stream[kSideStreams] = {};
+  void* workspace[kSideStreams] = {};
+  cudaEvent_t done[kSideStreams] = {};
+  cudaEvent_t fork = nullptr;
+};
+
+struct ThreadSides {
+  std::map<int, LtSide> by_device;
+  ThreadSides() = default;
+  ThreadSides(const ThreadSides&) = delete;
+  ThreadSides& operator=(const ThreadSides&) = delete;
+  ~ThreadSides() {  // at thread exit; errors ignored (the runtime may be shutting down)
+    int current = -1;
+    const bool have_current = cudaGetDevice(&current) == cudaSuccess;
+    for (auto& [device, s] : by_device) {
+      if (cudaSetDevice(device) != cudaSuccess) continue;
+      for (int i = 0; i < kSideStreams; ++i) {
+        if (s.stream[i]) (void)cudaStreamSynchronize(s.stream[i]), (void)cudaStreamDestroy(s.stream[i]);
+        if (s.workspace[i]) (void)cudaFree(s.workspace[i]);
+        if (s.done[i]) (void)cudaEventDestroy(s.done[i]);
+      }
+      if (s.fork) (void)cudaEventDestroy(s.fork);
+      if (s.lt) (void)cublasLtDestroy(s.lt);
+    }
+    if (have_current) (void)cudaSetDevice(current);
+    (void)cudaGetLastError();
+  }
+};
+
+LtSide& lt_side() {
+  thread_local ThreadSides sides;
+  int device = 0;
+  MOEBENCH_CUDA_CHECK(cudaGetDevice(&device));
+  LtSide& s = sides.by_device[device];
+  if (!s.lt) {
+    MOEBENCH_CUBLAS_CHECK(cublasLtCreate(&s.lt));
+    for (int i = 0; i < kSideStreams; ++i) {
+      MOEBENCH_CUDA_CHECK(cudaStreamCreateWithFlags(&s.stream[i], cudaStreamNonBlocking));
+      MOEBENCH_CUDA_CHECK(cudaMalloc(&s.workspace[i], kWorkspaceBytes));
+      MOEBENCH_CUDA_CHECK(cudaEventCreateWithFlags(&s.done[i], cudaEventDisableTiming));
+    }
+    MOEBENCH_CUDA_CHECK(cudaEventCreateWithFlags(&s.fork, cudaEventDisableTiming));
+  }
+  return s;
+}
+
+// The side streams start after what `stream` has so far...
+void fork(LtSide& s, cudaStream_t stream) {
+  MOEBENCH_CUDA_CHECK(cudaEventRecord(s.fork, stream));
+  for (int i = 0; i < kSideStreams; ++i) MOEBENCH_CUDA_CHECK(cudaStreamWaitEvent(s.stream[i], s.fork, 0));
+}
+// ... and `stream` goes on after what they have.
+void join(LtSide& s, cudaStream_t stream) {
+  for (int i = 0; i < kSideStreams; ++i) {
+    MOEBENCH_CUDA_CHECK(cudaEventRecord(s.done[i], s.stream[i]));
+    MOEBENCH_CUDA_CHECK(cudaStreamWaitEvent(stream, s.done[i], 0));
+  }
+}
+
+// One matmul: problem i of a GroupedGemmArgs (D = C = op(A) op(B), beta 0 or 1), with an epilogue.
+struct LtGemm {
+  const GroupedGemmArgs* g = nullptr;
+  int i = 0;
+  float beta = 0.0f;
+  void* D = nullptr;  // the output (problem's C unless an epilogue writes elsewhere)
+  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  const void* bias = nullptr;  // BIAS: input; DGELU_BGRAD: the bias gradient's output
+  const void* aux = nullptr;   // GELU_AUX_BIAS: h written; DGELU_BGRAD: h read
+  long aux_ld = 0;
+};
+
+template <typename T>
+struct Desc {  // RAII over the descriptors of one matmul
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulPreference_t pref = nullptr;
+  ~Desc() {
+    if (pref) cublasLtMatmulPreferenceDestroy(pref);
+    if (c) cublasLtMatrixLayoutDestroy(c);
+    if (b) cublasLtMatrixLayoutDestroy(b);
+    if (a) cublasLtMatrixLayoutDestroy(a);
+    if (op) cublasLtMatmulDescDestroy(op);
+  }
+};
+
+template <typename T>
+void set(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t attr, const T& v) {
+  MOEBENCH_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(d, attr, &v, sizeof v));
+}
+
+// Runs the matmul on `stream` with `workspace`; false (nothing enqueued) when cuBLASLt has no
+// algorithm for it (an epilogue it does not offer for this type or shape).
+template <typename T>
+bool lt_matmul(LtSide& side, int slot, const LtGemm& m) {
+  const GroupedGemmArgs& g = *m.g;
+  const int i = m.i;
+  const cudaDataType_t type = cuda_type<T>();
+  const cublasOperation_t ta = cublas_op(g.transa), tb = cublas_op(g.transb);
+  Desc<T> d;
+  MOEBENCH_CUBLAS_CHECK(cublasLtMatmulDescCreate(&d.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  set(d.op, CUBLASLT_MATMUL_DESC_TRANSA, ta);
+  set(d.op, CUBLASLT_MATMUL_DESC_TRANSB, tb);
+  if (m.epilogue != CUBLASLT_EPILOGUE_DEFAULT) {
+    set(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, m.epilogue);
+    if (m.bias) set(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, m.bias);
+    if (m.aux) {
+      set(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, m.aux);
+      set(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, (int64_t)m.aux_ld);
+    }
+  }
+  const int m_ = g.m[i], n = g.n[i], k = g.k[i];
+  MOEBENCH_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&d.a, type, ta == CUBLAS_OP_N ? m_ : k, ta == CUBLAS_OP_N ? k : m_,
+                                                   g.lda[i]));
+  MOEBENCH_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&d.b, type, tb == CUBLAS_OP_N ? k : n, tb == CUBLAS_OP_N ? n : k,
+                                                   g.ldb[i]));
+  MOEBENCH_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&d.c, type, m_, n, g.ldc[i]));
+  MOEBENCH_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&d.pref));
+  const uint64_t ws = kWorkspaceBytes;
+  MOEBENCH_CUBLAS_CHECK(
+      cublasLtMatmulPreferenceSetAttribute(d.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+  cublasLtMatmulHeuristicResult_t found{};
+  int count = 0;
+  const cublasStatus_t st =
+      cublasLtMatmulAlgoGetHeuristic(side.lt, d.op, d.a, d.b, d.c, d.c, d.pref, 1, &found, &count);
+  // An epilogue cuBLASLt refuses for this type, shape or alignment: the caller runs it unfused.
+  if (m.epilogue != CUBLASLT_EPILOGUE_DEFAULT && (st != CUBLAS_STATUS_SUCCESS || count == 0)) return false;
+  MOEBENCH_CUBLAS_CHECK(st);
+  if (count == 0) return false;
+  const float alpha = 1.0f, beta = m.beta;
+  MOEBENCH_CUBLAS_CHECK(cublasLtMatmul(side.lt, d.op, &alpha, g.A[i], d.a, g.B[i], d.b, &beta, m.D, d.c, m.D, d.c,
+                                       &found.algo, side.workspace[slot], kWorkspaceBytes, side.stream[slot]));
+  return true;
+}
+
+// Runs the matmul, which must have an algorithm (no epilogue, or one found before).
+template <typename T>
+void lt_matmul_required(LtSide& side, int slot, const LtGemm& m, const char* what) {
+  if (!lt_matmul<T>(side, slot, m))
+    throw std::runtime_error(std::string("cuBLASLt has no algorithm for the experts' ") + what + " (expert " +
+                             std::to_string(m.g->expert[(size_t)m.i]) + ")");
+}
+
+// Whether every expert's epilogue operands are 16-byte aligned (cuBLASLt's vectorised
+// epilogues; checked before the first one is tried, so no expert faults on a misaligned bias).
+bool aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+// dst[e * stride + j] += src[i * OC + j] for problem i of expert experts[i].
+template <typename T>
+__global__ void __launch_bounds__(kBiasBlock)
+    add_problem_rows_kernel(T* dst, const T* src, const int* experts, int OC, long stride) {
+  const int i = blockIdx.y;
+  const int j = blockIdx.x * kBiasBlock + threadIdx.x;
+  if (j >= OC) return;
+  T* d = dst + (long)experts[i] * stride + j;
+  *d = from_float<T>(to_float(*d) + to_float(src[(long)i * OC + j]));
+}
+
+}  // namespace
+
+template <typename T>
+void per_expert_forward(T* y, T* h, T* a, const T* x, const int* offsets, const ExpertWeights<T>& w, int E, int C,
+                        int F, cudaStream_t stream) {
+  const int S = offsets[E];
+  const size_t el = sizeof(T);
+  const size_t s1 = (size_t)w.step((long)F * C), s2 = (size_t)w.step((long)C * F);
+  const GroupedGemmArgs g1 = grouped_linear_forward_args(offsets, E, el, h, x, w.w1, C, F, s1);  // C: h's rows
+  const GroupedGemmArgs g2 = grouped_linear_forward_args(offsets, E, el, y, a, w.w2, F, C, s2);
+  LtSide& side = lt_side();
+  fork(side, stream);
+  // First GEMM with bias + GeLU (h kept as the epilogue's aux output); probed on the first expert.
+  bool fused1 = true, fused2 = true;
+  for (int i = 0; i < g1.count(); ++i) {
+    const int e = g1.expert[(size_t)i];
+    const long r0 = offsets[e];
+    fused1 = fused1 && aligned(a + r0 * F) && aligned(h + r0 * F) && aligned(w.b1 + (long)e * w.step(F));
+    fused2 = fused2 && aligned(w.b2 + (long)e * w.step(C));
+  }
+  for (int i = 0; i < g1.count(); ++i) {
+    const int e = g1.expert[(size_t)i], slot = i % kSideStreams;
+    const long r0 = offsets[e];
+    LtGemm m{&g1, i, 0.0f, a + r0 * F, CUBLASLT_EPILOGUE_GELU_AUX_BIAS, w.b1 + (long)e * w.step(F), h + r0 * F, F};
+    if (i == 0) fused1 = fused1 && lt_matmul<T>(side, slot, m);
+    else if (fused1) lt_matmul_required<T>(side, slot, m, "first GEMM with bias and GeLU");
+    if (!fused1) lt_matmul_required<T>(side, slot, LtGemm{&g1, i, 0.0f, g1.C[(size_t)i]}, "first GEMM");
+  }
+  if (!fused1) {  // bias and GeLU as kernels between the GEMMs
+    join(side, stream);
+    const GroupedUpload up(offsets, E, stream);
+    add_expert_bias(h, w.b1, up.offsets(), E, S, F, w.step(F), stream);
+    gelu_forward(a, h, (long)S * F, stream);
+    fork(side, stream);
+  }
+  for (int i = 0; i < g2.count(); ++i) {
+    const int e = g2.expert[(size_t)i], slot = i % kSideStreams;  // the same stream as its first GEMM
+    LtGemm m{&g2, i, 0.0f, g2.C[(size_t)i], CUBLASLT_EPILOGUE_BIAS, w.b2 + (long)e * w.step(C)};
+    if (i == 0) fused2 = fused2 && lt_matmul<T>(side, slot, m);
+    else if (fused2) lt_matmul_required<T>(side, slot, m, "second GEMM with bias");
+    if (!fused2) lt_matmul_required<T>(side, slot, LtGemm{&g2, i, 0.0f, g2.C[(size_t)i]}, "second GEMM");
+  }
+  join(side, stream);
+  if (!fused2) {
+    const GroupedUpload up(offsets, E, stream);
+    add_expert_bias(y, w.b2, up.offsets(), E, S, C, w.step(C), stream);
+  }
+}
+
+template <typename T>
+void per_expert_backward(T* dx, const ExpertWeights<T>& dw, T* da, T* dh, const T* dy, const T* x, const T* h,
+                         const T* a, const int* offsets, const ExpertWeights<T>& w, int E, int C, int F,
+                         cudaStream_t stream) {
+  const int S = offsets[E];
+  const size_t el = sizeof(T);
+  const size_t own = (size_t)C * F;
+  const GroupedGemmArgs g_dw2 = grouped_linear_dweight_args(offsets, E, el, dw.w2, dy, a, F, C, dw.step(own));
+  const GroupedGemmArgs g_da = grouped_linear_dinp_args(offsets, E, el, da, dy, w.w2, F, C, w.step(own));
+  const GroupedGemmArgs g_dw1 = grouped_linear_dweight_args(offsets, E, el, dw.w1, dh, x, C, F, dw.step(own));
+  const GroupedGemmArgs g_dx = grouped_linear_dinp_args(offsets, E, el, dx, dh, w.w1, C, F, w.step(own));
+  const int n = g_da.count();
+  // b2's gradient (kernel, as the grouped path); b1's per problem from the epilogue, added after.
+  const GroupedUpload up(offsets, E, stream);
+  expert_bias_grad(dw.b2, dy, up.offsets(), E, C, dw.step(C), stream);
+  T* db1 = nullptr;  // [n, F]
+  int* experts = nullptr;
+  MOEBENCH_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&db1), (size_t)n * F * el, stream));
+  MOEBENCH_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&experts), (size_t)n * sizeof(int), stream));
+  // From pageable memory: staged before the call returns.
+  MOEBENCH_CUDA_CHECK(cudaMemcpyAsync(experts, g_da.expert.data(), (size_t)n * sizeof(int), cudaMemcpyHostToDevice, stream));
+  LtSide& side = lt_side();
+  fork(side, stream);
+  bool fused = aligned(db1) && (F * el) % 16 == 0;  // every row of db1 aligned too
+  for (int i = 0; i < n; ++i) {
+    const long r0 = offsets[g_da.expert[(size_t)i]];
+    fused = fused && aligned(dh + r0 * F) && aligned(h + r0 * F);
+  }
+  for (int i = 0; i < n; ++i) {
+    const int e = g_da.expert[(size_t)i], slot = i % kSideStreams;
+    const long r0 = offsets[e];
+    lt_matmul_required<T>(side, slot, LtGemm{&g_dw2, i, 1.0f, g_dw2.C[(size_t)i]}, "W2 gradient");
+    // dh = gelu'(h) (dy W2), and b1's gradient (the sum of dh's rows) into db1's row i.
+    LtGemm m{&g_da, i, 0.0f, dh + r0 * F, CUBLASLT_EPILOGUE_DGELU_BGRAD, db1 + (size_t)i * F, h + r0 * F, F};
+    if (i == 0) fused = fused && lt_matmul<T>(side, slot, m);
+    else if (fused) lt_matmul_required<T>(side, slot, m, "input gradient with GeLU's derivative");
+    if (!fused) lt_matmul_required<T>(side, slot, LtGemm{&g_da, i, 0.0f, g_da.C[(size_t)i]}, "second GEMM's input gradient");
+  }
+  if (!fused) {  // GeLU's derivative as the kernel (it accumulates: dh starts at zero)
+    join(side, stream);
+    MOEBENCH_CUDA_CHECK(cudaMemsetAsync(dh, 0, (size_t)S * F * el, stream));
+    gelu_backward(dh, h, da, (long)S * F, stream);
+    fork(side, stream);
+  }
+  for (int i = 0; i < n; ++i) {
+    const int slot = i % kSideStreams;
+    lt_matmul_required<T>(side, slot, LtGemm{&g_dw1, i, 1.0f, g_dw1.C[(size_t)i]}, "W1 gradient");
+    lt_matmul_required<T>(side, slot, LtGemm{&g_dx, i, 0.0f, g_dx.C[(size_t)i]}, "first GEMM's input gradient");
+  }
+  join(side, stream);
+  if (fused) {
+    const dim3 grid((unsigned)ceil_div(F, kBiasBlock), (unsigned)n);
+    add_problem_rows_kernel<T><<<grid, kBiasBlock, 0, stream>>>(dw.b1, db1, experts, F, dw.step(F));
+    MOEBENCH_CUDA_CHECK_LAUNCH();
+  } else {
+    expert_bias_grad(dw.b1, dh, up.offsets(), E, F, dw.step(F), stream);
+  }
+  MOEBENCH_CUDA_CHECK(cudaFreeAsync(db1, stream));
+  MOEBENCH_CUDA_CHECK(cudaFreeAsync(experts, stream));
+}
+
+template void per_expert_forward<float>(float*, float*, float*, const float*, const int*, const ExpertWeights<float>&,
+                                        int, int, int, cudaStream_t);
+template void per_expert_forward<bf16>(bf16*, bf16*, bf16*, const bf16*, const int*, const ExpertWeights<bf16>&, int,
+                                       int, int, cudaStream_t);
+template void per_expert_backward<float>(float*, const ExpertWeights<float>&, float*, float*, const float*,
+                                         const float*, const float*, const float*, const int*,
+                                         const ExpertWeights<float>&, int, int, int, cudaStream_t);
+template void per_expert_backward<bf16>(bf16*, const ExpertWeights<bf16>&, bf16*, bf16*, const bf16*, const bf16*,
+                                        const bf16*, const bf16*, const int*, const ExpertWeights<bf16>&, int, int,
+                                        int, cudaStream_t);
+
+}  // namespace moebench::cuda::experts_detail
