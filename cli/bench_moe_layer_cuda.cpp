@@ -3,11 +3,11 @@
 // gates and aux weight 0.01 as on the CPU; each pass timed with CUDA events, median of --iters
 // after one warm-up forward+backward. Same flop formula as the CPU path.
 //
-// Inputs are drawn on the host and uploaded (rounded to bf16 with --precision bf16): x,
-// router_w and dout from Rng(42) in the order and scale of the CPU path, so the routing is
-// that of the CPU run of the same shape; the expert weights (N(0, 0.02^2) as on the CPU) from
-// keyed streams Rng::keyed({42, expert, tensor, chunk}) in parallel, since at the target sizes
-// (E * 2 * H * A*H values, 10^9 and more) one serial stream would take minutes.
+// x, router_w and dout are drawn on the host and uploaded (rounded to bf16 with --precision
+// bf16) from Rng(42) in the order and scale of the CPU path, so the routing is that of the CPU
+// run of the same shape; the expert weights (N(0, 0.02^2) as on the CPU, other values) on the
+// device by cuda::fill_normal, one stream per expert and tensor, since at the target sizes
+// (E * 2 * H * A*H values, 10^9 and more) the host would take minutes.
 //
 // The reference rate, measured in the same command with cuda::time_gemm of the block's type
 // (bf16: bf16 in and out, fp32 accumulation; fp32: true fp32, no TF32): the expert-FFN shape
@@ -31,6 +31,7 @@
 #include "moebench/kernels/gemm_timing.h"
 #include "moebench/kernels/moe_block.h"
 #include "moebench/kernels/precision.h"
+#include "moebench/kernels/random_fill.h"
 #include "moebench/tensor/matmul.h"
 #include "moebench/tensor/rng.h"
 
@@ -66,20 +67,6 @@ class Event {
 std::vector<float> normals(Rng& rng, size_t n, float scale) {
   std::vector<float> v(n);
   for (auto& x : v) x = rng.normal() * scale;
-  return v;
-}
-
-// n values N(0, scale^2) from keyed streams, one per chunk of 2^20, drawn in parallel.
-std::vector<float> keyed_normals(size_t n, float scale, uint64_t expert, uint64_t tensor) {
-  constexpr size_t kChunk = size_t{1} << 20;
-  std::vector<float> v(n);
-  const long chunks = (long)((n + kChunk - 1) / kChunk);
-#pragma omp parallel for schedule(static)
-  for (long c = 0; c < chunks; ++c) {
-    Rng rng = Rng::keyed({42, expert, tensor, (uint64_t)c});
-    const size_t end = std::min(n, (size_t)(c + 1) * kChunk);
-    for (size_t i = (size_t)c * kChunk; i < end; ++i) v[i] = rng.normal() * scale;
-  }
   return v;
 }
 
@@ -119,11 +106,12 @@ BlockTiming time_block(const MoeBenchOptions& o) {
   dx.zero();
   drouter.zero();
   Experts<T> w(E, C, F), g(E, C, F);
-  for (int e = 0; e < E; ++e) {
-    upload(w.w1.data() + e * fc, keyed_normals(fc, 0.02f, e, 0));
-    upload(w.b1.data() + (size_t)e * F, keyed_normals(F, 0.02f, e, 1));
-    upload(w.w2.data() + e * fc, keyed_normals(fc, 0.02f, e, 2));
-    upload(w.b2.data() + (size_t)e * C, keyed_normals(C, 0.02f, e, 3));
+  for (int e = 0; e < E; ++e) {  // stream (42, expert, tensor)
+    const uint64_t key = (uint64_t{42} << 40) | ((uint64_t)e << 8);
+    cuda::fill_normal(w.w1.data() + e * fc, (long)fc, 0.02f, key | 0);
+    cuda::fill_normal(w.b1.data() + (size_t)e * F, F, 0.02f, key | 1);
+    cuda::fill_normal(w.w2.data() + e * fc, (long)fc, 0.02f, key | 2);
+    cuda::fill_normal(w.b2.data() + (size_t)e * C, C, 0.02f, key | 3);
   }
   for (auto* b : {&g.w1, &g.b1, &g.w2, &g.b2}) b->zero();
 

@@ -15,6 +15,7 @@
 //   bf16 everything (outputs rounded to bf16, 2^-9 relative):   (2e-2, 2e-2)
 //   bf16 attention (bf16 scores, probabilities, their grads):   (3e-2, 3e-2)
 //   grad norm (double accumulation on both sides):              (0, 1e-10)
+// fill_normal (bench inputs drawn on the device) is checked for its distribution instead.
 //
 // Without CUDA in the build every test skips ("built without CUDA"); with CUDA but no visible
 // device, every test skips with "no GPU" (CTest reports the suite as Skipped).
@@ -41,6 +42,7 @@
 #include "moebench/kernels/matmul.h"
 #include "moebench/kernels/mixed_precision.h"
 #include "moebench/kernels/precision.h"
+#include "moebench/kernels/random_fill.h"
 #include "moebench/kernels/residual.h"
 #include "moebench/model/attention.h"
 #include "moebench/model/crossentropy.h"
@@ -475,6 +477,36 @@ void check_grad_norm(long n, uint32_t seed) {
            qPrintable(tag + ": clip_grad_norm's norm is not the norm before clipping"));
 }
 
+// fill_normal: 2^20 draws of one stream have mean 0 and standard deviation `scale` (within 5
+// standard errors), 68 % within one deviation, repeat exactly, and another key gives other values.
+void check_fill_normal() {
+  const long n = 1 << 20;
+  const float scale = 0.02f;
+  DeviceBuffer<float> a((size_t)n), b((size_t)n), c((size_t)n);
+  gpu::fill_normal(a.data(), n, scale, 7);
+  gpu::fill_normal(b.data(), n, scale, 7);
+  gpu::fill_normal(c.data(), n, scale, 8);
+  const std::vector<float> va = a.download(), vb = b.download(), vc = c.download();
+  QVERIFY(va == vb);
+  long same = 0, within = 0;
+  double sum = 0.0, sq = 0.0;
+  for (long i = 0; i < n; ++i) {
+    same += va[i] == vc[i];
+    sum += va[i];
+    sq += (double)va[i] * va[i];
+    within += std::abs(va[i]) <= scale;
+  }
+  const double mean = sum / n, sd = std::sqrt(sq / n - mean * mean);
+  QVERIFY2(std::abs(mean) <= 5 * scale / std::sqrt((double)n), qPrintable(QString("mean %1").arg(mean)));
+  QVERIFY2(std::abs(sd / scale - 1.0) <= 5 * std::sqrt(0.5 / n), qPrintable(QString("sd %1").arg(sd)));
+  QVERIFY2(std::abs((double)within / n - 0.6827) <= 0.005, qPrintable(QString("within one sd %1").arg((double)within / n)));
+  QVERIFY2(same < 10, "another key gave the same draws");
+  DeviceBuffer<bf16> h(1000);
+  gpu::fill_normal(h.data(), 1000, scale, 7);  // bf16: the same draws rounded once
+  const std::vector<bf16> vh = h.download();
+  for (int i = 0; i < 1000; ++i) QCOMPARE(gpu::to_float(vh[(size_t)i]), gpu::to_float(gpu::from_float<bf16>(va[(size_t)i])));
+}
+
 }  // namespace
 #endif  // MOEBENCH_HAVE_CUDA
 
@@ -564,6 +596,12 @@ class TestKernelsDense : public QObject {
 #ifdef MOEBENCH_HAVE_CUDA
     check_adamw<float>(81);
     check_adamw<bf16>(82);
+#endif
+  }
+
+  void fillNormal() {
+#ifdef MOEBENCH_HAVE_CUDA
+    check_fill_normal();
 #endif
   }
 
