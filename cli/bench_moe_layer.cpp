@@ -1,7 +1,7 @@
 // moebench bench moe-layer --tokens T --hidden H --ffn-mult A --experts E --top-k K
 //                          [--threads N] [--iters N] [--json]
 //                          [--device cpu|cuda] [--precision fp32|bf16]
-//                          [--expert-gemms auto|grouped|per_expert]
+//                          [--expert-gemms auto|grouped|per_expert] [--profile]
 // Times one MoE block (router + dispatch + experts + combine) forward and backward on CPU
 // (MoeLayer, fp32), or with --device cuda on one GPU (cuda::MoeBlock, fp32 or bf16; see
 // bench_moe_layer_cuda.cpp, which also reports the fraction of a measured GEMM rate).
@@ -138,6 +138,8 @@ int bench_moe_layer(const MoeBenchOptions& o) {
 int bench_moe_layer_on(const MoeBenchOptions& o) {
   if (o.device == "cpu" && o.precision != "fp32")
     throw UsageError("--precision " + o.precision + " needs --device cuda: the CPU MoE block runs in fp32");
+  if (o.device == "cpu" && o.profile)
+    throw UsageError("--profile needs --device cuda: it times the GPU kernels with CUDA events");
   if (o.device == "cpu" && o.expert_gemms != "auto")
     throw UsageError("--expert-gemms " + o.expert_gemms + " needs --device cuda: the CPU experts run on BLAS");
   check_moe_bench(o);
@@ -166,6 +168,9 @@ void add_bench_moe_layer(CLI::App& bench, Action& action) {
   cmd->add_option("--threads", o->threads, "Threads (0 = all cores)")->transform(non_negative())->check(thread_count());
   cmd->add_option("--iters", o->iters, "Timed iterations")->transform(positive());
   cmd->add_flag("--json", o->json, "Print JSON");
+  cmd->add_flag("--profile", o->profile,
+                "After the timed iterations, time each step of one more forward + backward (CUDA events; "
+                "--device cuda only)");
   cmd->add_option("--device", o->device, "cpu (MoeLayer, fp32) or cuda (cuda::MoeBlock on the current GPU)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   cmd->add_option("--precision", o->precision, "fp32 or bf16 (bf16 activations and weights, fp32 accumulation; "

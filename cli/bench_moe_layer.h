@@ -8,6 +8,7 @@ namespace moebench::cli {
 struct MoeBenchOptions {
   int tokens = 4096, hidden = 256, ffn_mult = 4, experts = 8, top_k = 2, threads = 0, iters = 10;
   bool json = false;
+  bool profile = false;  // --device cuda: each step of one forward + backward (kernel_profile.h)
   std::string device = "cpu";      // cpu | cuda
   std::string precision = "fp32";  // fp32 | bf16 (bf16 with --device cuda only)
   std::string expert_gemms = "auto";  // auto | grouped | per_expert (--device cuda only)

@@ -29,6 +29,7 @@
 #include "moebench/kernels/device_buffer.h"
 #include "moebench/kernels/expert_gemm_tuner.h"
 #include "moebench/kernels/gemm_timing.h"
+#include "moebench/kernels/kernel_profile.h"
 #include "moebench/kernels/moe_block.h"
 #include "moebench/kernels/precision.h"
 #include "moebench/kernels/random_fill.h"
@@ -92,6 +93,7 @@ struct BlockTiming {
   double forward = 0.0, backward = 0.0;  // median seconds
   long kept = 0;                          // kept assignments T_kept
   float aux = 0.0f;
+  std::vector<cuda::KernelProfile::Step> steps;  // --profile: one more forward + backward, step by step
 };
 
 template <typename T>
@@ -143,6 +145,13 @@ BlockTiming time_block(const MoeBenchOptions& o) {
   t.forward = median(tf);
   t.backward = median(tb);
   t.kept = block.rows();
+  if (o.profile) {  // after the timed iterations: the marks' events do not weigh on them
+    cuda::KernelProfile profile(nullptr);
+    forward();
+    cuda::profile_step("(forward done)", nullptr);
+    backward();
+    t.steps = profile.finish();
+  }
   return t;
 }
 
@@ -217,6 +226,8 @@ int bench_moe_layer_cuda(const MoeBenchOptions& o) {
   nlohmann::json gemms;
   const std::string fwd_line = expert_gemms_line(o, bf16, C, F, t.kept, false, gemms);
   const std::string bwd_line = expert_gemms_line(o, bf16, C, F, t.kept, true, gemms);
+  nlohmann::json steps = nlohmann::json::array();
+  for (const cuda::KernelProfile::Step& s : t.steps) steps.push_back({{"step", s.name}, {"ms", s.seconds * 1e3}});
   if (o.json) {
     nlohmann::json shapes = nlohmann::json::array();
     for (const GemmRate& r : rates) shapes.push_back({{"m", r.m}, {"n", r.n}, {"k", r.k}, {"tflops", r.tflops}});
@@ -228,6 +239,7 @@ int bench_moe_layer_cuda(const MoeBenchOptions& o) {
                         {"flop_formula", "3 x (2*T*H*E + 4*T_kept*H*(A*H))"}, {"gemm_type", tname},
                         {"gemm_shapes", shapes}, {"gemm_rate_tflops", peak}, {"gemm_rate_percent", percent},
                         {"expert_gemms", gemms}};
+    if (o.profile) j["profile"] = steps;
     std::cout << j.dump(2) << "\n";
     return 0;
   }
@@ -240,6 +252,13 @@ int bench_moe_layer_cuda(const MoeBenchOptions& o) {
               rates[0].m, rates[0].k, rates[0].k, rates[0].n, rates[0].tflops, rates[1].tflops);
   std::printf("%.1f %% of the measured %s GEMM rate (%.1f TFLOP/s)\n", percent, tname, peak);
   std::printf("# expert GEMMs: %s; %s\n", fwd_line.c_str(), bwd_line.c_str());
+  if (o.profile) {
+    double sum = 0.0;
+    for (const cuda::KernelProfile::Step& s : t.steps) sum += s.seconds;
+    std::printf("# profile of one forward + backward (CUDA events between the steps; %.3f ms in all):\n", sum * 1e3);
+    for (const cuda::KernelProfile::Step& s : t.steps)
+      std::printf("%9.3f ms %5.1f %%  %s\n", s.seconds * 1e3, sum > 0 ? 100.0 * s.seconds / sum : 0.0, s.name.c_str());
+  }
   return 0;
 }
 

@@ -120,7 +120,7 @@ run() {
   # GEMM rate) with the measured choice and with each path forced, E=64 K=8 (<= 165 ms); fp32 E=8 K=2
   # (>= 75 % of the fp32 rate); the fine-grained T=4096 H=1024 E=64 K=8. Each prints its "expert GEMMs" line.
   local big=(bench moe-layer --device cuda --tokens 16384 --hidden 4096 --ffn-mult 4 --iters 5)
-  step moe_e8k2_bf16 300 moebench "${big[@]}" --experts 8 --top-k 2 --precision bf16
+  step moe_e8k2_bf16 300 moebench "${big[@]}" --experts 8 --top-k 2 --precision bf16 --profile
   step moe_e8k2_bf16_grouped 300 moebench "${big[@]}" --experts 8 --top-k 2 --precision bf16 --expert-gemms grouped
   step moe_e8k2_bf16_per_expert 300 moebench "${big[@]}" --experts 8 --top-k 2 --precision bf16 \
     --expert-gemms per_expert

@@ -284,6 +284,9 @@ class TestCli : public QObject {
     r = run_cli({u"bench"_s, u"moe-layer"_s, u"--expert-gemms"_s, u"per_expert"_s, u"--iters"_s, u"1"_s});
     QCOMPARE(r.code, 2);
     QVERIFY2(r.err.contains(u"--expert-gemms per_expert needs --device cuda"_s), qPrintable(r.err));
+    r = run_cli({u"bench"_s, u"moe-layer"_s, u"--profile"_s, u"--iters"_s, u"1"_s});
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.contains(u"--profile needs --device cuda"_s), qPrintable(r.err));
     if (cuda.built && cuda.devices > 0) return;  // bench gemm / moe-layer --device cuda then measure the GPU
     r = run_cli({u"bench"_s, u"moe-layer"_s, u"--device"_s, u"cuda"_s, u"--iters"_s, u"1"_s});
     QCOMPARE(r.code, 2);

@@ -14,6 +14,7 @@
 #include "moebench/kernels/experts.h"
 #include "moebench/kernels/expert_gemm_tuner.h"
 #include "moebench/kernels/gelu.h"
+#include "moebench/kernels/kernel_profile.h"
 
 namespace moebench::cuda {
 using namespace experts_detail;
@@ -29,11 +30,17 @@ void grouped_forward(T* y, T* h, T* a, const T* x, const int* offsets, const Exp
   const GroupedGemmArgs g1 = grouped_linear_forward_args(offsets, E, el, h, x, w.w1, C, F, s1);
   const GroupedGemmArgs g2 = grouped_linear_forward_args(offsets, E, el, y, a, w.w2, F, C, s2);
   const GroupedUpload up({&g1, &g2}, offsets, E, stream);
+  profile_step("experts: pointer arrays upload", stream);
   grouped_gemm<T>(g1, up.arrays(0), 1.0f, 0.0f, stream);  // h = x W1^T
+  profile_step("experts: h = x W1^T (grouped)", stream);
   add_expert_bias(h, w.b1, up.offsets(), E, S, F, w.step(F), stream);
+  profile_step("experts: h += b1", stream);
   gelu_forward(a, h, (long)S * F, stream);
+  profile_step("experts: a = gelu(h)", stream);
   grouped_gemm<T>(g2, up.arrays(1), 1.0f, 0.0f, stream);  // y = a W2^T
+  profile_step("experts: y = a W2^T (grouped)", stream);
   add_expert_bias(y, w.b2, up.offsets(), E, S, C, w.step(C), stream);
+  profile_step("experts: y += b2", stream);
 }
 
 template <typename T>
@@ -48,17 +55,25 @@ void grouped_backward(T* dx, const ExpertWeights<T>& dw, T* da, T* dh, const T* 
   const GroupedGemmArgs g_dw1 = grouped_linear_dweight_args(offsets, E, el, dw.w1, dh, x, C, F, dw.step(own));
   const GroupedGemmArgs g_dx = grouped_linear_dinp_args(offsets, E, el, dx, dh, w.w1, C, F, w.step(own));
   const GroupedUpload up({&g_dw2, &g_da, &g_dw1, &g_dx}, offsets, E, stream);
+  profile_step("experts: pointer arrays upload", stream);
   // W2: dW2 += dy^T a, da = dy W2, db2 += sum dy.
   grouped_gemm<T>(g_dw2, up.arrays(0), 1.0f, 1.0f, stream);
+  profile_step("experts: dW2 += dy^T a (grouped)", stream);
   grouped_gemm<T>(g_da, up.arrays(1), 1.0f, 0.0f, stream);
+  profile_step("experts: da = dy W2 (grouped)", stream);
   expert_bias_grad(dw.b2, dy, up.offsets(), E, C, dw.step(C), stream);
+  profile_step("experts: db2", stream);
   // GeLU: dh = gelu'(h) da (gelu_backward accumulates, so dh starts at zero).
   MOEBENCH_CUDA_CHECK(cudaMemsetAsync(dh, 0, (size_t)S * F * sizeof(T), stream));
   gelu_backward(dh, h, da, (long)S * F, stream);
+  profile_step("experts: dh = gelu'(h) da", stream);
   // W1: dW1 += dh^T x, dx = dh W1, db1 += sum dh.
   grouped_gemm<T>(g_dw1, up.arrays(2), 1.0f, 1.0f, stream);
+  profile_step("experts: dW1 += dh^T x (grouped)", stream);
   grouped_gemm<T>(g_dx, up.arrays(3), 1.0f, 0.0f, stream);
+  profile_step("experts: dx = dh W1 (grouped)", stream);
   expert_bias_grad(dw.b1, dh, up.offsets(), E, F, dw.step(F), stream);
+  profile_step("experts: db1", stream);
 }
 
 }  // namespace experts_detail
@@ -150,6 +165,7 @@ void run_on_path(ExpertGemmShape shape, ExpertGemmPath requested, cudaStream_t s
       }
       if (timed.empty()) tuner.settle(shape, ExpertGemmPath::grouped);  // no room to measure
       path = tuner.next(shape, measure);
+      profile_step("experts: measuring both GEMM paths (first call of the shape)", stream);
     }
   }
   run(path);

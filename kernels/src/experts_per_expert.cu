@@ -11,6 +11,7 @@
 
 #include "experts_detail.cuh"
 #include "moebench/kernels/gelu.h"
+#include "moebench/kernels/kernel_profile.h"
 
 namespace moebench::cuda::experts_detail {
 namespace {
@@ -208,9 +209,11 @@ void per_expert_forward(T* y, T* h, T* a, const T* x, const int* offsets, const 
   }
   if (!fused1) {  // bias and GeLU as kernels between the GEMMs
     join(side, stream);
+    profile_step("experts: h = x W1^T (per expert)", stream);
     const GroupedUpload up(offsets, E, stream);
     add_expert_bias(h, w.b1, up.offsets(), E, S, F, w.step(F), stream);
     gelu_forward(a, h, (long)S * F, stream);
+    profile_step("experts: a = gelu(h + b1) (kernels)", stream);
     fork(side, stream);
   }
   for (int i = 0; i < g2.count(); ++i) {
@@ -221,9 +224,13 @@ void per_expert_forward(T* y, T* h, T* a, const T* x, const int* offsets, const 
     if (!fused2) lt_matmul_required<T>(side, slot, LtGemm{&g2, i, 0.0f, g2.C[(size_t)i]}, "second GEMM");
   }
   join(side, stream);
+  profile_step(fused1 ? "experts: a = gelu(x W1^T + b1), y = a W2^T (+ b2) (per expert, fused)"
+                      : "experts: y = a W2^T (per expert)",
+               stream);
   if (!fused2) {
     const GroupedUpload up(offsets, E, stream);
     add_expert_bias(y, w.b2, up.offsets(), E, S, C, w.step(C), stream);
+    profile_step("experts: y += b2 (kernel)", stream);
   }
 }
 
@@ -242,6 +249,7 @@ void per_expert_backward(T* dx, const ExpertWeights<T>& dw, T* da, T* dh, const 
   // b2's gradient (kernel, as the grouped path); b1's per problem from the epilogue, added after.
   const GroupedUpload up(offsets, E, stream);
   expert_bias_grad(dw.b2, dy, up.offsets(), E, C, dw.step(C), stream);
+  profile_step("experts: db2", stream);
   T* db1 = nullptr;  // [n, F]
   int* experts = nullptr;
   MOEBENCH_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&db1), (size_t)n * F * el, stream));
@@ -267,8 +275,10 @@ void per_expert_backward(T* dx, const ExpertWeights<T>& dw, T* da, T* dh, const 
   }
   if (!fused) {  // GeLU's derivative as the kernel (it accumulates: dh starts at zero)
     join(side, stream);
+    profile_step("experts: dW2, da = dy W2 (per expert)", stream);
     MOEBENCH_CUDA_CHECK(cudaMemsetAsync(dh, 0, (size_t)S * F * el, stream));
     gelu_backward(dh, h, da, (long)S * F, stream);
+    profile_step("experts: dh = gelu'(h) da (kernel)", stream);
     fork(side, stream);
   }
   for (int i = 0; i < n; ++i) {
@@ -277,6 +287,9 @@ void per_expert_backward(T* dx, const ExpertWeights<T>& dw, T* da, T* dh, const 
     lt_matmul_required<T>(side, slot, LtGemm{&g_dx, i, 0.0f, g_dx.C[(size_t)i]}, "first GEMM's input gradient");
   }
   join(side, stream);
+  profile_step(fused ? "experts: dW2, dh = gelu'(h) (dy W2) + db1 rows, dW1, dx (per expert, fused)"
+                     : "experts: dW1, dx (per expert)",
+               stream);
   if (fused) {
     const dim3 grid((unsigned)ceil_div(F, kBiasBlock), (unsigned)n);
     add_problem_rows_kernel<T><<<grid, kBiasBlock, 0, stream>>>(dw.b1, db1, experts, F, dw.step(F));
@@ -284,6 +297,7 @@ void per_expert_backward(T* dx, const ExpertWeights<T>& dw, T* da, T* dh, const 
   } else {
     expert_bias_grad(dw.b1, dh, up.offsets(), E, F, dw.step(F), stream);
   }
+  profile_step("experts: db1", stream);
   MOEBENCH_CUDA_CHECK(cudaFreeAsync(db1, stream));
   MOEBENCH_CUDA_CHECK(cudaFreeAsync(experts, stream));
 }

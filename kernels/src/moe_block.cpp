@@ -6,6 +6,7 @@
 
 #include "moebench/kernels/cuda_check.h"
 #include "moebench/kernels/dispatch_layout.h"
+#include "moebench/kernels/kernel_profile.h"
 #include "moebench/kernels/matmul.h"
 #include "moebench/kernels/moe_permute.h"
 
@@ -90,10 +91,12 @@ float MoeBlock<T>::route(const T* x, const T* router_w, int N, int C, int E, int
   // Router: logits = x Wr^T, then softmax / top-k / gates / capacity / aux on the device.
   grow(logits_, (size_t)N * E);
   matmul_forward(logits_.data(), x, router_w, static_cast<const T*>(nullptr), N, C, E, stream);
+  profile_step("router: logits = x Wr^T", stream);
   grow(rb_, N, E, K);
   routing_ = rb_.view();
   const RouterParams params{K, capacity, gate_normalize};
   route_from_logits(routing_, logits_.data(), N, E, params, forced_experts, stream);
+  profile_step("router: softmax, top-k, gates, capacity, aux", stream);
 
   // Dispatch layout; the offsets (and aux) go to the host once: the expert GEMMs size on them.
   grow(d_offsets_, (size_t)E + 1);
@@ -101,6 +104,7 @@ float MoeBlock<T>::route(const T* x, const T* router_w, int N, int C, int E, int
   grow(token_of_, (size_t)N * K);
   dispatch_layout(d_offsets_.data(), slot_of_.data(), token_of_.data(), routing_.expert, routing_.kept, N, K, E,
                   stream);
+  profile_step("dispatch layout", stream);
   if (host_capacity_ < E + 1) {
     host_capacity_ = 0;  // until the new allocation succeeds
     host_offsets_.reset();
@@ -118,12 +122,14 @@ float MoeBlock<T>::route(const T* x, const T* router_w, int N, int C, int E, int
                                       cudaMemcpyDeviceToHost, stream));
   MOEBENCH_CUDA_CHECK(cudaMemcpyAsync(host_aux_.get(), routing_.aux, sizeof(float), cudaMemcpyDeviceToHost, stream));
   MOEBENCH_CUDA_CHECK(cudaStreamSynchronize(stream));
+  profile_step("offsets to the host", stream);
   offsets_.assign(host_offsets_.get(), host_offsets_.get() + E + 1);
   const int S = offsets_[E];
 
   grow(xg_, (size_t)S * C);
   grow(y_, (size_t)S * C);
   moe_permute_forward(xg_.data(), x, token_of_.data(), S, C, stream);
+  profile_step("permute", stream);
   have_forward_ = true;
   return *host_aux_;
 }
@@ -145,6 +151,7 @@ template <typename T>
 void MoeBlock<T>::combine(T* out, cudaStream_t stream) {
   if (!have_forward_) throw std::logic_error("cuda::MoeBlock::combine without route");
   moe_unpermute_forward(out, y_.data(), routing_.gate, slot_of_.data(), N_, K_, C_, stream);
+  profile_step("unpermute (gate-weighted sum)", stream);
 }
 
 template <typename T>
@@ -161,6 +168,7 @@ void MoeBlock<T>::combine_backward(const T* dout, cudaStream_t stream) {
   prepare_backward();
   moe_unpermute_backward(dgate_.data(), dy_.data(), dout, y_.data(), routing_.gate, slot_of_.data(), N_, K_, C_,
                          stream);
+  profile_step("unpermute backward", stream);
 }
 
 template <typename T>
@@ -179,9 +187,12 @@ void MoeBlock<T>::scatter_router_backward(T* dx, T* drouter_w, float aux_weight,
   if (!have_forward_) throw std::logic_error("cuda::MoeBlock::backward without forward");
   grow(dlogits_, (size_t)N_ * E_);
   moe_permute_backward(dx, dxg_.data(), slot_of_.data(), N_, K_, C_, stream);
+  profile_step("permute backward (scatter-add)", stream);
   // Router: dgate (+ aux) -> dlogits -> dx += dlogits Wr, dWr += dlogits^T x.
   router_logits_backward(dlogits_.data(), dgate_.data(), aux_weight, routing_, stream);
+  profile_step("router backward", stream);
   matmul_backward(dx, drouter_w, static_cast<T*>(nullptr), dlogits_.data(), x, router_w, N_, C_, E_, stream);
+  profile_step("router: dx += dlogits Wr, dWr", stream);
 }
 
 template class MoeBlock<float>;
