@@ -13,7 +13,6 @@
 #include "experts_detail.cuh"
 #include "moebench/kernels/experts.h"
 #include "moebench/kernels/expert_gemm_tuner.h"
-#include "moebench/kernels/gelu.h"
 #include "moebench/kernels/kernel_profile.h"
 
 namespace moebench::cuda {
@@ -33,10 +32,8 @@ void grouped_forward(T* y, T* h, T* a, const T* x, const int* offsets, const Exp
   profile_step("experts: pointer arrays upload", stream);
   grouped_gemm<T>(g1, up.arrays(0), 1.0f, 0.0f, stream);  // h = x W1^T
   profile_step("experts: h = x W1^T (grouped)", stream);
-  add_expert_bias(h, w.b1, up.offsets(), E, S, F, w.step(F), stream);
-  profile_step("experts: h += b1", stream);
-  gelu_forward(a, h, (long)S * F, stream);
-  profile_step("experts: a = gelu(h)", stream);
+  bias_gelu(h, a, w.b1, up.offsets(), E, S, F, w.step(F), stream);
+  profile_step("experts: h += b1, a = gelu(h) (one kernel)", stream);
   grouped_gemm<T>(g2, up.arrays(1), 1.0f, 0.0f, stream);  // y = a W2^T
   profile_step("experts: y = a W2^T (grouped)", stream);
   add_expert_bias(y, w.b2, up.offsets(), E, S, C, w.step(C), stream);
@@ -47,7 +44,6 @@ template <typename T>
 void grouped_backward(T* dx, const ExpertWeights<T>& dw, T* da, T* dh, const T* dy, const T* x, const T* h,
                       const T* a, const int* offsets, const ExpertWeights<T>& w, int E, int C, int F,
                       cudaStream_t stream) {
-  const int S = offsets[E];
   const size_t el = sizeof(T);
   const size_t own = (size_t)C * F;
   const GroupedGemmArgs g_dw2 = grouped_linear_dweight_args(offsets, E, el, dw.w2, dy, a, F, C, dw.step(own));
@@ -63,17 +59,14 @@ void grouped_backward(T* dx, const ExpertWeights<T>& dw, T* da, T* dh, const T* 
   profile_step("experts: da = dy W2 (grouped)", stream);
   expert_bias_grad(dw.b2, dy, up.offsets(), E, C, dw.step(C), stream);
   profile_step("experts: db2", stream);
-  // GeLU: dh = gelu'(h) da (gelu_backward accumulates, so dh starts at zero).
-  MOEBENCH_CUDA_CHECK(cudaMemsetAsync(dh, 0, (size_t)S * F * sizeof(T), stream));
-  gelu_backward(dh, h, da, (long)S * F, stream);
-  profile_step("experts: dh = gelu'(h) da", stream);
-  // W1: dW1 += dh^T x, dx = dh W1, db1 += sum dh.
+  // GeLU and b1: dh = gelu'(h) da, db1 += sum dh (one kernel).
+  gelu_backward_bias_grad(dh, dw.b1, h, da, up.offsets(), E, F, dw.step(F), stream);
+  profile_step("experts: dh = gelu'(h) da, db1 (one kernel)", stream);
+  // W1: dW1 += dh^T x, dx = dh W1.
   grouped_gemm<T>(g_dw1, up.arrays(2), 1.0f, 1.0f, stream);
   profile_step("experts: dW1 += dh^T x (grouped)", stream);
   grouped_gemm<T>(g_dx, up.arrays(3), 1.0f, 0.0f, stream);
   profile_step("experts: dx = dh W1 (grouped)", stream);
-  expert_bias_grad(dw.b1, dh, up.offsets(), E, F, dw.step(F), stream);
-  profile_step("experts: db1", stream);
 }
 
 }  // namespace experts_detail

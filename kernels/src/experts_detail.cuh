@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "gelu_math.cuh"
 #include "moebench/kernels/blas_handle.h"
 #include "moebench/kernels/cuda_check.h"
 #include "moebench/kernels/experts.h"
@@ -65,6 +66,44 @@ __global__ void __launch_bounds__(kBiasBlock)
   if (j >= OC) return;
   float s = 0.0f;
   for (long row = offsets[e]; row < offsets[e + 1]; ++row) s += to_float(d[row * OC + j]);
+  T* db = dbias + (long)e * stride + j;
+  *db = from_float<T>(to_float(*db) + s);
+}
+
+// The grouped path's bias + GeLU in one pass: h[row] += b1[expert of row] (stored rounded, as
+// add_expert_bias), a[row] = gelu(h[row]); one block per row (grid-stride).
+template <typename T>
+__global__ void __launch_bounds__(kBiasBlock)
+    bias_gelu_kernel(T* h, T* a, const T* bias, const int* offsets, int E, int S, int F, long stride) {
+  for (long row = blockIdx.x; row < S; row += gridDim.x) {
+    const T* b = bias + (long)expert_of_row(offsets, E, row) * stride;
+    T* hr = h + row * F;
+    T* ar = a + row * F;
+    for (int c = threadIdx.x; c < F; c += kBiasBlock) {
+      const T v = from_float<T>(to_float(hr[c]) + to_float(b[c]));
+      hr[c] = v;
+      ar[c] = from_float<T>(gelu_math::gelu(to_float(v)));
+    }
+  }
+}
+
+// The grouped path's GeLU backward and b1's gradient in one pass: dh = gelu'(h) da (overwritten,
+// rounded once) and db1[e, j] += the sum of e's rows of the stored dh, in row order — the
+// results of gelu_backward onto a zeroed dh and expert_bias_grad, bit for bit. One thread per
+// (expert, column); grid (column blocks, experts).
+template <typename T>
+__global__ void __launch_bounds__(kBiasBlock)
+    gelu_backward_bias_grad_kernel(T* dh, T* dbias, const T* h, const T* da, const int* offsets, int F, long stride) {
+  const int e = blockIdx.y;
+  const int j = blockIdx.x * kBiasBlock + threadIdx.x;
+  if (j >= F) return;
+  float s = 0.0f;
+  for (long row = offsets[e]; row < offsets[e + 1]; ++row) {
+    const long i = row * F + j;
+    const T g = from_float<T>(0.0f + gelu_math::gelu_grad(to_float(h[i])) * to_float(da[i]));
+    dh[i] = g;
+    s += to_float(g);
+  }
   T* db = dbias + (long)e * stride + j;
   *db = from_float<T>(to_float(*db) + s);
 }
@@ -166,6 +205,21 @@ void add_expert_bias(T* out, const T* bias, const int* d_offsets, int E, int S, 
                      cudaStream_t stream) {
   add_expert_bias_kernel<T><<<(int)std::min<long>(S, kMaxGridX), kBiasBlock, 0, stream>>>(out, bias, d_offsets,
                                                                                      E, S, OC, stride);
+  MOEBENCH_CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
+void bias_gelu(T* h, T* a, const T* bias, const int* d_offsets, int E, int S, int F, long stride, cudaStream_t stream) {
+  bias_gelu_kernel<T><<<(int)std::min<long>(S, kMaxGridX), kBiasBlock, 0, stream>>>(h, a, bias, d_offsets, E, S, F,
+                                                                                     stride);
+  MOEBENCH_CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
+void gelu_backward_bias_grad(T* dh, T* dbias, const T* h, const T* da, const int* d_offsets, int E, int F, long stride,
+                             cudaStream_t stream) {
+  const dim3 grid((unsigned)ceil_div(F, kBiasBlock), (unsigned)E);
+  gelu_backward_bias_grad_kernel<T><<<grid, kBiasBlock, 0, stream>>>(dh, dbias, h, da, d_offsets, F, stride);
   MOEBENCH_CUDA_CHECK_LAUNCH();
 }
 

@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "experts_detail.cuh"
-#include "moebench/kernels/gelu.h"
 #include "moebench/kernels/kernel_profile.h"
 
 namespace moebench::cuda::experts_detail {
@@ -211,9 +210,8 @@ void per_expert_forward(T* y, T* h, T* a, const T* x, const int* offsets, const 
     join(side, stream);
     profile_step("experts: h = x W1^T (per expert)", stream);
     const GroupedUpload up(offsets, E, stream);
-    add_expert_bias(h, w.b1, up.offsets(), E, S, F, w.step(F), stream);
-    gelu_forward(a, h, (long)S * F, stream);
-    profile_step("experts: a = gelu(h + b1) (kernels)", stream);
+    bias_gelu(h, a, w.b1, up.offsets(), E, S, F, w.step(F), stream);
+    profile_step("experts: a = gelu(h + b1) (kernel)", stream);
     fork(side, stream);
   }
   for (int i = 0; i < g2.count(); ++i) {
@@ -238,7 +236,6 @@ template <typename T>
 void per_expert_backward(T* dx, const ExpertWeights<T>& dw, T* da, T* dh, const T* dy, const T* x, const T* h,
                          const T* a, const int* offsets, const ExpertWeights<T>& w, int E, int C, int F,
                          cudaStream_t stream) {
-  const int S = offsets[E];
   const size_t el = sizeof(T);
   const size_t own = (size_t)C * F;
   const GroupedGemmArgs g_dw2 = grouped_linear_dweight_args(offsets, E, el, dw.w2, dy, a, F, C, dw.step(own));
@@ -273,12 +270,11 @@ void per_expert_backward(T* dx, const ExpertWeights<T>& dw, T* da, T* dh, const 
     else if (fused) lt_matmul_required<T>(side, slot, m, "input gradient with GeLU's derivative");
     if (!fused) lt_matmul_required<T>(side, slot, LtGemm{&g_da, i, 0.0f, g_da.C[(size_t)i]}, "second GEMM's input gradient");
   }
-  if (!fused) {  // GeLU's derivative as the kernel (it accumulates: dh starts at zero)
+  if (!fused) {  // GeLU's derivative and b1's gradient as the grouped path's kernel
     join(side, stream);
     profile_step("experts: dW2, da = dy W2 (per expert)", stream);
-    MOEBENCH_CUDA_CHECK(cudaMemsetAsync(dh, 0, (size_t)S * F * el, stream));
-    gelu_backward(dh, h, da, (long)S * F, stream);
-    profile_step("experts: dh = gelu'(h) da (kernel)", stream);
+    gelu_backward_bias_grad(dh, dw.b1, h, da, up.offsets(), E, F, dw.step(F), stream);
+    profile_step("experts: dh = gelu'(h) da, db1 (kernel)", stream);
     fork(side, stream);
   }
   for (int i = 0; i < n; ++i) {
@@ -294,10 +290,8 @@ void per_expert_backward(T* dx, const ExpertWeights<T>& dw, T* da, T* dh, const 
     const dim3 grid((unsigned)ceil_div(F, kBiasBlock), (unsigned)n);
     add_problem_rows_kernel<T><<<grid, kBiasBlock, 0, stream>>>(dw.b1, db1, experts, F, dw.step(F));
     MOEBENCH_CUDA_CHECK_LAUNCH();
-  } else {
-    expert_bias_grad(dw.b1, dh, up.offsets(), E, F, dw.step(F), stream);
+    profile_step("experts: db1", stream);
   }
-  profile_step("experts: db1", stream);
   MOEBENCH_CUDA_CHECK(cudaFreeAsync(db1, stream));
   MOEBENCH_CUDA_CHECK(cudaFreeAsync(experts, stream));
 }

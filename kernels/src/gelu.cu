@@ -1,4 +1,5 @@
 // GeLU kernels (tanh approximation, GPT-2), grid-stride, fp32 math for every T.
+#include "gelu_math.cuh"
 #include "moebench/kernels/cuda_check.h"
 #include "moebench/kernels/gelu.h"
 #include "moebench/kernels/launch.h"
@@ -7,28 +8,16 @@
 namespace moebench::cuda {
 namespace {
 
-constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2/pi)
-
 template <typename T>
 __global__ void gelu_forward_kernel(T* out, const T* inp, long N) {
-  for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < N; i += (long)gridDim.x * blockDim.x) {
-    const float x = to_float(inp[i]);
-    const float cube = 0.044715f * x * x * x;
-    out[i] = from_float<T>(0.5f * x * (1.0f + tanhf(kGeluScale * (x + cube))));
-  }
+  for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < N; i += (long)gridDim.x * blockDim.x)
+    out[i] = from_float<T>(gelu_math::gelu(to_float(inp[i])));
 }
 
 template <typename T>
 __global__ void gelu_backward_kernel(T* dinp, const T* inp, const T* dout, long N) {
-  for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < N; i += (long)gridDim.x * blockDim.x) {
-    const float x = to_float(inp[i]);
-    const float cube = 0.044715f * x * x * x;
-    const float arg = kGeluScale * (x + cube);
-    const float th = tanhf(arg);
-    const float sech2 = 1.0f - th * th;
-    const float local = 0.5f * (1.0f + th) + 0.5f * x * sech2 * kGeluScale * (1.0f + 3.0f * 0.044715f * x * x);
-    dinp[i] = from_float<T>(to_float(dinp[i]) + local * to_float(dout[i]));
-  }
+  for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < N; i += (long)gridDim.x * blockDim.x)
+    dinp[i] = from_float<T>(to_float(dinp[i]) + gelu_math::gelu_grad(to_float(inp[i])) * to_float(dout[i]));
 }
 
 }  // namespace

@@ -5,14 +5,16 @@
 // default the measured choice):
 //   grouped     each matrix product over all experts is ONE grouped cuBLAS call
 //               (cublasGemmGroupedBatchedEx, built by grouped_gemm_args.h; experts with no rows
-//               are left out); bias add, bias gradients and GeLU (gelu.h) are kernels;
+//               are left out); between them one kernel adds b1 and applies GeLU, one applies
+//               GeLU's derivative and sums b1's gradient, one sums b2's gradient;
 //   per_expert  one cuBLASLt matmul per expert and product (the same grouped_gemm_args.h
 //               problems), spread over 4 streams of the calling thread that fork from and join
 //               `stream` by events, with the epilogues fused: bias + GeLU into the first GEMM
 //               (GELU_AUX_BIAS, keeping h), bias into the second (BIAS), the GeLU derivative
 //               and b1's gradient into the input gradient's GEMM (DGELU_BGRAD). Where cuBLASLt
-//               has no algorithm for an epilogue (asked once per call), that step runs unfused
-//               with the grouped path's kernels. b2's gradient is the bias kernel on both paths.
+//               has no algorithm for an epilogue (asked once per call) or an operand is not
+//               16-byte aligned, that step runs with the grouped path's kernels. b2's gradient
+//               is the bias kernel on both paths.
 //
 // Weights: one contiguous block per tensor over the E local experts, expert e's part at offset
 // e * (size of one expert's tensor):
