@@ -89,7 +89,7 @@ __global__ void __launch_bounds__(kBiasBlock)
 
 // The grouped path's GeLU backward and b1's gradient in one pass: dh = gelu'(h) da (overwritten,
 // rounded once) and db1[e, j] += the sum of e's rows of the stored dh, in row order — the
-// results of gelu_backward onto a zeroed dh and expert_bias_grad, bit for bit. One thread per
+// arithmetic of gelu_backward onto a zeroed dh followed by expert_bias_grad. One thread per
 // (expert, column); grid (column blocks, experts).
 template <typename T>
 __global__ void __launch_bounds__(kBiasBlock)
