@@ -70,7 +70,7 @@ class ExpertGemmTuner {
       return c.issued++ % 2 == 0 ? ExpertGemmPath::grouped : ExpertGemmPath::per_expert;
     }
     if ((int)(c.grouped.size() + c.per_expert.size()) < 2 * kRounds)  // reports still to come
-      return ExpertGemmPath::grouped;
+      return ExpertGemmPath::grouped;  // (the launcher reports every measurement before asking again)
     c.choice = best(c.per_expert) < best(c.grouped) ? ExpertGemmPath::per_expert : ExpertGemmPath::grouped;
     return *c.choice;
   }
@@ -79,19 +79,11 @@ class ExpertGemmTuner {
     std::lock_guard<std::mutex> lock(m_);
     classes_[s].choice = p;
   }
-  // The seconds a measured call took (reported in any order, maybe calls later).
+  // The seconds a measured call took.
   void report(const ExpertGemmShape& s, ExpertGemmPath p, double seconds) {
     std::lock_guard<std::mutex> lock(m_);
     Class& c = classes_[s];
     (p == ExpertGemmPath::per_expert ? c.per_expert : c.grouped).push_back(seconds);
-  }
-  // Whether measured calls of the class are still unreported once all were handed out (the
-  // caller then waits for its pending measurements, so the choice is made on all of them).
-  bool waiting(const ExpertGemmShape& s) const {
-    std::lock_guard<std::mutex> lock(m_);
-    auto it = classes_.find(s);
-    return it != classes_.end() && !it->second.choice && it->second.issued == 2 * kRounds &&
-           (int)(it->second.grouped.size() + it->second.per_expert.size()) < 2 * kRounds;
   }
   std::optional<ExpertGemmPath> decided(const ExpertGemmShape& s) const {
     std::lock_guard<std::mutex> lock(m_);
