@@ -4,7 +4,10 @@
 #include <cublasLt.h>
 
 #include <cstdint>
+#include <algorithm>
 #include <map>
+#include <memory>
+#include <utility>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -111,15 +114,35 @@ void set(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t attr, const T& v
   MOEBENCH_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(d, attr, &v, sizeof v));
 }
 
-// Runs the matmul on `stream` with `workspace`; false (nothing enqueued) when cuBLASLt has no
-// algorithm for it (an epilogue it does not offer for this type or shape).
+// The largest power of two up to 256 dividing the address: what cuBLASLt may assume of it (its
+// default, 256, would let it pick algorithms that refuse or fault on a row slice).
+uint32_t alignment_of(const void* p) {
+  const uintptr_t v = reinterpret_cast<uintptr_t>(p);
+  uint32_t a = 256;
+  while (a > 1 && v % a != 0) a /= 2;
+  return a;
+}
+
+// One planned matmul: its descriptors and the algorithm cuBLASLt chose for them.
 template <typename T>
-bool lt_matmul(LtSide& side, int slot, const LtGemm& m) {
+struct LtPlan {
+  LtGemm m;
+  Desc<T> d;
+  cublasLtMatmulAlgo_t algo{};
+};
+
+// Plans the matmul (the heuristic only, nothing enqueued); null when cuBLASLt has no algorithm
+// (with an epilogue: any refusal of the heuristic, e.g. an epilogue it does not offer for this
+// type, shape or alignment).
+template <typename T>
+std::unique_ptr<LtPlan<T>> plan(LtSide& side, const LtGemm& m) {
   const GroupedGemmArgs& g = *m.g;
   const int i = m.i;
   const cudaDataType_t type = cuda_type<T>();
   const cublasOperation_t ta = cublas_op(g.transa), tb = cublas_op(g.transb);
-  Desc<T> d;
+  auto p = std::make_unique<LtPlan<T>>();
+  p->m = m;
+  Desc<T>& d = p->d;
   MOEBENCH_CUBLAS_CHECK(cublasLtMatmulDescCreate(&d.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   set(d.op, CUBLASLT_MATMUL_DESC_TRANSA, ta);
   set(d.op, CUBLASLT_MATMUL_DESC_TRANSB, tb);
@@ -141,27 +164,96 @@ bool lt_matmul(LtSide& side, int slot, const LtGemm& m) {
   const uint64_t ws = kWorkspaceBytes;
   MOEBENCH_CUBLAS_CHECK(
       cublasLtMatmulPreferenceSetAttribute(d.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+  const std::pair<cublasLtMatmulPreferenceAttributes_t, const void*> operands[] = {
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, g.A[i]},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, g.B[i]},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, m.D},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, m.D}};
+  for (const auto& [attr, ptr] : operands) {
+    const uint32_t a = alignment_of(ptr);
+    MOEBENCH_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(d.pref, attr, &a, sizeof a));
+  }
   cublasLtMatmulHeuristicResult_t found{};
   int count = 0;
   const cublasStatus_t st =
       cublasLtMatmulAlgoGetHeuristic(side.lt, d.op, d.a, d.b, d.c, d.c, d.pref, 1, &found, &count);
-  // An epilogue cuBLASLt refuses for this type, shape or alignment: the caller runs it unfused.
-  if (m.epilogue != CUBLASLT_EPILOGUE_DEFAULT && (st != CUBLAS_STATUS_SUCCESS || count == 0)) return false;
+  if (m.epilogue != CUBLASLT_EPILOGUE_DEFAULT && (st != CUBLAS_STATUS_SUCCESS || count == 0)) return nullptr;
   MOEBENCH_CUBLAS_CHECK(st);
-  if (count == 0) return false;
-  const float alpha = 1.0f, beta = m.beta;
-  MOEBENCH_CUBLAS_CHECK(cublasLtMatmul(side.lt, d.op, &alpha, g.A[i], d.a, g.B[i], d.b, &beta, m.D, d.c, m.D, d.c,
-                                       &found.algo, side.workspace[slot], kWorkspaceBytes, side.stream[slot]));
-  return true;
+  if (count == 0) return nullptr;
+  p->algo = found.algo;
+  return p;
 }
 
-// Runs the matmul, which must have an algorithm (no epilogue, or one found before).
 template <typename T>
-void lt_matmul_required(LtSide& side, int slot, const LtGemm& m, const char* what) {
-  if (!lt_matmul<T>(side, slot, m))
-    throw std::runtime_error(std::string("cuBLASLt has no algorithm for the experts' ") + what + " (expert " +
-                             std::to_string(m.g->expert[(size_t)m.i]) + ")");
+using Plans = std::vector<std::unique_ptr<LtPlan<T>>>;
+
+// Plans every matmul of `ms`; empty when one has none (the caller then plans them without the
+// epilogue). `what` names them in the error when even that fails.
+template <typename T>
+Plans<T> plan_all(LtSide& side, const std::vector<LtGemm>& ms, const char* what) {
+  Plans<T> out;
+  for (const LtGemm& m : ms) {
+    std::unique_ptr<LtPlan<T>> p = plan<T>(side, m);
+    if (!p) {
+      if (m.epilogue != CUBLASLT_EPILOGUE_DEFAULT) return {};
+      throw std::runtime_error(std::string("cuBLASLt has no algorithm for the experts' ") + what + " (expert " +
+                               std::to_string(m.g->expert[(size_t)m.i]) + ")");
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
 }
+
+// Enqueues the planned matmul on side stream `slot`.
+template <typename T>
+void run(LtSide& side, int slot, const LtPlan<T>& p) {
+  const GroupedGemmArgs& g = *p.m.g;
+  const float alpha = 1.0f, beta = p.m.beta;
+  MOEBENCH_CUBLAS_CHECK(cublasLtMatmul(side.lt, p.d.op, &alpha, g.A[p.m.i], p.d.a, g.B[p.m.i], p.d.b, &beta, p.m.D,
+                                       p.d.c, p.m.D, p.d.c, &p.algo, side.workspace[slot], kWorkspaceBytes,
+                                       side.stream[slot]));
+}
+
+// The side streams forked from `stream` for a scope: joined back when it ends, also while an
+// error unwinds (so nothing freed on `stream` afterwards is still being written).
+class Forked {
+ public:
+  Forked(LtSide& side, cudaStream_t stream) : side_(side), stream_(stream) { fork(side_, stream_); }
+  ~Forked() {
+    try {
+      join(side_, stream_);
+    } catch (...) {
+    }
+  }
+  Forked(const Forked&) = delete;
+  Forked& operator=(const Forked&) = delete;
+
+ private:
+  LtSide& side_;
+  cudaStream_t stream_;
+};
+
+// Stream-ordered device arrays of one call, freed on `stream` when it ends.
+class CallArrays {
+ public:
+  explicit CallArrays(cudaStream_t stream) : stream_(stream) {}
+  ~CallArrays() {
+    for (void* p : held_) (void)cudaFreeAsync(p, stream_);
+  }
+  CallArrays(const CallArrays&) = delete;
+  CallArrays& operator=(const CallArrays&) = delete;
+  template <typename U>
+  U* get(size_t n) {
+    void* p = nullptr;
+    MOEBENCH_CUDA_CHECK(cudaMallocAsync(&p, std::max<size_t>(n, 1) * sizeof(U), stream_));
+    held_.push_back(p);
+    return static_cast<U*>(p);
+  }
+
+ private:
+  cudaStream_t stream_;
+  std::vector<void*> held_;
+};
 
 // Whether every expert's epilogue operands are 16-byte aligned (cuBLASLt's vectorised
 // epilogues; checked before the first one is tried, so no expert faults on a misaligned bias).
@@ -189,39 +281,44 @@ void per_expert_forward(T* y, T* h, T* a, const T* x, const int* offsets, const 
   const GroupedGemmArgs g1 = grouped_linear_forward_args(offsets, E, el, h, x, w.w1, C, F, s1);  // C: h's rows
   const GroupedGemmArgs g2 = grouped_linear_forward_args(offsets, E, el, y, a, w.w2, F, C, s2);
   LtSide& side = lt_side();
-  fork(side, stream);
-  // First GEMM with bias + GeLU (h kept as the epilogue's aux output); probed on the first expert.
-  bool fused1 = true, fused2 = true;
+  // Every matmul is planned before any is enqueued: the first GEMM with bias + GeLU (h kept as the
+  // epilogue's aux output, ld F: a multiple of 8), the second with its bias; else without.
+  std::vector<LtGemm> m1, m2, plain1, plain2;
+  bool fusable1 = F % 8 == 0, fusable2 = true;
   for (int i = 0; i < g1.count(); ++i) {
     const int e = g1.expert[(size_t)i];
     const long r0 = offsets[e];
-    fused1 = fused1 && aligned(a + r0 * F) && aligned(h + r0 * F) && aligned(w.b1 + (long)e * w.step(F));
-    fused2 = fused2 && aligned(w.b2 + (long)e * w.step(C));
+    m1.push_back({&g1, i, 0.0f, a + r0 * F, CUBLASLT_EPILOGUE_GELU_AUX_BIAS, w.b1 + (long)e * w.step(F), h + r0 * F, F});
+    m2.push_back({&g2, i, 0.0f, g2.C[(size_t)i], CUBLASLT_EPILOGUE_BIAS, w.b2 + (long)e * w.step(C)});
+    plain1.push_back({&g1, i, 0.0f, g1.C[(size_t)i]});
+    plain2.push_back({&g2, i, 0.0f, g2.C[(size_t)i]});
+    fusable1 = fusable1 && aligned(a + r0 * F) && aligned(h + r0 * F) && aligned(w.b1 + (long)e * w.step(F));
+    fusable2 = fusable2 && aligned(w.b2 + (long)e * w.step(C));
   }
-  for (int i = 0; i < g1.count(); ++i) {
-    const int e = g1.expert[(size_t)i], slot = i % kSideStreams;
-    const long r0 = offsets[e];
-    LtGemm m{&g1, i, 0.0f, a + r0 * F, CUBLASLT_EPILOGUE_GELU_AUX_BIAS, w.b1 + (long)e * w.step(F), h + r0 * F, F};
-    if (i == 0) fused1 = fused1 && lt_matmul<T>(side, slot, m);
-    else if (fused1) lt_matmul_required<T>(side, slot, m, "first GEMM with bias and GeLU");
-    if (!fused1) lt_matmul_required<T>(side, slot, LtGemm{&g1, i, 0.0f, g1.C[(size_t)i]}, "first GEMM");
-  }
-  if (!fused1) {  // bias and GeLU as kernels between the GEMMs
-    join(side, stream);
+  Plans<T> p1 = fusable1 ? plan_all<T>(side, m1, "first GEMM") : Plans<T>{};
+  const bool fused1 = !p1.empty();
+  if (!fused1) p1 = plan_all<T>(side, plain1, "first GEMM");
+  Plans<T> p2 = fusable2 ? plan_all<T>(side, m2, "second GEMM") : Plans<T>{};
+  const bool fused2 = !p2.empty();
+  if (!fused2) p2 = plan_all<T>(side, plain2, "second GEMM");
+  if (fused1) {  // each expert's two GEMMs on one side stream
+    Forked f(side, stream);
+    for (size_t i = 0; i < p1.size(); ++i) {
+      run(side, (int)i % kSideStreams, *p1[i]);
+      run(side, (int)i % kSideStreams, *p2[i]);
+    }
+  } else {  // bias and GeLU as the grouped path's kernel between the GEMMs
+    {
+      Forked f(side, stream);
+      for (size_t i = 0; i < p1.size(); ++i) run(side, (int)i % kSideStreams, *p1[i]);
+    }
     profile_step("experts: h = x W1^T (per expert)", stream);
     const GroupedUpload up(offsets, E, stream);
     bias_gelu(h, a, w.b1, up.offsets(), E, S, F, w.step(F), stream);
     profile_step("experts: a = gelu(h + b1) (kernel)", stream);
-    fork(side, stream);
+    Forked f(side, stream);
+    for (size_t i = 0; i < p2.size(); ++i) run(side, (int)i % kSideStreams, *p2[i]);
   }
-  for (int i = 0; i < g2.count(); ++i) {
-    const int e = g2.expert[(size_t)i], slot = i % kSideStreams;  // the same stream as its first GEMM
-    LtGemm m{&g2, i, 0.0f, g2.C[(size_t)i], CUBLASLT_EPILOGUE_BIAS, w.b2 + (long)e * w.step(C)};
-    if (i == 0) fused2 = fused2 && lt_matmul<T>(side, slot, m);
-    else if (fused2) lt_matmul_required<T>(side, slot, m, "second GEMM with bias");
-    if (!fused2) lt_matmul_required<T>(side, slot, LtGemm{&g2, i, 0.0f, g2.C[(size_t)i]}, "second GEMM");
-  }
-  join(side, stream);
   profile_step(fused1 ? "experts: a = gelu(x W1^T + b1), y = a W2^T (+ b2) (per expert, fused)"
                       : "experts: y = a W2^T (per expert)",
                stream);
@@ -244,45 +341,55 @@ void per_expert_backward(T* dx, const ExpertWeights<T>& dw, T* da, T* dh, const 
   const GroupedGemmArgs g_dx = grouped_linear_dinp_args(offsets, E, el, dx, dh, w.w1, C, F, w.step(own));
   const int n = g_da.count();
   // b2's gradient (kernel, as the grouped path); b1's per problem from the epilogue, added after.
+  CallArrays arrays(stream);  // freed after the side streams joined (declared before them)
   const GroupedUpload up(offsets, E, stream);
   expert_bias_grad(dw.b2, dy, up.offsets(), E, C, dw.step(C), stream);
   profile_step("experts: db2", stream);
-  T* db1 = nullptr;  // [n, F]
-  int* experts = nullptr;
-  MOEBENCH_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&db1), (size_t)n * F * el, stream));
-  MOEBENCH_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&experts), (size_t)n * sizeof(int), stream));
+  T* db1 = arrays.get<T>((size_t)n * F);  // [n, F]
+  int* experts = arrays.get<int>((size_t)n);
   // From pageable memory: staged before the call returns.
   MOEBENCH_CUDA_CHECK(cudaMemcpyAsync(experts, g_da.expert.data(), (size_t)n * sizeof(int), cudaMemcpyHostToDevice, stream));
   LtSide& side = lt_side();
-  fork(side, stream);
-  bool fused = aligned(db1) && (F * el) % 16 == 0;  // every row of db1 aligned too
+  // Planned before anything is enqueued: dh = gelu'(h) (dy W2) with b1's gradient into db1's row
+  // i (aux ld F a multiple of 8, every row aligned), else da = dy W2 and the kernel after.
+  std::vector<LtGemm> mdw2, mdh, mda, mdw1, mdx;
+  bool fusable = aligned(db1) && (F * el) % 16 == 0 && F % 8 == 0;
   for (int i = 0; i < n; ++i) {
     const long r0 = offsets[g_da.expert[(size_t)i]];
-    fused = fused && aligned(dh + r0 * F) && aligned(h + r0 * F);
+    fusable = fusable && aligned(dh + r0 * F) && aligned(h + r0 * F);
+    mdw2.push_back({&g_dw2, i, 1.0f, g_dw2.C[(size_t)i]});
+    mdh.push_back({&g_da, i, 0.0f, dh + r0 * F, CUBLASLT_EPILOGUE_DGELU_BGRAD, db1 + (size_t)i * F, h + r0 * F, F});
+    mda.push_back({&g_da, i, 0.0f, g_da.C[(size_t)i]});
+    mdw1.push_back({&g_dw1, i, 1.0f, g_dw1.C[(size_t)i]});
+    mdx.push_back({&g_dx, i, 0.0f, g_dx.C[(size_t)i]});
   }
-  for (int i = 0; i < n; ++i) {
-    const int e = g_da.expert[(size_t)i], slot = i % kSideStreams;
-    const long r0 = offsets[e];
-    lt_matmul_required<T>(side, slot, LtGemm{&g_dw2, i, 1.0f, g_dw2.C[(size_t)i]}, "W2 gradient");
-    // dh = gelu'(h) (dy W2), and b1's gradient (the sum of dh's rows) into db1's row i.
-    LtGemm m{&g_da, i, 0.0f, dh + r0 * F, CUBLASLT_EPILOGUE_DGELU_BGRAD, db1 + (size_t)i * F, h + r0 * F, F};
-    if (i == 0) fused = fused && lt_matmul<T>(side, slot, m);
-    else if (fused) lt_matmul_required<T>(side, slot, m, "input gradient with GeLU's derivative");
-    if (!fused) lt_matmul_required<T>(side, slot, LtGemm{&g_da, i, 0.0f, g_da.C[(size_t)i]}, "second GEMM's input gradient");
+  const Plans<T> p_dw2 = plan_all<T>(side, mdw2, "W2 gradient");
+  Plans<T> p_dh = fusable ? plan_all<T>(side, mdh, "second GEMM's input gradient") : Plans<T>{};
+  const bool fused = !p_dh.empty();
+  if (!fused) p_dh = plan_all<T>(side, mda, "second GEMM's input gradient");
+  const Plans<T> p_dw1 = plan_all<T>(side, mdw1, "W1 gradient");
+  const Plans<T> p_dx = plan_all<T>(side, mdx, "first GEMM's input gradient");
+  {
+    Forked f(side, stream);
+    for (int i = 0; i < n; ++i) {
+      run(side, i % kSideStreams, *p_dw2[(size_t)i]);
+      run(side, i % kSideStreams, *p_dh[(size_t)i]);
+      if (fused) {
+        run(side, i % kSideStreams, *p_dw1[(size_t)i]);
+        run(side, i % kSideStreams, *p_dx[(size_t)i]);
+      }
+    }
   }
   if (!fused) {  // GeLU's derivative and b1's gradient as the grouped path's kernel
-    join(side, stream);
     profile_step("experts: dW2, da = dy W2 (per expert)", stream);
     gelu_backward_bias_grad(dh, dw.b1, h, da, up.offsets(), E, F, dw.step(F), stream);
     profile_step("experts: dh = gelu'(h) da, db1 (kernel)", stream);
-    fork(side, stream);
+    Forked f(side, stream);
+    for (int i = 0; i < n; ++i) {
+      run(side, i % kSideStreams, *p_dw1[(size_t)i]);
+      run(side, i % kSideStreams, *p_dx[(size_t)i]);
+    }
   }
-  for (int i = 0; i < n; ++i) {
-    const int slot = i % kSideStreams;
-    lt_matmul_required<T>(side, slot, LtGemm{&g_dw1, i, 1.0f, g_dw1.C[(size_t)i]}, "W1 gradient");
-    lt_matmul_required<T>(side, slot, LtGemm{&g_dx, i, 0.0f, g_dx.C[(size_t)i]}, "first GEMM's input gradient");
-  }
-  join(side, stream);
   profile_step(fused ? "experts: dW2, dh = gelu'(h) (dy W2) + db1 rows, dW1, dx (per expert, fused)"
                      : "experts: dW1, dx (per expert)",
                stream);
@@ -292,8 +399,6 @@ void per_expert_backward(T* dx, const ExpertWeights<T>& dw, T* da, T* dh, const 
     MOEBENCH_CUDA_CHECK_LAUNCH();
     profile_step("experts: db1", stream);
   }
-  MOEBENCH_CUDA_CHECK(cudaFreeAsync(db1, stream));
-  MOEBENCH_CUDA_CHECK(cudaFreeAsync(experts, stream));
 }
 
 template void per_expert_forward<float>(float*, float*, float*, const float*, const int*, const ExpertWeights<float>&,

@@ -64,7 +64,7 @@
 //
 // One-sided windows (data_centric's pulls and pushes on GPUs) over CUDA IPC, which reach the
 // ranks of one machine (window_reach; an operation on a rank of another machine throws: a served
-// window, dist/served_window.h, carries those over MPI through page-locked staging): create_window and
+// window, dist/served_window.h, carries those over MPI through host staging): create_window and
 // create_shared_window (collective) publish each rank's cudaIpcMemHandle (of the allocation
 // holding the memory, with the offset) over this communicator and map the others'.
 //   get / put      cudaMemcpyAsync from / to the target's mapped memory on the current stream

@@ -29,7 +29,7 @@ namespace moebench {
 class WindowStaging {
  public:
   virtual ~WindowStaging() = default;
-  virtual void* alloc_host(size_t bytes) = 0;  // staging (page-locked on GPUs)
+  virtual void* alloc_host(size_t bytes) = 0;  // staging (host memory; no call that waits for a GPU)
   virtual void free_host(void* p) noexcept = 0;
   // The requester's copies between its buffers and staging, after the calling task's earlier
   // work (its stream on a GPU); complete on return.

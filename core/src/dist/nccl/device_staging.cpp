@@ -1,7 +1,11 @@
-// The NCCL backend's WindowStaging (dist/served_window.h): a served window's data through
-// page-locked host buffers. The requester's copies go on the running task's stream (the
-// communicator's current one, after the task's producers); the server's on a stream of its own,
-// its adds through kernels/atomic_add.h from a device copy, atomic with the IPC windows' pushes.
+// The NCCL backend's WindowStaging (dist/served_window.h): a served window's data through host
+// buffers. The requester's copies go on the running task's stream (the communicator's current
+// one, after the task's producers); the server's on a stream of its own, its adds through
+// kernels/atomic_add.h from a device copy, atomic with the IPC windows' pushes.
+// Decision: pageable host memory and stream-ordered device scratch, no cudaMallocHost /
+// cudaFreeHost / cudaFree while the window serves: those wait for the whole GPU, which may be
+// in an NCCL barrier waiting for the very peer whose request the server is answering (a
+// deadlock across machines). Page-locked staging allocated once per window is later work.
 #include <cuda_runtime_api.h>
 
 #include <stdexcept>
@@ -25,16 +29,14 @@ class DeviceStaging final : public WindowStaging {
  public:
   DeviceStaging(NcclCommunicator& comm, void* base) : comm_(comm), base_(static_cast<char*>(base)) {}
   ~DeviceStaging() override {
-    if (scratch_) cudaFree(scratch_);
-    if (server_) cudaStreamDestroy(server_);
+    if (server_) {
+      if (scratch_) (void)cudaFreeAsync(scratch_, server_);
+      (void)cudaStreamSynchronize(server_);
+      (void)cudaStreamDestroy(server_);
+    }
   }
-  void* alloc_host(size_t bytes) override {
-    bind();
-    void* p = nullptr;
-    check(cudaMallocHost(&p, bytes ? bytes : 1), "cudaMallocHost (staging of a window's data)");
-    return p;
-  }
-  void free_host(void* p) noexcept override { cudaFreeHost(p); }
+  void* alloc_host(size_t bytes) override { return ::operator new(bytes ? bytes : 1); }
+  void free_host(void* p) noexcept override { ::operator delete(p); }
   void to_host(void* host, const void* src, size_t bytes) override {
     copy(host, src, bytes, cudaMemcpyDeviceToHost, comm_.current_stream());
   }
@@ -50,10 +52,11 @@ class DeviceStaging final : public WindowStaging {
   void add(size_t off, const float* host, size_t count) override {
     cudaStream_t s = server();
     const size_t bytes = count * sizeof(float);
-    if (bytes > scratch_bytes_) {
-      if (scratch_) check(cudaFree(scratch_), "cudaFree");
+    if (bytes > scratch_bytes_) {  // stream-ordered: no wait for the rest of the GPU
+      if (scratch_) check(cudaFreeAsync(scratch_, s), "cudaFreeAsync");
       scratch_ = nullptr;
-      check(cudaMalloc(reinterpret_cast<void**>(&scratch_), bytes), "cudaMalloc (a served accumulate's data)");
+      scratch_bytes_ = 0;
+      check(cudaMallocAsync(reinterpret_cast<void**>(&scratch_), bytes, s), "cudaMallocAsync (a served accumulate's data)");
       scratch_bytes_ = bytes;
     }
     check(cudaMemcpyAsync(scratch_, host, bytes, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync");
