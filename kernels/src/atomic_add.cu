@@ -1,4 +1,4 @@
-// The IPC windows' accumulate (atomic_add.h): a grid-stride loop of atomicAdd.
+// The IPC windows' accumulate (atomic_add.h): a grid-stride loop of system-scope atomic adds.
 #include "moebench/kernels/atomic_add.h"
 #include "moebench/kernels/cuda_check.h"
 #include "moebench/kernels/launch.h"
@@ -8,7 +8,7 @@ namespace {
 
 __global__ void atomic_add_kernel(float* dst, const float* src, long n) {
   for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x)
-    atomicAdd(dst + i, src[i]);
+    atomicAdd_system(dst + i, src[i]);  // other GPUs add into the same memory: system scope
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <list>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -83,16 +84,19 @@ class Scratch {
   }
   Scratch(const Scratch&) = delete;
   Scratch& operator=(const Scratch&) = delete;
+  // n elements whose address has `like`'s alignment within 256 bytes (so cuBLASLt's alignment
+  // checks choose on scratch as on the real arrays).
   template <typename T>
-  T* get(size_t n) {
+  T* get(size_t n, const void* like) {
     void* p = nullptr;
-    if (!ok_ || cudaMallocAsync(&p, std::max<size_t>(n, 1) * sizeof(T), stream_) != cudaSuccess) {
+    if (!ok_ || cudaMallocAsync(&p, std::max<size_t>(n, 1) * sizeof(T) + 256, stream_) != cudaSuccess) {
       (void)cudaGetLastError();  // not sticky: clear it
       ok_ = false;
       return nullptr;
     }
     held_.push_back(p);
-    return static_cast<T*>(p);
+    const uintptr_t base = reinterpret_cast<uintptr_t>(p), want = reinterpret_cast<uintptr_t>(like) % 256;
+    return reinterpret_cast<T*>(base + (want + 256 - base % 256) % 256);
   }
   bool ok() const { return ok_; }
 
@@ -113,10 +117,10 @@ ExpertWeights<T> scratch_like(Scratch& s, const ExpertWeights<T>& dw, int E, int
     const T* lowest = *std::min_element(ptr, ptr + 4);
     long span = 0;
     for (int t = 0; t < 4; ++t) span = std::max(span, (long)(ptr[t] - lowest) + (long)(E - 1) * dw.stride + own[t]);
-    T* region = s.get<T>((size_t)span);
+    T* region = s.get<T>((size_t)span, lowest);
     for (int t = 0; t < 4 && region; ++t) out[t] = region + (ptr[t] - lowest);
   } else {
-    for (int t = 0; t < 4; ++t) out[t] = s.get<T>((size_t)E * own[t]);
+    for (int t = 0; t < 4; ++t) out[t] = s.get<T>((size_t)E * own[t], ptr[t]);
   }
   return {out[0], out[1], out[2], out[3], dw.stride};
 }
@@ -136,25 +140,32 @@ void run_on_path(ExpertGemmShape shape, ExpertGemmPath requested, cudaStream_t s
     if (measure) {
       Scratch scratch(stream);
       std::function<void(ExpertGemmPath)> on_scratch;
-      std::vector<std::pair<ExpertGemmPath, std::pair<cudaEvent_t, cudaEvent_t>>> timed;
+      struct Timed {  // one timed run; its events destroyed with it (also while an error unwinds)
+        ExpertGemmPath path;
+        cudaEvent_t start = nullptr, stop = nullptr;
+        ~Timed() {
+          if (start) (void)cudaEventDestroy(start);
+          if (stop) (void)cudaEventDestroy(stop);
+        }
+      };
+      std::list<Timed> timed;
       if (scratch_run(scratch, on_scratch)) {
+        const ProfilePaused paused;  // the timed runs' inner steps are not the call's
         for (; measure; path = tuner.next(shape, measure)) {
-          cudaEvent_t a = nullptr, b = nullptr;
-          MOEBENCH_CUDA_CHECK(cudaEventCreate(&a));
-          MOEBENCH_CUDA_CHECK(cudaEventCreate(&b));
-          MOEBENCH_CUDA_CHECK(cudaEventRecord(a, stream));
+          Timed& t = timed.emplace_back();
+          t.path = path;
+          MOEBENCH_CUDA_CHECK(cudaEventCreate(&t.start));
+          MOEBENCH_CUDA_CHECK(cudaEventCreate(&t.stop));
+          MOEBENCH_CUDA_CHECK(cudaEventRecord(t.start, stream));
           on_scratch(path);
-          MOEBENCH_CUDA_CHECK(cudaEventRecord(b, stream));
-          timed.push_back({path, {a, b}});
+          MOEBENCH_CUDA_CHECK(cudaEventRecord(t.stop, stream));
         }
         MOEBENCH_CUDA_CHECK(cudaStreamSynchronize(stream));
       }
-      for (auto& [p, ev] : timed) {
+      for (const Timed& t : timed) {
         float ms = 0.0f;
-        MOEBENCH_CUDA_CHECK(cudaEventElapsedTime(&ms, ev.first, ev.second));
-        tuner.report(shape, p, ms / 1e3);
-        cudaEventDestroy(ev.first);
-        cudaEventDestroy(ev.second);
+        MOEBENCH_CUDA_CHECK(cudaEventElapsedTime(&ms, t.start, t.stop));
+        tuner.report(shape, t.path, ms / 1e3);
       }
       if (timed.empty()) tuner.settle(shape, ExpertGemmPath::grouped);  // no room to measure
       path = tuner.next(shape, measure);
@@ -178,9 +189,9 @@ void experts_forward(T* y, T* h, T* a, const T* x, const int* offsets, const Exp
   };
   run_on_path(shape, path, stream, [&](ExpertGemmPath p) { on(p, y, h, a); },
               [&](Scratch& s, std::function<void(ExpertGemmPath)>& f) {
-                T* ys = s.get<T>((size_t)S * C);
-                T* hs = s.get<T>((size_t)S * F);
-                T* as = s.get<T>((size_t)S * F);
+                T* ys = s.get<T>((size_t)S * C, y);
+                T* hs = s.get<T>((size_t)S * F, h);
+                T* as = s.get<T>((size_t)S * F, a);
                 f = [=](ExpertGemmPath p) { on(p, ys, hs, as); };
                 return s.ok();
               });
@@ -199,9 +210,9 @@ void experts_backward(T* dx, const ExpertWeights<T>& dw, T* da, T* dh, const T* 
   };
   run_on_path(shape, path, stream, [&](ExpertGemmPath p) { on(p, dx, dw, da, dh); },
               [&](Scratch& s, std::function<void(ExpertGemmPath)>& f) {
-                T* dxs = s.get<T>((size_t)S * C);
-                T* das = s.get<T>((size_t)S * F);
-                T* dhs = s.get<T>((size_t)S * F);
+                T* dxs = s.get<T>((size_t)S * C, dx);
+                T* das = s.get<T>((size_t)S * F, da);
+                T* dhs = s.get<T>((size_t)S * F, dh);
                 const ExpertWeights<T> dws = scratch_like(s, dw, E, C, F);
                 f = [=](ExpertGemmPath p) { on(p, dxs, dws, das, dhs); };
                 return s.ok();

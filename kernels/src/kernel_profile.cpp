@@ -17,6 +17,9 @@ void profile_step(const char* name, cudaStream_t stream) {
   p->marks_.push_back({name, e});
 }
 
+ProfilePaused::ProfilePaused() : saved_(open_profile) { open_profile = nullptr; }
+ProfilePaused::~ProfilePaused() { open_profile = saved_; }
+
 KernelProfile::KernelProfile(cudaStream_t stream) {
   open_profile = this;
   profile_step("start", stream);

@@ -11,7 +11,21 @@
 
 namespace moebench::cuda {
 
+class KernelProfile;
 void profile_step(const char* name, cudaStream_t stream);
+
+// While one lives, profile_step marks nothing on this thread (work inside a step that is not the
+// step's own: the experts' tuning runs).
+class ProfilePaused {
+ public:
+  ProfilePaused();
+  ~ProfilePaused();
+  ProfilePaused(const ProfilePaused&) = delete;
+  ProfilePaused& operator=(const ProfilePaused&) = delete;
+
+ private:
+  KernelProfile* saved_;
+};
 
 class KernelProfile {
  public:
