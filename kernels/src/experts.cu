@@ -74,37 +74,9 @@ void grouped_backward(T* dx, const ExpertWeights<T>& dw, T* da, T* dh, const T* 
 
 namespace {
 
-// Stream-ordered scratch for a tuning run (freed, stream-ordered, with the object). ok() is
-// false when the device had no room: the class then takes the grouped path unmeasured.
-class Scratch {
- public:
-  explicit Scratch(cudaStream_t stream) : stream_(stream) {}
-  ~Scratch() {
-    for (void* p : held_) (void)cudaFreeAsync(p, stream_);
-  }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-  // n elements whose address has `like`'s alignment within 256 bytes (so cuBLASLt's alignment
-  // checks choose on scratch as on the real arrays).
-  template <typename T>
-  T* get(size_t n, const void* like) {
-    void* p = nullptr;
-    if (!ok_ || cudaMallocAsync(&p, std::max<size_t>(n, 1) * sizeof(T) + 256, stream_) != cudaSuccess) {
-      (void)cudaGetLastError();  // not sticky: clear it
-      ok_ = false;
-      return nullptr;
-    }
-    held_.push_back(p);
-    const uintptr_t base = reinterpret_cast<uintptr_t>(p), want = reinterpret_cast<uintptr_t>(like) % 256;
-    return reinterpret_cast<T*>(base + (want + 256 - base % 256) % 256);
-  }
-  bool ok() const { return ok_; }
-
- private:
-  cudaStream_t stream_;
-  std::vector<void*> held_;
-  bool ok_ = true;
-};
+// Scratch for the tuning runs: StreamArrays (experts_detail.cuh) that report no room as !ok()
+// (the class then takes the grouped path unmeasured).
+using Scratch = StreamArrays;
 
 // Gradients' scratch with the layout of `dw`: one region for the arena's layout (stride: the
 // four tensors of every expert inside [lowest, lowest + span)), else one array per tensor.

@@ -231,6 +231,38 @@ void expert_bias_grad(T* dbias, const T* d, const int* d_offsets, int E, int OC,
 }
 
 
+// Stream-ordered device arrays of one call, freed on `stream` (stream-ordered) when it ends.
+// get() returns nullptr and ok() turns false when the device has no room (the error cleared: a
+// failed allocation is not sticky); with `like`, the address has like's alignment within 256
+// bytes (so cuBLASLt's alignment checks choose on scratch as on the real arrays).
+class StreamArrays {
+ public:
+  explicit StreamArrays(cudaStream_t stream) : stream_(stream) {}
+  ~StreamArrays() {
+    for (void* p : held_) (void)cudaFreeAsync(p, stream_);
+  }
+  StreamArrays(const StreamArrays&) = delete;
+  StreamArrays& operator=(const StreamArrays&) = delete;
+  template <typename U>
+  U* get(size_t n, const void* like = nullptr) {
+    void* p = nullptr;
+    if (!ok_ || cudaMallocAsync(&p, std::max<size_t>(n, 1) * sizeof(U) + 256, stream_) != cudaSuccess) {
+      (void)cudaGetLastError();
+      ok_ = false;
+      return nullptr;
+    }
+    held_.push_back(p);
+    const uintptr_t base = reinterpret_cast<uintptr_t>(p), want = reinterpret_cast<uintptr_t>(like) % 256;
+    return reinterpret_cast<U*>(base + (want + 256 - base % 256) % 256);
+  }
+  bool ok() const { return ok_; }
+
+ private:
+  cudaStream_t stream_;
+  std::vector<void*> held_;
+  bool ok_ = true;
+};
+
 // The two paths (offsets checked, S > 0): experts.cu (grouped), experts_per_expert.cu.
 template <typename T>
 void grouped_forward(T* y, T* h, T* a, const T* x, const int* offsets, const ExpertWeights<T>& w, int E, int C,

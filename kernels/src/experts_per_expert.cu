@@ -233,28 +233,6 @@ class Forked {
   cudaStream_t stream_;
 };
 
-// Stream-ordered device arrays of one call, freed on `stream` when it ends.
-class CallArrays {
- public:
-  explicit CallArrays(cudaStream_t stream) : stream_(stream) {}
-  ~CallArrays() {
-    for (void* p : held_) (void)cudaFreeAsync(p, stream_);
-  }
-  CallArrays(const CallArrays&) = delete;
-  CallArrays& operator=(const CallArrays&) = delete;
-  template <typename U>
-  U* get(size_t n) {
-    void* p = nullptr;
-    MOEBENCH_CUDA_CHECK(cudaMallocAsync(&p, std::max<size_t>(n, 1) * sizeof(U), stream_));
-    held_.push_back(p);
-    return static_cast<U*>(p);
-  }
-
- private:
-  cudaStream_t stream_;
-  std::vector<void*> held_;
-};
-
 // Whether every expert's epilogue operands are 16-byte aligned (cuBLASLt's vectorised
 // epilogues; checked before the first one is tried, so no expert faults on a misaligned bias).
 bool aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
@@ -341,12 +319,15 @@ void per_expert_backward(T* dx, const ExpertWeights<T>& dw, T* da, T* dh, const 
   const GroupedGemmArgs g_dx = grouped_linear_dinp_args(offsets, E, el, dx, dh, w.w1, C, F, w.step(own));
   const int n = g_da.count();
   // b2's gradient (kernel, as the grouped path); b1's per problem from the epilogue, added after.
-  CallArrays arrays(stream);  // freed after the side streams joined (declared before them)
+  StreamArrays arrays(stream);  // freed after the side streams joined (declared before them)
   const GroupedUpload up(offsets, E, stream);
   expert_bias_grad(dw.b2, dy, up.offsets(), E, C, dw.step(C), stream);
   profile_step("experts: db2", stream);
   T* db1 = arrays.get<T>((size_t)n * F);  // [n, F]
   int* experts = arrays.get<int>((size_t)n);
+  if (!arrays.ok())
+    throw std::runtime_error("cudaMallocAsync of the experts' b1 gradient rows (" + std::to_string((size_t)n * F * el) +
+                             " bytes) failed: out of memory");
   // From pageable memory: staged before the call returns.
   MOEBENCH_CUDA_CHECK(cudaMemcpyAsync(experts, g_da.expert.data(), (size_t)n * sizeof(int), cudaMemcpyHostToDevice, stream));
   LtSide& side = lt_side();
