@@ -25,10 +25,7 @@ template <typename T>
 void grouped_forward(T* y, T* h, T* a, const T* x, const int* offsets, const ExpertWeights<T>& w, int E, int C,
                      int F, cudaStream_t stream) {
   const int S = offsets[E];
-  const size_t el = sizeof(T);
-  const size_t s1 = (size_t)w.step((long)F * C), s2 = (size_t)w.step((long)C * F);
-  const GroupedGemmArgs g1 = grouped_linear_forward_args(offsets, E, el, h, x, w.w1, C, F, s1);
-  const GroupedGemmArgs g2 = grouped_linear_forward_args(offsets, E, el, y, a, w.w2, F, C, s2);
+  const auto [g1, g2] = forward_gemms<T>(y, h, a, x, offsets, w, E, C, F);
   const GroupedUpload up({&g1, &g2}, offsets, E, stream);
   profile_step("experts: pointer arrays upload", stream);
   grouped_gemm<T>(g1, up.arrays(0), 1.0f, 0.0f, stream);  // h = x W1^T
@@ -45,12 +42,7 @@ template <typename T>
 void grouped_backward(T* dx, const ExpertWeights<T>& dw, T* da, T* dh, const T* dy, const T* x, const T* h,
                       const T* a, const int* offsets, const ExpertWeights<T>& w, int E, int C, int F,
                       cudaStream_t stream) {
-  const size_t el = sizeof(T);
-  const size_t own = (size_t)C * F;
-  const GroupedGemmArgs g_dw2 = grouped_linear_dweight_args(offsets, E, el, dw.w2, dy, a, F, C, dw.step(own));
-  const GroupedGemmArgs g_da = grouped_linear_dinp_args(offsets, E, el, da, dy, w.w2, F, C, w.step(own));
-  const GroupedGemmArgs g_dw1 = grouped_linear_dweight_args(offsets, E, el, dw.w1, dh, x, C, F, dw.step(own));
-  const GroupedGemmArgs g_dx = grouped_linear_dinp_args(offsets, E, el, dx, dh, w.w1, C, F, w.step(own));
+  const auto [g_dw2, g_da, g_dw1, g_dx] = backward_gemms<T>(dx, dw, da, dh, dy, x, a, offsets, w, E, C, F);
   const GroupedUpload up({&g_dw2, &g_da, &g_dw1, &g_dx}, offsets, E, stream);
   profile_step("experts: pointer arrays upload", stream);
   // W2: dW2 += dy^T a, da = dy W2, db2 += sum dy.

@@ -263,6 +263,31 @@ class StreamArrays {
   bool ok_ = true;
 };
 
+// The products of the experts' forward and backward (grouped_gemm_args.h), which both paths run:
+// grouped in one call each, or problem by problem.
+struct ForwardGemms {
+  GroupedGemmArgs g1, g2;  // h = x W1^T, y = a W2^T
+};
+template <typename T>
+ForwardGemms forward_gemms(T* y, T* h, const T* a, const T* x, const int* offsets, const ExpertWeights<T>& w, int E,
+                           int C, int F) {
+  const size_t el = sizeof(T);
+  return {grouped_linear_forward_args(offsets, E, el, h, x, w.w1, C, F, (size_t)w.step((long)F * C)),
+          grouped_linear_forward_args(offsets, E, el, y, a, w.w2, F, C, (size_t)w.step((long)C * F))};
+}
+struct BackwardGemms {
+  GroupedGemmArgs dw2, da, dw1, dx;  // dW2 += dy^T a, da = dy W2, dW1 += dh^T x, dx = dh W1
+};
+template <typename T>
+BackwardGemms backward_gemms(T* dx, const ExpertWeights<T>& dw, T* da, const T* dh, const T* dy, const T* x,
+                             const T* a, const int* offsets, const ExpertWeights<T>& w, int E, int C, int F) {
+  const size_t el = sizeof(T), own = (size_t)C * F;
+  return {grouped_linear_dweight_args(offsets, E, el, dw.w2, dy, a, F, C, dw.step(own)),
+          grouped_linear_dinp_args(offsets, E, el, da, dy, w.w2, F, C, w.step(own)),
+          grouped_linear_dweight_args(offsets, E, el, dw.w1, dh, x, C, F, dw.step(own)),
+          grouped_linear_dinp_args(offsets, E, el, dx, dh, w.w1, C, F, w.step(own))};
+}
+
 // The two paths (offsets checked, S > 0): experts.cu (grouped), experts_per_expert.cu.
 template <typename T>
 void grouped_forward(T* y, T* h, T* a, const T* x, const int* offsets, const ExpertWeights<T>& w, int E, int C,

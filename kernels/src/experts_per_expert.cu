@@ -254,10 +254,7 @@ template <typename T>
 void per_expert_forward(T* y, T* h, T* a, const T* x, const int* offsets, const ExpertWeights<T>& w, int E, int C,
                         int F, cudaStream_t stream) {
   const int S = offsets[E];
-  const size_t el = sizeof(T);
-  const size_t s1 = (size_t)w.step((long)F * C), s2 = (size_t)w.step((long)C * F);
-  const GroupedGemmArgs g1 = grouped_linear_forward_args(offsets, E, el, h, x, w.w1, C, F, s1);  // C: h's rows
-  const GroupedGemmArgs g2 = grouped_linear_forward_args(offsets, E, el, y, a, w.w2, F, C, s2);
+  const auto [g1, g2] = forward_gemms<T>(y, h, a, x, offsets, w, E, C, F);  // g1's outputs: h's rows
   LtSide& side = lt_side();
   // Every matmul is planned before any is enqueued: the first GEMM with bias + GeLU (h kept as the
   // epilogue's aux output, ld F: a multiple of 8), the second with its bias; else without.
@@ -312,11 +309,7 @@ void per_expert_backward(T* dx, const ExpertWeights<T>& dw, T* da, T* dh, const 
                          const T* a, const int* offsets, const ExpertWeights<T>& w, int E, int C, int F,
                          cudaStream_t stream) {
   const size_t el = sizeof(T);
-  const size_t own = (size_t)C * F;
-  const GroupedGemmArgs g_dw2 = grouped_linear_dweight_args(offsets, E, el, dw.w2, dy, a, F, C, dw.step(own));
-  const GroupedGemmArgs g_da = grouped_linear_dinp_args(offsets, E, el, da, dy, w.w2, F, C, w.step(own));
-  const GroupedGemmArgs g_dw1 = grouped_linear_dweight_args(offsets, E, el, dw.w1, dh, x, C, F, dw.step(own));
-  const GroupedGemmArgs g_dx = grouped_linear_dinp_args(offsets, E, el, dx, dh, w.w1, C, F, w.step(own));
+  const auto [g_dw2, g_da, g_dw1, g_dx] = backward_gemms<T>(dx, dw, da, dh, dy, x, a, offsets, w, E, C, F);
   const int n = g_da.count();
   // b2's gradient (kernel, as the grouped path); b1's per problem from the epilogue, added after.
   StreamArrays arrays(stream);  // freed after the side streams joined (declared before them)
