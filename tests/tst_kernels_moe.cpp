@@ -406,6 +406,9 @@ void check_expert_cases(cuda::ExpertGemmPath path) {
   check_experts<T>({0, 0, 0}, 8, 16, 320, path);  // no rows at all: a no-op
   if (QTest::currentTestFailed()) return;
   check_experts<T>(rows_e64(330), 64, 128, 340, path);
+  if (QTest::currentTestFailed()) return;
+  // Experts of several 64-row chunks (the bias gradients' first pass), one of exactly one chunk.
+  check_experts<T>({200, 0, 64, 129}, 24, 40, 350, path);
 }
 
 // ---- the whole block ------------------------------------------------------------------------

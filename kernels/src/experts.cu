@@ -50,11 +50,12 @@ void grouped_backward(T* dx, const ExpertWeights<T>& dw, T* da, T* dh, const T* 
   profile_step("experts: dW2 += dy^T a (grouped)", stream);
   grouped_gemm<T>(g_da, up.arrays(1), 1.0f, 0.0f, stream);
   profile_step("experts: da = dy W2 (grouped)", stream);
-  expert_bias_grad(dw.b2, dy, up.offsets(), E, C, dw.step(C), stream);
-  profile_step("experts: db2", stream);
-  // GeLU and b1: dh = gelu'(h) da, db1 += sum dh (one kernel).
-  gelu_backward_bias_grad(dh, dw.b1, h, da, up.offsets(), E, F, dw.step(F), stream);
-  profile_step("experts: dh = gelu'(h) da, db1 (one kernel)", stream);
+  const ExpertRowChunks chunks(offsets, E, std::max(C, F), stream);
+  expert_bias_grad(dw.b2, dy, chunks, C, dw.step(C), stream);
+  profile_step("experts: db2 (row chunks, then experts)", stream);
+  // GeLU and b1: dh = gelu'(h) da with db1's chunk sums in one pass, then db1 += them.
+  gelu_backward_bias_grad(dh, dw.b1, h, da, chunks, F, dw.step(F), stream);
+  profile_step("experts: dh = gelu'(h) da, db1 (row chunks, then experts)", stream);
   // W1: dW1 += dh^T x, dx = dh W1.
   grouped_gemm<T>(g_dw1, up.arrays(2), 1.0f, 1.0f, stream);
   profile_step("experts: dW1 += dh^T x (grouped)", stream);

@@ -56,18 +56,61 @@ __global__ void __launch_bounds__(kBiasBlock)
   }
 }
 
-// dbias[e, j] += sum over e's rows of d[row, j]: one thread per (expert, column), rows in
-// order, fp32 sum; grid (column blocks, experts).
+// Bias gradients over the experts' rows in two passes that fill the GPU even when a few experts
+// own all the rows: the rows of each expert are cut into chunks of at most kChunkRows rows; pass 1
+// sums each chunk's column (one thread per (chunk, column), rows in order, fp32) into a partial;
+// pass 2 adds an expert's partials in chunk order to its bias gradient. Fixed order: the same
+// inputs give the same bits on every run.
+constexpr int kChunkRows = 64;
+constexpr int kMaxGridY = 65535;  // the grid's y limit (the kernels loop over what it cannot cover)
+
+// Pass 1 for a plain bias: partial[c, j] = sum of d[row, j] over chunk c's rows.
 template <typename T>
 __global__ void __launch_bounds__(kBiasBlock)
-    expert_bias_grad_kernel(T* dbias, const T* d, const int* offsets, int OC, long stride) {
-  const int e = blockIdx.y;
+    chunk_column_sums_kernel(float* partial, const T* d, const int* begin, const int* end, int count, int OC) {
   const int j = blockIdx.x * kBiasBlock + threadIdx.x;
   if (j >= OC) return;
-  float s = 0.0f;
-  for (long row = offsets[e]; row < offsets[e + 1]; ++row) s += to_float(d[row * OC + j]);
-  T* db = dbias + (long)e * stride + j;
-  *db = from_float<T>(to_float(*db) + s);
+  for (int c = blockIdx.y; c < count; c += gridDim.y) {
+    float s = 0.0f;
+#pragma unroll 4
+    for (long row = begin[c]; row < end[c]; ++row) s += to_float(d[row * OC + j]);
+    partial[(long)c * OC + j] = s;
+  }
+}
+
+// Pass 1 of the GeLU backward with b1's gradient: dh = gelu'(h) da (overwritten, rounded once),
+// and partial[c, j] = the sum of chunk c's stored dh[row, j].
+template <typename T>
+__global__ void __launch_bounds__(kBiasBlock)
+    gelu_backward_chunk_sums_kernel(T* dh, float* partial, const T* h, const T* da, const int* begin, const int* end,
+                                    int count, int F) {
+  const int j = blockIdx.x * kBiasBlock + threadIdx.x;
+  if (j >= F) return;
+  for (int c = blockIdx.y; c < count; c += gridDim.y) {
+    float s = 0.0f;
+#pragma unroll 4
+    for (long row = begin[c]; row < end[c]; ++row) {
+      const long i = row * F + j;
+      const T g = from_float<T>(0.0f + gelu_math::gelu_grad(to_float(h[i])) * to_float(da[i]));
+      dh[i] = g;
+      s += to_float(g);
+    }
+    partial[(long)c * F + j] = s;
+  }
+}
+
+// Pass 2: dbias[e, j] += the sum of expert e's partials, in chunk order.
+template <typename T>
+__global__ void __launch_bounds__(kBiasBlock)
+    add_chunk_sums_kernel(T* dbias, const float* partial, const int* first, int E, int OC, long stride) {
+  const int j = blockIdx.x * kBiasBlock + threadIdx.x;
+  if (j >= OC) return;
+  for (int e = blockIdx.y; e < E; e += gridDim.y) {
+    float s = 0.0f;
+    for (int c = first[e]; c < first[e + 1]; ++c) s += partial[(long)c * OC + j];
+    T* db = dbias + (long)e * stride + j;
+    *db = from_float<T>(to_float(*db) + s);
+  }
 }
 
 // The grouped path's bias + GeLU in one pass: h[row] += b1[expert of row] (stored rounded, as
@@ -85,27 +128,6 @@ __global__ void __launch_bounds__(kBiasBlock)
       ar[c] = from_float<T>(gelu_math::gelu(to_float(v)));
     }
   }
-}
-
-// The grouped path's GeLU backward and b1's gradient in one pass: dh = gelu'(h) da (overwritten,
-// rounded once) and db1[e, j] += the sum of e's rows of the stored dh, in row order — the
-// arithmetic of gelu_backward onto a zeroed dh followed by expert_bias_grad. One thread per
-// (expert, column); grid (column blocks, experts).
-template <typename T>
-__global__ void __launch_bounds__(kBiasBlock)
-    gelu_backward_bias_grad_kernel(T* dh, T* dbias, const T* h, const T* da, const int* offsets, int F, long stride) {
-  const int e = blockIdx.y;
-  const int j = blockIdx.x * kBiasBlock + threadIdx.x;
-  if (j >= F) return;
-  float s = 0.0f;
-  for (long row = offsets[e]; row < offsets[e + 1]; ++row) {
-    const long i = row * F + j;
-    const T g = from_float<T>(0.0f + gelu_math::gelu_grad(to_float(h[i])) * to_float(da[i]));
-    dh[i] = g;
-    s += to_float(g);
-  }
-  T* db = dbias + (long)e * stride + j;
-  *db = from_float<T>(to_float(*db) + s);
 }
 
 // The device pointer arrays of some grouped GEMMs and a copy of the offsets, in one
@@ -215,21 +237,89 @@ void bias_gelu(T* h, T* a, const T* bias, const int* d_offsets, int E, int S, in
   MOEBENCH_CUDA_CHECK_LAUNCH();
 }
 
+// The chunks of the experts' rows (host offsets) and the partial sums of up to `max_columns`
+// columns, in one stream-ordered allocation freed (stream-ordered) on destruction; for the bias
+// gradients below, which run one after another on `stream`.
+class ExpertRowChunks {
+ public:
+  ExpertRowChunks(const int* offsets, int E, int max_columns, cudaStream_t stream)
+      : E(E), max_columns(max_columns), stream_(stream) {
+    std::vector<int> begin, end, first((size_t)E + 1, 0);
+    for (int e = 0; e < E; ++e) {
+      first[(size_t)e] = (int)begin.size();
+      for (int r = offsets[e]; r < offsets[e + 1]; r += kChunkRows) {
+        begin.push_back(r);
+        end.push_back(std::min(r + kChunkRows, offsets[e + 1]));
+      }
+    }
+    count = (int)begin.size();
+    first[(size_t)E] = count;
+    std::vector<int> host;  // begin, end, first, then the partials (16-byte aligned)
+    host.insert(host.end(), begin.begin(), begin.end());
+    host.insert(host.end(), end.begin(), end.end());
+    host.insert(host.end(), first.begin(), first.end());
+    const size_t index_bytes = (host.size() * sizeof(int) + 15) / 16 * 16;
+    const size_t bytes = index_bytes + (size_t)count * (size_t)max_columns * sizeof(float);
+    MOEBENCH_CUDA_CHECK(cudaMallocAsync(&base_, std::max<size_t>(bytes, 16), stream));
+    // From pageable memory: returns once the host data is staged, so `host` may go.
+    MOEBENCH_CUDA_CHECK(cudaMemcpyAsync(base_, host.data(), host.size() * sizeof(int), cudaMemcpyHostToDevice, stream));
+    const int* dev = static_cast<const int*>(base_);
+    rows_begin = dev, rows_end = dev + count, first_chunk = dev + 2 * (size_t)count;
+    partial = reinterpret_cast<float*>(static_cast<char*>(base_) + index_bytes);
+  }
+  ~ExpertRowChunks() {
+    if (base_) (void)cudaFreeAsync(base_, stream_);  // no throw from a destructor
+  }
+  ExpertRowChunks(const ExpertRowChunks&) = delete;
+  ExpertRowChunks& operator=(const ExpertRowChunks&) = delete;
+
+  // The grids of the two passes over OC columns.
+  dim3 chunk_grid(int OC) const {
+    return dim3((unsigned)ceil_div(OC, kBiasBlock), (unsigned)std::clamp(count, 1, kMaxGridY));
+  }
+  dim3 expert_grid(int OC) const {
+    return dim3((unsigned)ceil_div(OC, kBiasBlock), (unsigned)std::clamp(E, 1, kMaxGridY));
+  }
+  void check(int OC) const {
+    if (OC > max_columns)
+      throw std::logic_error("ExpertRowChunks: " + std::to_string(OC) + " columns, room for " +
+                             std::to_string(max_columns));
+  }
+
+  int E = 0, max_columns = 0, count = 0;  // count: chunks
+  const int *rows_begin = nullptr, *rows_end = nullptr;  // [count]: each chunk's rows
+  const int* first_chunk = nullptr;                       // [E + 1]: each expert's chunks
+  float* partial = nullptr;                               // [count, max_columns]
+
+ private:
+  cudaStream_t stream_;
+  void* base_ = nullptr;
+};
+
+// dh = gelu'(h) da and dbias[e] += the column sums of e's rows of dh (the stored, rounded values).
 template <typename T>
-void gelu_backward_bias_grad(T* dh, T* dbias, const T* h, const T* da, const int* d_offsets, int E, int F, long stride,
+void gelu_backward_bias_grad(T* dh, T* dbias, const T* h, const T* da, const ExpertRowChunks& rc, int F, long stride,
                              cudaStream_t stream) {
-  const dim3 grid((unsigned)ceil_div(F, kBiasBlock), (unsigned)E);
-  gelu_backward_bias_grad_kernel<T><<<grid, kBiasBlock, 0, stream>>>(dh, dbias, h, da, d_offsets, F, stride);
+  rc.check(F);
+  gelu_backward_chunk_sums_kernel<T><<<rc.chunk_grid(F), kBiasBlock, 0, stream>>>(
+      dh, rc.partial, h, da, rc.rows_begin, rc.rows_end, rc.count, F);
+  MOEBENCH_CUDA_CHECK_LAUNCH();
+  add_chunk_sums_kernel<T><<<rc.expert_grid(F), kBiasBlock, 0, stream>>>(dbias, rc.partial, rc.first_chunk, rc.E,
+                                                                        F, stride);
   MOEBENCH_CUDA_CHECK_LAUNCH();
 }
 
+// dbias[e] += the column sums of e's rows of d.
 template <typename T>
-void expert_bias_grad(T* dbias, const T* d, const int* d_offsets, int E, int OC, long stride, cudaStream_t stream) {
-  const dim3 grid((unsigned)ceil_div(OC, kBiasBlock), (unsigned)E);
-  expert_bias_grad_kernel<T><<<grid, kBiasBlock, 0, stream>>>(dbias, d, d_offsets, OC, stride);
+void expert_bias_grad(T* dbias, const T* d, const ExpertRowChunks& rc, int OC, long stride, cudaStream_t stream) {
+  rc.check(OC);
+  chunk_column_sums_kernel<T><<<rc.chunk_grid(OC), kBiasBlock, 0, stream>>>(
+      rc.partial, d, rc.rows_begin, rc.rows_end, rc.count, OC);
+  MOEBENCH_CUDA_CHECK_LAUNCH();
+  add_chunk_sums_kernel<T><<<rc.expert_grid(OC), kBiasBlock, 0, stream>>>(dbias, rc.partial, rc.first_chunk, rc.E,
+                                                                         OC, stride);
   MOEBENCH_CUDA_CHECK_LAUNCH();
 }
-
 
 // Stream-ordered device arrays of one call, freed on `stream` (stream-ordered) when it ends.
 // get() returns nullptr and ok() turns false when the device has no room (the error cleared: a

@@ -313,8 +313,8 @@ void per_expert_backward(T* dx, const ExpertWeights<T>& dw, T* da, T* dh, const 
   const int n = g_da.count();
   // b2's gradient (kernel, as the grouped path); b1's per problem from the epilogue, added after.
   StreamArrays arrays(stream);  // freed after the side streams joined (declared before them)
-  const GroupedUpload up(offsets, E, stream);
-  expert_bias_grad(dw.b2, dy, up.offsets(), E, C, dw.step(C), stream);
+  const ExpertRowChunks chunks(offsets, E, std::max(C, F), stream);
+  expert_bias_grad(dw.b2, dy, chunks, C, dw.step(C), stream);
   profile_step("experts: db2", stream);
   T* db1 = arrays.get<T>((size_t)n * F);  // [n, F]
   int* experts = arrays.get<int>((size_t)n);
@@ -356,7 +356,7 @@ void per_expert_backward(T* dx, const ExpertWeights<T>& dw, T* da, T* dh, const 
   }
   if (!fused) {  // GeLU's derivative and b1's gradient as the grouped path's kernel
     profile_step("experts: dW2, da = dy W2 (per expert)", stream);
-    gelu_backward_bias_grad(dh, dw.b1, h, da, up.offsets(), E, F, dw.step(F), stream);
+    gelu_backward_bias_grad(dh, dw.b1, h, da, chunks, F, dw.step(F), stream);
     profile_step("experts: dh = gelu'(h) da, db1 (kernel)", stream);
     Forked f(side, stream);
     for (int i = 0; i < n; ++i) {

@@ -57,7 +57,7 @@ inline int rows_log2(long rows) {
 
 class ExpertGemmTuner {
  public:
-  static constexpr int kRounds = 2;  // measurements per path; the first is a warm-up
+  static constexpr int kRounds = 3;  // measurements per path; the first is a warm-up
   // The path this call takes (never automatic): alternating while the class is measured, then
   // the faster one. `measure` is set when the caller must time the call and report() it.
   ExpertGemmPath next(const ExpertGemmShape& s, bool& measure) {
