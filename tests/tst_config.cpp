@@ -678,7 +678,7 @@ class TestConfig : public QObject {
     const std::string text =
         "[run]\nname = \"a \\\"quoted\\\" name\\twith tab\"\nseed = 99\nout_dir = \"out/dir\"\nthreads = 2\ndevice = \"cuda\"\nprecision = \"bf16\"\nranks = 6\noversubscribe_ok = true\nstop_grace_s = 3.0\n"
         "[cluster]\nfile = \"cluster.toml\"\nname = \"tiny\"\nnodes = 2\ndevices_per_node = 3\npcie_switch_pairs = [0, 1]\n"
-        "device_tflops = 2.5\ndevice_memory_gib = 40.0\nhost_memory_gib = 512.0\nssd_gib = 4096.0\nefficiency_flops = [1e6, 1e9]\nefficiency = [0.5, 0.75]\ncopy_bw_gbs = 8.0\n"
+        "device_tflops = 2.5\ntrain_precision = \"fp16\"\ndevice_memory_gib = 40.0\nhost_memory_gib = 512.0\nssd_gib = 4096.0\nefficiency_flops = [1e6, 1e9]\nefficiency = [0.5, 0.75]\ncopy_bw_gbs = 8.0\n"
         "intra_bw_gbs = 50.0\nintra_latency_us = 1.5\npcie_bw_gbs = 20.0\npcie_latency_us = 2.5\n"
         "inter_bw_gbs = 12.5\ninter_latency_us = 4.0\ndevices_per_nic = 3\nnodes_per_switch = 1\n"
         "spine_bw_gbs = 6.0\nspine_latency_us = 7.0\ncomm_overhead_us = 800.0\ncomm_us_per_mb = 1200.0\n"

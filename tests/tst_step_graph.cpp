@@ -8,6 +8,7 @@
 
 #include <map>
 #include <numeric>
+#include <set>
 
 #include "moebench/config/config_loader.h"
 #include "moebench/model/dense_costs.h"
@@ -395,6 +396,63 @@ class TestStepGraph : public QObject {
 
   // Each layout of the equivalence matrix replays on a 2-node cluster: every send meets its
   // receiver (the simulator throws on an unmatched send or a schedule that cannot finish).
+  // cluster.train_precision = "fp16" (a paper's workload predicted): every activation, gradient
+  // and weight transfer and row copy of the predicted step graph carries half the bytes of the
+  // runtime's fp32 graph, task by task; what is not an fp element keeps its bytes (token ids,
+  // the gradient norm's and the loss's doubles); the compute is the same.
+  void train_precision_halves_the_wire_bytes_data() {
+    QTest::addColumn<QStringList>("sets");
+    QTest::newRow("expert_centric dp4") << QStringList{"run.ranks=4"};
+    QTest::newRow("data_centric node cache") << QStringList{"run.ranks=4", "strategy.name=\"data_centric\"",
+                                                            "strategy.data_centric.hierarchical=true"};
+    QTest::newRow("fastermoe shadow") << QStringList{"run.ranks=4", "strategy.name=\"fastermoe\"",
+                                                     "strategy.fastermoe.shadow=true"};
+    QTest::newRow("hier_a2a tp2") << QStringList{"run.ranks=4", "parallel.tp=2", "strategy.name=\"hier_a2a\""};
+    QTest::newRow("ppmoe tp2 x pp2") << QStringList{"run.ranks=4", "parallel.tp=2", "parallel.pp=2",
+                                                    "parallel.microbatches=2", "strategy.name=\"ppmoe\""};
+    QTest::newRow("monta tp2") << QStringList{"run.ranks=4", "parallel.tp=2", "strategy.name=\"monta\""};
+    QTest::newRow("zero3 dp4") << QStringList{"run.ranks=4", "storage.dense=\"zero3\""};
+    QTest::newRow("dp4 embedding partition") << QStringList{"run.ranks=4", "model.tied_head=false",
+                                                            "model.embedding_partition=true"};
+  }
+  void train_precision_halves_the_wire_bytes() {
+    QFETCH(QStringList, sets);
+    std::vector<std::string> s;
+    for (const QString& x : sets) s.push_back(x.toStdString());
+    s.push_back("cluster.nodes=2");
+    const Config fp32 = load_config(test::tiny_config_path(), s);
+    s.push_back("cluster.train_precision=\"fp16\"");
+    const Config fp16 = load_config(test::tiny_config_path(), s);
+    // Token ids and routing counts (int32), the router's load statistics and the norm's and
+    // loss's sums (fp32 / fp64 in mixed precision too).
+    const std::set<std::string> not_elements = {"embed.ids", "moe.counts", "moe.aux_stats", "batch.copy_in",
+                                                "grad.norm.tp", "grad.norm.ep", "grad.norm.dp", "grad.norm.pp",
+                                                "loss.pp", "loss.dp"};
+    for (int r = 0; r < fp32.run.ranks; ++r) {
+      const TaskGraph a = build_step_graph(fp32, r), b = build_step_graph(fp16, r);
+      QCOMPARE(a.size(), b.size());
+      int halved = 0;
+      for (int i = 0; i < (int)a.size(); ++i) {
+        const GraphTask &x = a.task(i), &y = b.task(i);
+        QCOMPARE(y.name, x.name);
+        QCOMPARE(y.cost.flops, x.cost.flops);
+        QCOMPARE(y.cost.bytes_to_peer.size(), x.cost.bytes_to_peer.size());
+        const bool keep = not_elements.count(x.name) > 0;
+        for (size_t k = 0; k < x.cost.bytes_to_peer.size(); ++k) {
+          const auto [peer, bytes] = x.cost.bytes_to_peer[k];
+          QCOMPARE(y.cost.bytes_to_peer[k].first, peer);
+          const uint64_t want = keep ? bytes : bytes / 2;
+          QVERIFY2(y.cost.bytes_to_peer[k].second == want || (!keep && y.cost.bytes_to_peer[k].second == (bytes + 1) / 2),
+                   qPrintable(QString("%1 (rank %2): %3 bytes at fp16, %4 at fp32")
+                                  .arg(x.name.c_str()).arg(r).arg(y.cost.bytes_to_peer[k].second).arg(bytes)));
+          halved += !keep && bytes > 0;
+        }
+        QCOMPARE(y.cost.copy_bytes, keep ? x.cost.copy_bytes : x.cost.copy_bytes / 2);
+      }
+      QVERIFY(halved > 0);
+    }
+  }
+
   void every_layout_replays_data() {
     QTest::addColumn<QStringList>("sets");
     QTest::newRow("tp2 x dp2") << QStringList{"run.ranks=4", "parallel.tp=2"};

@@ -130,6 +130,9 @@ const std::vector<FieldDef>& fields() {
       MB_FIELD(cluster, devices_per_node, Int, "ranks per node; 0 = world size / nodes"),
       MB_FIELD(cluster, pcie_switch_pairs, IntList, "local ranks sharing a PCIe switch, pairwise: [0,1,2,3] = {0,1},{2,3}"),
       MB_FIELD(cluster, device_tflops, Double, "sustained compute rate per device, TFLOP/s"),
+      MB_CHOICE(cluster, train_precision,
+                "runtime | fp32 | fp16 | bf16: the precision predictions on this cluster assume for what crosses "
+                "the wire (2 bytes per element for fp16 / bf16); runtime = moebench's own (fp32 messages)"),
       MB_FIELD(cluster, device_memory_gib, Double, "memory per device, GiB (2^30 bytes); 0 = not described"),
       MB_FIELD(cluster, host_memory_gib, Double, "host memory per device (MoESys eq. 1 M_CPU), GiB; 0 = not described"),
       MB_FIELD(cluster, ssd_gib, Double, "SSD space per device (MoESys eq. 1 M_SSD), GiB; 0 = not described"),

@@ -67,7 +67,9 @@ struct Chain {
   // A TP all-reduce of `floats` (nothing on one TP rank).
   void tp_reduce(const StageShape& s, StageOp op, int layer, double floats) {
     if (s.tp.size > 1)
-      add(ring_allreduce_task(op_info(op).name, layer, floats, s.tp_world, s.tp.rank, StreamRole::host, chunk), op, layer);
+      add(ring_allreduce_task(op_info(op).name, layer, floats, s.wire_element_bytes, s.tp_world, s.tp.rank,
+                              StreamRole::host, chunk),
+          op, layer);
   }
   // The micro-batch's token ids (first stage) and targets (last stage) from the loader's
   // page-locked buffer into the model's memory, on the copy role.
@@ -95,7 +97,8 @@ struct Chain {
     else
       for (int q = 0; q < P; ++q)
         if (q != me)
-          t.cost.bytes_to_peer.push_back({s.dp_world[(size_t)q], (uint64_t)s.N() * (s.model.hidden / P) * sizeof(float)});
+          t.cost.bytes_to_peer.push_back({s.dp_world[(size_t)q], (uint64_t)s.N() * (s.model.hidden / P) *
+                                                                    (uint64_t)s.wire_element_bytes});
     add(std::move(t), op, -1);
   }
 };
@@ -104,8 +107,8 @@ struct Chain {
 
 const char* stage_op_name(StageOp op) { return op_info(op).name; }
 
-GraphTask ring_allreduce_task(const std::string& name, int layer, double floats, const std::vector<int>& members,
-                              int me, StreamRole role, int chunk) {
+GraphTask ring_allreduce_task(const std::string& name, int layer, double elements, int element_bytes,
+                              const std::vector<int>& members, int me, StreamRole role, int chunk) {
   GraphTask t;
   t.name = name;
   t.layer = layer;
@@ -113,7 +116,7 @@ GraphTask ring_allreduce_task(const std::string& name, int layer, double floats,
   t.category = TaskCategory::comm;
   t.role = role;
   const int P = (int)members.size();
-  const uint64_t bytes = (uint64_t)(floats * sizeof(float));
+  const uint64_t bytes = (uint64_t)(elements * element_bytes);
   if (P > 1) t.cost.bytes_to_peer.push_back({members[(size_t)(me + 1) % P], 2 * bytes * (uint64_t)(P - 1) / (uint64_t)P});
   t.cost.messages = 2 * (P - 1);
   return t;

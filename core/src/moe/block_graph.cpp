@@ -109,7 +109,7 @@ TaskId add_partial_reduce_task(TaskGraph& g, const MoeStrategy& strategy, MoeCon
   t.layer = ctx.layer;
   const uint64_t P = (uint64_t)group.size, count = (uint64_t)d.N * d.C;
   if (P > 1)
-    t.cost.bytes_to_peer.push_back({(*group.world)[(size_t)(group.rank + 1) % P], 2 * (P - 1) * count * sizeof(float) / P});
+    t.cost.bytes_to_peer.push_back({(*group.world)[(size_t)(group.rank + 1) % P], 2 * (P - 1) * count * (uint64_t)ctx.wire_element_bytes / P});
   t.cost.messages = (int)(2 * (P - 1));  // ring: reduce-scatter then all-gather
   if (data) {
     // the TP group's or the EP group's rows communicator (the block output and dx share are

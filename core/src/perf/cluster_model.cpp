@@ -46,6 +46,8 @@ ClusterModel::ClusterModel(ClusterSpec spec) : spec_(std::move(spec)) {
   require(s.devices_per_node >= 1, "devices_per_node must be >= 1, got " + std::to_string(s.devices_per_node));
   require((int64_t)s.nodes * s.devices_per_node <= INT32_MAX, "more than 2147483647 devices");
   require(s.device_flops > 0, "device_flops must be > 0");
+  require(s.wire_element_bytes == 2 || s.wire_element_bytes == 4,
+          "wire_element_bytes must be 2 or 4, got " + std::to_string(s.wire_element_bytes));
   require(s.device_memory >= 0, "device_memory must be >= 0");
   require(s.copy_bandwidth > 0, "copy_bandwidth must be > 0");
   require(s.comm_overhead >= 0 && s.comm_seconds_per_byte >= 0, "comm_overhead and comm_seconds_per_byte must be >= 0");
@@ -184,6 +186,7 @@ std::string ClusterModel::describe() const {
                     std::to_string(s.devices_per_node) + " devices, " + num(s.device_flops / 1e12) +
                     " TFLOP/s per device";
   if (!s.efficiency.empty()) out += " (efficiency curve, " + std::to_string(s.efficiency.size()) + " points)";
+  if (s.wire_element_bytes != 4) out += ", " + std::to_string(s.wire_element_bytes) + "-byte elements on the wire";
   if (s.device_memory > 0) out += ", " + num(s.device_memory / (1024.0 * 1024.0 * 1024.0)) + " GiB per device";
   out += ", intra " + link_text(s.intra);
   if (!s.pcie_switch_pairs.empty())
@@ -211,6 +214,7 @@ ClusterSpec cluster_spec(const ClusterConfig& k, int world_size) {
   s.nodes = k.nodes;
   s.devices_per_node = k.devices_per_node > 0 ? k.devices_per_node : (k.nodes > 0 ? world_size / k.nodes : 0);
   s.device_flops = k.device_tflops * 1e12;
+  s.wire_element_bytes = k.train_precision == TrainPrecision::fp16 || k.train_precision == TrainPrecision::bf16 ? 2 : 4;
   s.device_memory = k.device_memory_gib * 1024.0 * 1024.0 * 1024.0;
   s.efficiency.clear();
   for (size_t i = 0; i < k.efficiency_flops.size() && i < k.efficiency.size(); ++i)

@@ -148,7 +148,7 @@ DdlStepPrediction ddl_predict_step(const std::vector<double>& tokens, int world,
     throw std::invalid_argument("ddl_predict_step: tokens has " + std::to_string(tokens.size()) +
                                 " entries, expected ranks x experts = " + std::to_string(size_t(world) * experts));
   const int per_rank = experts / ep;
-  const double row_bytes = H * 4.0;  // fp32 activations
+  const double row_bytes = H * cluster.wire_element_bytes();  // the runtime's fp32 rows, or the cluster's precision
   DdlStepPrediction out;
   out.loads.assign(size_t(world), 0.0);
   LinkTraffic traffic(network);
@@ -177,7 +177,7 @@ double ddl_expert_allreduce_seconds(int world, int experts, int ep, double exper
                                 std::to_string(ep) + " and " + std::to_string(experts) +
                                 " experts: the EP size must divide both");
   if (world == ep) return 0.0;  // one copy of each expert: nothing to sum
-  const double S = double(experts / ep) * expert_params * 4.0;  // fp32 gradients per rank
+  const double S = double(experts / ep) * expert_params * network.cluster().wire_element_bytes();  // gradients per rank
   LinkTraffic traffic(network);
   for (int i = 0; i < ep; ++i) {
     std::vector<int> replicas;

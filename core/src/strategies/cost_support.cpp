@@ -16,7 +16,7 @@ int experts_per_rank(const MoeContext& ctx) {
   return ctx.experts / P;
 }
 
-double expert_bytes(int C, int F) { return (2.0 * C * F + F + C) * sizeof(float); }
+double expert_bytes(int C, int F, int element_bytes) { return (2.0 * C * F + F + C) * element_bytes; }
 
 namespace {
 bool inter(ClusterLink link) { return link == ClusterLink::inter_node || link == ClusterLink::inter_switch; }

@@ -23,8 +23,9 @@ struct RankCost {
 
 // Experts per EP rank, E / P; throws std::invalid_argument when they do not divide.
 int experts_per_rank(const MoeContext& ctx);
-// Bytes of one expert's parameters (w1, b1, w2, b2 in fp32): (2CF + F + C) * 4.
-double expert_bytes(int C, int F);
+// Bytes of one expert's parameters (w1, b1, w2, b2) at `element_bytes` each: (2CF + F + C) * that
+// (MoeContext::wire_element_bytes on the wire; 4 for the fp32 arrays in memory).
+double expert_bytes(int C, int F, int element_bytes);
 
 // Bytes of `flows` from world rank `from` by link class (self flows count nowhere).
 LinkBytes flow_bytes(const ClusterModel& cluster, int from, const std::vector<Flow>& flows);

@@ -120,7 +120,8 @@ std::vector<TaskId> DataCentric::build_iteration_start(TaskGraph& g, const std::
   }
   const std::vector<PlannedPull> plan = prefetch_plan(credits);
   if (plan.empty()) return {};
-  const uint64_t expert_bytes = expert_floats_ * sizeof(float);
+  const uint64_t expert_bytes = expert_floats_ * sizeof(float);  // in memory
+  const uint64_t wire_bytes = expert_floats_ * (uint64_t)ctx.wire_element_bytes;
   GraphTask t;
   t.name = "janus.prefetch";
   t.category = TaskCategory::comm;
@@ -137,7 +138,7 @@ std::vector<TaskId> DataCentric::build_iteration_start(TaskGraph& g, const std::
   for (const PlannedPull& pp : plan) {
     const int owner = pp.e / L_;
     const size_t off = (size_t)(pp.e - owner * L_) * expert_bytes;
-    t.cost.bytes_to_peer.push_back({ctx.ep_world[(size_t)owner], expert_bytes});
+    t.cost.bytes_to_peer.push_back({ctx.ep_world[(size_t)owner], wire_bytes});
     if (!act) continue;
     if (pp.ext >= 0) {
       gets.push_back({ext_cache(pp.ext), owner, off});
@@ -266,7 +267,8 @@ void DataCentric::build_forward(Builder& b, Pass& p, const MoeBuffers* buffers, 
   const bool act = b.act;
   const int C = C_, F = F_, credits = p.credits;
   const size_t ef = expert_floats_;
-  const uint64_t expert_bytes = ef * sizeof(float);
+  const uint64_t expert_bytes = ef * sizeof(float);  // in memory
+  const uint64_t wire_bytes = ef * (uint64_t)b.ctx.wire_element_bytes;
   const std::vector<int>& world = b.ctx.ep_world;
   float* y = act ? buffers->y : nullptr;
   const float* xg = act ? buffers->xg : nullptr;
@@ -327,7 +329,7 @@ void DataCentric::build_forward(Builder& b, Pass& p, const MoeBuffers* buffers, 
       const size_t off = (size_t)(s.e - s.owner * L_) * expert_bytes;
       // Its bytes moved in the step graph's janus.prefetch: the pull only completes them.
       const bool staged = s.prefetched && p.prefetch_task.valid();
-      pull_of[next] = b.comm("janus.pull", Transfer::get, s.e, world[(size_t)s.owner], staged ? 0 : expert_bytes,
+      pull_of[next] = b.comm("janus.pull", Transfer::get, s.e, world[(size_t)s.owner], staged ? 0 : wire_bytes,
                              staged ? std::vector<TaskId>{sync, p.prefetch_task}
                                     : std::vector<TaskId>{s.prefetched ? sync : freed},
                              [win, &s, ef, off] {
@@ -365,7 +367,8 @@ void DataCentric::build_backward(Builder& b, Pass& p, const MoeBuffers* buffers,
   if (act && !p.forward_built) throw std::logic_error("data_centric: backward without forward");
   const int C = C_, F = F_;
   const size_t ef = expert_floats_;
-  const uint64_t expert_bytes = ef * sizeof(float);
+  const uint64_t expert_bytes = ef * sizeof(float);  // in memory
+  const uint64_t wire_bytes = ef * (uint64_t)b.ctx.wire_element_bytes;
   const std::vector<int>& world = b.ctx.ep_world;
   float* dxg = act ? buffers->dxg : nullptr;
   const float* dy = act ? buffers->dy : nullptr;
@@ -402,7 +405,7 @@ void DataCentric::build_backward(Builder& b, Pass& p, const MoeBuffers* buffers,
     if (s.owned || s.node_cached) continue;
     const size_t off = (size_t)(s.e - s.owner * L_) * expert_bytes;
     const TaskId grad = remote_done[pushes.size()];  // pushes holds only remote experts' so far
-    pushes.push_back(b.comm("janus.push_grad", Transfer::put, s.e, world[(size_t)s.owner], expert_bytes, {barrier, grad},
+    pushes.push_back(b.comm("janus.push_grad", Transfer::put, s.e, world[(size_t)s.owner], wire_bytes, {barrier, grad},
                             [win, &s, ef, off] { win->accumulate(s.grad.data(), ef, s.owner, off, ReduceOp::sum); }));
     if (act) {
       ++stats_.pushes;

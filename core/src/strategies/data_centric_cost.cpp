@@ -21,7 +21,7 @@ namespace moebench {
 
 StrategyCost DataCentric::predict(const CostInputs& in, const MoeContext& ctx, const ClusterModel& cluster) const {
   const int L = cost::experts_per_rank(ctx), P = (int)ctx.ep_world.size(), E = ctx.experts;
-  const double rows = in.tokens * in.top_k, bytes = cost::expert_bytes(ctx.C, ctx.F);
+  const double rows = in.tokens * in.top_k, bytes = cost::expert_bytes(ctx.C, ctx.F, ctx.wire_element_bytes);
   const double used = std::min<double>(E, rows) / E;  // share of each owner's experts a rank uses
   std::map<int, int> on_node;                         // node -> EP ranks there
   for (int r : ctx.ep_world) ++on_node[cluster.node_of(r)];

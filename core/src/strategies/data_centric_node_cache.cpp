@@ -121,7 +121,8 @@ void DataCentric::plan_node(Pass& p, const std::vector<long>& rows) const {
 // This rank's share of the node cache: one get + flush per node-used external expert it
 // owns the slot of (flush only when the iteration start issued the get).
 std::vector<TaskId> DataCentric::build_node_pulls(Builder& b, Pass& p, TaskId sync) {
-  const uint64_t expert_bytes = expert_floats_ * sizeof(float);
+  const uint64_t expert_bytes = expert_floats_ * sizeof(float);  // in memory
+  const uint64_t wire_bytes = expert_floats_ * (uint64_t)b.ctx.wire_element_bytes;
   Window* win = params_win_.get();
   std::vector<TaskId> pulls;
   for (int j : p.node_share) {
@@ -131,7 +132,7 @@ std::vector<TaskId> DataCentric::build_node_pulls(Builder& b, Pass& p, TaskId sy
     const bool issued = p.node_issued;
     const size_t ef = expert_floats_;
     const bool staged = p.node_prefetched && p.prefetch_task.valid();  // moved by janus.prefetch
-    pulls.push_back(b.comm("janus.pull_node", Transfer::get, e, b.ctx.ep_world[(size_t)owner], staged ? 0 : expert_bytes,
+    pulls.push_back(b.comm("janus.pull_node", Transfer::get, e, b.ctx.ep_world[(size_t)owner], staged ? 0 : wire_bytes,
                            staged ? std::vector<TaskId>{sync, p.prefetch_task} : std::vector<TaskId>{sync},
                            [win, dst, ef, owner, off, issued] {
                              if (!issued) win->get(dst, ef, owner, off);
@@ -152,7 +153,7 @@ std::vector<TaskId> DataCentric::build_node_pulls(Builder& b, Pass& p, TaskId sy
 // peer's t-th expert peer's staging slot -> private copy when this rank uses it.
 std::vector<TaskId> DataCentric::build_node_ready(Builder& b, Pass& p, const std::vector<TaskId>& node_pulls) {
   const size_t n_ext = ext_.size(), ef = expert_floats_;
-  const uint64_t expert_bytes = ef * sizeof(float);
+  const uint64_t wire_bytes = ef * (uint64_t)b.ctx.wire_element_bytes;  // the copies' cost
   SharedWindow* node = node_win_.get();
   const TaskId filled = b.collective("janus.node_sync", node_pulls, [node] { node->sync(); }, true);
   std::vector<TaskId> ready(n_ext, filled);
@@ -168,7 +169,7 @@ std::vector<TaskId> DataCentric::build_node_ready(Builder& b, Pass& p, const std
       const float* src = b.act ? ext_cache(j) : nullptr;
       float* dst = b.act ? ext_stage(local, j) : nullptr;
       RowOps* ops = ops_;
-      copied = b.copy("janus.cache_copy", e, -1, expert_bytes, {b.last_collective},
+      copied = b.copy("janus.cache_copy", e, -1, wire_bytes, {b.last_collective},
                       [ops, src, dst, ef] { ops->copy(dst, src, (long)ef); });
       ready[(size_t)j] = copied;
       if (b.act) {
@@ -188,7 +189,7 @@ std::vector<TaskId> DataCentric::build_node_ready(Builder& b, Pass& p, const std
         copy_order_.push_back({e, true});
       }
       RowOps* ops = ops_;
-      ready[(size_t)j] = b.copy("janus.peer_copy", e, b.ctx.ep_world[(size_t)p.peer_rank], expert_bytes, {round},
+      ready[(size_t)j] = b.copy("janus.peer_copy", e, b.ctx.ep_world[(size_t)p.peer_rank], wire_bytes, {round},
                                 [ops, src, &s, ef] { ops->copy(s.cache.data(), src, (long)ef); });
     }
   }
@@ -204,7 +205,8 @@ TaskId DataCentric::build_node_sync_backward(Builder& b, const std::vector<TaskI
 // order (deterministic), then one accumulate into the owner after the gradient barrier.
 void DataCentric::build_node_push(Builder& b, Pass& p, TaskId node_sync, TaskId barrier, std::vector<TaskId>& pushes) {
   const size_t ef = expert_floats_;
-  const uint64_t expert_bytes = ef * sizeof(float);
+  const uint64_t expert_bytes = ef * sizeof(float);  // in memory
+  const uint64_t wire_bytes = ef * (uint64_t)b.ctx.wire_element_bytes;
   Window* win = grads_win_.get();
   p.node_grad.resize(p.node_share.size());
   for (size_t i = 0; i < p.node_share.size(); ++i) {
@@ -221,7 +223,7 @@ void DataCentric::build_node_push(Builder& b, Pass& p, TaskId node_sync, TaskId 
       for (size_t k = 1; k < slots.size(); ++k) ops->add(sum.data(), slots[k], (long)ef);  // local rank 0, 1, ..., m-1
     });
     const size_t off = (size_t)(e - owner * L_) * expert_bytes;
-    pushes.push_back(b.comm("janus.push_grad", Transfer::put, e, b.ctx.ep_world[(size_t)owner], expert_bytes, {barrier, reduced},
+    pushes.push_back(b.comm("janus.push_grad", Transfer::put, e, b.ctx.ep_world[(size_t)owner], wire_bytes, {barrier, reduced},
                             [win, &sum, ef, owner, off] {
                               win->accumulate(sum.data(), ef, owner, off, ReduceOp::sum);
                             }));

@@ -26,7 +26,7 @@ class ExpertCentric : public TokenExchange {
   // D chunk tasks.
   StrategyCost predict(const CostInputs& in, const MoeContext& ctx, const ClusterModel& cluster) const override {
     const int L = cost::experts_per_rank(ctx), P = (int)ctx.ep_world.size(), D = overlap_degree();
-    const double rows = in.tokens * in.top_k, row_bytes = (double)ctx.C * sizeof(float);
+    const double rows = in.tokens * in.top_k, row_bytes = (double)ctx.C * ctx.wire_element_bytes;
     std::vector<cost::RankCost> ranks(P);
     for (int i = 0; i < P; ++i) {
       std::vector<cost::Flow> flows;

@@ -57,7 +57,7 @@ class FasterMoe : public TokenExchangeOf<ShadowState> {
   StrategyCost predict(const CostInputs& in, const MoeContext& ctx, const ClusterModel& cluster) const override {
     const int L = cost::experts_per_rank(ctx), P = (int)ctx.ep_world.size();
     const int n = options_.smart ? P / group_size(ctx) : 1;
-    const double rows = in.tokens * in.top_k, row_bytes = (double)ctx.C * sizeof(float);
+    const double rows = in.tokens * in.top_k, row_bytes = (double)ctx.C * ctx.wire_element_bytes;
     std::vector<cost::RankCost> ranks(P);
     for (int i = 0; i < P; ++i) {
       std::vector<cost::Flow> flows;
@@ -123,9 +123,10 @@ class FasterMoe : public TokenExchangeOf<ShadowState> {
       const ClusterModel& cluster = *ctx.cluster;
       ShadowModel m;
       m.P = P, m.E = E, m.H = ctx.C, m.F = ctx.F;
+      m.bytes_per_element = ctx.wire_element_bytes;
       m.T.assign(counts.rows.begin(), counts.rows.end());
       if (options_.shadow_budget_mb > 0)
-        m.max_shadows = (int)(options_.shadow_budget_mb * 1e6 / (2.0 * cost::expert_bytes(ctx.C, ctx.F)));
+        m.max_shadows = (int)(options_.shadow_budget_mb * 1e6 / (2.0 * cost::expert_bytes(ctx.C, ctx.F, sizeof(float))));
       if (!network_) network_ = std::make_unique<ClusterNetwork>(cluster);  // one cluster per run
       // Algorithm 1 on eq. 1-2 over the cluster's links (perf/fastermoe_model.h).
       if (options_.shadow && P > 1) st->experts = select_shadow_experts(m, *network_, ctx.ep_world).experts;
@@ -164,7 +165,7 @@ class FasterMoe : public TokenExchangeOf<ShadowState> {
   void predict_pass(ShadowState& st, const ExchangeCounts& counts, const ClusterModel& cluster, const MoeContext& ctx) {
     const int P = counts.P, E = counts.E, L = E / P;
     std::vector<double> loads(P, 0.0), bytes((size_t)P * P, 0.0);
-    const double row_bytes = (double)ctx.C * sizeof(float);
+    const double row_bytes = (double)ctx.C * ctx.wire_element_bytes;
     for (int s = 0; s < P; ++s)
       for (int e = 0; e < E; ++e) {
         const int w = st.shadowed[(size_t)e] ? s : e / L;
@@ -173,7 +174,7 @@ class FasterMoe : public TokenExchangeOf<ShadowState> {
       }
     LinkTraffic traffic(*network_);
     traffic.add_all_to_all_v(ctx.ep_world, bytes);
-    for (int e : st.experts) traffic.add_ring_broadcast(ctx.ep_world, e / L, cost::expert_bytes(ctx.C, ctx.F));
+    for (int e : st.experts) traffic.add_ring_broadcast(ctx.ep_world, e / L, cost::expert_bytes(ctx.C, ctx.F, ctx.wire_element_bytes));
     st.comp_seconds = fastermoe_comp_seconds(loads, ctx.C, ctx.F, cluster);
     st.comm_seconds = traffic.seconds();
     st.predicted = true;

@@ -86,7 +86,7 @@ TaskId add_shadow_forward(TaskGraph& g, ShadowState& st, const std::vector<TaskI
     const int e = st.experts[k], owner = st.owner(e);
     GraphTask t = task("moe.shadow.broadcast", TaskCategory::comm, role, ctx.layer, e);
     for (int child : binomial_children(ctx.ep_rank, owner, P))
-      t.cost.bytes_to_peer.push_back({ctx.ep_world[(size_t)child], (uint64_t)(n * sizeof(float))});
+      t.cost.bytes_to_peer.push_back({ctx.ep_world[(size_t)child], (uint64_t)(n * (uint64_t)ctx.wire_element_bytes)});
     if (act) {
       Communicator* comm = &ctx.rows_comm(role);
       float* dst = st.params.data() + k * n;
@@ -155,7 +155,7 @@ std::vector<TaskId> add_shadow_reduce(TaskGraph& g, ShadowState& st, TaskId comp
     GraphTask r = task("moe.shadow.reduce", TaskCategory::comm, role, ctx.layer, e);
     const int owner = st.owner(e);
     if (ctx.ep_rank != owner)  // the binomial tree reversed: once to the parent
-      r.cost.bytes_to_peer.push_back({ctx.ep_world[(size_t)binomial_parent(ctx.ep_rank, owner, P)], n * sizeof(float)});
+      r.cost.bytes_to_peer.push_back({ctx.ep_world[(size_t)binomial_parent(ctx.ep_rank, owner, P)], n * (uint64_t)ctx.wire_element_bytes});
     if (act) {
       Communicator* comm = &ctx.rows_comm(role);
       float* grad = st.grads.data() + k * n;

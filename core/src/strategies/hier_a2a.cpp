@@ -72,7 +72,7 @@ class HierA2a : public TokenExchange {
     const int L = cost::experts_per_rank(ctx), P = (int)ctx.ep_world.size(), D = overlap_degree();
     const Grid grid = make_grid(ctx.ep_world, [&](int r) { return cluster.node_of(r); });
     const int p = grid.per_node, m = grid.nodes;
-    const double rows = in.tokens * in.top_k, row_bytes = (double)ctx.C * sizeof(float);
+    const double rows = in.tokens * in.top_k, row_bytes = (double)ctx.C * ctx.wire_element_bytes;
     std::vector<cost::RankCost> ranks(P);
     for (int i = 0; i < P; ++i) {
       std::vector<cost::Flow> phase1, phase2;
@@ -155,9 +155,9 @@ class HierA2a : public TokenExchange {
     one.layer = two.layer = t.layer;
     one.chunk = two.chunk = t.chunk;
     for (int l = 0; l < p; ++l)
-      if (l != my_local && sc[l]) one.cost.bytes_to_peer.push_back({ctx.ep_world[grid.at[my_node][l]], sc[l] * sizeof(float)});
+      if (l != my_local && sc[l]) one.cost.bytes_to_peer.push_back({ctx.ep_world[grid.at[my_node][l]], sc[l] * (uint64_t)ctx.wire_element_bytes});
     for (int n = 0; n < m; ++n)
-      if (n != my_node && sc2[n]) two.cost.bytes_to_peer.push_back({ctx.ep_world[grid.at[n][my_local]], sc2[n] * sizeof(float)});
+      if (n != my_node && sc2[n]) two.cost.bytes_to_peer.push_back({ctx.ep_world[grid.at[n][my_local]], sc2[n] * (uint64_t)ctx.wire_element_bytes});
     if (t.act) {
       auto st = std::make_shared<Staging>();
       RowOps* ops = &ctx.row_ops();

@@ -55,6 +55,7 @@ std::vector<JanusBlockPlan> janus_plan(const Config& cfg, const ClusterModel& cl
     ctx.F = cfg.model.ffn_mult * cfg.model.hidden;
     ctx.ep_size = layout.ep();  // rank 0's EP group
     ctx.ep_world = layout.ep_group(0);
+    ctx.wire_element_bytes = cluster.wire_element_bytes();  // a prediction: the cluster's workload
     JanusBlockPlan p;
     p.decision = d;
     p.expert_centric = expert_centric->predict(load, ctx, cluster);

@@ -74,10 +74,10 @@ class Monta : public TokenExchangeOf<MontaState> {
   // links' own efficiency (latency + bytes / bandwidth), dispatch and combine.
   StrategyCost predict(const CostInputs& in, const MoeContext& ctx, const ClusterModel& cluster) const override {
     const int L = cost::experts_per_rank(ctx), P = (int)ctx.ep_world.size(), t = std::max(1, ctx.tp_size);
-    const double I = in.tokens * in.top_k * ctx.C * sizeof(float);
+    const double I = in.tokens * in.top_k * ctx.C * ctx.wire_element_bytes;
     const MontaPlan plan = resolve_monta_plan(options_, ctx, I, &cluster);
     const bool drop = plan.level != MontaLevel::baseline && t > 1;
-    const double rows = in.tokens * in.top_k, row_bytes = (double)ctx.C * sizeof(float);
+    const double rows = in.tokens * in.top_k, row_bytes = (double)ctx.C * ctx.wire_element_bytes;
     std::vector<cost::RankCost> ranks(P);
     for (int i = 0; i < P; ++i) {
       std::vector<cost::Flow> flows;
@@ -107,7 +107,7 @@ class Monta : public TokenExchangeOf<MontaState> {
     for (long n : counts.rows) rows += (double)n;
     rows /= std::max(1, counts.P);
     auto state = std::make_unique<MontaState>();
-    state->plan = resolve_monta_plan(options_, ctx, rows * ctx.C * sizeof(float), ctx.cluster);
+    state->plan = resolve_monta_plan(options_, ctx, rows * ctx.C * ctx.wire_element_bytes, ctx.cluster);
     return state;
   }
 
@@ -124,7 +124,7 @@ class Monta : public TokenExchangeOf<MontaState> {
     const int P = ctx.ep_size, T = ctx.tp_size, u = ctx.tp_rank, N = plan.chunks;
     const long parts = (long)N * T;
     const size_t C = (size_t)t.C;
-    const uint64_t row_bytes = C * sizeof(float);
+    const uint64_t row_bytes = C * (uint64_t)ctx.wire_element_bytes;
     const StreamRole ep_role = ctx.ep_role(), tp_role = ctx.role_over(ctx.tp_world);
     const StreamRole copy_role = plan.level == MontaLevel::O3 ? StreamRole::copy : tp_role;
     const int next_tp = ctx.tp_world[(size_t)(u + 1) % T];
@@ -214,7 +214,7 @@ class Monta : public TokenExchangeOf<MontaState> {
       const long stage_rows = *std::max_element(got.begin(), got.end());
       GraphTask aa = task(base, TaskCategory::comm, ep_role, j);
       for (int d = 0; d < P; ++d)
-        if (d != ctx.ep_rank && sc[d] > 0) aa.cost.bytes_to_peer.push_back({ctx.ep_world[d], (uint64_t)sc[d] * sizeof(float)});
+        if (d != ctx.ep_rank && sc[d] > 0) aa.cost.bytes_to_peer.push_back({ctx.ep_world[d], (uint64_t)sc[d] * (uint64_t)ctx.wire_element_bytes});
       if (t.act) {
         std::vector<size_t> rc(P), rd(P);
         size_t at = 0;
@@ -315,7 +315,7 @@ MontaInputs monta_inputs(const ClusterModel& cluster, const MoeContext& ctx, dou
   }
   in.r2 = spec.allgather_busbw.empty() ? link_efficiency(in.B2, tp.latency, in.t - 1, (in.t - 1.0) / in.t)
                                        : measured(spec.allgather_busbw, in.B2);
-  const double rows = ctx.C > 0 ? I / ((double)ctx.C * sizeof(float)) : 1.0;
+  const double rows = ctx.C > 0 ? I / ((double)ctx.C * ctx.wire_element_bytes) : 1.0;
   in.max_chunks = (int)std::clamp(rows / in.t, 1.0, 65536.0);
   return in;
 }
@@ -331,9 +331,10 @@ std::vector<MontaBlockChoice> monta_block_choices(const Config& cfg, const Clust
   ctx.ep_size = layout.ep();
   ctx.tp_world = layout.tp_group(0);
   ctx.ep_world = layout.ep_group(0);
+  ctx.wire_element_bytes = cluster.wire_element_bytes();  // a prediction: the cluster's workload
   const double tokens =
       (double)cfg.train.batch_size / layout.dp() / std::max(1, cfg.parallel.microbatches) * cfg.model.seq_len;
-  const double I = tokens * cfg.moe.top_k * cfg.model.hidden * sizeof(float);
+  const double I = tokens * cfg.moe.top_k * cfg.model.hidden * ctx.wire_element_bytes;
   std::vector<MontaBlockChoice> out;
   for (int block : cfg.moe.moe_layers) {
     const MontaInputs in = monta_inputs(cluster, ctx, I);

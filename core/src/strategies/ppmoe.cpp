@@ -100,7 +100,7 @@ class Ppmoe : public StrategyOf<PpmoeHandle> {
   // not per block pass, and not included).
   StrategyCost predict(const CostInputs& in, const MoeContext& ctx, const ClusterModel& cluster) const override {
     const int L = cost::experts_per_rank(ctx), P = (int)ctx.ep_world.size();
-    const double reduce_bytes = P > 1 ? 2.0 * (P - 1) / P * in.tokens * ctx.C * sizeof(float) : 0.0;
+    const double reduce_bytes = P > 1 ? 2.0 * (P - 1) / P * in.tokens * ctx.C * ctx.wire_element_bytes : 0.0;
     std::vector<cost::RankCost> ranks(P);
     for (int i = 0; i < P; ++i) {
       std::vector<cost::Flow> flows;

@@ -46,7 +46,7 @@ TaskId TokenExchange::add_all_to_all_v(TaskGraph& g, const TransferSpec& t, cons
   task.chunk = t.chunk;
   for (int p = 0; p < P; ++p)
     if (p != ctx.ep_rank && t.send_rows[p] > 0)
-      task.cost.bytes_to_peer.push_back({ctx.ep_world[p], (uint64_t)t.send_rows[p] * t.C * sizeof(float)});
+      task.cost.bytes_to_peer.push_back({ctx.ep_world[p], (uint64_t)t.send_rows[p] * t.C * (uint64_t)ctx.wire_element_bytes});
   if (t.act) {
     std::vector<size_t> sc(P), sd(P), rc(P), rd(P);
     size_t so = 0, ro = 0;
@@ -166,7 +166,7 @@ std::vector<TaskId> TokenExchange::build_pass(TaskGraph& g, ExchangeHandle& h, M
   if (act && !fwd && (!h.have_forward || !buffers->dxg))
     throw std::logic_error("TokenExchange: backward needs its forward and dxg");
   const int C = h.C, F = h.F, D = h.D;
-  const uint64_t row_bytes = (uint64_t)C * sizeof(float);
+  const uint64_t row_bytes = (uint64_t)C * (uint64_t)ctx.wire_element_bytes;
   RowOps& ops = ctx.row_ops();
   auto label = [&](GraphTask t, int i) {
     t.layer = ctx.layer;

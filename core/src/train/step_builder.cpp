@@ -65,7 +65,10 @@ TaskId add_step(TaskGraph& g, const Config& cfg, int rank, const Topology& topo,
   const int B = cfg.train.batch_size / (layout.dp() * M), T = cfg.model.seq_len, C = cfg.model.hidden;
   const int F = cfg.model.ffn_mult * C, K = cfg.moe.top_k;
   const long N = (long)B * T;  // tokens of one micro-batch on this rank
-  const double act_bytes = (double)N * C * sizeof(float);
+  // Bytes per element in the transfers' costs: what the runtime's fp32 arrays move when the graph
+  // is executed, the cluster's workload's precision when it is only predicted.
+  const int wire = actions ? (int)sizeof(float) : cluster.wire_element_bytes();
+  const double act_bytes = (double)N * C * wire;
   const double tp = layout.tp();
 
   // Groups as world ranks; experts over ep_group, summed over their replicas.
@@ -98,6 +101,7 @@ TaskId add_step(TaskGraph& g, const Config& cfg, int rank, const Topology& topo,
   shape.T = T;
   shape.tp_world = tp_group;
   shape.dp_world = dp_group;
+  shape.wire_element_bytes = wire;
 
   // The stage's MoE blocks: their contexts and, without actions, one strategy and handle per
   // micro-batch from the routing's counts.
@@ -114,6 +118,7 @@ TaskId add_step(TaskGraph& g, const Config& cfg, int rank, const Topology& topo,
     Moe& m = moe[l];
     m.ctx.topology = &topo;
     m.ctx.cluster = &cluster;
+    m.ctx.wire_element_bytes = wire;
     m.ctx.layer = l;
     m.ctx.experts = E;
     m.ctx.C = C;
@@ -160,10 +165,10 @@ TaskId add_step(TaskGraph& g, const Config& cfg, int rank, const Topology& topo,
     return std::min(floats, (at.dp + 1) * s) - std::min(floats, at.dp * s);
   };
   auto ring_shards = [&](const char* name, int layer, double floats, StreamRole role) {
-    GraphTask t = ring_allreduce_task(name, layer, 0, dp_group, at.dp, role);
+    GraphTask t = ring_allreduce_task(name, layer, 0, wire, dp_group, at.dp, role);
     if (layout.dp() > 1)
       t.cost.bytes_to_peer = {{dp_group[(size_t)(at.dp + 1) % layout.dp()],
-                               (uint64_t)(layout.dp() - 1) * (uint64_t)shard_of(floats) * sizeof(float)}};
+                               (uint64_t)(layout.dp() - 1) * (uint64_t)shard_of(floats) * (uint64_t)wire}};
     t.cost.messages = layout.dp() - 1;
     return t;
   };
@@ -222,7 +227,7 @@ TaskId add_step(TaskGraph& g, const Config& cfg, int rank, const Topology& topo,
   costs.ready = [&](TaskGraph& g, int part, TaskId after) {
     const double floats = part_floats(part);
     const int layer = part >= 0 && part < L ? part : -1;
-    if (!zero3) return (void)g.add(ring_allreduce_task("grad.allreduce", layer, floats, dp_group, at.dp, dp_role), {after});
+    if (!zero3) return (void)g.add(ring_allreduce_task("grad.allreduce", layer, floats, wire, dp_group, at.dp, dp_role), {after});
     g.add(ring_shards("grad.reduce_scatter", layer, floats, dp_role), {after});
   };
 
@@ -250,7 +255,7 @@ TaskId add_step(TaskGraph& g, const Config& cfg, int rank, const Topology& topo,
     last = add(pp_task(fwd, boundary, chunk, StreamRole::host), fwd ? StepOp::recv_forward : StepOp::recv_backward, -1,
                {last});
     if (layout.tp() == 1) return;
-    GraphTask a = ring_allreduce_task("pp.allgather", boundary, 0, tp_group, at.tp, StreamRole::host, chunk);
+    GraphTask a = ring_allreduce_task("pp.allgather", boundary, 0, wire, tp_group, at.tp, StreamRole::host, chunk);
     a.cost.bytes_to_peer = {{tp_group[(size_t)(at.tp + 1) % layout.tp()], (uint64_t)(act_bytes * (tp - 1) / tp)}};
     a.cost.messages = layout.tp() - 1;  // a ring all-gather: t - 1 slices forwarded
     last = add(std::move(a), fwd ? StepOp::gather_forward : StepOp::gather_backward, -1, {last});
@@ -314,7 +319,7 @@ TaskId add_step(TaskGraph& g, const Config& cfg, int rank, const Topology& topo,
     if (m.ctx.experts_sliced) partial_floats += (double)(m.ctx.experts / ep) * C;
   }
   if (layout.tp() > 1 && partial_floats > 0)
-    tail(ring_allreduce_task("tp.partial_allreduce", -1, partial_floats, tp_group, at.tp, StreamRole::host),
+    tail(ring_allreduce_task("tp.partial_allreduce", -1, partial_floats, wire, tp_group, at.tp, StreamRole::host),
          StepOp::tp_partial);
   if (layout.pp() > 1 && cfg.model.tied_head && (first_stage || last_stage)) {
     GraphTask t;
@@ -322,12 +327,12 @@ TaskId add_step(TaskGraph& g, const Config& cfg, int rank, const Topology& topo,
     t.category = TaskCategory::comm;
     t.role = StreamRole::host;
     t.peer = layout.world_rank(first_stage ? layout.pp() - 1 : 0, at.dp, at.tp);
-    t.cost.bytes_to_peer.push_back({t.peer, (uint64_t)(head * sizeof(float))});
+    t.cost.bytes_to_peer.push_back({t.peer, (uint64_t)(head * wire)});
     tail(std::move(t), StepOp::tied_grad);
   }
   if (replicas.size() > 1)  // experts summed over their replicas, block by block (layer = the block)
     for (const auto& [l, m] : moe)
-      tail(ring_allreduce_task("expert.allreduce", l, (double)(m.ctx.experts / ep) * expert_params, replicas,
+      tail(ring_allreduce_task("expert.allreduce", l, (double)(m.ctx.experts / ep) * expert_params, wire, replicas,
                                at.replica, StreamRole::host),
            StepOp::expert_allreduce, l);
   // The gradient norm: the sums of squares, their all-reduces over TP (2 doubles), EP (1), DP
@@ -335,7 +340,7 @@ TaskId add_step(TaskGraph& g, const Config& cfg, int rank, const Topology& topo,
   // then the loss parts over PP (2) and the loss over DP (1).
   tail(compute("grad.norm", 2.0 * params_held), StepOp::grad_norm);
   auto small_allreduce = [&](const char* name, int doubles, const std::vector<int>& group, int me, StepOp op) {
-    if (group.size() > 1) tail(ring_allreduce_task(name, -1, 2.0 * doubles, group, me, StreamRole::host), op);
+    if (group.size() > 1) tail(ring_allreduce_task(name, -1, doubles, sizeof(double), group, me, StreamRole::host), op);
   };
   small_allreduce("grad.norm.tp", 2, tp_group, at.tp, StepOp::norm_tp);
   small_allreduce("grad.norm.ep", 1, ep_group, ep_rank, StepOp::norm_ep);

@@ -45,6 +45,11 @@ struct ClusterConfig {
   // Links and devices (perf/cluster_model.h). Bandwidths in GB/s = 1e9 bytes/s per direction,
   // latencies in microseconds. Defaults: this development machine, roughly (experiments/).
   double device_tflops = 0.12;           // sustained compute rate per device, TFLOP/s
+  // The precision the workload described on this cluster trains in, for predictions (simulate,
+  // plan, the strategies' cost models): fp16 / bf16 put 2 bytes per activation, gradient and
+  // weight element on the wire, fp32 4. `runtime`: what moebench's runtime sends (fp32 arrays in
+  // both run.precisions). Executed graphs always carry the bytes they really send.
+  TrainPrecision train_precision = TrainPrecision::runtime;
   double device_memory_gib = 0.0;        // memory per device, GiB (2^30 bytes); 0 = not described
   // MoESys eq. 1 (perf/moesys_storage.h): host memory (its M_CPU) and SSD space (M_SSD) per
   // device, GiB; 0 = not described.

@@ -11,6 +11,7 @@ namespace moebench {
 
 enum class Device { cpu, cuda };                  // run.device
 enum class Precision { fp32, bf16 };              // run.precision
+enum class TrainPrecision { runtime, fp32, fp16, bf16 };  // cluster.train_precision
 enum class PipeSchedule { one_f_one_b, gpipe };   // parallel.schedule
 enum class DataSource { synthetic, bin, text };   // data.source
 enum class SparseStorage { memory, ssd };         // storage.sparse
@@ -22,6 +23,10 @@ template <>
 struct Choices<Device> { static constexpr std::array<std::string_view, 2> names{"cpu", "cuda"}; };
 template <>
 struct Choices<Precision> { static constexpr std::array<std::string_view, 2> names{"fp32", "bf16"}; };
+template <>
+struct Choices<TrainPrecision> {
+  static constexpr std::array<std::string_view, 4> names{"runtime", "fp32", "fp16", "bf16"};
+};
 template <>
 struct Choices<PipeSchedule> { static constexpr std::array<std::string_view, 2> names{"1f1b", "gpipe"}; };
 template <>

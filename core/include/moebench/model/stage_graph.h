@@ -58,6 +58,8 @@ struct StageShape {
   EmbedShard embed;
   int B = 0, T = 0;
   std::vector<int> tp_world, dp_world;  // this rank's TP / DP group as world ranks (index = group rank)
+  // Bytes per activation element in the transfers' costs (MoeContext::wire_element_bytes).
+  int wire_element_bytes = 4;
   long N() const { return (long)B * T; }
   bool vocab_split() const { return tp.vocab && tp.size > 1; }
   bool embed_split() const { return embed.size > 1; }
@@ -86,10 +88,11 @@ class StageBinding {
   virtual void grad_ready(TaskGraph& g, int part, TaskId after) { (void)g, (void)part, (void)after; }
 };
 
-// A ring all-reduce of `floats` over `members` (world ranks, this rank at index `me`): 2 (P-1)/P
-// of the bytes to the next member in 2 (P-1) messages. Matched across members by name, layer, chunk.
-GraphTask ring_allreduce_task(const std::string& name, int layer, double floats, const std::vector<int>& members,
-                              int me, StreamRole role, int chunk = -1);
+// A ring all-reduce of `elements` of `element_bytes` each over `members` (world ranks, this rank
+// at index `me`): 2 (P-1)/P of the bytes to the next member in 2 (P-1) messages. Matched across
+// members by name, layer, chunk.
+GraphTask ring_allreduce_task(const std::string& name, int layer, double elements, int element_bytes,
+                              const std::vector<int>& members, int me, StreamRole role, int chunk = -1);
 
 // Adds the micro-batch's forward / backward after `after` (chunk: the micro-batch in Span::chunk,
 // -1 for a step of one). Returns the last task of the chain.

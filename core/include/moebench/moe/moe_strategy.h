@@ -58,6 +58,11 @@ struct MoeContext {
   int layer = -1;                      // block index (span labels)
   int experts = 0;                     // E of this block, over the whole EP group
   int C = 0, F = 0;
+  // Bytes per row, gradient or weight element in the costs of this block's transfers and row
+  // copies and in predict(): 4, what the runtime's fp32 arrays move, except in graphs built
+  // without buffers for a cluster whose workload trains in fp16 / bf16 (ClusterModel::
+  // wire_element_bytes, cluster.train_precision): 2. The arrays themselves stay fp32.
+  int wire_element_bytes = 4;
   // The EP group without a communicator (graphs without buffers): this rank's index, the
   // group's size and world ranks. Filled from ep when it is set.
   int ep_rank = 0, ep_size = 1;

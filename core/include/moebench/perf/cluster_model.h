@@ -61,6 +61,10 @@ struct ClusterSpec {
   int nodes = 1;
   int devices_per_node = 1;
   double device_flops = 1.2e11;              // sustained FLOP/s per device
+  // Bytes per activation, gradient or weight element in what predictions send (graphs built
+  // without buffers, the strategies' cost models): 2 for a workload in fp16 / bf16, 4 for fp32
+  // and for moebench's own runtime (cluster.train_precision). Executed graphs use 4.
+  int wire_element_bytes = 4;
   std::vector<EfficiencyPoint> efficiency;   // ascending flops; empty = always 1
   double device_memory = 0;                  // bytes per device; 0 = not described
   double copy_bandwidth = 1e10;              // host <-> device, bytes/s per PCIe switch uplink
@@ -122,6 +126,7 @@ class ClusterModel {
   double inter_bandwidth_per_device() const { return link(ClusterLink::inter_node).bandwidth / per_nic_; }
 
   double device_flops() const { return spec_.device_flops; }
+  int wire_element_bytes() const { return spec_.wire_element_bytes; }
   // Efficiency for a task of `flops`: the curve interpolated linearly in log10(flops), clamped to
   // its end points; 1 without a curve.
   double efficiency_at(double flops) const;

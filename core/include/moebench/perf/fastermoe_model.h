@@ -48,7 +48,8 @@ class LinkTraffic {
 
 // §4.1, dynamic shadowing. T[s * E + e] = tokens (rows) EP rank s sends to expert e; experts are
 // owned in contiguous blocks: owner(e) = e / (E / P). flops = P (device FLOP/s), w_net = the
-// network bandwidth a worker gets, bytes/s; bytes_per_element = 4 (fp32).
+// network bandwidth a worker gets, bytes/s; bytes_per_element: 4 (the runtime's fp32 rows) or 2 (a
+// prediction for a workload in fp16 / bf16: MoeContext::wire_element_bytes).
 struct ShadowModel {
   int P = 1, E = 1;
   std::vector<double> T;
