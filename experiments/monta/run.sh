@@ -25,7 +25,7 @@ plan() {  # plan JSON's monta row of the one MoE block
 }
 
 # 1. Table 8: the paper's arithmetic takes 256 MB as 256e6 bytes: one 8000-token sequence of
-# width 8000 (fp32, top-1) is that volume.
+# width 8000 (fp16, top-2) is that volume.
 plan --set model.seq_len=8000 --set model.hidden=8000 > "$work/t8.json"
 # 2. The sweep.
 : > "$work/sweep"
