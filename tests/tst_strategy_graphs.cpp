@@ -738,14 +738,15 @@ class TestStrategyGraphs : public QObject {
   // The cluster file's measured curves reach the cost model: monta.toml holds the paper's
   // efficiencies as bus bandwidths (r1 0.427 / 0.632 / 0.741 of 25 GB/s at 8 / 32 / 256 MB, r2
   // 0.726 / 0.776 of 200 GB/s at 64 / 256 MB, copies at 1280 GB/s). One 8000-token sequence of
-  // width 8000 per rank, top-1, fp32: I = 256 MB; t = 8, e = 2 (one EP peer per node). With 4
+  // width 8000 per rank, top-2, fp16 (monta.toml's train_precision): I = 256 MB; t = 8, e = 2 (one
+  // EP peer per node). With 4
   // chunks that is Table 8: baseline 6.909 ms, O1 1.012 + 1.443 ms, per chunk 0.374 / 0.385 / 0.05
   // ms, so O2 = 0.3747 + 4 (0.3857 + 0.05) and O3 = 0.3747 + 4 x 0.3857 + 0.05 ms.
   void monta_cluster_curves_give_table_8() {
     const std::string cluster = std::string(MOEBENCH_SOURCE_DIR) + "/sample_configs/clusters/monta.toml";
     const Config cfg = parse_config("", "t.toml",
                                     {"run.ranks=16", "parallel.tp=8", "train.batch_size=2", "model.seq_len=8000",
-                                     "model.hidden=8000", "model.heads=64", "moe.experts=2", "moe.top_k=1",
+                                     "model.hidden=8000", "model.heads=64", "moe.experts=2", "moe.top_k=2",
                                      "moe.moe_layers=[1]", "strategy.name=monta", "strategy.monta.chunks=4",
                                      "cluster.file=" + cluster});
     const auto rows = monta_block_choices(cfg, cluster_model(cfg));
@@ -753,6 +754,11 @@ class TestStrategyGraphs : public QObject {
     const MontaBlockChoice& c = rows[0];
     QCOMPARE(c.I, 256e6);
     QVERIFY(c.measured_r1 && c.measured_r2);
+    {  // the same workload in fp32 moves twice the bytes
+      Config fp32 = cfg;
+      fp32.cluster.train_precision = TrainPrecision::fp32;
+      QCOMPARE(monta_block_choices(fp32, cluster_model(fp32)).at(0).I, 512e6);
+    }
     auto near = [](double seconds, double ms) { return std::abs(seconds * 1e3 - ms) < 1e-3; };  // the paper prints 3 decimals
     QVERIFY2(near(c.baseline, 6.909), qPrintable(QString::number(c.baseline * 1e3, 'g', 8)));
     QVERIFY2(near(c.O1, 1.0127 + 1.4433), qPrintable(QString::number(c.O1 * 1e3, 'g', 8)));
