@@ -9,7 +9,8 @@ field is "-" is a headline not attempted (printed as such). Verdicts:
     within           the paper's direction and |predicted - paper| <= 0.25 |paper|
     outside          the paper's direction, further away
     wrong direction  predicted on the other side of `neutral` than the paper (or on it)
-Prints the table and one summary line; exits 1 when any headline has the wrong direction.
+Prints the table, one summary line and the names of the headlines in the wrong direction; exits 1
+when there is any.
     python3 experiments/headlines.py "Janus headlines (predicted)" < rows.tsv
 """
 import sys
@@ -51,7 +52,10 @@ def main():
         shown = "-" if q is None else f"{q:.3g}"
         print(f"{name:{width}s} {p:9.3g} {shown:>10s}  {v}")
     print("headlines: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
-    sys.exit(1 if counts["wrong direction"] else 0)
+    wrong = [name for name, p, q, z in rows if q is not None and verdict(p, q, z) == "wrong direction"]
+    if wrong:
+        print("wrong direction: " + "; ".join(wrong))
+    sys.exit(1 if wrong else 0)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 // experiments/headlines.py, the verdict every experiment's headline table prints: within +-25 % of
 // the paper's value, outside, or the wrong direction (the predicted value on the other side of the
 // headline's neutral value, or on it), "not attempted" for a "-"; exit 1 only on a wrong
-// direction; a malformed line is an error naming it.
+// direction, naming those headlines; a malformed line is an error naming it.
 #include <QtTest>
 
 #include <QProcess>
@@ -57,12 +57,14 @@ class TestHeadlines : public QObject {
     QCOMPARE(verdict_of(r.out, u"gain_pct"_s), u"wrong direction"_s);
     QCOMPARE(verdict_of(r.out, u"missing"_s), u"not attempted"_s);
     QVERIFY2(r.out.contains(u"headlines: within 2, outside 2, wrong direction 3, not attempted 1"_s), qPrintable(r.out));
+    QVERIFY2(r.out.contains(u"\nwrong direction: slower; neutral; gain_pct\n"_s), qPrintable(r.out));
   }
 
   void no_wrong_direction_exits_0() {
     const Result r = headlines("a\t1.31\t2.52\t1\nb\t1.63\t1.69\t1\nc\t9\t-\t1\n");
     QCOMPARE(r.code, 0);
     QVERIFY(r.out.contains(u"within 1, outside 1, wrong direction 0, not attempted 1"_s));
+    QVERIFY(!r.out.contains(u"wrong direction:"_s));
   }
 
   void a_malformed_line_is_named() {
