@@ -213,6 +213,41 @@ class TestSimulator : public QObject {
     QCOMPARE(res.tasks[0][2].end, 8.0);
   }
 
+  // A copy within device memory (row packing, MoNTA's reordering copy) takes the device-copy rate
+  // (d2d_bandwidth); one to or from the host the copy link's; without a device rate both the latter.
+  void device_copies_take_the_device_rate() {
+    auto graph = [](bool device) {
+      std::vector<TaskGraph> gs(1);
+      GraphTask host;
+      host.name = "to_host";
+      host.category = TaskCategory::copy;
+      host.role = StreamRole::copy;
+      host.cost.copy_bytes = 100;
+      const TaskId first = gs[0].add(std::move(host));
+      GraphTask local = gs[0].task(first.index);
+      local.name = "pack";
+      local.deps.clear();
+      local.cost.device_copy = device;
+      gs[0].add(std::move(local), {first});
+      return gs;
+    };
+    ClusterSpec s = small_net(1).cluster().spec();
+    s.devices_per_node = 1;
+    s.d2d_bandwidth = 50.0;
+    const ClusterNetwork with_d2d{ClusterModel(s)};
+    std::vector<TaskGraph> gs = graph(true);
+    SimulationResult res = simulate_graphs(ptrs(gs), with_d2d);
+    QCOMPARE(res.tasks[0][0].end, 20.0);      // 100 B / 5 B/s
+    QCOMPARE(res.tasks[0][1].end, 22.0);      // + 100 B / 50 B/s
+    gs = graph(false);
+    res = simulate_graphs(ptrs(gs), with_d2d);
+    QCOMPARE(res.tasks[0][1].end, 40.0);      // a host copy: + 100 / 5
+    s.d2d_bandwidth = 0;
+    gs = graph(true);
+    res = simulate_graphs(ptrs(gs), ClusterNetwork(ClusterModel(s)));
+    QCOMPARE(res.tasks[0][1].end, 40.0);      // no device rate: the copy link's
+  }
+
   void barrier_of_zero_byte_sends() {
     // Ranks compute 1, 2, 3, 4 s, then a barrier over all four (zero bytes to every other):
     // nobody leaves before the last arrives (4 s); each pair then takes its latency. Rank 2

@@ -153,7 +153,7 @@ const std::vector<FieldDef>& fields() {
       MB_FIELD(cluster, alltoall_busbw_gbs, DoubleList, "measured AllToAll bus bandwidth (GB/s) at each alltoall_busbw_bytes point"),
       MB_FIELD(cluster, allgather_busbw_bytes, DoubleList, "measured AllGather curve: bytes of the receive buffer, ascending; [] = none"),
       MB_FIELD(cluster, allgather_busbw_gbs, DoubleList, "measured AllGather bus bandwidth (GB/s) at each allgather_busbw_bytes point"),
-      MB_FIELD(cluster, d2d_bw_gbs, Double, "device-memory copy rate (MoNTA's B3 x r3), GB/s; 0 = copy_bw_gbs"),
+      MB_FIELD(cluster, d2d_bw_gbs, Double, "device-memory copy rate (MoNTA's B3 x r3; the simulator's row packing and reordering copies), GB/s; 0 = copy_bw_gbs"),
       MB_FIELD(cluster, ssd_bw_gbs, Double, "SSD-tier file reads and writes per device (MoESys), GB/s; 0 = copy_bw_gbs"),
       MB_FIELD(cluster, comm_overhead_us, Double, "time a comm task takes beyond its transfers on this host, microseconds (calibrate)"),
       MB_FIELD(cluster, comm_us_per_mb, Double, "further microseconds per MB a comm task sends, on this host (calibrate)"),

@@ -175,6 +175,11 @@ double ClusterModel::copy_seconds(double bytes) const {
   return bytes / spec_.copy_bandwidth;
 }
 
+double ClusterModel::device_copy_seconds(double bytes) const {
+  if (!(bytes > 0)) return 0.0;
+  return bytes / (spec_.d2d_bandwidth > 0 ? spec_.d2d_bandwidth : spec_.copy_bandwidth);
+}
+
 double ClusterModel::io_seconds(double bytes) const {
   if (!(bytes > 0)) return 0.0;
   return bytes / (spec_.ssd_bandwidth > 0 ? spec_.ssd_bandwidth : spec_.copy_bandwidth);

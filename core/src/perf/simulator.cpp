@@ -217,7 +217,10 @@ class Engine {
       return push_end(r, i, now + c.overhead + c.factor * modelled);
     }
     if (t.category == TaskCategory::io) return push_end(r, i, now + cluster.io_seconds((double)t.cost.copy_bytes));
-    if (t.category != TaskCategory::comm) return push_end(r, i, now + cluster.copy_seconds((double)t.cost.copy_bytes));
+    if (t.category != TaskCategory::comm) {
+      const double bytes = (double)t.cost.copy_bytes;
+      return push_end(r, i, now + (t.cost.device_copy ? cluster.device_copy_seconds(bytes) : cluster.copy_seconds(bytes)));
+    }
     R.done_at[(size_t)i] = now;
     if (t.cost.transfer != Transfer::send) {
       double end = now;

@@ -28,7 +28,8 @@ std::string graph_table(const TaskGraph& g) {
     std::string sends;
     for (const auto& [peer, bytes] : t.cost.bytes_to_peer)
       sends += (sends.empty() ? "" : " ") + std::to_string(peer) + ":" + std::to_string(bytes);
-    if (t.cost.copy_bytes) sends += (sends.empty() ? "" : " ") + std::string("copy:") + std::to_string(t.cost.copy_bytes);
+    if (t.cost.copy_bytes) sends += (sends.empty() ? "" : " ") + std::string(t.cost.device_copy ? "device-copy:" : "copy:") +
+                                std::to_string(t.cost.copy_bytes);
     const std::string role = std::string(stream_role_name(t.role)) + (t.priority ? "!" : "");  // ! = priority lane
     std::snprintf(line, sizeof line, "%5zu  %-10s  %-7s  %-28s  %-12s  %12.4g  %12llu  [%s]%s%s\n", i,
                   role.c_str(), task_category_name(t.category), t.name.empty() ? "<unnamed>" : t.name.c_str(), label(t).c_str(),
@@ -54,6 +55,7 @@ nlohmann::json graph_json(const TaskGraph& g) {
                      {"flops", t.cost.flops},
                      {"bytes_to_peer", sends},
                      {"copy_bytes", t.cost.copy_bytes},
+                     {"device_copy", t.cost.device_copy},
                      {"layer", t.layer},
                      {"expert", t.expert},
                      {"chunk", t.chunk},

@@ -172,6 +172,7 @@ class Monta : public TokenExchangeOf<MontaState> {
         for (int v = 0; v < T; ++v) block = std::max(block, sent_by(v));
         GraphTask pack = task(base + ".pack", TaskCategory::copy, tp_role, j);
         pack.cost.copy_bytes = (uint64_t)T * block * row_bytes;
+        pack.cost.device_copy = true;
         GraphTask rs = task(base + ".reduce_scatter", TaskCategory::comm, tp_role, j);
         rs.cost.bytes_to_peer.push_back({next_tp, (uint64_t)(T - 1) * block * row_bytes});
         rs.cost.messages = T - 1;  // a ring: t - 1 blocks forwarded and added
@@ -253,6 +254,7 @@ class Monta : public TokenExchangeOf<MontaState> {
       long chunk_rows = 0;
       for (long n : got) chunk_rows += n;
       cp.cost.copy_bytes = (uint64_t)chunk_rows * row_bytes;
+      cp.cost.device_copy = true;
       if (t.act) {
         float* recv = t.recv;
         cp.action = [buf, &ops, recv, rows = t.recv_rows, rdisp, j, T, P, parts, stage_rows, C] {

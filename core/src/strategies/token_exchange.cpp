@@ -185,6 +185,7 @@ std::vector<TaskId> TokenExchange::build_pass(TaskGraph& g, ExchangeHandle& h, M
       t.category = TaskCategory::copy;
       t.role = StreamRole::copy;
       t.cost.copy_bytes = (uint64_t)c.S * row_bytes;
+      t.cost.device_copy = true;
       if (act) {
         float* dst = (fwd ? c.send : c.d_send).resize(ops, (long)c.S * C);
         const float* src = fwd ? buffers->xg : buffers->dy;
@@ -214,6 +215,7 @@ std::vector<TaskId> TokenExchange::build_pass(TaskGraph& g, ExchangeHandle& h, M
       u.category = TaskCategory::copy;
       u.role = StreamRole::copy;
       u.cost.copy_bytes = (uint64_t)c.S * row_bytes;
+      u.cost.device_copy = true;
       if (act) u.action = [&c, &ops, &staging, final_dst, C] { scatter_row_ranges(ops, final_dst, staging.data(), c.pack, C); };
       done = g.add(label(std::move(u), i), {done});
     }

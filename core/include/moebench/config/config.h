@@ -75,7 +75,7 @@ struct ClusterConfig {
   std::vector<double> alltoall_busbw_gbs;
   std::vector<double> allgather_busbw_bytes;
   std::vector<double> allgather_busbw_gbs;
-  double d2d_bw_gbs = 0.0;  // device-memory copies (MoNTA's B3 x r3), GB/s; 0 = copy_bw_gbs
+  double d2d_bw_gbs = 0.0;  // device-memory copies (MoNTA's B3 x r3; simulated row packing), GB/s; 0 = copy_bw_gbs
   // File reads and writes of MoESys's SSD tier (io tasks, storage/expert_state_tier.h), GB/s per
   // device; 0 = copy_bw_gbs.
   double ssd_bw_gbs = 0.0;

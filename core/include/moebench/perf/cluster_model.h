@@ -136,6 +136,7 @@ class ClusterModel {
   // What a comm task sending `bytes` takes beyond its transfers on a calibrated host (else 0).
   double comm_extra_seconds(double bytes) const { return spec_.comm_overhead + spec_.comm_seconds_per_byte * bytes; }
   double copy_seconds(double bytes) const;     // bytes / copy_bandwidth (one device alone)
+  double device_copy_seconds(double bytes) const;  // within device memory: bytes / d2d_bandwidth (copy_bandwidth when 0)
   double io_seconds(double bytes) const;       // bytes / ssd_bandwidth (copy_bandwidth when 0)
 
   // "janus: 4 nodes x 8 devices, 312 TFLOP/s, intra 300 GB/s 2 us, inter 25 GB/s per NIC (2 devices) 5 us, ..."

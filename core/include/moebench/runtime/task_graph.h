@@ -33,6 +33,7 @@ struct TaskCost {
   double flops = 0.0;                                   // floating-point operations
   std::vector<std::pair<int, uint64_t>> bytes_to_peer;  // (world rank, bytes) this task sends
   uint64_t copy_bytes = 0;                              // bytes a copy task moves locally
+  bool device_copy = false;  // those bytes stay in device memory (else they cross to or from the host)
   Transfer transfer = Transfer::send;
   int messages = 1;  // sequential messages each transfer takes (a ring all-reduce: 2 (P-1))
   uint64_t bytes_sent() const;
