@@ -3,7 +3,8 @@
 // stage's graph against a hand-built one, sliced pipeline sends under TP, ppmoe's MoE block moving only the TP all-reduce of
 // Pipeline MoE §3.3.4, the experts' all-reduce over their replicas once per MoE block with the
 // block as its layer, the replayed pipeline's makespan inside the 1F1B / GPipe bounds, and every
-// layout of the equivalence matrix replaying without a deadlock.
+// layout of the equivalence matrix replaying without a deadlock, the workload's precision in the
+// predicted bytes, and [data] tasks giving each rank its rows.
 #include <QtTest>
 
 #include <map>
@@ -451,6 +452,40 @@ class TestStepGraph : public QObject {
       }
       QVERIFY(halved > 0);
     }
+  }
+
+  // [data] tasks (MoESys §IV-A): each data-parallel rank's predicted step carries its tasks' rows
+  // (16 / 8 / 4 / 4 sequences here), in its routed tokens and its compute; without tasks every
+  // rank carries batch / dp.
+  void tasks_give_each_rank_its_rows() {
+    const std::vector<std::string> base = {"run.ranks=4", "cluster.nodes=1", "train.batch_size=32",
+                                           "data.languages=4"};
+    std::vector<std::string> with = base;
+    with.push_back("data.tasks=[16, 8, 4, 4]");
+    with.push_back("data.rank_tasks=[\"0\", \"1\", \"2\", \"3\"]");
+    const Config tasks = load_config(test::tiny_config_path(), with), even = load_config(test::tiny_config_path(), base);
+    const int T = tasks.model.seq_len, K = tasks.moe.top_k, E = tasks.moe.experts.at(0), l = tasks.moe.moe_layers.at(0);
+    const StepRouting routed = synthetic_step_routing(tasks, 1), flat = synthetic_step_routing(even, 1);
+    const std::vector<long> sequences = {16, 8, 4, 4};
+    for (int r = 0; r < 4; ++r) {
+      long mine = 0, uniform = 0;
+      for (int e = 0; e < E; ++e) {
+        mine += routed.rows.at(l)[(size_t)r * E + e];
+        uniform += flat.rows.at(l)[(size_t)r * E + e];
+      }
+      QCOMPARE(mine, sequences[(size_t)r] * T * K);
+      QCOMPARE(uniform, 8L * T * K);
+    }
+    auto forward_flops = [](const TaskGraph& g) {
+      double f = 0;
+      for (const GraphTask& t : g.tasks())
+        if (t.name == "attn.forward") f += t.cost.flops;
+      return f;
+    };
+    const double f0 = forward_flops(build_step_graph(tasks, 0)), f2 = forward_flops(build_step_graph(tasks, 2));
+    QVERIFY(f2 > 0);
+    QCOMPARE(f0 / f2, 4.0);  // attention over 16 against 4 sequences of the same length
+    QCOMPARE(forward_flops(build_step_graph(even, 0)), forward_flops(build_step_graph(even, 2)));
   }
 
   void every_layout_replays_data() {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "moebench/dist/elastic_plan.h"
+
 namespace moebench {
 
 std::vector<std::vector<int>> parse_rank_tasks(const std::vector<std::string>& entries) {
@@ -107,6 +109,19 @@ std::vector<long> rows_per_rank(const std::vector<int>& task_batches, const std:
     for (int t : on_rank) n += task_batches[(size_t)t] / k[(size_t)t];
     rows.push_back(n);
   }
+  return rows;
+}
+
+std::vector<int> micro_batch_rows(const std::vector<int>& task_batches, const std::vector<std::string>& rank_tasks,
+                                  int global_batch, int dp, int microbatches) {
+  if (task_batches.empty()) return std::vector<int>((size_t)dp, global_batch / (dp * microbatches));
+  const std::vector<std::vector<int>> assignment =
+      rank_tasks.empty() ? propose_elastic(task_batches, dp, microbatches).assignment : parse_rank_tasks(rank_tasks);
+  const std::string problem = assignment_problem(task_batches, assignment, dp, microbatches);
+  if (!problem.empty()) throw std::invalid_argument("data.rank_tasks: " + problem);
+  std::vector<int> rows((size_t)dp, 0);
+  for (int d = 0; d < dp; ++d)
+    for (const TaskRowSlice& s : task_row_slices(task_batches, assignment, d, microbatches)) rows[(size_t)d] += s.rows;
   return rows;
 }
 

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "moebench/config/config_layout.h"
+#include "moebench/dist/task_assignment.h"
 #include "moebench/model/param_count.h"
 #include "moebench/model/pipeline_schedule.h"
 #include "moebench/model/stage_graph.h"
@@ -62,7 +63,9 @@ TaskId add_step(TaskGraph& g, const Config& cfg, int rank, const Topology& topo,
   const bool first_stage = at.pp == 0, last_stage = at.pp == layout.pp() - 1;
   const PipeSchedule schedule = cfg.parallel.schedule;
 
-  const int B = cfg.train.batch_size / (layout.dp() * M), T = cfg.model.seq_len, C = cfg.model.hidden;
+  // A rank's sequences per micro-batch: its tasks' rows with [data] tasks (MoESys §IV-A).
+  const int B = micro_batch_rows(cfg.data.tasks, cfg.data.rank_tasks, cfg.train.batch_size, layout.dp(), M)[(size_t)at.dp];
+  const int T = cfg.model.seq_len, C = cfg.model.hidden;
   const int F = cfg.model.ffn_mult * C, K = cfg.moe.top_k;
   const long N = (long)B * T;  // tokens of one micro-batch on this rank
   // Bytes per element in the transfers' costs: what the runtime's fp32 arrays move when the graph

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "moebench/config/config_layout.h"
+#include "moebench/dist/task_assignment.h"
 #include "moebench/dist/topology.h"
 #include "moebench/moe/synthetic_routing.h"
 
@@ -28,18 +29,25 @@ StepRouting synthetic_step_routing(const Config& cfg, long step) {
   const int W = cfg.run.ranks, K = cfg.moe.top_k;
   const ParallelLayout shape = layout_of(cfg);
   // Tokens belong to data-parallel ranks: the TP ranks (and stages) of one DP rank route the same.
-  const long N = (long)(cfg.train.batch_size / shape.dp()) * cfg.model.seq_len;
+  // A rank's tokens: its sequences of the step (its tasks' rows with [data] tasks).
+  const int M = std::max(1, cfg.parallel.microbatches);
+  const std::vector<int> micro = micro_batch_rows(cfg.data.tasks, cfg.data.rank_tasks, cfg.train.batch_size,
+                                                  shape.dp(), M);
   const RoutingSpec spec = routing_of(cfg);
   StepRouting out;
-  std::vector<int> forced((size_t)N * K);
+  std::vector<int> forced;
   for (size_t i = 0; i < cfg.moe.moe_layers.size(); ++i) {
     const int l = cfg.moe.moe_layers[i], E = cfg.moe.experts.at(i);
     std::vector<long>& rows = out.rows[l];
     rows.assign((size_t)W * E, 0);
-    const long cap = cfg.moe.capacity_factor > 0 ? (long)std::ceil(cfg.moe.capacity_factor * N * K / E) : -1;
     std::vector<long> mine((size_t)E);
+    long first = 0;  // the rank's first token in the step's global order
     for (int d = 0; d < shape.dp(); ++d) {
-      synthetic_expert_choice(forced.data(), spec, (int)N, K, E, cfg.run.seed, step, l, (long)d * N);
+      const long N = (long)micro[(size_t)d] * M * cfg.model.seq_len;
+      const long cap = cfg.moe.capacity_factor > 0 ? (long)std::ceil(cfg.moe.capacity_factor * N * K / E) : -1;
+      forced.resize((size_t)N * K);
+      synthetic_expert_choice(forced.data(), spec, (int)N, K, E, cfg.run.seed, step, l, first);
+      first += N;
       std::fill(mine.begin(), mine.end(), 0);
       for (int e : forced) ++mine[(size_t)e];
       if (cap >= 0)

@@ -23,9 +23,9 @@
 //    per rank, as in GShard, so what is dropped depends on a rank's rows) and synthetic
 //    moe.routing (keyed by a rank's first row; merged tasks' later rows continue that count).
 //  * model.embedding_partition needs equal rows on every rank: refused with tasks.
-//  * The predictions (simulate, plan --graph / --memory / --cluster) still see train.batch_size
-//    / dp rows on every rank: they do not model the tasks' imbalance; plan --elastic does, from
-//    the loads alone (dist/elastic_plan.h).
+//  * The predicted step graphs (simulate, plan --graph / --cluster) give each data-parallel rank
+//    its tasks' rows (micro_batch_rows) and route those tokens, so they see the imbalance;
+//    plan --memory still sizes every rank for train.batch_size / dp rows.
 #include <string>
 #include <vector>
 
@@ -59,5 +59,11 @@ std::vector<TaskRowSlice> task_row_slices(const std::vector<int>& task_batches,
                                           int microbatches);
 // Sequences per step on each rank (the rank's load; sums to the global batch).
 std::vector<long> rows_per_rank(const std::vector<int>& task_batches, const std::vector<std::vector<int>>& assignment);
+// Sequences of one micro-batch on each of dp data-parallel ranks: global_batch / (dp x M) each
+// without tasks; with them, each rank's tasks' rows under rank_tasks (empty: the elastic proposal
+// for dp ranks, as the trainer takes it). Throws std::invalid_argument naming what is wrong with
+// the assignment.
+std::vector<int> micro_batch_rows(const std::vector<int>& task_batches, const std::vector<std::string>& rank_tasks,
+                                  int global_batch, int dp, int microbatches);
 
 }  // namespace moebench
