@@ -112,13 +112,19 @@ std::vector<long> rows_per_rank(const std::vector<int>& task_batches, const std:
   return rows;
 }
 
-std::vector<int> micro_batch_rows(const std::vector<int>& task_batches, const std::vector<std::string>& rank_tasks,
-                                  int global_batch, int dp, int microbatches) {
-  if (task_batches.empty()) return std::vector<int>((size_t)dp, global_batch / (dp * microbatches));
-  const std::vector<std::vector<int>> assignment =
+std::vector<std::vector<int>> resolve_assignment(const std::vector<int>& task_batches,
+                                                 const std::vector<std::string>& rank_tasks, int dp, int microbatches) {
+  std::vector<std::vector<int>> assignment =
       rank_tasks.empty() ? propose_elastic(task_batches, dp, microbatches).assignment : parse_rank_tasks(rank_tasks);
   const std::string problem = assignment_problem(task_batches, assignment, dp, microbatches);
   if (!problem.empty()) throw std::invalid_argument("data.rank_tasks: " + problem);
+  return assignment;
+}
+
+std::vector<int> micro_batch_rows(const std::vector<int>& task_batches, const std::vector<std::string>& rank_tasks,
+                                  int global_batch, int dp, int microbatches) {
+  if (task_batches.empty()) return std::vector<int>((size_t)dp, global_batch / (dp * microbatches));
+  const std::vector<std::vector<int>> assignment = resolve_assignment(task_batches, rank_tasks, dp, microbatches);
   std::vector<int> rows((size_t)dp, 0);
   for (int d = 0; d < dp; ++d)
     for (const TaskRowSlice& s : task_row_slices(task_batches, assignment, d, microbatches)) rows[(size_t)d] += s.rows;

@@ -14,7 +14,6 @@
 #include "moebench/data/batch_sampler.h"
 #include "moebench/dist/communicator.h"
 #include "moebench/dist/parallel_layout.h"
-#include "moebench/dist/elastic_plan.h"
 #include "moebench/tensor/matmul.h"
 #include "moebench/train/checkpoint.h"
 #include "moebench/model/pipeline_schedule.h"
@@ -136,10 +135,7 @@ void Trainer::set_up_rows(int dp_size) {
     return;
   }
   // Checked at load for run.ranks (config_validate_tasks.cpp); checked again for the launch.
-  assignment_ =
-      d.rank_tasks.empty() ? propose_elastic(d.tasks, dp_size, micro_).assignment : parse_rank_tasks(d.rank_tasks);
-  const std::string problem = assignment_problem(d.tasks, assignment_, dp_size, micro_);
-  if (!problem.empty()) throw std::invalid_argument("data.rank_tasks: " + problem);
+  assignment_ = resolve_assignment(d.tasks, d.rank_tasks, dp_size, micro_);
   slices_ = task_row_slices(d.tasks, assignment_, dp_rank_, micro_);
   micro_batch_ = 0;
   for (const TaskRowSlice& s : slices_) micro_batch_ += s.rows;

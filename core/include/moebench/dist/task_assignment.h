@@ -59,6 +59,10 @@ std::vector<TaskRowSlice> task_row_slices(const std::vector<int>& task_batches,
                                           int microbatches);
 // Sequences per step on each rank (the rank's load; sums to the global batch).
 std::vector<long> rows_per_rank(const std::vector<int>& task_batches, const std::vector<std::vector<int>>& assignment);
+// The assignment a run takes: rank_tasks parsed, or (empty) the elastic proposal for dp ranks;
+// throws std::invalid_argument naming what does not fit (assignment_problem).
+std::vector<std::vector<int>> resolve_assignment(const std::vector<int>& task_batches,
+                                                 const std::vector<std::string>& rank_tasks, int dp, int microbatches);
 // Sequences of one micro-batch on each of dp data-parallel ranks: global_batch / (dp x M) each
 // without tasks; with them, each rank's tasks' rows under rank_tasks (empty: the elastic proposal
 // for dp ranks, as the trainer takes it). Throws std::invalid_argument naming what is wrong with
