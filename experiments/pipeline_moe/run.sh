@@ -16,47 +16,41 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 tokens=$((64 * 2048))  # global batch x sequence, every row
 
-# name  kind  paper-throughput  paper-ratio  --set ...
-rows=(
-  "Dense_TP8_PP4    dense 3244 -     parallel.tp=8 parallel.vocab_parallel=true parallel.pp=4 parallel.microbatches=16"
-  "Dense_DP4_TP8    dense 4174 -     parallel.tp=8 parallel.vocab_parallel=true"
-  "Dense_DP32       dense 5120 -     "
-  "DPMoE_DP32_EP    moe   2147 66.2  strategy.name=\"expert_centric\""
-  "DPMoE_DP4_TP8_EP moe   218  6.7   strategy.name=\"expert_centric\" parallel.tp=8 parallel.vocab_parallel=true"
-  "PPMoE_TP8_PP4_EP moe   2708 81.4  strategy.name=\"ppmoe\" parallel.tp=8 parallel.vocab_parallel=true parallel.pp=4 parallel.microbatches=16"
-)
-: > "$work/results"
-for row in "${rows[@]}"; do
-  read -r name kind paper ratio sets <<< "$row"
-  args=()
-  for s in $sets; do args+=(--set "$s"); done
-  [ "$kind" = dense ] && args+=(--set "moe.moe_layers=[]")
-  "$mb" simulate "$here/gpt_medium_moe64.toml" "${args[@]}" --db "$work/runs.db" --json > "$work/s.json"
-  ms=$(python3 -c "import json; print(json.load(open('$work/s.json'))['mean_step_ms'])")
-  echo "$name $kind $paper $ratio $ms" >> "$work/results"
-done
+# Simulates each row of a setting: name kind paper-throughput paper-ratio ranks nodes --set ...;
+# appends "name kind paper ratio ms ranks" to the file $2.
+simulate_rows() {  # config results-file rows...
+  local config=$1 out=$2
+  shift 2
+  : > "$out"
+  for row in "$@"; do
+    read -r name kind paper ratio ranks nodes sets <<< "$row"
+    args=(--set run.ranks="$ranks" --set cluster.nodes="$nodes")
+    for s in $sets; do args+=(--set "$s"); done
+    [ "$kind" = dense ] && args+=(--set "moe.moe_layers=[]")
+    "$mb" simulate "$config" "${args[@]}" --db "$work/runs.db" --json > "$work/s.json"
+    ms=$(python3 -c "import json; print(json.load(open('$work/s.json'))['mean_step_ms'])")
+    echo "$name $kind $paper $ratio $ms $ranks" >> "$out"
+  done
+}
+# The small setting (0.3B backbone, 6.7B MoE) on 32 V100 in 4 nodes.
+simulate_rows "$here/gpt_medium_moe64.toml" "$work/results" \
+  "Dense_TP8_PP4    dense 3244 -    32 4 parallel.tp=8 parallel.vocab_parallel=true parallel.pp=4 parallel.microbatches=16" \
+  "Dense_DP4_TP8    dense 4174 -    32 4 parallel.tp=8 parallel.vocab_parallel=true" \
+  "Dense_DP32       dense 5120 -    32 4 " \
+  "DPMoE_DP32_EP    moe   2147 66.2 32 4 strategy.name=\"expert_centric\"" \
+  "DPMoE_DP4_TP8_EP moe   218  6.7  32 4 strategy.name=\"expert_centric\" parallel.tp=8 parallel.vocab_parallel=true" \
+  "PPMoE_TP8_PP4_EP moe   2708 81.4 32 4 strategy.name=\"ppmoe\" parallel.tp=8 parallel.vocab_parallel=true parallel.pp=4 parallel.microbatches=16"
 # The large setting (6.7B backbone, 143B MoE), Table 2's lower half: ranks, nodes of 8 V100. EP
 # 64 as Table 2 gives it; at DP 32 x TP 8 the experts spread over the 32 data-parallel ranks
 # (moebench carves EP out of the DP group).
-large=(
-  "L_Dense_TP8_PP16       dense 356 -    128 16 parallel.tp=8 parallel.vocab_parallel=true parallel.pp=16 parallel.microbatches=64"
-  "L_Dense_DP16_TP8       dense 597 -    128 16 parallel.tp=8 parallel.vocab_parallel=true"
-  "L_Dense_DP128          dense 410 -    128 16 "
-  "L_DPMoE_DP256_EP       moe   93  26.1 256 32 strategy.name=\"expert_centric\" parallel.ep=64"
-  "L_DPMoE_DP128_TP2_EP   moe   183 51.4 256 32 strategy.name=\"expert_centric\" parallel.tp=2 parallel.vocab_parallel=true parallel.ep=64"
-  "L_DPMoE_DP32_TP8_EP    moe   63  17.7 256 32 strategy.name=\"expert_centric\" parallel.tp=8 parallel.vocab_parallel=true"
+simulate_rows "$here/gpt_6b7_moe64.toml" "$work/large" \
+  "L_Dense_TP8_PP16       dense 356 -    128 16 parallel.tp=8 parallel.vocab_parallel=true parallel.pp=16 parallel.microbatches=64" \
+  "L_Dense_DP16_TP8       dense 597 -    128 16 parallel.tp=8 parallel.vocab_parallel=true" \
+  "L_Dense_DP128          dense 410 -    128 16 " \
+  "L_DPMoE_DP256_EP       moe   93  26.1 256 32 strategy.name=\"expert_centric\" parallel.ep=64" \
+  "L_DPMoE_DP128_TP2_EP   moe   183 51.4 256 32 strategy.name=\"expert_centric\" parallel.tp=2 parallel.vocab_parallel=true parallel.ep=64" \
+  "L_DPMoE_DP32_TP8_EP    moe   63  17.7 256 32 strategy.name=\"expert_centric\" parallel.tp=8 parallel.vocab_parallel=true" \
   "L_PPMoE_TP8_PP16_EP    moe   323 90.7 128 16 strategy.name=\"ppmoe\" parallel.tp=8 parallel.vocab_parallel=true parallel.pp=16 parallel.microbatches=64"
-)
-: > "$work/large"
-for row in "${large[@]}"; do
-  read -r name kind paper ratio ranks nodes sets <<< "$row"
-  args=(--set run.ranks="$ranks" --set cluster.nodes="$nodes")
-  for s in $sets; do args+=(--set "$s"); done
-  [ "$kind" = dense ] && args+=(--set "moe.moe_layers=[]")
-  "$mb" simulate "$here/gpt_6b7_moe64.toml" "${args[@]}" --db "$work/runs.db" --json > "$work/s.json"
-  ms=$(python3 -c "import json; print(json.load(open('$work/s.json'))['mean_step_ms'])")
-  echo "$name $kind $paper $ratio $ms $ranks" >> "$work/large"
-done
 python3 - "$work/results" "$tokens" "$work/headlines" "$work/large" <<'PY'
 import sys
 rows = [l.split() for l in open(sys.argv[1])]
@@ -67,7 +61,7 @@ base = min(tput[r[0]] for r in rows if r[1] == "dense")
 paper_base = min(float(r[2]) for r in rows if r[1] == "dense")
 print("== Table 2, small setting (0.3B backbone, 6.7B MoE), 32 V100: tokens/s per GPU")
 print(f"{'layout':18s} {'paper':>8s} {'predicted':>10s} {'paper ratio':>12s} {'predicted ratio':>16s} {'ms/step (predicted)':>20s}")
-for name, kind, p, ratio, ms in rows:
+for name, kind, p, ratio, ms, _ in rows:
     pr = f"{tput[name] / base * 100:.1f}%" if kind == "moe" else "-"
     pap = f"{ratio}%" if kind == "moe" else "-"
     print(f"{name:18s} {p:>8s} {tput[name]:10.0f} {pap:>12s} {pr:>16s} {float(ms):20.1f}")
@@ -93,10 +87,10 @@ with open(sys.argv[3], "w") as f:
         tput["PPMoE_TP8_PP4_EP"] / tput["DPMoE_DP32_EP"], 1)
     row("Table 2 DPMoE (DP+EP) over DPMoE (DP+TP+EP)", paper["DPMoE_DP32_EP"] / paper["DPMoE_DP4_TP8_EP"],
         tput["DPMoE_DP32_EP"] / tput["DPMoE_DP4_TP8_EP"], 1)
-    for name, kind, p, ratio, ms in rows:
+    for name, kind, p, ratio, ms, _ in rows:
         if kind == "moe":
             row(f"Table 2 speed ratio {name}", float(ratio) / 100, tput[name] / base, 1)
-    for name, kind, p, ratio, ms in rows:
+    for name, kind, p, ratio, ms, _ in rows:
         row(f"Table 2 tokens/s/GPU {name}", float(p), tput[name], 0)
     # The large setting: Table 2's best DPMoE is DP 128 x TP 2 (183 tokens/s/GPU) against PPMoE's
     # 323, the abstract's "1.75x"; and PPMoE at 90.7 % of its backbone's slowest layout.
