@@ -53,31 +53,31 @@ simulate_rows "$here/gpt_6b7_moe64.toml" "$work/large" \
   "L_PPMoE_TP8_PP16_EP    moe   323 90.7 128 16 strategy.name=\"ppmoe\" parallel.tp=8 parallel.vocab_parallel=true parallel.pp=16 parallel.microbatches=64"
 python3 - "$work/results" "$tokens" "$work/headlines" "$work/large" <<'PY'
 import sys
-rows = [l.split() for l in open(sys.argv[1])]
-tokens = int(sys.argv[2])
-tput = {r[0]: tokens / (float(r[4]) / 1e3) / 32 for r in rows}
+
+
+def setting(path, tokens, title):
+    """Rows of one setting (name kind paper ratio ms ranks), printed; tokens/s per GPU by name, the
+    slowest dense layout's."""
+    rows = [l.split() for l in open(path)]
+    tput = {r[0]: tokens / (float(r[4]) / 1e3) / int(r[5]) for r in rows}
+    base = min(tput[r[0]] for r in rows if r[1] == "dense")
+    paper_base = min(float(r[2]) for r in rows if r[1] == "dense")
+    print(f"== Table 2, {title}: tokens/s per GPU")
+    print(f"{'layout':20s} {'GPUs':>5s} {'paper':>7s} {'predicted':>10s} {'paper ratio':>12s} {'predicted ratio':>16s} {'ms/step':>9s}")
+    for name, kind, p, ratio, ms, ranks in rows:
+        pr = f"{tput[name] / base * 100:.1f}%" if kind == "moe" else "-"
+        pap = f"{ratio}%" if kind == "moe" else "-"
+        print(f"{name.removeprefix('L_'):20s} {ranks:>5s} {p:>7s} {tput[name]:10.0f} {pap:>12s} {pr:>16s} {float(ms):9.1f}")
+    print(f"(ratios against the slowest dense layout: paper {paper_base:.0f}, predicted {base:.0f} tokens/s per GPU)")
+    return rows, tput, base
+
+
+rows, tput, base = setting(sys.argv[1], int(sys.argv[2]), "small setting (0.3B backbone, 6.7B MoE), 32 V100")
 paper = {r[0]: float(r[2]) for r in rows}
-base = min(tput[r[0]] for r in rows if r[1] == "dense")
-paper_base = min(float(r[2]) for r in rows if r[1] == "dense")
-print("== Table 2, small setting (0.3B backbone, 6.7B MoE), 32 V100: tokens/s per GPU")
-print(f"{'layout':18s} {'paper':>8s} {'predicted':>10s} {'paper ratio':>12s} {'predicted ratio':>16s} {'ms/step (predicted)':>20s}")
-for name, kind, p, ratio, ms, _ in rows:
-    pr = f"{tput[name] / base * 100:.1f}%" if kind == "moe" else "-"
-    pap = f"{ratio}%" if kind == "moe" else "-"
-    print(f"{name:18s} {p:>8s} {tput[name]:10.0f} {pap:>12s} {pr:>16s} {float(ms):20.1f}")
-print(f"(ratios against the slowest dense layout: paper {paper_base:.0f}, predicted {base:.0f} tokens/s per GPU)")
 for a, b in [("Dense_DP32", "Dense_DP4_TP8"), ("Dense_DP4_TP8", "Dense_TP8_PP4")]:
     print(f"  (dense, not a headline) {a} above {b} (paper: yes): {'yes' if tput[a] > tput[b] else 'no'}")
-large = [l.split() for l in open(sys.argv[4])]
-ltput = {r[0]: 256 * 2048 / (float(r[4]) / 1e3) / int(r[5]) for r in large}
-lbase = min(ltput[r[0]] for r in large if r[1] == "dense")
 print()
-print("== Table 2, large setting (6.7B backbone, 143B MoE), 128-256 V100: tokens/s per GPU")
-print(f"{'layout':22s} {'GPUs':>5s} {'paper':>7s} {'predicted':>10s} {'paper ratio':>12s} {'predicted ratio':>16s} {'ms/step':>9s}")
-for name, kind, p, ratio, ms, ranks in large:
-    pr = f"{ltput[name] / lbase * 100:.1f}%" if kind == "moe" else "-"
-    pap = f"{ratio}%" if kind == "moe" else "-"
-    print(f"{name[2:]:22s} {ranks:>5s} {p:>7s} {ltput[name]:10.0f} {pap:>12s} {pr:>16s} {float(ms):9.1f}")
+large, ltput, lbase = setting(sys.argv[4], 256 * 2048, "large setting (6.7B backbone, 143B MoE), 128-256 V100")
 # Headlines: the MoE rows' speed against each other and against the slowest dense layout
 # (neutral 1: as fast), every layout's throughput (neutral 0), and the large setting's (143B).
 with open(sys.argv[3], "w") as f:

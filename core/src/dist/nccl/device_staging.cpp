@@ -20,10 +20,7 @@
 namespace moebench {
 namespace {
 
-void check(cudaError_t e, const char* call) {
-  if (e != cudaSuccess)
-    throw std::runtime_error(std::string("served window on GPU: ") + call + " failed: " + cudaGetErrorString(e));
-}
+void check(cudaError_t e, const char* call) { check_window_cuda(e, "served window on GPU", call); }
 
 class DeviceStaging final : public WindowStaging {
  public:

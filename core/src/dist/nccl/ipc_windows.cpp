@@ -26,10 +26,7 @@
 namespace moebench {
 namespace {
 
-void check(cudaError_t e, const char* call) {
-  if (e != cudaSuccess)
-    throw std::runtime_error(std::string("NCCL backend window: ") + call + " failed: " + cudaGetErrorString(e));
-}
+void check(cudaError_t e, const char* call) { check_window_cuda(e, "NCCL backend window", call); }
 
 // The allocation that holds p (cudaIpcGetMemHandle shares whole allocations): its base.
 char* allocation_base(void* p) {
@@ -345,6 +342,10 @@ std::vector<int> ipc_reach(NcclCommunicator& comm) {
   for (size_t r = 0; r < hosts.size(); ++r)
     reach[r] = (int)(std::find(hosts.begin(), hosts.end(), hosts[r]) - hosts.begin());
   return reach;
+}
+
+void check_window_cuda(cudaError_t e, const char* who, const char* call) {
+  if (e != cudaSuccess) throw std::runtime_error(std::string(who) + ": " + call + " failed: " + cudaGetErrorString(e));
 }
 
 }  // namespace moebench
