@@ -172,6 +172,27 @@ class TestClusterModel : public QObject {
     QVERIFY(near(m.inter_bandwidth_per_device(), 12.5e9));
   }
 
+  // The rate by message size: log-linear between measured points, clamped at the ends, never
+  // above the link; the inter curve serves the inter-node and spine classes, the intra curve
+  // the intra-node and PCIe-pair ones; a class without a curve keeps its bandwidth.
+  void message_rates() {
+    const std::string text = std::string(kTwoNodes) +
+                             "inter_msg_bytes = [1e4, 1e6, 1e8]\ninter_msg_gbs = [2.0, 10.0, 40.0]\n"
+                             "intra_msg_bytes = [1e5]\nintra_msg_gbs = [50.0]\n";
+    const ClusterModel m = model_of(text.c_str());
+    QVERIFY(near(m.message_bandwidth(ClusterLink::inter_node, 1e3), 2e9));    // below the first point
+    QVERIFY(near(m.message_bandwidth(ClusterLink::inter_node, 1e5), 6e9));    // halfway in log10
+    QVERIFY(near(m.message_bandwidth(ClusterLink::inter_node, 1e7), 25e9));   // 25 of 40 GB/s: the NIC's
+    QVERIFY(near(m.measured_message_rate(ClusterLink::inter_node, 1e7), 25e9));
+    QVERIFY(near(m.message_bandwidth(ClusterLink::inter_switch, 1e5), 6e9));
+    QVERIFY(near(m.message_bandwidth(ClusterLink::intra_node, 1e9), 50e9));
+    QVERIFY(near(m.message_bandwidth(ClusterLink::pcie_pair, 1e9), 20e9));    // the pair's own 20 GB/s
+    QCOMPARE(m.measured_message_rate(ClusterLink::self, 1e5), 0.0);
+    QCOMPARE(model_of(kTwoNodes).measured_message_rate(ClusterLink::inter_node, 1e5), 0.0);
+    // One 100 kB message between nodes: 5 us + 1e5 B / 6 GB/s.
+    QVERIFY(near(m.transfer_seconds(0, 5, 1e5) * 1e6, 5.0 + 1e5 / 6e9 * 1e6));
+  }
+
   void describe_is_one_line() {
     const std::string d = model_of(kTwoNodes).describe();
     QCOMPARE(QString::fromStdString(d),

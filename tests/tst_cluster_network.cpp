@@ -104,6 +104,24 @@ class TestClusterNetwork : public QObject {
     QCOMPARE(f.start, 2.0);
     QCOMPARE(f.arrival, 4.0);
   }
+
+  // A measured rate by message size: the same bytes in many small messages hold the NIC longer
+  // than in one large message, and the cap reaches every link of the route.
+  void message_size_rates() {
+    ClusterSpec s = small_spec();
+    s.inter_message_bw = {{10.0, 2.0}, {100.0, 8.0}};  // 2 B/s at 10 B messages, 8 B/s at 100 B
+    const ClusterNetwork net{ClusterModel(s)};
+    std::vector<double> free_at((size_t)net.link_count(), 0.0);
+    TransferTiming one = net.reserve(free_at.data(), 0, 4, 100.0, 0.0);  // one 100 B message
+    QCOMPARE(one.arrival, 100.0 / 8.0 + 5.0);
+    QCOMPARE(free_at[(size_t)net.route(0, 4).links[1]], 100.0 / 8.0);    // NIC 2 in held as long
+    std::vector<double> fresh((size_t)net.link_count(), 0.0);
+    TransferTiming ten = net.reserve(fresh.data(), 0, 4, 100.0, 0.0, 10);  // ten 10 B messages
+    QCOMPARE(ten.arrival, 100.0 / 2.0 + 10 * 5.0);
+    // Intra-node traffic has no curve here: the port's 100 B/s.
+    TransferTiming intra = net.reserve(fresh.data(), 0, 1, 100.0, 0.0);
+    QCOMPARE(intra.arrival, 1.0 + 1.0);
+  }
 };
 
 QTEST_APPLESS_MAIN(TestClusterNetwork)

@@ -115,6 +115,8 @@ class TestConfig : public QObject {
         "cluster.alltoall_busbw_gbs", "has 1 entries but cluster.alltoall_busbw_bytes has 2; give one bus bandwidth per point");
     row("busbw curve unsorted", "[cluster]\nallgather_busbw_bytes = [1e8, 1e6]\nallgather_busbw_gbs = [2.0, 3.0]\n", 2,
         "cluster.allgather_busbw_bytes", "must be > 0 and strictly ascending, entry 1 is 1e+06");
+    row("message curve lengths", "[cluster]\ninter_msg_bytes = [1e4, 1e6]\ninter_msg_gbs = [2.0]\n", 3,
+        "cluster.inter_msg_gbs", "has 1 entries but cluster.inter_msg_bytes has 2; give one bandwidth per point");
     row("busbw not positive", "[cluster]\nallgather_busbw_bytes = [1e6]\nallgather_busbw_gbs = [0.0]\n", 3,
         "cluster.allgather_busbw_gbs", "must be > 0, entry 0 is 0");
     row("pcie pair beyond the node", "[run]\nranks = 4\n[cluster]\nnodes = 2\npcie_switch_pairs = [0, 2]\n", 5, "cluster.pcie_switch_pairs", "local rank 2 does not exist: a node has 2 ranks");
@@ -685,6 +687,7 @@ class TestConfig : public QObject {
         "task_names = [\"moe.experts\"]\ntask_overhead_us = [140.0]\ntask_factors = [2.5]\n"
         "alltoall_busbw_bytes = [1e6, 1e8]\nalltoall_busbw_gbs = [2.0, 9.0]\nallgather_busbw_bytes = [4e6]\n"
         "allgather_busbw_gbs = [30.0]\nd2d_bw_gbs = 400.0\nssd_bw_gbs = 3.5\n"
+        "intra_msg_bytes = [1e5, 1e7]\nintra_msg_gbs = [20.0, 45.0]\ninter_msg_bytes = [4096.0]\ninter_msg_gbs = [3.0]\n"
         "[parallel]\ntp = 1\ndp = 6\nep = 2\nmicrobatches = 2\nschedule = \"gpipe\"\nstage_layers = [6]\n[strategy]\nname = \"janus\"\n[strategy.expert_centric]\noverlap_degree = 2\n"
         "[strategy.data_centric]\ncredits = 3\npriority = false\nprefetch = true\nhierarchical = true\npcie_pairing = true\n"
         "[strategy.janus]\nthreshold = 2.5\n"

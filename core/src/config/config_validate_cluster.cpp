@@ -87,6 +87,10 @@ void Checker::check_cluster() {
               "bus bandwidth", "> 0", 0.0);
   check_curve("cluster.allgather_busbw_bytes", k.allgather_busbw_bytes, "cluster.allgather_busbw_gbs",
               k.allgather_busbw_gbs, "bus bandwidth", "> 0", 0.0);
+  check_curve("cluster.intra_msg_bytes", k.intra_msg_bytes, "cluster.intra_msg_gbs", k.intra_msg_gbs, "bandwidth",
+              "> 0", 0.0);
+  check_curve("cluster.inter_msg_bytes", k.inter_msg_bytes, "cluster.inter_msg_gbs", k.inter_msg_gbs, "bandwidth",
+              "> 0", 0.0);
   check_cluster_bounds();
 }
 
@@ -116,6 +120,10 @@ void Checker::check_cluster_bounds() {
   bounded("cluster.allgather_busbw_bytes", k.allgather_busbw_bytes, 0.0, kMaxCurvePoint, " bytes");
   bounded("cluster.alltoall_busbw_gbs", k.alltoall_busbw_gbs, kMinBandwidthGbs, kMaxBandwidthGbs, " GB/s");
   bounded("cluster.allgather_busbw_gbs", k.allgather_busbw_gbs, kMinBandwidthGbs, kMaxBandwidthGbs, " GB/s");
+  bounded("cluster.intra_msg_bytes", k.intra_msg_bytes, 0.0, kMaxCurvePoint, " bytes");
+  bounded("cluster.inter_msg_bytes", k.inter_msg_bytes, 0.0, kMaxCurvePoint, " bytes");
+  bounded("cluster.intra_msg_gbs", k.intra_msg_gbs, kMinBandwidthGbs, kMaxBandwidthGbs, " GB/s");
+  bounded("cluster.inter_msg_gbs", k.inter_msg_gbs, kMinBandwidthGbs, kMaxBandwidthGbs, " GB/s");
 }
 
 // A measured curve: points xs (> 0, strictly ascending) and one value ys each (a `noun`), > 0

@@ -2,6 +2,7 @@
 // class between two ranks, and the time of transfers, copies and compute on it.
 #include "moebench/perf/cluster_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -30,6 +31,17 @@ std::string num(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g", v);
   return buf;
+}
+
+// y at x on a curve of (x > 0 ascending, y) points: linear in log10(x), clamped to the end points.
+double log_interpolate(const std::vector<std::pair<double, double>>& pts, double x) {
+  if (x <= pts.front().first) return pts.front().second;
+  if (x >= pts.back().first) return pts.back().second;
+  size_t i = 1;
+  while (pts[i].first < x) ++i;
+  const double x0 = std::log10(pts[i - 1].first), x1 = std::log10(pts[i].first);
+  const double t = (std::log10(x) - x0) / (x1 - x0);
+  return pts[i - 1].second + t * (pts[i].second - pts[i - 1].second);
 }
 
 std::string link_text(const LinkSpec& l) {
@@ -68,7 +80,12 @@ ClusterModel::ClusterModel(ClusterSpec spec) : spec_(std::move(spec)) {
     require(p.flops > 0 && (i == 0 || p.flops > s.efficiency[i - 1].flops),
             "efficiency points must have flops > 0, strictly ascending");
     require(p.efficiency > 0 && p.efficiency <= 1, "efficiency must be in (0, 1]");
+    efficiency_curve_.push_back({p.flops, p.efficiency});
   }
+  for (const auto* curve : {&s.intra_message_bw, &s.inter_message_bw})
+    for (size_t i = 0; i < curve->size(); ++i)
+      require((*curve)[i].first > 0 && (i == 0 || (*curve)[i].first > (*curve)[i - 1].first) && (*curve)[i].second > 0,
+              "message-size curves need bytes > 0, strictly ascending, and bandwidths > 0");
   require(s.pcie_switch_pairs.size() % 2 == 0, "pcie_switch_pairs must hold pairs");
   pcie_peer_local_.assign((size_t)s.devices_per_node, -1);
   for (size_t i = 0; i + 1 < s.pcie_switch_pairs.size(); i += 2) {
@@ -140,23 +157,26 @@ LinkInfo ClusterModel::link_between(int a, int b) const {
   return info;
 }
 
+double ClusterModel::measured_message_rate(ClusterLink link, double message_bytes) const {
+  const bool intra = link == ClusterLink::intra_node || link == ClusterLink::pcie_pair;
+  const auto& curve = intra ? spec_.intra_message_bw : spec_.inter_message_bw;
+  return link == ClusterLink::self || curve.empty() ? 0.0 : log_interpolate(curve, message_bytes);
+}
+
+double ClusterModel::message_bandwidth(ClusterLink link, double message_bytes) const {
+  const double bandwidth = this->link(link).bandwidth, measured = measured_message_rate(link, message_bytes);
+  return measured > 0 ? std::min(bandwidth, measured) : bandwidth;
+}
+
 double ClusterModel::transfer_seconds(int a, int b, double bytes) const {
   if (!(bytes >= 0)) throw std::invalid_argument("cluster model: transfer of negative bytes");
   const LinkInfo l = link_between(a, b);
   if (l.link == ClusterLink::self) return 0.0;
-  return l.latency + bytes / l.bandwidth;
+  return l.latency + bytes / message_bandwidth(l.link, bytes);
 }
 
 double ClusterModel::efficiency_at(double flops) const {
-  const auto& pts = spec_.efficiency;
-  if (pts.empty()) return 1.0;
-  if (flops <= pts.front().flops) return pts.front().efficiency;
-  if (flops >= pts.back().flops) return pts.back().efficiency;
-  size_t i = 1;
-  while (pts[i].flops < flops) ++i;
-  const double x0 = std::log10(pts[i - 1].flops), x1 = std::log10(pts[i].flops);
-  const double t = (std::log10(flops) - x0) / (x1 - x0);
-  return pts[i - 1].efficiency + t * (pts[i].efficiency - pts[i - 1].efficiency);
+  return efficiency_curve_.empty() ? 1.0 : log_interpolate(efficiency_curve_, flops);
 }
 
 TaskCostFit ClusterModel::task_cost(const std::string& name) const {
@@ -207,6 +227,9 @@ std::string ClusterModel::describe() const {
   if (!s.alltoall_busbw.empty() || !s.allgather_busbw.empty())
     out += ", measured AllToAll / AllGather curves (" + std::to_string(s.alltoall_busbw.size()) + " / " +
            std::to_string(s.allgather_busbw.size()) + " points)";
+  if (!s.intra_message_bw.empty() || !s.inter_message_bw.empty())
+    out += ", measured rates by message size (intra / inter " + std::to_string(s.intra_message_bw.size()) + " / " +
+           std::to_string(s.inter_message_bw.size()) + " points)";
   if (s.comm_overhead > 0 || s.comm_seconds_per_byte > 0)
     out += ", comm tasks +" + num(s.comm_overhead * 1e6) + " us +" + num(s.comm_seconds_per_byte * 1e12) + " us/MB";
   if (!s.task_costs.empty()) out += ", " + std::to_string(s.task_costs.size()) + " fitted task costs";
@@ -240,6 +263,10 @@ ClusterSpec cluster_spec(const ClusterConfig& k, int world_size) {
     s.alltoall_busbw.push_back({k.alltoall_busbw_bytes[i], k.alltoall_busbw_gbs[i] * 1e9});
   for (size_t i = 0; i < k.allgather_busbw_bytes.size() && i < k.allgather_busbw_gbs.size(); ++i)
     s.allgather_busbw.push_back({k.allgather_busbw_bytes[i], k.allgather_busbw_gbs[i] * 1e9});
+  for (size_t i = 0; i < k.intra_msg_bytes.size() && i < k.intra_msg_gbs.size(); ++i)
+    s.intra_message_bw.push_back({k.intra_msg_bytes[i], k.intra_msg_gbs[i] * 1e9});
+  for (size_t i = 0; i < k.inter_msg_bytes.size() && i < k.inter_msg_gbs.size(); ++i)
+    s.inter_message_bw.push_back({k.inter_msg_bytes[i], k.inter_msg_gbs[i] * 1e9});
   s.d2d_bandwidth = k.d2d_bw_gbs * 1e9;
   s.ssd_bandwidth = k.ssd_bw_gbs * 1e9;
   return s;

@@ -1,6 +1,7 @@
 #include "moebench/perf/cluster_network.h"
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 
 namespace moebench {
@@ -77,15 +78,20 @@ Route ClusterNetwork::route(int a, int b) const {
 
 TransferTiming ClusterNetwork::reserve(double* free_at, const Route& r, double bytes, double ready, int messages) const {
   if (r.count == 0) return {ready, ready};
+  // A measured rate by message size caps every link of the route (a message of b bytes holds
+  // each for b / min(its bandwidth, that rate)).
+  const int m = std::max(1, messages);
+  const double measured = cluster_.measured_message_rate(r.link, bytes / m);
+  const double rate = measured > 0 ? measured : std::numeric_limits<double>::infinity();
   double enter = ready, end = ready, start = ready;
   for (int i = 0; i < r.count; ++i) {
     const int l = r.links[(size_t)i];
     enter = std::max(enter, free_at[l]);  // queued behind the link's earlier transfers
     if (i == 0) start = enter;
-    free_at[l] = enter + bytes / links_[(size_t)l].bandwidth;
+    free_at[l] = enter + bytes / std::min(links_[(size_t)l].bandwidth, rate);
     end = std::max(end, free_at[l]);      // not done on this link before the previous one
   }
-  return {start, end + std::max(1, messages) * r.latency};
+  return {start, end + m * r.latency};
 }
 
 TransferTiming ClusterNetwork::reserve(double* free_at, int a, int b, double bytes, double ready, int messages) const {

@@ -76,6 +76,13 @@ struct ClusterConfig {
   std::vector<double> allgather_busbw_bytes;
   std::vector<double> allgather_busbw_gbs;
   double d2d_bw_gbs = 0.0;  // device-memory copies (MoNTA's B3 x r3; simulated row packing), GB/s; 0 = copy_bw_gbs
+  // Measured rate of a link class by message size (a port's throughput when its messages are
+  // that large: point-to-point sweeps, or an all-to-all's busbw at per-peer size = buffer /
+  // ranks): bytes of one message, ascending, and GB/s there; [] = the link's bandwidth at any size.
+  std::vector<double> intra_msg_bytes;
+  std::vector<double> intra_msg_gbs;
+  std::vector<double> inter_msg_bytes;
+  std::vector<double> inter_msg_gbs;
   // File reads and writes of MoESys's SSD tier (io tasks, storage/expert_state_tier.h), GB/s per
   // device; 0 = copy_bw_gbs.
   double ssd_bw_gbs = 0.0;

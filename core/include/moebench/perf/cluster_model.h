@@ -92,6 +92,10 @@ struct ClusterSpec {
   std::vector<std::pair<double, double>> alltoall_busbw, allgather_busbw;
   double d2d_bandwidth = 0;
   double ssd_bandwidth = 0;  // the SSD tier's file transfers, bytes/s (0 = copy_bandwidth)
+  // Measured rates by message size (ClusterConfig's *_msg_* keys): (bytes of one message,
+  // bytes/s), ascending; empty = the link's bandwidth at every size. intra: the intra-node and
+  // PCIe-pair classes; inter: the inter-node and inter-switch ones.
+  std::vector<std::pair<double, double>> intra_message_bw, inter_message_bw;
 };
 
 class ClusterModel {
@@ -119,8 +123,15 @@ class ClusterModel {
   LinkInfo link_between(int a, int b) const;
   // The link of a class as configured (self: {0, 0}); what analytical models use.
   LinkSpec link(ClusterLink link) const;
-  // Seconds to move `bytes` from rank a to rank b alone on the link: latency + bytes / bandwidth;
-  // 0 when a == b. bytes >= 0.
+  // The rate a message of `message_bytes` gets on a link of this class: the class's measured
+  // curve (ClusterSpec::intra_message_bw / inter_message_bw) interpolated linearly in
+  // log10(bytes) and clamped to its end points, at most the link's bandwidth; the link's
+  // bandwidth without a curve (0 for self).
+  double message_bandwidth(ClusterLink link, double message_bytes) const;
+  // The class's measured curve alone at that size (not capped); 0 where it has none.
+  double measured_message_rate(ClusterLink link, double message_bytes) const;
+  // Seconds to move `bytes` from rank a to rank b alone on the link as one message: latency +
+  // bytes / message_bandwidth; 0 when a == b. bytes >= 0.
   double transfer_seconds(int a, int b, double bytes) const;
   // Bandwidth one device gets to another node when every device of its NIC sends at once.
   double inter_bandwidth_per_device() const { return link(ClusterLink::inter_node).bandwidth / per_nic_; }
@@ -147,6 +158,7 @@ class ClusterModel {
   ClusterSpec spec_;
   int per_nic_ = 1, per_switch_ = 1;
   std::vector<int> pcie_peer_local_;  // local index -> peer local index or -1
+  std::vector<std::pair<double, double>> efficiency_curve_;  // spec_.efficiency as (flops, efficiency)
 };
 
 // The cluster of a validated config: [cluster] (file included) with devices_per_node = 0

@@ -19,7 +19,9 @@
 // switches buffer, as ASTRA-sim's store-and-forward links): it enters link k at s_k =
 // max(s_(k-1), link k's free time) (s_0 = t), holds it for bytes / its bandwidth, finishes on it
 // at e_k = max(s_k + bytes / bandwidth_k, e_(k-1)) (never before the previous link), and arrives
-// at e_last + m x latency. Holding every link at once instead (a circuit) wastes a NIC while its
+// at e_last + m x latency. Where the cluster has a measured rate by message size for the route's
+// class (ClusterModel::measured_message_rate at bytes / m), bandwidth_k is at most that rate: many
+// small messages hold a port longer than a few large ones of the same bytes. Holding every link at once instead (a circuit) wastes a NIC while its
 // partner is busy and predicted an all-to-all 2-3x slower than shared links carry it. The
 // latency is the link class's (ClusterModel::link). a == b takes no time.
 #include <array>
