@@ -488,6 +488,34 @@ class TestStepGraph : public QObject {
     QCOMPARE(forward_flops(build_step_graph(even, 0)), forward_flops(build_step_graph(even, 2)));
   }
 
+  // FasterMoE's topology-aware gate in the predicted step: each rank sends at most L =
+  // floor(rho N K) of its assignments off its node (rho = W_net / (M W_local)), the others stay
+  // on the node's experts, and no assignment is lost; without the gate, about half leave.
+  void topology_gate_caps_the_inter_node_rows() {
+    const std::vector<std::string> base = {"run.ranks=4", "cluster.nodes=2", "train.batch_size=8",
+                                           "strategy.name=\"fastermoe\"", "moe.routing=\"uniform\"",
+                                           "cluster.intra_bw_gbs=100.0", "cluster.inter_bw_gbs=20.0"};
+    std::vector<std::string> gated = base;
+    gated.push_back("strategy.fastermoe.topo_gate=true");
+    const Config on = load_config(test::tiny_config_path(), gated), off = load_config(test::tiny_config_path(), base);
+    const int T = on.model.seq_len, K = on.moe.top_k, E = on.moe.experts.at(0), l = on.moe.moe_layers.at(0);
+    const long N = 2L * T;  // 8 sequences over 4 ranks
+    const long cap = (long)std::floor(20.0 / (2 * 100.0) * N * K);  // rho = 20 / (2 x 100)
+    const StepRouting with = synthetic_step_routing(on, 1), without = synthetic_step_routing(off, 1);
+    for (int r = 0; r < 4; ++r) {
+      long remote = 0, remote_off = 0, all = 0;
+      for (int e = 0; e < E; ++e) {
+        const bool far = (e / (E / 4)) / 2 != r / 2;  // expert e's EP rank's node
+        remote += far ? with.rows.at(l)[(size_t)r * E + e] : 0;
+        remote_off += far ? without.rows.at(l)[(size_t)r * E + e] : 0;
+        all += with.rows.at(l)[(size_t)r * E + e];
+      }
+      QCOMPARE(all, N * K);
+      QCOMPARE(remote, cap);
+      QVERIFY2(remote_off > 3 * cap, std::to_string(remote_off).c_str());
+    }
+  }
+
   void every_layout_replays_data() {
     QTest::addColumn<QStringList>("sets");
     QTest::newRow("tp2 x dp2") << QStringList{"run.ranks=4", "parallel.tp=2"};

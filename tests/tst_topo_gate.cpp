@@ -13,6 +13,7 @@
 #include "moebench/config/config.h"
 #include "moebench/moe/moe_layer.h"
 #include "moebench/moe/router.h"
+#include "moebench/moe/synthetic_routing.h"
 #include "moebench/perf/cluster_model.h"
 #include "moebench/strategies/fastermoe_gate.h"
 #include "moebench/strategies/registry.h"
@@ -253,6 +254,36 @@ class TestTopoGate : public QObject {
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, apply_topo_gate(r, g));
     g.ep_node = {1, 1, 1, 1};  // my node holds no EP rank
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, apply_topo_gate(r, g));
+  }
+
+  // The gate on a synthetic choice (the predicted step's): exactly L remote assignments stay,
+  // the moved ones spread over the node's experts (stand-in probabilities, not the lowest
+  // index), a token's experts stay distinct, local choices are untouched, and the same key
+  // gives the same choice.
+  void onASyntheticChoice() {
+    const int N = 400, K = 2, E = 8;
+    std::vector<int> forced((size_t)N * K);
+    synthetic_expert_choice(forced.data(), parse_routing("uniform"), N, K, E, 7, 1, 0, 0);
+    TopoGate g;
+    g.ep_node = {0, 0, 0, 0, 1, 1, 1, 1};  // one expert per EP rank
+    g.my_node = 0;
+    g.rho = 0.1;
+    std::vector<int> a = forced, b = forced;
+    const TopoGateStats st = apply_topo_gate_to_choice(a, N, K, E, g, 11, 0);
+    QCOMPARE(st.cap, 80);
+    QVERIFY(st.remote_before > 300);
+    QCOMPARE(st.remote_after, 80);
+    std::vector<int> moved_to(E, 0);
+    for (int i = 0; i < N * K; ++i) {
+      if (forced[(size_t)i] < 4) QCOMPARE(a[(size_t)i], forced[(size_t)i]);
+      else if (a[(size_t)i] != forced[(size_t)i]) ++moved_to[(size_t)a[(size_t)i]];
+    }
+    for (int n = 0; n < N; ++n) QVERIFY(a[(size_t)n * K] != a[(size_t)n * K + 1]);
+    for (int e = 0; e < 4; ++e) QVERIFY2(moved_to[(size_t)e] > st.moved / 8, std::to_string(moved_to[(size_t)e]).c_str());
+    apply_topo_gate_to_choice(b, N, K, E, g, 11, 0);
+    QCOMPARE(a, b);
+    std::vector<int> short_choice(3);
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, apply_topo_gate_to_choice(short_choice, N, K, E, g, 11, 0));
   }
 
   // rho from the cluster: 2 nodes x 4 devices, intra 100 GB/s, inter 25 GB/s per NIC. EP group

@@ -76,4 +76,39 @@ TopoGateStats apply_topo_gate(Routing& r, const TopoGate& gate) {
   return st;
 }
 
+namespace {
+
+// A draw in [0, 1) per (key, token, expert): splitmix64 of the three.
+double stand_in_draw(uint64_t key, uint64_t token, uint64_t e) {
+  uint64_t z = key ^ (token * 0x9E3779B97F4A7C15ull) ^ (e * 0xD1B54A32D192ED03ull);
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return (double)(z >> 11) * 0x1.0p-53;
+}
+
+}  // namespace
+
+TopoGateStats apply_topo_gate_to_choice(std::vector<int>& expert, int N, int K, int E, const TopoGate& gate,
+                                        uint64_t key, long first_token) {
+  if ((long)expert.size() != (long)N * K)
+    throw std::invalid_argument("topo_gate: a choice of " + std::to_string(expert.size()) + " slots for " +
+                                std::to_string(N) + " tokens x top-" + std::to_string(K));
+  Routing r;
+  r.N = N;
+  r.E = E;
+  r.K = K;
+  r.expert = std::move(expert);
+  r.probs.resize((size_t)N * E);
+  for (int n = 0; n < N; ++n) {
+    float* p = r.probs.data() + (size_t)n * E;
+    for (int e = 0; e < E; ++e) p[e] = (float)(0.5 * stand_in_draw(key, (uint64_t)(first_token + n), (uint64_t)e));
+    for (int k = 0; k < K; ++k) p[r.expert[(size_t)n * K + k]] += 0.5f;
+  }
+  const TopoGateStats st = apply_topo_gate(r, gate);
+  expert = std::move(r.expert);
+  return st;
+}
+
 }  // namespace moebench

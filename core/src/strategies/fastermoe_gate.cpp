@@ -27,19 +27,14 @@ TopoGate make_topo_gate(const ClusterModel& cluster, const std::vector<int>& ep_
   return g;
 }
 
-namespace {
-
-// Whether the blocks of strategy `name` route through the gate under cfg's options.
-bool gated(const Config& cfg, const std::string& name) {
+bool topo_gated(const Config& cfg, const std::string& name) {
   const StrategyDescriptor& d = strategy_descriptor(name);
   return d.topo_gate && d.topo_gate(cfg.strategy);
 }
 
-}  // namespace
-
 std::string topo_gate_note(const Config& cfg) {
   const std::vector<std::string> names = block_strategy_names(cfg.strategy);
-  if (std::none_of(names.begin(), names.end(), [&](const std::string& n) { return gated(cfg, n); })) return "";
+  if (std::none_of(names.begin(), names.end(), [&](const std::string& n) { return topo_gated(cfg, n); })) return "";
   if (cfg.cluster.nodes <= 1) return "fastermoe: topo_gate on a single node (cluster.nodes = 1) changes nothing";
   const ParallelLayout layout = layout_of(cfg);
   const int ranks = cfg.run.ranks;

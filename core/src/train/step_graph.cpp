@@ -7,6 +7,9 @@
 #include "moebench/dist/task_assignment.h"
 #include "moebench/dist/topology.h"
 #include "moebench/moe/synthetic_routing.h"
+#include "moebench/moe/topo_gate.h"
+#include "moebench/perf/cluster_model.h"
+#include "moebench/strategies/fastermoe_gate.h"
 
 namespace moebench {
 namespace {
@@ -34,6 +37,19 @@ StepRouting synthetic_step_routing(const Config& cfg, long step) {
   const std::vector<int> micro = micro_batch_rows(cfg.data.tasks, cfg.data.rank_tasks, cfg.train.batch_size,
                                                   shape.dp(), M);
   const RoutingSpec spec = routing_of(cfg);
+  // FasterMoE's topology-aware gate rewrites the choice as the runtime's router would (when the
+  // config's strategy is the gated one; a chooser's gated members route ungated here).
+  std::vector<TopoGate> gates;  // per DP rank
+  if (topo_gated(cfg, cfg.strategy.name)) {
+    const ClusterModel cluster = cluster_model(cfg);
+    for (int d = 0; d < shape.dp(); ++d) {
+      const int world = shape.world_rank(0, d, 0);
+      for (const std::vector<int>& group : shape.ep_groups()) {
+        const auto at = std::find(group.begin(), group.end(), world);
+        if (at != group.end()) gates.push_back(make_topo_gate(cluster, group, (int)(at - group.begin())));
+      }
+    }
+  }
   StepRouting out;
   std::vector<int> forced;
   for (size_t i = 0; i < cfg.moe.moe_layers.size(); ++i) {
@@ -47,6 +63,10 @@ StepRouting synthetic_step_routing(const Config& cfg, long step) {
       const long cap = cfg.moe.capacity_factor > 0 ? (long)std::ceil(cfg.moe.capacity_factor * N * K / E) : -1;
       forced.resize((size_t)N * K);
       synthetic_expert_choice(forced.data(), spec, (int)N, K, E, cfg.run.seed, step, l, first);
+      if (!gates.empty() && !gates[(size_t)d].single_node()) {
+        const uint64_t key = cfg.run.seed ^ ((uint64_t)step * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)l << 32);
+        apply_topo_gate_to_choice(forced, (int)N, K, E, gates[(size_t)d], key, first);
+      }
       first += N;
       std::fill(mine.begin(), mine.end(), 0);
       for (int e : forced) ++mine[(size_t)e];

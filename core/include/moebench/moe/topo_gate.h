@@ -34,6 +34,7 @@
 //   capped like a learned one).
 // - Backward: the router backward reads Routing::expert / gate, which hold the final choice; the
 //   choice is piecewise constant, so the gradient is exact away from ties (tst_topo_gate).
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -67,5 +68,14 @@ int topo_gate_cap(double rho, int N, int K);
 // Throws std::invalid_argument when E is not a multiple of the EP ranks or my_node is not
 // the node of an EP rank.
 TopoGateStats apply_topo_gate(Routing& r, const TopoGate& gate);
+
+// The gate on a synthetic choice, where no router runs (the predicted step's routing,
+// train/step_graph.cpp): expert [N*K] is rewritten as apply_topo_gate would, ranking by
+// stand-in probabilities drawn from `key` and each token's global index (first_token + n): a
+// token's chosen experts above its others, each group in a random order. So the L remote
+// assignments kept and the node's experts re-selected are random, as a learned router's scores
+// would be for tokens routed at random.
+TopoGateStats apply_topo_gate_to_choice(std::vector<int>& expert, int N, int K, int E, const TopoGate& gate,
+                                        uint64_t key, long first_token);
 
 }  // namespace moebench

@@ -18,6 +18,9 @@ double topo_gate_rho(const ClusterModel& cluster, int ranks_on_node);
 // cluster.node_of.
 TopoGate make_topo_gate(const ClusterModel& cluster, const std::vector<int>& ep_world, int ep_rank);
 
+// Whether the blocks of strategy `name` route through the gate under cfg's options.
+bool topo_gated(const Config& cfg, const std::string& name);
+
 // The start-up note `moebench run` prints once on rank 0 when a block's strategy asks for the
 // gate (StrategyDescriptor::topo_gate) where it cannot change anything (one node; or every EP
 // group inside one node), else "".
