@@ -115,6 +115,10 @@ class TestConfig : public QObject {
         "cluster.alltoall_busbw_gbs", "has 1 entries but cluster.alltoall_busbw_bytes has 2; give one bus bandwidth per point");
     row("busbw curve unsorted", "[cluster]\nallgather_busbw_bytes = [1e8, 1e6]\nallgather_busbw_gbs = [2.0, 3.0]\n", 2,
         "cluster.allgather_busbw_bytes", "must be > 0 and strictly ascending, entry 1 is 1e+06");
+    row("zero3 experts without zero3", "[storage]\nzero3_experts = true\n", 2, "storage.zero3_experts",
+        "needs storage.dense = \"zero3\"");
+    row("zero3 experts with expert parallelism", "[run]\nranks = 4\n[parallel]\nep = 2\n[storage]\ndense = \"zero3\"\nzero3_experts = true\n",
+        7, "storage.zero3_experts", "needs parallel.ep = 1");
     row("message curve lengths", "[cluster]\ninter_msg_bytes = [1e4, 1e6]\ninter_msg_gbs = [2.0]\n", 3,
         "cluster.inter_msg_gbs", "has 1 entries but cluster.inter_msg_bytes has 2; give one bandwidth per point");
     row("busbw not positive", "[cluster]\nallgather_busbw_bytes = [1e6]\nallgather_busbw_gbs = [0.0]\n", 3,
@@ -727,13 +731,15 @@ class TestConfig : public QObject {
     // Keys this config cannot set: hier_a2a's and per_block's options (janus runs expert_centric
     // and data_centric) and parallel.tp / pp and moe.expert_tp (janus refuses tp, pp > 1;
     // tst_parallel_layouts reads them), storage.dense (its "zero3" refuses the row's
-    // embedding_partition and sparse = "ssd"; storage_section reads it), data.tasks / rank_tasks
+    // embedding_partition and sparse = "ssd"; storage_section reads it; zero3_experts needs it,
+    // tst_dense_zero sets it), data.tasks / rank_tasks
     // (they need the synthetic source and no embedding partition; tst_elastic_plan round-trips them).
     auto unread = [](const std::string& key) {
       return key.starts_with("strategy.hier_a2a.") || key.starts_with("strategy.per_block.") ||
              key.starts_with("strategy.monta.") || key.starts_with("strategy.fastermoe.") || key == "parallel.tp" ||
              key == "parallel.pp" || key == "data.tasks" || key == "data.rank_tasks" ||
-             key == "moe.expert_tp" || key == "parallel.vocab_parallel" || key == "storage.dense";
+             key == "moe.expert_tp" || key == "parallel.vocab_parallel" || key == "storage.dense" ||
+             key == "storage.zero3_experts";
     };
     size_t covered = 0;
     for (const auto& k : config_keys()) covered += unread(k.name) ? 0 : 1;

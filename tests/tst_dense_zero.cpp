@@ -86,6 +86,12 @@ class TestDenseZero : public QObject {
     QTest::newRow("hidden 30 (padded shards), untied head") << "model.hidden=30;model.tied_head=false" << true;
     for (const char* name : {"hier_a2a", "data_centric", "janus", "monta", "fastermoe"})
       QTest::newRow(name) << QString("strategy.name=%1").arg(name) << true;
+    // storage.zero3_experts: every expert on every rank (ep 1), sharded with its block.
+    QTest::newRow("experts sharded, ep 1") << "parallel.ep=1;storage.zero3_experts=true" << true;
+    QTest::newRow("experts sharded, on demand, hidden 30")
+        << "parallel.ep=1;storage.zero3_experts=true;model.hidden=30;model.tied_head=false" << false;
+    QTest::newRow("experts sharded, fastermoe")
+        << "parallel.ep=1;storage.zero3_experts=true;strategy.name=fastermoe" << true;
   }
   void matches_replicated() {
     QFETCH(QString, sets);
@@ -95,10 +101,14 @@ class TestDenseZero : public QObject {
     if (P == 1) QSKIP("needs more than one rank (run under mpirun)");
     if (sets.contains("parallel.ep") && P % 2 != 0) QSKIP("this row needs an even rank count");
     QTemporaryDir dir;
-    Trainer ref(zero_config(P, split_sets(sets), "replicated"), rank_dir(dir, "ref", me), world.get());
+    std::vector<std::string> ref_sets;  // the replicated run: the same without zero3's own keys
+    for (const std::string& s : split_sets(sets))
+      if (!s.starts_with("storage.zero3_experts")) ref_sets.push_back(s);
+    Trainer ref(zero_config(P, ref_sets, "replicated"), rank_dir(dir, "ref", me), world.get());
     QVERIFY(!ref.dense_shards());
     const std::vector<float> expected = test::train_losses(ref);
-    Trainer zero(zero_config(P, split_sets(sets), "zero3", prefetch), rank_dir(dir, "zero", me), world.get());
+    const Config zcfg = zero_config(P, split_sets(sets), "zero3", prefetch);
+    Trainer zero(zcfg, rank_dir(dir, "zero", me), world.get());
     QVERIFY(zero.dense_shards());
     QCOMPARE(zero.dense_shards()->prefetch(), prefetch);
     const std::vector<float> got = test::train_losses(zero);
@@ -107,6 +117,17 @@ class TestDenseZero : public QObject {
     // The run ends with a checkpoint, which gathers every part: the arenas are whole.
     const QString param_diff = test::compare_params(zero.model().params(), ref.model().params(), me);
     QVERIFY2(param_diff.isEmpty(), qPrintable(param_diff));
+    if (!sets.contains("zero3_experts")) return;
+    // The experts are shards: the optimizer holds 1/P of every part and nothing else.
+    size_t arena = zero.model().params().size(), owned = 0, covered = 0;
+    for (const DenseShards::Part& p : zero.dense_shards()->parts()) {
+      owned += p.owned.count;
+      covered += p.range.count;
+    }
+    QCOMPARE(covered, arena);
+    QCOMPARE(zero.dense_shards()->optimizer_state_floats(), owned);
+    // plan --memory counts rank 0's moments (the largest shards) exactly.
+    if (me == 0) QCOMPARE(trainer_memory(zcfg, 0, true).adam, 8.0 * (double)owned);
   }
 
   // Each rank's AdamW moments: its shard of every dense part (ceil(n / P) floats at most, the
@@ -216,6 +237,8 @@ class TestDenseZero : public QObject {
     QTest::newRow("prefetch") << true << "";
     QTest::newRow("on demand") << false << "";
     QTest::newRow("prefetch, hidden 30, untied head") << true << "model.hidden=30;model.tied_head=false";
+    QTest::newRow("experts sharded (ep 1)") << true << "parallel.ep=1;storage.zero3_experts=true";
+    QTest::newRow("experts sharded (ep 1), on demand") << false << "parallel.ep=1;storage.zero3_experts=true";
   }
   void step_graph_has_the_zero3_tasks() {
     QFETCH(bool, prefetch);

@@ -56,6 +56,7 @@ class TestDistTrainCuda : public QObject {
     QTest::newRow("embedding partition (MoESys)") << 1 << "expert_centric+embed_partition" << "learned" << 1;
     // ZeRO-3: the dense parts sharded over DP, reduce-scattered and gathered over NCCL
     QTest::newRow("zero3 (expert parallel, dense prefetch)") << 0 << "expert_centric+zero3" << "learned" << 1;
+    QTest::newRow("zero3 with the experts (ep 1)") << 1 << "expert_centric+zero3+zero3_experts" << "learned" << 1;
     // two pipeline stages ("+ppN", "+microN"): NCCL send / receive over each pair of stages
     QTest::newRow("pp 2, 1f1b, 2 micro-batches") << 0 << "expert_centric+pp2+micro2" << "learned" << 1;
     // monta (4 ranks: tp 2 x dp 2): "+LEVEL:CHUNKS" sets [strategy.monta]
@@ -98,6 +99,8 @@ class TestDistTrainCuda : public QObject {
         settings.push_back("strategy.data_centric." + std::string(o == "hier" ? "hierarchical" : "prefetch") + "=true");
       else if (o == "zero3")
         settings.push_back("storage.dense=zero3");
+      else if (o == "zero3_experts")
+        settings.push_back("storage.zero3_experts=true");
       else if (o == "vocab")
         settings.push_back("parallel.vocab_parallel=true");
       else if (o == "expert_tp")

@@ -58,13 +58,14 @@ for routing in zipf:1.2 hot:0,0.5; do
     >> "$work/sim"
 done
 
-# Fig. 10's baseline: data parallelism with ZeRO-3 (every expert on every GPU, parallel.ep = 1;
-# storage.dense = "zero3" partitions the dense parameters; moebench's ZeRO-3 does not partition
-# experts, which stay replicated and all-reduced: a faster baseline than the paper's).
+# Fig. 10's baseline: DeepSpeed's ZeRO-3 over a single-worker MoE (every expert on every GPU,
+# parallel.ep = 1; storage.dense = "zero3" with storage.zero3_experts: every parameter, experts
+# included, sharded over the GPUs, gathered before its block's forward and reduce-scattered after
+# its backward).
 for model in moe_gpt_s_johnny moe_bert_wide_trevor; do
   for routing in zipf:1.2 hot:0,0.5; do
     "$mb" simulate "$here/$model.toml" --db "$work/sim.db" --set moe.routing=$routing --set parallel.ep=1 \
-      --set storage.dense=\"zero3\" --json > "$work/out.json"
+      --set storage.dense=\"zero3\" --set storage.zero3_experts=true --json > "$work/out.json"
     python3 -c "import json,sys; j=json.load(open('$work/out.json')); print(json.dumps({'model': '$model', 'routing': '$routing', 'variant': 'zero3', 'ms': j['mean_step_ms'], 'blocks': j['blocks']}))" \
       >> "$work/sim"
   done

@@ -250,6 +250,7 @@ const std::vector<FieldDef>& fields() {
       MB_CHOICE(storage, dense,
                "dense parameters: \"replicated\" (every DP rank holds all) or \"zero3\" (sharded over DP, all-gathered per layer)"),
       MB_FIELD(storage, dense_prefetch, Bool, "zero3: all-gather layer i+1 on the comm stream while layer i computes (false: on demand)"),
+      MB_FIELD(storage, zero3_experts, Bool, "zero3: shard the experts too, with their block (needs parallel.ep = 1 and expert_centric or fastermoe)"),
   };
   const auto after = std::find_if(rows.begin(), rows.end(), [](const FieldDef& f) { return f.name() == "strategy.name"; }) + 1;
   const std::vector<FieldDef> options = strategy_option_fields();

@@ -49,6 +49,20 @@ void Checker::check_dense_storage() {
   const StorageConfig& s = c_.storage;
   const char* key = "storage.dense";
   if (!ok({key})) return;
+  if (ok({"storage.zero3_experts"}) && s.zero3_experts) {
+    if (s.dense != DenseStorage::zero3)
+      return fail("storage.zero3_experts", "needs storage.dense = \"zero3\" (the experts are sharded with their block's dense part)",
+                  key);
+    if (ok({"parallel.ep"}) && c_.parallel.ep != 1)
+      return fail("storage.zero3_experts", "needs parallel.ep = 1 (every rank holds every expert, replicated over the "
+                                           "data-parallel ranks), got " + std::to_string(c_.parallel.ep),
+                  "parallel.ep");
+    if (ok({"strategy.name"}) && c_.strategy.name != "expert_centric" && c_.strategy.name != "fastermoe")
+      return fail("storage.zero3_experts", "needs strategy.name = \"expert_centric\" or \"fastermoe\" (their expert "
+                                           "gradients are complete when the block's backward ends), got \"" +
+                                               c_.strategy.name + "\"",
+                  "strategy.name");
+  }
   if (s.dense != DenseStorage::zero3) return;
   if (ok({"parallel.tp"}) && c_.parallel.tp > 1)
     return fail(key, "\"zero3\" needs parallel.tp = 1 (it shards whole dense layers over the data-parallel ranks), got " +

@@ -483,6 +483,10 @@ ArenaRange MoeGpt::part_range(int part) const {
   if (part == model_.layers + 1) return tied_embedding_copy();
   const Block& b = *local_block(part);  // the block's dense part: ln1 .. ln2 (+ FFN or router)
   const ParamView& first = v[b.ln1_w];
+  if (experts_in_parts_ && !b.expert_first.empty()) {  // .. and its experts (w1, b1, w2, b2 each)
+    const ParamView& last = v[b.expert_first.back() + 3];
+    return {first.offset, last.offset + last.numel - first.offset};
+  }
   const ParamView& lastp = v[b.experts ? b.router_w : b.fcproj_b];
   return {first.offset, lastp.offset + lastp.numel - first.offset};
 }

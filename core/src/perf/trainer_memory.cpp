@@ -67,11 +67,13 @@ TrainerMemory trainer_memory(const Config& cfg, int stage, bool rank0) {
     const ParamPieces pc = param_pieces(md, L.tp(), sliced);
     auto shard = [&](double n) { return std::ceil(n / L.par.dp()); };
     double owned = shard(pc.wte + pc.wpe) + shard(pc.final_norm + (md.tied_head ? 0.0 : pc.head));
+    // storage.zero3_experts (parallel.ep = 1): each block's experts are in its part.
+    const bool experts = cfg.storage.zero3_experts;
     for (int l = pipe.first_block; l < pipe.end_block; ++l) {
       const int E = cfg.experts_in_block(l);
-      owned += shard(pc.attention + (E == 0 ? pc.ffn : E * pc.router_row));
+      owned += shard(pc.attention + (E == 0 ? pc.ffn : E * pc.router_row + (experts ? E * pc.expert : 0.0)));
     }
-    m.adam = 2 * kFloat * (held.experts + owned);
+    m.adam = 2 * kFloat * ((experts ? 0.0 : held.experts) + owned);
   }
 
   // One micro-batch's activations (one slot).

@@ -20,7 +20,7 @@ int part_of(const std::string& name, int layers) {
 }  // namespace
 
 DenseShards::DenseShards(MoeGpt& model, std::unique_ptr<Communicator> gather, std::unique_ptr<Communicator> grads,
-                         Executor& executor, StreamRole role, bool prefetch, AdamWHyper h)
+                         Executor& executor, StreamRole role, bool prefetch, AdamWHyper h, bool experts)
     : model_(model),
       executor_(executor),
       role_(role),
@@ -34,11 +34,13 @@ DenseShards::DenseShards(MoeGpt& model, std::unique_ptr<Communicator> gather, st
     throw std::invalid_argument("storage.dense = \"zero3\" needs parallel.tp = 1, parallel.pp = 1 and no "
                                 "model.embedding_partition");
   const int layers = model.model_config().layers;
+  model.set_experts_in_block_parts(experts);
   const ParamArena& params = model.params();
   for (const ParamView& v : params.views()) {
     if (!v.slice.whole()) throw std::invalid_argument("storage.dense = \"zero3\": " + v.name + " is a slice");
-    const int part = part_of(v.name, layers);
-    if (part == kExpert) continue;
+    int part = part_of(v.name, layers);
+    if (part == kExpert && !experts) continue;
+    if (part == kExpert) part = std::stoi(v.name.substr(7));  // "blocks.<b>.moe.experts...": block b's part
     if (!parts_.empty() && parts_.back().part == part &&
         parts_.back().range.offset + parts_.back().range.count == v.offset) {
       parts_.back().range.count += v.numel;

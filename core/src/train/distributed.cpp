@@ -122,12 +122,13 @@ void Distributed::attach(MoeGpt& model, const Config& cfg, DeviceRuntime& device
     const AdamWHyper h{cfg.train.beta1, cfg.train.beta2, cfg.train.eps, cfg.train.weight_decay};
     dense_ = std::make_unique<DenseShards>(model, device.data_communicator(groups_->dp()),
                                            device.data_communicator(groups_->dp()), *executor_, role,
-                                           cfg.storage.dense_prefetch, h);
+                                           cfg.storage.dense_prefetch, h, cfg.storage.zero3_experts);
     model.set_dense_use_hook([this](TaskGraph& g, int part, TaskId after) { return dense_->use(g, part, after); });
   }
   // Each dense bucket's reduction in the model's graph, after the task that completes it: on the
   // DP group's comm role while backward continues.
   has_columns_ = model.partitioned_embedding().count > 0;
+  cfg_experts_sharded_ = dense_ && cfg.storage.zero3_experts;
   Backend& be = model.params().backend();
   model.set_grad_ready_hook([this, grads, role, &be](TaskGraph& g, ArenaRange r, int layer, TaskId after) {
     if (dense_) {  // reduce-scatter instead of all-reduce
@@ -293,6 +294,10 @@ void Distributed::advance_norm(int stage) {
         if (dense_columns) {  // zero3: each DP rank holds its shards' reduced gradients (dense_shards.h)
           n.columns += n.sums[0];
           n.sums[0] = 0.0;
+          if (cfg_experts_sharded_) {  // storage.zero3_experts: the experts' too
+            n.columns += n.sums[2];
+            n.sums[2] = 0.0;
+          }
         }
         if (groups_->dp().size() > 1 && (has_columns_ || dense_columns)) groups_->dp().all_reduce(&n.columns, 1, DType::f64);
         break;

@@ -182,7 +182,10 @@ TaskId add_step(TaskGraph& g, const Config& cfg, int rank, const Topology& topo,
     if (part == L) return 2.0 * C + (cfg.model.tied_head ? 0.0 : head);
     if (part == L + 1) return head;  // the last stage's copy of the tied embedding
     auto it = moe.find(part);
-    return pieces.attention + (it == moe.end() ? pieces.ffn : (double)it->second.ctx.experts * C);
+    if (it == moe.end()) return pieces.attention + pieces.ffn;
+    // the router, and with storage.zero3_experts the block's experts (ep = 1: all of them)
+    const double experts = zero3 && cfg.storage.zero3_experts ? (double)it->second.ctx.experts * expert_params : 0.0;
+    return pieces.attention + (double)it->second.ctx.experts * C + experts;
   };
   double dense_floats = 0, dense_owned = 0;  // zero3: the optimizer updates this rank's shards only
   if (zero3)  // one stage: the embeddings, the blocks, ln_f + head
@@ -333,7 +336,7 @@ TaskId add_step(TaskGraph& g, const Config& cfg, int rank, const Topology& topo,
     t.cost.bytes_to_peer.push_back({t.peer, (uint64_t)(head * wire)});
     tail(std::move(t), StepOp::tied_grad);
   }
-  if (replicas.size() > 1)  // experts summed over their replicas, block by block (layer = the block)
+  if (replicas.size() > 1 && !(zero3 && cfg.storage.zero3_experts))  // experts summed over their replicas, block by block
     for (const auto& [l, m] : moe)
       tail(ring_allreduce_task("expert.allreduce", l, (double)(m.ctx.experts / ep) * expert_params, wire, replicas,
                                at.replica, StreamRole::host),

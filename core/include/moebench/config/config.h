@@ -230,6 +230,11 @@ struct StorageConfig {
   // zero3 only: gather layer i+1's weights on the comm stream while layer i computes (true) or
   // each layer on demand, blocking (false: the ablation baseline).
   bool dense_prefetch = true;
+  // zero3 only: the experts sharded too, each MoE block's experts in its dense part (gathered
+  // before the block's forward, reduce-scattered when its backward ends): DeepSpeed's ZeRO-3
+  // over a single-worker MoE, FasterMoE's Fig. 10 baseline. Needs parallel.ep = 1 (every rank
+  // holds every expert, replicated over DP) and the expert_centric or fastermoe strategy.
+  bool zero3_experts = false;
 };
 
 // Parameters of one expert of `model`: w1 [F,H], b1 [F], w2 [H,F], b2 [H] with F = ffn_mult x H

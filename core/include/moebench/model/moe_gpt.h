@@ -195,6 +195,9 @@ class MoeGpt {
   // The hook returns the task the part's compute waits for (after `after`).
   using DenseUseHook = std::function<TaskId(TaskGraph& g, int part, TaskId after)>;
   void set_dense_use_hook(DenseUseHook hook) { dense_use_ = std::move(hook); }
+  // storage.zero3_experts: a MoE block's part (its gradient range and its gathers) runs on over
+  // its experts, which follow its router in the arena; their gradients are then reduced with it.
+  void set_experts_in_block_parts(bool on) { experts_in_parts_ = on; }
   std::vector<ArenaRange> dense_ranges() const;   // every non-expert parameter
   std::vector<BlockExperts> expert_ranges() const;  // this rank's experts, per MoE block (ascending)
   // This rank's experts of a MoE block as pointers into the arena (std::out_of_range for a
@@ -299,6 +302,7 @@ class MoeGpt {
   std::vector<DeviceArray<float>> pass_rows_;  // kept between graphs (allocated once per pass index)
   GradReadyHook grad_ready_;
   DenseUseHook dense_use_;
+  bool experts_in_parts_ = false;
   ExpertSource* expert_source_ = nullptr;
   RoutingSpec routing_;
   uint64_t routing_seed_ = 0;

@@ -18,6 +18,9 @@
 //              "grad.norm.dp"), equal the replicated run's;
 //   optimizer  ShardedAdamW (optim/sharded_adamw.h) updates this rank's shards and its experts,
 //              m and v allocated for those only: 1/P of the dense optimizer state;
+//   experts    storage.zero3_experts (parallel.ep = 1: every rank holds every expert): a MoE
+//              block's experts are part of its part, so they are gathered, reduce-scattered and
+//              updated as shards with it (DeepSpeed's ZeRO-3 over a single-worker MoE);
 //   forward    every part's other shards are stale after the update; as forward adds the tasks
 //              that read a part (MoeGpt's dense-use hook) its weights' all-gather is added before
 //              them ("dense.allgather", layer = the block, -1 for embeddings and head).
@@ -74,8 +77,10 @@ class DenseShards {
   // reduce-scatters'). role: the DP group's comm role. Throws std::invalid_argument when the
   // model's dense parameters do not form the parts above (tensor-parallel slices, pipeline
   // stages, a partitioned embedding).
+  // experts (storage.zero3_experts): each MoE block's experts join its part (the model's
+  // MoeGpt::set_experts_in_block_parts, which this sets).
   DenseShards(MoeGpt& model, std::unique_ptr<Communicator> gather, std::unique_ptr<Communicator> grads,
-              Executor& executor, StreamRole role, bool prefetch, AdamWHyper h);
+              Executor& executor, StreamRole role, bool prefetch, AdamWHyper h, bool experts = false);
   ~DenseShards();
 
   const std::vector<Part>& parts() const { return parts_; }
