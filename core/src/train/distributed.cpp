@@ -128,7 +128,7 @@ void Distributed::attach(MoeGpt& model, const Config& cfg, DeviceRuntime& device
   // Each dense bucket's reduction in the model's graph, after the task that completes it: on the
   // DP group's comm role while backward continues.
   has_columns_ = model.partitioned_embedding().count > 0;
-  cfg_experts_sharded_ = dense_ && cfg.storage.zero3_experts;
+  experts_sharded_ = dense_ && cfg.storage.zero3_experts;
   Backend& be = model.params().backend();
   model.set_grad_ready_hook([this, grads, role, &be](TaskGraph& g, ArenaRange r, int layer, TaskId after) {
     if (dense_) {  // reduce-scatter instead of all-reduce
@@ -294,7 +294,7 @@ void Distributed::advance_norm(int stage) {
         if (dense_columns) {  // zero3: each DP rank holds its shards' reduced gradients (dense_shards.h)
           n.columns += n.sums[0];
           n.sums[0] = 0.0;
-          if (cfg_experts_sharded_) {  // storage.zero3_experts: the experts' too
+          if (experts_sharded_) {  // storage.zero3_experts: the experts' too
             n.columns += n.sums[2];
             n.sums[2] = 0.0;
           }

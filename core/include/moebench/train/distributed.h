@@ -152,7 +152,7 @@ class Distributed {
   std::unique_ptr<DenseShards> dense_;  // declared after executor_: destroyed first
   std::unique_ptr<Norm> norm_;  // this step's gradient norm
   bool has_columns_ = false;     // the model partitions its embedding over DP
-  bool cfg_experts_sharded_ = false;  // storage.zero3_experts: the experts are ZeRO-3 shards too
+  bool experts_sharded_ = false;  // storage.zero3_experts: the experts are ZeRO-3 shards too
   float dp_scale_ = 1.0f;
   int ranks_on_host_ = 1, local_rank_ = 0;
 };
