@@ -22,6 +22,14 @@ using namespace moebench;
 
 namespace {
 
+// A data row's --set list, on a cluster of 2 nodes.
+std::vector<std::string> on_two_nodes(const QStringList& sets) {
+  std::vector<std::string> s;
+  for (const QString& x : sets) s.push_back(x.toStdString());
+  s.push_back("cluster.nodes=2");
+  return s;
+}
+
 Config tiny(std::vector<std::string> sets) {
   sets.push_back("cluster.nodes=1");
   return load_config(test::tiny_config_path(), sets);
@@ -418,9 +426,7 @@ class TestStepGraph : public QObject {
   }
   void train_precision_halves_the_wire_bytes() {
     QFETCH(QStringList, sets);
-    std::vector<std::string> s;
-    for (const QString& x : sets) s.push_back(x.toStdString());
-    s.push_back("cluster.nodes=2");
+    std::vector<std::string> s = on_two_nodes(sets);
     const Config fp32 = load_config(test::tiny_config_path(), s);
     s.push_back("cluster.train_precision=\"fp16\"");
     const Config fp16 = load_config(test::tiny_config_path(), s);
@@ -533,10 +539,7 @@ class TestStepGraph : public QObject {
   }
   void every_layout_replays() {
     QFETCH(QStringList, sets);
-    std::vector<std::string> s;
-    for (const QString& x : sets) s.push_back(x.toStdString());
-    s.push_back("cluster.nodes=2");
-    const Config cfg = load_config(test::tiny_config_path(), s);
+    const Config cfg = load_config(test::tiny_config_path(), on_two_nodes(sets));
     QVERIFY(makespan(cfg) > 0);
   }
 };
