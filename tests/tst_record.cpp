@@ -3,15 +3,18 @@
 // ranks; replicated experts' gradient all-reduce recorded per MoE block as the step graph has it
 // and counted as the layer's communication on the DDL-roofline; SIGTERM marks the run KILLED
 // after its last step is stored; kill -9 leaves a run that the next open marks FAILED with its
-// steps kept; `ablate` with 2 x 2 variants.
+// steps kept; `ablate` with 2 x 2 variants, and with repeats (same seed, or --repeat-seeds).
 #include <QtTest>
 
+#include <QDir>
 #include <QProcess>
 
 #include <csignal>
 #include <map>
 #include <set>
 #include <tuple>
+
+#include <nlohmann/json.hpp>
 
 #include "moebench/config/config_loader.h"
 #include "moebench/perf/ddl_roofline.h"
@@ -294,6 +297,77 @@ class TestRecord : public QObject {
     QCOMPARE(variants, (std::set<std::string>{"moe.top_k=1 moe.routing=learned", "moe.top_k=1 moe.routing=uniform",
                                               "moe.top_k=2 moe.routing=learned", "moe.top_k=2 moe.routing=uniform"}));
     QVERIFY2(r.out.contains(u"speedup"_s, Qt::CaseInsensitive), qPrintable(r.out));
+  }
+
+  // --repeats 2: every variant twice, each repeat a run of its own named <experiment>.<i>.<r>,
+  // tagged ablation.variant (shared) and ablation.repeat (1, 2). The same seed by default: a
+  // repeat trains the same numbers (same losses) and differs only in time; --repeat-seeds gives
+  // repeat r the seed run.seed + r - 1 (tiny.toml's seed is 7), so the losses differ.
+  void ablate_repeats_each_variant() {
+    for (const bool vary_seeds : {false, true}) {
+      QTemporaryDir dir;
+      const QString db = dir.filePath(u"runs.db"_s);
+      QStringList args = {u"ablate"_s, QString::fromUtf8(test::tiny_config_path()), u"--db"_s, db, u"--steps"_s,
+                          u"3"_s, u"--experiment"_s, u"rep"_s, u"--vary"_s, u"moe.top_k=1,2"_s, u"--repeats"_s, u"2"_s,
+                          u"--set"_s, u"train.eval_every=0"_s, u"--set"_s, u"run.out_dir="_s + dir.filePath(u"o"_s)};
+      if (vary_seeds) args << u"--repeat-seeds"_s;
+      const Result r = cli(args);
+      QVERIFY2(r.code == 0, qPrintable(r.out + r.err));
+      RunStore store(db.toStdString(), RunStore::Mode::read_only);
+      const auto runs = store.list_runs("rep");
+      QCOMPARE(runs.size(), size_t(4));
+      std::map<std::string, std::tuple<std::string, std::string, uint64_t, double>> by_name;  // variant, repeat, seed, loss
+      for (const RunInfo& run : runs) {
+        QCOMPARE(run.status, RunStatus::finished);
+        std::string variant, repeat;
+        for (const auto& [k, v] : store.tags(run.id)) {
+          if (k == "ablation.variant") variant = v;
+          if (k == "ablation.repeat") repeat = v;
+        }
+        const uint64_t seed = nlohmann::json::parse(run.config_json).at("run").at("seed").get<uint64_t>();
+        by_name[run.name] = {variant, repeat, seed, store.metrics(run.id, "loss").back().value};
+        QVERIFY2(QDir(dir.filePath(u"o/"_s + QString::fromStdString(run.name))).exists(), run.name.c_str());
+      }
+      QCOMPARE(by_name.size(), size_t(4));
+      for (const auto& [name, want] :
+           std::map<std::string, std::pair<std::string, std::string>>{{"rep.1.1", {"moe.top_k=1", "1"}},
+                                                                       {"rep.1.2", {"moe.top_k=1", "2"}},
+                                                                       {"rep.2.1", {"moe.top_k=2", "1"}},
+                                                                       {"rep.2.2", {"moe.top_k=2", "2"}}}) {
+        QVERIFY2(by_name.count(name), name.c_str());
+        QCOMPARE(std::get<0>(by_name[name]), want.first);
+        QCOMPARE(std::get<1>(by_name[name]), want.second);
+        QCOMPARE(std::get<2>(by_name[name]), uint64_t(vary_seeds && want.second == "2" ? 8 : 7));
+      }
+      for (const char* v : {"rep.1", "rep.2"}) {
+        const double first = std::get<3>(by_name[std::string(v) + ".1"]), second = std::get<3>(by_name[std::string(v) + ".2"]);
+        if (vary_seeds)
+          QVERIFY2(first != second, qPrintable(QString::number(first)));
+        else
+          QCOMPARE(first, second);  // same seed: the same training, bit for bit
+      }
+      QVERIFY2(r.out.contains(u"variant 2/2, repeat 2/2: moe.top_k=2 (run name rep.2.2)"_s), qPrintable(r.out));
+      QVERIFY2(r.out.contains(u"mean +- standard deviation over 2 repeats per variant"_s), qPrintable(r.out));
+      QVERIFY2(r.out.contains(vary_seeds ? u"seed run.seed + repeat - 1"_s : u"same seed"_s), qPrintable(r.out));
+    }
+    // A lone config repeated needs no --vary: its file name is the variant.
+    QTemporaryDir dir;
+    const QString db = dir.filePath(u"runs.db"_s);
+    const Result r = cli({u"ablate"_s, QString::fromUtf8(test::tiny_config_path()), u"--db"_s, db, u"--steps"_s, u"2"_s,
+                          u"--experiment"_s, u"noise"_s, u"--repeats"_s, u"3"_s, u"--set"_s, u"train.eval_every=0"_s,
+                          u"--set"_s, u"run.out_dir="_s + dir.filePath(u"o"_s)});
+    QVERIFY2(r.code == 0, qPrintable(r.out + r.err));
+    RunStore store(db.toStdString(), RunStore::Mode::read_only);
+    const auto runs = store.list_runs("noise");
+    QCOMPARE(runs.size(), size_t(3));
+    for (const RunInfo& run : runs)
+      for (const auto& [k, v] : store.tags(run.id))
+        if (k == "ablation.variant") QCOMPARE(v, std::string("tiny"));
+    // --repeat-seeds without repeats is bad usage
+    const Result bad = cli({u"ablate"_s, QString::fromUtf8(test::tiny_config_path()), u"--db"_s, db, u"--vary"_s,
+                            u"moe.top_k=1,2"_s, u"--repeat-seeds"_s});
+    QCOMPARE(bad.code, 2);
+    QVERIFY2(bad.err.contains(u"--repeat-seeds"_s) && bad.err.contains(u"--repeats N"_s), qPrintable(bad.err));
   }
 };
 
