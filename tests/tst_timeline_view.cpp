@@ -411,9 +411,16 @@ class TstTimelineView : public QObject {
     const int subLanes = c.laneLayout().subLaneCount();
     const int bound = subLanes * (int(std::ceil(c.axis().width)) + 1);
 
+    // flows: each comm "moe.dispatch" names rank + 1, whose compute.comm "moe.dispatch" (peer -1,
+    // same step) receives it (models/timelineflows.h): 62,500 x 4 links, computed once
+    timer.start();
+    QCOMPARE(int(c.flowLinks().size()), 4 * 62500);
+    const qint64 flowsMs = timer.elapsed();
+
     timer.start();
     QImage shot = c.grab().toImage();
     const qint64 firstPaintMs = timer.elapsed();
+    QVERIFY(c.lastPaintFlowCount() > 0 && c.lastPaintFlowCount() <= TimelineCanvas::kMaxFlowArrows);
     const int firstItems = c.lastPaintItemCount();
     QVERIFY(!shot.isNull());
     // 62,500 spans per sub-lane over ~1370 px: about one aggregate per pixel column.
@@ -429,6 +436,7 @@ class TstTimelineView : public QObject {
     const int zoomItems = c.lastPaintItemCount();
     QVERIFY(near(c.axis().span(), (c.dataEnd() - c.dataStart()) / 1024));
     QVERIFY(c.lastPaintItemCount() <= bound);
+    QVERIFY(c.lastPaintFlowCount() > 0 && c.lastPaintFlowCount() <= TimelineCanvas::kMaxFlowArrows);
     // ~1 ms / 16 us = ~61 spans per sub-lane, each several pixels wide: drawn one by one.
     QVERIFY2(c.lastPaintItemCount() >= subLanes * 55 && c.lastPaintItemCount() <= subLanes * 70,
              qPrintable(QString::number(c.lastPaintItemCount())));
@@ -460,9 +468,9 @@ class TstTimelineView : public QObject {
     QVERIFY(c.spans()[1].start > c.spans()[0].start);
     qInfo("1M spans in store order (time-major): setSpans %lld ms", setUnsortedMs);
 
-    qInfo("1M spans (lane-sorted): setSpans %lld ms, first paint %lld ms (%d items), 10 zoom steps + paint %lld ms (%d items), "
-          "pan + paint %lld ms",
-          setMs, firstPaintMs, firstItems, zoomPaintMs, zoomItems, panPaintMs);
+    qInfo("1M spans (lane-sorted): setSpans %lld ms, flow links %lld ms, first paint %lld ms (%d items), 10 zoom steps + "
+          "paint %lld ms (%d items), pan + paint %lld ms",
+          setMs, flowsMs, firstPaintMs, firstItems, zoomPaintMs, zoomItems, panPaintMs);
   }
 };
 

@@ -243,8 +243,9 @@ struct Tally {
 }  // namespace
 
 std::vector<DrawItem> visibleItems(const std::vector<SpanRow>& spans, const LaneLayout& layout,
-                                   const TimeAxis& axis, double minPixelWidth) {
+                                   const TimeAxis& axis, double minPixelWidth, const std::vector<char>* marks) {
   std::vector<DrawItem> items;
+  if (marks && marks->size() != spans.size()) marks = nullptr;
   if (axis.width <= 0 || axis.span() <= 0 || layout.subLanes.empty()) return items;
   const double minPx = std::max(minPixelWidth, 1e-6);
   const double xr = axis.x0 + axis.width;
@@ -276,6 +277,7 @@ std::vector<DrawItem> visibleItems(const std::vector<SpanRow>& spans, const Lane
     const double xb = std::clamp(axis.toX(end), axis.x0, xr);
     const long colA = column(xa), colB = column(xb);
     const bool narrow = xb - xa < minPx;
+    const int marked = marks && (*marks)[size_t(&s - spans.data())] ? 1 : 0;
 
     if (narrow && open[sl] >= 0 && colA <= openEnd[sl]) {  // merge into the open item
       DrawItem& it = items[size_t(open[sl])];
@@ -288,6 +290,7 @@ std::vector<DrawItem> visibleItems(const std::vector<SpanRow>& spans, const Lane
       it.count += 1;
       it.busy += s.duration;
       it.bytes += s.bytes;
+      it.marked += marked;
       it.start = std::min(it.start, s.start);
       it.end = std::max(it.end, end);
       const double itEnd = std::max(it.x + it.width, xb);
@@ -309,6 +312,7 @@ std::vector<DrawItem> visibleItems(const std::vector<SpanRow>& spans, const Lane
     it.busy = s.duration;
     it.bytes = s.bytes;
     it.span = &s;
+    it.marked = marked;
     open[sl] = long(items.size());
     openEnd[sl] = narrow ? colA : colB;
     items.push_back(std::move(it));

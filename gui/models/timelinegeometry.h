@@ -9,6 +9,8 @@
 //               sub-lane are merged into aggregate items so the item count stays bounded by
 //               about (pixels x sub-lanes) whatever the number of spans.
 //  hitTest      the span under the mouse, for tooltips.
+//  (beside it: timelineflows.h send -> receive arrows, timelinesearch.h span search,
+//   timelinelabels.h labels that do not overlap, timelinerangesummary.h a range's summary)
 //  StackedLayout several runs on one time axis: each run's lanes below the previous run's,
 //               under a header row naming the run; stepStartOrigin / shiftSpans align each
 //               run's first shown step at t = 0.
@@ -143,6 +145,7 @@ struct DrawItem {
   double busy = 0;           // summed duration of the spans
   int64_t bytes = 0;         // summed bytes
   const SpanRow* span = nullptr;  // the span when count == 1
+  int marked = 0;            // how many of its spans are marked (visibleItems' marks: search matches)
 };
 
 // Items intersecting the visible range, O(n) over spans. Each sub-lane's spans must be in start
@@ -150,8 +153,11 @@ struct DrawItem {
 // ceil(width / minPixelWidth) items (one aggregate per pixel column; an aggregate may reach
 // less than a pixel into the next column). Spans whose (rank, stream) is not in the layout are
 // skipped. Wide spans (>= minPixelWidth) are never merged with each other.
+// marks (optional, one flag per span, e.g. matchFlags of a search): each item counts its marked
+// spans in DrawItem::marked.
 std::vector<DrawItem> visibleItems(const std::vector<SpanRow>& spans, const LaneLayout& layout,
-                                   const TimeAxis& axis, double minPixelWidth = 1.0);
+                                   const TimeAxis& axis, double minPixelWidth = 1.0,
+                                   const std::vector<char>* marks = nullptr);
 
 // The span under (x, y) with a 2 px horizontal tolerance (the nearest; inside beats near,
 // the shortest wins among nested spans), or nullptr.

@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "models/timelinelabels.h"
+#include "models/timelinesearch.h"
 #include "models/timelinetext.h"
 
 using moebench::SpanRow;
@@ -21,8 +23,8 @@ namespace {
 constexpr double kLabelPadding = 8;   // px around label text
 constexpr double kRightMargin = 4;    // px right of the time axis
 constexpr double kHitTolerance = 2;   // px, as hitTest
-constexpr double kTextMinWidth = 40;  // px: spans at least this wide show their name
-constexpr double kTickMinPixels = 90; // px between ruler labels
+constexpr double kTickMinPixels = 90; // px between ruler labels (at least: rulerLayout widens it)
+constexpr double kLabelMinRoom = 24;  // px: narrower room inside a span shows no name
 }  // namespace
 
 TimelineCanvas::TimelineCanvas(QWidget* parent) : QWidget(parent) {
@@ -95,9 +97,110 @@ void TimelineCanvas::setRuns(std::vector<std::vector<SpanRow>> runs, const std::
   layoutAxis();
   m_axis.fitTo(m_tmin, m_tmax);
   m_itemsDirty = true;
+  m_flowsDirty = true;
+  rematch();
+  const bool hadSelection = m_hasSelection;
+  m_hasSelection = false;
   updateGeometry();
   update();
   emit viewChanged();
+  emit searchChanged();
+  if (hadSelection) emit selectionChanged();
+}
+
+// ---------------------------------------------------------------- flows, search, selection
+
+void TimelineCanvas::ensureFlows() const {
+  if (!m_flowsDirty) return;
+  m_flows.assign(m_runs.size(), {});
+  for (size_t k = 0; k < m_runs.size(); ++k) m_flows[k] = tg::flowLinks(m_runs[k]);
+  m_flowsDirty = false;
+}
+
+const std::vector<tg::FlowLink>& TimelineCanvas::flowLinks(int track) const {
+  static const std::vector<tg::FlowLink> none;
+  ensureFlows();
+  return track >= 0 && size_t(track) < m_flows.size() ? m_flows[size_t(track)] : none;
+}
+
+void TimelineCanvas::setShowFlows(bool show) {
+  if (show == m_showFlows) return;
+  m_showFlows = show;
+  update();
+}
+
+void TimelineCanvas::rematch() {
+  m_marks.assign(m_runs.size(), {});
+  m_matches.clear();
+  m_currentMatch = -1;
+  if (m_searchText.isEmpty()) return;
+  for (size_t k = 0; k < m_runs.size(); ++k) {
+    const std::vector<int> found = tg::matchingSpans(m_runs[k], m_searchText);
+    m_marks[k] = tg::matchFlags(m_runs[k].size(), found);
+    for (int i : found) m_matches.emplace_back(int(k), i);
+  }
+  std::stable_sort(m_matches.begin(), m_matches.end(), [this](const auto& a, const auto& b) {
+    return m_runs[size_t(a.first)][size_t(a.second)].start < m_runs[size_t(b.first)][size_t(b.second)].start;
+  });
+}
+
+void TimelineCanvas::setSearchText(const QString& text) {
+  if (text == m_searchText) return;
+  m_searchText = text;
+  rematch();
+  m_itemsDirty = true;
+  update();
+  emit searchChanged();
+}
+
+const SpanRow* TimelineCanvas::matchSpan(int i, int* track) const {
+  if (i < 0 || i >= matchCount()) return nullptr;
+  const auto [k, idx] = m_matches[size_t(i)];
+  if (track) *track = k;
+  return &m_runs[size_t(k)][size_t(idx)];
+}
+
+bool TimelineCanvas::goToMatch(int i) {
+  int track = 0;
+  const SpanRow* s = matchSpan(i, &track);
+  if (!s) return false;
+  m_currentMatch = i;
+  const auto [t0, t1] = tg::focusRange(m_axis, s->start, s->start + s->duration);
+  m_axis.t0 = t0;
+  m_axis.t1 = t1;
+  // scroll its sub-lane into view (the middle of the lanes' area) when it is not on screen
+  const double top = laneLayout(track).subLaneTop(s->rank, s->stream);
+  const double y = laneTop() + top, available = height() - rulerHeight() - 2;
+  if (top >= 0 && (y < rulerHeight() || y + kSubLaneHeight > height()))
+    m_vscroll->setValue(int(std::lround(top - 0.5 * (available - kSubLaneHeight))));
+  viewMoved();
+  emit searchChanged();
+  return true;
+}
+
+bool TimelineCanvas::nextMatch() {
+  if (m_matches.empty()) return false;
+  return goToMatch(m_currentMatch < 0 ? 0 : (m_currentMatch + 1) % matchCount());
+}
+
+bool TimelineCanvas::previousMatch() {
+  if (m_matches.empty()) return false;
+  return goToMatch(m_currentMatch <= 0 ? matchCount() - 1 : m_currentMatch - 1);
+}
+
+void TimelineCanvas::setSelection(double t0, double t1) {
+  m_hasSelection = true;
+  m_selT0 = std::min(t0, t1);
+  m_selT1 = std::max(t0, t1);
+  update();
+  emit selectionChanged();
+}
+
+void TimelineCanvas::clearSelection() {
+  if (!m_hasSelection) return;
+  m_hasSelection = false;
+  update();
+  emit selectionChanged();
 }
 
 QString TimelineCanvas::trackTitle(int track) const {
@@ -149,7 +252,8 @@ void TimelineCanvas::ensureItems() const {
   if (!m_itemsDirty) return;
   m_items.resize(m_runs.size());
   for (size_t k = 0; k < m_runs.size(); ++k)
-    m_items[k] = tg::visibleItems(m_runs[k], m_stack.tracks[k].lanes, m_axis, 1.0);
+    m_items[k] = tg::visibleItems(m_runs[k], m_stack.tracks[k].lanes, m_axis, 1.0,
+                                  k < m_marks.size() && !m_marks[k].empty() ? &m_marks[k] : nullptr);
   m_itemsDirty = false;
 }
 
@@ -249,6 +353,13 @@ void TimelineCanvas::keyPressEvent(QKeyEvent* e) {
     case Qt::Key_Down: m_vscroll->triggerAction(QAbstractSlider::SliderSingleStepAdd); return;
     case Qt::Key_PageUp: m_vscroll->triggerAction(QAbstractSlider::SliderPageStepSub); return;
     case Qt::Key_PageDown: m_vscroll->triggerAction(QAbstractSlider::SliderPageStepAdd); return;
+    case Qt::Key_Escape:
+      if (!m_hasSelection) {
+        QWidget::keyPressEvent(e);
+        return;
+      }
+      clearSelection();
+      return;
     default: QWidget::keyPressEvent(e); return;
   }
   viewMoved();
@@ -258,7 +369,7 @@ void TimelineCanvas::mousePressEvent(QMouseEvent* e) {
   setFocus(Qt::MouseFocusReason);
   const double x = e->position().x();
   if (e->button() == Qt::LeftButton) {
-    m_drag = Drag::Band;
+    m_drag = (m_rangeSelectMode || (e->modifiers() & Qt::ShiftModifier)) ? Drag::Select : Drag::Band;
     m_dragStartX = m_dragLastX = std::clamp(x, m_axis.x0, m_axis.x0 + m_axis.width);
     QToolTip::hideText();
   } else if (e->button() == Qt::MiddleButton || e->button() == Qt::RightButton) {
@@ -272,7 +383,7 @@ void TimelineCanvas::mousePressEvent(QMouseEvent* e) {
 
 void TimelineCanvas::mouseMoveEvent(QMouseEvent* e) {
   const double x = e->position().x();
-  if (m_drag == Drag::Band) {
+  if (m_drag == Drag::Band || m_drag == Drag::Select) {
     m_dragLastX = std::clamp(x, m_axis.x0, m_axis.x0 + m_axis.width);
     update();
   } else if (m_drag == Drag::Pan) {
@@ -297,6 +408,14 @@ void TimelineCanvas::mouseReleaseEvent(QMouseEvent* e) {
     } else {
       update();
     }
+  } else if (m_drag == Drag::Select) {
+    m_dragLastX = std::clamp(x, m_axis.x0, m_axis.x0 + m_axis.width);
+    m_drag = Drag::None;
+    if (std::abs(m_dragLastX - m_dragStartX) >= kMinBandPixels)
+      setSelection(m_axis.toTime(m_dragStartX), m_axis.toTime(m_dragLastX));
+    else
+      clearSelection();  // a click
+    update();
   } else if (m_drag == Drag::Pan) {
     m_axis.pan(x - m_dragLastX);
     m_drag = Drag::None;
@@ -327,8 +446,10 @@ void TimelineCanvas::paintEvent(QPaintEvent*) {
   ensureItems();
   p.save();
   p.setClipRect(QRectF(m_axis.x0, rulerHeight(), m_axis.width + kRightMargin, height() - rulerHeight()));
-  paintItems(p);
-  if (m_drag == Drag::Band) {
+  paintSelection(p);
+  m_lastPaintLabels = paintItems(p);
+  m_lastPaintFlows = m_showFlows ? paintFlows(p) : 0;
+  if (m_drag == Drag::Band || m_drag == Drag::Select) {
     const QRectF band(std::min(m_dragStartX, m_dragLastX), rulerHeight(), std::abs(m_dragLastX - m_dragStartX),
                       height() - rulerHeight());
     QColor fill = palette().color(QPalette::Highlight);
@@ -383,57 +504,121 @@ void TimelineCanvas::paintLanes(QPainter& p) const {
   p.restore();
 }
 
-void TimelineCanvas::paintItems(QPainter& p) const {
-  // One drawRects call per (colour, shade); outlines only where a span is wide enough to need
-  // one. Aggregates are shaded by how busy they are (summed duration / time they cover), in
-  // kShades steps, so a half-idle stretch reads lighter than a solid one when zoomed out.
+int TimelineCanvas::paintItems(QPainter& p) const {
+  // One drawRects call per (colour, shade, dimmed); outlines only where a span is wide enough to
+  // need one. Aggregates are shaded by how busy they are (summed duration / time they cover), in
+  // kShades steps, so a half-idle stretch reads lighter than a solid one when zoomed out. While
+  // searching, items holding no match are dimmed (kDimAlpha).
   constexpr int kShades = 4;
   struct Batch {
     const std::string* category;
     int shade;  // 1..kShades
+    bool dim;
     std::vector<QRectF> rects;
   };
+  const bool searching = !m_searchText.isEmpty();
   std::vector<Batch> batches;
   std::vector<QRectF> outlines;
   const double top = laneTop(), bottom = height(), rulerBottom = rulerHeight();
-  std::vector<const tg::DrawItem*> items;
   for (const auto& track : m_items)
-    for (const tg::DrawItem& it : track) items.push_back(&it);
-  for (const tg::DrawItem* item : items) {
-    const tg::DrawItem& it = *item;
-    const double y = top + it.y + 1;
-    if (y + it.height < rulerBottom || y > bottom) continue;
-    const QRectF r(it.x, y, std::max(it.width, 1.0), it.height - 2);
-    int shade = kShades;
-    if (it.count > 1 && it.end > it.start)
-      shade = std::clamp(int(std::ceil(it.busy / (it.end - it.start) * kShades)), 1, kShades);
-    auto b = std::find_if(batches.begin(), batches.end(),
-                          [&](const Batch& x) { return x.shade == shade && *x.category == it.category; });
-    if (b == batches.end()) b = batches.insert(batches.end(), Batch{&it.category, shade, {}});
-    b->rects.push_back(r);
-    if (it.width >= 4) outlines.push_back(r);
-  }
+    for (const tg::DrawItem& it : track) {
+      const double y = top + it.y + 1;
+      if (y + it.height < rulerBottom || y > bottom) continue;
+      const QRectF r(it.x, y, std::max(it.width, 1.0), it.height - 2);
+      int shade = kShades;
+      if (it.count > 1 && it.end > it.start)
+        shade = std::clamp(int(std::ceil(it.busy / (it.end - it.start) * kShades)), 1, kShades);
+      const bool dim = searching && it.marked == 0;
+      auto b = std::find_if(batches.begin(), batches.end(), [&](const Batch& x) {
+        return x.shade == shade && x.dim == dim && *x.category == it.category;
+      });
+      if (b == batches.end()) b = batches.insert(batches.end(), Batch{&it.category, shade, dim, {}});
+      b->rects.push_back(r);
+      if (it.width >= 4 && !dim) outlines.push_back(r);
+    }
   p.setPen(Qt::NoPen);
   for (const Batch& b : batches) {
     QColor c = tg::categoryColor(*b.category);
-    c.setAlphaF(float(b.shade) / kShades);
+    c.setAlphaF(float(b.shade) / kShades * float(b.dim ? kDimAlpha : 1.0));
     p.setBrush(c);
     p.drawRects(b.rects.data(), int(b.rects.size()));
   }
   p.setBrush(Qt::NoBrush);
   p.setPen(QColor(0, 0, 0, 90));
   p.drawRects(outlines.data(), int(outlines.size()));
-  p.setPen(Qt::white);
+
+  // names where they fit (spanLabels: never over another label or past the span)
   const QFontMetricsF fm(font());
-  for (const tg::DrawItem* item : items) {
-    const tg::DrawItem& it = *item;
-    if (it.count != 1 || !it.span || it.width < kTextMinWidth) continue;
-    const double y = top + it.y;
-    if (y + it.height < rulerBottom || y > bottom) continue;
-    const QRectF r(it.x + 3, y, it.width - 6, it.height);
-    p.drawText(r, Qt::AlignLeft | Qt::AlignVCenter,
-               fm.elidedText(QString::fromStdString(it.span->name), Qt::ElideRight, r.width()));
+  QColor dimText = palette().color(QPalette::Text);
+  dimText.setAlpha(110);
+  int labels = 0;
+  for (size_t k = 0; k < m_items.size(); ++k) {
+    const std::vector<tg::DrawItem>& items = m_items[k];
+    for (const tg::SpanLabel& l : tg::spanLabels(items, m_axis, fm, 3, kLabelMinRoom)) {
+      const tg::DrawItem& it = items[size_t(l.item)];
+      const double y = top + l.rect.y();
+      if (y + l.rect.height() < rulerBottom || y > bottom) continue;
+      p.setPen(searching && it.marked == 0 ? dimText : QColor(Qt::white));
+      p.drawText(QRectF(l.rect.x(), y, l.rect.width() + 1, l.rect.height()), Qt::AlignLeft | Qt::AlignVCenter, l.text);
+      ++labels;
+    }
   }
+
+  // the match last jumped to: outlined
+  int track = 0;
+  if (const SpanRow* s = matchSpan(m_currentMatch, &track)) {
+    const double laneY = laneLayout(track).subLaneTop(s->rank, s->stream);
+    if (laneY >= 0) {
+      const double xa = m_axis.toX(s->start), xb = m_axis.toX(s->start + s->duration);
+      p.setBrush(Qt::NoBrush);
+      p.setPen(QPen(palette().color(QPalette::Highlight), 2));
+      p.drawRect(QRectF(xa - 1, top + laneY, std::max(xb - xa, 1.0) + 2, kSubLaneHeight));
+    }
+  }
+  return labels;
+}
+
+int TimelineCanvas::paintFlows(QPainter& p) const {
+  ensureFlows();
+  const double top = laneTop();
+  const QColor colour(30, 30, 30, 200);
+  p.save();
+  p.setRenderHint(QPainter::Antialiasing, true);
+  p.setPen(QPen(colour, 1.2));
+  p.setBrush(colour);
+  int drawn = 0;
+  const int budgetPerTrack = std::max(1, kMaxFlowArrows / std::max(1, int(m_runs.size())));
+  for (size_t k = 0; k < m_runs.size(); ++k) {
+    const tg::VisibleFlows flows = tg::visibleFlows(m_runs[k], m_flows[k], m_stack.tracks[k].lanes, m_axis, budgetPerTrack);
+    for (const tg::FlowArrow& a : flows.arrows) {
+      const QPointF from(a.x1, top + a.y1), to(a.x2, top + a.y2);
+      p.drawLine(from, to);
+      const QLineF line(to, from);
+      if (line.length() < 1) continue;
+      // the head: a filled triangle 7 px long, 30 degrees either side of the line
+      constexpr double kHead = 7;
+      const QLineF back = line.unitVector();
+      const QPointF d = (back.p2() - back.p1()) * kHead;
+      const QPointF n(-d.y() * 0.5, d.x() * 0.5);
+      const QPointF head[3] = {to, to + d + n, to + d - n};
+      p.drawPolygon(head, 3);
+      ++drawn;
+    }
+  }
+  p.restore();
+  return drawn;
+}
+
+void TimelineCanvas::paintSelection(QPainter& p) const {
+  if (!m_hasSelection) return;
+  const double xa = m_axis.toX(m_selT0), xb = m_axis.toX(m_selT1);
+  const QRectF band(xa, rulerHeight(), std::max(xb - xa, 1.0), height() - rulerHeight());
+  QColor fill = palette().color(QPalette::Highlight);
+  fill.setAlpha(35);
+  p.fillRect(band, fill);
+  p.setPen(QPen(palette().color(QPalette::Highlight), 1, Qt::DashLine));
+  p.drawLine(QPointF(xa, rulerHeight()), QPointF(xa, height()));
+  p.drawLine(QPointF(xb, rulerHeight()), QPointF(xb, height()));
 }
 
 void TimelineCanvas::paintRuler(QPainter& p) const {
@@ -442,17 +627,26 @@ void TimelineCanvas::paintRuler(QPainter& p) const {
   p.setPen(palette().color(QPalette::WindowText));
   p.drawText(QRectF(kLabelPadding, 0, m_labelWidth - 2 * kLabelPadding, h), Qt::AlignLeft | Qt::AlignVCenter,
              m_stacked ? tr("ms from step start") : tr("time (ms)"));
-  const tg::RulerTicks ticks = tg::rulerTicks(m_axis, kTickMinPixels);
+  const tg::RulerLayout ruler = tg::rulerLayout(m_axis, QFontMetricsF(font()), h - 2, kTickMinPixels);
   QColor grid = palette().color(QPalette::Mid);
   grid.setAlpha(70);
-  for (double t : ticks.times) {
+  for (double t : ruler.ticks.times) {
     const double x = m_axis.toX(t);
     p.setPen(palette().color(QPalette::WindowText));
     p.drawLine(QPointF(x, h - 5), QPointF(x, h));
-    p.drawText(QRectF(x + 3, 0, kTickMinPixels - 6, h - 2), Qt::AlignLeft | Qt::AlignVCenter,
-               tg::tickLabel(t, ticks.decimals));
     p.setPen(grid);
     p.drawLine(QPointF(x, h), QPointF(x, height()));
+  }
+  p.setPen(palette().color(QPalette::WindowText));
+  for (const tg::RulerLabel& l : ruler.labels)
+    p.drawText(l.rect.adjusted(0, 0, 1, 0), Qt::AlignLeft | Qt::AlignVCenter, l.text);
+  if (m_hasSelection) {  // the selected range on the ruler
+    const double xa = std::max(m_axis.toX(m_selT0), m_axis.x0), xb = std::min(m_axis.toX(m_selT1), m_axis.x0 + m_axis.width);
+    if (xb >= xa) {
+      QColor fill = palette().color(QPalette::Highlight);
+      fill.setAlpha(120);
+      p.fillRect(QRectF(xa, h - 4, std::max(xb - xa, 1.0), 4), fill);
+    }
   }
   p.setPen(palette().color(QPalette::Mid));
   p.drawLine(QPointF(0, h - 0.5), QPointF(width(), h - 0.5));

@@ -25,8 +25,20 @@
 //   Up / Down, PgUp / PgDown    scroll the lanes vertically
 //   Home, 0, double-click       fit all spans
 //   left-drag                   rubber band: shows exactly the dragged time range
+//                               (in range-select mode: selects it, as Shift+left-drag)
+//   Shift+left-drag             selects a time range (selectionChanged); Shift+click or Esc clears it
 //   middle- or right-drag       pan
 //   hover                       tooltip (tooltipAt)
+//
+// Beside the spans (models/timelineflows.h, timelinesearch.h, timelinelabels.h):
+//   flows      arrows from each point-to-point send to its receive (flowLinks, computed once per
+//              span set when first shown), only those crossing the view, at most kMaxFlowArrows
+//   search     setSearchText: matching spans (name contains the text, any case) drawn as usual,
+//              every other span dimmed; nextMatch / previousMatch step through the matches of all
+//              tracks by start time, bring the match into view (focusRange) and outline it
+//   selection  a selected time range, shaded over the lanes and outlined
+//   labels     span names only where they fit (spanLabels: elided, never over another label);
+//              ruler labels spaced so they never overlap (rulerLayout)
 #include <QPointF>
 #include <QString>
 #include <QWidget>
@@ -34,6 +46,7 @@
 #include <string>
 #include <vector>
 
+#include "models/timelineflows.h"
 #include "models/timelinegeometry.h"
 #include "moebench/store/run_store.h"
 
@@ -51,6 +64,8 @@ class TimelineCanvas : public QWidget {
   static constexpr int kMinBandPixels = 3;         // shorter left-drags are clicks
   static constexpr double kHeaderHeight = 20;      // px: a stacked run's title row
   static constexpr double kTrackGap = 10;          // px between stacked runs
+  static constexpr int kMaxFlowArrows = 400;       // flow arrows drawn at most (zoomed out)
+  static constexpr double kDimAlpha = 0.22;        // opacity of spans that do not match a search
 
   // One run of a stacked timeline.
   struct Track {
@@ -92,6 +107,39 @@ class TimelineCanvas : public QWidget {
   QPointF pointAt(double t, int rank, const std::string& stream, int track = 0) const;
 
   int lastPaintItemCount() const { return m_lastPaintItems; }  // items drawn by the last paint
+  int lastPaintFlowCount() const { return m_lastPaintFlows; }  // flow arrows drawn by the last paint
+  int lastPaintLabelCount() const { return m_lastPaintLabels; }  // span labels drawn by the last paint
+
+  // Flow arrows (send -> receive), shown by default.
+  void setShowFlows(bool show);
+  bool showFlows() const { return m_showFlows; }
+  // Track k's send -> receive links (flowLinks over spans(k)).
+  const std::vector<moebench::gui::FlowLink>& flowLinks(int track = 0) const;
+
+  // Search: highlights the spans whose name contains text (any case) and dims the others; an
+  // empty text shows every span as usual. Kept when new spans are set (re-matched).
+  void setSearchText(const QString& text);
+  QString searchText() const { return m_searchText; }
+  int matchCount() const { return int(m_matches.size()); }
+  // The match last jumped to (0-based, in start order over all tracks), -1 before the first jump.
+  int currentMatch() const { return m_currentMatch; }
+  // The span of match i (nullptr when out of range) and its track.
+  const moebench::SpanRow* matchSpan(int i, int* track = nullptr) const;
+  // Jump to the next / previous match (wrapping), showing it (focusRange, and scrolling its lane
+  // into view); false when there are none.
+  bool nextMatch();
+  bool previousMatch();
+  bool goToMatch(int i);
+
+  // Time range selection (seconds, t0 <= t1).
+  bool hasSelection() const { return m_hasSelection; }
+  double selectionStart() const { return m_selT0; }
+  double selectionEnd() const { return m_selT1; }
+  void setSelection(double t0, double t1);
+  void clearSelection();
+  // Range-select mode: a plain left-drag selects instead of zooming.
+  void setRangeSelectMode(bool on) { m_rangeSelectMode = on; }
+  bool rangeSelectMode() const { return m_rangeSelectMode; }
   double labelWidth() const { return m_labelWidth; }
   double rulerHeight() const;
 
@@ -99,7 +147,9 @@ class TimelineCanvas : public QWidget {
   QSize minimumSizeHint() const override;
 
  signals:
-  void viewChanged();  // spans, visible range or size changed
+  void viewChanged();       // spans, visible range or size changed
+  void searchChanged();     // the matches or the current match changed
+  void selectionChanged();  // a range was selected or the selection cleared
 
  protected:
   bool event(QEvent* e) override;
@@ -113,7 +163,7 @@ class TimelineCanvas : public QWidget {
   void mouseDoubleClickEvent(QMouseEvent* e) override;
 
  private:
-  enum class Drag { None, Band, Pan };
+  enum class Drag { None, Band, Pan, Select };
 
   void layoutAxis();             // axis x0/width and the scroll bar from the widget size
   void viewMoved();              // after zoom/pan: clamp, invalidate items, repaint
@@ -124,7 +174,11 @@ class TimelineCanvas : public QWidget {
   const moebench::gui::DrawItem* itemAt(QPointF pos, int* track = nullptr) const;
   void paintRuler(QPainter& p) const;
   void paintLanes(QPainter& p) const;
-  void paintItems(QPainter& p) const;
+  int paintItems(QPainter& p) const;  // returns the labels drawn
+  int paintFlows(QPainter& p) const;  // returns the arrows drawn
+  void paintSelection(QPainter& p) const;
+  void ensureFlows() const;
+  void rematch();  // the search's matches over the current spans
 
   std::vector<std::vector<moebench::SpanRow>> m_runs;  // per track, sortForTimeline order
   moebench::gui::StackedLayout m_stack;                 // one track per run
@@ -140,4 +194,19 @@ class TimelineCanvas : public QWidget {
 
   Drag m_drag = Drag::None;
   double m_dragStartX = 0, m_dragLastX = 0;
+
+  bool m_showFlows = true;
+  mutable std::vector<std::vector<moebench::gui::FlowLink>> m_flows;  // per track
+  mutable bool m_flowsDirty = true;
+  int m_lastPaintFlows = 0;
+  int m_lastPaintLabels = 0;
+
+  QString m_searchText;
+  std::vector<std::vector<char>> m_marks;      // per track: 1 for a matching span (empty: no search)
+  std::vector<std::pair<int, int>> m_matches;  // (track, span index), by start time
+  int m_currentMatch = -1;
+
+  bool m_hasSelection = false;
+  double m_selT0 = 0, m_selT1 = 0;
+  bool m_rangeSelectMode = false;
 };

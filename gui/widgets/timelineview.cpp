@@ -1,15 +1,26 @@
 #include "widgets/timelineview.h"
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QHBoxLayout>
+#include <QHeaderView>
+#include <QKeyEvent>
 #include <QLabel>
+#include <QLineEdit>
 #include <QPixmap>
+#include <QPushButton>
+#include <QShortcut>
+#include <QSortFilterProxyModel>
+#include <QSplitter>
 #include <QStackedWidget>
+#include <QTableView>
+#include <QToolButton>
 #include <QVBoxLayout>
 
 #include <exception>
 
 #include "models/timelinegeometry.h"
+#include "models/timelinerangesummary.h"
 #include "models/timelinetext.h"
 #include "moebench/store/run_store.h"
 #include "widgets/timelinecanvas.h"
@@ -84,21 +95,99 @@ TimelineView::TimelineView(QWidget* parent) : QWidget(parent) {
   m_stack->addWidget(m_message);
   m_stack->addWidget(m_canvas);
 
+  // the tools row: search, flows, range selection
+  auto* tools = new QHBoxLayout;
+  m_search = new QLineEdit(this);
+  m_search->setObjectName(QStringLiteral("spanSearch"));
+  m_search->setPlaceholderText(tr("Search spans (Ctrl+F)"));
+  m_search->setClearButtonEnabled(true);
+  m_search->setToolTip(tr("Highlights the spans whose name contains the text (any case) and dims the others. "
+                          "Enter: next match, Shift+Enter: previous match."));
+  m_search->setMinimumWidth(200);
+  m_search->installEventFilter(this);
+  m_searchPrev = new QToolButton(this);
+  m_searchPrev->setObjectName(QStringLiteral("searchPrevious"));
+  m_searchPrev->setArrowType(Qt::UpArrow);
+  m_searchPrev->setToolTip(tr("Previous match (Shift+Enter)"));
+  m_searchNext = new QToolButton(this);
+  m_searchNext->setObjectName(QStringLiteral("searchNext"));
+  m_searchNext->setArrowType(Qt::DownArrow);
+  m_searchNext->setToolTip(tr("Next match (Enter)"));
+  m_searchCount = new QLabel(this);
+  m_searchCount->setObjectName(QStringLiteral("searchCount"));
+  m_searchCount->setMinimumWidth(110);
+  m_flows = new QCheckBox(tr("Flows"), this);
+  m_flows->setObjectName(QStringLiteral("flowsToggle"));
+  m_flows->setChecked(true);
+  m_flows->setToolTip(tr("Arrows from each point-to-point send (a span naming a peer rank) to its receive on "
+                         "that rank: from the end of the send to the end of the receive"));
+  m_selectRange = new QToolButton(this);
+  m_selectRange->setObjectName(QStringLiteral("selectRange"));
+  m_selectRange->setText(tr("Select range"));
+  m_selectRange->setCheckable(true);
+  m_selectRange->setToolTip(tr("Left-drag selects a time range (instead of zooming) and summarizes its spans below; "
+                               "Shift+left-drag always selects"));
+  tools->addWidget(m_search);
+  tools->addWidget(m_searchPrev);
+  tools->addWidget(m_searchNext);
+  tools->addWidget(m_searchCount);
+  tools->addSpacing(12);
+  tools->addWidget(m_flows);
+  tools->addWidget(m_selectRange);
+  tools->addStretch(1);
+
+  // the selected range's summary
+  m_summary = new TimelineRangeSummaryModel(this);
+  m_summaryPanel = new QWidget(this);
+  m_summaryPanel->setObjectName(QStringLiteral("rangeSummary"));
+  auto* panel = new QVBoxLayout(m_summaryPanel);
+  panel->setContentsMargins(0, 0, 0, 0);
+  auto* panelTop = new QHBoxLayout;
+  m_summaryTitle = new QLabel(m_summaryPanel);
+  m_summaryTitle->setObjectName(QStringLiteral("rangeSummaryTitle"));
+  m_summaryTitle->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  auto* clearRange = new QPushButton(tr("Clear"), m_summaryPanel);
+  clearRange->setObjectName(QStringLiteral("clearRange"));
+  panelTop->addWidget(m_summaryTitle, 1);
+  panelTop->addWidget(clearRange);
+  panel->addLayout(panelTop);
+  auto* sorted = new QSortFilterProxyModel(this);
+  sorted->setSourceModel(m_summary);
+  sorted->setSortRole(Qt::UserRole);
+  m_summaryTable = new QTableView(m_summaryPanel);
+  m_summaryTable->setObjectName(QStringLiteral("rangeSummaryTable"));
+  m_summaryTable->setModel(sorted);
+  m_summaryTable->setSortingEnabled(true);
+  m_summaryTable->sortByColumn(TimelineRangeSummaryModel::TotalColumn, Qt::DescendingOrder);
+  m_summaryTable->verticalHeader()->hide();
+  m_summaryTable->horizontalHeader()->setSectionResizeMode(TimelineRangeSummaryModel::NameColumn, QHeaderView::Stretch);
+  m_summaryTable->setSelectionBehavior(QAbstractItemView::SelectRows);
+  panel->addWidget(m_summaryTable);
+  m_summaryPanel->hide();
+  auto* split = new QSplitter(Qt::Vertical, this);
+  split->addWidget(m_stack);
+  split->addWidget(m_summaryPanel);
+  split->setStretchFactor(0, 3);
+  split->setStretchFactor(1, 1);
+  split->setChildrenCollapsible(false);
+
   auto* bottom = new QHBoxLayout;
   m_status = new QLabel(this);
   m_status->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  auto* help = new QLabel(tr("wheel: zoom · drag: zoom to range · right-drag: pan · Home: fit"),
+  auto* help = new QLabel(tr("wheel: zoom · drag: zoom to range · shift-drag: select range · right-drag: pan · Home: fit"),
                           this);
   help->setEnabled(false);
-  help->setToolTip(tr("Wheel or + / -: zoom. Left-drag: zoom to the dragged range. Right- or middle-drag, "
-                      "Ctrl/Shift+wheel, Left / Right: pan. Home, 0 or double-click: show everything."));
+  help->setToolTip(tr("Wheel or + / -: zoom. Left-drag: zoom to the dragged range. Shift+left-drag: select a time "
+                      "range and summarize it (Esc clears). Right- or middle-drag, Ctrl/Shift+wheel, Left / Right: "
+                      "pan. Home, 0 or double-click: show everything."));
   m_status->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
   bottom->addWidget(m_status, 1);
   bottom->addWidget(help);
 
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(top);
-  layout->addWidget(m_stack, 1);
+  layout->addLayout(tools);
+  layout->addWidget(split, 1);
   layout->addLayout(bottom);
 
   m_runLabelWidget->hide();
@@ -128,6 +217,71 @@ TimelineView::TimelineView(QWidget* parent) : QWidget(parent) {
     if (i >= 0) loadSpans();
   });
   connect(m_canvas, &TimelineCanvas::viewChanged, this, &TimelineView::updateStatus);
+  connect(m_search, &QLineEdit::textChanged, m_canvas, &TimelineCanvas::setSearchText);
+  connect(m_searchNext, &QToolButton::clicked, m_canvas, &TimelineCanvas::nextMatch);
+  connect(m_searchPrev, &QToolButton::clicked, m_canvas, &TimelineCanvas::previousMatch);
+  connect(m_canvas, &TimelineCanvas::searchChanged, this, &TimelineView::updateSearchStatus);
+  connect(m_flows, &QCheckBox::toggled, m_canvas, &TimelineCanvas::setShowFlows);
+  connect(m_selectRange, &QToolButton::toggled, m_canvas, &TimelineCanvas::setRangeSelectMode);
+  connect(m_canvas, &TimelineCanvas::selectionChanged, this, &TimelineView::updateRangeSummary);
+  connect(clearRange, &QPushButton::clicked, m_canvas, &TimelineCanvas::clearSelection);
+  auto* find = new QShortcut(QKeySequence::Find, this);
+  find->setContext(Qt::WidgetWithChildrenShortcut);
+  connect(find, &QShortcut::activated, this, [this] {
+    m_search->setFocus(Qt::ShortcutFocusReason);
+    m_search->selectAll();
+  });
+  updateSearchStatus();
+}
+
+bool TimelineView::eventFilter(QObject* watched, QEvent* event) {
+  if (watched == m_search && event->type() == QEvent::KeyPress) {
+    const auto* k = static_cast<QKeyEvent*>(event);
+    if (k->key() == Qt::Key_Return || k->key() == Qt::Key_Enter) {
+      if (k->modifiers() & Qt::ShiftModifier) m_canvas->previousMatch();
+      else m_canvas->nextMatch();
+      return true;
+    }
+    if (k->key() == Qt::Key_Escape && !m_search->text().isEmpty()) {
+      m_search->clear();
+      return true;
+    }
+  }
+  return QWidget::eventFilter(watched, event);
+}
+
+QString TimelineView::searchStatus() const { return m_searchCount->text(); }
+
+void TimelineView::updateSearchStatus() {
+  const int n = m_canvas->matchCount(), i = m_canvas->currentMatch();
+  m_searchPrev->setEnabled(n > 0);
+  m_searchNext->setEnabled(n > 0);
+  if (m_canvas->searchText().isEmpty()) m_searchCount->clear();
+  else if (n == 0) m_searchCount->setText(tr("no match"));
+  else if (i < 0) m_searchCount->setText(n == 1 ? tr("1 match") : tr("%1 matches").arg(n));
+  else m_searchCount->setText(tr("%1 / %2 matches").arg(i + 1).arg(n));
+}
+
+QString TimelineView::rangeSummaryTitle() const { return m_summaryTitle->text(); }
+
+void TimelineView::updateRangeSummary() {
+  if (!m_canvas->hasSelection()) {
+    m_summary->clear();
+    m_summaryTitle->clear();
+    m_summaryPanel->hide();
+    return;
+  }
+  namespace tg = moebench::gui;
+  const double t0 = m_canvas->selectionStart(), t1 = m_canvas->selectionEnd();
+  m_summary->setRange(m_canvas->spans(), t0, t1);
+  int spans = 0;
+  for (const tg::RangeSummaryRow& r : m_summary->rows()) spans += r.count;
+  m_summaryTitle->setText(tr("Range %1 – %2 (%3)%4: %5 spans of %6 names overlap it; times clipped to the range")
+                              .arg(tg::formatTimeMs(t0), tg::formatTimeMs(t1), tg::formatDuration(t1 - t0),
+                                   m_canvas->isStacked() ? tr(" of the top run") : QString())
+                              .arg(spans)
+                              .arg(m_summary->rowCount()));
+  m_summaryPanel->show();
 }
 
 TimelineView::~TimelineView() = default;

@@ -12,6 +12,18 @@
 // choosing a run, or a new step of the first run, shows the same step of the second when it
 // has spans there ("all steps" with "all steps"), else its first step. Each run's header names
 // it: "#id name · predicted|measured · step N" (predicted: the run's tag "predicted").
+// A second row holds the timeline's tools (Perfetto-like):
+//   Search   a box (Ctrl+F): spans whose name contains the text (any case) are highlighted and
+//            the others dimmed, "i / n matches" beside it; Enter / the down arrow jumps to the
+//            next match (zooming and scrolling it into view), Shift+Enter / the up arrow to the
+//            previous one.
+//   Flows    shows or hides the arrows from each point-to-point send to its receive
+//            (models/timelineflows.h says which spans pair up).
+//   Select range  a plain left-drag selects a time range instead of zooming (Shift+left-drag
+//            always does). The selected range's summary (models/timelinerangesummary.h: per
+//            span name of the shown run, the top track when stacked: count, total and mean time
+//            clipped to the range) appears in a table below the canvas, sortable by any column;
+//            "Clear", Esc on the canvas or a click clears it.
 // A null store, an empty selection, a run without spans and any error while loading are shown
 // as a message in place of the canvas (message()); nothing is thrown out of setRuns.
 #include <QWidget>
@@ -20,10 +32,15 @@
 #include <memory>
 #include <vector>
 
+class QCheckBox;
 class QComboBox;
 class QLabel;
+class QLineEdit;
 class QStackedWidget;
+class QTableView;
+class QToolButton;
 class TimelineCanvas;
+class TimelineRangeSummaryModel;
 namespace moebench {
 class RunStore;
 }
@@ -59,6 +76,18 @@ class TimelineView : public QWidget {
   bool compareWith(int64_t runId);
   int64_t comparedRun() const;  // -1 when none
 
+  QLineEdit* searchBox() const { return m_search; }
+  QString searchStatus() const;           // "3 / 12 matches", "12 matches", "no match", or empty
+  QCheckBox* flowsToggle() const { return m_flows; }
+  QToolButton* rangeSelectToggle() const { return m_selectRange; }
+  QWidget* rangeSummaryPanel() const { return m_summaryPanel; }  // hidden while no range is selected
+  QTableView* rangeSummaryTable() const { return m_summaryTable; }
+  TimelineRangeSummaryModel* rangeSummaryModel() const { return m_summary; }
+  QString rangeSummaryTitle() const;       // "Range 1.000 ms – 3.000 ms (2.000 ms): 5 spans"
+
+ protected:
+  bool eventFilter(QObject* watched, QEvent* event) override;
+
  private:
   void showMessage(const QString& text);
   // Fills the step selector for m_run (choosing preferredStep when it has spans, else the
@@ -70,6 +99,8 @@ class TimelineView : public QWidget {
   void fillCompareSteps(int64_t step);
   QString runTitle(int64_t runId, const QComboBox* steps) const;
   void updateStatus();
+  void updateSearchStatus();
+  void updateRangeSummary();
 
   std::shared_ptr<moebench::RunStore> m_store;
   int64_t m_run = -1;
@@ -84,4 +115,14 @@ class TimelineView : public QWidget {
   QLabel* m_message = nullptr;
   TimelineCanvas* m_canvas = nullptr;
   QLabel* m_status = nullptr;
+  QLineEdit* m_search = nullptr;
+  QToolButton* m_searchPrev = nullptr;
+  QToolButton* m_searchNext = nullptr;
+  QLabel* m_searchCount = nullptr;
+  QCheckBox* m_flows = nullptr;
+  QToolButton* m_selectRange = nullptr;
+  QWidget* m_summaryPanel = nullptr;
+  QLabel* m_summaryTitle = nullptr;
+  QTableView* m_summaryTable = nullptr;
+  TimelineRangeSummaryModel* m_summary = nullptr;
 };
