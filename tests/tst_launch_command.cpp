@@ -1,12 +1,17 @@
 // ctest-labels: gui
 // Launch command construction: quoting proven by running the quoted strings through /bin/sh,
 // local arguments stay single arguments, the remote ssh string round-trips exactly, launcher
-// prefixes are split safely, and progress lines parse.
+// prefixes are split safely, progress lines parse, and a remote run's upload (the run folder,
+// the files a config names, the rewritten config, the mkdir and scp steps) is built and quoted
+// exactly.
 #include "models/launchcommand.h"
+#include "models/launchupload.h"
 
+#include <QDir>
 #include <QFile>
 #include <QFileInfo>
 #include <QProcess>
+#include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QtTest>
 #include <cmath>
@@ -333,6 +338,202 @@ class TestLaunchCommand : public QObject {
     QCOMPARE(remoteDbPath(s), QStringLiteral("sub/r.db"));
     s.host.clear();
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, buildFetchDbCommand(s, QStringLiteral("x.db")));
+  }
+
+  // --- Remote launch uploads the config (launchupload.h) ---
+
+  // The plan: the config and every file it names, with their names in the run folder, the
+  // config's path keys rewritten to those names, path overrides folded into the config.
+  void uploadPlan() {
+    QTemporaryDir tmp(QDir::tempPath() + QStringLiteral("/mb upload 'plan' XXXXXX"));
+    QVERIFY(tmp.isValid());
+    const QString configDir = tmp.filePath(QStringLiteral("my configs/it's \"odd\"; $(x)"));
+    QVERIFY(QDir().mkpath(configDir));
+    QVERIFY(QDir().mkpath(tmp.filePath(QStringLiteral("data dir"))));
+    auto write = [](const QString& path, const QByteArray& text) {
+      QFile f(path);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write(text);
+    };
+    write(configDir + QStringLiteral("/cluster `x`.toml"), "[cluster]\nname = \"c\"\n");
+    write(tmp.filePath(QStringLiteral("data dir/train's.bin")), QByteArray(64, '\0'));
+    write(tmp.filePath(QStringLiteral("emulated.toml")), "[cluster]\n");
+    const QByteArray config =
+        "# kept\n[run]\nname = \"edited\"\n[cluster]\nfile = \"cluster `x`.toml\"\n"
+        "[data]\nsource = \"bin\"\npath = \"../../data dir/train's.bin\"\n";
+    const QString configPath = configDir + QStringLiteral("/run; it's.toml");
+    write(configPath, config);
+
+    LaunchSpec s;
+    s.remote = true;
+    s.host = QStringLiteral("user@cluster");
+    s.remoteDir = QStringLiteral("/scratch/my runs");
+    s.configPath = QDir(tmp.path()).relativeFilePath(configPath);  // relative to the local directory
+    s.sets = {QStringLiteral("train.steps=7"), QStringLiteral("emulate.cluster=emulated.toml")};
+    const RemoteUpload u = planRemoteUpload(s, QStringLiteral("20250101-120000-00abcd"), tmp.path());
+    QCOMPARE(u.runId, QStringLiteral("20250101-120000-00abcd"));
+    QCOMPARE(u.runFolder, QStringLiteral("moebench-runs/20250101-120000-00abcd"));
+    QCOMPARE(u.configName, QStringLiteral("run; it's.toml"));
+    QCOMPARE(u.sets, QStringList{QStringLiteral("train.steps=7")});
+    QCOMPARE(u.files.size(), 3);
+    QCOMPARE(u.files[0].name, QStringLiteral("cluster `x`.toml"));
+    QCOMPARE(u.files[0].source, configDir + QStringLiteral("/cluster `x`.toml"));
+    QCOMPARE(u.files[0].keys, QStringList{QStringLiteral("cluster.file")});
+    QCOMPARE(u.files[1].name, QStringLiteral("train's.bin"));
+    QCOMPARE(u.files[1].source, tmp.filePath(QStringLiteral("data dir/train's.bin")));
+    QCOMPARE(u.files[2].name, QStringLiteral("emulated.toml"));  // by --set, relative to the local directory
+    QCOMPARE(u.files[2].source, tmp.filePath(QStringLiteral("emulated.toml")));
+    QVERIFY(u.directories.isEmpty());
+    const QString text = QString::fromUtf8(u.configText);
+    QVERIFY(text.startsWith(QStringLiteral("# kept\n[run]\nname = \"edited\"\n")));
+    QVERIFY2(text.contains(QStringLiteral("file = \"cluster `x`.toml\"\n")), qPrintable(text));
+    QVERIFY2(text.contains(QStringLiteral("path = \"train's.bin\"\n")), qPrintable(text));
+    QVERIFY2(text.contains(QStringLiteral("[emulate]\ncluster = \"emulated.toml\"")), qPrintable(text));
+
+    // The run runs the copy, from remoteDir, with the overrides left.
+    const LaunchSpec run = uploadedRunSpec(s, u);
+    QCOMPARE(run.configPath, QStringLiteral("moebench-runs/20250101-120000-00abcd/run; it's.toml"));
+    QCOMPARE(run.sets, QStringList{QStringLiteral("train.steps=7")});
+    QCOMPARE(buildRemoteCommand(run).arguments.last(),
+             QStringLiteral("cd '/scratch/my runs' && 'moebench' 'run' 'moebench-runs/20250101-120000-00abcd/run; "
+                            "it'\\''s.toml' '--set' 'train.steps=7'"));
+    QCOMPARE(remoteRunPath(s, u), QStringLiteral("/scratch/my runs/moebench-runs/20250101-120000-00abcd"));
+  }
+
+  // A file the config names that is not there: one message naming the key and the file.
+  void uploadPlanFailures() {
+    QTemporaryDir tmp;
+    QVERIFY(tmp.isValid());
+    LaunchSpec s;
+    s.remote = true;
+    s.host = QStringLiteral("h");
+    s.configPath = tmp.filePath(QStringLiteral("gone.toml"));
+    try {
+      planRemoteUpload(s, QStringLiteral("id"), tmp.path());
+      QFAIL("no exception");
+    } catch (const std::runtime_error& e) {
+      QCOMPARE(QString::fromUtf8(e.what()), QStringLiteral("config file %1: not found").arg(s.configPath));
+    }
+    QFile f(tmp.filePath(QStringLiteral("c.toml")));
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("[cluster]\nfile = \"no such cluster.toml\"\n");
+    f.close();
+    s.configPath = f.fileName();
+    try {
+      planRemoteUpload(s, QStringLiteral("id"), tmp.path());
+      QFAIL("no exception");
+    } catch (const std::runtime_error& e) {
+      QCOMPARE(QString::fromUtf8(e.what()),
+               QStringLiteral("cannot upload the config %1: cluster.file: file not found: %2 (c.toml)")
+                   .arg(f.fileName(), tmp.filePath(QStringLiteral("no such cluster.toml"))));
+    }
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("[cluster\n");
+    f.close();
+    try {
+      planRemoteUpload(s, QStringLiteral("id"), tmp.path());
+      QFAIL("no exception");
+    } catch (const std::runtime_error& e) {
+      QVERIFY2(QString::fromUtf8(e.what()).startsWith(QStringLiteral("config file %1: the config is not valid TOML")
+                                                          .arg(f.fileName())),
+               e.what());
+    }
+  }
+
+  void runIdAndFolder() {
+    const QString id = newRemoteRunId(QDateTime(QDate(2025, 3, 4), QTime(5, 6, 7)));
+    QVERIFY2(QRegularExpression(QStringLiteral("^20250304-050607-[0-9a-f]{6}$")).match(id).hasMatch(), qPrintable(id));
+    QVERIFY(newRemoteRunId() != newRemoteRunId() || newRemoteRunId() != newRemoteRunId());
+    RemoteUpload u;
+    u.runFolder = remoteRunFolder(QStringLiteral("x"));
+    QCOMPARE(u.runFolder, QStringLiteral("moebench-runs/x"));
+    LaunchSpec s;
+    QCOMPARE(remoteRunPath(s, u), QStringLiteral("moebench-runs/x"));  // the login directory
+    s.remoteDir = QStringLiteral("~");
+    QCOMPARE(remoteRunPath(s, u), QStringLiteral("~/moebench-runs/x"));
+    QCOMPARE(quoteRemotePath(remoteRunPath(s, u)), QStringLiteral("~/'moebench-runs/x'"));
+    s.remoteDir = QStringLiteral("/");
+    QCOMPARE(remoteRunPath(s, u), QStringLiteral("/moebench-runs/x"));
+    s.remoteDir = QStringLiteral("runs dir//");
+    QCOMPARE(remoteRunPath(s, u), QStringLiteral("runs dir/moebench-runs/x"));
+  }
+
+  // The mkdir step: ssh without a terminal, every word quoted; run through /bin/sh it creates
+  // exactly the run folder (and a state folder) in an awkward directory, injecting nothing.
+  void mkdirCommand() {
+    QTemporaryDir dir(QDir::tempPath() + QStringLiteral("/mb remote 'dir' $(touch pwned) XXXXXX"));
+    QVERIFY(dir.isValid());
+    LaunchSpec s;
+    s.remote = true;
+    s.host = QStringLiteral("user@cluster");
+    s.sshOptions = QStringLiteral("-o Port=2222");
+    s.remoteDir = dir.path();
+    RemoteUpload u;
+    u.runFolder = remoteRunFolder(QStringLiteral("id 'x' `touch pwned2`"));
+    u.directories = {QStringLiteral("ssd; states")};
+    const Command c = buildRemoteMkdirCommand(s, u);
+    QCOMPARE(c.program, QStringLiteral("ssh"));
+    QCOMPARE(c.arguments.mid(0, 6), (QStringList{QStringLiteral("-o"), QStringLiteral("BatchMode=yes"), QStringLiteral("-o"),
+                                                 QStringLiteral("Port=2222"), QStringLiteral("user@cluster"),
+                                                 QStringLiteral("--")}));
+    QCOMPARE(c.arguments.size(), 7);
+    QCOMPARE(c.arguments.last(), QStringLiteral("cd ") + moebench::gui::shellQuote(dir.path()) +
+                                     QStringLiteral(" && mkdir -p -- 'moebench-runs/id '\\''x'\\'' `touch pwned2`' "
+                                                    "'moebench-runs/id '\\''x'\\'' `touch pwned2`/ssd; states'"));
+    const ShResult r = runSh(c.arguments.last());
+    QCOMPARE(r.err, QString());
+    QCOMPARE(r.code, 0);
+    QVERIFY(QFileInfo(dir.filePath(u.runFolder + QStringLiteral("/ssd; states"))).isDir());
+    for (const char* name : {"pwned", "pwned2"}) QVERIFY(!QFile::exists(dir.filePath(QLatin1String(name))));
+    s.remoteDir.clear();
+    QCOMPARE(buildRemoteMkdirCommand(s, u).arguments.last().left(15), QStringLiteral("mkdir -p -- 'mo"));
+    s.host.clear();
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, buildRemoteMkdirCommand(s, u));
+  }
+
+  // The scp step: the staged files (the config first), then host:<the quoted run folder>,
+  // with the legacy protocol so that the remote shell reads the quoting.
+  void uploadCommand() {
+    LaunchSpec s;
+    s.remote = true;
+    s.host = QStringLiteral("user@cluster");
+    s.sshOptions = QStringLiteral("-o 'ProxyJump=gw one'");
+    s.remoteDir = QStringLiteral("/scratch/it's \"my\" runs");
+    RemoteUpload u;
+    u.runFolder = remoteRunFolder(QStringLiteral("20250101-000000-abcdef"));
+    u.configName = QStringLiteral("run $(x).toml");
+    u.files = {{QStringLiteral("/data/a b/c.toml"), QStringLiteral("c.toml"), {QStringLiteral("cluster.file")}},
+               {QStringLiteral("/d/x.bin"), QStringLiteral("x 'y'.bin"), {QStringLiteral("data.path")}}};
+    QCOMPARE(stagedUploadFiles(u, QStringLiteral("/tmp/stage dir")),
+             (QStringList{QStringLiteral("/tmp/stage dir/run $(x).toml"), QStringLiteral("/tmp/stage dir/c.toml"),
+                          QStringLiteral("/tmp/stage dir/x 'y'.bin")}));
+    const Command c = buildUploadCommand(s, u, QStringLiteral("/tmp/stage dir"));
+    QCOMPARE(c.program, QStringLiteral("scp"));
+    const QString target = QStringLiteral("user@cluster:'/scratch/it'\\''s \"my\" runs/moebench-runs/20250101-000000-abcdef'");
+    QCOMPARE(c.arguments, (QStringList{QStringLiteral("-O"), QStringLiteral("-o"), QStringLiteral("BatchMode=yes"),
+                                       QStringLiteral("-o"), QStringLiteral("ProxyJump=gw one")} +
+                           stagedUploadFiles(u, QStringLiteral("/tmp/stage dir")) + QStringList{target}));
+    // The remote shell reads the target back exactly.
+    const ShResult r = runSh(QStringLiteral("printf '%s' ") + target.mid(target.indexOf(QLatin1Char(':')) + 1));
+    QCOMPARE(r.out, remoteRunPath(s, u));
+    s.remoteDir = QStringLiteral("~/runs");
+    QCOMPARE(buildUploadCommand(s, u, QStringLiteral("/s")).arguments.last(),
+             QStringLiteral("user@cluster:~/'runs/moebench-runs/20250101-000000-abcdef'"));
+    s.host = QStringLiteral("-oProxyCommand=x");
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, buildUploadCommand(s, u, QStringLiteral("/s")));
+  }
+
+  // Before a start the launcher shows the run with "<run-id>" for the folder, the config's name
+  // and the overrides that stay --set.
+  void previewCommand() {
+    LaunchSpec s;
+    s.remote = true;
+    s.host = QStringLiteral("h");
+    s.remoteDir = QStringLiteral("/r");
+    s.configPath = QStringLiteral("/local/my cfg.toml");
+    s.sets = {QStringLiteral("cluster.file=/x/c.toml"), QStringLiteral("train.lr=1e-3"), QStringLiteral(" data.path = y")};
+    QCOMPARE(previewRemoteCommand(s).arguments.last(),
+             QStringLiteral("cd '/r' && 'moebench' 'run' 'moebench-runs/<run-id>/my cfg.toml' '--set' 'train.lr=1e-3'"));
   }
 
   void progress_data() {

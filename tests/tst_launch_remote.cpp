@@ -1,6 +1,9 @@
 // ctest-labels: gui slow
-// The launcher's remote path for real: ssh -tt runs `moebench run` on "a remote host", the run
-// database comes back by scp, cancel stops the remote run (KILLED in the fetched copy). The
+// The launcher's remote path for real: the config and the files it names are uploaded by scp
+// into a new run folder on "a remote host" (another directory: the remote side never reads the
+// local files), ssh -tt runs `moebench run` on the uploaded copy, the run database comes back
+// by scp, cancel stops the remote run (KILLED in the fetched copy), a refusing host is named
+// and nothing runs. The
 // "host" is an sshd started per connection through ssh's ProxyCommand (`sshd -i`): real ssh,
 // scp, pty and login shell, but no daemon and no port. Needs openssh-server and
 // openssh-client; skipped (with the reason) where they are not installed.
@@ -14,6 +17,8 @@
 
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include "models/launchcommand.h"
 #include "models/launchsession.h"
 #include "moebench/store/run_store.h"
@@ -26,6 +31,7 @@ using moebench::gui::LaunchSpec;
 namespace {
 constexpr int kRunTimeoutMs = 180000;
 const QString kRemoteDir = QStringLiteral("remote dir; 'x' $(touch PWNED)");
+const QString kLocalDir = QStringLiteral("local dir; \"l\" $(touch PWNED3)");  // where the configs are edited
 const QString kConfig = QStringLiteral("cfg; `touch PWNED2`.toml");
 
 bool run(const QString& program, const QStringList& args) {
@@ -47,8 +53,9 @@ class TestLaunchRemote : public QObject {
   QTemporaryDir m_tmp;
   QString m_sshOptions;
 
-  // A remote-run spec: the config in kRemoteDir (relative to it), the database fetched back
-  // to `local`, outputs under out/<out> (each test its own: a run refuses another's).
+  // A remote-run spec: the local config kLocalDir/kConfig (uploaded into a run folder under
+  // kRemoteDir), the database fetched back to `local`, outputs under out/<out> (each test its
+  // own: a run refuses another's).
   LaunchSpec spec(const QString& local, const QString& out = QStringLiteral("probe")) const {
     LaunchSpec s;
     s.remote = true;
@@ -56,7 +63,7 @@ class TestLaunchRemote : public QObject {
     s.sshOptions = m_sshOptions;
     s.remoteDir = m_tmp.filePath(kRemoteDir);
     s.remoteMoebench = QStringLiteral(MOEBENCH_CLI);
-    s.configPath = kConfig;
+    s.configPath = m_tmp.filePath(kLocalDir + QLatin1Char('/') + kConfig);
     s.sets = {QStringLiteral("run.out_dir=out/") + out};
     s.localDbPath = local;
     return s;
@@ -87,10 +94,11 @@ class TestLaunchRemote : public QObject {
     m_sshOptions = QStringLiteral("-o 'ProxyCommand=/usr/sbin/sshd -i -f %1' -o StrictHostKeyChecking=no "
                                   "-o UserKnownHostsFile=/dev/null -o IdentityFile=%2 -o LogLevel=ERROR")
                        .arg(config, clientKey);
-    // The "remote" working directory with the config in it.
+    // The "remote" working directory, empty, and the local one with the config.
     QVERIFY(QDir().mkpath(m_tmp.filePath(kRemoteDir)));
+    QVERIFY(QDir().mkpath(m_tmp.filePath(kLocalDir)));
     QVERIFY(QFile::copy(QStringLiteral(MOEBENCH_SOURCE_DIR "/tests/data/tiny.toml"),
-                        m_tmp.filePath(kRemoteDir + QLatin1Char('/') + kConfig)));
+                        m_tmp.filePath(kLocalDir + QLatin1Char('/') + kConfig)));
     // The connection itself works (else every test below would fail for the same reason).
     LaunchSpec probe = spec({});
     QProcess ssh;
@@ -121,10 +129,15 @@ class TestLaunchRemote : public QObject {
     QCOMPARE(runs.size(), size_t(1));
     QCOMPARE(runs[0].status, RunStatus::finished);
     QCOMPARE(copy.metrics(runs[0].id, "loss").size(), size_t(12));
-    // The remote side ran in the remote directory, and nothing was injected anywhere.
+    // The config went to a run folder of its own, the run ran in the remote directory, and
+    // nothing was injected anywhere.
+    const QString folder = session.remoteRunPath();
+    QVERIFY2(folder.startsWith(m_tmp.filePath(kRemoteDir + QStringLiteral("/moebench-runs/"))), qPrintable(folder));
+    QVERIFY(QFileInfo(folder + QLatin1Char('/') + kConfig).isFile());
     QVERIFY(QFileInfo(m_tmp.filePath(kRemoteDir + QStringLiteral("/out/fetch"))).isDir());
-    for (const QString& dir : {m_tmp.path(), m_tmp.filePath(kRemoteDir), QDir::homePath()})
-      for (const char* name : {"PWNED", "PWNED2"}) QVERIFY(!QFile::exists(dir + QLatin1Char('/') + QLatin1String(name)));
+    for (const QString& dir : {m_tmp.path(), m_tmp.filePath(kRemoteDir), m_tmp.filePath(kLocalDir), QDir::homePath()})
+      for (const char* name : {"PWNED", "PWNED2", "PWNED3"})
+        QVERIFY(!QFile::exists(dir + QLatin1Char('/') + QLatin1String(name)));
   }
 
   void cancelStopsTheRemoteRun() {
@@ -161,6 +174,104 @@ class TestLaunchRemote : public QObject {
     QCOMPARE(finished.at(0).at(2).toString(), s.db);
     RunStore store(s.db.toStdString(), RunStore::Mode::read_only);
     QCOMPARE(store.list_runs().size(), size_t(1));
+  }
+
+  // The edited config is what runs: a config in a folder of its own here, naming a cluster file
+  // and a text corpus in other local folders by relative paths, runs on the host from the
+  // uploaded copies (the run folder holds all three; the fetched run has the edited name, step
+  // count, cluster and corpus, each path inside the run folder), the local files untouched.
+  void uploadedConfigRunsOnTheHost() {
+    const QString edited = m_tmp.filePath(QStringLiteral("edited here; 'e'"));
+    QVERIFY(QDir().mkpath(edited + QStringLiteral("/configs")));
+    QVERIFY(QDir().mkpath(edited + QStringLiteral("/clusters dir")));
+    auto write = [](const QString& path, const QByteArray& text) {
+      QFile f(path);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write(text);
+    };
+    QFile tiny(QStringLiteral(MOEBENCH_SOURCE_DIR "/tests/data/tiny.toml"));
+    QVERIFY(tiny.open(QIODevice::ReadOnly));
+    QByteArray config = tiny.readAll();
+    config.replace("vocab_size = 32", "vocab_size = 256");  // byte tokens of a text corpus
+    config.replace("steps = 12", "steps = 5");
+    config.replace("[data]\n", "[data]\nsource = \"text\"\npath = \"corpus \\\"it's\\\".txt\"\n");
+    config.replace("[run]\n", "[run]\nname = \"edited 'remote' run\"\n");
+    config += "[cluster]\nfile = \"../clusters dir/my cluster.toml\"\n";
+    const QString configPath = edited + QStringLiteral("/configs/edited run.toml");
+    write(configPath, config);
+    write(edited + QStringLiteral("/clusters dir/my cluster.toml"), "[cluster]\nname = \"uploaded cluster\"\n");
+    QByteArray corpus;
+    for (int i = 0; i < 400; ++i) corpus += "the quick brown fox " + QByteArray::number(i) + " jumps over the lazy dog\n";
+    write(edited + QStringLiteral("/configs/corpus \"it's\".txt"), corpus);
+
+    const QString local = m_tmp.filePath(QStringLiteral("edited.db"));
+    LaunchSpec s = spec(local, QStringLiteral("edited"));
+    s.configPath = configPath;
+    s.db = QStringLiteral("edited.db");  // (runs.db on the host holds the other tests' runs)
+    LaunchSession session;
+    QSignalSpy lines(&session, &LaunchSession::outputLine);
+    QSignalSpy finished(&session, &LaunchSession::finished);
+    QVERIFY(session.start(s));
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, kRunTimeoutMs);
+    const QString log = strings(lines).join('\n');
+    QVERIFY2(finished.at(0).at(1).toString() == QLatin1String("finished"), qPrintable(log));
+    QVERIFY2(log.contains(QStringLiteral("moebench-gui: uploading edited run.toml, my cluster.toml (cluster.file), "
+                                         "corpus \"it's\".txt (data.path): scp ")),
+             qPrintable(log));
+
+    // The run folder on the host: the three files, the config rewritten to their names.
+    const QString folder = session.remoteRunPath();
+    QVERIFY2(folder.startsWith(m_tmp.filePath(kRemoteDir + QStringLiteral("/moebench-runs/"))), qPrintable(folder));
+    QCOMPARE(QDir(folder).entryList(QDir::Files | QDir::NoDotAndDotDot, QDir::Name),
+             (QStringList{QStringLiteral("corpus \"it's\".txt"), QStringLiteral("edited run.toml"),
+                          QStringLiteral("my cluster.toml")}));
+    for (const QString& name : QDir(folder).entryList(QDir::Files))
+      QVERIFY2(!QFileInfo(folder + QLatin1Char('/') + name).isSymLink(), qPrintable(name));  // copies, not links
+    QFile uploaded(folder + QStringLiteral("/edited run.toml"));
+    QVERIFY(uploaded.open(QIODevice::ReadOnly));
+    const QByteArray uploadedText = uploaded.readAll();
+    QVERIFY2(uploadedText.contains("file = \"my cluster.toml\"\n"), uploadedText.constData());
+    QVERIFY2(uploadedText.contains("path = \"corpus \\\"it's\\\".txt\"\n"), uploadedText.constData());
+    QFile cluster(folder + QStringLiteral("/my cluster.toml"));
+    QVERIFY(cluster.open(QIODevice::ReadOnly));
+    QCOMPARE(cluster.readAll(), QByteArray("[cluster]\nname = \"uploaded cluster\"\n"));
+    QFile original(configPath);
+    QVERIFY(original.open(QIODevice::ReadOnly));
+    QCOMPARE(original.readAll(), config);  // the local config is not changed
+
+    // The fetched store: the edited run, read from the uploaded copies.
+    RunStore copy(local.toStdString(), RunStore::Mode::read_only);
+    const auto runs = copy.list_runs();
+    QCOMPARE(runs.size(), size_t(1));
+    QCOMPARE(runs[0].status, RunStatus::finished);
+    QCOMPARE(runs[0].name, std::string("edited 'remote' run"));
+    QCOMPARE(copy.metrics(runs[0].id, "loss").size(), size_t(5));
+    const auto json = nlohmann::json::parse(runs[0].config_json);
+    QCOMPARE(json["cluster"]["name"].get<std::string>(), std::string("uploaded cluster"));
+    QCOMPARE(QString::fromStdString(json["cluster"]["file"].get<std::string>()), folder + QStringLiteral("/my cluster.toml"));
+    QCOMPARE(QString::fromStdString(json["data"]["path"].get<std::string>()), folder + QStringLiteral("/corpus \"it's\".txt"));
+    QCOMPARE(json["train"]["steps"].get<int>(), 5);
+  }
+
+  // A host that refuses the connection: ssh's own message and one note naming the step in the
+  // log, "could not start", nothing uploaded.
+  void refusingHostIsNamed() {
+    LaunchSpec s = spec(m_tmp.filePath(QStringLiteral("refused.db")), QStringLiteral("refused"));
+    s.sshOptions = QStringLiteral("-o ProxyCommand=false -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null");
+    LaunchSession session;
+    QSignalSpy lines(&session, &LaunchSession::outputLine);
+    QSignalSpy finished(&session, &LaunchSession::finished);
+    QVERIFY(session.start(s));
+    const QString folder = session.remoteRunPath();
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+    const QStringList log = strings(lines);
+    QCOMPARE(finished.at(0).at(1).toString(), QStringLiteral("could not start: ssh to localhost failed (exit 255; see the log)"));
+    QVERIFY2(log.size() >= 3, qPrintable(log.join('\n')));  // the step, ssh's message(s), the note
+    QVERIFY2(log.last().startsWith(QStringLiteral("moebench-gui: could not create the run folder moebench-runs/")) &&
+                 log.last().endsWith(QStringLiteral(" on localhost (ssh exit 255: the connection failed); the run was not started")),
+             qPrintable(log.join('\n')));
+    QVERIFY(!QFileInfo::exists(folder));
+    QVERIFY(!QFileInfo::exists(m_tmp.filePath(QStringLiteral("refused.db"))));
   }
 };
 

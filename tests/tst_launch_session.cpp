@@ -3,7 +3,9 @@
 // 12-step tests/data/tiny.toml: a config path full of shell metacharacters runs as it is and
 // injects nothing, progress rises to 12, the run lands FINISHED in the store; cancel stops a
 // long run gracefully (KILLED, exit 130); a missing moebench or ssh, a bad config and a bad
-// form are reported by name. The remote (ssh) path: tst_launch_remote.
+// form are reported by name; a remote run whose config names a missing file, whose host
+// refuses or whose upload fails is not started and says which (ssh and scp stand-ins); the
+// window's log follows the output. The remote (ssh) path for real: tst_launch_remote.
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
@@ -13,6 +15,7 @@
 #include <QLineEdit>
 #include <QPlainTextEdit>
 #include <QProgressBar>
+#include <QScrollBar>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QComboBox>
@@ -86,6 +89,51 @@ QString writeScript(const QTemporaryDir& tmp, const QString& name, const QByteAr
   f.setPermissions(f.permissions() | QFileDevice::ExeOwner);
   return path;
 }
+// Stand-ins for ssh and scp, first in PATH while alive: each call is appended to a file (as
+// "ssh ARGS..."); the mkdir ssh exits `sshExit` (255: as a refused connection, with ssh's
+// message; < 0: hangs), scp exits `scpExit` (non-zero: with a message). The spec: a remote run of
+// `config` on "somehost" in /remote.
+class FakeOpenSsh {
+ public:
+  FakeOpenSsh(const QTemporaryDir& tmp, int sshExit, int scpExit)
+      : m_bin(tmp.filePath(QStringLiteral("fake bin"))), m_log(tmp.filePath(QStringLiteral("calls.log"))), m_path(qgetenv("PATH")) {
+    QDir().mkpath(m_bin);
+    const QByteArray log = moebench::gui::shellQuote(m_log).toUtf8();
+    writeTool(QStringLiteral("ssh"), "printf '%s\\n' \"ssh $*\" >> " + log + "\n" +
+                                         (sshExit == 255 ? "echo 'ssh: connect to host somehost port 22: Connection refused' >&2\n" : "") +
+                                         (sshExit < 0 ? QByteArray("exec sleep 60\n") : "exit " + QByteArray::number(sshExit) + "\n"));
+    writeTool(QStringLiteral("scp"), "printf '%s\\n' \"scp $*\" >> " + log + "\n" +
+                                         (scpExit != 0 ? "echo 'scp: permission denied' >&2\n" : "") +
+                                         "exit " + QByteArray::number(scpExit) + "\n");
+    qputenv("PATH", QFile::encodeName(m_bin) + ':' + m_path);
+  }
+  ~FakeOpenSsh() { qputenv("PATH", m_path); }
+  LaunchSpec spec(const QString& config) const {
+    LaunchSpec s;
+    s.remote = true;
+    s.host = QStringLiteral("somehost");
+    s.remoteDir = QStringLiteral("/remote");
+    s.configPath = config;
+    s.localDbPath = QFileInfo(m_log).dir().filePath(QStringLiteral("copy.db"));
+    return s;
+  }
+  QStringList calls() const {
+    QFile f(m_log);
+    if (!f.open(QIODevice::ReadOnly)) return {};
+    return QString::fromUtf8(f.readAll()).split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+  }
+
+ private:
+  void writeTool(const QString& name, const QByteArray& body) const {
+    QFile f(m_bin + QLatin1Char('/') + name);
+    if (!f.open(QIODevice::WriteOnly)) return;
+    f.write("#!/bin/sh\n" + body);
+    f.close();
+    f.setPermissions(f.permissions() | QFileDevice::ExeOwner);
+  }
+  QString m_bin, m_log;
+  QByteArray m_path;
+};
 }  // namespace
 
 class TestLaunchSession : public QObject {
@@ -302,6 +350,91 @@ class TestLaunchSession : public QObject {
     QCOMPARE(finished.at(0).at(2).toString(), QString());
   }
 
+  // --- Remote start failures, with stand-ins for ssh and scp (the real ones: tst_launch_remote) ---
+
+  // A config naming a file that is not there: nothing runs, the message names the key and file.
+  void remoteRefusesMissingReferencedFile() {
+    QTemporaryDir tmp;
+    QVERIFY(tmp.isValid());
+    const FakeOpenSsh fake(tmp, 0, 0);
+    const QString config = writeNastyConfig(tmp.path(), "[cluster]\nfile = \"no such cluster.toml\"\n");
+    LaunchSession session;
+    QSignalSpy started(&session, &LaunchSession::started);
+    QSignalSpy finished(&session, &LaunchSession::finished);
+    QVERIFY(!session.start(fake.spec(config)));
+    QTRY_COMPARE(finished.count(), 1);
+    QCOMPARE(finished.at(0).at(1).toString(),
+             QStringLiteral("could not start: cannot upload the config %1: cluster.file: file not found: %2 (%3)")
+                 .arg(config, QFileInfo(config).dir().filePath(QStringLiteral("no such cluster.toml")), kNastyFile));
+    QCOMPARE(started.count(), 0);
+    QCOMPARE(fake.calls(), QStringList());  // neither ssh nor scp ran
+  }
+
+  // The host refuses (ssh exit 255 while creating the run folder): its error and one note in
+  // the log, "could not start", no upload and no run.
+  void remoteHostRefuses() {
+    QTemporaryDir tmp;
+    QVERIFY(tmp.isValid());
+    const FakeOpenSsh fake(tmp, 255, 0);
+    LaunchSession session;
+    QSignalSpy lines(&session, &LaunchSession::outputLine);
+    QSignalSpy finished(&session, &LaunchSession::finished);
+    QVERIFY(session.start(fake.spec(writeNastyConfig(tmp.path()))));
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);
+    QCOMPARE(finished.at(0).at(1).toString(), QStringLiteral("could not start: ssh to somehost failed (exit 255; see the log)"));
+    QCOMPARE(finished.at(0).at(2).toString(), QString());
+    const QStringList log = strings(lines);
+    QVERIFY2(log.contains(QStringLiteral("ssh: connect to host somehost port 22: Connection refused")), qPrintable(log.join('\n')));
+    QVERIFY2(log.last().startsWith(QStringLiteral("moebench-gui: could not create the run folder ")), qPrintable(log.last()));
+    QVERIFY(log.last().endsWith(QStringLiteral("on somehost (ssh exit 255: the connection failed); the run was not started")));
+    QCOMPARE(fake.calls().size(), 1);
+    QVERIFY(fake.calls().at(0).startsWith(QStringLiteral("ssh ")));
+    QVERIFY(fake.calls().at(0).contains(QStringLiteral("mkdir -p -- 'moebench-runs/")));
+  }
+
+  // Cancel while the run folder is being created: stopped at once, "killed", nothing run.
+  void remoteCancelBeforeTheRun() {
+    QTemporaryDir tmp;
+    QVERIFY(tmp.isValid());
+    const FakeOpenSsh fake(tmp, -1, 0);
+    LaunchSession session;
+    QSignalSpy lines(&session, &LaunchSession::outputLine);
+    QSignalSpy finished(&session, &LaunchSession::finished);
+    QVERIFY(session.start(fake.spec(writeNastyConfig(tmp.path()))));
+    QTRY_COMPARE_WITH_TIMEOUT(fake.calls().size(), 1, 30000);
+    session.cancel();
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 10000);
+    QCOMPARE(finished.at(0).at(0).toInt(), -1);
+    QCOMPARE(finished.at(0).at(1).toString(), QStringLiteral("killed"));
+    QCOMPARE(finished.at(0).at(2).toString(), QString());
+    QCOMPARE(strings(lines).last(), QStringLiteral("moebench-gui: cancelled before the run started"));
+    QCOMPARE(fake.calls().size(), 1);
+  }
+
+  // The upload fails: scp's error and one note in the log, "could not start", no run.
+  void remoteUploadFails() {
+    QTemporaryDir tmp;
+    QVERIFY(tmp.isValid());
+    const FakeOpenSsh fake(tmp, 0, 1);
+    LaunchSession session;
+    QSignalSpy lines(&session, &LaunchSession::outputLine);
+    QSignalSpy finished(&session, &LaunchSession::finished);
+    const QString config = writeNastyConfig(tmp.path());
+    QVERIFY(session.start(fake.spec(config)));
+    const QString folder = session.remoteRunPath();
+    QVERIFY2(folder.startsWith(QStringLiteral("/remote/moebench-runs/")), qPrintable(folder));
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);
+    QCOMPARE(finished.at(0).at(1).toString(),
+             QStringLiteral("could not start: uploading the config to somehost failed (scp exit 1; see the log)"));
+    const QStringList log = strings(lines);
+    QVERIFY2(log.contains(QStringLiteral("scp: permission denied")), qPrintable(log.join('\n')));
+    QCOMPARE(log.last(), QStringLiteral("moebench-gui: uploading the config to somehost:%1 failed (scp exit 1); the run was "
+                                        "not started").arg(folder));
+    QCOMPARE(fake.calls().size(), 2);  // mkdir, upload; no run
+    QVERIFY(fake.calls().at(1).startsWith(QStringLiteral("scp -O -o BatchMode=yes ")));
+    QVERIFY(fake.calls().at(1).endsWith(QStringLiteral("/") + kNastyFile + QStringLiteral(" somehost:'") + folder + QLatin1Char('\'')));
+  }
+
   // --- LauncherWindow ---
 
   void windowRendersWithDefaults() {
@@ -329,6 +462,9 @@ class TestLaunchSession : public QObject {
     for (const char* n : {"moebench", "config", "db", "experiment", "host", "remoteDir", "prefix", "remoteMoebench", "localDb"})
       QVERIFY2(edit(n), n);
     edit("config")->setText(QStringLiteral("/a b/c'd.toml"));
+    // (the form checks that the config is there: a remote run uploads it)
+    const QString config = writeNastyConfig(m_cwd.path());
+    edit("config")->setText(config);
     w.findChild<QSpinBox*>(QStringLiteral("steps"))->setValue(40);
     w.findChild<QSpinBox*>(QStringLiteral("ranks"))->setValue(4);
     w.findChild<QPlainTextEdit*>(QStringLiteral("sets"))->setPlainText(QStringLiteral("train.lr=1e-3\n\n  moe.top_k=1 \n"));
@@ -342,7 +478,7 @@ class TestLaunchSession : public QObject {
     w.findChild<QComboBox*>(QStringLiteral("dbHandling"))->setCurrentIndex(1);
     edit("localDb")->setText(QStringLiteral("/mnt/x/r.db"));
     const LaunchSpec s = w.spec();
-    QCOMPARE(s.configPath, QStringLiteral("/a b/c'd.toml"));
+    QCOMPARE(s.configPath, config);
     QCOMPARE(s.steps, 40);
     QCOMPARE(s.ranks, 4);
     QCOMPARE(s.sets, (QStringList{QStringLiteral("train.lr=1e-3"), QStringLiteral("moe.top_k=1")}));
@@ -356,9 +492,12 @@ class TestLaunchSession : public QObject {
     QCOMPARE(s.remoteDb, LaunchSpec::RemoteDb::shared);
     QCOMPARE(s.localDbPath, QStringLiteral("/mnt/x/r.db"));
     QCOMPARE(w.validationError(), QString());
-    // The command shown is the remote one, quoted.
-    QCOMPARE(w.commandText(), moebench::gui::displayCommand(moebench::gui::buildRemoteCommand(s)));
+    // The command shown is the remote one, quoted, on the uploaded copy (its run id not known yet).
+    QCOMPARE(w.commandText(), moebench::gui::displayCommand(moebench::gui::previewRemoteCommand(s)));
     QVERIFY(w.commandText().contains(QLatin1String("'cd '\\''/scratch/x'\\'' && ")));
+    // (the remote string is one word of the ssh line, so its quoted config path is quoted again)
+    const QString quotedCopy = moebench::gui::shellQuote(moebench::gui::shellQuote(QStringLiteral("moebench-runs/<run-id>/") + kNastyFile));
+    QVERIFY2(w.commandText().contains(quotedCopy.mid(1).chopped(1)), qPrintable(w.commandText()));
 
     // setSpec round-trips, local mode too.
     LauncherWindow other;
@@ -384,6 +523,7 @@ class TestLaunchSession : public QObject {
     QTest::addColumn<QString>("value");
     QTest::addColumn<QString>("message");
     QTest::newRow("no config") << "config" << "" << "No config file";
+    QTest::newRow("missing config") << "config" << "gone.toml" << "Config file gone.toml does not exist";
     QTest::newRow("empty host") << "host" << "" << "No remote host";
     QTest::newRow("option host") << "host" << "-oProxyCommand=x" << "must not start with '-'";
     QTest::newRow("bad prefix") << "prefix" << "srun; rm -rf ~" << "Bad launcher prefix";
@@ -398,7 +538,7 @@ class TestLaunchSession : public QObject {
     LauncherWindow w;
     LaunchSpec s;
     s.moebenchPath = QStringLiteral(MOEBENCH_CLI);
-    s.configPath = QStringLiteral("remote.toml");
+    s.configPath = tinyToml();  // a local file: a remote run uploads it
     s.remote = true;
     s.host = QStringLiteral("me@cluster");
     s.localDbPath = QStringLiteral("copy.db");
@@ -444,6 +584,37 @@ class TestLaunchSession : public QObject {
     QCOMPARE(w.progressBar()->value(), 12);
     QVERIFY(w.logView()->toPlainText().contains(QLatin1String("done: 12 steps")));
     QVERIFY(!pwnedAnywhere(tmp.path()));
+  }
+
+  // The log follows the newest line while scrolled to its end (also when the page is hidden),
+  // stays where the user scrolled up to, and follows again once scrolled back down.
+  void windowLogFollowsOutput() {
+    for (const bool shown : {true, false}) {
+      LauncherWindow w;
+      w.resize(900, 600);
+      if (shown) {
+        w.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&w));
+      }
+      QScrollBar* bar = w.logView()->verticalScrollBar();
+      int next = 0;
+      auto emitLines = [&](int n) {
+        for (int i = 0; i < n; ++i) emit w.session()->outputLine(QStringLiteral("line %1").arg(next++));
+        const QString last = QStringLiteral("line %1").arg(next - 1);
+        QTRY_VERIFY(w.logView()->toPlainText().endsWith(last));
+      };
+      emitLines(300);
+      QVERIFY(bar->maximum() > 0);
+      QCOMPARE(bar->value(), bar->maximum());
+      bar->setValue(bar->maximum() / 2);  // the user scrolls up
+      const int kept = bar->value();
+      emitLines(300);
+      QCOMPARE(bar->value(), kept);
+      QVERIFY(bar->maximum() > kept);
+      bar->setValue(bar->maximum());  // and back down
+      emitLines(50);
+      QCOMPARE(bar->value(), bar->maximum());
+    }
   }
 
   void windowShowsStartFailure() {

@@ -106,13 +106,11 @@ QString remoteShellCommand(const LaunchSpec& spec) {
   return cmd;
 }
 
-namespace {
 void checkHost(const QString& host) {
   if (host.trimmed().isEmpty()) throw std::invalid_argument("remote launch needs a host");
   if (host.startsWith(QLatin1Char('-')))
     throw std::invalid_argument("remote host must not start with '-'");
 }
-}  // namespace
 
 QStringList sshOptionWords(const QString& options) {
   const QStringList words = splitPrefix(options);

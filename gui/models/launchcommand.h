@@ -14,7 +14,9 @@ namespace moebench::gui {
 
 struct LaunchSpec {
   QString moebenchPath;        // local moebench executable
-  QString configPath;          // CONFIG (local path, or remote path relative to remoteDir)
+  QString configPath;          // CONFIG: a local path. A remote run uploads it with the files it
+                               // names (launchupload.h) and runs the copy; in the spec of that
+                               // run (uploadedRunSpec) it is the copy's path relative to remoteDir.
   QStringList sets;            // "key=value" entries, each passed as --set key=value
   int steps = 0;               // > 0: --steps N
   int ranks = 0;               // > 0: --ranks N
@@ -56,6 +58,10 @@ QString quoteRemotePath(const QString& path);
 QStringList splitPrefix(const QString& prefix);
 // Same, but returns an error message (empty: valid) instead of throwing.
 QString validatePrefix(const QString& prefix);
+
+// Throws std::invalid_argument for a host ssh cannot be given: empty, or starting with '-'
+// (it would be read as an option).
+void checkHost(const QString& host);
 
 // The words of LaunchSpec::sshOptions (split as splitPrefix does): only "-o Key=Value" (or
 // "-oKey=Value") options, which ssh and scp both accept (unlike -p/-P for the port). Throws

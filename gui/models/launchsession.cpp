@@ -6,6 +6,7 @@
 #include <QPointer>
 #include <QRegularExpression>
 #include <QStandardPaths>
+#include <QTemporaryDir>
 #include <QTimer>
 
 #include <cstdio>
@@ -71,6 +72,8 @@ bool LaunchSession::start(const LaunchSpec& spec) {
   m_runExitCode = -1;
   m_runStatus.clear();
   m_runOutputSeen = false;
+  m_upload = {};
+  m_staging.reset();
   try {
     m_command = spec.remote ? buildRemoteCommand(spec) : buildLocalCommand(spec);
   } catch (const std::invalid_argument& e) {
@@ -83,20 +86,126 @@ bool LaunchSession::start(const LaunchSpec& spec) {
   }
   QString problem = checkProgram(m_command.program);
   if (!problem.isEmpty() && spec.remote) problem += QStringLiteral(" (install openssh-client)");
-  if (spec.remote && problem.isEmpty() && spec.remoteDb == LaunchSpec::RemoteDb::fetch) {
-    if (spec.localDbPath.trimmed().isEmpty())
+  if (spec.remote && problem.isEmpty()) {
+    if (!checkProgram(QStringLiteral("scp")).isEmpty())
+      problem = QStringLiteral("'scp' not found in PATH, needed to upload the config (install openssh-client)");
+    else if (spec.remoteDb == LaunchSpec::RemoteDb::fetch && spec.localDbPath.trimmed().isEmpty())
       problem = QStringLiteral("no local file to fetch the run database to");
-    else if (!checkProgram(QStringLiteral("scp")).isEmpty())
-      problem = QStringLiteral("'scp' not found in PATH, needed to fetch the database (install openssh-client)");
+  }
+  if (spec.remote && problem.isEmpty()) {
+    try {
+      m_upload = planRemoteUpload(spec, newRemoteRunId(), m_workDir);
+      m_command = buildRemoteCommand(uploadedRunSpec(spec, m_upload));
+    } catch (const std::exception& e) {
+      problem = QString::fromUtf8(e.what());
+    }
+    if (problem.isEmpty()) problem = stageUpload();
   }
   if (!problem.isEmpty()) {
+    m_upload = {};
+    m_staging.reset();
     failToStart(problem);
     return false;
   }
-  m_stage = Stage::run;
+  if (!spec.remote) {
+    m_stage = Stage::run;
+    emit started(displayCommand(m_command));
+    startProcess(m_command);
+    return true;
+  }
+  Command mkdir;
+  try {
+    mkdir = buildRemoteMkdirCommand(spec, m_upload);
+  } catch (const std::invalid_argument& e) {  // (the run command was built from the same spec)
+    m_upload = {};
+    m_staging.reset();
+    failToStart(QString::fromUtf8(e.what()));
+    return false;
+  }
+  m_stage = Stage::prepare;
   emit started(displayCommand(m_command));
-  startProcess(m_command);
+  emit outputLine(kNote + QStringLiteral("creating the run folder %1 on %2: %3")
+                              .arg(moebench::gui::remoteRunPath(spec, m_upload), spec.host, displayCommand(mkdir)));
+  startProcess(mkdir);
   return true;
+}
+
+QString LaunchSession::stageUpload() {
+  m_staging = std::make_unique<QTemporaryDir>(QDir::tempPath() + QStringLiteral("/moebench-upload-XXXXXX"));
+  if (!m_staging->isValid())
+    return QStringLiteral("cannot create a local folder to stage the upload in: %1").arg(m_staging->errorString());
+  const QDir dir(m_staging->path());
+  QFile config(dir.filePath(m_upload.configName));
+  if (!config.open(QIODevice::WriteOnly) || config.write(m_upload.configText) != m_upload.configText.size() ||
+      !config.flush())
+    return QStringLiteral("cannot write the config to upload to %1: %2").arg(config.fileName(), config.errorString());
+  config.close();
+  for (const auto& f : m_upload.files)
+    if (!QFile::link(f.source, dir.filePath(f.name)))
+      return QStringLiteral("cannot stage %1 for the upload in %2").arg(f.source, dir.path());
+  return {};
+}
+
+void LaunchSession::startRun() {
+  m_stage = Stage::run;
+  startProcess(m_command);
+}
+
+void LaunchSession::finishPrepare(int exitCode, QProcess::ExitStatus status) {
+  if (m_cancelRequested) {
+    emit outputLine(kNote + QStringLiteral("cancelled before the run started"));
+    finish(-1, QStringLiteral("killed"), QString());
+    return;
+  }
+  if (status != QProcess::NormalExit || exitCode != 0) {
+    const QString why =
+        status != QProcess::NormalExit ? QStringLiteral("ssh stopped")
+        : exitCode == 255             ? QStringLiteral("ssh exit 255: the connection failed")
+                                      : QStringLiteral("remote exit %1").arg(exitCode);
+    const QString where = m_spec.remoteDir.isEmpty() ? m_upload.runFolder
+                                                     : QStringLiteral("%1 in %2").arg(m_upload.runFolder, m_spec.remoteDir);
+    emit outputLine(kNote + QStringLiteral("could not create the run folder %1 on %2 (%3); the run was not started")
+                                .arg(where, m_spec.host, why));
+    finish(status == QProcess::NormalExit ? exitCode : -1,
+           exitCode == 255 && status == QProcess::NormalExit
+               ? QStringLiteral("could not start: ssh to %1 failed (exit 255; see the log)").arg(m_spec.host)
+               : QStringLiteral("could not start: could not create the run folder on %1 (%2; see the log)").arg(m_spec.host, why),
+           QString());
+    return;
+  }
+  Command scp;
+  try {
+    scp = buildUploadCommand(m_spec, m_upload, m_staging->path());
+  } catch (const std::invalid_argument& e) {
+    finish(-1, QStringLiteral("could not start: ") + QString::fromUtf8(e.what()), QString());
+    return;
+  }
+  QStringList names{m_upload.configName};
+  for (const auto& f : m_upload.files) names << QStringLiteral("%1 (%2)").arg(f.name, f.keys.join(QStringLiteral(", ")));
+  m_stage = Stage::upload;
+  emit outputLine(kNote + QStringLiteral("uploading %1: %2").arg(names.join(QStringLiteral(", ")), displayCommand(scp)));
+  startProcess(scp);
+}
+
+void LaunchSession::finishUpload(int exitCode, QProcess::ExitStatus status) {
+  if (m_cancelRequested) {
+    emit outputLine(kNote + QStringLiteral("cancelled before the run started"));
+    finish(-1, QStringLiteral("killed"), QString());
+    return;
+  }
+  if (status != QProcess::NormalExit || exitCode != 0) {
+    const QString why = status == QProcess::NormalExit ? QStringLiteral("scp exit %1").arg(exitCode) : QStringLiteral("scp stopped");
+    emit outputLine(kNote + QStringLiteral("uploading the config to %1:%2 failed (%3); the run was not started")
+                                .arg(m_spec.host, moebench::gui::remoteRunPath(m_spec, m_upload), why));
+    finish(status == QProcess::NormalExit ? exitCode : -1,
+           QStringLiteral("could not start: uploading the config to %1 failed (%2; see the log)").arg(m_spec.host, why),
+           QString());
+    return;
+  }
+  m_staging.reset();
+  emit outputLine(kNote + QStringLiteral("uploaded to %1:%2; starting the run")
+                              .arg(m_spec.host, moebench::gui::remoteRunPath(m_spec, m_upload)));
+  startRun();
 }
 
 void LaunchSession::failToStart(const QString& reason) {
@@ -166,7 +275,7 @@ void LaunchSession::onProcessError(QProcess::ProcessError error) {
     finish(m_runExitCode, m_runStatus, QString());
     return;
   }
-  finish(-1, QStringLiteral("could not start: '%1' (%2)").arg(m_command.program, why), QString());
+  finish(-1, QStringLiteral("could not start: '%1' (%2)").arg(m_process->program(), why), QString());
 }
 
 QString LaunchSession::runStatus(int exitCode, QProcess::ExitStatus status) const {
@@ -191,6 +300,14 @@ void LaunchSession::onProcessFinished(int exitCode, QProcess::ExitStatus status)
   m_escalation->stop();
   if (m_stage == Stage::fetch) {
     finishFetch(exitCode, status);
+    return;
+  }
+  if (m_stage == Stage::prepare) {
+    finishPrepare(exitCode, status);
+    return;
+  }
+  if (m_stage == Stage::upload) {
+    finishUpload(exitCode, status);
     return;
   }
   m_runExitCode = status == QProcess::CrashExit ? -1 : exitCode;
@@ -304,8 +421,9 @@ void LaunchSession::cancel() {
       });
     }
   } else {
-    emit outputLine(kNote + (m_stage == Stage::fetch ? QStringLiteral("cancelling the database copy")
-                                                     : QStringLiteral("cancelling: SIGTERM to moebench")));
+    emit outputLine(kNote + (m_stage == Stage::fetch  ? QStringLiteral("cancelling the database copy")
+                             : m_stage == Stage::run ? QStringLiteral("cancelling: SIGTERM to moebench")
+                                                     : QStringLiteral("cancelling the upload (the run has not started)")));
     m_process->terminate();
     m_escalationLevel = 1;
   }
@@ -328,6 +446,7 @@ void LaunchSession::escalate() {
 
 void LaunchSession::finish(int exitCode, const QString& status, const QString& dbPath) {
   m_escalation->stop();
+  m_staging.reset();
   m_stage = Stage::idle;
   m_exitCode = exitCode;
   m_status = status;

@@ -2,6 +2,13 @@
 // LaunchSession: one `moebench run` started by the GUI launcher, locally or over ssh, as a
 // QProcess (never through a local shell; see launchcommand.h for the remote quoting).
 //
+//   remote runs first upload the config (launchupload.h): start(spec) reads the config and
+//                  checks every file it names (a missing one: "could not start: ..." naming
+//                  it, nothing run), stages the upload in a local temporary folder, then
+//                  creates the run folder on the host over ssh and copies the files there
+//                  with scp (their output goes to outputLine, with the session's notes); a
+//                  failed step ends the session with "could not start: ..." naming the step
+//                  and the host, the run not started. Then the run, as below, on the copy.
 //   start(spec) -> started(the command as a shell line), outputLine(...) per line (stdout and
 //                  stderr merged; a last line without a newline is delivered when the process
 //                  ends), progress(step, total, loss) for each progress line the CLI prints,
@@ -50,8 +57,12 @@
 #include <QProcess>
 #include <QString>
 
-#include "models/launchcommand.h"
+#include <memory>
 
+#include "models/launchcommand.h"
+#include "models/launchupload.h"
+
+class QTemporaryDir;
 class QTimer;
 
 namespace moebench::gui {
@@ -71,9 +82,14 @@ class LaunchSession : public QObject {
   bool isRunning() const { return m_stage != Stage::idle; }
   bool isCancelling() const { return m_cancelRequested && isRunning(); }
 
-  // The command of the current (or last) run; empty program before the first start.
+  // The command of the current (or last) run; empty program before the first start. For a
+  // remote run: the run on the uploaded config (uploadedRunSpec), not the upload's steps.
   Command command() const { return m_command; }
   LaunchSpec spec() const { return m_spec; }
+  // A remote run's upload (run folder, files); empty runId for local runs.
+  RemoteUpload upload() const { return m_upload; }
+  // The remote run folder as the remote shell sees it ("" for local runs).
+  QString remoteRunPath() const { return m_upload.runId.isEmpty() ? QString() : moebench::gui::remoteRunPath(m_spec, m_upload); }
   // Milliseconds between the escalation steps of cancel() (default 15000).
   void setGracePeriod(int ms) { m_graceMs = ms; }
   int gracePeriod() const { return m_graceMs; }
@@ -89,7 +105,7 @@ class LaunchSession : public QObject {
   void finished(int exitCode, const QString& status, const QString& dbPath);
 
  private:
-  enum class Stage { idle, run, fetch };
+  enum class Stage { idle, prepare, upload, run, fetch };  // prepare: mkdir of the run folder
   void failToStart(const QString& reason);
   QString checkProgram(const QString& program) const;
   void startProcess(const Command& c);
@@ -99,6 +115,10 @@ class LaunchSession : public QObject {
   void onProcessFinished(int exitCode, QProcess::ExitStatus status);
   void onProcessError(QProcess::ProcessError error);
   void escalate();
+  QString stageUpload();  // "" or what failed
+  void finishPrepare(int exitCode, QProcess::ExitStatus status);
+  void finishUpload(int exitCode, QProcess::ExitStatus status);
+  void startRun();
   void startFetch();
   void finishFetch(int exitCode, QProcess::ExitStatus status);
   QString runStatus(int exitCode, QProcess::ExitStatus status) const;
@@ -107,6 +127,8 @@ class LaunchSession : public QObject {
 
   LaunchSpec m_spec;
   Command m_command;
+  RemoteUpload m_upload;
+  std::unique_ptr<QTemporaryDir> m_staging;  // the upload's local files (the config, links to the rest)
   QString m_workDir;
   QString m_reportedDb;  // from "recording run ... in <db>, experiment ..."
   QProcess* m_process = nullptr;

@@ -16,6 +16,7 @@
 #include <QProgressBar>
 #include <QRegularExpression>
 #include <QPushButton>
+#include <QScrollBar>
 #include <QSpinBox>
 #include <QStandardPaths>
 #include <QTimer>
@@ -23,6 +24,7 @@
 #include <stdexcept>
 
 #include "models/launchsession.h"
+#include "models/launchupload.h"
 
 using moebench::gui::LaunchSpec;
 
@@ -94,6 +96,11 @@ LauncherWindow::LauncherWindow(QWidget* parent)
   m_log->setFont(mono);
   m_log->setMaximumBlockCount(kMaxLogLines);
   m_log->setLineWrapMode(QPlainTextEdit::NoWrap);
+  // The log follows the output while it is scrolled to its end; scrolling up stops that,
+  // scrolling back to the end resumes it. (Appending only moves the range, not the value, so
+  // the value changes only by the user's scrolling or by flushLog's own follow.)
+  connect(m_log->verticalScrollBar(), &QScrollBar::valueChanged, this,
+          [this](int value) { m_followLog = value >= m_log->verticalScrollBar()->maximum(); });
 
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(forms);
@@ -107,6 +114,10 @@ LauncherWindow::LauncherWindow(QWidget* parent)
   connect(m_logTimer, &QTimer::timeout, this, &LauncherWindow::flushLog);
   connect(m_start, &QPushButton::clicked, this, [this] { start(); });
   connect(m_cancel, &QPushButton::clicked, this, &LauncherWindow::cancel);
+  connect(m_session, &moebench::gui::LaunchSession::started, this, [this](const QString& command) {
+    m_command->setText(command);  // a remote run's: with its run folder
+    appendLog(QStringLiteral("$ ") + command);
+  });
   connect(m_session, &moebench::gui::LaunchSession::outputLine, this, &LauncherWindow::appendLog);
   connect(m_session, &moebench::gui::LaunchSession::progress, this, &LauncherWindow::onProgress);
   connect(m_session, &moebench::gui::LaunchSession::finished, this, &LauncherWindow::onFinished);
@@ -151,7 +162,10 @@ QWidget* LauncherWindow::buildRunForm() {
   form->addRow(tr("moebench"), withBrowse(m_moebench, false, {}));
   m_config = new QLineEdit;
   m_config->setObjectName(QStringLiteral("config"));
-  m_config->setPlaceholderText(tr("config .toml (remote: path on the host, relative to its directory)"));
+  m_config->setPlaceholderText(tr("config .toml (remote: uploaded with the files it names)"));
+  m_config->setToolTip(tr("The config to run, a file here. A remote run uploads it, and every file it names "
+                          "(cluster.file, data.path, ...), into a new folder moebench-runs/<run-id> "
+                          "in the host's directory and runs that copy."));
   form->addRow(tr("Config"), withBrowse(m_config, false, tr("TOML configs (*.toml);;All files (*)")));
   m_steps = new QSpinBox;
   m_steps->setObjectName(QStringLiteral("steps"));
@@ -286,9 +300,9 @@ QString LauncherWindow::validationError() const {
     if (!t.isEmpty() && t.indexOf(QLatin1Char('=')) < 1)
       return tr("Override line %1 (\"%2\") is not key=value.").arg(i + 1).arg(t);
   }
+  if (!QFileInfo::exists(s.configPath)) return tr("Config file %1 does not exist.").arg(s.configPath);
   if (!s.remote) {
     if (s.moebenchPath.isEmpty()) return tr("No moebench executable given.");
-    if (!QFileInfo::exists(s.configPath)) return tr("Config file %1 does not exist.").arg(s.configPath);
     return {};
   }
   if (s.host.isEmpty()) return tr("No remote host: enter the ssh destination, e.g. user@cluster.");
@@ -329,7 +343,7 @@ void LauncherWindow::updatePreview() {
   if (m_session->isRunning()) return;  // keep showing what runs
   const LaunchSpec s = spec();
   try {
-    m_command->setText(moebench::gui::displayCommand(s.remote ? moebench::gui::buildRemoteCommand(s)
+    m_command->setText(moebench::gui::displayCommand(s.remote ? moebench::gui::previewRemoteCommand(s)
                                                               : moebench::gui::buildLocalCommand(s)));
   } catch (const std::invalid_argument&) {
     m_command->setText(QString());
@@ -351,10 +365,10 @@ bool LauncherWindow::start() {
   m_progress->setRange(0, s.steps > 0 ? s.steps : 1);
   m_progress->setValue(0);
   m_progress->setFormat(QStringLiteral("step %v / %m"));
-  if (!m_log->document()->isEmpty()) appendLog(QString());
-  appendLog(QStringLiteral("$ ") + m_command->text());
+  if (!m_log->document()->isEmpty() || !m_pendingLog.isEmpty()) appendLog(QString());
+  const bool started = m_session->start(s);  // started(): "$ command" into the log
   flushLog();
-  if (!m_session->start(s)) {
+  if (!started) {
     m_status->setText(tr("not started"));
     return false;  // finished() with the reason follows
   }
@@ -390,8 +404,14 @@ void LauncherWindow::appendLog(const QString& line) {
 void LauncherWindow::flushLog() {
   m_logTimer->stop();
   if (m_pendingLog.isEmpty()) return;
+  const bool follow = m_followLog;
   m_log->appendPlainText(m_pendingLog.join(QLatin1Char('\n')));
   m_pendingLog.clear();
+  if (follow) {
+    QScrollBar* bar = m_log->verticalScrollBar();
+    bar->setValue(bar->maximum());
+    m_followLog = true;  // (also when the range did not move)
+  }
 }
 
 void LauncherWindow::onProgress(int step, int total, double loss) {
@@ -401,6 +421,8 @@ void LauncherWindow::onProgress(int step, int total, double loss) {
 }
 
 void LauncherWindow::onFinished(int exitCode, const QString& status, const QString& dbPath) {
+  // The outcome as the log's last line, so what failed is read where the output is.
+  appendLog(QStringLiteral("moebench-gui: ") + (exitCode >= 0 ? tr("%1 (exit %2)").arg(status).arg(exitCode) : status));
   flushLog();
   if (status == QLatin1String("finished")) m_progress->setValue(m_progress->maximum());
   m_status->setText(exitCode >= 0 ? tr("%1 (exit %2)").arg(status).arg(exitCode) : status);

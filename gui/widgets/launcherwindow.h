@@ -1,8 +1,10 @@
 #pragma once
 // LauncherWindow: the "Launch" page. A form for one `moebench run` (local, or remote over ssh
 // with an optional launcher prefix such as `srun -N2`), Start / Cancel, the exact command it
-// will run (quoted as a shell line, updated as the form changes), a progress bar and the live
-// log (capped to kMaxLogLines lines). The process work is a moebench::gui::LaunchSession;
+// will run (quoted as a shell line, updated as the form changes; a remote run's shows
+// "<run-id>" for its run folder until it starts), a progress bar and the live log (capped to
+// kMaxLogLines lines; it follows the newest line unless scrolled up, and ends with the outcome).
+// The config is a local file in both modes: a remote run uploads it (launchupload.h). The process work is a moebench::gui::LaunchSession;
 // this widget only turns the form into a LaunchSpec and shows what the session reports.
 // Invalid input (no config, an empty host, a launcher prefix with shell metacharacters, a
 // --set line that is not key=value, ...) is shown in red and nothing is started; the launcher
@@ -105,5 +107,6 @@ class LauncherWindow : public QWidget {
   QPlainTextEdit* m_log = nullptr;
   QStringList m_pendingLog;
   QTimer* m_logTimer = nullptr;
+  bool m_followLog = true;  // the log is scrolled to its end: keep it there
   std::function<bool(const moebench::gui::LaunchSpec&)> m_beforeStart;
 };
