@@ -2,19 +2,20 @@
 // LaunchSession: one `moebench run` started by the GUI launcher, locally or over ssh, as a
 // QProcess (never through a local shell; see launchcommand.h for the remote quoting).
 //
-//   remote runs first upload the config (launchupload.h): start(spec) reads the config and
-//                  checks every file it names (a missing one: "could not start: ..." naming
-//                  it, nothing run), stages the upload in a local temporary folder, then
-//                  creates the run folder on the host over ssh and copies the files there
-//                  with scp (their output goes to outputLine, with the session's notes); a
-//                  failed step ends the session with "could not start: ..." naming the step
-//                  and the host, the run not started. Then the run, as below, on the copy.
 //   start(spec) -> started(the command as a shell line), outputLine(...) per line (stdout and
 //                  stderr merged; a last line without a newline is delivered when the process
 //                  ends), progress(step, total, loss) for each progress line the CLI prints,
 //                  then for a remote run with RemoteDb::fetch the database is copied back with
 //                  scp (its output also goes to outputLine, and the session's own notes, which
 //                  start with "moebench-gui: "), then finished(exitCode, status, dbPath) once.
+//   A remote run first uploads the config (launchupload.h): start(spec) reads the config and
+//                  checks every file it names (one missing: "could not start: ..." naming the
+//                  key and the file, nothing run) and stages the upload in a local temporary
+//                  folder; started() names the run on the uploaded copy; then the run folder is
+//                  created on the host over ssh and the files are copied there with scp (their
+//                  output and a note per step go to outputLine). A failed step ends the session
+//                  with "could not start: ..." naming the step and the host (and a note saying
+//                  the run was not started); else the run starts, as above, on the copy.
 //
 // status: "finished" (exit 0), "bad config" (exit 2), "killed" (exit 130, or any other end
 // after cancel()), "failed" (any other end), "could not start: <reason>" (the program could
@@ -34,6 +35,8 @@
 //                  the remote path itself if it is absolute (same mount point on both sides)
 //
 // cancel():
+//   upload  (a remote run's mkdir or scp step, before the run started) the step's process is
+//           terminated (SIGKILL after the grace period); finished(-1, "killed", "").
 //   local   SIGTERM to moebench (QProcess::terminate): the CLI forwards it to its ranks, each
 //           finishes its step, the run is marked KILLED and it exits 130; SIGKILL after the
 //           grace period if it has not ended by then.
