@@ -100,7 +100,7 @@ void TestGuiModels::runListStructure() {
   QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
   model.setStore(m_store);
   QCOMPARE(model.rowCount(), 2);
-  QCOMPARE(model.columnCount(), 8);
+  QCOMPARE(model.columnCount(), 10);  // ... Started, Tags, Note
   QCOMPARE(model.runCount(), 3);
   const QModelIndex alpha = model.index(0, 0);
   const QModelIndex beta = model.index(1, 0);
@@ -127,7 +127,7 @@ void TestGuiModels::runListStructure() {
   QCOMPARE(model.indexForRun(m_b1), model.index(0, 0, beta));
   QVERIFY(!model.indexForRun(9999).isValid());
   QVERIFY(!model.index(2, 0).isValid());
-  QVERIFY(!model.index(0, 8).isValid());
+  QVERIFY(!model.index(0, RunListModel::ColumnCount).isValid());
   QVERIFY(!model.index(0, 0, a1).isValid());
 
   for (int c = 0; c < 8; ++c) QVERIFY(!model.headerData(c, Qt::Horizontal).toString().isEmpty());

@@ -3,16 +3,24 @@
 #include <QCloseEvent>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QDialog>
+#include <QDialogButtonBox>
 #include <QHeaderView>
+#include <QInputDialog>
 #include <QItemSelectionModel>
+#include <QLabel>
 #include <QLineEdit>
+#include <QMap>
+#include <QMenu>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QSettings>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
+#include <QStandardItemModel>
 #include <QStatusBar>
 #include <QTabWidget>
+#include <QTableView>
 #include <QTimer>
 #include <QTreeView>
 #include <QVBoxLayout>
@@ -21,6 +29,8 @@
 #include <functional>
 
 #include "models/launchsession.h"
+#include "models/runedits.h"
+#include "models/runfilterproxy.h"
 #include "models/runlistmodel.h"
 #include "moebench/store/run_store.h"
 #include "widgets/ablationview.h"
@@ -48,29 +58,47 @@ std::function<void(std::shared_ptr<moebench::RunStore>, const std::vector<int64_
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   setWindowTitle(tr("moebench"));
   m_runs = new RunListModel(this);
-  m_proxy = new QSortFilterProxyModel(this);
-  m_proxy->setSourceModel(m_runs);
-  m_proxy->setSortRole(Qt::UserRole);
-  m_proxy->setFilterCaseSensitivity(Qt::CaseInsensitive);
-  m_proxy->setRecursiveFilteringEnabled(true);
+  m_proxy = new RunFilterProxy(this);
+  m_proxy->setRunModel(m_runs);
+  m_live = new LiveStore(this);
 
   auto* left = new QWidget(this);
   auto* leftLayout = new QVBoxLayout(left);
   leftLayout->setContentsMargins(0, 0, 0, 0);
   m_filter = new QLineEdit(left);
-  m_filter->setPlaceholderText(tr("Filter runs"));
+  m_filter->setPlaceholderText(tr("Filter: hier, or strategy.name = hier_a2a and train.steps > 100"));
+  m_filter->setClearButtonEnabled(true);
+  m_filter->setToolTip(tr("Words match names, strategies, experiments, tags and notes; KEY OP VALUE compares a "
+                          "column, any config key or a tag (= != < <= > >= ~ contains, !~), joined by and / or."));
+  m_filterError = new QLabel(left);
+  m_filterError->setObjectName("filterError");
+  m_filterError->setStyleSheet(QStringLiteral("color: #b00020"));
+  m_filterError->setWordWrap(true);
+  m_filterError->hide();
   m_runView = new QTreeView(left);
   m_runView->setModel(m_proxy);
   m_runView->setSortingEnabled(true);
   m_runView->sortByColumn(RunListModel::NameColumn, Qt::AscendingOrder);
   m_runView->setSelectionMode(QAbstractItemView::ExtendedSelection);
   m_runView->setUniformRowHeights(true);
+  m_runView->setContextMenuPolicy(Qt::CustomContextMenu);
+  m_runView->header()->setContextMenuPolicy(Qt::CustomContextMenu);
+  m_runView->header()->setStretchLastSection(false);
   leftLayout->addWidget(m_filter);
+  leftLayout->addWidget(m_filterError);
   leftLayout->addWidget(m_runView);
+  m_liveLabel = new QLabel(this);
+  m_liveLabel->setObjectName("liveLabel");
+  statusBar()->addPermanentWidget(m_liveLabel);
 
   m_views = new QTabWidget(this);
   m_views->setObjectName("runViews");
   m_refresh.push_back(addView<MetricChartView>(m_views, tr("Metrics"), "metricView"));
+  m_liveRefresh.resize(1);
+  m_liveRefresh[0] = [view = qobject_cast<MetricChartView*>(m_views->widget(0))](
+                         std::shared_ptr<moebench::RunStore> store, const std::vector<int64_t>& ids) {
+    if (!view->refreshLive(store, ids)) view->setRuns(store, ids);
+  };
   m_refresh.push_back(addView<PhaseBreakdownView>(m_views, tr("Phases"), "phaseView"));
   m_refresh.push_back(addView<AblationView>(m_views, tr("Ablation"), "ablationView"));
   m_refresh.push_back(addView<TrafficView>(m_views, tr("Traffic"), "trafficView"));
@@ -79,12 +107,13 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   m_refresh.push_back(addView<RooflineView>(m_views, tr("Roofline"), "rooflineView"));
   m_refresh.push_back(addView<PredictionAccuracyView>(m_views, tr("Predicted vs measured"), "predictionView"));
   m_viewStale.assign(m_refresh.size(), true);
+  m_liveRefresh.resize(m_refresh.size());
 
   auto* split = new QSplitter(this);
   split->addWidget(left);
   split->addWidget(m_views);
   split->setStretchFactor(1, 1);
-  split->setSizes({420, 860});
+  split->setSizes({560, 720});
 
   m_config = new ConfigEditor(this);
   m_launcher = new LauncherWindow(this);
@@ -95,10 +124,29 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   setCentralWidget(m_pages);
   buildMenus();
   resize(1280, 800);
+  const QStringList params = QSettings().value("runParamColumns").toStringList();
+  if (!params.isEmpty()) m_runs->setParamColumns(params);
 
-  connect(m_filter, &QLineEdit::textChanged, m_proxy, &QSortFilterProxyModel::setFilterFixedString);
+  connect(m_filter, &QLineEdit::textChanged, this, [this](const QString& text) {
+    const QString error = m_proxy->setQuery(text);
+    m_filterError->setText(error);
+    m_filterError->setVisible(!error.isEmpty());
+    if (error.isEmpty()) restoreExpansion();
+  });
+  connect(m_runView, &QTreeView::customContextMenuRequested, this, &MainWindow::showRunMenu);
+  connect(m_runView->header(), &QHeaderView::customContextMenuRequested, this, &MainWindow::showHeaderMenu);
+  connect(m_runView, &QTreeView::collapsed, this, [this](const QModelIndex& idx) {
+    const QString name = idx.data().toString();
+    if (!m_collapsed.contains(name)) m_collapsed << name;
+  });
+  connect(m_runView, &QTreeView::expanded, this, [this](const QModelIndex& idx) { m_collapsed.removeAll(idx.data().toString()); });
+  connect(m_live, &LiveStore::refreshed, this, &MainWindow::applySnapshot);
+  auto* ageTimer = new QTimer(this);
+  ageTimer->setInterval(1000);
+  connect(ageTimer, &QTimer::timeout, this, &MainWindow::updateLiveText);
+  ageTimer->start();
   connect(m_runView->selectionModel(), &QItemSelectionModel::selectionChanged, this, &MainWindow::selectionChanged);
-  connect(m_views, &QTabWidget::currentChanged, this, &MainWindow::refreshCurrentView);
+  connect(m_views, &QTabWidget::currentChanged, this, [this] { refreshCurrentView(); });
   // The launcher runs the config being edited (once it is a file).
   connect(m_config, &ConfigEditor::filePathChanged, m_launcher, &LauncherWindow::setConfigPath);
   connect(m_config, &ConfigEditor::saved, m_launcher, &LauncherWindow::setConfigPath);
@@ -139,6 +187,11 @@ void MainWindow::buildMenus() {
   file->addAction(tr("Re&load"), QKeySequence::Refresh, this, &MainWindow::reloadStore);
   file->addSeparator();
   file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+  QMenu* view = menuBar()->addMenu(tr("&View"));
+  QAction* live = view->addAction(tr("&Live refresh (every %1 s)").arg(LiveStore::kDefaultIntervalMs / 1000));
+  live->setCheckable(true);
+  live->setChecked(m_live->isLive());
+  connect(live, &QAction::toggled, m_live, &LiveStore::setLive);
 }
 
 bool MainWindow::openStore(const QString& path) {
@@ -152,16 +205,90 @@ bool MainWindow::openStore(const QString& path) {
     if (store) m_runs->setStore(m_store);  // back to the store that was open
     return false;
   }
+  if (path != m_storePath) m_collapsed.clear();
   m_store = std::move(store);
   m_error.clear();
   m_storePath = path;
-  m_runView->expandAll();
+  m_live->setStore(path, m_store);
+  restoreExpansion();
   for (int c = 0; c < m_proxy->columnCount(); ++c) m_runView->resizeColumnToContents(c);
+  m_runView->setColumnWidth(RunListModel::NameColumn, std::min(m_runView->columnWidth(RunListModel::NameColumn), 220));
   setWindowTitle(tr("moebench - %1").arg(path));
   statusBar()->showMessage(tr("%1: %2 runs").arg(path).arg(m_runs->runCount()));
+  updateLiveText();
   rememberRecent(path);
   selectionChanged();
   return true;
+}
+
+void MainWindow::restoreExpansion() {
+  for (int r = 0; r < m_proxy->rowCount(); ++r) {
+    const QModelIndex idx = m_proxy->index(r, 0);
+    m_runView->setExpanded(idx, !m_collapsed.contains(idx.data().toString()));
+  }
+}
+
+QString MainWindow::filterError() const { return m_filterError->text(); }
+
+QString MainWindow::liveText() const { return m_liveLabel->text(); }
+
+void MainWindow::updateLiveText() {
+  if (m_storePath.isEmpty()) {
+    m_liveLabel->clear();
+    return;
+  }
+  const QString error = m_live->lastError();
+  if (!error.isEmpty()) {
+    m_liveLabel->setStyleSheet(QStringLiteral("color: #b00020"));
+    m_liveLabel->setText(error);
+    return;
+  }
+  m_liveLabel->setStyleSheet({});
+  const QDateTime last = m_live->lastUpdate();
+  QString text = LiveStore::ageText(last.isValid() ? last.msecsTo(QDateTime::currentDateTime()) : -1);
+  if (!m_live->isLive()) text += tr(" (live refresh off)");
+  m_liveLabel->setText(text);
+}
+
+// A live read came back: new values keep the selection and expansion (RunListModel changes values
+// in place when the runs are the same); new or deleted runs reset the list, and the selection and
+// the expanded experiments are put back. The visible view reads again when a selected run changed.
+void MainWindow::applySnapshot(const LiveStore::Snapshot& snapshot) {
+  if (snapshot.path != m_storePath) return;
+  if (!snapshot.error.isEmpty()) {
+    m_error = snapshot.error;
+    updateLiveText();
+    return;
+  }
+  const bool hadError = !m_error.isEmpty();
+  m_error.clear();
+  const std::vector<int64_t> keep = selectedRunIds();
+  auto signature = [this](const std::vector<int64_t>& ids) {
+    QStringList out;
+    for (int64_t id : ids) {
+      const RunListModel::RunRow* row = m_runs->runRowAt(m_runs->indexForRun(id));
+      if (row)
+        out << QStringLiteral("%1:%2:%3:%4").arg(id).arg(int(row->info.status)).arg(row->steps).arg(row->info.end_time);
+    }
+    return out.join(QLatin1Char(' '));
+  };
+  const QString before = signature(keep);
+  const int runsBefore = m_runs->runCount();
+  const bool storeChanged = snapshot.store != m_store;
+  m_store = snapshot.store;
+  {
+    const QSignalBlocker block(m_runView->selectionModel());
+    m_runs->setExperiments(snapshot.store, snapshot.experiments);
+    restoreExpansion();
+    selectRuns(keep);
+  }
+  if (hadError || m_runs->runCount() != runsBefore)
+    statusBar()->showMessage(tr("%1: %2 runs").arg(m_storePath).arg(m_runs->runCount()));
+  updateLiveText();
+  if (storeChanged || signature(keep) != before || selectedRunIds() != keep) {
+    std::fill(m_viewStale.begin(), m_viewStale.end(), true);
+    refreshCurrentView(true);
+  }
 }
 
 // A new connection rather than a re-read: a store the GUI may only read as a snapshot (another
@@ -173,6 +300,166 @@ void MainWindow::reloadStore() {
   if (!openStore(m_storePath)) return;  // the error is shown; the open store stays
   selectRuns(keep);
   selectionChanged();
+}
+
+void MainWindow::setParamColumns(const QStringList& keys) {
+  const std::vector<int64_t> keep = selectedRunIds();
+  m_runs->setParamColumns(keys);
+  restoreExpansion();
+  selectRuns(keep);
+  for (int c = RunListModel::ColumnCount; c < m_proxy->columnCount(); ++c) m_runView->resizeColumnToContents(c);
+  QSettings().setValue("runParamColumns", keys);
+}
+
+// Column chooser: the fixed columns (hide / show) and any param (config key) as a column.
+void MainWindow::showHeaderMenu(const QPoint& pos) {
+  QMenu menu(this);
+  for (int c = 1; c < RunListModel::ColumnCount; ++c) {
+    QAction* a = menu.addAction(m_runs->headerData(c, Qt::Horizontal).toString());
+    a->setCheckable(true);
+    a->setChecked(!m_runView->isColumnHidden(c));
+    connect(a, &QAction::toggled, this, [this, c](bool on) { m_runView->setColumnHidden(c, !on); });
+  }
+  menu.addSeparator();
+  QMenu* params = menu.addMenu(tr("Config keys"));
+  const QStringList shown = m_runs->paramColumns();
+  QMap<QString, QMenu*> sections;
+  for (const QString& key : m_runs->paramKeys()) {
+    const QString section = key.section(QLatin1Char('.'), 0, 0);
+    QMenu* sub = key.contains(QLatin1Char('.')) ? sections.value(section) : params;
+    if (!sub) sub = sections[section] = params->addMenu(section);
+    QAction* a = sub->addAction(key);
+    a->setCheckable(true);
+    a->setChecked(shown.contains(key));
+    connect(a, &QAction::toggled, this, [this, key](bool on) {
+      QStringList keys = m_runs->paramColumns();
+      keys.removeAll(key);
+      if (on) keys << key;
+      setParamColumns(keys);
+    });
+  }
+  menu.exec(m_runView->header()->mapToGlobal(pos));
+}
+
+void MainWindow::showRunMenu(const QPoint& pos) {
+  const std::vector<int64_t> ids = selectedRunIds();
+  if (ids.empty() || m_storePath.isEmpty()) return;
+  const int64_t first = ids.front();
+  const RunListModel::RunRow* row = m_runs->runRowAt(m_runs->indexForRun(first));
+  if (!row) return;
+  QMenu menu(this);
+  menu.addAction(tr("Open config in editor"), this, [this, first] { openRunConfig(first); });
+  QAction* diff = menu.addAction(tr("Diff configs"), this, [this, ids] { showConfigDiff(ids[0], ids[1]); });
+  diff->setEnabled(ids.size() == 2);
+  menu.addSeparator();
+  menu.addAction(tr("Rename..."), this, [this, first, row] {
+    bool ok = false;
+    const QString name = QInputDialog::getText(this, tr("Rename run"), tr("Name:"), QLineEdit::Normal,
+                                               QString::fromStdString(row->info.name), &ok);
+    if (ok) renameRun(first, name);
+  });
+  menu.addAction(tr("Tags..."), this, [this, first, row] {
+    bool ok = false;
+    const QString tags = QInputDialog::getText(this, tr("Run tags"), tr("Labels, comma-separated:"), QLineEdit::Normal,
+                                               row->userTags, &ok);
+    if (ok) setRunTags(first, tags);
+  });
+  menu.addAction(tr("Note..."), this, [this, first, row] {
+    bool ok = false;
+    const QString note = QInputDialog::getMultiLineText(this, tr("Run note"), tr("Note:"), row->note, &ok);
+    if (ok) setRunNote(first, note);
+  });
+  menu.addSeparator();
+  menu.addAction(tr("Delete %n run(s)...", nullptr, int(ids.size())), this, [this, ids] {
+    if (QMessageBox::question(this, tr("Delete runs"),
+                              tr("Delete %n run(s) and all their records from %1? This cannot be undone.", nullptr,
+                                 int(ids.size()))
+                                  .arg(m_storePath)) == QMessageBox::Yes)
+      deleteRuns(ids);
+  });
+  menu.exec(m_runView->viewport()->mapToGlobal(pos));
+}
+
+namespace {
+// A change made: the store is read again at once so the browser shows it.
+bool reportEdit(MainWindow* w, const QString& error, const QString& done) {
+  w->statusBar()->showMessage(error.isEmpty() ? done : error);
+  if (error.isEmpty()) w->liveStore()->refresh();
+  return error.isEmpty();
+}
+}  // namespace
+
+bool MainWindow::renameRun(int64_t runId, const QString& name) {
+  return reportEdit(this, moebench::gui::renameRun(m_storePath, runId, name), tr("Run %1 renamed to %2").arg(runId).arg(name.trimmed()));
+}
+
+bool MainWindow::setRunTags(int64_t runId, const QString& tags) {
+  return reportEdit(this, moebench::gui::setRunTags(m_storePath, runId, tags), tr("Run %1 tagged: %2").arg(runId).arg(moebench::gui::normalizeTags(tags)));
+}
+
+bool MainWindow::setRunNote(int64_t runId, const QString& note) {
+  return reportEdit(this, moebench::gui::setRunNote(m_storePath, runId, note), tr("Note of run %1 saved").arg(runId));
+}
+
+bool MainWindow::deleteRuns(const std::vector<int64_t>& runIds) {
+  return reportEdit(this, moebench::gui::deleteRuns(m_storePath, runIds), tr("%n run(s) deleted", nullptr, int(runIds.size())));
+}
+
+bool MainWindow::openRunConfig(int64_t runId) {
+  const RunListModel::RunRow* row = m_runs->runRowAt(m_runs->indexForRun(runId));
+  if (!row) return false;
+  QString toml;
+  try {
+    toml = moebench::gui::runConfigToml(row->info.config_json);
+  } catch (const std::exception& e) {
+    statusBar()->showMessage(tr("cannot open the config of run %1: %2").arg(runId).arg(QString::fromUtf8(e.what())));
+    return false;
+  }
+  if (m_config->isModified() && m_askBeforeClose &&
+      QMessageBox::question(this, tr("Unsaved config"), tr("The editor has unsaved changes. Drop them?")) != QMessageBox::Yes)
+    return false;
+  m_config->openText(toml, tr("The config of run %1 (%2) from %3: save it to run it again")
+                               .arg(runId)
+                               .arg(QString::fromStdString(row->info.name), m_storePath));
+  showTab(tr("Config"));
+  return true;
+}
+
+void MainWindow::showConfigDiff(int64_t a, int64_t b) {
+  std::vector<moebench::gui::ParamDifference> diff;
+  try {
+    diff = moebench::gui::diffParams(m_store->params(a), m_store->params(b));
+  } catch (const std::exception& e) {
+    statusBar()->showMessage(QString::fromUtf8(e.what()));
+    return;
+  }
+  auto name = [this](int64_t id) {
+    const RunListModel::RunRow* row = m_runs->runRowAt(m_runs->indexForRun(id));
+    return row ? tr("%1 (#%2)").arg(QString::fromStdString(row->info.name)).arg(id) : tr("#%1").arg(id);
+  };
+  auto* dialog = new QDialog(this);
+  dialog->setObjectName("configDiff");
+  dialog->setAttribute(Qt::WA_DeleteOnClose);
+  dialog->setWindowTitle(tr("Config diff: %1 vs %2").arg(name(a), name(b)));
+  auto* model = new QStandardItemModel(int(diff.size()), 3, dialog);
+  model->setHorizontalHeaderLabels({tr("Key"), name(a), name(b)});
+  for (size_t i = 0; i < diff.size(); ++i) {
+    model->setItem(int(i), 0, new QStandardItem(diff[i].key));
+    model->setItem(int(i), 1, new QStandardItem(diff[i].a));
+    model->setItem(int(i), 2, new QStandardItem(diff[i].b));
+  }
+  auto* table = new QTableView(dialog);
+  table->setModel(model);
+  table->resizeColumnsToContents();
+  auto* layout = new QVBoxLayout(dialog);
+  layout->addWidget(new QLabel(diff.empty() ? tr("The two configs are the same.")
+                                            : tr("%n config key(s) differ.", nullptr, int(diff.size())), dialog));
+  layout->addWidget(table);
+  auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close, dialog);
+  connect(buttons, &QDialogButtonBox::rejected, dialog, &QDialog::close);
+  layout->addWidget(buttons);
+  dialog->resize(720, 420);
+  dialog->show();
 }
 
 void MainWindow::selectRuns(const std::vector<int64_t>& runIds) {
@@ -228,11 +515,12 @@ void MainWindow::selectionChanged() {
   }
 }
 
-void MainWindow::refreshCurrentView() {
+void MainWindow::refreshCurrentView(bool live) {
   const int tab = m_views->currentIndex();
   if (tab < 0 || size_t(tab) >= m_refresh.size() || !m_viewStale[size_t(tab)]) return;
   m_viewStale[size_t(tab)] = false;
-  m_refresh[size_t(tab)](m_store, selectedRunIds());
+  const auto& read = live && m_liveRefresh[size_t(tab)] ? m_liveRefresh[size_t(tab)] : m_refresh[size_t(tab)];
+  read(m_store, selectedRunIds());
 }
 
 bool MainWindow::showTab(const QString& title) {

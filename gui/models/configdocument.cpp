@@ -121,3 +121,13 @@ void ConfigDocument::validate() {
   }
   emit validated();
 }
+
+void ConfigDocument::newDocument(const QString& text) {
+  const bool pathChanged = !m_path.isEmpty();
+  m_path.clear();
+  m_crlf = false;
+  m_text = text;
+  setDirty(!text.isEmpty());
+  emit textChanged(m_text);
+  if (pathChanged) emit filePathChanged(m_path);
+}

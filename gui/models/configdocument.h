@@ -35,6 +35,8 @@ class ConfigDocument : public QObject {
   // is clean; on failure returns false with errorString() "Cannot save <path>: <reason>".
   bool save(const QString& path);
   QString errorString() const { return m_error; }
+  // An unsaved document holding `text` (no file path: saving asks for one); dirty when not empty.
+  void newDocument(const QString& text);
 
   // Validates the current text (see above) and emits validated().
   void validate();

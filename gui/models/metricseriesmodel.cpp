@@ -7,42 +7,57 @@
 MetricSeriesModel::MetricSeriesModel(QObject* parent) : QAbstractTableModel(parent) {}
 MetricSeriesModel::~MetricSeriesModel() = default;
 
-void MetricSeriesModel::setRuns(std::shared_ptr<moebench::RunStore> store, std::vector<int64_t> runIds,
-                                QString key) {
-  std::vector<QString> names;
+MetricSeriesModel::Data MetricSeriesModel::read(const moebench::RunStore& store, std::vector<int64_t> runIds,
+                                                const QString& key) {
+  Data d;
+  d.key = key;
   std::vector<std::map<int64_t, double>> series;
-  std::vector<int64_t> steps;
-  if (store) {
-    const std::string k = key.toStdString();
-    for (int64_t id : runIds) {
-      auto info = store->find_run(std::to_string(id));
-      names.push_back(QString::fromStdString(info.name));
-      std::map<int64_t, double> s;
-      for (const auto& p : store->metrics(id, k)) s[p.step] = p.value;  // a later row wins
-      for (const auto& [step, value] : s) steps.push_back(step);
-      series.push_back(std::move(s));
-    }
-  } else {
-    runIds.clear();
+  const std::string k = key.toStdString();
+  for (int64_t id : runIds) {
+    auto info = store.find_run(std::to_string(id));
+    d.runNames.push_back(QString::fromStdString(info.name));
+    bool predicted = false;
+    for (const auto& [tag, value] : store.tags(id)) predicted = predicted || tag == "predicted";
+    d.predicted.push_back(predicted);
+    std::map<int64_t, double> s;
+    for (const auto& p : store.metrics(id, k)) s[p.step] = p.value;  // a later row wins
+    for (const auto& [step, value] : s) d.steps.push_back(step);
+    series.push_back(std::move(s));
   }
-  std::sort(steps.begin(), steps.end());
-  steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
-  std::vector<std::vector<std::optional<double>>> values(steps.size(),
-                                                         std::vector<std::optional<double>>(series.size()));
+  d.runIds = std::move(runIds);
+  std::sort(d.steps.begin(), d.steps.end());
+  d.steps.erase(std::unique(d.steps.begin(), d.steps.end()), d.steps.end());
+  d.values.assign(d.steps.size(), std::vector<std::optional<double>>(series.size()));
   for (size_t c = 0; c < series.size(); ++c)
     for (const auto& [step, value] : series[c]) {
-      const size_t r = size_t(std::lower_bound(steps.begin(), steps.end(), step) - steps.begin());
-      values[r][c] = value;
+      const size_t r = size_t(std::lower_bound(d.steps.begin(), d.steps.end(), step) - d.steps.begin());
+      d.values[r][c] = value;
     }
+  return d;
+}
 
+void MetricSeriesModel::setData(std::shared_ptr<moebench::RunStore> store, Data data) {
   beginResetModel();
   m_store = std::move(store);
-  m_key = std::move(key);
-  m_runIds = std::move(runIds);
-  m_runNames = std::move(names);
-  m_steps = std::move(steps);
-  m_values = std::move(values);
+  m_key = std::move(data.key);
+  m_runIds = std::move(data.runIds);
+  m_runNames = std::move(data.runNames);
+  m_predicted = std::move(data.predicted);
+  m_steps = std::move(data.steps);
+  m_values = std::move(data.values);
   endResetModel();
+}
+
+void MetricSeriesModel::setRuns(std::shared_ptr<moebench::RunStore> store, std::vector<int64_t> runIds,
+                                QString key) {
+  Data d;
+  d.key = key;
+  if (store) d = read(*store, std::move(runIds), key);
+  setData(std::move(store), std::move(d));
+}
+
+bool MetricSeriesModel::isPredicted(int column) const {
+  return column >= 0 && size_t(column) < m_predicted.size() && m_predicted[size_t(column)];
 }
 
 void MetricSeriesModel::clear() { setRuns(nullptr, {}, {}); }

@@ -5,6 +5,8 @@
 //   Qt::DisplayRole / Qt::UserRole = the value (double; NaN when NaN was logged), an invalid
 //   QVariant where the run has no value at that step.
 // headerData: horizontal = run name (UserRole: run id), vertical = step number (qint64).
+// read() does the store reads and touches no model (the live refresh calls it off the GUI
+// thread); setData() shows what it read.
 #include <QAbstractTableModel>
 #include <QString>
 
@@ -22,10 +24,23 @@ class MetricSeriesModel : public QAbstractTableModel {
   explicit MetricSeriesModel(QObject* parent = nullptr);
   ~MetricSeriesModel() override;
 
-  // Reads the runs' `key` metric (model reset). Throws StoreError for an unknown run id, the
-  // model unchanged. A null store or no runs empties the model.
+  struct Data {
+    QString key;
+    std::vector<int64_t> runIds;
+    std::vector<QString> runNames;
+    std::vector<bool> predicted;  // per run: tag "predicted" (a simulated run)
+    std::vector<int64_t> steps;
+    std::vector<std::vector<std::optional<double>>> values;  // [row][column]
+  };
+  // Reads the runs' `key` metric. Throws StoreError for an unknown run id. Thread-safe.
+  static Data read(const moebench::RunStore& store, std::vector<int64_t> runIds, const QString& key);
+  // Shows `data` (model reset).
+  void setData(std::shared_ptr<moebench::RunStore> store, Data data);
+  // read() and setData(); on a StoreError the model is unchanged. A null store or no runs empties
+  // the model.
   void setRuns(std::shared_ptr<moebench::RunStore> store, std::vector<int64_t> runIds, QString key);
   void clear();
+  bool isPredicted(int column) const;
 
   QString metricKey() const { return m_key; }
   const std::vector<int64_t>& runIds() const { return m_runIds; }
@@ -43,6 +58,7 @@ class MetricSeriesModel : public QAbstractTableModel {
   QString m_key;
   std::vector<int64_t> m_runIds;
   std::vector<QString> m_runNames;
+  std::vector<bool> m_predicted;
   std::vector<int64_t> m_steps;
   std::vector<std::vector<std::optional<double>>> m_values;  // [row][column]
 };

@@ -38,39 +38,84 @@ RunListModel::RunListModel(QObject* parent) : QAbstractItemModel(parent) {}
 RunListModel::~RunListModel() = default;
 
 void RunListModel::setStore(std::shared_ptr<moebench::RunStore> store) {
-  m_store = std::move(store);
-  reload();
+  setExperiments(store, store ? read(*store) : std::vector<Experiment>{});
 }
 
 void RunListModel::reload() {
+  setExperiments(m_store, m_store ? read(*m_store) : std::vector<Experiment>{});
+}
+
+std::vector<RunListModel::Experiment> RunListModel::read(const moebench::RunStore& store) {
   std::vector<Experiment> experiments;
-  if (m_store) {
-    std::map<std::string, std::vector<RunRow>> byName;
-    for (auto& info : m_store->list_runs()) {
-      RunRow row;
-      row.info = std::move(info);
-      const int64_t id = row.info.id;
-      auto loss = m_store->metrics(id, "loss");
-      auto stepMs = m_store->metrics(id, "step_ms");
-      row.steps = loss.empty() ? distinctSteps(stepMs) : distinctSteps(loss);
-      if (!loss.empty()) row.finalLoss = loss.back().value;  // metrics() is ordered by step
-      row.stepMs = moebench::gui::warmupMean(stepMs);
-      row.tokensPerS = moebench::gui::warmupMean(m_store->metrics(id, "tokens_per_s"));
-      for (const auto& [key, value] : m_store->tags(id)) {
-        if (key == "predicted") row.predicted = true;
-        if (key == "cluster") row.predictedCluster = QString::fromStdString(value);
-        if (key == "emulated") row.emulated = true;
-        if (key == "emulated.cluster") row.emulatedCluster = QString::fromStdString(value);
-        if (key == "emulated.time_scale") row.emulatedScale = QString::fromStdString(value);
-      }
-      if (!row.predicted) row.predictedCluster.clear();
-      byName[row.info.experiment].push_back(std::move(row));
+  std::map<std::string, std::vector<RunRow>> byName;
+  for (auto& info : store.list_runs()) {
+    RunRow row;
+    row.info = std::move(info);
+    const int64_t id = row.info.id;
+    auto loss = store.metrics(id, "loss");
+    auto stepMs = store.metrics(id, "step_ms");
+    row.steps = loss.empty() ? distinctSteps(stepMs) : distinctSteps(loss);
+    if (!loss.empty()) row.finalLoss = loss.back().value;  // metrics() is ordered by step
+    row.stepMs = moebench::gui::warmupMean(stepMs);
+    row.tokensPerS = moebench::gui::warmupMean(store.metrics(id, "tokens_per_s"));
+    for (auto& [key, value] : store.params(id)) row.params[key] = std::move(value);
+    for (auto& [key, value] : store.tags(id)) row.tags[key] = std::move(value);
+    auto tag = [&row](const char* key) {
+      auto it = row.tags.find(key);
+      return it == row.tags.end() ? QString() : QString::fromStdString(it->second);
+    };
+    row.predicted = row.tags.count("predicted") > 0;
+    row.predictedCluster = row.predicted ? tag("cluster") : QString();
+    row.emulated = row.tags.count("emulated") > 0;
+    row.emulatedCluster = tag("emulated.cluster");
+    row.emulatedScale = tag("emulated.time_scale");
+    row.userTags = tag("tags");
+    row.note = tag("note");
+    byName[row.info.experiment].push_back(std::move(row));
+  }
+  for (auto& [name, runs] : byName) experiments.push_back({QString::fromStdString(name), std::move(runs)});
+  return experiments;
+}
+
+void RunListModel::setExperiments(std::shared_ptr<moebench::RunStore> store, std::vector<Experiment> experiments) {
+  bool sameShape = experiments.size() == m_experiments.size();
+  for (size_t e = 0; sameShape && e < experiments.size(); ++e) {
+    const auto &a = experiments[e], &b = m_experiments[e];
+    sameShape = a.name == b.name && a.runs.size() == b.runs.size();
+    for (size_t r = 0; sameShape && r < a.runs.size(); ++r) sameShape = a.runs[r].info.id == b.runs[r].info.id;
+  }
+  if (sameShape) {
+    m_store = std::move(store);
+    m_experiments = std::move(experiments);
+    const int last = columnCount() - 1;
+    for (size_t e = 0; e < m_experiments.size(); ++e) {
+      const QModelIndex exp = index(int(e), 0);
+      emit dataChanged(exp, index(int(e), last));
+      if (!m_experiments[e].runs.empty())
+        emit dataChanged(index(0, 0, exp), index(int(m_experiments[e].runs.size()) - 1, last, exp));
     }
-    for (auto& [name, runs] : byName)
-      experiments.push_back({QString::fromStdString(name), std::move(runs)});
+    return;
   }
   beginResetModel();
+  m_store = std::move(store);
   m_experiments = std::move(experiments);
+  endResetModel();
+}
+
+QStringList RunListModel::paramKeys() const {
+  std::set<std::string> keys;
+  for (const auto& e : m_experiments)
+    for (const auto& r : e.runs)
+      for (const auto& [key, value] : r.params) keys.insert(key);
+  QStringList out;
+  for (const auto& k : keys) out << QString::fromStdString(k);
+  return out;
+}
+
+void RunListModel::setParamColumns(const QStringList& keys) {
+  if (keys == m_paramColumns) return;
+  beginResetModel();
+  m_paramColumns = keys;
   endResetModel();
 }
 
@@ -108,7 +153,7 @@ int RunListModel::runCount() const {
 }
 
 QModelIndex RunListModel::index(int row, int column, const QModelIndex& parent) const {
-  if (row < 0 || column < 0 || column >= ColumnCount) return {};
+  if (row < 0 || column < 0 || column >= columnCount()) return {};
   if (!parent.isValid()) {
     if (size_t(row) >= m_experiments.size()) return {};
     return createIndex(row, column, kExperimentId);
@@ -131,7 +176,7 @@ int RunListModel::rowCount(const QModelIndex& parent) const {
   return e < m_experiments.size() ? int(m_experiments[e].runs.size()) : 0;
 }
 
-int RunListModel::columnCount(const QModelIndex&) const { return ColumnCount; }
+int RunListModel::columnCount(const QModelIndex&) const { return ColumnCount + int(m_paramColumns.size()); }
 
 QVariant RunListModel::data(const QModelIndex& index, int role) const {
   if (!index.isValid() || index.model() != this) return {};
@@ -195,8 +240,19 @@ QVariant RunListModel::data(const QModelIndex& index, int role) const {
       if (!display) return info.start_time;
       return QDateTime::fromMSecsSinceEpoch(qint64(std::llround(info.start_time * 1000.0)))
           .toString(QStringLiteral("yyyy-MM-dd hh:mm:ss"));
-    default: return {};
+    case TagsColumn: return row->userTags;
+    case NoteColumn: return display ? QVariant(row->note.section(QLatin1Char('\n'), 0, 0)) : QVariant(row->note);
+    default: break;
   }
+  const int p = index.column() - ColumnCount;
+  if (p < 0 || p >= m_paramColumns.size()) return {};
+  auto it = row->params.find(m_paramColumns[p].toStdString());
+  if (it == row->params.end()) return display ? QVariant(QString()) : QVariant();
+  const QString value = QString::fromStdString(it->second);
+  if (display) return value;
+  bool number = false;
+  const double v = value.toDouble(&number);
+  return number ? QVariant(v) : QVariant(value);
 }
 
 QVariant RunListModel::headerData(int section, Qt::Orientation orientation, int role) const {
@@ -210,8 +266,12 @@ QVariant RunListModel::headerData(int section, Qt::Orientation orientation, int 
     case StepMsColumn: return tr("ms/step");
     case TokensPerSColumn: return tr("tokens/s");
     case StartedColumn: return tr("Started");
-    default: return {};
+    case TagsColumn: return tr("Tags");
+    case NoteColumn: return tr("Note");
+    default: break;
   }
+  const int p = section - ColumnCount;
+  return p >= 0 && p < m_paramColumns.size() ? QVariant(m_paramColumns[p]) : QVariant();
 }
 
 Qt::ItemFlags RunListModel::flags(const QModelIndex& index) const {

@@ -10,15 +10,21 @@
 // with a tooltip naming the cluster (tag "cluster"). EmulatedRole = whether the run ran under the
 // link emulator (tag "emulated"): status "FINISHED (emulated)", a tooltip naming the emulated
 // cluster and time scale (tags emulated.cluster, emulated.time_scale): measured, under emulation.
-// reload() reads list_runs() plus the "loss", "step_ms" and "tokens_per_s" metrics and the tags
-// of each run (four keyed queries per run; the span/traffic/routing part of summarize_run is skipped so
-// hundreds of runs load quickly). ms/step and tokens/s follow summarize_run's rule: the mean
-// over steps, the first step left out as warm-up when more than 2 steps were recorded.
+// read() takes list_runs() plus the "loss", "step_ms" and "tokens_per_s" metrics, the params and
+// the tags of each run (five keyed queries per run; the span/traffic/routing part of
+// summarize_run is skipped so hundreds of runs load quickly). ms/step and tokens/s follow
+// summarize_run's rule: the mean over steps, the first step left out as warm-up when more than 2
+// steps were recorded. read() touches no model: the live refresh calls it off the GUI thread.
+// Columns after the fixed ones: Tags (tag "tags": the user's comma-separated labels), Note (tag
+// "note"), then one column per chosen param key (setParamColumns: any flattened config key, e.g.
+// "train.steps"; numbers sort as numbers).
 #include <QAbstractItemModel>
 #include <QString>
+#include <QStringList>
 
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -29,7 +35,7 @@ class RunListModel : public QAbstractItemModel {
 
  public:
   enum Column { NameColumn, StatusColumn, StrategyColumn, StepsColumn, FinalLossColumn,
-                StepMsColumn, TokensPerSColumn, StartedColumn, ColumnCount };
+                StepMsColumn, TokensPerSColumn, StartedColumn, TagsColumn, NoteColumn, ColumnCount };
   enum Role { RunIdRole = Qt::UserRole + 1, PredictedRole, EmulatedRole };
 
   struct RunRow {
@@ -42,6 +48,9 @@ class RunListModel : public QAbstractItemModel {
     QString predictedCluster;  // its tag "cluster"
     bool emulated = false;     // tag "emulated": measured under the link emulator
     QString emulatedCluster, emulatedScale;  // tags emulated.cluster, emulated.time_scale
+    std::map<std::string, std::string> params;  // the flattened config
+    std::map<std::string, std::string> tags;
+    QString userTags, note;                     // tags "tags" and "note"
   };
   struct Experiment {
     QString name;
@@ -53,8 +62,20 @@ class RunListModel : public QAbstractItemModel {
 
   void setStore(std::shared_ptr<moebench::RunStore> store);  // and reload()
   std::shared_ptr<moebench::RunStore> store() const { return m_store; }
-  // Re-reads the store (model reset). On a StoreError the model keeps its rows and rethrows.
+  // Re-reads the store. On a StoreError the model keeps its rows and rethrows.
   void reload();
+  // The store's experiments and runs as this model shows them; throws StoreError. Thread-safe
+  // (RunStore holds its lock per call).
+  static std::vector<Experiment> read(const moebench::RunStore& store);
+  // Shows rows read by read(). The same experiments with the same runs in the same order only
+  // change values (dataChanged: selection and expansion stay); anything else resets the model.
+  void setExperiments(std::shared_ptr<moebench::RunStore> store, std::vector<Experiment> experiments);
+  const std::vector<Experiment>& experiments() const { return m_experiments; }
+  // Every param key of the listed runs, sorted; the param columns shown after the fixed ones.
+  QStringList paramKeys() const;
+  void setParamColumns(const QStringList& keys);
+  QStringList paramColumns() const { return m_paramColumns; }
+  const RunRow* runRowAt(const QModelIndex& index) const { return rowAt(index); }
 
   // The run at a run row (any column); a default RunInfo (id 0) for other indexes.
   moebench::RunInfo runAt(const QModelIndex& index) const;
@@ -76,4 +97,5 @@ class RunListModel : public QAbstractItemModel {
 
   std::shared_ptr<moebench::RunStore> m_store;
   std::vector<Experiment> m_experiments;
+  QStringList m_paramColumns;
 };

@@ -167,6 +167,15 @@ bool ConfigEditor::saveFile(const QString& path) {
   return true;
 }
 
+void ConfigEditor::openText(const QString& text, const QString& origin) {
+  m_doc->newDocument(text);
+  m_syncing = true;
+  m_text->setPlainText(text);
+  m_syncing = false;
+  showInfo(origin);
+  validateNow();
+}
+
 void ConfigEditor::setText(const QString& text) {
   m_doc->setText(text);
   m_syncing = true;

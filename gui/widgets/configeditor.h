@@ -36,6 +36,9 @@ class ConfigEditor : public QWidget {
   QString text() const;
   // Replaces the whole text (file path kept; the document becomes modified) and validates.
   void setText(const QString& text);
+  // A new unsaved document holding `text` (e.g. a run's config from the run store), validated;
+  // `origin` is shown as where it came from. Drops unsaved changes: callers ask first.
+  void openText(const QString& text, const QString& origin);
   bool isModified() const;
   QString errorText() const { return m_error; }  // the last file error, "" after a success
 

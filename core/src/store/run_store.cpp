@@ -105,13 +105,28 @@ RunStore::RunStore(const std::string& path, Mode mode) : path_(path), impl_(new 
       sqlite3_db_config(db.handle(), SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int*)nullptr);
     };
     if (exists) {
-      store_detail::Db look;
-      store_detail::open_for_reading(look, path, ReadPurpose::check);
-      configure(look);
-      store_detail::check_store(look, impl_->read_only, size);
+      // A snapshot check (read_access.h) of a file that a writer changed meanwhile can look
+      // corrupt: corruption is reported when the file stayed the same during the check that found
+      // it; otherwise the check is made again, with SQLite's locks where the store allows them.
+      ReadPurpose purpose = ReadPurpose::check;
+      for (int attempt = 1;; ++attempt) {
+        const store_detail::FileStamp before = store_detail::file_stamp(path);
+        store_detail::Db look;
+        const bool snapshot = store_detail::open_for_reading(look, path, purpose);
+        configure(look);
+        try {
+          store_detail::check_store(look, impl_->read_only, size);
+          break;
+        } catch (const StoreError& e) {
+          const bool corrupt = std::string(e.what()).find(" is corrupt (") != std::string::npos;
+          if (!snapshot || !corrupt || attempt == 3 || store_detail::file_stamp(path) == before) throw;
+        }
+        purpose = ReadPurpose::check_live;
+        size = (int64_t)fs::file_size(path, ec);
+      }
     }
     if (impl_->read_only) {
-      store_detail::open_for_reading(impl_->db, path, ReadPurpose::view);
+      impl_->snapshot = store_detail::open_for_reading(impl_->db, path, ReadPurpose::view);
       configure(impl_->db);
       impl_->db.exec("PRAGMA query_only = ON", "set query_only");
     } else {
@@ -313,5 +328,18 @@ void RunStore::delete_run(int64_t run) {
   I.stmt("DELETE FROM runs WHERE id = ?1").bind(1, run).run();
   txn.commit();
 }
+
+void RunStore::rename_run(int64_t run, const std::string& name) {
+  std::lock_guard lock(impl_->mu);
+  Impl& I = *impl_;
+  I.require_writable("rename_run");
+  if (name.empty()) throw StoreError(path_ + ": rename_run: a run name cannot be empty");
+  Txn txn(I.db, "rename_run");
+  I.require_run(run);
+  I.stmt("UPDATE runs SET name = ?1 WHERE id = ?2").bind(1, name).bind(2, run).run();
+  txn.commit();
+}
+
+bool RunStore::sees_later_commits() const { return !impl_->snapshot; }
 
 }  // namespace moebench

@@ -16,6 +16,7 @@ struct RunStore::Impl {
   // Declared first so it is destroyed last: the cached statements are finalized before close.
   store_detail::Db db;
   bool read_only = false;
+  bool snapshot = false;  // a read-only connection to an immutable snapshot (read_access.h)
   // One connection, used by one thread at a time: every public method holds this lock.
   std::mutex mu;
   std::unordered_map<std::string, std::unique_ptr<store_detail::Stmt>> cache;

@@ -151,6 +151,11 @@ class RunStore {
   // The distinct steps that have rows in `table`, ascending (step selectors of the GUI).
   std::vector<int64_t> steps_with(int64_t run, RecordTable table) const;
   void delete_run(int64_t run);  // the run and all its rows
+  // A new name for the run (not empty; other runs may share it: find_run then refuses the name).
+  void rename_run(int64_t run, const std::string& name);
+  // Whether this connection sees commits made after it opened: false for a read-only store read
+  // as a snapshot of its main file (read_access.h), which a reader opens again to see them.
+  bool sees_later_commits() const;
 
  private:
   struct Impl;
