@@ -39,14 +39,14 @@ namespace tg = moebench::gui;
 namespace {
 bool near(double a, double b, double tol = 1e-9) { return std::abs(a - b) <= tol * std::max(1.0, std::abs(b)); }
 
-SpanRow span(int rank, const char* stream, const char* name, double startMs, double durMs, int peer = -1,
-             int layer = -1, int chunk = -1, int64_t step = 1, int expert = -1, const char* category = "comm") {
+SpanRow span(int rank, std::string stream, std::string name, double startMs, double durMs, int peer = -1,
+             int layer = -1, int chunk = -1, int64_t step = 1, int expert = -1, std::string category = "comm") {
   SpanRow s;
   s.step = step;
   s.rank = rank;
-  s.stream = stream;
-  s.name = name;
-  s.category = category;
+  s.stream = std::move(stream);
+  s.name = std::move(name);
+  s.category = std::move(category);
   s.start = startMs * 1e-3;
   s.duration = durMs * 1e-3;
   s.peer = peer;

@@ -162,6 +162,7 @@ TimelineView::TimelineView(QWidget* parent) : QWidget(parent) {
   m_summaryTable->verticalHeader()->hide();
   m_summaryTable->horizontalHeader()->setSectionResizeMode(TimelineRangeSummaryModel::NameColumn, QHeaderView::Stretch);
   m_summaryTable->setSelectionBehavior(QAbstractItemView::SelectRows);
+  m_summaryTable->setMinimumHeight(140);
   panel->addWidget(m_summaryTable);
   m_summaryPanel->hide();
   auto* split = new QSplitter(Qt::Vertical, this);
