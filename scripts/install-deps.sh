@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config git
-  qt6-base-dev qt6-charts-dev libqt6opengl6-dev libcli11-dev libsqlite3-dev libopenblas-dev
+  qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev libcli11-dev libsqlite3-dev libopenblas-dev
   libopenmpi-dev openmpi-bin libtomlplusplus-dev nlohmann-json3-dev
   # the fuzz preset (scripts/test.sh, scripts/fuzz.sh): clang 14, its libFuzzer and sanitizer
   # runtimes (only recommended by clang, so named here), and clang's OpenMP

@@ -12,7 +12,103 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 QVariant raw(double v) { return std::isfinite(v) ? QVariant(v) : QVariant(); }
 QString text(double v, int precision) { return std::isfinite(v) ? QString::number(v, 'f', precision) : QString(); }
+
+// "moe.top_k", "strategy.name": what may stand before the "=" of a pair.
+bool isKey(QStringView word) {
+  if (word.isEmpty() || !(word[0].isLetter() || word[0] == u'_')) return false;
+  for (QChar c : word)
+    if (!(c.isLetterOrNumber() || c == u'_' || c == u'.' || c == u'-')) return false;
+  return true;
+}
 }  // namespace
+
+AblationModel::Spread AblationModel::spread(const std::vector<double>& values) {
+  Spread s{0, kNaN, kNaN};
+  double sum = 0;
+  for (double v : values)
+    if (std::isfinite(v)) sum += v, ++s.n;
+  if (s.n == 0) return s;
+  s.mean = sum / s.n;
+  if (s.n < 2) return s;
+  double sq = 0;
+  for (double v : values)
+    if (std::isfinite(v)) sq += (v - s.mean) * (v - s.mean);
+  s.sd = std::sqrt(sq / (s.n - 1));
+  return s;
+}
+
+AblationModel::KeyValues AblationModel::parseVariantLabel(const QString& label) {
+  KeyValues out;
+  for (const QString& word : label.split(u' ', Qt::SkipEmptyParts)) {
+    const qsizetype eq = word.indexOf(u'=');
+    if (eq > 0 && isKey(QStringView(word).left(eq)))
+      out.emplace_back(word.left(eq), word.mid(eq + 1));
+    else if (out.empty())
+      out.emplace_back(QString(), word);
+    else
+      out.back().second += (out.back().second.isEmpty() ? QString() : QStringLiteral(" ")) + word;
+  }
+  if (out.empty()) out.emplace_back(QString(), label);
+  return out;
+}
+
+void AblationModel::buildVariants() {
+  m_variants.clear();
+  m_variantOfRow.assign(m_rows.size(), -1);
+  for (size_t i = 0; i < m_rows.size(); ++i) {
+    int v = 0;
+    while (v < int(m_variants.size()) && m_variants[size_t(v)].label != m_rows[i].label) ++v;
+    if (v == int(m_variants.size())) m_variants.push_back({m_rows[i].label, parseVariantLabel(m_rows[i].label), {}, {}, {}});
+    m_variants[size_t(v)].rows.push_back(int(i));
+    m_variantOfRow[i] = v;
+  }
+  for (Variant& v : m_variants) {
+    std::vector<double> ms, tps;
+    for (int r : v.rows) {
+      ms.push_back(m_rows[size_t(r)].stepMs);
+      tps.push_back(m_rows[size_t(r)].tokensPerS);
+    }
+    v.stepMs = spread(ms);
+    v.tokensPerS = spread(tps);
+  }
+}
+
+int AblationModel::variantOfRow(int row) const {
+  return row >= 0 && size_t(row) < m_variantOfRow.size() ? m_variantOfRow[size_t(row)] : -1;
+}
+
+int AblationModel::baselineVariant() const { return variantOfRow(m_baseline); }
+
+double AblationModel::variantSpeedup(int variant) const {
+  const int b = baselineVariant();
+  if (b < 0 || variant < 0 || variant >= variantCount()) return kNaN;
+  const double base = m_variants[size_t(b)].stepMs.mean, mine = m_variants[size_t(variant)].stepMs.mean;
+  if (!std::isfinite(base) || !std::isfinite(mine) || mine <= 0 || base <= 0) return kNaN;
+  return variant == b ? 1.0 : base / mine;
+}
+
+QStringList AblationModel::variedKeys() const {
+  QStringList keys;
+  for (const Variant& v : m_variants)
+    for (const auto& kv : v.keys)
+      if (!keys.contains(kv.first)) keys << kv.first;
+  QStringList varied;
+  for (const QString& key : keys) {
+    for (int v = 1; v < variantCount(); ++v)
+      if (variantValue(v, key) != variantValue(0, key)) {
+        varied << key;
+        break;
+      }
+  }
+  return varied;
+}
+
+QString AblationModel::variantValue(int variant, const QString& key) const {
+  if (variant < 0 || variant >= variantCount()) return {};
+  for (const auto& kv : m_variants[size_t(variant)].keys)
+    if (kv.first == key) return kv.second;
+  return {};
+}
 
 AblationModel::AblationModel(QObject* parent) : QAbstractTableModel(parent) {}
 AblationModel::~AblationModel() = default;
@@ -44,6 +140,7 @@ void AblationModel::setRuns(std::shared_ptr<moebench::RunStore> store, const std
   beginResetModel();
   m_rows = std::move(rows);
   m_baseline = baseline;
+  buildVariants();
   endResetModel();
   if (baselineRunId() != oldBaseline) emit baselineChanged(baselineRunId());
 }
@@ -56,7 +153,12 @@ void AblationModel::setBaseline(int64_t runId) {
     throw std::invalid_argument("run " + std::to_string(runId) + " is not one of the " +
                                 std::to_string(m_rows.size()) + " runs compared");
   if (row == m_baseline) return;
+  const bool sameVariant = variantOfRow(row) == baselineVariant();
   m_baseline = row;
+  if (sameVariant) {  // another repeat of the baseline variant: no speedup changes
+    emit baselineChanged(runId);
+    return;
+  }
   if (!m_rows.empty())
     emit dataChanged(index(0, SpeedupColumn), index(rowCount() - 1, SpeedupColumn));
   emit baselineChanged(runId);
@@ -92,9 +194,10 @@ double AblationModel::tokensPerSAt(int row) const {
 }
 
 double AblationModel::speedupAt(int row) const {
-  const double base = stepMsAt(m_baseline), mine = stepMsAt(row);
+  const int b = baselineVariant();
+  const double base = b >= 0 ? m_variants[size_t(b)].stepMs.mean : kNaN, mine = stepMsAt(row);
   if (!std::isfinite(base) || !std::isfinite(mine) || mine <= 0 || base <= 0) return kNaN;
-  return row == m_baseline ? 1.0 : base / mine;
+  return row == m_baseline && m_variants[size_t(b)].rows.size() == 1 ? 1.0 : base / mine;
 }
 
 QString AblationModel::formatSpeedup(double speedup) {
@@ -120,7 +223,11 @@ QVariant AblationModel::data(const QModelIndex& index, int role) const {
           .arg(r.id)
           .arg(r.variantTag.isEmpty() ? QString() : tr(", ablation.variant = %1").arg(r.variantTag));
     if (index.column() == SpeedupColumn && index.row() != m_baseline && m_baseline >= 0)
-      return tr("ms/step of %1 / ms/step of this run").arg(labelAt(m_baseline));
+      return baselineVariant() >= 0 && m_variants[size_t(baselineVariant())].rows.size() > 1
+                 ? tr("mean ms/step of %1 (%2 runs) / ms/step of this run")
+                       .arg(labelAt(m_baseline))
+                       .arg(m_variants[size_t(baselineVariant())].rows.size())
+                 : tr("ms/step of %1 / ms/step of this run").arg(labelAt(m_baseline));
     return {};
   }
   const bool display = role == Qt::DisplayRole;

@@ -17,11 +17,26 @@
 //               (step, rank), from the spans, shown "12.3%"; empty without step spans
 // Roles: DisplayRole text; Qt::UserRole raw double (comm share as a fraction; invalid when
 // missing); Qt::ToolTipRole for Variant: run name, id and the variant tag; RunIdRole (qint64).
+//
+// Variants and repeats: runs with the same label (`moebench ablate --repeats N` tags N runs with
+// the same ablation.variant) are the repeats of one variant. variants() lists them in the order
+// of their first run, each with n, mean and sample standard deviation (n - 1 in the
+// denominator; NaN for n < 2) of ms/step and of tokens/s over its runs that have the value. The
+// baseline is a variant: the one of the chosen baseline run; the Speedup column (per run) and
+// variantSpeedup (per variant) divide the baseline variant's mean ms/step by the run's ms/step
+// or the variant's mean; without repeats that is the old run-against-run speedup.
+// A label is "key=value key=value ..." (ablate's tag); parseVariantLabel splits it into its
+// pairs (a word without "=" before the first pair is the config's name, key ""; a word without
+// "=" after a pair continues that pair's value, so "moe.moe_layers=[0, 1]" stays one value).
+// variedKeys() are the keys whose value differs between the variants (a key a variant lacks
+// counts as the value ""), in order of first appearance.
 #include <QAbstractTableModel>
 #include <QString>
+#include <QStringList>
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "moebench/store/run_store.h"
@@ -57,6 +72,31 @@ class AblationModel : public QAbstractTableModel {
   double speedupAt(int row) const;
   static QString formatSpeedup(double speedup);  // "1.25x"; empty for NaN
 
+  // n, mean and sample standard deviation of the finite values (mean NaN for n = 0, sd NaN for
+  // n < 2).
+  struct Spread {
+    int n = 0;
+    double mean, sd;
+  };
+  static Spread spread(const std::vector<double>& values);
+  using KeyValues = std::vector<std::pair<QString, QString>>;
+  static KeyValues parseVariantLabel(const QString& label);
+  struct Variant {
+    QString label;
+    KeyValues keys;         // parseVariantLabel(label)
+    std::vector<int> rows;  // its runs' rows, in order
+    Spread stepMs, tokensPerS;
+  };
+  const std::vector<Variant>& variants() const { return m_variants; }
+  int variantCount() const { return int(m_variants.size()); }
+  int variantOfRow(int row) const;  // -1 out of range
+  int baselineVariant() const;      // -1 when empty
+  // Baseline variant's mean ms/step / this variant's mean ms/step; NaN when either is missing.
+  double variantSpeedup(int variant) const;
+  QStringList variedKeys() const;
+  // The value of `key` in the variant's label ("" when it has none).
+  QString variantValue(int variant, const QString& key) const;
+
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
@@ -71,6 +111,10 @@ class AblationModel : public QAbstractTableModel {
     QString label, name, variantTag, strategy;
     double stepMs, tokensPerS, finalLoss, commShare;
   };
+  void buildVariants();
+
   std::vector<Row> m_rows;
+  std::vector<Variant> m_variants;
+  std::vector<int> m_variantOfRow;
   int m_baseline = -1;
 };
