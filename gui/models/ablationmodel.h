@@ -11,8 +11,9 @@
 //               as warm-up when more than 2 steps were recorded
 //   tokens/s    mean_tokens_per_s: mean of the "tokens_per_s" metric, same rule
 //   Final loss  the last "loss" value
-//   Speedup     baseline ms/step / this run's ms/step, shown "1.25x" (the baseline "1.00x");
-//               above 1 = faster than the baseline. Empty when either ms/step is missing.
+//   Speedup     the baseline variant's mean ms/step / this run's ms/step, shown "1.25x" (a
+//               baseline run without repeats "1.00x"); above 1 = faster than the baseline.
+//               Empty when either is missing.
 //   Comm share  phases.comm_share: mean compute-thread comm time / mean step time over
 //               (step, rank), from the spans, shown "12.3%"; empty without step spans
 // Roles: DisplayRole text; Qt::UserRole raw double (comm share as a fraction; invalid when
