@@ -17,6 +17,7 @@
 // --steps is at most 10,000.
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -45,6 +46,22 @@ struct SimulateArgs {
   int steps = 1, ranks = 0, nodes = 0;
   bool json = false;
 };
+
+// "defaults" without a cluster file, "calibrated on HOST" for a file `moebench calibrate` wrote
+// (its header says so: perf/calibration.cpp), "described" for any other.
+std::string cluster_rates_kind(const std::string& file) {
+  if (file.empty()) return "defaults";
+  std::ifstream in(file);
+  std::string line;
+  const std::string mark = "), measured by `moebench calibrate", lead = "# This machine (";
+  for (int n = 0; n < 8 && std::getline(in, line); ++n) {
+    const size_t m = line.find(mark);
+    if (m == std::string::npos) continue;
+    const size_t h = line.find(lead);
+    return h == 0 && m > lead.size() ? "calibrated on " + line.substr(lead.size(), m - lead.size()) : "calibrated";
+  }
+  return "described";
+}
 
 int simulate_main(const SimulateArgs& a) {
   std::vector<std::string> sets = cluster_sets(a.config, a.sets, a.cluster, a.nodes, a.ranks);
@@ -91,7 +108,12 @@ int simulate_main(const SimulateArgs& a) {
 
   std::vector<std::pair<std::string, std::string>> tags = {
       {"cluster", cluster.spec().name}, {"routing", routing_text}};
-  if (!a.cluster.empty()) tags.push_back({"cluster_file", a.cluster});
+  // Which rates the prediction used (the GUI shows it beside every predicted-vs-measured pair):
+  // "calibrated on HOST" (a file `moebench calibrate` wrote on HOST), "described" (any other
+  // cluster file: datasheet or assumed rates), "defaults" (no file: moebench's built-in rates).
+  const std::string cluster_file = !a.cluster.empty() ? a.cluster : cfg.cluster.file;
+  if (!cluster_file.empty()) tags.push_back({"cluster_file", cluster_file});
+  tags.push_back({"rates", cluster_rates_kind(cluster_file)});
   if (emulated) tags.push_back({"emulated_run", cfg.emulate.cluster + (a.host.empty() ? "" : ", host " + a.host)});
   if (trace) tags.push_back({"trace_run", store.find_run(a.routing.substr(6)).uuid});  // the measured run it replays
   PredictedRunWriter writer(store, cfg, cluster, tags);

@@ -106,9 +106,9 @@ class TstPredictionAccuracy : public QObject {
     model.setStore(m_store);
     QCOMPARE(int(model.unmatched().size()), 2);
     QCOMPARE(model.unmatched()[0].predicted.name, std::string("big (predicted)"));
-    QVERIFY(model.unmatched()[0].reason.startsWith("no measured run has its config"));
+    QVERIFY(model.unmatched()[0].reason.startsWith("no FINISHED measured run started before it has its config"));
     QCOMPARE(model.unmatched()[1].predicted.name, std::string("lost (predicted)"));
-    QVERIFY2(model.unmatched()[1].reason.startsWith(QStringLiteral("its trace_run %1 is not in the store; no measured")
+    QVERIFY2(model.unmatched()[1].reason.startsWith(QStringLiteral("its trace_run %1 is not in the store; no FINISHED measured")
                                                         .arg(QString(32, 'f'))),
              qPrintable(model.unmatched()[1].reason));
   }
@@ -286,6 +286,74 @@ class TstPredictionAccuracy : public QObject {
     for (const Model::Pair& p : model.pairs()) QVERIFY(p.predictedMs > 0);
     QCOMPARE(int(model.unmatched().size()), 1);
     QCOMPARE(model.unmatched()[0].predicted.strategy, std::string("hier_a2a"));
+    // The quickstart's [cluster] names no file: the prediction used the default rates, said in
+    // the Rates column and the tooltip; its ceiling is its own cluster's device rate.
+    const QModelIndex rates = model.index(0, Model::RatesColumn);
+    QCOMPARE(rates.data().toString(), QString("defaults"));
+    QVERIFY(rates.data(Qt::ToolTipRole).toString().contains("default rates"));
+    QCOMPARE(model.index(0, Model::ClusterColumn).data().toString(), QString("local"));
+    std::map<std::string, std::string> params;
+    for (auto& [k, v] : store->params(model.pairs()[0].predicted.id)) params[k] = v;
+    QCOMPARE(params["peak_gflops"], std::string("120"));  // ClusterSpec::device_flops default 1.2e11
+    QVERIFY(params["peak_gflops_source"].find("cluster local") == 0);
+    // With a cluster file: described; with a `moebench calibrate` file: calibrated, on its host.
+    const QString described = QStringLiteral(MOEBENCH_SOURCE_DIR "/sample_configs/clusters/janus_4gpu.toml");
+    QCOMPARE(cli({"simulate", config, "--steps", "1", "--cluster", described}), 0);
+    QFile calibrated(dir.filePath("calibrated.toml"));
+    QVERIFY(calibrated.open(QIODevice::WriteOnly));
+    QFile src(described);
+    QVERIFY(src.open(QIODevice::ReadOnly));
+    calibrated.write("# This machine (box-7), measured by `moebench calibrate --ranks 2`.\n" + src.readAll());
+    calibrated.close();
+    QCOMPARE(cli({"simulate", config, "--steps", "1", "--cluster", calibrated.fileName()}), 0);
+    std::vector<std::string> kinds;
+    for (const auto& r : store->list_runs())
+      for (auto& [k, v] : store->tags(r.id))
+        if (k == "rates") kinds.push_back(v);
+    QCOMPARE(kinds, (std::vector<std::string>{"defaults", "defaults", "defaults", "described", "calibrated on box-7"}));
+  }
+
+  // Pairs do not drift: a KILLED or FAILED run is never paired by config, a run started after the
+  // prediction never takes the pair over, and a pair chosen in the browser (tag pair_run) wins,
+  // saying the chosen run's status when it did not finish.
+  void pairs_are_chosen_and_do_not_drift() {
+    QTemporaryDir dir;
+    const QString path = pf::write(dir);
+    const Config A = pf::config("expert_centric", 4);
+    int64_t killed = 0, later = 0;
+    {
+      RunStore store(path.toStdString());
+      const double predictedStart = store.find_run("ec (predicted)").start_time;
+      // An equal-config run that was KILLED, started just before the prediction.
+      const RunInfo k = pf::writeRun(store, {"ec killed", A, {30, 30, 30}, {}, false, 0}, predictedStart - 1);
+      store.set_status(k.id, RunStatus::killed, 0);
+      killed = k.id;
+      // An equal-config FINISHED run started after the prediction.
+      later = pf::writeRun(store, {"ec later", A, {99, 99, 99}, {}, false, 0}, predictedStart + 5000).id;
+    }
+    auto store = std::make_shared<RunStore>(path.toStdString(), RunStore::Mode::read_only);
+    auto id = [&](const char* name) { return store->find_run(name).id; };
+    Model model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.setStore(store);
+    const int row = model.rowOfRun(id("ec (predicted)"));
+    QCOMPARE(model.pairs()[size_t(row)].measured.id, id("ec"));  // neither the KILLED nor the later run
+    QCOMPARE(model.index(row, Model::MatchColumn).data().toString(), QString("config"));
+    QCOMPARE(model.index(row, Model::RatesColumn).data().toString(), QString("unknown"));  // no tag: older run
+
+    // The user pairs the prediction with the KILLED run: shown, with its status.
+    MainWindow w;
+    w.setAskBeforeClose(false);
+    QVERIFY(w.openStore(path));
+    QVERIFY(!w.pairPrediction(killed, id("ec (predicted)")));  // the wrong way round: refused
+    QVERIFY(w.pairPrediction(id("ec (predicted)"), killed));
+    model.setStore(std::make_shared<RunStore>(path.toStdString(), RunStore::Mode::read_only));
+    const int r2 = model.rowOfRun(id("ec (predicted)"));
+    QCOMPARE(model.pairs()[size_t(r2)].measured.id, killed);
+    QCOMPARE(model.pairs()[size_t(r2)].match, Model::Match::Chosen);
+    QCOMPARE(model.index(r2, Model::MatchColumn).data().toString(), QString("chosen (KILLED)"));
+    QVERIFY(model.index(r2, 0).data(Qt::ToolTipRole).toString().contains("the measured run is KILLED"));
+    Q_UNUSED(later);
   }
 };
 

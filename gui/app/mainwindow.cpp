@@ -29,6 +29,7 @@
 #include <functional>
 
 #include "models/launchsession.h"
+#include "models/predictionaccuracymodel.h"
 #include "models/runedits.h"
 #include "models/runfilterproxy.h"
 #include "models/runlistmodel.h"
@@ -351,6 +352,15 @@ void MainWindow::showRunMenu(const QPoint& pos) {
   menu.addAction(tr("Open config in editor"), this, [this, first] { openRunConfig(first); });
   QAction* diff = menu.addAction(tr("Diff configs"), this, [this, ids] { showConfigDiff(ids[0], ids[1]); });
   diff->setEnabled(ids.size() == 2);
+  if (ids.size() == 2) {
+    const RunListModel::RunRow* a = m_runs->runRowAt(m_runs->indexForRun(ids[0]));
+    const RunListModel::RunRow* b = m_runs->runRowAt(m_runs->indexForRun(ids[1]));
+    if (a && b && a->predicted != b->predicted) {
+      const int64_t p = a->predicted ? ids[0] : ids[1], m = a->predicted ? ids[1] : ids[0];
+      menu.addAction(tr("Pair prediction #%1 with measured run #%2").arg(p).arg(m), this,
+                     [this, p, m] { pairPrediction(p, m); });
+    }
+  }
   menu.addSeparator();
   menu.addAction(tr("Rename..."), this, [this, first, row] {
     bool ok = false;
@@ -403,6 +413,19 @@ bool MainWindow::setRunNote(int64_t runId, const QString& note) {
 
 bool MainWindow::deleteRuns(const std::vector<int64_t>& runIds) {
   return reportEdit(this, moebench::gui::deleteRuns(m_storePath, runIds), tr("%n run(s) deleted", nullptr, int(runIds.size())));
+}
+
+bool MainWindow::pairPrediction(int64_t predictedId, int64_t measuredId) {
+  const RunListModel::RunRow* p = m_runs->runRowAt(m_runs->indexForRun(predictedId));
+  const RunListModel::RunRow* m = m_runs->runRowAt(m_runs->indexForRun(measuredId));
+  if (!p || !m || !p->predicted || m->predicted) {
+    statusBar()->showMessage(tr("pair: run %1 must be a predicted run and run %2 a measured one").arg(predictedId).arg(measuredId));
+    return false;
+  }
+  return reportEdit(this,
+                    moebench::gui::setRunTag(m_storePath, predictedId, QString::fromLatin1(PredictionAccuracyModel::PairRunTag),
+                                             QString::fromStdString(m->info.uuid)),
+                    tr("Prediction #%1 paired with measured run #%2").arg(predictedId).arg(measuredId));
 }
 
 bool MainWindow::openRunConfig(int64_t runId) {

@@ -78,7 +78,9 @@ class MainWindow : public QMainWindow {
   bool setRunTags(int64_t runId, const QString& tags);
   bool setRunNote(int64_t runId, const QString& note);
   bool deleteRuns(const std::vector<int64_t>& runIds);
-  bool openRunConfig(int64_t runId);  // in the Config page, as a new unsaved document
+  bool openRunConfig(int64_t runId);
+  // Pairs a predicted run with a measured one for Predicted vs measured (tag pair_run).
+  bool pairPrediction(int64_t predictedId, int64_t measuredId);  // in the Config page, as a new unsaved document
 
  protected:
   void closeEvent(QCloseEvent* event) override;

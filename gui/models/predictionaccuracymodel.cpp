@@ -18,6 +18,15 @@ const std::vector<const char*> PredictionAccuracyModel::kIgnoredConfigKeys = {
 
 namespace {
 
+QString matchText(PredictionAccuracyModel::Match m) {
+  switch (m) {
+    case PredictionAccuracyModel::Match::Chosen: return QObject::tr("the pair chosen in the run browser (tag pair_run)");
+    case PredictionAccuracyModel::Match::TraceRun: return QObject::tr("its trace_run tag");
+    case PredictionAccuracyModel::Match::Config: break;
+  }
+  return QObject::tr("an equal config (the latest FINISHED run started before the prediction)");
+}
+
 bool ignoredKey(const std::string& key) {
   if (key.find('.') == std::string::npos) return true;  // not a config key (peak_gflops, ...)
   for (const char* ignored : PredictionAccuracyModel::kIgnoredConfigKeys) {
@@ -59,6 +68,7 @@ void PredictionAccuracyModel::setStore(std::shared_ptr<RunStore> store) {
   if (store) {
     std::vector<Candidate> measured;
     std::vector<std::pair<RunInfo, std::vector<std::pair<std::string, std::string>>>> predicted;
+    std::vector<Candidate> named;  // measured runs of any status, for pair_run / trace_run
     for (RunInfo& info : store->list_runs()) {
       auto tags = store->tags(info.id);
       if (tagValue(tags, "predicted")) {
@@ -68,8 +78,10 @@ void PredictionAccuracyModel::setStore(std::shared_ptr<RunStore> store) {
       const double ms = moebench::gui::warmupMean(store->metrics(info.id, "step_ms"));
       if (std::isnan(ms)) continue;  // nothing measured to compare with
       const int64_t id = info.id;
-      measured.push_back({std::move(info), ms, comparedParams(*store, id)});
+      named.push_back({std::move(info), ms, comparedParams(*store, id)});
     }
+    for (const Candidate& c : named)
+      if (c.info.status == moebench::RunStatus::finished) measured.push_back(c);
     // Latest-started first, so that the first config match is the newest measurement.
     std::stable_sort(measured.begin(), measured.end(),
                      [](const Candidate& a, const Candidate& b) { return a.info.start_time > b.info.start_time; });
@@ -82,33 +94,44 @@ void PredictionAccuracyModel::setStore(std::shared_ptr<RunStore> store) {
       }
       const Candidate* match = nullptr;
       Match how = Match::Config;
-      QString traceNote;
-      if (const auto trace = tagValue(tags, "trace_run")) {
+      QString note;
+      for (const auto& [tag, kind] : {std::pair{PairRunTag, Match::Chosen}, std::pair{"trace_run", Match::TraceRun}}) {
+        const auto ref = tagValue(tags, tag);
+        if (match || !ref) continue;
         try {
-          const int64_t id = store->find_run(*trace).id;
-          for (const Candidate& c : measured)
+          const int64_t id = store->find_run(*ref).id;
+          for (const Candidate& c : named)
             if (c.info.id == id) match = &c;
-          if (match) how = Match::TraceRun;
-          else traceNote = tr("its trace_run %1 recorded no step_ms; ").arg(QString::fromStdString(*trace));
+          if (match) how = kind;
+          else note += tr("its %1 %2 recorded no step_ms; ").arg(QString::fromLatin1(tag), QString::fromStdString(*ref));
         } catch (const moebench::StoreError&) {
-          traceNote = tr("its trace_run %1 is not in the store; ").arg(QString::fromStdString(*trace));
+          note += tr("its %1 %2 is not in the store; ").arg(QString::fromLatin1(tag), QString::fromStdString(*ref));
         }
       }
       if (!match) {
         const ConfigKeys config = comparedParams(*store, info.id);
         if (!config.empty())
           for (const Candidate& c : measured)
-            if (c.config == config) {
+            if (c.info.start_time <= info.start_time && c.config == config) {
               match = &c;
               break;
             }
       }
       if (!match) {
-        unmatched.push_back({info, traceNote + tr("no measured run has its config (cluster, ranks, strategy, "
-                                                  "routing, model, ...)")});
+        unmatched.push_back({info, note + tr("no FINISHED measured run started before it has its config (cluster, "
+                                             "ranks, strategy, routing, model, ...)")});
         continue;
       }
-      pairs.push_back({info, match->info, how, ms, match->stepMs});
+      Pair pair;
+      pair.predicted = info;
+      pair.measured = match->info;
+      pair.match = how;
+      pair.predictedMs = ms;
+      pair.measuredMs = match->stepMs;
+      pair.cluster = QString::fromStdString(tagValue(tags, "cluster").value_or(""));
+      pair.clusterFile = QString::fromStdString(tagValue(tags, "cluster_file").value_or(""));
+      pair.rates = QString::fromStdString(tagValue(tags, "rates").value_or("unknown"));
+      pairs.push_back(std::move(pair));
     }
   }
   beginResetModel();
@@ -182,10 +205,16 @@ QVariant PredictionAccuracyModel::data(const QModelIndex& index, int role) const
   const Pair& p = m_pairs[size_t(index.row())];
   if (role == PredictedRunRole) return qint64(p.predicted.id);
   if (role == MeasuredRunRole) return qint64(p.measured.id);
-  if (role == Qt::ToolTipRole)
-    return tr("%1 (predicted) against %2 (measured), paired by %3")
-        .arg(runLabel(p.predicted), runLabel(p.measured),
-             p.match == Match::TraceRun ? tr("its trace_run tag") : tr("an equal config"));
+  if (role == Qt::ToolTipRole) {
+    QString text = tr("%1 (predicted) against %2 (measured), paired by %3")
+                       .arg(runLabel(p.predicted), runLabel(p.measured), matchText(p.match));
+    if (p.measured.status != moebench::RunStatus::finished)
+      text += tr("; the measured run is %1").arg(QString::fromLatin1(moebench::run_status_name(p.measured.status)));
+    if (p.rates == "defaults")
+      text += tr("; the prediction used moebench's default rates, not this machine's: simulate with a cluster file "
+                 "(moebench calibrate) to compare");
+    return text;
+  }
   if (role == Qt::TextAlignmentRole)
     return index.column() >= PredictedMsColumn ? QVariant::fromValue(Qt::Alignment(Qt::AlignRight | Qt::AlignVCenter))
                                                : QVariant();
@@ -195,7 +224,16 @@ QVariant PredictionAccuracyModel::data(const QModelIndex& index, int role) const
     case PredictedColumn: return display ? runLabel(p.predicted) : QString::fromStdString(p.predicted.name);
     case MeasuredColumn: return display ? runLabel(p.measured) : QString::fromStdString(p.measured.name);
     case StrategyColumn: return QString::fromStdString(p.predicted.strategy);
-    case MatchColumn: return p.match == Match::TraceRun ? QStringLiteral("trace_run") : QStringLiteral("config");
+    case MatchColumn: {
+      const QString how = p.match == Match::Chosen ? QStringLiteral("chosen")
+                          : p.match == Match::TraceRun ? QStringLiteral("trace_run")
+                                                       : QStringLiteral("config");
+      if (p.measured.status == moebench::RunStatus::finished) return how;
+      return QStringLiteral("%1 (%2)").arg(how, QString::fromLatin1(moebench::run_status_name(p.measured.status)));
+    }
+    case ClusterColumn:
+      return p.clusterFile.isEmpty() ? p.cluster : QStringLiteral("%1 (%2)").arg(p.cluster, p.clusterFile);
+    case RatesColumn: return p.rates;
     case PredictedMsColumn: return display ? QVariant(QString::number(p.predictedMs, 'f', 3)) : QVariant(p.predictedMs);
     case MeasuredMsColumn: return display ? QVariant(QString::number(p.measuredMs, 'f', 3)) : QVariant(p.measuredMs);
     case ErrorColumn: {
@@ -217,6 +255,8 @@ QVariant PredictionAccuracyModel::headerData(int section, Qt::Orientation orient
     case PredictedMsColumn: return tr("ms/step (predicted)");
     case MeasuredMsColumn: return tr("ms/step (measured)");
     case ErrorColumn: return tr("Error");
+    case ClusterColumn: return tr("Cluster (predicted on)");
+    case RatesColumn: return tr("Rates");
     default: return {};
   }
 }

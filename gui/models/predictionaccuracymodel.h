@@ -4,19 +4,27 @@
 // measured run) of the whole store, in the store's run order of the predicted runs, and a
 // summary over the pairs.
 //
-// Pairing (each predicted run gets at most one measured run):
-//   1. tag "trace_run": the run whose recorded routing the prediction replayed
-//      (`simulate --routing trace:RUN` stores its uuid), looked up with RunStore::find_run.
-//   2. else the config: the latest-started measured run whose params equal the predicted run's
-//      on every config key ("section.key") except those that say where a run is recorded and
-//      for how long, not what one step does (kIgnoredConfigKeys: store.*, run.name, run.out_dir,
-//      run.oversubscribe_ok, run.stop_grace_s, train.steps, train.eval_every, train.eval_batches,
-//      train.checkpoint_every). The cluster, rank count, strategy and routing must be equal:
-//      a prediction for another cluster or routing does not predict that measurement.
-//      Params that are not config keys (no '.': peak_gflops, ...) are not compared.
+// Pairing (each predicted run gets at most one measured run), chosen, never drifting as runs
+// are added, and never with a KILLED, FAILED or RUNNING run unless a tag names that run:
+//   1. tag "pair_run": the measured run the user paired it with (the run browser's "Pair
+//      prediction with measured run"; PairRunTag), looked up with RunStore::find_run.
+//   2. tag "trace_run": the run whose recorded routing the prediction replayed
+//      (`simulate --routing trace:RUN` stores its uuid).
+//   A named run that is not FINISHED is still paired, and the pair says its status.
+//   3. else the config: the latest-started FINISHED measured run that started before the
+//      prediction was made (so a later run never takes the pair over) and whose params equal the
+//      predicted run's on every config key ("section.key") except those that say where a run is
+//      recorded and for how long, not what one step does (kIgnoredConfigKeys: store.*, run.name,
+//      run.out_dir, run.oversubscribe_ok, run.stop_grace_s, train.steps, train.eval_every,
+//      train.eval_batches, train.checkpoint_every). The cluster, rank count, strategy and routing
+//      must be equal: a prediction for another cluster or routing does not predict that
+//      measurement. Params that are not config keys (no '.': peak_gflops, ...) are not compared.
 //   A measured run is one without the tag "predicted" that has a "step_ms" metric. Predicted runs
 //   without one are listed in unmatched() with the reason.
-//
+// Per pair the cluster the prediction used (tags "cluster", "cluster_file") and its rates (tag
+// "rates", written by `moebench simulate`): "calibrated on HOST" (a `moebench calibrate` file),
+// "described" (another cluster file: datasheet or assumed rates), "defaults" (moebench's built-in
+// rates: the prediction says nothing about this machine), "unknown" (a run from before the tag).
 // Numbers, per pair:
 //   predicted ms/step  mean "step_ms" over every step of the predicted run (the simulator has no
 //                      warm-up: each simulated step stands on its own)
@@ -56,14 +64,18 @@ class PredictionAccuracyModel : public QAbstractTableModel {
     PredictedMsColumn,   // predicted ms/step
     MeasuredMsColumn,    // measured ms/step
     ErrorColumn,         // relative error, %
+    ClusterColumn,       // "name (file)" the prediction used
+    RatesColumn,         // calibrated on HOST | described | defaults | unknown
     ColumnCount
   };
   enum Role { PredictedRunRole = Qt::UserRole + 1, MeasuredRunRole };
-  enum class Match { TraceRun, Config };
+  enum class Match { Chosen, TraceRun, Config };
+  static constexpr const char* PairRunTag = "pair_run";
 
   struct Pair {
     moebench::RunInfo predicted, measured;
     Match match = Match::Config;
+    QString cluster, clusterFile, rates;
     double predictedMs = std::numeric_limits<double>::quiet_NaN();
     double measuredMs = std::numeric_limits<double>::quiet_NaN();
     double errorPercent() const { return 100.0 * (predictedMs - measuredMs) / measuredMs; }

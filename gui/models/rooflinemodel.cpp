@@ -21,9 +21,9 @@ namespace {
 // ascending then the whole run; the measured row of a layer first.
 int layerOrder(int layer) { return layer < 0 ? std::numeric_limits<int>::max() : layer; }
 
-bool isSimulated(const moebench::RunStore& store, int64_t runId) {
+bool hasTag(const moebench::RunStore& store, int64_t runId, const char* tag) {
   for (const auto& [key, value] : store.tags(runId))
-    if (key == "predicted") return true;
+    if (key == tag) return true;
   return false;
 }
 
@@ -41,7 +41,8 @@ void RooflineModel::setRuns(std::shared_ptr<moebench::RunStore> store, std::vect
       RunPeak peak;
       peak.runId = id;
       peak.runName = QString::fromStdString(info.name);
-      peak.simulated = isSimulated(*store, info.id);
+      peak.simulated = hasTag(*store, info.id, "predicted");
+      peak.emulated = hasTag(*store, info.id, "emulated");
       std::vector<moebench::DdlPredictedPoint> predicted;
       if (!peak.simulated) predicted = moebench::ddl_predicted_points(*store, info);
       for (const auto& p : measured) peak.hasPoints = peak.hasPoints || p.has_point();
@@ -131,6 +132,14 @@ const moebench::DdlPoint* RooflineModel::pointAt(int row) const {
 
 RooflineModel::RowKind RooflineModel::kindAt(int row) const {
   return row >= 0 && size_t(row) < m_rows.size() ? m_rows[size_t(row)].kind : RowKind::Measured;
+}
+
+QString RooflineModel::rowKindText(int row) const {
+  const RowKind kind = kindAt(row);
+  const moebench::DdlPoint* p = pointAt(row);
+  const RunPeak* peak = p ? peakOf(p->run_id) : nullptr;
+  if (kind == RowKind::Measured && peak && peak->emulated) return QStringLiteral("emulated (measured)");
+  return kindText(kind);
 }
 
 QString RooflineModel::kindText(RowKind kind) {
@@ -276,7 +285,7 @@ QVariant RooflineModel::data(const QModelIndex& index, int role) const {
     return peak ? peak->runName : QString::fromStdString(p.run_name);
   }
   if (column == LayerColumn) return p.layer < 0 ? QStringLiteral("all") : QString::number(p.layer);
-  if (column == KindColumn) return kindText(kindAt(row));
+  if (column == KindColumn) return rowKindText(row);
   if (column == NoteColumn) return noteAt(row);
   const QVariant raw = rawValue(row, column);
   if (!raw.isValid()) return QString();

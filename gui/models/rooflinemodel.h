@@ -74,6 +74,7 @@ class RooflineModel : public QAbstractTableModel {
     QString error;                 // a malformed stored value (then the entered one is used)
     bool hasPoints = false;        // the run has at least one point (of any kind)
     bool simulated = false;        // the simulator wrote the run (tag "predicted")
+    bool emulated = false;         // measured under the link emulator (tag "emulated")
   };
   // A predicted row and the measured (or simulated) row of the same run and layer, both with a
   // point: the view draws an arrow from the first to the second.
@@ -98,6 +99,8 @@ class RooflineModel : public QAbstractTableModel {
   const moebench::DdlPoint* pointAt(int row) const;                           // null out of range
   RowKind kindAt(int row) const;                                              // Measured out of range
   static QString kindText(RowKind kind);  // "measured", "predicted", "simulated (predicted)"
+  // kindText of the row, "emulated (measured)" for a measured row of an emulated run.
+  QString rowKindText(int row) const;
   // Predicted rows: the steps whose latencies are fastermoe's stored predictions / were computed
   // from the routing (DdlPredictedPoint); 0 for other rows.
   int64_t stepsFromMetricsAt(int row) const;

@@ -49,6 +49,10 @@ QString setRunNote(const QString& storePath, int64_t runId, const QString& note)
   return edit(storePath, [&](RunStore& s) { s.set_tag(runId, "note", note.trimmed().toStdString()); });
 }
 
+QString setRunTag(const QString& storePath, int64_t runId, const QString& key, const QString& value) {
+  return edit(storePath, [&](RunStore& s) { s.set_tag(runId, key.toStdString(), value.toStdString()); });
+}
+
 QString deleteRuns(const QString& storePath, const std::vector<int64_t>& runIds) {
   return edit(storePath, [&](RunStore& s) {
     for (int64_t id : runIds) s.delete_run(id);

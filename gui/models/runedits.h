@@ -21,6 +21,8 @@ QString normalizeTags(const QString& text);
 QString renameRun(const QString& storePath, int64_t runId, const QString& name);
 QString setRunTags(const QString& storePath, int64_t runId, const QString& tags);
 QString setRunNote(const QString& storePath, int64_t runId, const QString& note);
+// Any tag (e.g. PredictionAccuracyModel's "pair_run" = the measured run's uuid).
+QString setRunTag(const QString& storePath, int64_t runId, const QString& key, const QString& value);
 QString deleteRuns(const QString& storePath, const std::vector<int64_t>& runIds);
 
 // A run's config (its canonical JSON in the store) as the TOML the editor shows: every key,

@@ -306,7 +306,7 @@ void RooflineView::rebuild() {
         if ((m_model->kindAt(row) == RooflineModel::RowKind::Predicted) != predicted) continue;
         const moebench::DdlPoint* p = m_model->pointAt(row);
         (p->layer < 0 ? whole : layers)->append(p->r_cc, p->achieved_gflops);
-        (p->layer < 0 ? wholeTexts : layerTexts) << pointText(*p, RooflineModel::kindText(m_model->kindAt(row)));
+        (p->layer < 0 ? wholeTexts : layerTexts) << pointText(*p, m_model->rowKindText(row));
       }
       for (auto [s, texts] : {std::pair{whole, wholeTexts}, std::pair{layers, layerTexts}}) {
         if (s->count() == 0) {

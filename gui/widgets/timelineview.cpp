@@ -22,16 +22,13 @@
 #include "models/timelinegeometry.h"
 #include "models/timelinerangesummary.h"
 #include "models/timelinetext.h"
+#include "models/runkind.h"
 #include "moebench/store/run_store.h"
 #include "widgets/timelinecanvas.h"
 
 namespace {
-// "predicted" for a run the simulator wrote (tag "predicted"), else "measured".
-QString kindText(const moebench::RunStore& store, int64_t runId) {
-  for (const auto& tag : store.tags(runId))
-    if (tag.first == "predicted") return TimelineView::tr("predicted");
-  return TimelineView::tr("measured");
-}
+// "predicted", "emulated" or "measured" (models/runkind.h).
+QString kindText(const moebench::RunStore& store, int64_t runId) { return moebench::gui::runKindText(store.tags(runId)); }
 
 // A colour swatch and its category name (the QLabel holding the name is "legend_<category>").
 QWidget* legendEntry(const char* category, const QString& text, QWidget* parent) {

@@ -1,3 +1,5 @@
+#include <cstdio>
+
 #include "moebench/plan/predicted_run.h"
 
 #include <algorithm>
@@ -27,7 +29,14 @@ PredictedRunWriter::PredictedRunWriter(RunStore& store, const Config& cfg, const
   info.git_rev = build_git_revision();
   info.ranks = cfg.run.ranks;
   run_ = store_.create_run(info);
-  store_.log_params(run_.id, config_params(cfg));
+  auto params = config_params(cfg);
+  // The roofline's ceiling of a predicted run is the rate its own cluster's devices were
+  // simulated at, not this machine's: the simulated points are drawn against it.
+  char peak[32];
+  std::snprintf(peak, sizeof(peak), "%.6g", cluster.device_flops() / 1e9);
+  params.push_back({"peak_gflops", peak});
+  params.push_back({"peak_gflops_source", "cluster " + cluster.spec().name + ": the device rate the simulator used (predicted)"});
+  store_.log_params(run_.id, params);
   store_.set_tag(run_.id, "predicted", "simulator");
   for (const auto& [k, v] : tags) store_.set_tag(run_.id, k, v);
 }
