@@ -9,6 +9,7 @@
 #include <QFile>
 #include <QLabel>
 #include <QProcess>
+#include <QComboBox>
 #include <QTreeView>
 
 #include <set>
@@ -18,6 +19,9 @@
 #include "models/livestore.h"
 #include "models/metricseriesmodel.h"
 #include "models/runlistmodel.h"
+#include "widgets/metricchartview.h"
+#include "widgets/timelinecanvas.h"
+#include "widgets/timelineview.h"
 
 using namespace moebench;
 namespace fx = moebench::test::gui_fixture;
@@ -205,8 +209,27 @@ class TestGuiLiveStore : public QObject {
       const QModelIndex idx = m->index(r, 0);
       QCOMPARE(w.runView()->isExpanded(idx), idx.data().toString() != "default");
     }
-    writer.log_step(id, {{"loss", 2, 3.9, 0}}, {}, {}, {});
+    // Select the running run: Metrics and Timeline follow it as steps come (read off the GUI
+    // thread), keeping the selection.
+    w.selectRuns({id});
+    auto* metrics = w.findChild<MetricChartView*>();
+    QTRY_COMPARE(metrics->model()->rowCount(), 1);
+    QVERIFY(w.showTab("Timeline"));
+    auto* timeline = w.findChild<TimelineView*>();
+    QTRY_VERIFY(!timeline->message().isEmpty());  // no spans yet
+    QVERIFY(w.showTab("Metrics"));
+    std::vector<SpanRow> spans = fx::stepSpans(0, 2, 0);
+    writer.log_step(id, {{"loss", 2, 3.9, 0}}, spans, {}, {});
     QTRY_COMPARE_WITH_TIMEOUT(w.runModel()->runRowAt(w.runModel()->indexForRun(id))->steps, int64_t(2), 5000);
+    QTRY_COMPARE_WITH_TIMEOUT(metrics->model()->rowCount(), 2, 5000);
+    QVERIFY(w.selectedRunIds() == std::vector<int64_t>{id});
+    QVERIFY(w.showTab("Timeline"));
+    QTRY_COMPARE_WITH_TIMEOUT(timeline->stepChooser()->count(), 2, 5000);  // "all steps", "step 2"
+    QTRY_COMPARE(timeline->message(), QString());
+    writer.log_step(id, {{"loss", 3, 3.8, 0}}, fx::stepSpans(0, 3, 0), {}, {});
+    QTRY_COMPARE_WITH_TIMEOUT(timeline->stepChooser()->count(), 3, 5000);
+    QCOMPARE(timeline->currentStep(), TimelineView::kAllSteps);
+    QTRY_COMPARE(int(timeline->canvas()->spans().size()), int(2 * spans.size()));
     writer.set_status(id, RunStatus::finished, 0);
     QTRY_COMPARE_WITH_TIMEOUT(w.runModel()->runRowAt(w.runModel()->indexForRun(id))->info.status, RunStatus::finished, 5000);
     QVERIFY(w.liveStore()->readsStarted() >= 3);

@@ -44,6 +44,7 @@
 #include "widgets/rooflineview.h"
 #include "widgets/timelineview.h"
 #include "widgets/trafficview.h"
+#include "widgets/viewexport.h"
 
 namespace {
 // Adds a run view tab; returns how to hand it the store and the selected runs.
@@ -109,6 +110,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   m_refresh.push_back(addView<PredictionAccuracyView>(m_views, tr("Predicted vs measured"), "predictionView"));
   m_viewStale.assign(m_refresh.size(), true);
   m_liveRefresh.resize(m_refresh.size());
+  for (int i = 0; i < m_views->count(); ++i)
+    if (auto* timeline = qobject_cast<TimelineView*>(m_views->widget(i)))
+      m_liveRefresh[size_t(i)] = [timeline](std::shared_ptr<moebench::RunStore> store, const std::vector<int64_t>& ids) {
+        if (!timeline->refreshLive(store, ids)) timeline->setRuns(store, ids);
+      };
 
   auto* split = new QSplitter(this);
   split->addWidget(left);
@@ -186,6 +192,12 @@ void MainWindow::buildMenus() {
       recent->addAction(path, this, [this, path] { openStore(path); });
   });
   file->addAction(tr("Re&load"), QKeySequence::Refresh, this, &MainWindow::reloadStore);
+  file->addAction(tr("&Export view..."), QKeySequence(tr("Ctrl+E")), this, [this] {
+    const QString title = m_views->tabText(m_views->currentIndex()).remove('&').toLower().replace(' ', '-');
+    const QString base = QFileDialog::getSaveFileName(this, tr("Export view (PNG, SVG and CSV files)"), title,
+                                                      tr("Base name (.png/.svg/.csv are added) (*)"));
+    if (!base.isEmpty()) exportCurrentView(base);
+  });
   file->addSeparator();
   file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
   QMenu* view = menuBar()->addMenu(tr("&View"));
@@ -413,6 +425,15 @@ bool MainWindow::setRunNote(int64_t runId, const QString& note) {
 
 bool MainWindow::deleteRuns(const std::vector<int64_t>& runIds) {
   return reportEdit(this, moebench::gui::deleteRuns(m_storePath, runIds), tr("%n run(s) deleted", nullptr, int(runIds.size())));
+}
+
+QStringList MainWindow::exportCurrentView(const QString& basePath, QString* error) {
+  QString why;
+  const QStringList files = moebench::gui::exportView(m_views->currentWidget(), basePath, &why);
+  if (error) *error = why;
+  statusBar()->showMessage(files.isEmpty() ? tr("Export: %1").arg(why)
+                                           : tr("Exported %1").arg(files.join(QStringLiteral(", "))));
+  return files;
 }
 
 bool MainWindow::pairPrediction(int64_t predictedId, int64_t measuredId) {

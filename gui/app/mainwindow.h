@@ -79,6 +79,10 @@ class MainWindow : public QMainWindow {
   bool setRunNote(int64_t runId, const QString& note);
   bool deleteRuns(const std::vector<int64_t>& runIds);
   bool openRunConfig(int64_t runId);
+  // File > Export view: the visible run view's charts (PNG, SVG) and tables (CSV) to
+  // basePath.png/.svg/.csv (widgets/viewexport.h; never overwrites). Returns the files written;
+  // the reason in the status bar and *error when none.
+  QStringList exportCurrentView(const QString& basePath, QString* error = nullptr);
   // Pairs a predicted run with a measured one for Predicted vs measured (tag pair_run).
   bool pairPrediction(int64_t predictedId, int64_t measuredId);  // in the Config page, as a new unsaved document
 

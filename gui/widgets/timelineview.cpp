@@ -10,6 +10,7 @@
 #include <QPixmap>
 #include <QPushButton>
 #include <QShortcut>
+#include <QtConcurrent/QtConcurrentRun>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QStackedWidget>
@@ -49,6 +50,7 @@ QWidget* legendEntry(const char* category, const QString& text, QWidget* parent)
 }  // namespace
 
 TimelineView::TimelineView(QWidget* parent) : QWidget(parent) {
+  connect(&m_live, &QFutureWatcher<LiveRead>::finished, this, [this] { applyLive(m_live.result()); });
   auto* top = new QHBoxLayout;
   m_runLabelWidget = new QLabel(tr("Run:"), this);
   m_runCombo = new QComboBox(this);
@@ -282,7 +284,7 @@ void TimelineView::updateRangeSummary() {
   m_summaryPanel->show();
 }
 
-TimelineView::~TimelineView() = default;
+TimelineView::~TimelineView() { m_live.waitForFinished(); }
 
 void TimelineView::showMessage(const QString& text) {
   m_canvas->clear();
@@ -307,7 +309,53 @@ bool TimelineView::selectStep(int64_t step) {
   return true;
 }
 
+bool TimelineView::refreshLive(std::shared_ptr<moebench::RunStore> store, const std::vector<int64_t>& runIds) {
+  if (m_live.isRunning() || !store || store != m_store || runIds != m_runIds || m_run < 0) return false;
+  const int64_t run = m_run;
+  const bool all = currentStep() == kAllSteps;
+  m_live.setFuture(QtConcurrent::run([store, run, all] {
+    LiveRead r;
+    r.allSteps = all;
+    try {
+      r.steps = store->steps_with(run, moebench::RecordTable::spans);
+      if (all) r.spans = store->spans(run);
+    } catch (const std::exception& e) {
+      r.error = QString::fromUtf8(e.what());
+    }
+    return r;
+  }));
+  return true;
+}
+
+void TimelineView::applyLive(LiveRead r) {
+  if (!r.error.isEmpty()) {
+    showMessage(tr("Could not load the timeline of %1: %2").arg(m_runLabel, r.error));
+    return;
+  }
+  std::vector<int64_t> shown;
+  for (int i = 0; i < m_stepCombo->count(); ++i)
+    if (m_stepCombo->itemData(i).toLongLong() != kAllSteps) shown.push_back(m_stepCombo->itemData(i).toLongLong());
+  if (shown == r.steps) return;  // nothing new: a recorded step's spans never change
+  const int64_t step = currentStep();
+  {
+    const QSignalBlocker block(m_stepCombo);
+    m_stepCombo->clear();
+    m_stepCombo->addItem(tr("all steps (%1)").arg(r.steps.size()), QVariant::fromValue<qlonglong>(kAllSteps));
+    for (int64_t s : r.steps) m_stepCombo->addItem(tr("step %1").arg(s), QVariant::fromValue<qlonglong>(s));
+    const int keep = m_stepCombo->findData(QVariant::fromValue<qlonglong>(step));
+    m_stepCombo->setCurrentIndex(keep >= 0 ? keep : (r.steps.size() <= size_t(kAllStepsByDefault) ? 0 : 1));
+  }
+  if (r.allSteps && currentStep() == kAllSteps && comparedRun() < 0 && !r.spans.empty()) {
+    m_stack->setCurrentWidget(m_canvas);
+    m_canvas->setSpans(std::move(r.spans));
+  } else if (shown.empty()) {
+    loadSpans();  // the run had no spans before
+  }
+  updateStatus();
+}
+
 void TimelineView::setRuns(std::shared_ptr<moebench::RunStore> store, const std::vector<int64_t>& runIds) {
+  m_runIds = runIds;
   const bool sameStore = store == m_store;
   m_store = std::move(store);
   fillCompareChooser();

@@ -26,11 +26,14 @@
 //            "Clear", Esc on the canvas or a click clears it.
 // A null store, an empty selection, a run without spans and any error while loading are shown
 // as a message in place of the canvas (message()); nothing is thrown out of setRuns.
+#include <QFutureWatcher>
 #include <QWidget>
 
 #include <cstdint>
 #include <memory>
 #include <vector>
+
+#include "moebench/store/run_store.h"
 
 class QCheckBox;
 class QComboBox;
@@ -57,6 +60,11 @@ class TimelineView : public QWidget {
   ~TimelineView() override;
 
   void setRuns(std::shared_ptr<moebench::RunStore> store, const std::vector<int64_t>& runIds);
+  // The window's live refresh: the shown run's steps (and, for "all steps", its spans) read again
+  // on a worker thread; new steps join the step chooser, the chosen step stays. False (nothing
+  // started) for another store or selection, or while a read is in flight: then call setRuns.
+  bool refreshLive(std::shared_ptr<moebench::RunStore> store, const std::vector<int64_t>& runIds);
+  bool isReading() const { return m_live.isRunning(); }
 
   // Shows a step of the current run (kAllSteps: every step); false when the selector lacks it.
   // When the selection changes but keeps the shown run, its step stays chosen.
@@ -102,7 +110,17 @@ class TimelineView : public QWidget {
   void updateSearchStatus();
   void updateRangeSummary();
 
+  struct LiveRead {
+    std::vector<int64_t> steps;
+    std::vector<moebench::SpanRow> spans;  // all steps' spans, when "all steps" is shown
+    bool allSteps = false;
+    QString error;
+  };
+  void applyLive(LiveRead read);
+
   std::shared_ptr<moebench::RunStore> m_store;
+  std::vector<int64_t> m_runIds;
+  QFutureWatcher<LiveRead> m_live;
   int64_t m_run = -1;
   QString m_runLabel;
   QComboBox* m_runCombo = nullptr;
