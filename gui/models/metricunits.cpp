@@ -45,7 +45,7 @@ QString formatMetricValue(MetricKind kind, double value) {
   if (std::isnan(value)) return QObject::tr("NaN");
   switch (kind) {
     case MetricKind::milliseconds: return QObject::tr("%1 ms").arg(value, 0, 'f', std::fabs(value) < 10 ? 2 : 1);
-    case MetricKind::tokensPerSecond: return QObject::tr("%1 tokens/s").arg(QLocale::c().toString(std::llround(value)));
+    case MetricKind::tokensPerSecond: return QObject::tr("%1 tokens/s").arg(QLocale(QLocale::English, QLocale::UnitedStates).toString(qlonglong(std::llround(value))));
     case MetricKind::bytes: return compactBytes(value);
     case MetricKind::plain: break;
   }
