@@ -21,9 +21,11 @@
 #include "models/expertloadmodel.h"
 #include "models/heatmaproles.h"
 #include "models/phasebreakdownmodel.h"
+#include "models/phaserunsmodel.h"
 #include "models/trafficmatrixmodel.h"
 #include "moebench/store/run_store.h"
 #include "moebench/store/run_summary.h"
+#include "cli_support.h"
 #include "test_support.h"
 
 using namespace moebench;
@@ -69,6 +71,9 @@ class TestGuiAnalysisModels : public QObject {
   void cleanupTestCase();
   void phaseBreakdownValues();
   void phaseBreakdownEmptyAndErrors();
+  void phaseRunsTable();
+  void phaseBookingMeasuredAndPredicted();
+  void heatmapSharedScale();
   void ablationValues();
   void ablationBaseline();
   void ablationVariantTagAndErrors();
@@ -183,6 +188,135 @@ void TestGuiAnalysisModels::phaseBreakdownEmptyAndErrors() {
   QCOMPARE(model.rowCount(), 0);
   QCOMPARE(model.runId(), int64_t(-1));
   QVERIFY(model.emptyReason().isEmpty());
+}
+
+// The Phases table with several runs side by side: every run's rows, run after run.
+void TestGuiAnalysisModels::phaseRunsTable() {
+  PhaseRunsModel table;
+  QAbstractItemModelTester tester(&table, QAbstractItemModelTester::FailureReportingMode::QtTest);
+  QCOMPARE(table.rowCount(), 0);
+  QCOMPARE(table.columnCount(), int(PhaseRunsModel::ColumnCount));
+  PhaseBreakdownModel ec, dc, broken;
+  ec.setRun(m_store, m_ec);
+  dc.setRun(m_store, m_dc);
+  broken.setRun(m_store, m_store->find_run("broken").id);
+  table.setRuns({{m_dc, "#3 dc", QColor(Qt::red), &dc}, {m_ec, "#1 ec", QColor(Qt::blue), &ec}, {-1, "none", {}, nullptr},
+                 {9, "#9 broken", QColor(Qt::green), &broken}});
+  const int rows = fx::kLayers + 2;
+  QCOMPARE(table.rowCount(), 2 * rows);  // broken and the null model have no rows
+  QCOMPARE(table.headerData(PhaseRunsModel::RunColumn, Qt::Horizontal).toString(), QStringLiteral("Run"));
+  QCOMPARE(table.headerData(PhaseRunsModel::CommColumn, Qt::Horizontal).toString(), QStringLiteral("comm ms"));
+  QCOMPARE(table.index(0, PhaseRunsModel::RunColumn).data().toString(), QStringLiteral("#3 dc"));
+  QCOMPARE(table.index(0, PhaseRunsModel::RunColumn).data(Qt::DecorationRole).value<QColor>(), QColor(Qt::red));
+  QCOMPARE(table.index(rows, PhaseRunsModel::RunColumn).data().toString(), QStringLiteral("#1 ec"));
+  QCOMPARE(table.runIdAt(rows), m_ec);
+  QCOMPARE(table.sourceRowAt(rows + 3), 3);
+  QCOMPARE(table.index(rows + 3, PhaseRunsModel::RowColumn).data().toString(), QStringLiteral("whole step"));
+  // the values are each run's model's: dc layer 0 compute 0.09 * 12.6 = 1.134, ec's 1.854
+  QCOMPARE(table.index(0, PhaseRunsModel::ComputeColumn).data().toString(), QStringLiteral("1.134"));
+  QVERIFY_NEAR(table.index(rows, PhaseRunsModel::ComputeColumn).data(Qt::UserRole).toDouble(), 1.854);
+  QVERIFY_NEAR(table.index(rows + 3, PhaseRunsModel::IdleColumn).data(Qt::UserRole).toDouble(), 2.06);
+  QVERIFY(!table.index(rows, PhaseRunsModel::IdleColumn).data().isValid());  // a layer has no idle
+  QCOMPARE(table.runIdAt(99), int64_t(-1));
+  table.clear();
+  QCOMPARE(table.rowCount(), 0);
+}
+
+// Issue 35, point 5: "Phases charges predicted dense-layer comm differently from measured runs".
+// A real `moebench run` of the quickstart and its `moebench simulate`: both record the tasks of
+// the same step graph (add_training_step), each span with its task's layer, so the same task
+// lands in the same row: the dense blocks 0 and 2 are layer rows in both (their compute and the
+// all-reduce of their gradient bucket), the MoE exchanges are their block's, the unlabelled
+// gradient buckets and the optimizer are "other".
+void TestGuiAnalysisModels::phaseBookingMeasuredAndPredicted() {
+  QTemporaryDir dir;
+  QVERIFY(dir.isValid());
+  const QString config = QStringLiteral(MOEBENCH_SOURCE_DIR "/sample_configs/quickstart.toml");
+  const QString db = dir.filePath("runs.db");
+  auto cli = [&](const QStringList& args) {
+    const test::CliResult r = test::run_cli(args + QStringList{"--db", db}, dir.path());
+    if (r.code != 0) qWarning().noquote() << args.join(' ') << "->" << r.code << r.err;
+    return r.code;
+  };
+  QCOMPARE(cli({"run", config, "--set", "train.steps=3"}), 0);
+  QCOMPARE(cli({"simulate", config, "--steps", "2"}), 0);
+  auto store = std::make_shared<RunStore>(db.toStdString(), RunStore::Mode::read_only);
+  const int64_t measured = store->find_run("quickstart").id, predicted = store->find_run("quickstart (predicted)").id;
+  // task name -> the layers its spans carry, for the comm and the compute-stream spans
+  auto booking = [&](int64_t run) {
+    std::map<std::string, std::set<int>> out;
+    for (const SpanRow& s : store->spans(run))
+      if (s.category == "comm" || (s.stream == "compute" && s.category == "compute")) out[s.name].insert(s.layer);
+    return out;
+  };
+  const auto m = booking(measured), p = booking(predicted);
+  int common = 0;
+  for (const auto& [name, layers] : m)
+    if (const auto it = p.find(name); it != p.end()) {
+      ++common;
+      QVERIFY2(layers == it->second, name.c_str());
+    }
+  QVERIFY(common > 20);
+  // dense-layer comm: the gradient bucket of each dense block, labelled with the block, in both
+  const std::set<int> allLayers = {-1, 0, 1, 2, 3};
+  QVERIFY(m.at("grad.allreduce") == allLayers);
+  QVERIFY(p.at("grad.allreduce") == allLayers);
+  QVERIFY(m.at("moe.dispatch") == (std::set<int>{1, 3}));
+  // the rows: layers 0..3 (dense 0, 2 and MoE 1, 3), other, whole step, in both; every layer row
+  // with compute and comm
+  for (int64_t id : {measured, predicted}) {
+    PhaseBreakdownModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.setRun(store, id);
+    QStringList labels;
+    for (int r = 0; r < model.rowCount(); ++r) labels << model.rowLabel(r);
+    QCOMPARE(labels, (QStringList{"layer 0", "layer 1", "layer 2", "layer 3", "other", "whole step"}));
+    for (int r = 0; r < 4; ++r) {
+      QVERIFY2(model.valueMs(r, PhaseBreakdownModel::ComputeColumn) > 0, qPrintable(labels[r]));
+      QVERIFY2(model.valueMs(r, PhaseBreakdownModel::CommColumn) > 0, qPrintable(labels[r]));
+    }
+  }
+}
+
+// The shared colour scale of the side-by-side heatmaps: IntensityRole = cell / the scale, the
+// scale's text on headerData(0, Horizontal, ScaleTextRole), kept across setStep.
+void TestGuiAnalysisModels::heatmapSharedScale() {
+  TrafficMatrixModel traffic;
+  QAbstractItemModelTester t1(&traffic, QAbstractItemModelTester::FailureReportingMode::QtTest);
+  traffic.setScaleMax(100);  // an empty model: nothing to emit over
+  traffic.setRun(m_store, m_ec);
+  QCOMPARE(traffic.scaleMax(), 100.0);
+  traffic.setScaleMax(0);
+  QCOMPARE(traffic.scaleMax(), traffic.maxBytes());
+  QCOMPARE(traffic.maxBytes(), 422.5);
+  QVERIFY(!traffic.headerData(0, Qt::Horizontal, HeatmapRoles::ScaleTextRole).isValid());  // its own scale
+  QSignalSpy changed(&traffic, &QAbstractItemModel::dataChanged);
+  traffic.setScaleMax(2422.5);  // dc's largest cell
+  QCOMPARE(changed.size(), 1);
+  QCOMPARE(traffic.scaleMax(), 2422.5);
+  QVERIFY_NEAR(traffic.index(3, 2).data(HeatmapRoles::IntensityRole).toDouble(), 422.5 / 2422.5);
+  QCOMPARE(traffic.headerData(0, Qt::Horizontal, HeatmapRoles::ScaleTextRole).toString(), moebench::gui::compactBytes(2422.5));
+  QVERIFY(!traffic.headerData(1, Qt::Horizontal, HeatmapRoles::ScaleTextRole).isValid());
+  traffic.setStep(5);
+  QCOMPARE(traffic.scaleMax(), 2422.5);
+  QVERIFY_NEAR(traffic.index(3, 2).data(HeatmapRoles::IntensityRole).toDouble(), 424.0 / 2422.5);
+  traffic.setScaleMax(200);  // a scale below a cell: clamped to 1
+  QCOMPARE(traffic.index(3, 2).data(HeatmapRoles::IntensityRole).toDouble(), 1.0);
+
+  ExpertLoadModel load;
+  QAbstractItemModelTester t2(&load, QAbstractItemModelTester::FailureReportingMode::QtTest);
+  load.setRun(m_store, m_ec);
+  QCOMPARE(load.scaleMax(), int64_t(396));
+  load.setScaleMax(792);
+  QCOMPARE(load.scaleMax(), int64_t(792));
+  QVERIFY_NEAR(load.index(1, 3).data(HeatmapRoles::IntensityRole).toDouble(), 0.5);
+  QCOMPARE(load.headerData(0, Qt::Horizontal, HeatmapRoles::ScaleTextRole).toString(), QStringLiteral("792"));
+  load.setStep(2);
+  QCOMPARE(load.scaleMax(), int64_t(792));
+  QVERIFY_NEAR(load.index(1, 3).data(HeatmapRoles::IntensityRole).toDouble(), 66.0 / 792.0);
+  load.setScaleMax(0);
+  QCOMPARE(load.scaleMax(), load.maxTokens());
+  QCOMPARE(load.index(1, 3).data(HeatmapRoles::IntensityRole).toDouble(), 1.0);
 }
 
 void TestGuiAnalysisModels::ablationValues() {

@@ -192,13 +192,25 @@ QVariant ExpertLoadModel::data(const QModelIndex& index, int role) const {
     }
     case HeatmapRoles::MarkedRole:
       return hasShadowing() ? QVariant(shadowedSteps(index.row(), index.column())) : QVariant();
-    case HeatmapRoles::IntensityRole: return m_max > 0 ? double(t) / double(m_max) : 0.0;
+    case HeatmapRoles::IntensityRole: return scaleMax() > 0 ? std::min(1.0, double(t) / double(scaleMax())) : 0.0;
     case Qt::TextAlignmentRole: return QVariant::fromValue(Qt::Alignment(Qt::AlignCenter));
     default: return {};
   }
 }
 
+void ExpertLoadModel::setScaleMax(int64_t max) {
+  m_scale = max > 0 ? max : 0;
+  if (!m_layers.empty() && m_columns > 0) {
+    emit dataChanged(index(0, 0), index(int(m_layers.size()) - 1, m_columns - 1));
+    emit headerDataChanged(Qt::Horizontal, 0, m_columns - 1);
+  }
+}
+
 QVariant ExpertLoadModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (role == HeatmapRoles::ScaleTextRole)
+    return orientation == Qt::Horizontal && section == 0 && section < m_columns && m_scale > 0
+               ? QVariant(QString::number(m_scale))
+               : QVariant();
   if (role == HeatmapRoles::MarkLegendRole && orientation == Qt::Horizontal && section == 0 &&
       section < m_columns && hasShadowing())
     return tr("shadowed (FasterMoE)");

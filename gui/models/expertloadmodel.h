@@ -9,8 +9,8 @@
 // Step (setStep): kAllSteps (-1) = tokens summed over all steps and source ranks (the same
 // numbers as summarize_run's expert_load); step s = summed over the source ranks in step s.
 // Roles: DisplayRole the token count as text; Qt::UserRole tokens (double); Qt::ToolTipRole
-// "layer 0, expert 3: 345 tokens (all 6 steps)"; HeatmapRoles::IntensityRole = cell / the largest
-// cell of the model (0..1).
+// "layer 0, expert 3: 345 tokens (all 6 steps)"; HeatmapRoles::IntensityRole = cell / scaleMax()
+// (0..1): the largest cell of the model, or a scale shared with other runs (setScaleMax).
 // Shadowing (FasterMoE §4.1, strategy fastermoe): the run's metrics "fastermoe.shadow.e<k>/block<L>"
 // (value 1 in each step expert k of block L was shadowed: its parameters broadcast, its tokens
 // computed where they are) mark cells:
@@ -62,7 +62,12 @@ class ExpertLoadModel : public QAbstractTableModel {
   int layerAt(int row) const;          // -1 out of range
   int expertsAt(int row) const;        // the layer's expert count; 0 out of range
   int64_t tokensAt(int row, int expert) const;  // -1 for an empty cell
-  int64_t maxTokens() const { return m_max; }
+  int64_t maxTokens() const { return m_max; }  // the largest cell of the shown step(s)
+  // A colour scale shared with other runs' models (> 0): IntensityRole = cell / max, clamped to
+  // 1, and headerData(0, Horizontal, ScaleTextRole) its text; 0 (the default) = maxTokens().
+  // Emits dataChanged over all cells. Kept across setRun / setStep.
+  void setScaleMax(int64_t max);
+  int64_t scaleMax() const { return m_scale > 0 ? m_scale : m_max; }
   double imbalance(int row) const;     // max / mean over the layer's experts
   int busiestExpert(int row) const;    // -1 without tokens
   bool hasShadowing() const { return !m_shadowSteps.empty(); }  // any fastermoe.shadow metric
@@ -86,5 +91,6 @@ class ExpertLoadModel : public QAbstractTableModel {
   std::vector<std::vector<int64_t>> m_cells;         // current step
   int m_columns = 0;
   int64_t m_max = 0;
+  int64_t m_scale = 0;
   std::map<std::pair<int, int>, std::set<int64_t>> m_shadowSteps;  // (layer, expert) -> steps shadowed
 };

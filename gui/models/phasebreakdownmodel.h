@@ -2,8 +2,10 @@
 // PhaseBreakdownModel: where one run's step time goes, per MoE layer (issue: "per-phase
 // breakdown bars (compute / comm / idle per layer)").
 //
-// Rows: "layer L" for each MoE layer L that has spans (layer >= 0 on the streams "compute" or
-// "compute.comm"), ascending; then "other"; then "whole step".
+// Rows: "layer L" for each layer L that has spans (layer >= 0: the MoE blocks and, in runs of the
+// task-graph runtime and of `moebench simulate`, the dense blocks too: both record the tasks of
+// the same step graph with their layer), ascending; then "other"; then "whole step".
+// The side-by-side Phases view holds one model per run (PhaseRunsModel lists their rows).
 // Columns: compute ms, comm ms, idle ms, total ms.
 // Every number is a mean per (step, rank) in milliseconds, over exactly the (step, rank) pairs
 // summarize_run averages its phases over: those with a stream "host" span "step", the first such
@@ -16,8 +18,9 @@
 //                         all-reduce over their replicas, expert.allreduce)
 //               idle    = empty (idle is only defined for the whole step)
 //               total   = compute + comm
-//   other       compute = summarize_run's phase compute - the layers' compute (dense layers,
-//                         attention, embeddings, head, optimizer, ...)
+//   other       compute = summarize_run's phase compute - the layers' compute (embeddings,
+//                         head, optimizer, gradient norm, ...; the dense blocks of runs recorded
+//                         before the task-graph runtime, whose spans had no layer)
 //               comm    = summarize_run's phase comm - the layers' comm (grad.wait: waiting for
 //                         the gradient all-reduce, and any comm without a layer)
 //               idle    = empty;  total = compute + comm

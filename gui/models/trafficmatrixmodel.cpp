@@ -135,15 +135,26 @@ QVariant TrafficMatrixModel::data(const QModelIndex& index, int role) const {
           .arg(peer)
           .arg(QString::number(v, 'f', m_step == kAllSteps ? 1 : 0), what, where);
     }
-    case HeatmapRoles::IntensityRole: return m_max > 0 ? v / m_max : 0.0;
+    case HeatmapRoles::IntensityRole: return scaleMax() > 0 ? std::min(1.0, v / scaleMax()) : 0.0;
     case HeatmapRoles::LinkRole: return link;
     case Qt::TextAlignmentRole: return QVariant::fromValue(Qt::Alignment(Qt::AlignCenter));
     default: return {};
   }
 }
 
+void TrafficMatrixModel::setScaleMax(double max) {
+  m_scale = max > 0 ? max : 0;
+  if (m_ranks > 0) {
+    emit dataChanged(index(0, 0), index(m_ranks - 1, m_ranks - 1));
+    emit headerDataChanged(Qt::Horizontal, 0, m_ranks - 1);
+  }
+}
+
 QVariant TrafficMatrixModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (section < 0 || section >= m_ranks) return {};
+  if (role == HeatmapRoles::ScaleTextRole)
+    return orientation == Qt::Horizontal && section == 0 && m_scale > 0 ? QVariant(moebench::gui::compactBytes(m_scale))
+                                                                        : QVariant();
   if (role == Qt::DisplayRole) return tr("rank %1").arg(section);
   if (role == Qt::ToolTipRole)
     return orientation == Qt::Vertical ? tr("sending rank %1").arg(section) : tr("receiving rank %1").arg(section);

@@ -12,7 +12,7 @@
 // Roles: DisplayRole human bytes (decimal units, "1.23 kB"; empty on the diagonal);
 // Qt::UserRole raw bytes (double; 0 on the diagonal and for pairs without rows);
 // Qt::ToolTipRole "rank 0 -> rank 3: 1234 bytes (inter-node)"; HeatmapRoles::IntensityRole =
-// cell / the largest cell (0..1); HeatmapRoles::LinkRole = the pair's link class from the run's
+// cell / scaleMax() (0..1): the largest cell, or a scale shared with other runs (setScaleMax); HeatmapRoles::LinkRole = the pair's link class from the run's
 // traffic rows ("intra_node" / "inter_node"; "" on the diagonal and for pairs that never
 // exchanged bytes).
 #include <QAbstractTableModel>
@@ -55,7 +55,12 @@ class TrafficMatrixModel : public QAbstractTableModel {
   QString linkAt(int rank, int peer) const;     // "intra_node" / "inter_node" / ""
   double intraBytes() const;                    // sum of the intra-node cells, current filter
   double interBytes() const;                    // sum of the inter-node cells, current filter
-  double maxBytes() const { return m_max; }
+  double maxBytes() const { return m_max; }   // the largest cell under the current filter
+  // A colour scale shared with other runs' models (> 0): IntensityRole = cell / max, clamped to
+  // 1, and headerData(0, Horizontal, ScaleTextRole) its text; 0 (the default) = maxBytes().
+  // Emits dataChanged over all cells. Kept across setRun / setStep.
+  void setScaleMax(double max);
+  double scaleMax() const { return m_scale > 0 ? m_scale : m_max; }
 
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;
@@ -76,4 +81,5 @@ class TrafficMatrixModel : public QAbstractTableModel {
   std::vector<double> m_cells;      // current filter
   std::vector<std::string> m_links;  // [rank * ranks + peer]
   double m_max = 0;
+  double m_scale = 0;
 };

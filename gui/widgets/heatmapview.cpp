@@ -78,6 +78,10 @@ bool HeatmapView::showsMarkLegend() const {
   return false;
 }
 
+QString HeatmapView::legendScaleText() const {
+  return m_model ? m_model->headerData(0, Qt::Horizontal, HeatmapRoles::ScaleTextRole).toString() : QString();
+}
+
 QString HeatmapView::markLegendText() const {
   const QString text = m_model ? m_model->headerData(0, Qt::Horizontal, HeatmapRoles::MarkLegendRole).toString() : QString();
   return text.isEmpty() ? tr("marked") : text;
@@ -128,10 +132,34 @@ HeatmapView::Metrics HeatmapView::metrics() const {
   return m;
 }
 
+int HeatmapView::legendWidth() const {
+  if (!m_model || m_model->rowCount() == 0 || m_model->columnCount() == 0) return 0;
+  const QFontMetrics fm = fontMetrics();
+  const int h = fm.height() + kPad;  // the legend's swatch size, as paintEvent draws it
+  QString maxText;
+  double maxValue = -1;
+  for (int r = 0; r < m_model->rowCount(); ++r)
+    for (int c = 0; c < m_model->columnCount(); ++c) {
+      const QModelIndex idx = m_model->index(r, c);
+      const QVariant v = idx.data(Qt::UserRole);
+      if (v.isValid() && v.toDouble() > maxValue) maxValue = v.toDouble(), maxText = idx.data().toString();
+    }
+  const QString shared = legendScaleText();
+  const QString maxLabel = shared.isEmpty() ? tr("max %1").arg(maxText) : tr("max %1 (shared)").arg(shared);
+  int w = fm.horizontalAdvance("0") + kPad + 100 + kPad / 2 + fm.horizontalAdvance(maxLabel) + 3 * kPad;
+  if (showsLinkLegend())
+    w += 2 * (h - 4 + kPad / 2) + fm.horizontalAdvance(tr("intra-node")) + 2 * kPad +
+         fm.horizontalAdvance(tr("inter-node")) + 3 * kPad;
+  if (showsMarkLegend()) w += h - 4 + kPad / 2 + fm.horizontalAdvance(markLegendText()) + kPad;
+  return w;
+}
+
 QSize HeatmapView::minimumSizeHint() const {
   const QFontMetrics fm = fontMetrics();
   const Metrics m = metrics();
-  const int w = 2 * kMargin + m.headerWidth + m.columns * contentCellWidth();
+  // every cell at its narrowest, and the legend whole
+  const int w = std::max(2 * kMargin + m.headerWidth + m.columns * contentCellWidth(),
+                         2 * kMargin + m.headerWidth + legendWidth());
   const int h = 2 * kMargin + m.headerHeight + m.rows * (fm.height() + kPad) + m.legendHeight;
   return {std::max(w, 200), std::max(h, 80)};
 }
@@ -225,7 +253,8 @@ void HeatmapView::paintEvent(QPaintEvent*) {
   constexpr int rampWidth = 100;
   for (int i = 0; i < rampWidth; ++i) p.fillRect(QRect(x + i, y + 2, 1, h - 4), rampColor(i / double(rampWidth - 1)));
   x += rampWidth + kPad / 2;
-  const QString maxLabel = tr("max %1").arg(maxText);
+  const QString shared = legendScaleText();
+  const QString maxLabel = shared.isEmpty() ? tr("max %1").arg(maxText) : tr("max %1 (shared)").arg(shared);
   p.drawText(QRect(x, y, fm.horizontalAdvance(maxLabel) + kPad, h), Qt::AlignVCenter | Qt::AlignLeft, maxLabel);
   x += fm.horizontalAdvance(maxLabel) + 3 * kPad;
   if (showsLinkLegend()) {

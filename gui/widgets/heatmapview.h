@@ -11,7 +11,9 @@
 //   marks         cells whose HeatmapRoles::MarkedRole is > 0 (ExpertLoadModel: shadowed experts)
 //                 get an orange outline and a filled orange flag in their top-right corner
 //   legend        the colour ramp "0" .. "max" (the largest Qt::UserRole value, as the model's
-//                 DisplayRole of that cell shows it), plus the link swatches, plus when any cell
+//                 DisplayRole of that cell shows it; "max X (shared)" with X the model's
+//                 headerData(0, Horizontal, ScaleTextRole) when it gives one: a scale shared
+//                 with other runs' heatmaps), plus the link swatches, plus when any cell
 //                 is marked a marked swatch named by headerData(0, Horizontal, MarkLegendRole)
 // Geometry (cellRect / cellAt) is public so tests and callers can hit cells.
 #include <QModelIndex>
@@ -40,6 +42,7 @@ class HeatmapView : public QWidget {
   static QColor markColor();
   bool showsMarkLegend() const;                     // some cell is marked
   QString markLegendText() const;                   // MarkLegendRole, else "marked"
+  QString legendScaleText() const;                  // ScaleTextRole; empty for the model's own max
 
   QSize sizeHint() const override;
   QSize minimumSizeHint() const override;
@@ -57,6 +60,7 @@ class HeatmapView : public QWidget {
   static void paintMark(QPainter& p, const QRect& cell);
   static QRect cellRect(const Metrics& m, int row, int column);
   int contentCellWidth() const;  // widest cell/column header text + padding (cached)
+  int legendWidth() const;       // the legend line's width, from the cells' left edge
   void modelChanged();
 
   QPointer<QAbstractItemModel> m_model;
