@@ -20,6 +20,7 @@
 #include <QWidget>
 
 #include <cstdint>
+#include <exception>
 #include <map>
 #include <memory>
 #include <set>
