@@ -9,8 +9,6 @@
 #include <QAbstractItemModelTester>
 #include <QChart>
 #include <QDoubleSpinBox>
-#include <QLegend>
-#include <QLegendMarker>
 #include <QLineSeries>
 #include <QLogValueAxis>
 #include <QScatterSeries>
@@ -27,6 +25,10 @@
 #include "moebench/perf/ddl_prediction.h"
 #include "moebench/perf/ddl_roofline.h"
 #include "moebench/store/run_store.h"
+#include "models/runcolors.h"
+#include "widgets/chartlegendlist.h"
+#include "models/runcolors.h"
+#include "widgets/chartlegendlist.h"
 #include "widgets/rooflineview.h"
 
 using namespace moebench;
@@ -300,8 +302,10 @@ class TestGuiRoofline : public QObject {
       QCOMPARE(whole->color(), layers->color());
       QCOMPARE(whole->at(0).y(), points[size_t(6 * v + 4)].achieved_gflops);
       QCOMPARE(layers->at(1).y(), points[size_t(6 * v + 2)].achieved_gflops);
-      QVERIFY(chart->legend()->markers(whole).first()->isVisible());
-      QVERIFY(!chart->legend()->markers(layers).first()->isVisible());
+      // The legend list beside the chart: the whole-run entry, whole; the layers go with it.
+      const QStringList legend = view.legendList()->labels();
+      QVERIFY2(legend.contains(name) && !legend.contains(name + " (MoE layers)"), qPrintable(legend.join(" | ") + QString(" n=%1").arg(view.legendList()->count())));
+      QCOMPARE(whole->color(), moebench::gui::runColor(m_ids[size_t(v)]));  // the run's colour everywhere
       QCOMPARE(whole->markerShape(), QScatterSeries::MarkerShapeCircle);
       // The predicted points: triangles of the same run colour, lighter.
       QScatterSeries* pwhole = scatter(chart, name + " predicted");
@@ -314,8 +318,7 @@ class TestGuiRoofline : public QObject {
       QVERIFY(pwhole->color() != whole->color());
       QCOMPARE(pwhole->at(0).x(), points[size_t(6 * v + 5)].r_cc);
       QCOMPARE(pwhole->at(0).y(), points[size_t(6 * v + 5)].achieved_gflops);
-      QVERIFY(chart->legend()->markers(pwhole).first()->isVisible());
-      QVERIFY(!chart->legend()->markers(players).first()->isVisible());
+      QVERIFY(legend.contains(name + " predicted") && !legend.contains(name + " predicted (MoE layers)"));
       // The arrow of layer 0: from the predicted point to the measured one, then its head.
       const auto arrows = lines(chart, name + " predicted -> measured, layer 0");
       QCOMPARE(arrows.size(), 1);
@@ -331,8 +334,16 @@ class TestGuiRoofline : public QObject {
       QVERIFY(near(std::log(tip.y() / from.y()) / std::log(to.y() / from.y()),
                    std::log(tip.x() / from.x()) / std::log(to.x() / from.x()), 1e-6));  // on the line
       QCOMPARE(arrows.first()->at(3), tip);
-      QVERIFY(!chart->legend()->markers(arrows.first()).first()->isVisible());
+      QVERIFY(!legend.contains(arrows.first()->name()));
     }
+    // Unticking a run's entry hides its whole-run and per-layer points together.
+    QListWidgetItem* ec = view.legendList()->findItems("ec", Qt::MatchExactly).value(0);
+    QVERIFY(ec);
+    ec->setCheckState(Qt::Unchecked);
+    QVERIFY(!scatter(chart, "ec")->isVisible() && !scatter(chart, "ec (MoE layers)")->isVisible());
+    QVERIFY(scatter(chart, "hier")->isVisible());
+    ec->setCheckState(Qt::Checked);
+    QVERIFY(scatter(chart, "ec (MoE layers)")->isVisible());
     QVERIFY(!scatter(chart, "broken"));
     QVERIFY2(view.message().contains("broken") && view.message().contains("no spans"),
              qPrintable(view.message()));

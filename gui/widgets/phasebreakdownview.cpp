@@ -195,7 +195,7 @@ void PhaseBreakdownView::updateChart() {
   };
   // Bars top to bottom: per row key, a bar per run; a blank bar between groups.
   struct Bar {
-    QString html, plain;
+    QString plain;
     double ms[3] = {0, 0, 0};
   };
   std::vector<Bar> bars;
@@ -204,7 +204,7 @@ void PhaseBreakdownView::updateChart() {
   for (const RowKey& key : keys) {
     if (!bars.empty() && ids.size() > 1) {
       Bar blank;
-      blank.html = QString(++blanks, QChar(0x200B));  // unique, drawn as nothing
+      blank.plain = QString(++blanks, QChar(0x200B));  // unique, drawn as nothing
       bars.push_back(blank);
     }
     for (int64_t id : ids) {
@@ -214,10 +214,7 @@ void PhaseBreakdownView::updateChart() {
         if (keyOf(m, r) == key) row = r;
       if (row < 0) continue;
       Bar bar;
-      const QString title = runTitle(id);
       bar.plain = barLabel(id, m.rowLabel(row));
-      bar.html = tr("%1 · <span style=\"color:%2\">%3</span>")
-                     .arg(m.rowLabel(row).toHtmlEscaped(), runColour(id).name(), title.toHtmlEscaped());
       double pos = 0, neg = 0;
       for (int p = 0; p < 3; ++p) {
         const double v = m.valueMs(row, parts[p].column);
@@ -234,8 +231,10 @@ void PhaseBreakdownView::updateChart() {
   auto* series = new QHorizontalStackedBarSeries;
   QStringList categories;
   for (auto it = bars.rbegin(); it != bars.rend(); ++it) {
-    categories << it->html;
-    m_plainCategories << it->plain;
+    // Plain text: Qt Charts elides a rich-text category label to "..." (seen with Qt 6.4); the
+    // run's colour is on its check box and in the table.
+    categories << it->plain;
+    m_plainCategories << (it->plain.startsWith(QChar(0x200B)) ? QString() : it->plain);
   }
   for (int p = 0; p < 3; ++p) {
     auto* set = new QBarSet(parts[p].name);
@@ -264,6 +263,8 @@ void PhaseBreakdownView::updateChart() {
   for (const QString& c : m_plainCategories) widest = std::max(widest, labels.horizontalAdvance(c));
   const QFontMetricsF title(chart->titleFont());
   const int width = int(std::ceil(std::max(widest + 420, title.horizontalAdvance(chart->title()) + 80)));
-  const qreal rowHeight = std::max<qreal>(labels.height() + 8, 22);
+  // Qt Charts elides every category label to "..." once a row is not clearly taller than a label
+  // (seen with Qt 6.4: 27 rows of 22.5 px for 17 px labels): rows of a label and 14 px.
+  const qreal rowHeight = std::max<qreal>(labels.height() + 14, 28);
   m_chart->setMinimumSize(width, int(std::ceil(170 + rowHeight * categories.size())));
 }

@@ -7,8 +7,6 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
-#include <QLegend>
-#include <QLegendMarker>
 #include <QLineSeries>
 #include <QLogValueAxis>
 #include <QPen>
@@ -26,6 +24,7 @@
 
 #include "models/rooflinegeometry.h"
 #include "models/rooflinemodel.h"
+#include "models/runcolors.h"
 #include "widgets/chartclear.h"
 #include "widgets/chartovertable.h"
 
@@ -33,8 +32,6 @@ namespace {
 
 constexpr double kLayerMarker = 8.0, kRunMarker = 16.0;
 constexpr int kCurveSamples = 80;
-const char* const kRunColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e",
-                                  "#17becf", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22"};
 const char* const kCurveColors[] = {"#000000", "#606060", "#8b4513", "#2f4f4f"};
 
 QString gflopsText(double v) { return QString::number(v, 'g', 4) + QStringLiteral(" GFLOP/s"); }
@@ -97,9 +94,10 @@ RooflineView::RooflineView(QWidget* parent) : QWidget(parent), m_model(new Roofl
 
   const ChartOverTable parts = makeChartOverTable(
       this, QStringLiteral("roofline"),
-      QStringLiteral("DDL-roofline (FasterMoE Fig. 5): measured and predicted points, ideal and semi-ideal curves"),
-      m_model);
+      QStringLiteral("DDL-roofline (FasterMoE Fig. 5)"),  // the legend beside it names the points and curves
+      m_model, true);
   m_chartView = parts.chartView;
+  m_legend = parts.legend;
   m_table = parts.table;
 
   auto* peakRow = new QHBoxLayout;
@@ -281,9 +279,8 @@ void RooflineView::rebuild() {
   // same colour and shape, not in the legend). Two series because Qt 6.4's scatter item ignores
   // QXYSeries::PointConfiguration::Size. Measured: circles named after the run; simulated runs:
   // diamonds "<run> simulated (predicted)"; predicted (eq. 1-4): light triangles "<run> predicted".
-  int runIndex = 0;
   for (const auto& [peak, rows] : runs) {
-    const QColor color(kRunColors[runIndex++ % std::size(kRunColors)]);
+    const QColor color = moebench::gui::runColor(peak->runId);  // the run's colour in every view
     for (const bool predicted : {false, true}) {
       const QString name = peak->runName + (predicted        ? QStringLiteral(" predicted")
                                             : peak->simulated ? QStringLiteral(" simulated (predicted)")
@@ -295,6 +292,7 @@ void RooflineView::rebuild() {
       layers->setName(name + QStringLiteral(" (MoE layers)"));
       layers->setMarkerSize(kLayerMarker);
       for (QScatterSeries* s : {whole, layers}) {
+        s->setProperty("legendGroup", name);  // the legend list shows and hides them together
         s->setMarkerShape(predicted         ? QScatterSeries::MarkerShapeTriangle
                           : peak->simulated ? QScatterSeries::MarkerShapeRotatedRectangle
                                             : QScatterSeries::MarkerShapeCircle);
@@ -315,8 +313,7 @@ void RooflineView::rebuild() {
         }
         attach(s);
         connectHoverTips(s, texts);
-        if (s == layers)
-          for (QLegendMarker* m : c->legend()->markers(s)) m->setVisible(false);
+        if (s == layers) s->setProperty("legendHidden", true);
       }
     }
     // Arrows from each predicted point to the measured (or simulated) point of its layer.
@@ -333,11 +330,13 @@ void RooflineView::rebuild() {
       const double toGap = (to->layer < 0 ? kRunMarker : kLayerMarker) / 2 + 1;
       m_arrows.push_back({arrow, QPointF(from->r_cc, from->achieved_gflops), QPointF(to->r_cc, to->achieved_gflops),
                           fromGap, toGap});
+      arrow->setProperty("legendGroup", peak->runName + QStringLiteral(" predicted"));
+      arrow->setProperty("legendHidden", true);
       attach(arrow);
-      for (QLegendMarker* m : c->legend()->markers(arrow)) m->setVisible(false);
     }
   }
   updateArrows();
+  m_legend->sync(c);
 }
 
 void RooflineView::updateArrows() {

@@ -31,6 +31,7 @@
 #include "moebench/store/run_store.h"
 
 class QChart;
+class ChartLegendList;
 class QChartView;
 class QDoubleSpinBox;
 class QLabel;
@@ -50,6 +51,7 @@ class RooflineView : public QWidget {
 
   RooflineModel* model() const { return m_model; }
   QChart* chart() const;
+  ChartLegendList* legendList() const { return m_legend; }
   QDoubleSpinBox* peakSpinBox() const { return m_peakSpin; }
   QTableView* table() const { return m_table; }
   QString message() const;   // hint, error or reasons why runs have no point ("" when none)
@@ -74,6 +76,7 @@ class RooflineView : public QWidget {
   QDoubleSpinBox* m_peakSpin = nullptr;
   QLabel* m_peakInfo = nullptr;
   QChartView* m_chartView = nullptr;
+  ChartLegendList* m_legend = nullptr;  // the legend, whole run names (beside the chart)
   QTableView* m_table = nullptr;
   QString m_error;
   bool m_empty = true;

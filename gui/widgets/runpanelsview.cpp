@@ -25,7 +25,7 @@ RunPanelsView::RunPanelsView(const QString& emptyHint, bool panels, QWidget* par
   m_toolbar->setContentsMargins(0, 0, 0, 0);
   m_legend = new QWidget(m_controls);
   m_legend->setObjectName("runLegend");
-  m_legendLayout = new QHBoxLayout(m_legend);
+  m_legendLayout = new QGridLayout(m_legend);
   m_legendLayout->setContentsMargins(0, 0, 0, 0);
   controls->addLayout(m_toolbar);
   controls->addWidget(m_legend);
@@ -187,7 +187,10 @@ void RunPanelsView::rebuildLegend() {
     delete item->widget();
     delete item;
   }
-  m_legendLayout->addWidget(new QLabel(tr("Runs:"), m_legend));
+  // A few runs per row: many selected runs wrap instead of widening the window.
+  constexpr int kPerRow = 3;
+  m_legendLayout->addWidget(new QLabel(tr("Runs:"), m_legend), 0, 0);
+  int n = 0;
   for (int64_t id : m_runIds) {
     Run& run = m_runs[id];
     auto* box = new QCheckBox(run.title, m_legend);
@@ -214,9 +217,10 @@ void RunPanelsView::rebuildLegend() {
       guarded([this] { shownRunsChanged(); });
     });
     run.toggle = box;
-    m_legendLayout->addWidget(box);
+    m_legendLayout->addWidget(box, n / kPerRow, 1 + n % kPerRow);
+    ++n;
   }
-  m_legendLayout->addStretch(1);
+  m_legendLayout->setColumnStretch(kPerRow + 1, 1);
 }
 
 void RunPanelsView::layoutPanels() {

@@ -100,7 +100,7 @@ class RunPanelsView : public QWidget {
   QWidget* m_controls = nullptr;
   QHBoxLayout* m_toolbar = nullptr;
   QWidget* m_legend = nullptr;
-  QHBoxLayout* m_legendLayout = nullptr;
+  QGridLayout* m_legendLayout = nullptr;
   QStackedWidget* m_stack = nullptr;
   QLabel* m_message = nullptr;
   QWidget* m_content = nullptr;

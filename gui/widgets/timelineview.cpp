@@ -65,7 +65,10 @@ TimelineView::TimelineView(QWidget* parent) : QWidget(parent) {
   top->addWidget(new QLabel(tr("Compare with:"), this));
   m_compareCombo = new QComboBox(this);
   m_compareCombo->setObjectName(QStringLiteral("compareChooser"));
-  m_compareCombo->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  // Every run of the store is listed: sized for 24 characters (the list shows each whole), so a
+  // long run name does not take the run browser's room.
+  m_compareCombo->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  m_compareCombo->setMinimumContentsLength(24);
   m_compareCombo->setToolTip(tr("Stack another run (a prediction, another strategy) below this one on one time axis, "
                                 "each run's shown step starting at 0"));
   top->addWidget(m_compareCombo);
@@ -75,14 +78,6 @@ TimelineView::TimelineView(QWidget* parent) : QWidget(parent) {
   m_compareStepCombo->setSizeAdjustPolicy(QComboBox::AdjustToContents);
   top->addWidget(m_compareStepLabel);
   top->addWidget(m_compareStepCombo);
-  top->addSpacing(16);
-  const std::pair<const char*, QString> legend[] = {{"compute", tr("compute")}, {"comm", tr("comm")},
-                                                    {"copy", tr("copy")},       {"io", tr("io")},
-                                                    {"mixed", tr("mixed (merged spans)")}};
-  for (const auto& [category, text] : legend) top->addWidget(legendEntry(category, text, this));
-  findChild<QLabel*>(QStringLiteral("legend_mixed"))
-      ->setToolTip(tr("When zoomed out, spans narrower than a pixel are merged: a merged bar takes the category "
-                      "holding over half of its time (else \"mixed\") and is paler the less busy it is."));
   top->addStretch(1);
 
   m_stack = new QStackedWidget(this);
@@ -134,7 +129,6 @@ TimelineView::TimelineView(QWidget* parent) : QWidget(parent) {
   tools->addWidget(m_flows);
   tools->addWidget(m_selectRange);
   tools->addStretch(1);
-
   // the selected range's summary
   m_summary = new TimelineRangeSummaryModel(this);
   m_summaryPanel = new QWidget(this);
@@ -171,7 +165,7 @@ TimelineView::TimelineView(QWidget* parent) : QWidget(parent) {
   split->setStretchFactor(1, 1);
   split->setChildrenCollapsible(false);
 
-  auto* bottom = new QHBoxLayout;
+  auto* bottom = new QVBoxLayout;  // the status, then the help line: neither cut by the other
   m_status = new QLabel(this);
   m_status->setTextInteractionFlags(Qt::TextSelectableByMouse);
   auto* help = new QLabel(tr("wheel: zoom · drag: zoom to range · shift-drag: select range · right-drag: pan · Home: fit"),
@@ -180,8 +174,20 @@ TimelineView::TimelineView(QWidget* parent) : QWidget(parent) {
   help->setToolTip(tr("Wheel or + / -: zoom. Left-drag: zoom to the dragged range. Shift+left-drag: select a time "
                       "range and summarize it (Esc clears). Right- or middle-drag, Ctrl/Shift+wheel, Left / Right: "
                       "pan. Home, 0 or double-click: show everything."));
-  m_status->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
-  bottom->addWidget(m_status, 1);
+  m_status->setWordWrap(true);
+  help->setWordWrap(true);
+  // The category legend under the canvas: the rows above keep their room for the selectors.
+  auto* legendRow = new QHBoxLayout;
+  const std::pair<const char*, QString> legend[] = {{"compute", tr("compute")}, {"comm", tr("comm")},
+                                                    {"copy", tr("copy")},       {"io", tr("io")},
+                                                    {"mixed", tr("mixed (merged spans)")}};
+  for (const auto& [category, text] : legend) legendRow->addWidget(legendEntry(category, text, this));
+  findChild<QLabel*>(QStringLiteral("legend_mixed"))
+      ->setToolTip(tr("When zoomed out, spans narrower than a pixel are merged: a merged bar takes the category "
+                      "holding over half of its time (else \"mixed\") and is paler the less busy it is."));
+  legendRow->addStretch(1);
+  bottom->addLayout(legendRow);
+  bottom->addWidget(m_status);
   bottom->addWidget(help);
 
   auto* layout = new QVBoxLayout(this);
