@@ -19,7 +19,9 @@
 #include "models/livestore.h"
 #include "models/metricseriesmodel.h"
 #include "models/runlistmodel.h"
+#include "models/phasebreakdownmodel.h"
 #include "widgets/metricchartview.h"
+#include "widgets/phasebreakdownview.h"
 #include "widgets/timelinecanvas.h"
 #include "widgets/timelineview.h"
 
@@ -230,6 +232,13 @@ class TestGuiLiveStore : public QObject {
     QTRY_COMPARE_WITH_TIMEOUT(timeline->stepChooser()->count(), 3, 5000);
     QCOMPARE(timeline->currentStep(), TimelineView::kAllSteps);
     QTRY_COMPARE(int(timeline->canvas()->spans().size()), int(2 * spans.size()));
+    // Phases follows too (read on a worker thread): the step spans give a time split.
+    QVERIFY(w.showTab("Phases"));
+    auto* phases = w.findChild<PhaseBreakdownView*>();
+    QTRY_VERIFY(phases->model(id) && phases->model(id)->rowCount() > 0);
+    QVERIFY(!phases->model(id)->warmupExcluded());  // 2 steps: both count
+    writer.log_step(id, {{"loss", 4, 3.7, 0}}, fx::stepSpans(0, 4, 0), {}, {});
+    QTRY_VERIFY_WITH_TIMEOUT(phases->model(id)->warmupExcluded(), 5000);  // 3 steps: the first is left out
     writer.set_status(id, RunStatus::finished, 0);
     QTRY_COMPARE_WITH_TIMEOUT(w.runModel()->runRowAt(w.runModel()->indexForRun(id))->info.status, RunStatus::finished, 5000);
     QVERIFY(w.liveStore()->readsStarted() >= 3);

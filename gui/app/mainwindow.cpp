@@ -106,6 +106,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
       m_liveRefresh[size_t(i)] = [timeline](std::shared_ptr<moebench::RunStore> store, const std::vector<int64_t>& ids) {
         if (!timeline->refreshLive(store, ids)) timeline->setRuns(store, ids);
       };
+    else if (auto* phases = qobject_cast<PhaseBreakdownView*>(m_views->widget(i)))
+      m_liveRefresh[size_t(i)] = [phases](std::shared_ptr<moebench::RunStore> store, const std::vector<int64_t>& ids) {
+        if (!phases->refreshLive(store, ids)) phases->setRuns(store, ids);
+      };
 
   auto* split = new QSplitter(this);
   split->addWidget(left);

@@ -12,7 +12,8 @@
 // Live: LiveStore re-reads the open store every 2 s off the GUI thread (View > Live refresh); the
 // status bar says "updated N s ago" or the last read's error, which clears with the next good
 // read. New runs (RUNNING ones at once) appear without losing the selection or the expanded
-// experiments; when a selected run changed, the visible view reads it again.
+// experiments; when a selected run changed, the visible view reads it again (Metrics, Phases and
+// Timeline on a worker thread).
 #include <QMainWindow>
 
 #include <cstdint>

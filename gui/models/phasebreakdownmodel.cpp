@@ -13,59 +13,63 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 PhaseBreakdownModel::PhaseBreakdownModel(QObject* parent) : QAbstractTableModel(parent) {}
 PhaseBreakdownModel::~PhaseBreakdownModel() = default;
 
-void PhaseBreakdownModel::setRun(std::shared_ptr<moebench::RunStore> store, int64_t runId) {
-  std::vector<Row> rows;
-  QString name, reason;
-  int64_t samples = 0;
-  bool warmup = false;
-  if (!store) runId = -1;
-  if (store) {
-    const moebench::RunInfo info = store->find_run(std::to_string(runId));
-    name = QString::fromStdString(info.name);
-    const moebench::RunSummary summary = moebench::summarize_run(*store, info);
-    if (!summary.has_phases) {
-      reason = tr("run '%1' has no step spans recorded (no time split to show)").arg(name);
-    } else {
-      samples = summary.phases.samples;
-      warmup = summary.phase_warmup_excluded;
-      double layerCompute = 0, layerComm = 0;
-      for (const moebench::LayerPhase& l : summary.layer_phases) {
-        Row r;
-        r.kind = LayerRow;
-        r.layer = l.layer;
-        r.ms[ComputeColumn] = 1e3 * l.compute_s;
-        r.ms[CommColumn] = 1e3 * l.comm_s;
-        r.ms[IdleColumn] = kNaN;
-        r.ms[TotalColumn] = r.ms[ComputeColumn] + r.ms[CommColumn];
-        layerCompute += r.ms[ComputeColumn];
-        layerComm += r.ms[CommColumn];
-        rows.push_back(r);
-      }
-      const auto& p = summary.phases;
-      Row other;
-      other.kind = OtherRow;
-      other.ms[ComputeColumn] = 1e3 * p.compute_s - layerCompute;
-      other.ms[CommColumn] = 1e3 * p.comm_s - layerComm;
-      other.ms[IdleColumn] = kNaN;
-      other.ms[TotalColumn] = other.ms[ComputeColumn] + other.ms[CommColumn];
-      rows.push_back(other);
-      Row whole;
-      whole.kind = WholeStepRow;
-      whole.ms[ComputeColumn] = 1e3 * p.compute_s;
-      whole.ms[CommColumn] = 1e3 * p.comm_s;
-      whole.ms[IdleColumn] = 1e3 * p.idle_s;
-      whole.ms[TotalColumn] = 1e3 * p.step_s;
-      rows.push_back(whole);
-    }
+PhaseBreakdownModel::Data PhaseBreakdownModel::read(const moebench::RunStore& store, int64_t runId) {
+  Data d;
+  d.runId = runId;
+  std::vector<Row>& rows = d.rows;
+  const moebench::RunInfo info = store.find_run(std::to_string(runId));
+  d.name = QString::fromStdString(info.name);
+  const moebench::RunSummary summary = moebench::summarize_run(store, info);
+  if (!summary.has_phases) {
+    d.reason = tr("run '%1' has no step spans recorded (no time split to show)").arg(d.name);
+    return d;
   }
+  d.samples = summary.phases.samples;
+  d.warmup = summary.phase_warmup_excluded;
+  double layerCompute = 0, layerComm = 0;
+  for (const moebench::LayerPhase& l : summary.layer_phases) {
+    Row r;
+    r.kind = LayerRow;
+    r.layer = l.layer;
+    r.ms[ComputeColumn] = 1e3 * l.compute_s;
+    r.ms[CommColumn] = 1e3 * l.comm_s;
+    r.ms[IdleColumn] = kNaN;
+    r.ms[TotalColumn] = r.ms[ComputeColumn] + r.ms[CommColumn];
+    layerCompute += r.ms[ComputeColumn];
+    layerComm += r.ms[CommColumn];
+    rows.push_back(r);
+  }
+  const auto& p = summary.phases;
+  Row other;
+  other.kind = OtherRow;
+  other.ms[ComputeColumn] = 1e3 * p.compute_s - layerCompute;
+  other.ms[CommColumn] = 1e3 * p.comm_s - layerComm;
+  other.ms[IdleColumn] = kNaN;
+  other.ms[TotalColumn] = other.ms[ComputeColumn] + other.ms[CommColumn];
+  rows.push_back(other);
+  Row whole;
+  whole.kind = WholeStepRow;
+  whole.ms[ComputeColumn] = 1e3 * p.compute_s;
+  whole.ms[CommColumn] = 1e3 * p.comm_s;
+  whole.ms[IdleColumn] = 1e3 * p.idle_s;
+  whole.ms[TotalColumn] = 1e3 * p.step_s;
+  rows.push_back(whole);
+  return d;
+}
+
+void PhaseBreakdownModel::setData(Data d) {
   beginResetModel();
-  m_rows = std::move(rows);
-  m_runId = runId;
-  m_runName = std::move(name);
-  m_emptyReason = std::move(reason);
-  m_samples = samples;
-  m_warmupExcluded = warmup;
+  m_rows = std::move(d.rows);
+  m_runId = d.runId;
+  m_runName = std::move(d.name);
+  m_emptyReason = std::move(d.reason);
+  m_samples = d.samples;
+  m_warmupExcluded = d.warmup;
   endResetModel();
+}
+
+void PhaseBreakdownModel::setRun(std::shared_ptr<moebench::RunStore> store, int64_t runId) {
+  setData(store ? read(*store, runId) : Data{});
 }
 
 void PhaseBreakdownModel::clear() { setRun(nullptr, -1); }

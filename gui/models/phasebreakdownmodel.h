@@ -56,6 +56,21 @@ class PhaseBreakdownModel : public QAbstractTableModel {
   // A run without "step" spans gives an empty model and emptyReason() says so. A null store
   // empties the model.
   void setRun(std::shared_ptr<moebench::RunStore> store, int64_t runId);
+  struct Row {
+    RowKind kind = LayerRow;
+    int layer = -1;
+    double ms[ColumnCount] = {};  // NaN = empty
+  };
+  // What setRun reads, without a model: the live refresh reads it on a worker thread.
+  struct Data {
+    int64_t runId = -1;
+    std::vector<Row> rows;
+    QString name, reason;
+    int64_t samples = 0;
+    bool warmup = false;
+  };
+  static Data read(const moebench::RunStore& store, int64_t runId);  // throws StoreError
+  void setData(Data data);  // model reset
   void clear();
 
   int64_t runId() const { return m_runId; }  // -1 when empty
@@ -76,11 +91,6 @@ class PhaseBreakdownModel : public QAbstractTableModel {
   QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
  private:
-  struct Row {
-    RowKind kind = LayerRow;
-    int layer = -1;
-    double ms[ColumnCount] = {};  // NaN = empty
-  };
   std::vector<Row> m_rows;
   int64_t m_runId = -1;
   QString m_runName, m_emptyReason;

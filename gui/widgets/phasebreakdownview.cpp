@@ -3,6 +3,7 @@
 #include <QBarCategoryAxis>
 #include <QBarSet>
 #include <QChart>
+#include <QtConcurrent/QtConcurrentRun>
 #include <QChartView>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -34,6 +35,7 @@ RowKey keyOf(const PhaseBreakdownModel& m, int row) { return {int(m.rowKind(row)
 PhaseBreakdownView::PhaseBreakdownView(QWidget* parent)
     : RunPanelsView(tr("Select runs in the run browser to see where their step time goes."), false, parent) {
   m_runsModel = new PhaseRunsModel(this);
+  connect(&m_live, &QFutureWatcher<std::vector<LiveRun>>::finished, this, [this] { applyLive(m_live.result()); });
   auto* page = new QWidget;
   auto* layout = new QVBoxLayout(page);
   layout->setContentsMargins(0, 0, 0, 0);
@@ -74,7 +76,7 @@ PhaseBreakdownView::PhaseBreakdownView(QWidget* parent)
   setContent(page);
 }
 
-PhaseBreakdownView::~PhaseBreakdownView() = default;
+PhaseBreakdownView::~PhaseBreakdownView() { m_live.waitForFinished(); }
 
 QString PhaseBreakdownView::noteText() const { return m_note->text(); }
 
@@ -121,6 +123,41 @@ void PhaseBreakdownView::loadRuns() {
       m_problems[id] = tr("cannot show run %1: %2").arg(id).arg(QString::fromUtf8(e.what()));
     }
     m_models[id] = m;
+  }
+  shownRunsChanged();
+}
+
+bool PhaseBreakdownView::refreshLive(std::shared_ptr<moebench::RunStore> s, const std::vector<int64_t>& ids) {
+  if (m_live.isRunning() || !s || s != store() || ids != runs()) return false;
+  m_live.setFuture(QtConcurrent::run([s, ids] {
+    std::vector<LiveRun> out;
+    for (int64_t id : ids) {
+      LiveRun r;
+      r.id = id;
+      try {
+        r.data = PhaseBreakdownModel::read(*s, id);
+      } catch (const std::exception& e) {
+        r.error = QString::fromUtf8(e.what());
+      }
+      out.push_back(std::move(r));
+    }
+    return out;
+  }));
+  return true;
+}
+
+void PhaseBreakdownView::applyLive(const std::vector<LiveRun>& read) {
+  for (const LiveRun& r : read) {
+    const auto it = m_models.find(r.id);
+    if (it == m_models.end()) continue;  // deselected meanwhile
+    m_problems.erase(r.id);
+    if (!r.error.isEmpty()) {
+      it->second->clear();
+      m_problems[r.id] = tr("cannot show run %1: %2").arg(r.id).arg(r.error);
+      continue;
+    }
+    it->second->setData(r.data);
+    if (it->second->rowCount() == 0) m_problems[r.id] = it->second->emptyReason();
   }
   shownRunsChanged();
 }

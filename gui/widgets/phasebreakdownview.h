@@ -11,11 +11,13 @@
 // averaged; a run that cannot be read or has no step spans is named with the reason under the
 // chart ("#4 broken · measured: run 'broken' has no step spans recorded ...").
 // All numbers are mean milliseconds per (step, rank), one model per run (phasebreakdownmodel.h).
+#include <QFutureWatcher>
 #include <QStringList>
 
 #include <cstdint>
 #include <map>
 
+#include "models/phasebreakdownmodel.h"
 #include "runpanelsview.h"
 
 class QChartView;
@@ -32,6 +34,11 @@ class PhaseBreakdownView : public RunPanelsView {
   ~PhaseBreakdownView() override;
 
   PhaseBreakdownModel* model(int64_t runId) const;  // nullptr for a run not selected
+  // The window's live refresh: the same runs read again on a worker thread, shown when the read
+  // comes back. False (nothing started) for another store or selection, or while a read is in
+  // flight: then call setRuns.
+  bool refreshLive(std::shared_ptr<moebench::RunStore> store, const std::vector<int64_t>& runIds);
+  bool isReading() const { return m_live.isRunning(); }
   PhaseRunsModel* runsModel() const { return m_runsModel; }
   QChartView* chartView() const { return m_chart; }
   QTableView* table() const { return m_table; }
@@ -51,6 +58,14 @@ class PhaseBreakdownView : public RunPanelsView {
 
  private:
   void updateChart();
+  // Per run: what PhaseBreakdownModel::read gave, or why it failed.
+  struct LiveRun {
+    int64_t id = -1;
+    PhaseBreakdownModel::Data data;
+    QString error;
+  };
+  void applyLive(const std::vector<LiveRun>& read);
+  QFutureWatcher<std::vector<LiveRun>> m_live;
 
   std::map<int64_t, PhaseBreakdownModel*> m_models;
   std::map<int64_t, QString> m_problems;  // run -> why it has no bars
