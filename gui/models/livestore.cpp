@@ -35,7 +35,8 @@ void LiveStore::setLive(bool on) {
 void LiveStore::setInterval(int ms) { m_timer.setInterval(ms); }
 
 bool LiveStore::refresh() {
-  if (m_path.isEmpty() || m_watcher.isRunning()) return false;
+  if (m_path.isEmpty() || m_inFlight) return false;
+  m_inFlight = true;
   ++m_started;
   m_readGeneration = m_generation;
   m_watcher.setFuture(QtConcurrent::run(&LiveStore::read, m_path, m_store));
@@ -59,6 +60,7 @@ LiveStore::Snapshot LiveStore::read(const QString& path, std::shared_ptr<moebenc
 }
 
 void LiveStore::finished() {
+  m_inFlight = false;
   Snapshot s = m_watcher.result();
   if (m_readGeneration != m_generation) return;  // the window opened another store meanwhile
   m_lastError = s.error;

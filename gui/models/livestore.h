@@ -54,9 +54,10 @@ class LiveStore : public QObject {
   bool isLive() const { return m_live; }
   void setInterval(int ms);
   int interval() const { return m_timer.interval(); }
-  // Starts a read now; false (nothing started) while one is in flight or without a store.
+  // Starts a read now; false (nothing started) while one is in flight (started and its result
+  // not yet handed over by refreshed()) or without a store.
   bool refresh();
-  bool isReading() const { return m_watcher.isRunning(); }
+  bool isReading() const { return m_inFlight; }
   // When the last successful read ended (invalid before the first) and the last read's error.
   QDateTime lastUpdate() const { return m_lastUpdate; }
   QString lastError() const { return m_lastError; }
@@ -84,6 +85,7 @@ class LiveStore : public QObject {
   int m_started = 0, m_skipped = 0;
   quint64 m_generation = 0;  // setStore() bumps it: a read of the previous store is dropped
   quint64 m_readGeneration = 0;
+  bool m_inFlight = false;
 };
 
 Q_DECLARE_METATYPE(LiveStore::Snapshot)
