@@ -9,7 +9,7 @@
 LiveStore::LiveStore(QObject* parent) : QObject(parent) {
   m_timer.setInterval(kDefaultIntervalMs);
   connect(&m_timer, &QTimer::timeout, this, [this] {
-    if (!refresh() && isReading()) ++m_skipped;
+    if (!start() && m_inFlight) ++m_skipped;
   });
   connect(&m_watcher, &QFutureWatcher<Snapshot>::finished, this, &LiveStore::finished);
 }
@@ -18,6 +18,7 @@ LiveStore::~LiveStore() { m_watcher.waitForFinished(); }
 
 void LiveStore::setStore(const QString& path, std::shared_ptr<moebench::RunStore> store) {
   ++m_generation;
+  m_again = false;
   m_path = path;
   m_store = std::move(store);
   m_lastError.clear();
@@ -35,6 +36,11 @@ void LiveStore::setLive(bool on) {
 void LiveStore::setInterval(int ms) { m_timer.setInterval(ms); }
 
 bool LiveStore::refresh() {
+  if (m_inFlight && !m_path.isEmpty()) m_again = true;
+  return start();
+}
+
+bool LiveStore::start() {
   if (m_path.isEmpty() || m_inFlight) return false;
   m_inFlight = true;
   ++m_started;
@@ -62,6 +68,10 @@ LiveStore::Snapshot LiveStore::read(const QString& path, std::shared_ptr<moebenc
 void LiveStore::finished() {
   m_inFlight = false;
   Snapshot s = m_watcher.result();
+  if (m_again) {
+    m_again = false;
+    start();
+  }
   if (m_readGeneration != m_generation) return;  // the window opened another store meanwhile
   m_lastError = s.error;
   if (s.error.isEmpty()) {

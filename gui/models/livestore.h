@@ -6,7 +6,7 @@
 // thread (QtConcurrent): RunListModel::read() of the whole store, through the connection the
 // window opened when that connection sees later commits (a WAL reader: RunStore::
 // sees_later_commits), else through a new read-only connection (a store read as a snapshot).
-// A tick while a read is still going is skipped, never queued. The result comes back to the GUI
+// A tick while a read is still going is skipped, never queued (refresh() queues one). The result comes back to the GUI
 // thread as refreshed(Snapshot): the runs (RUNNING ones included, as soon as their row is
 // committed), or the error of that read. An error does not stop the timer: the next tick reads
 // again, and the error clears with the first read that succeeds.
@@ -54,8 +54,9 @@ class LiveStore : public QObject {
   bool isLive() const { return m_live; }
   void setInterval(int ms);
   int interval() const { return m_timer.interval(); }
-  // Starts a read now; false (nothing started) while one is in flight (started and its result
-  // not yet handed over by refreshed()) or without a store.
+  // Starts a read now and returns true; without a store false. While one is in flight (started
+  // and its result not yet handed over by refreshed()) it returns false and queues one more read
+  // for when that one ends (an edit made meanwhile is then seen). Timer ticks never queue.
   bool refresh();
   bool isReading() const { return m_inFlight; }
   // When the last successful read ended (invalid before the first) and the last read's error.
@@ -86,6 +87,8 @@ class LiveStore : public QObject {
   quint64 m_generation = 0;  // setStore() bumps it: a read of the previous store is dropped
   quint64 m_readGeneration = 0;
   bool m_inFlight = false;
+  bool m_again = false;  // refresh() while in flight: read once more when it ends
+  bool start();
 };
 
 Q_DECLARE_METATYPE(LiveStore::Snapshot)
