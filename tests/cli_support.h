@@ -1,6 +1,7 @@
 #pragma once
 // Running the moebench executable from tests: its exit code and both outputs, and writing a
 // small input file into a temporary folder.
+#include <QDebug>
 #include <QFile>
 #include <QProcess>
 #include <QStringList>
@@ -38,6 +39,13 @@ inline CliResult run_cli_capped(const QStringList& args, int timeout_ms, long me
     return {-1, {}, QStringLiteral("timeout")};
   }
   return {p.exitCode(), QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError())};
+}
+
+// run_cli of `args --db db` in `cwd`: its exit code, its stderr logged when it is not 0.
+inline int run_cli_into_db(const QStringList& args, const QString& db, const QString& cwd) {
+  const CliResult r = run_cli(args + QStringList{QStringLiteral("--db"), db}, cwd);
+  if (r.code != 0) qWarning().noquote() << args.join(' ') << "->" << r.code << r.err;
+  return r.code;
 }
 
 inline QString write_file(const QTemporaryDir& dir, const QString& name, const QByteArray& text) {

@@ -258,11 +258,7 @@ class TstPredictionAccuracy : public QObject {
     QVERIFY(dir.isValid());
     const QString config = QStringLiteral(MOEBENCH_SOURCE_DIR "/sample_configs/quickstart.toml");
     const QString db = dir.filePath("runs.db");
-    auto cli = [&](const QStringList& args) {
-      const test::CliResult r = test::run_cli(args + QStringList{"--db", db}, dir.path());
-      if (r.code != 0) qWarning().noquote() << args.join(' ') << "->" << r.code << r.err;
-      return r.code;
-    };
+    auto cli = [&](const QStringList& args) { return test::run_cli_into_db(args, db, dir.path()); };
     QCOMPARE(cli({"run", config, "--set", "train.steps=3"}), 0);
     QCOMPARE(cli({"simulate", config, "--steps", "2"}), 0);
     const QString uuid = QString::fromStdString(RunStore(db.toStdString(), RunStore::Mode::read_only).find_run("quickstart").uuid);
