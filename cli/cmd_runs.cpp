@@ -1,4 +1,4 @@
-// moebench runs list|show|compare|delete: browse the run store (default ./runs.db, --db PATH).
+// moebench runs list|show|compare|delete|import: browse the run store (default ./runs.db, --db PATH).
 //   list [--experiment X] [--json]   one line per run, newest last
 //   show RUN [--json]                the run's info, params, tags and summary (run_summary.h)
 //   compare RUN RUN... [--json]      side by side; speedups are against the FIRST run given; the
@@ -7,6 +7,7 @@
 //   delete RUN [--force]             the run and all its rows (a RUNNING run of another host only
 //                                    with --force; never one whose process is alive)
 //   roofline RUN... [--peak G] [--json]  DDL-roofline points per MoE layer (runs_roofline.h)
+//   import FILE                      another store's runs copied in, by uuid (runs_import.h)
 // RUN is a row id, a uuid or a unique uuid prefix (>= 4 chars), or a unique run name.
 // Reading verbs open the database read-only; a missing file is an error, never created.
 #include <cmath>
@@ -22,6 +23,7 @@
 
 #include "commands.h"
 #include "run_db.h"
+#include "runs_import.h"
 #include "runs_roofline.h"
 #include "moebench/config/usage_error.h"
 #include "moebench/store/run_summary.h"
@@ -237,7 +239,7 @@ int delete_run(const std::string& db, const std::string& ref, bool force) {
 }  // namespace
 
 void add_runs_command(CLI::App& app, Action& action) {
-  auto* runs = app.add_subcommand("runs", "Browse the run store: list, show, compare, roofline, delete");
+  auto* runs = app.add_subcommand("runs", "Browse the run store: list, show, compare, roofline, delete, import");
   runs->require_subcommand(1);
   auto db = std::make_shared<std::string>(kDefaultRunDb);
   auto as_json = std::make_shared<bool>(false);
@@ -296,6 +298,14 @@ void add_runs_command(CLI::App& app, Action& action) {
   del->add_flag("--force", *force, "Delete a run marked RUNNING on another host (never one whose process is alive here)");
   del->callback([&action, db, del_ref, force] {
     action = [db, del_ref, force] { return with_run_db(*db, [&] { return delete_run(*db, *del_ref, *force); }); };
+  });
+
+  auto* import = runs->add_subcommand("import", "Copy the runs of another moebench store into this one (by uuid)");
+  auto import_file = std::make_shared<std::string>();
+  import->add_option("file", *import_file, "The other run database (e.g. one fetched from a cluster)")->required();
+  import->add_option("--db", *db, "Run database to import into (default: runs.db; created when missing)");
+  import->callback([&action, db, import_file] {
+    action = [db, import_file] { return runs_import(*db, *import_file); };  // errors name their file
   });
 }
 

@@ -38,5 +38,6 @@ void add_plan_command(CLI::App& app, Action& action);
 void add_simulate_command(CLI::App& app, Action& action);
 void add_calibrate_command(CLI::App& app, Action& action);
 void add_infer_command(CLI::App& app, Action& action);
+void add_launch_command(CLI::App& app, Action& action);
 
 }  // namespace moebench::cli

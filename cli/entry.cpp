@@ -106,6 +106,7 @@ int moebench::cli::run_cli(int argc, char** argv) {
   moebench::cli::add_simulate_command(app, action);
   moebench::cli::add_calibrate_command(app, action);
   moebench::cli::add_infer_command(app, action);
+  moebench::cli::add_launch_command(app, action);
   if (std::string e = empty_option_value(app, argc, argv); !e.empty()) return usage_error(e);
   try {
     app.parse(argc, argv);

@@ -316,10 +316,10 @@ class TestCli : public QObject {
     QTest::addColumn<QString>("expected");
     QTest::newRow("top") << QStringList{u"frobnicate"_s}
                          << u"moebench: unknown sub-command 'frobnicate' (expected one of: run, ablate, validate, "
-                            "bench, runs, trace, export, plan, simulate, calibrate, infer)"_s;
+                            "bench, runs, trace, export, plan, simulate, calibrate, infer, launch)"_s;
     QTest::newRow("runs") << QStringList{u"runs"_s, u"frob"_s}
                           << u"moebench runs: unknown sub-command 'frob' (expected one of: list, show, compare, "
-                             "roofline, delete)"_s;
+                             "roofline, delete, import)"_s;
     QTest::newRow("bench") << QStringList{u"bench"_s, u"gemmm"_s, u"--iters"_s, u"1"_s}
                            << u"moebench bench: unknown sub-command 'gemmm'"_s;
   }

@@ -1,12 +1,12 @@
 // ctest-labels: gui slow
-// The launcher's remote path for real: the config and the files it names are uploaded by scp
-// into a new run folder on "a remote host" (another directory: the remote side never reads the
-// local files), ssh -tt runs `moebench run` on the uploaded copy, the run database comes back
-// by scp, cancel stops the remote run (KILLED in the fetched copy), a refusing host is named
-// and nothing runs. The
-// "host" is an sshd started per connection through ssh's ProxyCommand (`sshd -i`): real ssh,
-// scp, pty and login shell, but no daemon and no port. Needs openssh-server and
-// openssh-client; skipped (with the reason) where they are not installed.
+// The launcher's remote path for real, through the command line's `moebench launch` (the GUI
+// runs the same code path): the config and the files it names are uploaded by scp into a new run
+// folder on "a remote host" (another directory: the remote side never reads the local files),
+// ssh -tt runs `moebench run` on the uploaded copy, and the run is imported into the local store
+// the GUI shows, beside the runs already there; cancel stops the remote run (KILLED in the local
+// store); a refusing host is named and nothing runs. The "host" is a real sshd
+// (tests/ssh_test_host.h: started per connection through ssh's ProxyCommand). Needs
+// openssh-server and openssh-client; skipped (with the reason) where they are not installed.
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
@@ -19,9 +19,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli_support.h"
 #include "models/launchcommand.h"
 #include "models/launchsession.h"
 #include "moebench/store/run_store.h"
+#include "ssh_test_host.h"
 
 using moebench::RunStatus;
 using moebench::RunStore;
@@ -34,12 +36,6 @@ const QString kRemoteDir = QStringLiteral("remote dir; 'x' $(touch PWNED)");
 const QString kLocalDir = QStringLiteral("local dir; \"l\" $(touch PWNED3)");  // where the configs are edited
 const QString kConfig = QStringLiteral("cfg; `touch PWNED2`.toml");
 
-bool run(const QString& program, const QStringList& args) {
-  QProcess p;
-  p.start(program, args);
-  return p.waitForFinished(30000) && p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0;
-}
-
 QStringList strings(const QSignalSpy& spy, int arg = 0) {
   QStringList out;
   for (const auto& call : spy) out << call.at(arg).toString();
@@ -51,72 +47,51 @@ class TestLaunchRemote : public QObject {
   Q_OBJECT
 
   QTemporaryDir m_tmp;
-  QString m_sshOptions;
+  moebench::test::SshTestHost m_host;
 
   // A remote-run spec: the local config kLocalDir/kConfig (uploaded into a run folder under
-  // kRemoteDir), the database fetched back to `local`, outputs under out/<out> (each test its
-  // own: a run refuses another's).
-  LaunchSpec spec(const QString& local, const QString& out = QStringLiteral("probe")) const {
+  // kRemoteDir), the run imported into the local store `local`.
+  LaunchSpec spec(const QString& local) const {
     LaunchSpec s;
     s.remote = true;
-    s.host = QStringLiteral("localhost");
-    s.sshOptions = m_sshOptions;
+    s.moebenchPath = QStringLiteral(MOEBENCH_CLI);
+    s.host = m_host.host;
+    for (const QString& o : m_host.options) s.sshOptions += QStringLiteral("-o ") + moebench::gui::shellQuote(o) + QLatin1Char(' ');
     s.remoteDir = m_tmp.filePath(kRemoteDir);
     s.remoteMoebench = QStringLiteral(MOEBENCH_CLI);
     s.configPath = m_tmp.filePath(kLocalDir + QLatin1Char('/') + kConfig);
-    s.sets = {QStringLiteral("run.out_dir=out/") + out};
     s.localDbPath = local;
     return s;
   }
 
  private slots:
   void initTestCase() {
-    for (const char* tool : {"/usr/sbin/sshd", "/usr/bin/ssh", "/usr/bin/scp", "/usr/bin/ssh-keygen"})
-      if (!QFileInfo(QString::fromUtf8(tool)).isExecutable())
-        QSKIP(qPrintable(QStringLiteral("%1 is not installed (openssh-server / openssh-client): the remote "
-                                        "launch path is not exercised").arg(QString::fromUtf8(tool))));
     QVERIFY(m_tmp.isValid());
-    if (geteuid() == 0 && !QFileInfo::exists(QStringLiteral("/run/sshd")))
-      QVERIFY(QDir().mkpath(QStringLiteral("/run/sshd")));  // sshd's privilege separation directory
-    const QString hostKey = m_tmp.filePath(QStringLiteral("host_key"));
-    const QString clientKey = m_tmp.filePath(QStringLiteral("client_key"));
-    for (const QString& key : {hostKey, clientKey})
-      QVERIFY(run(QStringLiteral("ssh-keygen"), {"-q", "-t", "ed25519", "-N", "", "-f", key}));
-    QVERIFY(QFile::copy(clientKey + QStringLiteral(".pub"), m_tmp.filePath(QStringLiteral("authorized_keys"))));
-    const QString config = m_tmp.filePath(QStringLiteral("sshd_config"));
-    QFile f(config);
-    QVERIFY(f.open(QIODevice::WriteOnly));
-    f.write(QStringLiteral("HostKey %1\nAuthorizedKeysFile %2\nStrictModes no\nUsePAM no\nPasswordAuthentication no\n"
-                           "KbdInteractiveAuthentication no\nPermitRootLogin yes\nPidFile none\nLogLevel ERROR\n")
-                .arg(hostKey, m_tmp.filePath(QStringLiteral("authorized_keys")))
-                .toUtf8());
-    f.close();
-    m_sshOptions = QStringLiteral("-o 'ProxyCommand=/usr/sbin/sshd -i -f %1' -o StrictHostKeyChecking=no "
-                                  "-o UserKnownHostsFile=/dev/null -o IdentityFile=%2 -o LogLevel=ERROR")
-                       .arg(config, clientKey);
+    QString skip;
+    const QString problem = m_host.setUp(m_tmp.path(), &skip, QStringLiteral("lgui"));
+    qInfo().noquote() << "the host:" << m_host.kind;
+    if (!skip.isEmpty()) QSKIP(qPrintable(skip));
+    QVERIFY2(problem.isEmpty(), qPrintable(problem));
     // The "remote" working directory, empty, and the local one with the config.
     QVERIFY(QDir().mkpath(m_tmp.filePath(kRemoteDir)));
     QVERIFY(QDir().mkpath(m_tmp.filePath(kLocalDir)));
     QVERIFY(QFile::copy(QStringLiteral(MOEBENCH_SOURCE_DIR "/tests/data/tiny.toml"),
                         m_tmp.filePath(kLocalDir + QLatin1Char('/') + kConfig)));
-    // The connection itself works (else every test below would fail for the same reason).
-    LaunchSpec probe = spec({});
-    QProcess ssh;
-    const auto c = moebench::gui::buildRemoteCommand(probe);
-    QStringList args = c.arguments;
-    args.last() = QStringLiteral("echo connected");
-    ssh.start(c.program, args);
-    QVERIFY(ssh.waitForFinished(30000));
-    QVERIFY2(ssh.readAllStandardOutput().contains("connected"), ssh.readAllStandardError().constData());
   }
 
-  void remoteRunIsFetchedBack() {
-    const QString local = m_tmp.filePath(QStringLiteral("local copy; 'x'.db"));
+  // The run lands in the local store the GUI shows, beside the run already there.
+  void remoteRunIsImported() {
+    const QString local = m_tmp.filePath(QStringLiteral("local store; 'x'.db"));
+    QCOMPARE(moebench::test::run_cli_into_db({"run", QStringLiteral(MOEBENCH_SOURCE_DIR "/tests/data/tiny.toml"), "--steps", "2",
+                                              "--out", "here", "--set", "run.name=here"},
+                                             local, m_tmp.path()),
+             0);
     LaunchSession session;
     QSignalSpy lines(&session, &LaunchSession::outputLine);
     QSignalSpy progress(&session, &LaunchSession::progress);
     QSignalSpy finished(&session, &LaunchSession::finished);
-    QVERIFY(session.start(spec(local, QStringLiteral("fetch"))));
+    QVERIFY(session.start(spec(local)));
+    QVERIFY2(session.command().arguments.first() == QLatin1String("launch"), qPrintable(session.command().arguments.join(' ')));
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, kRunTimeoutMs);
     const QString log = strings(lines).join('\n');
     QVERIFY2(finished.at(0).at(1).toString() == QLatin1String("finished"), qPrintable(log));
@@ -124,17 +99,25 @@ class TestLaunchRemote : public QObject {
     QCOMPARE(finished.at(0).at(2).toString(), local);
     QVERIFY(!progress.isEmpty());
     QCOMPARE(progress.last().at(0).toInt(), 12);
-    RunStore copy(local.toStdString(), RunStore::Mode::read_only);
-    const auto runs = copy.list_runs();
-    QCOMPARE(runs.size(), size_t(1));
-    QCOMPARE(runs[0].status, RunStatus::finished);
-    QCOMPARE(copy.metrics(runs[0].id, "loss").size(), size_t(12));
-    // The config went to a run folder of its own, the run ran in the remote directory, and
-    // nothing was injected anywhere.
+    QVERIFY2(!log.contains(QLatin1Char('\r')), qPrintable(log));
+    RunStore store(local.toStdString(), RunStore::Mode::read_only);
+    const auto runs = store.list_runs();
+    QCOMPARE(runs.size(), size_t(2));
+    QCOMPARE(runs[0].name, std::string("here"));
+    QCOMPARE(runs[1].status, RunStatus::finished);
+    QCOMPARE(QString::fromStdString(runs[1].host), m_host.hostname);  // recorded on the host
+    QCOMPARE(store.metrics(runs[1].id, "loss").size(), size_t(12));
+    QVERIFY2(log.contains(QStringLiteral("added run 2 (%1 'run') into %2: FINISHED at step 12")
+                              .arg(QString::fromStdString(runs[1].uuid.substr(0, 8)), local)),
+             qPrintable(log));
+    // The config went to a run folder of its own, holding the run's own store, which is the
+    // same run; nothing was injected anywhere.
     const QString folder = session.remoteRunPath();
     QVERIFY2(folder.startsWith(m_tmp.filePath(kRemoteDir + QStringLiteral("/moebench-runs/"))), qPrintable(folder));
     QVERIFY(QFileInfo(folder + QLatin1Char('/') + kConfig).isFile());
-    QVERIFY(QFileInfo(m_tmp.filePath(kRemoteDir + QStringLiteral("/out/fetch"))).isDir());
+    QVERIFY(QFileInfo(folder + QStringLiteral("/out/checkpoints/step_000012")).isDir());
+    RunStore there((folder + QStringLiteral("/runs.db")).toStdString(), RunStore::Mode::read_only);
+    QCOMPARE(there.list_runs().at(0).uuid, runs[1].uuid);
     for (const QString& dir : {m_tmp.path(), m_tmp.filePath(kRemoteDir), m_tmp.filePath(kLocalDir), QDir::homePath()})
       for (const char* name : {"PWNED", "PWNED2", "PWNED3"})
         QVERIFY(!QFile::exists(dir + QLatin1Char('/') + QLatin1String(name)));
@@ -142,9 +125,8 @@ class TestLaunchRemote : public QObject {
 
   void cancelStopsTheRemoteRun() {
     const QString local = m_tmp.filePath(QStringLiteral("cancelled.db"));
-    LaunchSpec s = spec(local, QStringLiteral("cancel"));
+    LaunchSpec s = spec(local);
     s.steps = 100000;
-    s.db = QStringLiteral("cancel.db");
     LaunchSession session;
     QSignalSpy lines(&session, &LaunchSession::outputLine);
     QSignalSpy progress(&session, &LaunchSession::progress);
@@ -154,26 +136,13 @@ class TestLaunchRemote : public QObject {
     session.cancel();
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
     QVERIFY2(finished.at(0).at(1).toString() == QLatin1String("killed"), qPrintable(strings(lines).join('\n')));
+    QCOMPARE(finished.at(0).at(0).toInt(), 130);
+    QCOMPARE(finished.at(0).at(2).toString(), local);
     RunStore copy(local.toStdString(), RunStore::Mode::read_only);
     const auto runs = copy.list_runs();
     QCOMPARE(runs.size(), size_t(1));
     QCOMPARE(runs[0].status, RunStatus::killed);
     QVERIFY(copy.metrics(runs[0].id, "loss").size() < 100000);
-  }
-
-  void sharedPathNeedsNoCopy() {
-    LaunchSpec s = spec({}, QStringLiteral("shared"));
-    s.remoteDb = LaunchSpec::RemoteDb::shared;
-    s.db = m_tmp.filePath(QStringLiteral("shared.db"));  // the same file system here
-    s.steps = 2;
-    LaunchSession session;
-    QSignalSpy finished(&session, &LaunchSession::finished);
-    QVERIFY(session.start(s));
-    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, kRunTimeoutMs);
-    QCOMPARE(finished.at(0).at(1).toString(), QStringLiteral("finished"));
-    QCOMPARE(finished.at(0).at(2).toString(), s.db);
-    RunStore store(s.db.toStdString(), RunStore::Mode::read_only);
-    QCOMPARE(store.list_runs().size(), size_t(1));
   }
 
   // The edited config is what runs: a config in a folder of its own here, naming a cluster file
@@ -205,9 +174,8 @@ class TestLaunchRemote : public QObject {
     write(edited + QStringLiteral("/configs/corpus \"it's\".txt"), corpus);
 
     const QString local = m_tmp.filePath(QStringLiteral("edited.db"));
-    LaunchSpec s = spec(local, QStringLiteral("edited"));
+    LaunchSpec s = spec(local);
     s.configPath = configPath;
-    s.db = QStringLiteral("edited.db");  // (runs.db on the host holds the other tests' runs)
     LaunchSession session;
     QSignalSpy lines(&session, &LaunchSession::outputLine);
     QSignalSpy finished(&session, &LaunchSession::finished);
@@ -215,16 +183,17 @@ class TestLaunchRemote : public QObject {
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, kRunTimeoutMs);
     const QString log = strings(lines).join('\n');
     QVERIFY2(finished.at(0).at(1).toString() == QLatin1String("finished"), qPrintable(log));
-    QVERIFY2(log.contains(QStringLiteral("moebench-gui: uploading edited run.toml, my cluster.toml (cluster.file), "
+    QVERIFY2(log.contains(QStringLiteral("moebench launch: uploading edited run.toml, my cluster.toml (cluster.file), "
                                          "corpus \"it's\".txt (data.path): scp ")),
              qPrintable(log));
 
-    // The run folder on the host: the three files, the config rewritten to their names.
+    // The run folder on the host: the three files and the run's store, the config rewritten to
+    // the files' names.
     const QString folder = session.remoteRunPath();
     QVERIFY2(folder.startsWith(m_tmp.filePath(kRemoteDir + QStringLiteral("/moebench-runs/"))), qPrintable(folder));
     QCOMPARE(QDir(folder).entryList(QDir::Files | QDir::NoDotAndDotDot, QDir::Name),
              (QStringList{QStringLiteral("corpus \"it's\".txt"), QStringLiteral("edited run.toml"),
-                          QStringLiteral("my cluster.toml")}));
+                          QStringLiteral("my cluster.toml"), QStringLiteral("runs.db")}));
     for (const QString& name : QDir(folder).entryList(QDir::Files))
       QVERIFY2(!QFileInfo(folder + QLatin1Char('/') + name).isSymLink(), qPrintable(name));  // copies, not links
     QFile uploaded(folder + QStringLiteral("/edited run.toml"));
@@ -239,7 +208,7 @@ class TestLaunchRemote : public QObject {
     QVERIFY(original.open(QIODevice::ReadOnly));
     QCOMPARE(original.readAll(), config);  // the local config is not changed
 
-    // The fetched store: the edited run, read from the uploaded copies.
+    // The local store: the edited run, read from the uploaded copies.
     RunStore copy(local.toStdString(), RunStore::Mode::read_only);
     const auto runs = copy.list_runs();
     QCOMPARE(runs.size(), size_t(1));
@@ -253,23 +222,24 @@ class TestLaunchRemote : public QObject {
     QCOMPARE(json["train"]["steps"].get<int>(), 5);
   }
 
-  // A host that refuses the connection: ssh's own message and one note naming the step in the
-  // log, "could not start", nothing uploaded.
+  // A host that refuses the connection: ssh's own message and the launch's note naming the step
+  // and the host in the log, "could not start", nothing uploaded, the local store not created.
   void refusingHostIsNamed() {
-    LaunchSpec s = spec(m_tmp.filePath(QStringLiteral("refused.db")), QStringLiteral("refused"));
+    LaunchSpec s = spec(m_tmp.filePath(QStringLiteral("refused.db")));
     s.sshOptions = QStringLiteral("-o ProxyCommand=false -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null");
     LaunchSession session;
     QSignalSpy lines(&session, &LaunchSession::outputLine);
     QSignalSpy finished(&session, &LaunchSession::finished);
     QVERIFY(session.start(s));
-    const QString folder = session.remoteRunPath();
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+    const QString folder = session.remoteRunPath();
+    QVERIFY2(folder.startsWith(m_tmp.filePath(kRemoteDir + QStringLiteral("/moebench-runs/"))), qPrintable(folder));
     const QStringList log = strings(lines);
-    QCOMPARE(finished.at(0).at(1).toString(), QStringLiteral("could not start: ssh to localhost failed (exit 255; see the log)"));
+    QCOMPARE(finished.at(0).at(0).toInt(), 3);
+    QCOMPARE(finished.at(0).at(1).toString(),
+             QStringLiteral("could not start: could not create the run folder %1:%2 (ssh exit 255: the connection "
+                            "to %1 failed); nothing ran").arg(m_host.host, folder));
     QVERIFY2(log.size() >= 3, qPrintable(log.join('\n')));  // the step, ssh's message(s), the note
-    QVERIFY2(log.last().startsWith(QStringLiteral("moebench-gui: could not create the run folder moebench-runs/")) &&
-                 log.last().endsWith(QStringLiteral(" on localhost (ssh exit 255: the connection failed); the run was not started")),
-             qPrintable(log.join('\n')));
     QVERIFY(!QFileInfo::exists(folder));
     QVERIFY(!QFileInfo::exists(m_tmp.filePath(QStringLiteral("refused.db"))));
   }

@@ -3,9 +3,10 @@
 // 12-step tests/data/tiny.toml: a config path full of shell metacharacters runs as it is and
 // injects nothing, progress rises to 12, the run lands FINISHED in the store; cancel stops a
 // long run gracefully (KILLED, exit 130); a missing moebench or ssh, a bad config and a bad
-// form are reported by name; a remote run whose config names a missing file, whose host
-// refuses or whose upload fails is not started and says which (ssh and scp stand-ins); the
-// window's log follows the output. The remote (ssh) path for real: tst_launch_remote.
+// form are reported by name; a remote run (`moebench launch`, with stand-ins for ssh and scp
+// first in PATH) whose config names a missing file, whose host refuses or whose upload fails is
+// not started and says which, and a cancel before the run stops the launch; the window's log
+// follows the output. The remote (ssh) path for real: tst_launch_remote and tst_cli_launch.
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
@@ -89,7 +90,7 @@ QString writeScript(const QTemporaryDir& tmp, const QString& name, const QByteAr
   f.setPermissions(f.permissions() | QFileDevice::ExeOwner);
   return path;
 }
-// Stand-ins for ssh and scp, first in PATH while alive: each call is appended to a file (as
+// Stand-ins for ssh and scp (which `moebench launch` runs), first in PATH while alive: each call is appended to a file (as
 // "ssh ARGS..."); the mkdir ssh exits `sshExit` (255: as a refused connection, with ssh's
 // message; < 0: hangs), scp exits `scpExit` (non-zero: with a message). The spec: a remote run of
 // `config` on "somehost" in /remote.
@@ -111,10 +112,11 @@ class FakeOpenSsh {
   LaunchSpec spec(const QString& config) const {
     LaunchSpec s;
     s.remote = true;
+    s.moebenchPath = QStringLiteral(MOEBENCH_CLI);
     s.host = QStringLiteral("somehost");
     s.remoteDir = QStringLiteral("/remote");
     s.configPath = config;
-    s.localDbPath = QFileInfo(m_log).dir().filePath(QStringLiteral("copy.db"));
+    s.localDbPath = QFileInfo(m_log).dir().filePath(QStringLiteral("local.db"));
     return s;
   }
   QStringList calls() const {
@@ -280,23 +282,28 @@ class TestLaunchSession : public QObject {
     QVERIFY(!session.isRunning());
   }
 
+  // No ssh here: `moebench launch` says so (exit 3), nothing is imported; no host: refused at once.
   void missingSsh() {
     QTemporaryDir emptyBin;
     const QByteArray oldPath = qgetenv("PATH");
     qputenv("PATH", emptyBin.path().toLocal8Bit());
     LaunchSpec spec;
     spec.remote = true;
+    spec.moebenchPath = QStringLiteral(MOEBENCH_CLI);
     spec.host = QStringLiteral("somehost");
-    spec.configPath = QStringLiteral("c.toml");
-    spec.localDbPath = emptyBin.filePath(QStringLiteral("copy.db"));
+    spec.configPath = tinyToml();
+    spec.localDbPath = emptyBin.filePath(QStringLiteral("local.db"));
     LaunchSession session;
     QSignalSpy finished(&session, &LaunchSession::finished);
     const bool ok = session.start(spec);
     qputenv("PATH", oldPath);
-    QVERIFY(!ok);
-    QTRY_COMPARE(finished.count(), 1);
+    QVERIFY(ok);
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);
+    QCOMPARE(finished.at(0).at(0).toInt(), 3);
     QCOMPARE(finished.at(0).at(1).toString(),
-             QStringLiteral("could not start: 'ssh' not found in PATH (install openssh-client)"));
+             QStringLiteral("could not start: cannot start ssh (No such file or directory): install openssh-client"));
+    QCOMPARE(finished.at(0).at(2).toString(), QString());
+    QVERIFY(!QFile::exists(spec.localDbPath));
 
     LaunchSpec noHost = spec;
     noHost.host.clear();
@@ -350,28 +357,30 @@ class TestLaunchSession : public QObject {
     QCOMPARE(finished.at(0).at(2).toString(), QString());
   }
 
-  // --- Remote start failures, with stand-ins for ssh and scp (the real ones: tst_launch_remote) ---
+  // --- Remote start failures: `moebench launch` with stand-ins for ssh and scp (the real ones:
+  //     tst_launch_remote, tst_cli_launch) ---
 
-  // A config naming a file that is not there: nothing runs, the message names the key and file.
+  // A config naming a file that is not there: `moebench launch` refuses it before connecting,
+  // the message names the key and the file.
   void remoteRefusesMissingReferencedFile() {
     QTemporaryDir tmp;
     QVERIFY(tmp.isValid());
     const FakeOpenSsh fake(tmp, 0, 0);
     const QString config = writeNastyConfig(tmp.path(), "[cluster]\nfile = \"no such cluster.toml\"\n");
     LaunchSession session;
-    QSignalSpy started(&session, &LaunchSession::started);
     QSignalSpy finished(&session, &LaunchSession::finished);
-    QVERIFY(!session.start(fake.spec(config)));
-    QTRY_COMPARE(finished.count(), 1);
+    QVERIFY(session.start(fake.spec(config)));
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);
+    QCOMPARE(finished.at(0).at(0).toInt(), 2);
     QCOMPARE(finished.at(0).at(1).toString(),
              QStringLiteral("could not start: cannot upload the config %1: cluster.file: file not found: %2 (%3)")
                  .arg(config, QFileInfo(config).dir().filePath(QStringLiteral("no such cluster.toml")), kNastyFile));
-    QCOMPARE(started.count(), 0);
+    QCOMPARE(finished.at(0).at(2).toString(), QString());
     QCOMPARE(fake.calls(), QStringList());  // neither ssh nor scp ran
   }
 
-  // The host refuses (ssh exit 255 while creating the run folder): its error and one note in
-  // the log, "could not start", no upload and no run.
+  // The host refuses (ssh exit 255 while creating the run folder): ssh's error and the launch's
+  // note naming the step and the host in the log, "could not start", no upload and no run.
   void remoteHostRefuses() {
     QTemporaryDir tmp;
     QVERIFY(tmp.isValid());
@@ -381,18 +390,23 @@ class TestLaunchSession : public QObject {
     QSignalSpy finished(&session, &LaunchSession::finished);
     QVERIFY(session.start(fake.spec(writeNastyConfig(tmp.path()))));
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);
-    QCOMPARE(finished.at(0).at(1).toString(), QStringLiteral("could not start: ssh to somehost failed (exit 255; see the log)"));
+    const QString folder = session.remoteRunPath();
+    QVERIFY2(folder.startsWith(QStringLiteral("/remote/moebench-runs/")), qPrintable(folder));
+    QCOMPARE(finished.at(0).at(0).toInt(), 3);
+    QCOMPARE(finished.at(0).at(1).toString(),
+             QStringLiteral("could not start: could not create the run folder somehost:%1 (ssh exit 255: the connection "
+                            "to somehost failed); nothing ran").arg(folder));
     QCOMPARE(finished.at(0).at(2).toString(), QString());
     const QStringList log = strings(lines);
     QVERIFY2(log.contains(QStringLiteral("ssh: connect to host somehost port 22: Connection refused")), qPrintable(log.join('\n')));
-    QVERIFY2(log.last().startsWith(QStringLiteral("moebench-gui: could not create the run folder ")), qPrintable(log.last()));
-    QVERIFY(log.last().endsWith(QStringLiteral("on somehost (ssh exit 255: the connection failed); the run was not started")));
     QCOMPARE(fake.calls().size(), 1);
     QVERIFY(fake.calls().at(0).startsWith(QStringLiteral("ssh ")));
-    QVERIFY(fake.calls().at(0).contains(QStringLiteral("mkdir -p -- 'moebench-runs/")));
+    QVERIFY(fake.calls().at(0).contains(QStringLiteral("mkdir -p -- '/remote/moebench-runs/")));
+    QVERIFY(!QFile::exists(fake.spec({}).localDbPath));
   }
 
-  // Cancel while the run folder is being created: stopped at once, "killed", nothing run.
+  // Cancel while the run folder is being created: the launch stops its ssh at once and exits 130
+  // ("killed"), nothing ran, nothing imported.
   void remoteCancelBeforeTheRun() {
     QTemporaryDir tmp;
     QVERIFY(tmp.isValid());
@@ -404,14 +418,15 @@ class TestLaunchSession : public QObject {
     QTRY_COMPARE_WITH_TIMEOUT(fake.calls().size(), 1, 30000);
     session.cancel();
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 10000);
-    QCOMPARE(finished.at(0).at(0).toInt(), -1);
+    QCOMPARE(finished.at(0).at(0).toInt(), 130);
     QCOMPARE(finished.at(0).at(1).toString(), QStringLiteral("killed"));
     QCOMPARE(finished.at(0).at(2).toString(), QString());
-    QCOMPARE(strings(lines).last(), QStringLiteral("moebench-gui: cancelled before the run started"));
+    QVERIFY2(strings(lines).contains(QStringLiteral("moebench launch: stopped before the run started; nothing ran")),
+             qPrintable(strings(lines).join('\n')));
     QCOMPARE(fake.calls().size(), 1);
   }
 
-  // The upload fails: scp's error and one note in the log, "could not start", no run.
+  // The upload fails: scp's error and the launch's note in the log, "could not start", no run.
   void remoteUploadFails() {
     QTemporaryDir tmp;
     QVERIFY(tmp.isValid());
@@ -421,15 +436,13 @@ class TestLaunchSession : public QObject {
     QSignalSpy finished(&session, &LaunchSession::finished);
     const QString config = writeNastyConfig(tmp.path());
     QVERIFY(session.start(fake.spec(config)));
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);
     const QString folder = session.remoteRunPath();
     QVERIFY2(folder.startsWith(QStringLiteral("/remote/moebench-runs/")), qPrintable(folder));
-    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 30000);
     QCOMPARE(finished.at(0).at(1).toString(),
-             QStringLiteral("could not start: uploading the config to somehost failed (scp exit 1; see the log)"));
+             QStringLiteral("could not start: uploading the config to somehost:%1 failed (scp exit 1); nothing ran").arg(folder));
     const QStringList log = strings(lines);
     QVERIFY2(log.contains(QStringLiteral("scp: permission denied")), qPrintable(log.join('\n')));
-    QCOMPARE(log.last(), QStringLiteral("moebench-gui: uploading the config to somehost:%1 failed (scp exit 1); the run was "
-                                        "not started").arg(folder));
     QCOMPARE(fake.calls().size(), 2);  // mkdir, upload; no run
     QVERIFY(fake.calls().at(1).startsWith(QStringLiteral("scp -O -o BatchMode=yes ")));
     QVERIFY(fake.calls().at(1).endsWith(QStringLiteral("/") + kNastyFile + QStringLiteral(" somehost:'") + folder + QLatin1Char('\'')));
@@ -475,7 +488,6 @@ class TestLaunchSession : public QObject {
     edit("remoteDir")->setText(QStringLiteral("/scratch/x"));
     edit("prefix")->setText(QStringLiteral("srun -N2"));
     edit("remoteMoebench")->setText(QStringLiteral("bin/moebench"));
-    w.findChild<QComboBox*>(QStringLiteral("dbHandling"))->setCurrentIndex(1);
     edit("localDb")->setText(QStringLiteral("/mnt/x/r.db"));
     const LaunchSpec s = w.spec();
     QCOMPARE(s.configPath, config);
@@ -489,15 +501,25 @@ class TestLaunchSession : public QObject {
     QCOMPARE(s.remoteDir, QStringLiteral("/scratch/x"));
     QCOMPARE(s.launcherPrefix, QStringLiteral("srun -N2"));
     QCOMPARE(s.remoteMoebench, QStringLiteral("bin/moebench"));
-    QCOMPARE(s.remoteDb, LaunchSpec::RemoteDb::shared);
     QCOMPARE(s.localDbPath, QStringLiteral("/mnt/x/r.db"));
     QCOMPARE(w.validationError(), QString());
-    // The command shown is the remote one, quoted, on the uploaded copy (its run id not known yet).
-    QCOMPARE(w.commandText(), moebench::gui::displayCommand(moebench::gui::previewRemoteCommand(s)));
-    QVERIFY(w.commandText().contains(QLatin1String("'cd '\\''/scratch/x'\\'' && ")));
-    // (the remote string is one word of the ssh line, so its quoted config path is quoted again)
-    const QString quotedCopy = moebench::gui::shellQuote(moebench::gui::shellQuote(QStringLiteral("moebench-runs/<run-id>/") + kNastyFile));
-    QVERIFY2(w.commandText().contains(quotedCopy.mid(1).chopped(1)), qPrintable(w.commandText()));
+    // The command shown is the local `moebench launch` of the remote run, quoted as a shell line;
+    // the (local) Database field is off in remote mode: the run goes to the local store.
+    QCOMPARE(w.commandText(), moebench::gui::displayCommand(moebench::gui::buildRemoteCommand(s)));
+    QVERIFY2(w.commandText().contains(QStringLiteral(" launch --dir /scratch/x --prefix 'srun -N2' --remote-moebench "
+                                                     "bin/moebench ")),
+             qPrintable(w.commandText()));
+    QVERIFY2(w.commandText().endsWith(QStringLiteral(" --db /mnt/x/r.db -- me@cluster ") + moebench::gui::shellQuote(config)),
+             qPrintable(w.commandText()));
+    QVERIFY(!edit("db")->isEnabled());
+    QVERIFY(edit("moebench")->isEnabled());
+    // A store opened in the window is the default local store, never over one entered.
+    w.setLocalStore(QStringLiteral("/open/store.db"));
+    QCOMPARE(w.spec().localDbPath, QStringLiteral("/mnt/x/r.db"));
+    edit("localDb")->clear();
+    w.setLocalStore(QStringLiteral("/open/store.db"));
+    QCOMPARE(w.spec().localDbPath, QStringLiteral("/open/store.db"));
+    edit("localDb")->setText(QStringLiteral("/mnt/x/r.db"));
 
     // setSpec round-trips, local mode too.
     LauncherWindow other;
@@ -507,7 +529,7 @@ class TestLaunchSession : public QObject {
     QCOMPARE(t.sets, s.sets);
     QCOMPARE(t.host, s.host);
     QCOMPARE(t.launcherPrefix, s.launcherPrefix);
-    QCOMPARE(t.remoteDb, s.remoteDb);
+    QCOMPARE(t.localDbPath, s.localDbPath);
     QVERIFY(t.remote);
     LaunchSpec local = s;
     local.remote = false;
@@ -528,7 +550,8 @@ class TestLaunchSession : public QObject {
     QTest::newRow("option host") << "host" << "-oProxyCommand=x" << "must not start with '-'";
     QTest::newRow("bad prefix") << "prefix" << "srun; rm -rf ~" << "Bad launcher prefix";
     QTest::newRow("unterminated prefix") << "prefix" << "srun 'x" << "unterminated";
-    QTest::newRow("no local db") << "localDb" << "" << "No local file to fetch";
+    QTest::newRow("no local db") << "localDb" << "" << "No local store to import the run into";
+    QTest::newRow("bad ssh option") << "sshOptions" << "-p 2222" << "Bad ssh options";
     QTest::newRow("bad override") << "sets" << "train.lr=1\njust words" << "Override line 2";
   }
   void windowRejectsInvalidForms() {

@@ -163,8 +163,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     if (answer == QMessageBox::Cancel) return false;
     return answer == QMessageBox::Discard || m_config->saveFile(m_config->filePath());
   });
-  // A finished launch: open its store, or reopen the open one (a fetched remote copy replaces
-  // the file, which an open connection would not see), keeping the selection.
+  // A finished launch: open its store, or reopen the open one (a remote run was imported into
+  // it), keeping the selection.
   connect(m_launcher, &LauncherWindow::runStoreUpdated, this, [this](const QString& db) {
     const bool same = !m_storePath.isEmpty() && QFileInfo(db) == QFileInfo(m_storePath);
     const std::vector<int64_t> keep = same ? selectedRunIds() : std::vector<int64_t>{};
@@ -218,6 +218,7 @@ bool MainWindow::openStore(const QString& path) {
   m_error.clear();
   m_storePath = path;
   m_live->setStore(path, m_store);
+  m_launcher->setLocalStore(QFileInfo(path).absoluteFilePath());  // where a remote run is imported, unless chosen
   restoreExpansion();
   for (int c = 0; c < m_proxy->columnCount(); ++c) m_runView->resizeColumnToContents(c);
   m_runView->setColumnWidth(RunListModel::NameColumn, std::min(m_runView->columnWidth(RunListModel::NameColumn), 220));

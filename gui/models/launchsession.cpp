@@ -1,15 +1,11 @@
 #include "models/launchsession.h"
 
 #include <QDir>
-#include <QFile>
 #include <QFileInfo>
-#include <QPointer>
 #include <QRegularExpression>
 #include <QStandardPaths>
-#include <QTemporaryDir>
 #include <QTimer>
 
-#include <cstdio>
 #include <stdexcept>
 
 namespace moebench::gui {
@@ -17,15 +13,7 @@ namespace moebench::gui {
 namespace {
 constexpr qsizetype kMaxLineBytes = 1 << 20;  // a "line" longer than this is delivered in pieces
 const QString kNote = QStringLiteral("moebench-gui: ");
-
-bool launcherIsSrun(const QString& prefix) {
-  try {
-    const QStringList words = splitPrefix(prefix);
-    return !words.isEmpty() && QFileInfo(words.first()).fileName() == QLatin1String("srun");
-  } catch (const std::invalid_argument&) {
-    return false;
-  }
-}
+const QString kLaunchNote = QStringLiteral("moebench launch: ");
 }  // namespace
 
 LaunchSession::LaunchSession(QObject* parent) : QObject(parent), m_escalation(new QTimer(this)) {
@@ -36,11 +24,10 @@ LaunchSession::LaunchSession(QObject* parent) : QObject(parent), m_escalation(ne
 LaunchSession::~LaunchSession() {
   if (!m_process || m_process->state() == QProcess::NotRunning) return;
   m_process->disconnect(this);
-  if (m_stage == Stage::run && m_spec.remote) m_process->write("\x03");
-  else m_process->terminate();
+  m_process->terminate();
   if (!m_process->waitForFinished(m_graceMs)) {
-    m_process->terminate();
-    if (!m_process->waitForFinished(2000)) {
+    m_process->terminate();  // a remote launch: a second stop request
+    if (!m_process->waitForFinished(m_spec.remote ? m_graceMs : 2000)) {
       m_process->kill();
       m_process->waitForFinished(2000);
     }
@@ -66,146 +53,44 @@ bool LaunchSession::start(const LaunchSpec& spec) {
   m_command = {};
   m_workDir = QDir::currentPath();
   m_reportedDb.clear();
+  m_remoteRunPath.clear();
+  m_lastLaunchNote.clear();
+  m_launchRefusal.clear();
+  m_imported = false;
   m_buffer.clear();
   m_cancelRequested = false;
   m_escalationLevel = 0;
-  m_runExitCode = -1;
-  m_runStatus.clear();
   m_runOutputSeen = false;
-  m_upload = {};
-  m_staging.reset();
-  try {
-    m_command = spec.remote ? buildRemoteCommand(spec) : buildLocalCommand(spec);
-  } catch (const std::invalid_argument& e) {
-    failToStart(QString::fromUtf8(e.what()));
-    return false;
-  }
   if (spec.configPath.trimmed().isEmpty()) {
     failToStart(QStringLiteral("no config file given"));
     return false;
   }
-  QString problem = checkProgram(m_command.program);
-  if (!problem.isEmpty() && spec.remote) problem += QStringLiteral(" (install openssh-client)");
-  if (spec.remote && problem.isEmpty()) {
-    if (!checkProgram(QStringLiteral("scp")).isEmpty())
-      problem = QStringLiteral("'scp' not found in PATH, needed to upload the config (install openssh-client)");
-    else if (spec.remoteDb == LaunchSpec::RemoteDb::fetch && spec.localDbPath.trimmed().isEmpty())
-      problem = QStringLiteral("no local file to fetch the run database to");
-  }
-  if (spec.remote && problem.isEmpty()) {
-    try {
-      m_upload = planRemoteUpload(spec, newRemoteRunId(), m_workDir);
-      m_command = buildRemoteCommand(uploadedRunSpec(spec, m_upload));
-    } catch (const std::exception& e) {
-      problem = QString::fromUtf8(e.what());
-    }
-    if (problem.isEmpty()) problem = stageUpload();
-  }
-  if (!problem.isEmpty()) {
-    m_upload = {};
-    m_staging.reset();
-    failToStart(problem);
+  if (spec.remote && spec.localDbPath.trimmed().isEmpty()) {
+    failToStart(QStringLiteral("no local run store to import the remote run into"));
     return false;
   }
-  if (!spec.remote) {
-    m_stage = Stage::run;
-    emit started(displayCommand(m_command));
-    startProcess(m_command);
-    return true;
-  }
-  Command mkdir;
+  if (spec.remote) m_spec.localDbPath = QDir(m_workDir).absoluteFilePath(spec.localDbPath.trimmed());
   try {
-    mkdir = buildRemoteMkdirCommand(spec, m_upload);
-  } catch (const std::invalid_argument& e) {  // (the run command was built from the same spec)
-    m_upload = {};
-    m_staging.reset();
+    m_command = m_spec.remote ? buildRemoteCommand(m_spec) : buildLocalCommand(m_spec);
+  } catch (const std::invalid_argument& e) {
     failToStart(QString::fromUtf8(e.what()));
     return false;
   }
-  m_stage = Stage::prepare;
+  if (const QString problem = checkProgram(m_command.program); !problem.isEmpty()) {
+    failToStart(problem);
+    return false;
+  }
+  m_running = true;
   emit started(displayCommand(m_command));
-  emit outputLine(kNote + QStringLiteral("creating the run folder %1 on %2: %3")
-                              .arg(moebench::gui::remoteRunPath(spec, m_upload), spec.host, displayCommand(mkdir)));
-  startProcess(mkdir);
+  if (m_process) m_process->deleteLater();
+  m_process = new QProcess(this);
+  m_process->setProcessChannelMode(QProcess::MergedChannels);
+  m_process->setWorkingDirectory(m_workDir);
+  connect(m_process, &QProcess::readyReadStandardOutput, this, &LaunchSession::readOutput);
+  connect(m_process, &QProcess::finished, this, &LaunchSession::onProcessFinished);
+  connect(m_process, &QProcess::errorOccurred, this, &LaunchSession::onProcessError);
+  m_process->start(m_command.program, m_command.arguments);
   return true;
-}
-
-QString LaunchSession::stageUpload() {
-  m_staging = std::make_unique<QTemporaryDir>(QDir::tempPath() + QStringLiteral("/moebench-upload-XXXXXX"));
-  if (!m_staging->isValid())
-    return QStringLiteral("cannot create a local folder to stage the upload in: %1").arg(m_staging->errorString());
-  const QDir dir(m_staging->path());
-  QFile config(dir.filePath(m_upload.configName));
-  if (!config.open(QIODevice::WriteOnly) || config.write(m_upload.configText) != m_upload.configText.size() ||
-      !config.flush())
-    return QStringLiteral("cannot write the config to upload to %1: %2").arg(config.fileName(), config.errorString());
-  config.close();
-  for (const auto& f : m_upload.files)
-    if (!QFile::link(f.source, dir.filePath(f.name)))
-      return QStringLiteral("cannot stage %1 for the upload in %2").arg(f.source, dir.path());
-  return {};
-}
-
-void LaunchSession::startRun() {
-  m_stage = Stage::run;
-  startProcess(m_command);
-}
-
-void LaunchSession::finishPrepare(int exitCode, QProcess::ExitStatus status) {
-  if (m_cancelRequested) {
-    emit outputLine(kNote + QStringLiteral("cancelled before the run started"));
-    finish(-1, QStringLiteral("killed"), QString());
-    return;
-  }
-  if (status != QProcess::NormalExit || exitCode != 0) {
-    const QString why =
-        status != QProcess::NormalExit ? QStringLiteral("ssh stopped")
-        : exitCode == 255             ? QStringLiteral("ssh exit 255: the connection failed")
-                                      : QStringLiteral("remote exit %1").arg(exitCode);
-    const QString where = m_spec.remoteDir.isEmpty() ? m_upload.runFolder
-                                                     : QStringLiteral("%1 in %2").arg(m_upload.runFolder, m_spec.remoteDir);
-    emit outputLine(kNote + QStringLiteral("could not create the run folder %1 on %2 (%3); the run was not started")
-                                .arg(where, m_spec.host, why));
-    finish(status == QProcess::NormalExit ? exitCode : -1,
-           exitCode == 255 && status == QProcess::NormalExit
-               ? QStringLiteral("could not start: ssh to %1 failed (exit 255; see the log)").arg(m_spec.host)
-               : QStringLiteral("could not start: could not create the run folder on %1 (%2; see the log)").arg(m_spec.host, why),
-           QString());
-    return;
-  }
-  Command scp;
-  try {
-    scp = buildUploadCommand(m_spec, m_upload, m_staging->path());
-  } catch (const std::invalid_argument& e) {
-    finish(-1, QStringLiteral("could not start: ") + QString::fromUtf8(e.what()), QString());
-    return;
-  }
-  QStringList names{m_upload.configName};
-  for (const auto& f : m_upload.files) names << QStringLiteral("%1 (%2)").arg(f.name, f.keys.join(QStringLiteral(", ")));
-  m_stage = Stage::upload;
-  emit outputLine(kNote + QStringLiteral("uploading %1: %2").arg(names.join(QStringLiteral(", ")), displayCommand(scp)));
-  startProcess(scp);
-}
-
-void LaunchSession::finishUpload(int exitCode, QProcess::ExitStatus status) {
-  if (m_cancelRequested) {
-    emit outputLine(kNote + QStringLiteral("cancelled before the run started"));
-    finish(-1, QStringLiteral("killed"), QString());
-    return;
-  }
-  if (status != QProcess::NormalExit || exitCode != 0) {
-    const QString why = status == QProcess::NormalExit ? QStringLiteral("scp exit %1").arg(exitCode) : QStringLiteral("scp stopped");
-    emit outputLine(kNote + QStringLiteral("uploading the config to %1:%2 failed (%3); the run was not started")
-                                .arg(m_spec.host, moebench::gui::remoteRunPath(m_spec, m_upload), why));
-    finish(status == QProcess::NormalExit ? exitCode : -1,
-           QStringLiteral("could not start: uploading the config to %1 failed (%2; see the log)").arg(m_spec.host, why),
-           QString());
-    return;
-  }
-  m_staging.reset();
-  emit outputLine(kNote + QStringLiteral("uploaded to %1:%2; starting the run")
-                              .arg(m_spec.host, moebench::gui::remoteRunPath(m_spec, m_upload)));
-  startRun();
 }
 
 void LaunchSession::failToStart(const QString& reason) {
@@ -214,18 +99,6 @@ void LaunchSession::failToStart(const QString& reason) {
   m_status = status;
   m_dbPath.clear();
   QMetaObject::invokeMethod(this, [this, status] { emit finished(-1, status, QString()); }, Qt::QueuedConnection);
-}
-
-void LaunchSession::startProcess(const Command& c) {
-  if (m_process) m_process->deleteLater();
-  m_process = new QProcess(this);
-  m_process->setProcessChannelMode(QProcess::MergedChannels);
-  m_process->setWorkingDirectory(m_workDir);
-  connect(m_process, &QProcess::readyReadStandardOutput, this, &LaunchSession::readOutput);
-  connect(m_process, &QProcess::finished, this, &LaunchSession::onProcessFinished);
-  connect(m_process, &QProcess::errorOccurred, this, &LaunchSession::onProcessError);
-  m_buffer.clear();
-  m_process->start(c.program, c.arguments);
 }
 
 void LaunchSession::readOutput() {
@@ -250,157 +123,86 @@ void LaunchSession::flushPartialLine() {
 
 void LaunchSession::handleLine(QByteArray bytes) {
   while (bytes.endsWith('\r')) bytes.chop(1);
-  // The remote terminal echoes the Ctrl-C of cancel() as "^C" in front of the next line.
-  if (m_stage == Stage::run && m_spec.remote && m_cancelRequested)
+  // The remote terminal echoes the Ctrl-C that a cancel became as "^C" in front of the next line.
+  if (m_spec.remote && m_cancelRequested)
     while (bytes.startsWith("^C")) bytes.remove(0, 2);
   const QString line = QString::fromUtf8(bytes);
   emit outputLine(line);
-  if (m_stage != Stage::run) return;
   if (const auto p = parseProgressLine(line)) {
     m_runOutputSeen = true;
     emit progress(int(p->step), int(p->total), p->loss);
     return;
   }
   if (line.startsWith(QLatin1String("moebench run: "))) m_runOutputSeen = true;
-  // "recording run 1a2b3c4d (name) in <db>, experiment <experiment>" (cli/cmd_run.cpp)
-  static const QRegularExpression recording(QStringLiteral(R"(^recording run \S+ \(.*?\) in (.+), experiment )"));
-  if (const auto m = recording.match(line); m.hasMatch()) m_reportedDb = m.captured(1);
+  if (!m_spec.remote) {
+    // "recording run 1a2b3c4d (name) in <db>, experiment <experiment>" (cli/cmd_run.cpp)
+    static const QRegularExpression recording(QStringLiteral(R"(^recording run \S+ \(.*?\) in (.+), experiment )"));
+    if (const auto m = recording.match(line); m.hasMatch()) m_reportedDb = m.captured(1);
+    return;
+  }
+  // `moebench launch` refusing its input before connecting: "moebench: launch: <what is wrong>".
+  if (line.startsWith(QLatin1String("moebench: launch: "))) m_launchRefusal = line.mid(18);
+  if (line.startsWith(kLaunchNote)) {
+    m_lastLaunchNote = line.mid(kLaunchNote.size());
+    // "creating the run folder HOST:PATH: ssh ..." (cli/cmd_launch.cpp)
+    static const QString creating = QStringLiteral("creating the run folder ");
+    if (m_lastLaunchNote.startsWith(creating)) {
+      const QString rest = m_lastLaunchNote.mid(creating.size());
+      const qsizetype end = rest.lastIndexOf(QStringLiteral(": ssh "));
+      const QString where = end < 0 ? rest : rest.left(end);
+      m_remoteRunPath = where.mid(where.indexOf(QLatin1Char(':')) + 1);
+    }
+    return;
+  }
+  // "added run 7 (1a2b3c4d 'name') into DB: ...", "replaced run ... in DB: ...", "kept run ... in DB: ..."
+  static const QRegularExpression imported(QStringLiteral(R"(^(added|replaced|kept) run \d+ \(.*\) (into|in) .+: )"));
+  if (imported.match(line).hasMatch()) m_imported = true;
 }
 
 void LaunchSession::onProcessError(QProcess::ProcessError error) {
   if (error != QProcess::FailedToStart) return;  // the others end in finished()
-  const QString why = m_process->errorString();
-  if (m_stage == Stage::fetch) {
-    emit outputLine(kNote + QStringLiteral("could not start scp (%1): the run database was not fetched").arg(why));
-    finish(m_runExitCode, m_runStatus, QString());
-    return;
-  }
-  finish(-1, QStringLiteral("could not start: '%1' (%2)").arg(m_process->program(), why), QString());
+  finish(-1, QStringLiteral("could not start: '%1' (%2)").arg(m_process->program(), m_process->errorString()), QString());
 }
 
 QString LaunchSession::runStatus(int exitCode, QProcess::ExitStatus status) const {
   if (status == QProcess::CrashExit) return m_cancelRequested ? QStringLiteral("killed") : QStringLiteral("failed");
   if (exitCode == 0) return QStringLiteral("finished");
+  if (exitCode == 2 && m_spec.remote && !m_launchRefusal.isEmpty() && !m_runOutputSeen)
+    return QStringLiteral("could not start: ") + m_launchRefusal;
   if (exitCode == 2) return QStringLiteral("bad config");
   if (exitCode == 130 || m_cancelRequested) return QStringLiteral("killed");
-  if (m_spec.remote) {
-    const QString moebench = m_spec.remoteMoebench.isEmpty() ? QStringLiteral("moebench") : m_spec.remoteMoebench;
-    if (exitCode == 127)
-      return QStringLiteral("could not start: '%1' not found on %2 (remote exit 127)").arg(moebench, m_spec.host);
-    if (exitCode == 126)
-      return QStringLiteral("could not start: '%1' is not executable on %2 (remote exit 126)").arg(moebench, m_spec.host);
-    if (exitCode == 255 && !m_runOutputSeen)
-      return QStringLiteral("could not start: ssh to %1 failed (exit 255; see the log)").arg(m_spec.host);
-  }
+  // `moebench launch`: 3 is a failed step of the launch itself (ssh, scp), its message the last note.
+  if (m_spec.remote && exitCode == 3 && !m_runOutputSeen)
+    return QStringLiteral("could not start: ") +
+           (m_lastLaunchNote.isEmpty() ? QStringLiteral("the remote launch failed (exit 3; see the log)") : m_lastLaunchNote);
   return QStringLiteral("failed");
 }
 
 void LaunchSession::onProcessFinished(int exitCode, QProcess::ExitStatus status) {
   flushPartialLine();
   m_escalation->stop();
-  if (m_stage == Stage::fetch) {
-    finishFetch(exitCode, status);
+  const int code = status == QProcess::CrashExit ? -1 : exitCode;
+  const QString st = runStatus(exitCode, status);
+  if (st.startsWith(QLatin1String("could not start")) || st == QLatin1String("bad config")) {
+    finish(code, st, QString());
     return;
   }
-  if (m_stage == Stage::prepare) {
-    finishPrepare(exitCode, status);
+  if (m_spec.remote) {
+    if (!m_imported) emit outputLine(kNote + QStringLiteral("nothing was imported into %1").arg(QDir::toNativeSeparators(m_spec.localDbPath)));
+    finish(code, st, m_imported ? m_spec.localDbPath : QString());
     return;
   }
-  if (m_stage == Stage::upload) {
-    finishUpload(exitCode, status);
-    return;
-  }
-  m_runExitCode = status == QProcess::CrashExit ? -1 : exitCode;
-  m_runStatus = runStatus(exitCode, status);
-  if (m_spec.remote && exitCode == 255 && m_runOutputSeen && !m_cancelRequested)
-    emit outputLine(kNote + QStringLiteral("the ssh connection to %1 was lost (exit 255): the remote run stops on "
-                                           "the hang-up and is marked KILLED").arg(m_spec.host));
-  const bool hasRun = m_runStatus == QLatin1String("finished") || m_runStatus == QLatin1String("failed") ||
-                      m_runStatus == QLatin1String("killed");
-  if (!hasRun) {
-    finish(m_runExitCode, m_runStatus, QString());
-    return;
-  }
-  if (m_spec.remote && m_spec.remoteDb == LaunchSpec::RemoteDb::fetch) {
-    startFetch();
-    return;
-  }
-  finish(m_runExitCode, m_runStatus, localDatabasePath());
+  finish(code, st, localDatabasePath());
 }
 
 QString LaunchSession::localDatabasePath() {
-  QString path;
-  if (!m_spec.remote) {
-    const QString db = !m_reportedDb.isEmpty() ? m_reportedDb : !m_spec.db.isEmpty() ? m_spec.db : QStringLiteral("runs.db");
-    path = QDir(m_workDir).absoluteFilePath(db);
-  } else {
-    path = m_spec.localDbPath;
-    if (path.isEmpty()) {
-      LaunchSpec s = m_spec;
-      if (!m_reportedDb.isEmpty()) s.db = m_reportedDb;
-      path = remoteDbPath(s);
-      if (!QDir::isAbsolutePath(path)) {
-        emit outputLine(
-            kNote + QStringLiteral("the run database %1 on %2 is not an absolute path: give its local path "
-                                   "(shared path) to open it here").arg(path, m_spec.host));
-        return {};
-      }
-    }
-    path = QDir(m_workDir).absoluteFilePath(path);
-  }
+  const QString db = !m_reportedDb.isEmpty() ? m_reportedDb : !m_spec.db.isEmpty() ? m_spec.db : QStringLiteral("runs.db");
+  const QString path = QDir(m_workDir).absoluteFilePath(db);
   if (!QFileInfo::exists(path)) {
-    emit outputLine(
-        kNote + QStringLiteral("no run database at %1").arg(QDir::toNativeSeparators(path)));
+    emit outputLine(kNote + QStringLiteral("no run database at %1").arg(QDir::toNativeSeparators(path)));
     return {};
   }
   return path;
-}
-
-void LaunchSession::startFetch() {
-  LaunchSpec s = m_spec;
-  if (!m_reportedDb.isEmpty()) s.db = m_reportedDb;  // a config's [store] db
-  m_fetchTarget = QDir(m_workDir).absoluteFilePath(m_spec.localDbPath);
-  m_cancelRequested = false;  // a cancel during the copy is a cancel of the copy
-  m_escalation->stop();
-  const QString part = m_fetchTarget + QStringLiteral(".part");
-  QFile::remove(part);
-  Command c;
-  try {
-    c = buildFetchDbCommand(s, part);
-  } catch (const std::invalid_argument& e) {
-    emit outputLine(kNote + QString::fromUtf8(e.what()));
-    finish(m_runExitCode, m_runStatus, QString());
-    return;
-  }
-  m_stage = Stage::fetch;
-  m_escalationLevel = 0;
-  emit outputLine(kNote + QStringLiteral("fetching the run database: ") + displayCommand(c));
-  startProcess(c);
-}
-
-void LaunchSession::finishFetch(int exitCode, QProcess::ExitStatus status) {
-  const QString part = m_fetchTarget + QStringLiteral(".part");
-  if (status != QProcess::NormalExit || exitCode != 0 || !QFileInfo::exists(part)) {
-    QFile::remove(part);
-    emit outputLine(kNote + QStringLiteral("fetching the run database %1 from %2 failed (scp %3)")
-                                .arg(remoteDbPath(m_spec), m_spec.host,
-                                     status == QProcess::NormalExit ? QStringLiteral("exit %1").arg(exitCode)
-                                                                    : QStringLiteral("stopped")));
-    finish(m_runExitCode, m_runStatus, QString());
-    return;
-  }
-  // A previous copy's WAL and shared-memory files belong to the old database: remove them so
-  // SQLite never replays them onto the new copy. rename(2) replaces the old copy atomically.
-  QFile::remove(m_fetchTarget + QStringLiteral("-wal"));
-  QFile::remove(m_fetchTarget + QStringLiteral("-shm"));
-  if (std::rename(QFile::encodeName(part).constData(), QFile::encodeName(m_fetchTarget).constData()) != 0) {
-    emit outputLine(kNote + QStringLiteral("could not move the fetched database to %1").arg(m_fetchTarget));
-    QFile::remove(part);
-    finish(m_runExitCode, m_runStatus, QString());
-    return;
-  }
-  emit outputLine(kNote + QStringLiteral("run database copied to %1").arg(QDir::toNativeSeparators(m_fetchTarget)));
-  finish(m_runExitCode, m_runStatus, m_fetchTarget);
 }
 
 void LaunchSession::cancel() {
@@ -411,43 +213,29 @@ void LaunchSession::cancel() {
   }
   m_cancelRequested = true;
   m_escalationLevel = 0;
-  if (m_stage == Stage::run && m_spec.remote) {
-    emit outputLine(kNote + QStringLiteral("cancelling: Ctrl-C to the remote run"));
-    m_process->write("\x03");
-    if (launcherIsSrun(m_spec.launcherPrefix)) {  // srun: one Ctrl-C reports status, two stop the job
-      QPointer<QProcess> p = m_process;
-      QTimer::singleShot(300, this, [p] {
-        if (p && p->state() == QProcess::Running) p->write("\x03");
-      });
-    }
-  } else {
-    emit outputLine(kNote + (m_stage == Stage::fetch  ? QStringLiteral("cancelling the database copy")
-                             : m_stage == Stage::run ? QStringLiteral("cancelling: SIGTERM to moebench")
-                                                     : QStringLiteral("cancelling the upload (the run has not started)")));
-    m_process->terminate();
-    m_escalationLevel = 1;
-  }
+  emit outputLine(kNote + (m_spec.remote ? QStringLiteral("cancelling: SIGTERM to moebench launch (Ctrl-C to the remote run)")
+                                         : QStringLiteral("cancelling: SIGTERM to moebench")));
+  m_process->terminate();
   m_escalation->start(m_graceMs);
 }
 
 void LaunchSession::escalate() {
   if (!m_process || m_process->state() == QProcess::NotRunning) return;
-  if (m_escalationLevel == 0) {
-    emit outputLine(kNote + QStringLiteral("the remote run has not stopped: closing the ssh connection (SIGHUP)"));
+  if (m_spec.remote && m_escalationLevel == 0) {
+    emit outputLine(kNote + QStringLiteral("the remote run has not stopped: a second stop request (it stops at once)"));
     m_process->terminate();
     m_escalationLevel = 1;
     m_escalation->start(m_graceMs);
-  } else {
-    emit outputLine(kNote + QStringLiteral("'%1' has not stopped: killing it").arg(m_process->program()));
-    m_process->kill();
-    m_escalationLevel = 2;
+    return;
   }
+  emit outputLine(kNote + QStringLiteral("'%1' has not stopped: killing it").arg(m_process->program()));
+  m_process->kill();
+  m_escalationLevel = 2;
 }
 
 void LaunchSession::finish(int exitCode, const QString& status, const QString& dbPath) {
   m_escalation->stop();
-  m_staging.reset();
-  m_stage = Stage::idle;
+  m_running = false;
   m_exitCode = exitCode;
   m_status = status;
   m_dbPath = dbPath;

@@ -24,7 +24,6 @@
 #include <stdexcept>
 
 #include "models/launchsession.h"
-#include "models/launchupload.h"
 
 using moebench::gui::LaunchSpec;
 
@@ -43,8 +42,7 @@ QStringList setLines(const QString& text) {
   return out;
 }
 
-constexpr int kRemote = 1;              // m_mode index
-constexpr int kFetch = 0, kShared = 1;  // m_dbHandling index
+constexpr int kRemote = 1;  // m_mode index
 }  // namespace
 
 QString LauncherWindow::defaultMoebenchPath() {
@@ -128,7 +126,6 @@ LauncherWindow::LauncherWindow(QWidget* parent)
   connect(m_sets, &QPlainTextEdit::textChanged, this, &LauncherWindow::updatePreview);
   connect(m_overwrite, &QCheckBox::toggled, this, &LauncherWindow::updatePreview);
   connect(m_mode, &QComboBox::currentIndexChanged, this, &LauncherWindow::updateMode);
-  connect(m_dbHandling, &QComboBox::currentIndexChanged, this, &LauncherWindow::updatePreview);
   updateMode();
 }
 
@@ -233,17 +230,13 @@ QWidget* LauncherWindow::buildRemoteForm() {
   m_remoteMoebench = new QLineEdit(QStringLiteral("moebench"));
   m_remoteMoebench->setObjectName(QStringLiteral("remoteMoebench"));
   form->addRow(tr("Remote moebench"), m_remoteMoebench);
-  m_dbHandling = new QComboBox;
-  m_dbHandling->setObjectName(QStringLiteral("dbHandling"));
-  m_dbHandling->addItems({tr("Fetch back to local file"), tr("Shared path, seen here as")});
-  m_dbHandling->setToolTip(tr("Fetch: copy the remote database here with scp when the run ends.\n"
-                              "Shared: the database is on a shared file system; give its path on this "
-                              "machine (empty: the same absolute path)."));
-  form->addRow(tr("Database"), m_dbHandling);
   m_localDb = new QLineEdit;
   m_localDb->setObjectName(QStringLiteral("localDb"));
-  m_localDb->setPlaceholderText(tr("local database file"));
-  form->addRow(QString(), withBrowse(m_localDb, true, tr("Run databases (*.db);;All files (*)")));
+  m_localDb->setPlaceholderText(tr("local run store the run is imported into"));
+  m_localDb->setToolTip(tr("moebench launch --db: when the run ends (also when it fails or is cancelled) its "
+                           "run folder's store is fetched and imported into this local store (created when "
+                           "missing); the open store by default"));
+  form->addRow(tr("Local store"), withBrowse(m_localDb, true, tr("Run databases (*.db);;All files (*)")));
   return m_remoteBox;
 }
 
@@ -264,7 +257,6 @@ LaunchSpec LauncherWindow::spec() const {
   s.launcherPrefix = m_prefix->text().trimmed();
   s.remoteMoebench = m_remoteMoebench->text().trimmed();
   if (s.remoteMoebench.isEmpty()) s.remoteMoebench = QStringLiteral("moebench");
-  s.remoteDb = m_dbHandling->currentIndex() == kShared ? LaunchSpec::RemoteDb::shared : LaunchSpec::RemoteDb::fetch;
   s.localDbPath = m_localDb->text().trimmed();
   return s;
 }
@@ -283,13 +275,16 @@ void LauncherWindow::setSpec(const LaunchSpec& s) {
   m_remoteDir->setText(s.remoteDir);
   m_prefix->setText(s.launcherPrefix);
   m_remoteMoebench->setText(s.remoteMoebench);
-  m_dbHandling->setCurrentIndex(s.remoteDb == LaunchSpec::RemoteDb::shared ? kShared : kFetch);
   m_localDb->setText(s.localDbPath);
   m_mode->setCurrentIndex(s.remote ? kRemote : 0);
   updateMode();
 }
 
 void LauncherWindow::setConfigPath(const QString& path) { m_config->setText(path); }
+
+void LauncherWindow::setLocalStore(const QString& path) {
+  if (m_localDb->text().trimmed().isEmpty()) m_localDb->setText(path);
+}
 
 QString LauncherWindow::validationError() const {
   const LaunchSpec s = spec();
@@ -312,16 +307,12 @@ QString LauncherWindow::validationError() const {
   if (const QString e = moebench::gui::validatePrefix(s.launcherPrefix); !e.isEmpty())
     return tr("Bad launcher prefix: %1.").arg(e);
   try {
-    moebench::gui::sshOptionWords(s.sshOptions);
+    moebench::gui::sshOptionValues(s.sshOptions);
   } catch (const std::invalid_argument& e) {
     return tr("Bad ssh options: %1.").arg(QString::fromUtf8(e.what()));
   }
-  if (s.remoteDb == LaunchSpec::RemoteDb::fetch && s.localDbPath.isEmpty())
-    return tr("No local file to fetch the run database to.");
-  if (s.remoteDb == LaunchSpec::RemoteDb::shared && s.localDbPath.isEmpty() &&
-      !QDir::isAbsolutePath(moebench::gui::remoteDbPath(s)))
-    return tr("Shared path: give the database's path on this machine (the remote one, %1, is relative).")
-        .arg(moebench::gui::remoteDbPath(s));
+  if (s.moebenchPath.isEmpty()) return tr("No moebench executable given (a remote run is started by moebench launch).");
+  if (s.localDbPath.isEmpty()) return tr("No local store to import the run into (Local store).");
   return {};
 }
 
@@ -332,7 +323,7 @@ QString LauncherWindow::statusText() const { return m_status->text(); }
 void LauncherWindow::updateMode() {
   const bool remote = m_mode->currentIndex() == kRemote;
   m_remoteBox->setEnabled(remote && !m_session->isRunning());
-  m_moebench->parentWidget()->setEnabled(!remote);
+  m_db->parentWidget()->setEnabled(!remote && !m_session->isRunning());  // a remote run's store: Local store
   updatePreview();
 }
 
@@ -343,7 +334,7 @@ void LauncherWindow::updatePreview() {
   if (m_session->isRunning()) return;  // keep showing what runs
   const LaunchSpec s = spec();
   try {
-    m_command->setText(moebench::gui::displayCommand(s.remote ? moebench::gui::previewRemoteCommand(s)
+    m_command->setText(moebench::gui::displayCommand(s.remote ? moebench::gui::buildRemoteCommand(s)
                                                               : moebench::gui::buildLocalCommand(s)));
   } catch (const std::invalid_argument&) {
     m_command->setText(QString());

@@ -1,10 +1,11 @@
 #pragma once
 // LauncherWindow: the "Launch" page. A form for one `moebench run` (local, or remote over ssh
 // with an optional launcher prefix such as `srun -N2`), Start / Cancel, the exact command it
-// will run (quoted as a shell line, updated as the form changes; a remote run's shows
-// "<run-id>" for its run folder until it starts), a progress bar and the live log (capped to
+// will run (quoted as a shell line, updated as the form changes: `moebench run ...` locally,
+// `moebench launch HOST ...` for a remote run), a progress bar and the live log (capped to
 // kMaxLogLines lines; it follows the newest line unless scrolled up, and ends with the outcome).
-// The config is a local file in both modes: a remote run uploads it (launchupload.h). The process work is a moebench::gui::LaunchSession;
+// The config is a local file in both modes: a remote run uploads it, and its run is imported into
+// the "Local store" (the open store by default). The process work is a moebench::gui::LaunchSession;
 // this widget only turns the form into a LaunchSpec and shows what the session reports.
 // Invalid input (no config, an empty host, a launcher prefix with shell metacharacters, a
 // --set line that is not key=value, ...) is shown in red and nothing is started; the launcher
@@ -60,6 +61,8 @@ class LauncherWindow : public QWidget {
 
  public slots:
   void setConfigPath(const QString& path);
+  // The local store a remote run is imported into, when none was entered (the open store).
+  void setLocalStore(const QString& path);
   // Validates and starts; false (with the reason shown) when nothing was started.
   bool start();
   void cancel();
@@ -96,7 +99,6 @@ class LauncherWindow : public QWidget {
   QLineEdit* m_prefix = nullptr;
   QLabel* m_prefixError = nullptr;
   QLineEdit* m_remoteMoebench = nullptr;
-  QComboBox* m_dbHandling = nullptr;
   QLineEdit* m_localDb = nullptr;
   QLabel* m_command = nullptr;
   QLabel* m_error = nullptr;

@@ -43,6 +43,18 @@ namespace {
 using store_detail::this_host;
 }  // namespace
 
+int64_t RunStore::Impl::experiment_id(const std::string& name, double created, const char* op) {
+  stmt("INSERT INTO experiments (name, created) VALUES (?1, ?2) ON CONFLICT (name) DO NOTHING")
+      .bind(1, name)
+      .bind(2, created)
+      .run();
+  store_detail::Stmt& s = stmt("SELECT id FROM experiments WHERE name = ?1");
+  store_detail::Stmt::Scope scope(s);
+  s.bind(1, name);
+  if (!s.step()) throw StoreError(path() + ": " + op + ": experiment '" + name + "' vanished");
+  return s.i64(0);
+}
+
 bool run_process_alive(const RunInfo& run) {
   return run.status == RunStatus::running && run.host == this_host() &&
          !store_detail::process_gone(run.pid, run.process_start, run.boot_id);
@@ -165,18 +177,7 @@ RunInfo RunStore::create_run(RunInfo info) {
   }
 
   Txn txn(I.db, "create_run");
-  I.stmt("INSERT INTO experiments (name, created) VALUES (?1, ?2) ON CONFLICT (name) DO NOTHING")
-      .bind(1, info.experiment)
-      .bind(2, store_detail::unix_now())
-      .run();
-  int64_t experiment_id = 0;
-  {
-    Stmt& s = I.stmt("SELECT id FROM experiments WHERE name = ?1");
-    Stmt::Scope scope(s);
-    s.bind(1, info.experiment);
-    if (!s.step()) throw StoreError(path_ + ": create_run: experiment '" + info.experiment + "' vanished");
-    experiment_id = s.i64(0);
-  }
+  const int64_t experiment_id = I.experiment_id(info.experiment, store_detail::unix_now(), "create_run");
   I.stmt("INSERT INTO runs (uuid, name, experiment_id, status, strategy, config_json, topology, git_rev, host, "
          "pid, ranks, start_time, end_time, process_start, boot_id) "
          "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)")

@@ -37,6 +37,9 @@ struct RunStore::Impl {
   std::optional<RunInfo> load_run(int64_t run);
   // The runs stored as RUNNING on this host, read as every reader sees them (vanished: FAILED).
   std::vector<RunInfo> running_runs_of_this_host();
+  // The id of the experiment `name`, created (with `created` as its time) when missing; `op`
+  // names the caller in the error. Inside the caller's transaction.
+  int64_t experiment_id(const std::string& name, double created, const char* op);
 };
 
 namespace store_detail {

@@ -140,6 +140,12 @@ Stmt& Stmt::bind_null(int i) {
   return *this;
 }
 
+Stmt& Stmt::bind_value(int i, const sqlite3_value* v) {
+  int rc = sqlite3_bind_value(st_, i, v);
+  if (rc != SQLITE_OK) fail(rc);
+  return *this;
+}
+
 bool Stmt::step() {
   int rc = sqlite3_step(st_);
   if (rc == SQLITE_ROW) return true;

@@ -61,6 +61,8 @@ class Stmt {
   Stmt& bind(int i, double v);
   Stmt& bind(int i, const std::string& v);
   Stmt& bind_null(int i);
+  // Binds a column value of another statement as it is (its type and bytes), for copying rows.
+  Stmt& bind_value(int i, const sqlite3_value* v);
 
   bool step();  // true: a row is ready; false: done. Throws StoreError on any error.
   void run();   // steps to completion (INSERT / UPDATE / DELETE) and resets
@@ -72,6 +74,8 @@ class Stmt {
   double f64(int c) const { return sqlite3_column_double(st_, c); }
   double f64_or_nan(int c) const;
   std::string text(int c) const;
+  const sqlite3_value* value(int c) const { return sqlite3_column_value(st_, c); }
+  int columns() const { return sqlite3_column_count(st_); }
 
   // Resets the statement when the scope ends, so a cached statement never holds a read
   // snapshot (which would pin the WAL) or a half-bound parameter set.

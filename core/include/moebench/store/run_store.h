@@ -90,6 +90,21 @@ struct RoutingRow {
 
 enum class RecordTable { spans, traffic, routing };
 
+// What RunStore::import_runs did with one run of the other store.
+struct ImportedRun {
+  enum class Outcome {
+    added,      // its uuid was not here: added with a new local id
+    replaced,   // here, but the incoming copy is further on: it replaced the local one (same local id)
+    unchanged,  // here and as far on (or further): the local copy was kept
+  };
+  Outcome outcome = Outcome::added;
+  RunInfo run;                 // as this store now holds it (local id)
+  int64_t last_step = 0;       // the incoming copy's last recorded step (0: none)
+  RunStatus local_status = RunStatus::running;  // replaced / unchanged: the local copy before the import
+  int64_t local_last_step = 0;
+};
+const char* import_outcome_name(ImportedRun::Outcome o);  // "added", "replaced", "unchanged"
+
 class RunStore {
  public:
   enum class Mode { read_write, read_only };
@@ -151,6 +166,20 @@ class RunStore {
   // The distinct steps that have rows in `table`, ascending (step selectors of the GUI).
   std::vector<int64_t> steps_with(int64_t run, RecordTable table) const;
   void delete_run(int64_t run);  // the run and all its rows
+  // Copies runs from the moebench store `other_db` (every run, or those whose uuid is in
+  // `uuids`), each with every row it owns (params, tags, metrics, spans, traffic, routing: every
+  // table with a `run` column), matched by uuid (run_store_import.cpp has the rule):
+  //  - a uuid not here is added, under a new local id, in the experiment of its name (created
+  //    when missing);
+  //  - a uuid here is replaced by the incoming copy when that copy is further on: more recorded
+  //    steps (the largest metric step), or as many and ended (FINISHED / FAILED / KILLED) where
+  //    the local one is RUNNING. The run keeps its local id, and its local tags whose keys the
+  //    incoming copy lacks (notes and tags set here) are kept. Otherwise the local copy stays.
+  // The other store is opened read-only and checked like any store (a missing, damaged or
+  // foreign file, or another schema version, throws StoreError naming it); runs are read as a
+  // reader sees them (a vanished RUNNING run of this host as FAILED). All in one transaction:
+  // on any error nothing here changes. A uuid of `uuids` that the other store lacks throws.
+  std::vector<ImportedRun> import_runs(const std::string& other_db, const std::vector<std::string>& uuids = {});
   // A new name for the run (not empty; other runs may share it: find_run then refuses the name).
   void rename_run(int64_t run, const std::string& name);
   // Whether this connection sees commits made after it opened: false for a read-only store read
