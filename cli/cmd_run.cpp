@@ -25,6 +25,7 @@
 #include "local_launch.h"
 #include "measured_comm_curves.h"
 #include "run_mfu.h"
+#include "slurm_allocation.h"
 #include "store_writable.h"
 #include "stop_signals.h"
 #include "stop_supervisor.h"
@@ -35,6 +36,8 @@
 #include "moebench/train/device.h"
 #include "moebench/dist/launch_report.h"
 #include "moebench/dist/mpi_communicator.h"
+#include "moebench/dist/peer_watch.h"
+#include "moebench/dist/scheduler_env.h"
 #include "moebench/store/run_store.h"
 #include "moebench/strategies/registry.h"
 #include "moebench/train/checkpoint.h"
@@ -129,6 +132,8 @@ int train(const RunOptions& o, const Config& cfg, Communicator* world, const Emu
     if (supervisor) supervisor->set_run(cfg.store.db, recorder->run().uuid);
     if (emu)  // its times are measured under emulation (runs show: EMULATED)
       for (const auto& [key, value] : emu->tags()) recorder->store().set_tag(recorder->run().id, key, value);
+    for (const auto& [key, value] : launch_tags())  // launcher, slurm_job_id, ... (scheduler_env.h)
+      recorder->store().set_tag(recorder->run().id, key, value);
   }
   Trainer trainer(cfg, out_dir_of(o, cfg), world);
   const bool distributed = trainer.distributed() != nullptr;
@@ -271,6 +276,34 @@ void check_resume(const RunOptions& o, const Config& cfg) {
                      std::to_string(step) + " already: stop at a later step");
 }
 
+// Under the user's own mpirun / srun no launcher settles a failed run, and the job's abort kills
+// rank 0 before it can: every rank learns the run's uuid from rank 0 (before rank 0 records the
+// run under it), and a rank that fails marks the run FAILED with its message: itself on rank 0's
+// host, through rank 0 from another host (run_rank).
+std::string agree_run_uuid(Communicator& world) {
+  char buf[64] = {0};
+  if (world.rank() == 0) std::snprintf(buf, sizeof buf, "%s", new_run_uuid().c_str());
+  world.broadcast(buf, sizeof buf, DType::u8, 0);
+  setenv(kRunUuidEnv, buf, 1);  // train() records the run under it
+  return buf;
+}
+
+void mark_run_failed(const std::string& db, const std::string& uuid, const std::string& reason) {
+  if (uuid.empty()) return;
+  try {
+    RunStore store(db);
+    const RunInfo run = store.find_run(uuid);
+    bool said = false;
+    for (const auto& [key, value] : store.tags(run.id)) said = said || key == "failure";
+    if (run.status == RunStatus::running || (run.status == RunStatus::failed && !said))
+      store.set_tag(run.id, "failure", reason);
+    if (run.status == RunStatus::running)
+      store.set_status(run.id, RunStatus::failed,
+                       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
+  } catch (const std::exception&) {  // not recorded yet, or the store is unreachable: the message stands
+  }
+}
+
 // Under mpirun / srun (ours or the user's): every rank loads the config for the launched world
 // size and checks what it can before training; the ranks agree on the outcome, so a problem
 // is reported once (by the lowest failing rank) and every rank exits with its code.
@@ -307,6 +340,36 @@ int run_rank(const RunOptions& o) {
     return worst;
   }
   std::unique_ptr<Communicator> paced;  // [emulate]: world paced over the cluster's links
+  const std::string run_uuid =
+      cfg.store.enabled && size > 1 && launch_dir_from_env().empty() ? agree_run_uuid(*world) : "";
+  // Ranks on several hosts: a rank or host lost is said once, here, and the run marked FAILED
+  // before the job is aborted (dist/peer_watch.h); during a stop the stop path decides (KILLED).
+  // Only ranks on rank 0's host write the store (SQLite's WAL is not safe across hosts): a rank
+  // elsewhere hands its failure to rank 0's watch, which marks the run.
+  std::unique_ptr<PeerWatch> watch;
+  const auto on_lost = [&](const std::string& what) {
+    if (stop_requests() > 0) return;
+    if (!launch_dir_from_env().empty()) {
+      report_rank_failure(me, size, 1, what);
+    } else {
+      std::fprintf(stderr, "moebench: rank %d of %d: %s\n", me, size, what.c_str());
+      std::fflush(stderr);
+    }
+    if (watch->on_rank0_host()) mark_run_failed(cfg.store.db, run_uuid, "rank " + std::to_string(me) + ": " + what);
+    MpiRuntime::abort_job(1);
+  };
+  const auto on_peer_failure = [&](int, const std::string& reason) {  // "rank 2: ..." (record_failure)
+    mark_run_failed(cfg.store.db, run_uuid, reason);
+  };
+  watch = watch_peers_across_hosts(*world, on_lost, on_peer_failure);
+  // This rank's own failure (said by report_rank_failure): marked directly on rank 0's host or
+  // with one host, else through rank 0; its end is then no lost rank to the watch.
+  const auto record_failure = [&](const std::string& what) {
+    const std::string reason = "rank " + std::to_string(me) + ": " + what;
+    if (watch && me != 0 && watch->report_failure(reason)) return;
+    if (watch) watch->leave();
+    if (!watch || watch->on_rank0_host()) mark_run_failed(cfg.store.db, run_uuid, reason);
+  };
   try {
     use_measured_comm_curves(cfg, *world);
     std::unique_ptr<Emulation> emu;
@@ -321,17 +384,23 @@ int run_rank(const RunOptions& o) {
     return train(o, cfg, size > 1 ? (paced ? paced.get() : world.get()) : nullptr, emu.get(), false);
   } catch (const UsageError& e) {  // found while setting up (e.g. no one-sided windows): every rank
     report_rank_failure(me, size, 2, e.what());
+    record_failure(e.what());
     MpiRuntime::abort_job(2);
   } catch (const std::exception& e) {
     report_rank_failure(me, size, 1, e.what());
+    record_failure(e.what());
     MpiRuntime::abort_job(1);
   }
 }
 
 int run_training(const RunOptions& o) {
-  if (MpiRuntime::under_mpi_launcher()) return run_rank(o);
+  if (MpiRuntime::under_mpi_launcher()) {
+    if (const int code = refuse_srun_without_mpi_plugin(o.config)) return code;
+    return run_rank(o);
+  }
   const Config cfg = load_config(o.config, overrides(o, 0));
   const std::string ranks_given_as = moebench::cli::ranks_given_as(cfg.run.ranks, o.ranks > 0);
+  check_not_in_allocation_without_srun(cfg.run.ranks, ranks_given_as, o.config);
   check_local_launch(cfg, ranks_given_as);
   check_run_device(cfg);
   // A store that cannot be written, or a damaged or foreign one, is said once, here, and left

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "moebench/dist/mpi_communicator.h"
+#include "moebench/dist/scheduler_env.h"
 #include "mpi_detail.h"
 
 namespace moebench {
@@ -147,6 +148,9 @@ MpiRuntime::MpiRuntime(int* argc, char*** argv) {
   MPI_Initialized(&init);
   int provided = MPI_THREAD_SINGLE;
   if (!init) {
+    // Under srun, more tasks on a node than its CPUs: make Open MPI yield instead of busy-polling
+    // (as mpirun does itself when it oversubscribes); scheduler_env.h has the rule.
+    yield_when_oversubscribed_under_srun();
     int rc = MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
     if (rc != MPI_SUCCESS) detail::throw_mpi("MPI_Init_thread", rc);
     owns_ = true;
