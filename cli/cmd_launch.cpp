@@ -42,6 +42,7 @@ namespace moebench::cli {
 namespace {
 
 namespace fs = std::filesystem;
+using remote::display_command;
 
 // A step of the launch itself failed (ssh, scp): documented in docs/cli.md.
 constexpr int kLaunchStepFailed = 3;
@@ -188,14 +189,14 @@ int launch(const LaunchOptions& o) {
   const bool srun = !prefix_words.empty() && fs::path(prefix_words.front()).filename() == "srun";
   const RunEnd r = run_streaming(run, srun, kStopGraceS);
   if (!r.exec_error.empty()) return step_failed("cannot start ssh (" + r.exec_error + "): install openssh-client");
-  if (r.code == 127 || r.code == 126)
-    return step_failed("'" + o.remote_moebench + "' " + (r.code == 127 ? "not found" : "is not executable") + " on " +
-                       o.host + " (remote exit " + std::to_string(r.code) + "); give its path with --remote-moebench");
-  if (r.code == 255 && !r.output_seen) return step_failed("ssh to " + o.host + " failed (exit 255); nothing ran");
-  if (r.code == 2) {
-    note("the run refused its config or options on " + o.host + " (exit 2, above); nothing was recorded");
-    return 2;
+  if (r.code == 127 || r.code == 126) {
+    const std::string program = prefix_words.empty() ? "'" + o.remote_moebench + "'"
+                                                     : "'" + prefix_words.front() + "' or '" + o.remote_moebench + "'";
+    return step_failed(program + " " + (r.code == 127 ? "not found" : "is not executable") + " on " + o.host +
+                       " (remote exit " + std::to_string(r.code) + "); give its path with --remote-moebench" +
+                       (prefix_words.empty() ? "" : " (or in --prefix)"));
   }
+  if (r.code == 255 && !r.output_seen) return step_failed("ssh to " + o.host + " failed (exit 255); nothing ran");
   const bool lost = r.code == 255;
   if (lost) note("the ssh connection to " + o.host + " was lost (exit 255): the remote run stops on the hang-up; fetching its store");
 
@@ -204,8 +205,14 @@ int launch(const LaunchOptions& o) {
   const std::string copy = fetched.path + "/runs.db";
   const std::vector<std::string> fetch = fetch_command(l, copy);
   note("fetching the run store: " + display_command(fetch));
-  e = run_step(fetch, 2);
+  // Only a stop request made during the fetch ends it: the one that stopped the run (even a
+  // second one, which ends the run at once) still brings the KILLED run back.
+  e = run_step(fetch, stop_requests() + 1);
   const std::string remote_store = o.host + ":" + remote_store_path(l);
+  if (r.code == 2 && (e.code != 0 || !e.exec_error.empty())) {  // refused before rank 0 recorded anything
+    note("the run refused its config or options on " + o.host + " (exit 2, above); nothing was recorded");
+    return 2;
+  }
   if (e.stopped || e.code != 0 || !e.exec_error.empty())
     return step_failed("fetching the run store " + remote_store + " failed (" +
                        (e.stopped ? std::string("stopped") : !e.exec_error.empty() ? e.exec_error : "scp exit " + std::to_string(e.code)) +

@@ -347,7 +347,7 @@ int run_rank(const RunOptions& o) {
   // Only ranks on rank 0's host write the store (SQLite's WAL is not safe across hosts): a rank
   // elsewhere hands its failure to rank 0's watch, which marks the run.
   std::unique_ptr<PeerWatch> watch;
-  const auto on_lost = [&](const std::string& what) {
+  const auto on_lost = [&](const std::string& what, bool on_rank0_host) {
     if (stop_requests() > 0) return;
     if (!launch_dir_from_env().empty()) {
       report_rank_failure(me, size, 1, what);
@@ -355,7 +355,7 @@ int run_rank(const RunOptions& o) {
       std::fprintf(stderr, "moebench: rank %d of %d: %s\n", me, size, what.c_str());
       std::fflush(stderr);
     }
-    if (watch->on_rank0_host()) mark_run_failed(cfg.store.db, run_uuid, "rank " + std::to_string(me) + ": " + what);
+    if (on_rank0_host) mark_run_failed(cfg.store.db, run_uuid, "rank " + std::to_string(me) + ": " + what);
     MpiRuntime::abort_job(1);
   };
   const auto on_peer_failure = [&](int, const std::string& reason) {  // "rank 2: ..." (record_failure)

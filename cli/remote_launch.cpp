@@ -62,15 +62,4 @@ std::vector<std::string> fetch_command(const RemoteLaunch& l, const std::string&
   return argv;
 }
 
-std::string display_command(const std::vector<std::string>& argv) {
-  std::string out;
-  for (const std::string& w : argv) {
-    bool plain = !w.empty();
-    for (char c : w)
-      plain = plain && (std::isalnum((unsigned char)c) || std::string_view("_./=:@%+,-").find(c) != std::string_view::npos);
-    out += (out.empty() ? "" : " ") + (plain ? w : shell_quote(w));
-  }
-  return out;
-}
-
 }  // namespace moebench::cli

@@ -47,7 +47,4 @@ std::vector<std::string> fetch_command(const RemoteLaunch& l, const std::string&
 // The words after the remote moebench: run <folder>/<config> --db <folder>/runs.db <run_options>.
 std::vector<std::string> remote_run_arguments(const RemoteLaunch& l);
 
-// argv as one line a user could paste into a POSIX shell (plain words as they are).
-std::string display_command(const std::vector<std::string>& argv);
-
 }  // namespace moebench::cli

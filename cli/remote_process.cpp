@@ -54,7 +54,7 @@ Child spawn(const std::vector<std::string>& argv, int in, int out, const std::ve
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
-    if (in < 0) in = open("/dev/null", O_RDONLY);
+    if (in < 0) in = open("/dev/null", O_RDONLY | O_CLOEXEC);  // dup2 clears CLOEXEC on stdin
     if (in >= 0) dup2(in, STDIN_FILENO);
     if (out >= 0) dup2(out, STDOUT_FILENO);
     for (int fd : close_in_child) close(fd);

@@ -2,13 +2,22 @@
 #include "runs_import.h"
 
 #include <cstdio>
+#include <filesystem>
 
 namespace moebench::cli {
 
 std::vector<ImportedRun> import_store(const std::string& db, const std::string& file) {
   { RunStore check(file, RunStore::Mode::read_only); }  // refused before `db` is created
-  RunStore store(db, RunStore::Mode::read_write);
-  return store.import_runs(file);
+  std::error_code ec;
+  const bool existed = std::filesystem::exists(db, ec);
+  try {
+    RunStore store(db, RunStore::Mode::read_write);
+    return store.import_runs(file);
+  } catch (...) {  // a store this import created holds nothing: it goes again (with its WAL files)
+    if (!existed)
+      for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(db + suffix, ec);
+    throw;
+  }
 }
 
 std::string describe_import(const ImportedRun& r, const std::string& db) {

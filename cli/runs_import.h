@@ -14,7 +14,7 @@ namespace moebench::cli {
 // transaction. Returns what happened to each run.
 std::vector<ImportedRun> import_store(const std::string& db, const std::string& file);
 
-// One line per run: "added run 7 (1a2b3c4d 'tiny', FINISHED, 12 steps) into runs.db", with the
+// One line per run: "added run 7 (1a2b3c4d 'tiny') into runs.db: FINISHED at step 12", with the
 // local copy's state for a replaced or unchanged one.
 std::string describe_import(const ImportedRun& run, const std::string& db);
 

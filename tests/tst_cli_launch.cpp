@@ -149,28 +149,41 @@ class TestCliLaunch : public QObject {
   }
 
   // Ctrl-C to `moebench launch` reaches the remote run through its terminal: it finishes its step,
-  // checkpoints, is marked KILLED; the launch fetches it and exits 130. SIGTERM does the same.
+  // checkpoints, is marked KILLED; the launch fetches it and exits 130. SIGTERM does the same. A
+  // second request (the GUI's escalation) ends the remote run at once: still KILLED, fetched and
+  // imported (the fetch ends only on a request made while it runs).
   void stopReachesTheRemoteRun() {
-    for (int sig : {SIGINT, SIGTERM}) {
-      const QString db = QStringLiteral("stopped %1.db").arg(sig);
+    for (const QList<int>& sigs : {QList<int>{SIGINT}, QList<int>{SIGTERM}, QList<int>{SIGTERM, SIGTERM}}) {
+      const bool twice = sigs.size() == 2;
+      const QString db = QStringLiteral("stopped %1x%2.db").arg(sigs.front()).arg(sigs.size());
+      // Twice: steps of seconds (2.7 s here), so the second request comes while the run finishes its step.
+      const QStringList slow{"--set", "model.hidden=768", "--set", "model.seq_len=128", "--set", "train.batch_size=64"};
+      const int after = twice ? 2 : 20;
       QProcess p;
       p.setWorkingDirectory(local());
-      p.start(QStringLiteral(MOEBENCH_CLI), launchArgs(kConfig, {"--steps", "100000", "--db", db}));
+      p.start(QStringLiteral(MOEBENCH_CLI), launchArgs(kConfig, QStringList{"--steps", "100000", "--db", db} + (twice ? slow : QStringList{})));
       QByteArray out;
-      QTRY_VERIFY_WITH_TIMEOUT(QString::fromUtf8(out += p.readAllStandardOutput()).contains(QRegularExpression("step +20/100000")), 60000);
-      ::kill(pid_t(p.processId()), sig);
+      QTRY_VERIFY_WITH_TIMEOUT(QString::fromUtf8(out += p.readAllStandardOutput())
+                                   .contains(QRegularExpression(QStringLiteral("step +%1/100000").arg(after))),
+                               120000);
+      for (int i = 0; i < sigs.size(); ++i) {
+        if (i) QTest::qWait(700);  // a separate request, not one that arrives with the first
+        QVERIFY2(p.state() == QProcess::Running, "the run ended before the second stop request");
+        ::kill(pid_t(p.processId()), sigs[i]);
+      }
       QVERIFY(p.waitForFinished(60000));
       out += p.readAllStandardOutput();
       const QString err = QString::fromUtf8(p.readAllStandardError());
-      QVERIFY2(p.exitCode() == 130, qPrintable(QString::fromUtf8(out) + err));
-      QVERIFY2(out.contains("stopped by signal after "), out.constData());
-      QVERIFY2(out.contains("KILLED at step "), out.constData());
+      QVERIFY2(p.exitStatus() == QProcess::NormalExit && p.exitCode() == 130,
+               qPrintable(QStringLiteral("exit %1 (%2)\n").arg(p.exitCode()).arg(int(p.exitStatus())) + QString::fromUtf8(out) + err));
+      if (!twice) QVERIFY2(out.contains("stopped by signal after "), out.constData());
+      QVERIFY2(out.contains("KILLED at step "), qPrintable(QString::fromUtf8(out) + err));
       RunStore store((local() + QLatin1Char('/') + db).toStdString(), RunStore::Mode::read_only);
       const auto runs = store.list_runs();
       QCOMPARE(runs.size(), size_t(1));
       QCOMPARE(runs[0].status, RunStatus::killed);
       const size_t steps = store.metrics(runs[0].id, "loss").size();
-      QVERIFY(steps >= 20 && steps < 100000);
+      QVERIFY(steps >= size_t(after) && steps < 100000);
     }
   }
 

@@ -1,12 +1,14 @@
 // ctest-labels: gui slow
 // The launcher's remote path for real, through the command line's `moebench launch` (the GUI
 // runs the same code path): the config and the files it names are uploaded by scp into a new run
-// folder on "a remote host" (another directory: the remote side never reads the local files),
+// folder on "a remote host" (the remote side never reads the local files),
 // ssh -tt runs `moebench run` on the uploaded copy, and the run is imported into the local store
 // the GUI shows, beside the runs already there; cancel stops the remote run (KILLED in the local
 // store); a refusing host is named and nothing runs. The "host" is a real sshd
-// (tests/ssh_test_host.h: started per connection through ssh's ProxyCommand). Needs
-// openssh-server and openssh-client; skipped (with the reason) where they are not installed.
+// (tests/ssh_test_host.h): a host in a network namespace with its own address, host name and sshd
+// daemon, or where namespaces cannot be made, an sshd started per connection through ssh's
+// ProxyCommand. Needs openssh-server and openssh-client; skipped (with the reason) where they are
+// not installed.
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
@@ -128,13 +130,14 @@ class TestLaunchRemote : public QObject {
     LaunchSpec s = spec(local);
     s.steps = 100000;
     LaunchSession session;
+    session.setGracePeriod(60000);  // one stop request: the step and the checkpoint on a loaded machine
     QSignalSpy lines(&session, &LaunchSession::outputLine);
     QSignalSpy progress(&session, &LaunchSession::progress);
     QSignalSpy finished(&session, &LaunchSession::finished);
     QVERIFY(session.start(s));
     QTRY_VERIFY_WITH_TIMEOUT(progress.count() > 0, kRunTimeoutMs);
     session.cancel();
-    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120000);
     QVERIFY2(finished.at(0).at(1).toString() == QLatin1String("killed"), qPrintable(strings(lines).join('\n')));
     QCOMPARE(finished.at(0).at(0).toInt(), 130);
     QCOMPARE(finished.at(0).at(2).toString(), local);

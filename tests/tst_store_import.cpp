@@ -4,6 +4,7 @@
 // (typed values, in order); a second import changes nothing; a copy taken while a run was
 // RUNNING is replaced by the ended run, keeping a note set here; a damaged or foreign file is
 // refused naming it, the store left as it was.
+#include <QElapsedTimer>
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -191,7 +192,9 @@ class TestStoreImport : public QObject {
                                              "--set", "run.name=long"});
     QVERIFY(run.waitForStarted());
     std::vector<ImportedRun> first;
-    for (int i = 0; i < 400 && first.empty(); ++i) {
+    QElapsedTimer waited;
+    waited.start();
+    while (first.empty() && waited.elapsed() < 120000 && run.state() == QProcess::Running) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       try {
         RunStore probe(live, RunStore::Mode::read_only);

@@ -90,11 +90,9 @@ QStringList launchArguments(const LaunchSpec& spec) {
 Command buildRemoteCommand(const LaunchSpec& spec) { return {spec.moebenchPath, launchArguments(spec)}; }
 
 QString displayCommand(const Command& command) {
-  static const QRegularExpression plain(QStringLiteral(R"(^[A-Za-z0-9_./=:@%+,-]+$)"));
-  QStringList words;
-  for (const QString& w : QStringList{command.program} + command.arguments)
-    words << (plain.match(w).hasMatch() ? w : shellQuote(w));
-  return words.join(QLatin1Char(' '));
+  std::vector<std::string> words{command.program.toStdString()};
+  for (const QString& w : command.arguments) words.push_back(w.toStdString());
+  return fromStd(remote::display_command(words));
 }
 
 std::optional<ProgressLine> parseProgressLine(const QString& line) {

@@ -36,7 +36,7 @@
 // Ctrl-C through the remote terminal (two with an srun prefix), with the same effect on the host,
 // then fetches and imports the KILLED run. If it has not ended after the grace period: a local
 // run gets SIGKILL; a remote one a second SIGTERM (a second stop request: the remote run stops
-// at once; `moebench launch` hangs up the connection if it still has not ended after 15 s), and
+// at once and is still fetched and imported; `moebench launch` hangs up the connection if it still has not ended after 15 s), and
 // SIGKILL after another grace period (its ssh then ends with it and the hang-up stops the remote
 // run; nothing is imported).
 // Destroying a running session cancels it (waiting up to the grace period per step, then killing).

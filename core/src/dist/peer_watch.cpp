@@ -213,7 +213,7 @@ std::string describe_lost_ranks(const std::vector<int>& ranks, const std::vector
 }
 
 PeerWatch::PeerWatch(Communicator& world, std::vector<std::string> hosts, PeerWatchOptions options,
-                     std::function<void(const std::string&)> on_lost,
+                     std::function<void(const std::string&, bool)> on_lost,
                      std::function<void(int, const std::string&)> on_failure)
     : me_(world.rank()),
       size_(world.size()),
@@ -348,7 +348,8 @@ void PeerWatch::lost(const std::vector<int>& ranks, bool closed) {
   if (leaving_.exchange(true)) return;
   for (int fd : fds_) send_byte(fd, kGoodbye);  // this rank ends the job: its own end is no news
   on_lost_("lost " + describe_lost_ranks(ranks, hosts_) + " (" +
-           lost_reason(closed, ranks.size() > 1, options_.timeout_s) + ")");
+               lost_reason(closed, ranks.size() > 1, options_.timeout_s) + ")",
+           on_rank0_host());
 }
 
 void PeerWatch::run_root() {
@@ -425,6 +426,7 @@ void PeerWatch::run_root() {
     if (!lost_ranks.empty() && first_loss == 0) first_loss = now;
     if (first_loss > 0 && now - first_loss >= 0.2) {  // ranks of one host die together: one message
       std::sort(lost_ranks.begin(), lost_ranks.end());
+      for (int fd : pending) close(fd);
       lost(lost_ranks, closed);
       return;
     }
@@ -459,7 +461,7 @@ void PeerWatch::run_peer() {
 }
 
 std::unique_ptr<PeerWatch> watch_peers_across_hosts(Communicator& world,
-                                                    std::function<void(const std::string&)> on_lost,
+                                                    std::function<void(const std::string&, bool)> on_lost,
                                                     std::function<void(int, const std::string&)> on_failure) {
   if (world.size() < 2) return nullptr;
   std::vector<std::string> hosts = gather_hostnames(world);

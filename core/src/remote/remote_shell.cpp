@@ -13,6 +13,17 @@ std::string shell_quote(std::string_view s) {
   return out + "'";
 }
 
+std::string display_command(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const std::string& w : argv) {
+    bool plain = !w.empty();
+    for (char c : w)
+      plain = plain && (std::isalnum((unsigned char)c) || std::string_view("_./=:@%+,-").find(c) != std::string_view::npos);
+    out += (out.empty() ? "" : " ") + (plain ? w : shell_quote(w));
+  }
+  return out;
+}
+
 std::string quote_remote_path(std::string_view path) {
   if (path == "~" || path == "~/") return std::string(path);
   if (path.substr(0, 2) == "~/") return "~/" + shell_quote(path.substr(2));
@@ -99,9 +110,10 @@ std::string remote_shell_command(std::string_view dir, std::string_view prefix, 
   std::string cmd;
   for (const std::string& w : split_launcher_prefix(prefix)) cmd += shell_quote(w) + " ";
   cmd += quote_remote_path(program);  // a program under ~/ is found in the remote home
-  for (const std::string& a : args) cmd += " " + shell_quote(a);
-  if (!dir.empty()) cmd = "cd " + quote_remote_path(dir) + " && " + cmd;
-  return cmd;
+  for (const std::string& a : args) cmd.append(" ").append(shell_quote(a));
+  if (dir.empty()) return cmd;
+  std::string in_dir = "cd ";
+  return in_dir.append(quote_remote_path(dir)).append(" && ").append(cmd);
 }
 
 }  // namespace moebench::remote

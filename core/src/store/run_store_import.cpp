@@ -27,15 +27,6 @@ using store_detail::Db;
 using store_detail::Stmt;
 using store_detail::Txn;
 
-const char* import_outcome_name(ImportedRun::Outcome o) {
-  switch (o) {
-    case ImportedRun::Outcome::added: return "added";
-    case ImportedRun::Outcome::replaced: return "replaced";
-    case ImportedRun::Outcome::unchanged: return "unchanged";
-  }
-  return "?";
-}
-
 namespace {
 
 struct RunTable {

@@ -75,7 +75,6 @@ class Stmt {
   double f64_or_nan(int c) const;
   std::string text(int c) const;
   const sqlite3_value* value(int c) const { return sqlite3_column_value(st_, c); }
-  int columns() const { return sqlite3_column_count(st_); }
 
   // Resets the statement when the scope ends, so a cached statement never holds a read
   // snapshot (which would pin the WAL) or a half-bound parameter set.

@@ -132,6 +132,14 @@ void RunRecorder::on_setup(const std::string& topology_text, const Topology* top
 
 void RunRecorder::finish(RunStatus status, const std::string& reason) {
   finished_ = true;
+  // Another rank that failed has marked the run FAILED with its message (cmd_run's
+  // mark_run_failed) and aborted the job: the stop this rank then sees does not make it KILLED.
+  if (status != RunStatus::failed && store_->find_run(run_.uuid).status == RunStatus::failed)
+    for (const auto& [key, value] : store_->tags(run_.id))
+      if (key == "failure") {
+        run_.status = RunStatus::failed;
+        return;
+      }
   if (!reason.empty()) store_->set_tag(run_.id, "failure", reason);
   store_->set_status(run_.id, status, unix_now());
   run_.status = status;

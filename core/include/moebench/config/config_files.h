@@ -1,7 +1,7 @@
 #pragma once
 // The files a config names by path, and the config made self-contained in one folder: the
 // config beside a copy of every file it reads, its path keys rewritten to those copies' names.
-// The GUI launcher uploads such a folder to a remote host (gui/models/launchupload.h); any tool
+// `moebench launch` uploads such a folder to a remote host (cli/cmd_launch.cpp); any tool
 // that moves a config to another machine can use it.
 //
 // Path keys are the keys of type "path" in config_keys() (config_loader.h): cluster.file,

@@ -44,14 +44,14 @@ std::string describe_lost_ranks(const std::vector<int>& ranks, const std::vector
 
 class PeerWatch {
  public:
-  // on_lost(message) runs on the watch's thread, once: message is "lost rank 2 on host h2
-  // (reason)". It normally ends the process (MPI_Abort); if it returns, the watch stops.
+  // on_lost(message, on_rank0_host) runs on the watch's thread, once: message is "lost rank 2 on
+  // host h2 (reason)"; on_rank0_host: whether this rank shares rank 0's host (may write the store). It normally ends the process (MPI_Abort); if it returns, the watch stops.
   // Collective over world (rank 0's port and addresses are broadcast). hosts: every rank's host
   // name (gather_hostnames). A rank that cannot reach rank 0 warns once and is not watched.
   // on_failure(rank, message) runs on rank 0's watch thread when another rank reports a failure
   // of its own (report_failure); the failing rank ends the job after rank 0 acknowledged.
   PeerWatch(Communicator& world, std::vector<std::string> hosts, PeerWatchOptions options,
-            std::function<void(const std::string&)> on_lost,
+            std::function<void(const std::string&, bool)> on_lost,
             std::function<void(int, const std::string&)> on_failure = {});
   ~PeerWatch();  // leave() and join
   PeerWatch(const PeerWatch&) = delete;
@@ -74,7 +74,7 @@ class PeerWatch {
   int me_ = 0, size_ = 1;
   std::vector<std::string> hosts_;
   PeerWatchOptions options_;
-  std::function<void(const std::string&)> on_lost_;
+  std::function<void(const std::string&, bool)> on_lost_;
   std::function<void(int, const std::string&)> on_failure_;
   int listen_fd_ = -1;
   std::vector<int> fds_;      // rank 0: by rank (-1: not connected); others: [0] = rank 0
@@ -87,7 +87,7 @@ class PeerWatch {
 // null; collective (it gathers the host names). One host needs none: the local launcher, or
 // mpirun on that host, sees its ranks die, and the store marks a vanished run on open.
 std::unique_ptr<PeerWatch> watch_peers_across_hosts(Communicator& world,
-                                                    std::function<void(const std::string&)> on_lost,
+                                                    std::function<void(const std::string&, bool)> on_lost,
                                                     std::function<void(int, const std::string&)> on_failure);
 
 }  // namespace moebench

@@ -17,6 +17,10 @@ inline constexpr const char* kRunsFolder = "moebench-runs";
 // empty string and newlines.
 std::string shell_quote(std::string_view s);
 
+// argv as one line a user could paste into a POSIX shell: plain words (letters, digits,
+// _ . / = : @ % + , -) as they are, every other word shell_quote()d.
+std::string display_command(const std::vector<std::string>& argv);
+
 // A path for the remote shell: shell_quote(path), except that a leading "~/" (or "~" alone)
 // stays unquoted so the remote shell expands it to the home directory: ~/'runs dir'.
 std::string quote_remote_path(std::string_view path);

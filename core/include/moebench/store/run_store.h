@@ -103,7 +103,6 @@ struct ImportedRun {
   RunStatus local_status = RunStatus::running;  // replaced / unchanged: the local copy before the import
   int64_t local_last_step = 0;
 };
-const char* import_outcome_name(ImportedRun::Outcome o);  // "added", "replaced", "unchanged"
 
 class RunStore {
  public:
