@@ -43,6 +43,35 @@ namespace {
 using store_detail::this_host;
 }  // namespace
 
+int64_t RunStore::Impl::write_run_row(const RunInfo& run, int64_t experiment_id, std::optional<int64_t> local_id) {
+  const char* sql =
+      local_id ? "UPDATE runs SET uuid = ?1, name = ?2, experiment_id = ?3, status = ?4, strategy = ?5, "
+                 "config_json = ?6, topology = ?7, git_rev = ?8, host = ?9, pid = ?10, ranks = ?11, "
+                 "start_time = ?12, end_time = ?13, process_start = ?14, boot_id = ?15 WHERE id = ?16"
+               : "INSERT INTO runs (uuid, name, experiment_id, status, strategy, config_json, topology, git_rev, "
+                 "host, pid, ranks, start_time, end_time, process_start, boot_id) "
+                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)";
+  store_detail::Stmt& r = stmt(sql);
+  r.bind(1, run.uuid)
+      .bind(2, run.name)
+      .bind(3, experiment_id)
+      .bind(4, std::string(run_status_name(run.status)))
+      .bind(5, run.strategy)
+      .bind(6, run.config_json)
+      .bind(7, run.topology)
+      .bind(8, run.git_rev)
+      .bind(9, run.host)
+      .bind(10, run.pid)
+      .bind(11, run.ranks)
+      .bind(12, run.start_time)
+      .bind(13, run.end_time)
+      .bind(14, run.process_start)
+      .bind(15, run.boot_id);
+  if (local_id) r.bind(16, *local_id);
+  r.run();
+  return local_id ? *local_id : db.last_insert_rowid();
+}
+
 int64_t RunStore::Impl::experiment_id(const std::string& name, double created, const char* op) {
   stmt("INSERT INTO experiments (name, created) VALUES (?1, ?2) ON CONFLICT (name) DO NOTHING")
       .bind(1, name)
@@ -178,26 +207,7 @@ RunInfo RunStore::create_run(RunInfo info) {
 
   Txn txn(I.db, "create_run");
   const int64_t experiment_id = I.experiment_id(info.experiment, store_detail::unix_now(), "create_run");
-  I.stmt("INSERT INTO runs (uuid, name, experiment_id, status, strategy, config_json, topology, git_rev, host, "
-         "pid, ranks, start_time, end_time, process_start, boot_id) "
-         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)")
-      .bind(1, info.uuid)
-      .bind(2, info.name)
-      .bind(3, experiment_id)
-      .bind(4, std::string(run_status_name(info.status)))
-      .bind(5, info.strategy)
-      .bind(6, info.config_json)
-      .bind(7, info.topology)
-      .bind(8, info.git_rev)
-      .bind(9, info.host)
-      .bind(10, info.pid)
-      .bind(11, info.ranks)
-      .bind(12, info.start_time)
-      .bind(13, info.end_time)
-      .bind(14, info.process_start)
-      .bind(15, info.boot_id)
-      .run();
-  info.id = I.db.last_insert_rowid();
+  info.id = I.write_run_row(info, experiment_id);
   txn.commit();
   return info;
 }

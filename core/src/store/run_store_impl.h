@@ -40,6 +40,9 @@ struct RunStore::Impl {
   // The id of the experiment `name`, created (with `created` as its time) when missing; `op`
   // names the caller in the error. Inside the caller's transaction.
   int64_t experiment_id(const std::string& name, double created, const char* op);
+  // Writes run's row (every column but its id) into the runs table: a new row (local_id empty;
+  // returns its id) or the row local_id overwritten in place. Inside the caller's transaction.
+  int64_t write_run_row(const RunInfo& run, int64_t experiment_id, std::optional<int64_t> local_id = {});
 };
 
 namespace store_detail {

@@ -167,32 +167,7 @@ std::vector<ImportedRun> RunStore::import_runs(const std::string& other_db, cons
     const int64_t experiment_id = I.experiment_id(in.experiment, created, "import_runs");
 
     // The run's own row: inserted, or the local row overwritten in place (its id kept).
-    const char* run_sql =
-        local_id ? "UPDATE runs SET uuid = ?1, name = ?2, experiment_id = ?3, status = ?4, strategy = ?5, "
-                   "config_json = ?6, topology = ?7, git_rev = ?8, host = ?9, pid = ?10, ranks = ?11, "
-                   "start_time = ?12, end_time = ?13, process_start = ?14, boot_id = ?15 WHERE id = ?16"
-                 : "INSERT INTO runs (uuid, name, experiment_id, status, strategy, config_json, topology, git_rev, "
-                   "host, pid, ranks, start_time, end_time, process_start, boot_id) "
-                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)";
-    Stmt& r = I.stmt(run_sql);
-    r.bind(1, in.uuid)
-        .bind(2, in.name)
-        .bind(3, experiment_id)
-        .bind(4, std::string(run_status_name(in.status)))
-        .bind(5, in.strategy)
-        .bind(6, in.config_json)
-        .bind(7, in.topology)
-        .bind(8, in.git_rev)
-        .bind(9, in.host)
-        .bind(10, in.pid)
-        .bind(11, in.ranks)
-        .bind(12, in.start_time)
-        .bind(13, in.end_time)
-        .bind(14, in.process_start)
-        .bind(15, in.boot_id);
-    if (local_id) r.bind(16, *local_id);
-    r.run();
-    const int64_t id = local_id ? *local_id : I.db.last_insert_rowid();
+    const int64_t id = I.write_run_row(in, experiment_id, local_id);
 
     // Every row the run owns, column by column as stored.
     for (const RunTable& t : tables) {
